@@ -1,0 +1,23 @@
+# Shared by scripts/demo and scripts/test: make .venv and install the project into it.
+# Idempotent: a stamp of the dependency inputs skips pip when nothing changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "[setup] creating $VENV with $("$PYTHON" --version 2>&1)"
+    "$PYTHON" -m venv "$VENV"
+fi
+STAMP="$VENV/.tritonkit-install-stamp"
+WANT="$(cat pyproject.toml scripts/_env.sh | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
+    echo "[setup] installing tritonkit with extras cpu,server,dev into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    # cpu: onnxruntime (never together with onnxruntime-gpu); server: the bundled tritonserver.
+    "$VENV/bin/python" -m pip install --quiet -e ".[cpu,server,dev]"
+    echo "$WANT" > "$STAMP"
+fi
+# The real perf_analyzer binary (and, on glibc < 2.38, its private runtime); quick when present.
+"$VENV/bin/tritonkit" perf install --quiet
+export PATH="$VENV/bin:$PATH"

@@ -1,0 +1,5 @@
+"""``python -m tritonkit.cli``."""
+
+from tritonkit.cli import main
+
+main()

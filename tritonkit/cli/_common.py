@@ -1,0 +1,48 @@
+"""Pieces every command shares: error handling, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from tritonkit.errors import TritonKitError
+
+#: Exit status for a TritonKitError that a command did not map itself.
+EXIT_ERROR = 2
+
+
+class CommandExit(Exception):
+    """Raised by a command that has printed its result and wants a given exit status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def report_error(exc: TritonKitError) -> None:
+    """Print ``exc`` as one line (plus a fix line) on stderr, never a traceback."""
+    click.secho(f"error: {exc.message}", fg="red", err=True)
+    if exc.hint:
+        click.echo(f"  fix: {exc.hint}", err=True)
+
+
+class ErrorHandlingGroup(click.Group):
+    """A click group that turns TritonKitError into a message and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TritonKitError as exc:
+            report_error(exc)
+            ctx.exit(getattr(exc, "exit_code", EXIT_ERROR))
+        except CommandExit as exc:
+            ctx.exit(exc.code)
+
+
+def echo_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout."""
+    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")

@@ -1,0 +1,118 @@
+"""``tritonkit serve`` and ``tritonkit doctor``."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from tritonkit.cli._common import CommandExit, echo_json
+from tritonkit.errors import ServerError
+from tritonkit.server import SERVER_BIN_ENV, TritonServer
+
+server_bin_option = click.option(
+    "--server-bin",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=f"tritonserver binary to run (default: ${SERVER_BIN_ENV}, else the one bundled in nvidia-pytriton).",
+)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@click.command("serve")
+@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--grpc-port", type=int, default=None, help="gRPC port (default: a free one).")
+@click.option("--http-port", type=int, default=None, help="HTTP port (default: a free one).")
+@click.option("--metrics-port", type=int, default=None, help="Prometheus metrics port (default: a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
+@click.option("--explicit", is_flag=True, help="Explicit model control: load models with --load-model or the API.")
+@click.option("--load-model", "models", multiple=True, help="With --explicit: a model to load at start (repeat).")
+@click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
+@server_bin_option
+def serve(
+    repo: Path,
+    grpc_port: int | None,
+    http_port: int | None,
+    metrics_port: int | None,
+    host: str,
+    explicit: bool,
+    models: tuple[str, ...],
+    startup_timeout_s: float,
+    server_bin: Path | None,
+) -> None:
+    """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
+
+    \b
+    Example:
+      tritonkit serve model_repository --grpc-port 8001
+    """
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        with TritonServer(
+            repo,
+            model_control="explicit" if explicit else "none",
+            models=models,
+            grpc_port=grpc_port,
+            http_port=http_port,
+            metrics_port=metrics_port,
+            host=host,
+            server_bin=server_bin,
+            startup_timeout_s=startup_timeout_s,
+        ) as server:
+            click.echo(f"tritonserver {server.version()} serving {repo} (pid {server.pid})")
+            click.echo(f"  gRPC     {server.grpc_url}")
+            click.echo(f"  HTTP     http://{server.http_url}")
+            click.echo(f"  metrics  {server.metrics_url}")
+            click.echo(f"  log      {server.log_path}")
+            click.echo("Press Ctrl-C to stop.")
+            sys.stdout.flush()
+            while server.is_running():
+                time.sleep(0.5)
+            raise ServerError(
+                f"tritonserver exited on its own (log: {server.log_path})",
+                log_path=server.log_path,
+                hint="read the log's last lines for the reason",
+            )
+    except KeyboardInterrupt:
+        click.echo("stopped.")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@server_bin_option
+def doctor(as_json: bool, server_bin: Path | None) -> None:
+    """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
+
+    Starts the server once to read its version and to ask a probe model which
+    Python interpreter and site-packages python-backend models will see.
+    Exit status 1 when a required piece is missing.
+
+    \b
+    Example:
+      tritonkit doctor --json
+    """
+    from tritonkit.doctor import run_checks
+
+    checks = run_checks(server_bin=str(server_bin) if server_bin else None)
+    if as_json:
+        echo_json([c.to_dict() for c in checks])
+    else:
+        for check in checks:
+            mark = "ok " if check.ok else ("-- " if not check.required else "!! ")
+            click.echo(f"{mark} {check.name:<30} {check.detail}")
+            if not check.ok and check.fix:
+                click.echo(f"    {'':<30} fix: {check.fix}")
+    if any(not c.ok and c.required for c in checks):
+        raise CommandExit(1)
+
+
+COMMANDS: list[click.Command] = [serve, doctor]

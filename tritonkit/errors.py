@@ -1,0 +1,163 @@
+"""Every error tritonkit raises on purpose.
+
+One root, so a caller (or the CLI) can catch everything the toolkit means to say::
+
+    TritonKitError                  root; ``message`` + optional ``hint`` (what to do)
+    ├── ConfigError                 bad user input: a spec, a config.pbtxt, an SLA, a flag
+    │   └── LintError               the linter found errors (``findings`` attached)
+    ├── MissingComponentError       an optional piece is absent (perf_analyzer, tensorrt,
+    │                               a GPU); ``hint`` is the command that installs it
+    ├── BuildError                  a builder could not produce a servable model
+    ├── ServerError                 tritonserver could not start, or died
+    │   └── ModelLoadError          a model failed to load (``model``, ``reason``, ``log_path``)
+    ├── ClientError                 an inference call failed
+    │   ├── ConnectError            nothing listens at the address (never a timeout)
+    │   ├── DeadlineExceededError   the per-request deadline passed
+    │   ├── ModelNotReadyError      unknown model, or not loaded / not ready
+    │   ├── InvalidInputError       refused before sending, or INVALID_ARGUMENT from the server
+    │   ├── OverloadedError         the server's queue is full (queue policy REJECT)
+    │   └── ServerSideError         the server failed while handling the request
+    ├── PerfError                   perf_analyzer failed (``returncode``, ``stderr_tail``)
+    └── PlanError                   the planner cannot compute from what it was given
+
+Third-party errors are translated in one place per subsystem and chained with
+``raise ... from exc`` so the original is never lost.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BuildError",
+    "ClientError",
+    "ConfigError",
+    "ConnectError",
+    "DeadlineExceededError",
+    "InvalidInputError",
+    "LintError",
+    "MissingComponentError",
+    "ModelLoadError",
+    "ModelNotReadyError",
+    "OverloadedError",
+    "PerfError",
+    "PlanError",
+    "ServerError",
+    "ServerSideError",
+    "TritonKitError",
+]
+
+
+class TritonKitError(Exception):
+    """Root of every error the toolkit raises deliberately.
+
+    ``message`` says what was wrong and where; ``hint`` says what to do about it.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} (fix: {self.hint})"
+        return self.message
+
+
+class ConfigError(TritonKitError):
+    """Bad user input: a spec, a config file, an SLA expression, a command-line value."""
+
+
+class LintError(ConfigError):
+    """The linter found errors; ``findings`` holds them all."""
+
+    def __init__(self, message: str, *, findings: list[Any] | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.findings: list[Any] = list(findings or [])
+
+
+class MissingComponentError(TritonKitError):
+    """An optional component is not available here (perf_analyzer, tensorrt, a GPU)."""
+
+
+class BuildError(TritonKitError):
+    """A builder could not turn the model into a servable repository entry."""
+
+
+class ServerError(TritonKitError):
+    """tritonserver could not be started, did not become ready, or died."""
+
+    def __init__(self, message: str, *, log_path: Path | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.log_path = log_path
+
+
+class ModelLoadError(ServerError):
+    """A model failed to load; ``reason`` is the server's own words from its log."""
+
+    def __init__(
+        self,
+        model: str,
+        reason: str,
+        *,
+        log_path: Path | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = f" (server log: {log_path})" if log_path else ""
+        super().__init__(f"model '{model}' failed to load: {reason}{where}", log_path=log_path, hint=hint)
+        self.model = model
+        self.reason = reason
+
+
+class ClientError(TritonKitError):
+    """An inference or metadata call failed."""
+
+    def __init__(self, message: str, *, model: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.model = model
+
+
+class ConnectError(ClientError):
+    """Nothing accepted the connection: the server is not running or the address is wrong."""
+
+
+class DeadlineExceededError(ClientError):
+    """The request's deadline passed before the server answered."""
+
+
+class ModelNotReadyError(ClientError):
+    """The model is unknown to the server, or known but not ready."""
+
+
+class InvalidInputError(ClientError):
+    """The request does not match what the model expects."""
+
+
+class OverloadedError(ClientError):
+    """The server refused the request because the model's queue is full."""
+
+
+class ServerSideError(ClientError):
+    """The server failed while handling the request."""
+
+
+class PerfError(TritonKitError):
+    """perf_analyzer (or the native load generator) failed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+
+class PlanError(TritonKitError):
+    """The capacity planner cannot compute from the inputs it was given."""

@@ -1,0 +1,380 @@
+"""Start and stop a real tritonserver, in its own process group, never orphaned."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from tritonkit.errors import ConfigError, ModelLoadError, ServerError
+from tritonkit.server.install import ServerInstall, locate_server, model_python_env
+from tritonkit.server.log import find_load_failures, log_tail
+from tritonkit.server.ports import free_ports
+
+__all__ = ["ModelControl", "TritonServer", "server_argv"]
+
+ModelControl = Literal["none", "explicit", "poll"]
+
+_LIVE: weakref.WeakSet[TritonServer] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _stop_all_live() -> None:
+    with _LIVE_LOCK:
+        servers = list(_LIVE)
+    for server in servers:
+        server.stop()
+
+
+# Last line of defence: an interpreter that exits normally (or on an uncaught
+# exception) stops every server it started, even without a context manager.
+atexit.register(_stop_all_live)
+
+
+def server_argv(
+    install: ServerInstall,
+    repositories: Sequence[Path],
+    *,
+    host: str,
+    http_port: int,
+    grpc_port: int,
+    metrics_port: int,
+    model_control: ModelControl,
+    models: Sequence[str] = (),
+    exit_on_error: bool = True,
+    log_verbose: int = 0,
+    exit_timeout_s: int = 5,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The tritonserver command line, as a list (pure; no shell)."""
+    argv = [str(install.binary)]
+    argv += [f"--model-repository={repo}" for repo in repositories]
+    argv += [
+        f"--backend-directory={install.backend_dir}",
+        f"--http-address={host}",
+        f"--http-port={http_port}",
+        f"--grpc-address={host}",
+        f"--grpc-port={grpc_port}",
+        "--allow-metrics=true",
+        f"--metrics-address={host}",
+        f"--metrics-port={metrics_port}",
+        f"--model-control-mode={model_control}",
+        f"--exit-on-error={'true' if exit_on_error else 'false'}",
+        f"--exit-timeout-secs={exit_timeout_s}",
+        f"--log-verbose={log_verbose}",
+    ]
+    if model_control == "explicit":
+        argv += [f"--load-model={name}" for name in models]
+    argv += list(extra_args)
+    return argv
+
+
+class TritonServer:
+    """A real tritonserver serving ``repository``, bound to loopback by default.
+
+    Use as a context manager; ``stop()`` is idempotent. The server runs in its
+    own session (process group): stopping sends SIGTERM to the group, waits
+    ``stop_grace_s``, then SIGKILLs it, so python-backend stubs go too.
+
+    Python-backend models run in the environment of the interpreter that
+    starts the server (see ``install.model_python_env``).
+    """
+
+    def __init__(
+        self,
+        repository: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        model_control: ModelControl = "none",
+        models: Sequence[str] | None = None,
+        grpc_port: int | None = None,
+        http_port: int | None = None,
+        metrics_port: int | None = None,
+        host: str = "127.0.0.1",
+        server_bin: str | os.PathLike[str] | None = None,
+        backend_dir: str | os.PathLike[str] | None = None,
+        startup_timeout_s: float = 60.0,
+        stop_grace_s: float = 10.0,
+        log_path: str | os.PathLike[str] | None = None,
+        log_verbose: int = 0,
+        exit_on_error: bool | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        if isinstance(repository, (str, os.PathLike)):
+            repos = [Path(repository)]
+        else:
+            repos = [Path(r) for r in repository]
+        for repo in repos:
+            if not repo.is_dir():
+                raise ConfigError(
+                    f"model repository {repo} is not a folder",
+                    hint="pass the folder that holds one sub-folder per model",
+                )
+        if model_control not in ("none", "explicit", "poll"):
+            raise ConfigError(f"model_control must be none, explicit or poll, not {model_control!r}")
+        self.repositories = [r.resolve() for r in repos]
+        self.model_control: ModelControl = model_control
+        self.models = list(models or [])
+        self.host = host
+        self._fixed_ports = (http_port, grpc_port, metrics_port)
+        self.http_port, self.grpc_port, self.metrics_port = 0, 0, 0
+        self.install = locate_server(server_bin, backend_dir=Path(backend_dir) if backend_dir else None)
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self._own_log_dir: Path | None = None
+        self.log_path: Path = Path(log_path) if log_path else Path()
+        self._log_path_given = log_path is not None
+        self.log_verbose = log_verbose
+        # In explicit mode a bad model must not kill the server: load_model reports it.
+        self.exit_on_error = exit_on_error if exit_on_error is not None else model_control != "explicit"
+        self.extra_args = list(extra_args)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: Any = None
+
+    # ---- addresses -------------------------------------------------------
+    @property
+    def grpc_url(self) -> str:
+        """``host:port`` of the gRPC endpoint, as tritonclient.grpc expects it."""
+        return f"{self.host}:{self.grpc_port}"
+
+    @property
+    def http_url(self) -> str:
+        """``host:port`` of the HTTP endpoint, as tritonclient.http expects it."""
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """Full URL of the Prometheus metrics page."""
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
+    @property
+    def pid(self) -> int | None:
+        """The tritonserver process id (also its process-group id), while running."""
+        return self._proc.pid if self._proc else None
+
+    def is_running(self) -> bool:
+        """True while the server process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    # ---- lifecycle -------------------------------------------------------
+    def __enter__(self) -> TritonServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> TritonServer:
+        """Start the server and wait until it is ready; raise ``ServerError``/``ModelLoadError`` if not."""
+        if self._proc is not None:
+            raise ServerError("this TritonServer was already started", hint="create a new TritonServer")
+        auto_ports = None in self._fixed_ports
+        attempts = 3 if auto_ports else 1
+        for attempt in range(attempts):
+            self._choose_ports()
+            try:
+                self._launch()
+                self._wait_ready()
+                return self
+            except ServerError as exc:
+                port_clash = "address already in use" in log_tail(self.log_path, 50).lower()
+                self.stop(_failed=True)
+                if port_clash and attempt + 1 < attempts:
+                    continue
+                if port_clash:
+                    raise ServerError(
+                        f"tritonserver could not bind its ports {self._ports_text()}: address already in use",
+                        log_path=self.log_path,
+                        hint="stop what uses those ports, or leave the ports unset to pick free ones",
+                    ) from exc
+                raise
+            except BaseException:
+                # Ctrl-C or anything else while starting: never leave the child behind.
+                self.stop(_failed=True)
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _ports_text(self) -> str:
+        return f"http {self.http_port}, grpc {self.grpc_port}, metrics {self.metrics_port}"
+
+    def _choose_ports(self) -> None:
+        needed = sum(1 for p in self._fixed_ports if p is None)
+        fresh = iter(free_ports(needed, self.host)) if needed else iter(())
+        http_port, grpc_port, metrics_port = (p if p is not None else next(fresh) for p in self._fixed_ports)
+        self.http_port, self.grpc_port, self.metrics_port = http_port, grpc_port, metrics_port
+
+    def _launch(self) -> None:
+        if not self._log_path_given:
+            self._own_log_dir = Path(tempfile.mkdtemp(prefix="tritonkit-server-"))
+            self.log_path = self._own_log_dir / "tritonserver.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = server_argv(
+            self.install,
+            self.repositories,
+            host=self.host,
+            http_port=self.http_port,
+            grpc_port=self.grpc_port,
+            metrics_port=self.metrics_port,
+            model_control=self.model_control,
+            models=self.models,
+            exit_on_error=self.exit_on_error,
+            log_verbose=self.log_verbose,
+            extra_args=self.extra_args,
+        )
+        self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=self._environment(),
+            start_new_session=True,
+        )
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        models_env = model_python_env()
+        env["PATH"] = os.pathsep.join(p for p in (models_env["PATH"], env.get("PATH", "")) if p)
+        lib_dirs = [str(d) for d in self.install.lib_dirs] + [models_env["LD_LIBRARY_PATH"]]
+        lib_dirs.append(env.get("LD_LIBRARY_PATH", ""))
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(d for d in lib_dirs if d)
+        # The stub must not pick up a PYTHONHOME meant for another interpreter.
+        env.pop("PYTHONHOME", None)
+        return env
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while True:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                self._raise_from_log(f"tritonserver exited with status {self._proc.returncode} during start-up")
+            if self._http_status("/v2/health/ready") == 200:
+                return
+            if find_load_failures(log_tail(self.log_path, 400)):
+                # Named in the log already: no need to wait for the server's slow exit.
+                self._raise_from_log("a model failed to load")
+            if time.monotonic() >= deadline:
+                self._raise_from_log(
+                    f"tritonserver was not ready within {self.startup_timeout_s:.0f} s",
+                    hint="raise startup_timeout_s for large models, or read the server log",
+                )
+            time.sleep(0.1)
+
+    def _raise_from_log(self, what: str, *, hint: str | None = None) -> None:
+        text = log_tail(self.log_path, 400)
+        failures = find_load_failures(text)
+        if failures:
+            first = failures[0]
+            others = f" (and {len(failures) - 1} more models)" if len(failures) > 1 else ""
+            raise ModelLoadError(
+                first.model,
+                first.reason + others,
+                log_path=self.log_path,
+                hint=f"fix {first.model}/config.pbtxt or its model files; `tritonkit repo lint` explains most causes",
+            )
+        tail = log_tail(self.log_path, 8).strip()
+        detail = f"; last log lines:\n{tail}" if tail else ""
+        raise ServerError(f"{what} (log: {self.log_path}){detail}", log_path=self.log_path, hint=hint)
+
+    def stop(self, *, _failed: bool = False) -> None:
+        """Stop the server and its process group: SIGTERM, grace period, SIGKILL. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _terminate_group(proc, self.stop_grace_s)
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        if proc is not None and not _failed and self._own_log_dir is not None:
+            # A clean run's log is not worth keeping; a failed one's path is in the error.
+            shutil.rmtree(self._own_log_dir, ignore_errors=True)
+            self._own_log_dir = None
+
+    # ---- HTTP helpers ----------------------------------------------------
+    def _http(self, method: str, path: str, body: bytes | None = None, timeout_s: float = 2.0) -> tuple[int, bytes]:
+        url = f"http://{self.http_url}{path}"
+        request = urllib.request.Request(url, data=body, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - loopback URL we built
+                return response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+    def _http_status(self, path: str) -> int:
+        return self._http("GET", path, timeout_s=1.0)[0]
+
+    def metadata(self) -> dict[str, Any]:
+        """The server's own metadata (``name``, ``version``, ``extensions``)."""
+        status, body = self._http("GET", "/v2")
+        if status != 200:
+            raise ServerError(f"server metadata request failed with HTTP {status}", log_path=self.log_path)
+        result: dict[str, Any] = json.loads(body)
+        return result
+
+    def version(self) -> str:
+        """The server's version string, e.g. ``2.51.0``."""
+        return str(self.metadata().get("version", "unknown"))
+
+    def load_model(self, name: str, *, timeout_s: float = 120.0) -> None:
+        """Load (or reload) ``name``; explicit model control only. Raises ``ModelLoadError`` with the server's reason."""
+        if self.model_control != "explicit":
+            raise ServerError(
+                f"cannot load model '{name}': the server runs with model control '{self.model_control}'",
+                hint="start it with model_control='explicit' (tritonkit serve --explicit)",
+            )
+        status, body = self._http("POST", f"/v2/repository/models/{name}/load", b"", timeout_s=timeout_s)
+        if status != 200:
+            reason = _error_text(body) or f"HTTP {status}"
+            logged = {f.model: f.reason for f in find_load_failures(log_tail(self.log_path, 400))}
+            raise ModelLoadError(name, logged.get(name) or reason, log_path=self.log_path)
+
+    def unload_model(self, name: str, *, timeout_s: float = 60.0) -> None:
+        """Unload ``name``; explicit model control only."""
+        status, body = self._http("POST", f"/v2/repository/models/{name}/unload", b"", timeout_s=timeout_s)
+        if status != 200:
+            raise ServerError(f"could not unload model '{name}': {_error_text(body) or f'HTTP {status}'}")
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        """True when ``name`` (optionally a given version) is loaded and ready."""
+        suffix = f"/versions/{version}" if version else ""
+        return self._http_status(f"/v2/models/{name}{suffix}/ready") == 200
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("error", "")).strip()
+    except (ValueError, AttributeError):
+        return body.decode(errors="replace").strip()
+
+
+def _terminate_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the process group, wait up to ``grace_s``, then SIGKILL it; reap the leader."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    # Kill whatever remains of the group (stubs outliving the leader included).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
