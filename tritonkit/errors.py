@@ -4,10 +4,12 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
 
     TritonKitError                  root; ``message`` + optional ``hint`` (what to do)
     ├── ConfigError                 bad user input: a spec, a config.pbtxt, an SLA, a flag
+    │   ├── ConfigSyntaxError       a config.pbtxt does not parse (``path``, ``line``, ``column``)
     │   └── LintError               the linter found errors (``findings`` attached)
     ├── MissingComponentError       an optional piece is absent (perf_analyzer, tensorrt,
     │                               a GPU); ``hint`` is the command that installs it
     ├── BuildError                  a builder could not produce a servable model
+    │   └── VerificationError       its numbers are wrong (``comparisons``: the tables)
     ├── ServerError                 tritonserver could not start, or died
     │   └── ModelLoadError          a model failed to load (``model``, ``reason``, ``log_path``)
     ├── ClientError                 an inference call failed
@@ -18,6 +20,7 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   ├── OverloadedError         the server's queue is full (queue policy REJECT)
     │   └── ServerSideError         the server failed while handling the request
     ├── PerfError                   perf_analyzer failed (``returncode``, ``stderr_tail``)
+    │   └── PerfTimeoutError        a perf run passed its time limit and was stopped
     └── PlanError                   the planner cannot compute from what it was given
 
 Third-party errors are translated in one place per subsystem and chained with
@@ -33,6 +36,7 @@ __all__ = [
     "BuildError",
     "ClientError",
     "ConfigError",
+    "ConfigSyntaxError",
     "ConnectError",
     "DeadlineExceededError",
     "InvalidInputError",
@@ -42,10 +46,12 @@ __all__ = [
     "ModelNotReadyError",
     "OverloadedError",
     "PerfError",
+    "PerfTimeoutError",
     "PlanError",
     "ServerError",
     "ServerSideError",
     "TritonKitError",
+    "VerificationError",
 ]
 
 
@@ -70,6 +76,24 @@ class ConfigError(TritonKitError):
     """Bad user input: a spec, a config file, an SLA expression, a command-line value."""
 
 
+class ConfigSyntaxError(ConfigError):
+    """A ``config.pbtxt`` does not parse; ``line``/``column`` are 1-based where known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        path: Path | str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.line = line
+        self.column = column
+        self.path = Path(path) if path is not None else None
+
+
 class LintError(ConfigError):
     """The linter found errors; ``findings`` holds them all."""
 
@@ -84,6 +108,14 @@ class MissingComponentError(TritonKitError):
 
 class BuildError(TritonKitError):
     """A builder could not turn the model into a servable repository entry."""
+
+
+class VerificationError(BuildError):
+    """Numeric verification failed; ``comparisons`` holds every table that was computed."""
+
+    def __init__(self, message: str, *, comparisons: list[Any] | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.comparisons: list[Any] = list(comparisons or [])
 
 
 class ServerError(TritonKitError):
@@ -157,6 +189,10 @@ class PerfError(TritonKitError):
         super().__init__(message, hint=hint)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class PerfTimeoutError(PerfError):
+    """A perf_analyzer run passed its time limit; it was stopped and what it wrote was kept."""
 
 
 class PlanError(TritonKitError):

@@ -1,0 +1,305 @@
+"""``tritonkit repo init|add|show|lint|diff``: model repositories from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+
+from tritonkit.cli._common import CommandExit, echo_json
+from tritonkit.errors import ConfigError
+from tritonkit.repository import (
+    CONFIG_FILENAME,
+    DynamicBatching,
+    InstanceGroup,
+    ModelRepository,
+    ModelSpec,
+    TensorSpec,
+    diff_configs,
+    diff_repositories,
+    flatten_config,
+    read_config,
+    render_config,
+)
+from tritonkit.repository.lint import RULES, LintReport, Severity, Target, lint_repository
+from tritonkit.repository.lint.runner import target_from_install, target_from_server
+
+#: Exit statuses of ``repo lint`` (and ``repo diff``): clean, problems found, usage error.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="Output for people (text) or machines (json).",
+)
+
+
+@click.group("repo")
+def repo() -> None:
+    """Create, inspect, lint and compare Triton model repositories.
+
+    \b
+    Example:
+      tritonkit repo init model_repository
+      tritonkit repo lint model_repository --target cpu
+    """
+
+
+@repo.command("init")
+@click.argument("path", type=click.Path(path_type=Path))
+def init(path: Path) -> None:
+    """Create an empty model repository folder at PATH.
+
+    \b
+    Example:
+      tritonkit repo init model_repository
+    """
+    repository = ModelRepository.init(path)
+    click.echo(f"repository ready: {repository.root}")
+
+
+def _parse_tensor(text: str, *, what: str) -> TensorSpec:
+    parts = text.split(":")
+    if len(parts) != 3 or not parts[0]:
+        raise ConfigError(f"--{what} {text!r}: expected NAME:DTYPE:DIMS", hint=f"e.g. --{what} INPUT0:FP32:3,224,224")
+    name, dtype, dims_text = parts
+    try:
+        dims = [int(d) for d in dims_text.split(",") if d.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"--{what} {text!r}: dims must be integers separated by commas",
+                          hint="use -1 for a variable-size dimension") from exc
+    return TensorSpec(name=name, dtype=dtype, dims=dims)
+
+
+@repo.command("add")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Model name (also its folder).")
+@click.option("--backend", default="", help='Backend, e.g. "python", "onnxruntime".')
+@click.option("--platform", default="", help='Platform, e.g. "ensemble", "onnxruntime_onnx".')
+@click.option("--max-batch-size", type=int, default=0, show_default=True, help="0: the model does not batch.")
+@click.option("--input", "inputs", multiple=True, help="NAME:DTYPE:DIMS, e.g. INPUT0:FP32:4 (repeat).")
+@click.option("--output", "outputs", multiple=True, help="NAME:DTYPE:DIMS (repeat).")
+@click.option("--window", default=None, help='Dynamic-batching window with units, e.g. "5ms" (default 5ms).')
+@click.option("--no-dynamic-batching", is_flag=True, help="Leave the dynamic batcher off.")
+@click.option("--instances", type=int, default=None, help="Instance count (with --kind).")
+@click.option("--kind", type=click.Choice(["cpu", "gpu", "auto", "model"]), default="cpu", show_default=True)
+@click.option("--file", "files", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A model file or folder to copy into the version folder (repeat).")
+@click.option("--version", type=int, default=1, show_default=True)
+@click.option("--force", is_flag=True, help="Replace an existing model's config and files.")
+def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int, inputs: tuple[str, ...],
+        outputs: tuple[str, ...], window: str | None, no_dynamic_batching: bool, instances: int | None,
+        kind: str, files: tuple[Path, ...], version: int, force: bool) -> None:
+    """Add a model to the repository at PATH: config.pbtxt plus its version folder.
+
+    \b
+    Example:
+      tritonkit repo add model_repository --name add_one --backend python \\
+        --max-batch-size 8 --input INPUT0:FP32:4 --output OUTPUT0:FP32:4 \\
+        --window 5ms --instances 2 --file model.py
+    """
+    dynamic: DynamicBatching | None | Literal["auto"]
+    if no_dynamic_batching:
+        dynamic = None
+    elif window is not None:
+        dynamic = DynamicBatching(window=window)
+    else:
+        dynamic = "auto"
+    spec = ModelSpec(
+        name=name, backend=backend, platform=platform, max_batch_size=max_batch_size,
+        inputs=[_parse_tensor(t, what="input") for t in inputs],
+        outputs=[_parse_tensor(t, what="output") for t in outputs],
+        dynamic_batching=dynamic,
+        instance_groups=[InstanceGroup(count=instances, kind=kind)] if instances is not None else (),  # type: ignore[arg-type]  # click.Choice guarantees the literal
+    )
+    repository = ModelRepository.init(path)
+    entry = repository.add_model(spec, files={f.name: f for f in files}, version=version, overwrite=force)
+    click.echo(f"wrote {entry.config_path} and {entry.version_path(version)}/")
+
+
+def _model_summary(repository: ModelRepository, name: str) -> dict[str, Any]:
+    entry = repository.model(name)
+    summary: dict[str, Any] = {"name": name, "versions": entry.versions()}
+    try:
+        cfg = entry.read_config()
+    except ConfigError as exc:
+        summary["error"] = exc.message
+        return summary
+    summary.update({
+        "backend": cfg.backend or cfg.platform,
+        "max_batch_size": cfg.max_batch_size,
+        "inputs": len(cfg.input),
+        "outputs": len(cfg.output),
+        "scheduling": cfg.WhichOneof("scheduling_choice") or "none",
+        "instances": sum(max(g.count, 1) for g in cfg.instance_group) if cfg.instance_group else "default",
+    })
+    if cfg.HasField("dynamic_batching"):
+        summary["window_us"] = cfg.dynamic_batching.max_queue_delay_microseconds
+    return summary
+
+
+@repo.command("show")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@format_option
+def show(path: Path, fmt: str) -> None:
+    """Show a repository (one line per model) or one model's config (PATH is a model folder or config).
+
+    \b
+    Example:
+      tritonkit repo show model_repository
+      tritonkit repo show model_repository/resnet --format json
+    """
+    is_model = path.is_file() or (path / CONFIG_FILENAME).is_file()
+    if is_model:
+        cfg = read_config(path)
+        if fmt == "json":
+            echo_json({"config_path": str(path if path.is_file() else path / CONFIG_FILENAME),
+                       "fields": flatten_config(cfg)})
+        else:
+            click.echo(render_config(cfg), nl=False)
+        return
+    repository = ModelRepository(path)
+    rows = [_model_summary(repository, n) for n in repository.model_names()]
+    if fmt == "json":
+        echo_json({"repository": str(path), "models": rows})
+        return
+    if not rows:
+        click.echo(f"{path}: no models")
+        return
+    for row in rows:
+        if "error" in row:
+            click.echo(f"{row['name']:<24} ERROR {row['error']}")
+            continue
+        window = f" window {row['window_us']}us" if "window_us" in row else ""
+        click.echo(f"{row['name']:<24} {row['backend']:<14} max_batch {row['max_batch_size']:<4} "
+                   f"versions {row['versions']} {row['scheduling']}{window} instances {row['instances']}")
+
+
+def _resolve_target(target: str | None, server: str | None, metrics_url: str | None,
+                    server_bin: Path | None) -> Target | None:
+    if server:
+        resolved = target_from_server(server, metrics_url=metrics_url)
+        if target:  # an explicit hardware statement wins over what the server let us see
+            stated = Target.parse(target)
+            resolved = Target(kind=stated.kind, gpu_count=stated.gpu_count, backends=resolved.backends,
+                              backends_complete=False, source=resolved.source, notes=resolved.notes)
+        return resolved
+    if server_bin is not None:
+        from tritonkit.server import locate_server
+
+        return target_from_install(locate_server(server_bin), kind=target or "cpu")
+    return Target.parse(target) if target else None
+
+
+def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
+    shown = [f for f in report.findings if f.severity.rank <= min_severity.rank]
+    if fmt == "json":
+        data = report.to_dict()
+        data["findings"] = [f.to_dict() for f in shown]
+        echo_json(data)
+        return
+    for finding in shown:
+        color = {"error": "red", "warning": "yellow", "info": None}[finding.severity.value]
+        head, _, rest = str(finding).partition("\n")
+        click.secho(head, fg=color)
+        if rest:
+            click.echo(rest)
+    hidden = len(report.findings) - len(shown)
+    suffix = f"; {hidden} below --min-severity {min_severity.value} not shown" if hidden else ""
+    click.echo(report.summary() + suffix)
+    if report.target.notes:
+        for note in report.target.notes:
+            click.echo(f"target: {note}")
+
+
+@repo.command("lint")
+@click.argument("path", type=click.Path(path_type=Path), required=False)
+@click.option("--target", type=str, default=None,
+              help="Hardware the repository is for: cpu, gpu or gpu:N (enables GPU rules).")
+@click.option("--server", default=None, help="gRPC address of a running server (host:port) to read its backends.")
+@click.option("--metrics-url", default=None, help="With --server: its /metrics URL, to count its GPUs.")
+@click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A local tritonserver binary: lint against the backends installed next to it.")
+@click.option("--bundled", is_flag=True, help="Lint against the bundled tritonserver's backends (python only).")
+@click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeat).")
+@click.option("--ignore", "ignored", multiple=True, help="Skip this rule id (repeat).")
+@click.option("--min-severity", type=click.Choice(["error", "warning", "info"]), default="info", show_default=True,
+              help="Hide findings below this severity.")
+@click.option("--list-rules", is_flag=True, help="Print every rule id, severity and title, then exit.")
+@format_option
+def lint(path: Path | None, target: str | None, server: str | None, metrics_url: str | None,
+         server_bin: Path | None, bundled: bool, rules: tuple[str, ...], ignored: tuple[str, ...],
+         min_severity: str, list_rules: bool, fmt: str) -> None:
+    """Lint every model in the repository at PATH; exit 0 clean, 1 errors found, 2 usage error.
+
+    \b
+    Example:
+      tritonkit repo lint model_repository --target cpu
+      tritonkit repo lint model_repository --server 127.0.0.1:8001 --format json
+      tritonkit repo lint model_repository --bundled
+    """
+    if list_rules:
+        if fmt == "json":
+            echo_json([r.to_dict() for r in RULES.values()])
+        else:
+            for r in RULES.values():
+                click.echo(f"{r.id}  {r.severity.value:<7}  {r.family:<11}  {r.title}")
+        return
+    if path is None:
+        raise click.UsageError("missing argument PATH (the repository folder)")
+    if not path.is_dir():
+        raise click.UsageError(f"{path} is not a folder")
+    chosen: Target | None
+    if bundled and server_bin is None:
+        from tritonkit.server import locate_server
+
+        chosen = target_from_install(locate_server(None), kind=target or "cpu")
+    else:
+        chosen = _resolve_target(target, server, metrics_url, server_bin)
+    report = lint_repository(path, target=chosen, rules=rules or None, ignore=ignored)
+    _print_report(report, fmt, Severity(min_severity))
+    raise CommandExit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)
+
+
+@repo.command("diff")
+@click.argument("old", type=click.Path(exists=True, path_type=Path))
+@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@format_option
+def diff(old: Path, new: Path, fmt: str) -> None:
+    """Compare two repositories, two model folders or two config files field by field.
+
+    Exit 0 when they match, 1 when they differ.
+
+    \b
+    Example:
+      tritonkit repo diff model_repository other_repository
+      tritonkit repo diff old/resnet/config.pbtxt new/resnet/config.pbtxt
+    """
+    def is_model(p: Path) -> bool:
+        return p.is_file() or (p / CONFIG_FILENAME).is_file()
+
+    if is_model(old) != is_model(new):
+        raise click.UsageError("compare like with like: two repositories, or two models/configs")
+    if is_model(old):
+        changes = diff_configs(read_config(old), read_config(new))
+        if fmt == "json":
+            echo_json({"old": str(old), "new": str(new), "changes": [c.to_dict() for c in changes]})
+        else:
+            for change in changes:
+                click.echo(str(change))
+            click.echo(f"{len(changes)} field(s) differ")
+        raise CommandExit(EXIT_FINDINGS if changes else EXIT_CLEAN)
+    models = diff_repositories(old, new)
+    differing = [m for m in models if m.status != "same"]
+    if fmt == "json":
+        echo_json({"old": str(old), "new": str(new), "models": [m.to_dict() for m in models]})
+    else:
+        for m in differing:
+            click.echo(f"{m.model}: {m.status}")
+            for change in m.changes:
+                click.echo(f"  {change}")
+        click.echo(f"{len(differing)} of {len(models)} model(s) differ")
+    raise CommandExit(EXIT_FINDINGS if differing else EXIT_CLEAN)
+
+
+COMMANDS: list[click.Command] = [repo]

@@ -1,0 +1,359 @@
+"""The linter's machinery: rules, findings, the target, and the per-model context.
+
+A rule is a plain function registered with :func:`rule`; it receives the whole
+:class:`LintContext` (every model in the repository, the target) and one
+:class:`ModelInfo`, and reports through ``ctx.report(...)``. Rules never raise for
+a bad config: a config that cannot be read is itself a finding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit.errors import ConfigError, LintError
+from tritonkit.repository.pbtxt import (
+    CONFIG_FILENAME,
+    ConfigSyntaxError,
+    FieldLines,
+    field_lines,
+    parse_config,
+)
+
+__all__ = [
+    "RULES",
+    "Finding",
+    "LintContext",
+    "LintReport",
+    "ModelInfo",
+    "Rule",
+    "Severity",
+    "Target",
+    "rule",
+]
+
+
+class Severity(str, Enum):
+    """How bad a finding is: errors fail ``repo lint`` (exit 1); warnings and info do not."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """0 for errors, 1 warnings, 2 info (sort key)."""
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+CheckFn = Callable[["LintContext", "ModelInfo"], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One lint rule: a stable ``id`` (``TK101``), a default severity, a one-line title."""
+
+    id: str
+    severity: Severity
+    title: str
+    family: str
+    check: CheckFn = field(repr=False, compare=False)
+    needs_config: bool = True
+
+    def to_dict(self) -> dict[str, str]:
+        """A JSON-ready dict (without the check function)."""
+        return {"id": self.id, "severity": self.severity.value, "title": self.title, "family": self.family}
+
+
+#: Every registered rule by id, in registration order (families import in order).
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, severity: Severity, title: str, *, family: str,
+         needs_config: bool = True) -> Callable[[CheckFn], CheckFn]:
+    """Register a check function under a stable rule id."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        if rule_id in RULES:
+            raise RuntimeError(f"lint rule id {rule_id} registered twice")
+        RULES[rule_id] = Rule(rule_id, severity, title, family, fn, needs_config)
+        return fn
+
+    return register
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem, with where it is and how to fix it."""
+
+    rule_id: str
+    severity: Severity
+    message: str
+    model: str
+    file: str = ""
+    field: str = ""
+    line: int | None = None
+    column: int | None = None
+    hint: str = ""
+
+    @property
+    def location(self) -> str:
+        """``file:line[:col]`` (or the model name when there is no file)."""
+        where = self.file or self.model
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return where
+
+    def __str__(self) -> str:
+        field_part = f" [{self.field}]" if self.field else ""
+        text = f"{self.location}: {self.severity.value} {self.rule_id}{field_part} {self.message}"
+        return text + (f"\n    fix: {self.hint}" if self.hint else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "rule": self.rule_id,
+            "severity": self.severity.value,
+            "model": self.model,
+            "file": self.file,
+            "field": self.field,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class Target:
+    """The hardware and server a repository is meant for.
+
+    ``backends`` is the set of backends the server is known to have, or ``None``
+    when unknown (then no backend rule fires). ``backends_complete`` says whether
+    the set is the whole list (read from a local install's backend folder) or only
+    a lower bound (backends seen in use by a running server's models).
+    ``gpu_count`` is ``None`` when unknown.
+    """
+
+    kind: Literal["cpu", "gpu", "unknown"] = "unknown"
+    gpu_count: int | None = None
+    backends: frozenset[str] | None = None
+    backends_complete: bool = False
+    source: str = "none"
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def cpu(cls) -> Target:
+        """A machine without GPUs (backends unknown)."""
+        return cls(kind="cpu", gpu_count=0, source="--target cpu")
+
+    @classmethod
+    def gpu(cls, gpu_count: int | None = None) -> Target:
+        """A machine with GPUs (how many: unknown unless given)."""
+        return cls(kind="gpu", gpu_count=gpu_count, source="--target gpu")
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """``"cpu"``, ``"gpu"`` or ``"gpu:N"``."""
+        value = text.strip().lower()
+        if value == "cpu":
+            return cls.cpu()
+        if value == "gpu":
+            return cls.gpu()
+        if value.startswith("gpu:") and value[4:].isdigit():
+            return cls.gpu(int(value[4:]))
+        raise ConfigError(f"unknown lint target {text!r}", hint="use cpu, gpu or gpu:N")
+
+    def with_backends(self, backends: set[str] | frozenset[str], *, complete: bool, source: str) -> Target:
+        """This target, knowing which backends the server has."""
+        return Target(kind=self.kind, gpu_count=self.gpu_count, backends=frozenset(backends),
+                      backends_complete=complete, source=source, notes=self.notes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "kind": self.kind,
+            "gpu_count": self.gpu_count,
+            "backends": sorted(self.backends) if self.backends is not None else None,
+            "backends_complete": self.backends_complete,
+            "source": self.source,
+            "notes": list(self.notes),
+        }
+
+
+def is_version_name(name: str) -> bool:
+    """Whether Triton reads a folder name as a version number."""
+    return name.isdigit() and str(int(name)) == name
+
+
+class ModelInfo:
+    """One model folder as the rules see it: raw text, parsed config (or why not), versions."""
+
+    def __init__(self, repo_root: Path, folder: Path) -> None:
+        self.repo_root = repo_root
+        self.folder = folder
+        self.name = folder.name
+        self.config_path = folder / CONFIG_FILENAME
+        self.text: str | None = None
+        self.config: mc.ModelConfig | None = None
+        self.syntax_error: ConfigSyntaxError | None = None
+        self.read_error: str | None = None
+        try:
+            self.text = self.config_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError) as exc:
+            self.read_error = str(exc)
+        if self.text is not None:
+            try:
+                self.config = parse_config(self.text, path=self.rel_config)
+            except ConfigSyntaxError as exc:
+                self.syntax_error = exc
+        self.subdirs = sorted(p.name for p in folder.iterdir() if p.is_dir())
+        #: Triton treats a folder as a version only when its name is a canonical
+        #: non-negative integer: "0" and "3" are versions, "01" and "v1" are not (seen on 2.51).
+        self.versions = sorted(int(n) for n in self.subdirs if is_version_name(n))
+
+    @property
+    def rel_config(self) -> str:
+        """``<model>/config.pbtxt`` relative to the repository root (for messages)."""
+        return f"{self.name}/{CONFIG_FILENAME}"
+
+    @cached_property
+    def lines(self) -> FieldLines:
+        """Field path → line index, built only when a finding needs a line."""
+        return field_lines(self.text or "")
+
+    def version_files(self, version: int) -> list[str]:
+        """Names inside one version folder."""
+        path = self.folder / str(version)
+        return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+
+
+@dataclass
+class LintContext:
+    """Everything the rules can see, and where they put findings."""
+
+    root: Path
+    models: dict[str, ModelInfo]
+    target: Target
+    findings: list[Finding] = field(default_factory=list)
+    _current_rule: Rule | None = None
+
+    def configs(self) -> Iterator[tuple[str, mc.ModelConfig]]:
+        """Every model whose config parsed, by name."""
+        for name, info in self.models.items():
+            if info.config is not None:
+                yield name, info.config
+
+    def report(
+        self,
+        model: ModelInfo,
+        message: str,
+        *,
+        field: str = "",
+        hint: str = "",
+        severity: Severity | None = None,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        """Record a finding for the rule being run (its severity unless overridden)."""
+        current = self._current_rule
+        assert current is not None, "report() called outside a rule"
+        if line is None and field and file is None and model.text is not None:
+            line = model.lines.line_of(field)
+        self.findings.append(Finding(
+            rule_id=current.id,
+            severity=severity or current.severity,
+            message=message,
+            model=model.name,
+            file=file if file is not None else (model.rel_config if model.text is not None else f"{model.name}/"),
+            field=field,
+            line=line,
+            column=column,
+            hint=hint,
+        ))
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """All findings for one repository, sorted by model, line, then rule."""
+
+    root: Path
+    target: Target
+    findings: tuple[Finding, ...]
+    models_checked: int
+    rules_run: int
+    elapsed_s: float
+
+    @property
+    def errors(self) -> list[Finding]:
+        """Findings of severity error."""
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """Findings of severity warning."""
+        return [f for f in self.findings if f.severity is Severity.WARNING]
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors (warnings and info allowed)."""
+        return not self.errors
+
+    def for_model(self, name: str) -> list[Finding]:
+        """Findings of one model."""
+        return [f for f in self.findings if f.model == name]
+
+    def rule_ids(self, model: str | None = None, *, severity: Severity | None = None) -> set[str]:
+        """Ids of the rules that fired (optionally for one model / one severity)."""
+        return {f.rule_id for f in self.findings
+                if (model is None or f.model == model) and (severity is None or f.severity is severity)}
+
+    def summary(self) -> str:
+        """``3 errors, 1 warning, 0 info in 12 models (0.05 s)``."""
+        info = len(self.findings) - len(self.errors) - len(self.warnings)
+        return (f"{len(self.errors)} error(s), {len(self.warnings)} warning(s), {info} info "
+                f"in {self.models_checked} model(s) ({self.elapsed_s:.2f} s)")
+
+    def to_text(self) -> str:
+        """Human-readable report: one block per finding, then the summary."""
+        lines = [str(f) for f in self.findings]
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "repository": str(self.root),
+            "target": self.target.to_dict(),
+            "models_checked": self.models_checked,
+            "rules_run": self.rules_run,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def to_json(self) -> str:
+        """The report as indented JSON."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def raise_for_errors(self) -> None:
+        """Raise :class:`~tritonkit.errors.LintError` (all findings attached) when there is an error."""
+        errors = self.errors
+        if errors:
+            first = errors[0]
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise LintError(f"{first.location}: {first.rule_id} {first.message}{more}", findings=list(errors),
+                            hint=first.hint or "run `tritonkit repo lint` on the repository for every finding")

@@ -1,0 +1,171 @@
+"""TK0xx — files and layout: the config exists and parses, no template placeholders left,
+the name matches the folder, version folders exist, the backend and its model file are there."""
+
+from __future__ import annotations
+
+import re
+
+from tritonkit.repository.layout import expected_model_filename
+from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, is_version_name, rule
+
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+FAMILY = "files"
+
+#: Platforms Triton knows, and the backend each one implies.
+PLATFORM_BACKENDS = {
+    "tensorrt_plan": "tensorrt",
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch_libtorch": "pytorch",
+    "tensorflow_graphdef": "tensorflow",
+    "tensorflow_savedmodel": "tensorflow",
+    "ensemble": "",
+}
+
+_PLACEHOLDER = re.compile(r"\$\{[^}\n]*\}?")
+
+#: Sub-folders with a meaning other than "version" that Triton (or a backend) uses.
+_KNOWN_NON_VERSION_DIRS = {"warmup", "__pycache__"}
+
+
+@rule("TK001", WARNING, "model folder has no config.pbtxt", family=FAMILY, needs_config=False)
+def missing_config(ctx: LintContext, m: ModelInfo) -> None:
+    if m.text is None and m.read_error is None:
+        ctx.report(m, "no config.pbtxt: Triton will auto-complete one from the model file, and nothing "
+                   "in it can be checked here", file=f"{m.name}/",
+                   hint="write the config (tritonkit repo add, or ModelRepository.add_model)")
+    elif m.read_error is not None:
+        ctx.report(m, f"config.pbtxt cannot be read: {m.read_error}", severity=ERROR,
+                   hint="make it a readable UTF-8 text file")
+
+
+@rule("TK002", ERROR, "config.pbtxt does not parse", family=FAMILY, needs_config=False)
+def syntax_error(ctx: LintContext, m: ModelInfo) -> None:
+    exc = m.syntax_error
+    if exc is None or _PLACEHOLDER.search(m.text or ""):
+        return  # a placeholder explains the parse error better (TK003)
+    detail = exc.message.split(": ", 1)[-1] if exc.message.startswith(m.rel_config) else exc.message
+    ctx.report(m, f"syntax error: {detail}", line=exc.line, column=exc.column,
+               hint="fix the text at that line and column (field names and types are in Triton's model_config.proto)")
+
+
+@rule("TK003", ERROR, "template placeholder ${...} left in config", family=FAMILY, needs_config=False)
+def placeholders(ctx: LintContext, m: ModelInfo) -> None:
+    if m.text is None or "${" not in m.text:
+        return
+    for number, line in enumerate(m.text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        for match in _PLACEHOLDER.finditer(line):
+            field = line[: match.start()].strip().rstrip(":").split()[-1:] or [""]
+            ctx.report(m, f"unfilled template placeholder {match.group(0)}", line=number, column=match.start() + 1,
+                       field=field[0].strip('{"'),
+                       hint="fill the template (e.g. TensorRT-LLM's fill_template.py) or replace the value by hand")
+
+
+@rule("TK004", ERROR, "name in config does not match the model folder", family=FAMILY)
+def name_matches_folder(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    if m.config.name and m.config.name != m.name:
+        ctx.report(m, f"name {m.config.name!r} does not match folder {m.name!r}", field="name",
+                   hint=f'set name: "{m.name}" or rename the folder; Triton identifies the model by its folder')
+
+
+@rule("TK005", ERROR, "no integer version folder", family=FAMILY, needs_config=False)
+def has_version(ctx: LintContext, m: ModelInfo) -> None:
+    if m.versions:
+        return
+    others = [d for d in m.subdirs if d not in _KNOWN_NON_VERSION_DIRS]
+    seen = f" (found {', '.join(others)}: not integers)" if others else ""
+    ctx.report(m, f"no version folder{seen}", file=f"{m.name}/",
+               hint=f"put the model files in {m.name}/1/ (version folders are integers without leading "
+               "zeros; an ensemble needs an empty one)")
+
+
+@rule("TK006", INFO, "sub-folder Triton will not treat as a version", family=FAMILY, needs_config=False)
+def non_integer_dirs(ctx: LintContext, m: ModelInfo) -> None:
+    if not m.versions:
+        return  # TK005 already names them
+    for d in m.subdirs:
+        if d in _KNOWN_NON_VERSION_DIRS or is_version_name(d):
+            continue
+        ctx.report(m, f"sub-folder {d!r} is not a version (not an integer, or leading zeros) and is ignored",
+                   file=f"{m.name}/{d}/", hint=f"rename it to {int(d)}" if d.isdigit()
+                   else "rename it to an integer if it holds a model version")
+
+
+@rule("TK007", WARNING, "neither backend nor platform set", family=FAMILY)
+def backend_or_platform(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if not cfg.backend and not cfg.platform:
+        # Triton 2.51 guesses the backend from the model file's name (model.py -> python) and loads it.
+        ctx.report(m, "neither backend nor platform is set: Triton has to guess the backend from the "
+                   "model file's name", field="name",
+                   hint='state it: backend: "onnxruntime" (or "python", "tensorrt", ...) or platform: "ensemble"')
+
+
+@rule("TK008", ERROR, "unknown platform, or platform and backend disagree", family=FAMILY)
+def platform_known(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if not cfg.platform:
+        return
+    if cfg.platform not in PLATFORM_BACKENDS:
+        ctx.report(m, f"unknown platform {cfg.platform!r}", field="platform",
+                   hint=f"use one of {', '.join(sorted(PLATFORM_BACKENDS))}, or set backend instead of platform")
+        return
+    implied = PLATFORM_BACKENDS[cfg.platform]
+    if cfg.backend and implied and cfg.backend != implied:
+        # Triton 2.51 loads this and uses the backend; the platform is then misleading.
+        ctx.report(m, f"platform {cfg.platform!r} means backend {implied!r}, but backend is {cfg.backend!r} "
+                   "(Triton uses the backend)", field="platform", severity=WARNING,
+                   hint="drop one of the two, or make them agree")
+
+
+def _served_versions(m: ModelInfo) -> list[int]:
+    """The versions Triton will try to load under the config's version policy."""
+    cfg = m.config
+    assert cfg is not None
+    policy = cfg.version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "all":
+        return list(m.versions)
+    if choice == "specific":
+        return [v for v in policy.specific.versions if v in m.versions]
+    keep = policy.latest.num_versions if choice == "latest" else 1
+    return m.versions[-keep:] if keep > 0 else []
+
+
+@rule("TK009", ERROR, "the model file the backend needs is missing", family=FAMILY)
+def model_file_present(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    filename = expected_model_filename(cfg)
+    if filename is None:
+        return
+    for version in _served_versions(m):
+        if filename not in m.version_files(version):
+            stall = (" (the python backend then waits for its stub instead of failing fast)"
+                     if (cfg.backend == "python") else "")
+            ctx.report(m, f"version {version} has no {filename}{stall}",
+                       file=f"{m.name}/{version}/", field="default_model_filename" if cfg.default_model_filename
+                       else "", hint=f"put the model file at {m.name}/{version}/{filename}"
+                       + ("" if cfg.default_model_filename else " or set default_model_filename"))
+
+
+@rule("TK010", ERROR, "version policy selects no existing version", family=FAMILY)
+def version_policy(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    policy = cfg.version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "specific":
+        missing = [v for v in policy.specific.versions if v not in m.versions]
+        if missing:
+            ctx.report(m, f"version_policy names version(s) {missing} that have no folder "
+                       f"(present: {m.versions or 'none'})", field="version_policy.specific.versions",
+                       hint="create the folders or list only versions that exist")
+    elif choice == "latest" and policy.latest.num_versions == 0:
+        ctx.report(m, "version_policy latest { num_versions: 0 } serves no version",
+                   field="version_policy.latest.num_versions", hint="use num_versions >= 1")
+

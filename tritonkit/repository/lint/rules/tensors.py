@@ -1,0 +1,183 @@
+"""TK3xx — tensors: data types, dims, reshape, names, the batch dimension, labels,
+batch inputs, and warmup samples (which Triton runs against the inputs at load time)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+FAMILY = "tensors"
+
+
+def _tensors(cfg: mc.ModelConfig) -> Iterator[tuple[str, int, Any]]:
+    """(``input``/``output``, index, tensor) for every declared tensor."""
+    for i, t in enumerate(cfg.input):
+        yield "input", i, t
+    for i, t in enumerate(cfg.output):
+        yield "output", i, t
+
+
+@rule("TK301", ERROR, "tensor has no data_type", family=FAMILY)
+def data_type_set(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, i, t in _tensors(m.config):
+        if t.data_type == mc.TYPE_INVALID:
+            ctx.report(m, f"{kind} {t.name!r} has no data_type", field=f"{kind}[{i}].data_type"
+                       if m.lines.has(f"{kind}[{i}].data_type") else f"{kind}[{i}]",
+                       hint="add data_type: TYPE_FP32 (or the tensor's type)")
+
+
+@rule("TK302", ERROR, "tensor has no dims", family=FAMILY)
+def dims_set(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, i, t in _tensors(m.config):
+        if not t.dims:
+            ctx.report(m, f"{kind} {t.name!r} has no dims (Triton refuses even scalars without dims)",
+                       field=f"{kind}[{i}]", hint="write dims: [ 1 ] for a scalar per batch item")
+
+
+@rule("TK303", ERROR, "dimension is 0 or below -1", family=FAMILY)
+def dims_valid(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, i, t in _tensors(m.config):
+        for j, d in enumerate(t.dims):
+            if d == 0 or d < -1:
+                ctx.report(m, f"{kind} {t.name!r} dimension {d} in {list(t.dims)} is invalid",
+                           field=f"{kind}[{i}].dims[{j}]",
+                           hint="use a size >= 1, or -1 for a variable-size dimension")
+
+
+@rule("TK304", ERROR, "reshape holds a different number of elements than dims", family=FAMILY)
+def reshape_size(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, i, t in _tensors(m.config):
+        if not t.HasField("reshape") or not t.dims:
+            continue
+        dims, shape = list(t.dims), list(t.reshape.shape)
+        if -1 in dims or -1 in shape:
+            continue  # element counts are only known at request time
+        if math.prod(dims) != math.prod(shape):
+            ctx.report(m, f"{kind} {t.name!r}: dims {dims} hold {math.prod(dims)} elements but reshape "
+                       f"{shape} holds {math.prod(shape)}", field=f"{kind}[{i}].reshape",
+                       hint="a reshape must keep the element count")
+
+
+@rule("TK305", WARNING, "tensor name declared twice", family=FAMILY)
+def unique_names(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, tensors in (("input", m.config.input), ("output", m.config.output)):
+        seen: set[str] = set()
+        for i, t in enumerate(tensors):
+            if t.name in seen:
+                # Triton 2.51 loads this silently; which declaration wins is not defined anywhere.
+                ctx.report(m, f"{kind} {t.name!r} is declared twice (Triton loads it silently)",
+                           field=f"{kind}[{i}].name", hint="remove the duplicate or rename it")
+            seen.add(t.name)
+
+
+@rule("TK306", WARNING, "batch dimension written into dims", family=FAMILY)
+def batch_dim_repeated(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if cfg.max_batch_size <= 0 or cfg.platform == "ensemble":
+        return
+    for kind, i, t in _tensors(cfg):
+        dims = list(t.dims)
+        if len(dims) >= 2 and dims[0] in (-1, cfg.max_batch_size) and not t.HasField("reshape"):
+            ctx.report(m, f"{kind} {t.name!r} dims {dims} start with {dims[0]} although max_batch_size is "
+                       f"{cfg.max_batch_size}: Triton adds the batch dimension itself, so the tensor becomes "
+                       f"[-1, {', '.join(map(str, dims))}]", field=f"{kind}[{i}].dims",
+                       hint=f"write dims: {dims[1:]} (without the batch dimension), or max_batch_size: 0")
+
+
+@rule("TK307", ERROR, "FORMAT_NCHW/NHWC needs exactly 3 dims", family=FAMILY)
+def image_format(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for i, t in enumerate(m.config.input):
+        if t.format in (mc.ModelInput.FORMAT_NCHW, mc.ModelInput.FORMAT_NHWC) and len(t.dims) != 3:
+            ctx.report(m, f"input {t.name!r} has format {mc.ModelInput.Format.Name(t.format)} but "
+                       f"{len(t.dims)} dims", field=f"input[{i}].format",
+                       hint="image formats need 3 dims (C,H,W or H,W,C, without batch); or drop format")
+
+
+@rule("TK308", ERROR, "shape tensor outside TensorRT", family=FAMILY)
+def shape_tensor(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if cfg.platform == "tensorrt_plan" or cfg.backend == "tensorrt" or cfg.platform == "ensemble":
+        return
+    for kind, i, t in _tensors(cfg):
+        if t.is_shape_tensor:
+            ctx.report(m, f"{kind} {t.name!r} is_shape_tensor, which only TensorRT models support",
+                       field=f"{kind}[{i}].is_shape_tensor", hint="drop is_shape_tensor")
+
+
+@rule("TK309", ERROR, "label file missing", family=FAMILY)
+def label_file(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for i, t in enumerate(m.config.output):
+        if t.label_filename and not (m.folder / t.label_filename).is_file():
+            ctx.report(m, f"output {t.name!r} names label file {t.label_filename!r}, which is not in the "
+                       "model folder", field=f"output[{i}].label_filename",
+                       hint=f"put it at {m.name}/{t.label_filename} (next to config.pbtxt)")
+
+
+@rule("TK310", ERROR, "batch_input refers to an unknown input", family=FAMILY)
+def batch_input_sources(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    inputs = {t.name for t in cfg.input}
+    for i, bi in enumerate(cfg.batch_input):
+        for j, src in enumerate(bi.source_input):
+            if src not in inputs:
+                ctx.report(m, f"batch_input source_input {src!r} is not an input of the model",
+                           field=f"batch_input[{i}].source_input[{j}]",
+                           hint=f"use one of: {', '.join(sorted(inputs)) or '(no inputs declared)'}")
+
+
+def _dims_match(want: Sequence[int], got: Sequence[int]) -> bool:
+    return len(want) == len(got) and all(w == -1 or w == g for w, g in zip(want, got, strict=True))
+
+
+@rule("TK311", ERROR, "warmup sample does not match the inputs", family=FAMILY)
+def warmup_inputs(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if cfg.platform == "ensemble":
+        return  # TK403 covers warmup on ensembles
+    inputs = {t.name: t for t in cfg.input}
+    for i, w in enumerate(cfg.model_warmup):
+        base = f"model_warmup[{i}]"
+        if cfg.max_batch_size > 0 and w.batch_size > cfg.max_batch_size:
+            ctx.report(m, f"warmup {w.name!r} batch_size {w.batch_size} exceeds max_batch_size "
+                       f"{cfg.max_batch_size}", field=f"{base}.batch_size", hint=f"use at most {cfg.max_batch_size}")
+        for key in sorted(w.inputs):
+            sample = w.inputs[key]
+            path = f'{base}.inputs["{key}"]'
+            if key not in inputs:
+                ctx.report(m, f"warmup {w.name!r} feeds {key!r}, which is not an input",
+                           field=path, hint=f"use the input names: {', '.join(sorted(inputs)) or '(none)'}")
+                continue
+            declared = inputs[key]
+            if declared.data_type != mc.TYPE_INVALID and sample.data_type != declared.data_type:
+                ctx.report(m, f"warmup {w.name!r} input {key!r} is {mc.DataType.Name(sample.data_type)} but "
+                           f"the input is {mc.DataType.Name(declared.data_type)}", field=path,
+                           hint=f"use data_type: {mc.DataType.Name(declared.data_type)}")
+            if declared.dims and not _dims_match(list(declared.dims), list(sample.dims)):
+                ctx.report(m, f"warmup {w.name!r} input {key!r} has dims {list(sample.dims)} but the input "
+                           f"is {list(declared.dims)}", field=path,
+                           hint="give the warmup sample the input's dims (without the batch dimension)")
+            if (sample.WhichOneof("input_data_type") == "input_data_file"
+                    and not (m.folder / "warmup" / sample.input_data_file).is_file()):
+                ctx.report(m, f"warmup data file {sample.input_data_file!r} is missing", field=path,
+                           hint=f"put it in {m.name}/warmup/{sample.input_data_file}")
+        missing = [n for n, t in inputs.items() if not t.optional and n not in w.inputs]
+        if missing:
+            ctx.report(m, f"warmup {w.name!r} does not feed required input(s) {missing}", field=base,
+                       hint="add an inputs entry for each required input")

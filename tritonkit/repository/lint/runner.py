@@ -1,0 +1,143 @@
+"""Run every rule over a repository, and work out the target from a server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tritonkit.errors import ConfigError, ConnectError
+from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Target
+
+__all__ = ["lint_repository", "target_from_install", "target_from_server"]
+
+
+def lint_repository(
+    root: Path | str,
+    *,
+    target: Target | str | None = None,
+    rules: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    models: Iterable[str] | None = None,
+) -> LintReport:
+    """Lint every model folder under ``root``; rules see the whole repository and the target.
+
+    ``target`` is a :class:`Target`, ``"cpu"``/``"gpu"``/``"gpu:N"``, or ``None`` (hardware
+    and backends unknown: no target rule fires). ``rules``/``ignore`` select rule ids;
+    ``models`` limits which models are reported on (all are still read, because
+    ensemble rules look across models).
+    """
+    # Importing the rule families registers them (kept here to avoid an import cycle).
+    from tritonkit.repository.lint import rules as _rules  # noqa: F401
+
+    started = time.perf_counter()
+    repo = Path(root)
+    if not repo.is_dir():
+        raise ConfigError(f"{repo}: not a folder", hint="give the path of a model repository folder")
+    tgt = Target.parse(target) if isinstance(target, str) else (target or Target())
+    folders = sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith("."))
+    infos = {p.name: ModelInfo(repo, p) for p in folders}
+    ctx = LintContext(root=repo, models=infos, target=tgt)
+
+    selected = [RULES[r] for r in RULES if (rules is None or r in set(rules)) and r not in set(ignore)]
+    unknown = {*(rules or ()), *ignore} - set(RULES)
+    if unknown:
+        raise ConfigError(f"unknown lint rule id(s): {', '.join(sorted(unknown))}",
+                          hint="see `tritonkit repo lint --list-rules`")
+    wanted = set(models) if models is not None else None
+    for info in infos.values():
+        if wanted is not None and info.name not in wanted:
+            continue
+        for r in selected:
+            if r.needs_config and info.config is None:
+                continue
+            ctx._current_rule = r
+            r.check(ctx, info)
+    ctx._current_rule = None
+    findings = sorted(ctx.findings, key=lambda f: (f.model, f.line or 0, f.severity.rank, f.rule_id, f.field))
+    return LintReport(root=repo, target=tgt, findings=tuple(findings),
+                      models_checked=len(infos) if wanted is None else len(wanted & set(infos)),
+                      rules_run=len(selected), elapsed_s=time.perf_counter() - started)
+
+
+def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | None = None) -> Target:
+    """The target for a local server install (``tritonkit.server.ServerInstall``).
+
+    Its backend folder lists every backend that server can load, so the set is complete.
+    """
+    base = Target.parse(kind) if gpu_count is None else Target(kind="gpu" if gpu_count else "cpu",
+                                                               gpu_count=gpu_count)
+    backends = set(install.backends())
+    return base.with_backends(backends, complete=True, source=f"local install {install.binary}")
+
+
+def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: float = 5.0) -> Target:
+    """Read what a running server exposes about itself.
+
+    tritonserver has no API that lists its backends or GPUs, so this reads what it can:
+
+    - backends: the ``backend`` of every READY model's config (a lower bound: a
+      backend nobody uses yet is invisible), so only "missing" findings for backends
+      that are *known* absent could be exact — they are reported as warnings;
+    - GPUs: the ``gpu_uuid`` labels on ``nv_gpu_*`` metrics when ``metrics_url`` is given
+      (exact); otherwise a READY model with a KIND_GPU instance proves at least one GPU.
+    """
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    notes: list[str] = []
+    try:
+        client = grpcclient.InferenceServerClient(url)
+        if not client.is_server_live(client_timeout=timeout_s):
+            raise ConnectError(f"server at {url} is not live", hint="start it, or check the address")
+        index = client.get_model_repository_index(as_json=True, client_timeout=timeout_s)
+    except InferenceServerException as exc:
+        raise ConnectError(f"cannot read server at {url}: {exc.message()}",
+                           hint="check the gRPC address (host:port) and that the server is running") from exc
+    backends: set[str] = set()
+    any_gpu_instance = False
+    for model in index.get("models", []):
+        if model.get("state") != "READY":
+            continue
+        try:
+            cfg = client.get_model_config(model["name"], as_json=True, client_timeout=timeout_s)["config"]
+        except InferenceServerException:
+            continue
+        backend = cfg.get("backend") or ""
+        if backend:
+            backends.add(backend)
+        platform = cfg.get("platform") or ""
+        if platform == "ensemble":
+            backends.add("ensemble")
+        any_gpu_instance |= any(g.get("kind") == "KIND_GPU" for g in cfg.get("instance_group", []))
+    notes.append("backends: only those used by READY models (tritonserver has no API listing backends)")
+    gpu_count: int | None = None
+    if metrics_url:
+        gpu_count = _gpus_from_metrics(metrics_url, timeout_s)
+        notes.append(f"GPUs: counted from {metrics_url}")
+    elif any_gpu_instance:
+        notes.append("GPUs: at least one (a READY model runs KIND_GPU instances); pass --metrics-url for a count")
+    else:
+        notes.append("GPUs: unknown (pass --metrics-url or --target)")
+    kind: Any = "gpu" if (gpu_count or any_gpu_instance) else ("cpu" if gpu_count == 0 else "unknown")
+    return Target(kind=kind, gpu_count=gpu_count, backends=frozenset(backends), backends_complete=False,
+                  source=f"server {url}", notes=tuple(notes))
+
+
+def _gpus_from_metrics(metrics_url: str, timeout_s: float) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as resp:  # noqa: S310 - user-given URL
+            text = resp.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as exc:
+        raise ConnectError(f"cannot read metrics at {metrics_url}: {exc}",
+                           hint="give the metrics URL, e.g. http://127.0.0.1:8002/metrics") from exc
+    uuids = set()
+    for line in text.splitlines():
+        if line.startswith("nv_gpu_") and 'gpu_uuid="' in line:
+            uuids.add(line.split('gpu_uuid="', 1)[1].split('"', 1)[0])
+    return len(uuids)
+
