@@ -1,0 +1,35 @@
+"""Call models on a Triton server over gRPC, from Python services.
+
+``Client`` (blocking, thread-safe) and ``AsyncClient`` (asyncio) share one
+request builder and one error mapping; only their I/O differs::
+
+    from tritonkit.client import Client, RetryPolicy
+
+    with Client("127.0.0.1:8001", timeout_s=5.0, retry=RetryPolicy()) as client:
+        outputs = client.infer("add_sub", {"INPUT0": a, "INPUT1": b})
+
+Failures raise the ``ClientError`` tree of ``tritonkit.errors``.
+"""
+
+from __future__ import annotations
+
+from tritonkit.client._async import AsyncClient, AsyncResponseStream
+from tritonkit.client._base import DEFAULT_SHM_THRESHOLD_BYTES, DEFAULT_TIMEOUT_S
+from tritonkit.client._model import ModelSpec, TensorSpec
+from tritonkit.client._retry import RetryPolicy
+from tritonkit.client._shm import SEGMENT_PREFIX, SharedMemoryMode
+from tritonkit.client._sync import Client, ResponseStream
+
+__all__ = [
+    "DEFAULT_SHM_THRESHOLD_BYTES",
+    "DEFAULT_TIMEOUT_S",
+    "SEGMENT_PREFIX",
+    "AsyncClient",
+    "AsyncResponseStream",
+    "Client",
+    "ModelSpec",
+    "ResponseStream",
+    "RetryPolicy",
+    "SharedMemoryMode",
+    "TensorSpec",
+]

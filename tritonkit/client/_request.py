@@ -1,0 +1,421 @@
+"""The shared request builder: check a request against the model, build it, decode the reply.
+
+Both clients call exactly these functions; only sending differs between them.
+Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import InferInput, InferRequestedOutput, service_pb2
+from tritonclient.utils import (
+    TRITON_RESERVED_REQUEST_PARAMS,
+    TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
+    deserialize_bytes_tensor,
+    np_to_triton_dtype,
+    triton_to_np_dtype,
+)
+
+from tritonkit.client._model import ModelSpec, TensorSpec
+from tritonkit.client._shm import Segment, ShmOutput, ShmPlan, new_region_name
+from tritonkit.errors import InvalidInputError, ServerSideError
+
+__all__ = ["ParamValue", "PreparedRequest", "decode_response", "is_final_response", "prepare_request"]
+
+ParamValue = str | int | float | bool
+Array = np.ndarray[Any, Any]
+
+#: Response parameter the server sets on a decoupled model's last response
+#: (when the request asked for it with ``enable_empty_final_response``).
+FINAL_RESPONSE_PARAM = "triton_final_response"
+
+
+@dataclass
+class PreparedRequest:
+    """A checked request, ready for either client to send."""
+
+    spec: ModelSpec
+    model_version: str
+    inputs: list[InferInput]
+    outputs: list[InferRequestedOutput] | None
+    request_id: str
+    priority: int
+    parameters: dict[str, ParamValue] | None
+    server_timeout_us: int | None
+    shm: ShmPlan | None
+
+    def send_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for tritonclient's ``infer`` / ``async_stream_infer``."""
+        return {
+            "model_name": self.spec.name,
+            "inputs": self.inputs,
+            "model_version": self.model_version,
+            "outputs": self.outputs,
+            "request_id": self.request_id,
+            "priority": self.priority,
+            "timeout": self.server_timeout_us,
+            "parameters": self.parameters,
+        }
+
+
+def _wire_datatype(array: Array) -> str | None:
+    kind = array.dtype.kind
+    if kind in ("O", "S", "U"):
+        return "BYTES"
+    datatype = np_to_triton_dtype(array.dtype)
+    return None if datatype is None else str(datatype)
+
+
+def _numpy_name(datatype: str) -> str:
+    if datatype == "BYTES":
+        return "object or bytes"
+    np_type = triton_to_np_dtype(datatype)
+    return "none in numpy" if np_type is None else np.dtype(np_type).name
+
+
+def _shape_text(array: Array) -> str:
+    return str([int(d) for d in array.shape])
+
+
+def _check_parameters(spec: ModelSpec, parameters: Mapping[str, Any] | None) -> dict[str, ParamValue] | None:
+    if not parameters:
+        return None
+    checked: dict[str, ParamValue] = {}
+    for key, value in parameters.items():
+        if key in TRITON_RESERVED_REQUEST_PARAMS or str(key).startswith(
+            TRITON_RESERVED_REQUEST_PARAMS_PREFIX
+        ):
+            raise InvalidInputError(
+                f"model '{spec.name}': request parameter '{key}' is reserved by Triton",
+                model=spec.name,
+                hint="use the keyword for it (priority=, timeout_s=, server_timeout_us=) or another name",
+            )
+        if not isinstance(value, (str, bool, int, float)):
+            raise InvalidInputError(
+                f"model '{spec.name}': request parameter '{key}' is a {type(value).__name__}; "
+                "parameters must be str, int, float or bool",
+                model=spec.name,
+            )
+        checked[str(key)] = value
+    return checked
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What checking a request decided; the same for every request of the same shapes."""
+
+    inputs: tuple[tuple[str, str, bool], ...]  # (name, wire datatype, str array to convert) in order
+    outputs: tuple[str, ...] | None  # outputs to list in the request; None: let the server send all
+    shm_inputs: frozenset[str]
+    shm_outputs: tuple[tuple[str, str, int], ...]  # (name, wire datatype, bytes reserved)
+
+
+#: Layouts kept per model spec; cleared when full (shapes seen by one service are few).
+_LAYOUT_CACHE_SIZE = 256
+
+
+def _check(
+    spec: ModelSpec,
+    inputs: Mapping[str, Any],
+    outputs: Sequence[str] | None,
+    shm_threshold_bytes: int | None,
+) -> _Layout:
+    """Check ``inputs`` against ``spec``: every problem at once, with the model's full input list."""
+    if not isinstance(inputs, dict) and not isinstance(inputs, Mapping):  # dict first: the ABC check is slow
+        raise InvalidInputError(
+            f"model '{spec.name}': inputs must be a mapping of input name to numpy array, not {type(inputs).__name__}",
+            model=spec.name,
+            hint=f"pass {{name: array}}; the model expects: {spec.expects()}",
+        )
+    mbs = spec.max_batch_size
+    problems: list[str] = []
+    missing = [name for name in spec.required_inputs if name not in inputs]
+    if missing:
+        problems.append(
+            "missing input" + ("s " if len(missing) > 1 else " ") + ", ".join(f"'{n}'" for n in missing)
+        )
+
+    unknown: list[str] = []
+    arrays: list[tuple[TensorSpec, Array]] = []
+    batch_sizes: dict[str, int] = {}
+    checks = spec.input_checks
+    for name, value in inputs.items():
+        check = checks.get(name)
+        if check is None:
+            unknown.append(name)
+            continue
+        tensor, rank, fixed_axes = check
+        if not isinstance(value, np.ndarray):
+            problems.append(f"input '{name}' is a {type(value).__name__}, not a numpy array")
+            continue
+        expected = tensor.numpy_dtype
+        # One comparison in the common case; the wire name only when that fails.
+        if (expected is None or value.dtype != expected) and _wire_datatype(value) != tensor.datatype:
+            problems.append(
+                f"input '{name}' has dtype {value.dtype}, the model expects {tensor.datatype} "
+                f"(numpy {_numpy_name(tensor.datatype)})"
+            )
+            continue
+        shape = value.shape
+        shape_ok = len(shape) == rank
+        if shape_ok:
+            for axis, size in fixed_axes:
+                if shape[axis] != size:
+                    shape_ok = False
+                    break
+        if not shape_ok:
+            problems.append(
+                f"input '{name}' has shape {_shape_text(value)}, the model expects {tensor.shape_text(mbs)}"
+            )
+            continue
+        if mbs > 0:
+            batch_sizes[name] = int(shape[0])
+        arrays.append((tensor, value))
+    if unknown:
+        problems.insert(
+            0, "unknown input" + ("s " if len(unknown) > 1 else " ") + ", ".join(f"'{n}'" for n in unknown)
+        )
+
+    batch: int | None = None
+    if mbs > 0 and batch_sizes:
+        smallest, batch = min(batch_sizes.values()), max(batch_sizes.values())
+        if smallest != batch:
+            problems.append(
+                "inputs disagree on the batch size (first dimension): "
+                + ", ".join(f"'{n}' {b}" for n, b in batch_sizes.items())
+            )
+        if batch > mbs:
+            problems.append(f"batch size {batch} is above the model's max_batch_size {mbs}")
+        elif smallest < 1:
+            problems.append("batch size 0: send at least one item")
+
+    requested: list[TensorSpec] | None = None
+    if outputs is not None:
+        unknown_out = [n for n in outputs if spec.output(n) is None]
+        if unknown_out:
+            problems.append(
+                "unknown output"
+                + ("s " if len(unknown_out) > 1 else " ")
+                + ", ".join(f"'{n}'" for n in unknown_out)
+                + f" (the model produces: {spec.produces()})"
+            )
+        else:
+            requested = [t for n in outputs if (t := spec.output(n)) is not None]
+
+    if problems:
+        raise InvalidInputError(
+            f"model '{spec.name}': request refused before sending: "
+            + "; ".join(problems)
+            + f". The model expects: {spec.expects()}",
+            model=spec.name,
+            hint="pass one numpy array per input with that dtype and shape"
+            + (f"; the first dimension is the batch (1 to {mbs})" if mbs > 0 else ""),
+        )
+
+    shm_inputs: frozenset[str] = frozenset()
+    shm_outputs: list[tuple[str, str, int]] = []
+    if shm_threshold_bytes is not None:
+        shm_inputs = frozenset(
+            tensor.name
+            for tensor, array in arrays
+            if array.nbytes >= shm_threshold_bytes and array.dtype.kind not in ("O", "S", "U")
+        )
+        item_bytes = spec.output_item_bytes
+        for tensor in requested if requested is not None else spec.outputs:
+            out_bytes = item_bytes[tensor.name]
+            if out_bytes is not None and mbs > 0:
+                out_bytes = None if batch is None else out_bytes * batch
+            if out_bytes is not None and out_bytes >= shm_threshold_bytes:
+                shm_outputs.append((tensor.name, tensor.datatype, out_bytes))
+    listed: tuple[str, ...] | None = None
+    if requested is not None:
+        listed = tuple(t.name for t in requested)
+    elif shm_outputs:
+        # Placing one output in shared memory means naming every output we want.
+        listed = tuple(t.name for t in spec.outputs)
+    return _Layout(
+        inputs=tuple((tensor.name, tensor.datatype, array.dtype.kind == "U") for tensor, array in arrays),
+        outputs=listed,
+        shm_inputs=shm_inputs,
+        shm_outputs=tuple(shm_outputs),
+    )
+
+
+def prepare_request(
+    spec: ModelSpec,
+    inputs: Mapping[str, Any],
+    *,
+    outputs: Sequence[str] | None,
+    request_id: str,
+    priority: int,
+    parameters: Mapping[str, Any] | None,
+    server_timeout_us: int | None,
+    shm_threshold_bytes: int | None,
+    model_version: str = "",
+) -> PreparedRequest:
+    """Check ``inputs`` against ``spec`` and build the request; raise ``InvalidInputError`` if it cannot be right.
+
+    Every problem found is reported at once, with the model's full input list.
+    ``shm_threshold_bytes`` (None: never) moves each fixed-size tensor of at
+    least that many bytes into one shared memory segment.
+
+    The check's outcome depends only on input names, dtypes and shapes, so it
+    is remembered per model for each such combination: a service sending the
+    same shapes again pays for building the request, not for checking it.
+    """
+    if priority < 0:
+        raise InvalidInputError(
+            f"model '{spec.name}': priority must be >= 0, not {priority}", model=spec.name
+        )
+    if server_timeout_us is not None and server_timeout_us < 0:
+        raise InvalidInputError(
+            f"model '{spec.name}': server_timeout_us must be >= 0, not {server_timeout_us}", model=spec.name
+        )
+    if isinstance(outputs, str):
+        outputs = [outputs]
+    key: tuple[Any, ...] | None
+    try:
+        key = (
+            tuple([(name, value.dtype, value.shape) for name, value in inputs.items()]),
+            None if outputs is None else tuple(outputs),
+            shm_threshold_bytes,
+        )
+        layout = spec.layout_cache.get(key)
+    except (AttributeError, TypeError):  # not a mapping of arrays: the check explains
+        key, layout = None, None
+    if layout is None:
+        layout = _check(spec, inputs, outputs, shm_threshold_bytes)
+        if key is not None:
+            if len(spec.layout_cache) >= _LAYOUT_CACHE_SIZE:
+                spec.layout_cache.clear()
+            spec.layout_cache[key] = layout
+
+    plan: ShmPlan | None = None
+    if layout.shm_inputs or layout.shm_outputs:
+        plan = ShmPlan(new_region_name())
+    infer_inputs: list[InferInput] = []
+    for name, datatype, to_object in layout.inputs:
+        array = inputs[name]
+        if to_object:
+            # Triton's BYTES carries UTF-8; tritonclient encodes str elements of object arrays.
+            array = array.astype(object)
+        infer_input = InferInput(name, list(array.shape), datatype)
+        if plan is not None and name in layout.shm_inputs:
+            placed = plan.add_input(name, array)
+            infer_input.set_shared_memory(plan.region, placed.byte_size, offset=placed.offset)
+        else:
+            infer_input.set_data_from_numpy(array)
+        infer_inputs.append(infer_input)
+
+    infer_outputs: list[InferRequestedOutput] | None = None
+    if layout.outputs is not None:
+        out_shm: dict[str, ShmOutput] = {}
+        if plan is not None:
+            out_shm = {
+                name: plan.add_output(name, datatype, size) for name, datatype, size in layout.shm_outputs
+            }
+        infer_outputs = []
+        for name in layout.outputs:
+            requested_output = InferRequestedOutput(name)
+            placed_out = out_shm.get(name)
+            if placed_out is not None and plan is not None:
+                requested_output.set_shared_memory(
+                    plan.region, placed_out.byte_size, offset=placed_out.offset
+                )
+            infer_outputs.append(requested_output)
+
+    return PreparedRequest(
+        spec=spec,
+        model_version=model_version,
+        inputs=infer_inputs,
+        outputs=infer_outputs,
+        request_id=str(request_id),
+        priority=int(priority),
+        parameters=_check_parameters(spec, parameters),
+        server_timeout_us=server_timeout_us,
+        shm=plan,
+    )
+
+
+_NP_TYPES: dict[str, Any] = {}
+
+
+def _np_type(datatype: str) -> Any:
+    """``triton_to_np_dtype``, memoised: it walks a chain of comparisons on every call."""
+    try:
+        return _NP_TYPES[datatype]
+    except KeyError:
+        np_type = _NP_TYPES[datatype] = triton_to_np_dtype(datatype)
+        return np_type
+
+
+def is_final_response(response: service_pb2.ModelInferResponse) -> bool:
+    """True on a decoupled model's last response (asked for with ``enable_empty_final_response``)."""
+    param = response.parameters.get(FINAL_RESPONSE_PARAM)
+    return bool(param is not None and param.bool_param)
+
+
+def decode_response(
+    response: service_pb2.ModelInferResponse, *, segment: Segment | None = None, model: str = ""
+) -> dict[str, Array]:
+    """Every output of ``response`` as a numpy array, in the server's order.
+
+    Outputs written to shared memory are copied out of ``segment``; the rest
+    come from the message. Decoded here rather than by ``InferResult.as_numpy``
+    because that indexes raw contents by output position, which is off by one
+    for each output placed in shared memory before it.
+    """
+    placed: dict[str, ShmOutput] = {}
+    if segment is not None:
+        placed = {item.name: item for item in segment.plan.outputs}
+    # Hot path: kept flat on purpose (it runs once per response).
+    raw = response.raw_output_contents
+    raw_index = 0
+    decoded: dict[str, Array] = {}
+    for output in response.outputs:
+        name = output.name
+        shape = list(output.shape)
+        where = placed.get(name) if segment is not None else None
+        if where is not None and segment is not None:
+            decoded[name] = segment.read_output(where, shape)
+            continue
+        datatype = output.datatype
+        if raw_index < len(raw):
+            data = raw[raw_index]
+            raw_index += 1
+            if datatype == "BYTES":
+                array = deserialize_bytes_tensor(data)
+            else:
+                np_type = _np_type(datatype)
+                if np_type is None:
+                    raise ServerSideError(
+                        f"model '{model}': output '{name}' has datatype {datatype}, which numpy cannot hold",
+                        model=model,
+                    )
+                try:
+                    array = np.frombuffer(data, dtype=np_type)
+                except ValueError as exc:
+                    raise ServerSideError(
+                        f"model '{model}': output '{name}' carries {len(data)} bytes, not a whole number of "
+                        f"{datatype} elements",
+                        model=model,
+                        hint="the server sent a malformed response; read its log",
+                    ) from exc
+        elif output.contents.bytes_contents:
+            array = np.array(list(output.contents.bytes_contents), dtype=object)
+        else:
+            np_type = _np_type(datatype)
+            array = np.empty(0, dtype=np_type if np_type is not None else object)
+        try:
+            decoded[name] = array.reshape(shape)
+        except ValueError as exc:
+            raise ServerSideError(
+                f"model '{model}': output '{name}' carries {array.size} elements for shape {shape}",
+                model=model,
+                hint="the server sent a malformed response; read its log",
+            ) from exc
+    return decoded
