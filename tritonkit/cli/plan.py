@@ -1,0 +1,255 @@
+"""``tritonkit plan``: capacity planning from business targets (brief §1–2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tritonkit.cli._common import echo_json
+from tritonkit.errors import ConfigError
+from tritonkit.planner import (
+    GPUS,
+    PRECISIONS,
+    CapacityPlan,
+    GpuSpec,
+    ModelOverrides,
+    ModelSpec,
+    PlanAssumptions,
+    Workload,
+    custom_gpu,
+    find_gpu,
+    find_precision,
+    gpu_names,
+    load_hf_config,
+    load_measurement,
+    model_from_hf_config,
+    model_from_values,
+    override_gpu,
+    parse_param_count,
+    plan_from_measurement,
+    plan_llm,
+    precision_from_torch_dtype,
+)
+from tritonkit.planner.precision import KV_DTYPES
+
+_PRECISION_NAMES = [p.name for p in PRECISIONS]
+
+
+def _params(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    return parse_param_count(value, flag=f"--{param.name.replace('_', '-')}" if param.name else "--params")
+
+
+def _gpu_table() -> str:
+    header = f"{'name':<18} {'memory':>8} {'bandwidth':>11} {'FP16':>9} {'FP8':>9} {'INT8':>9}  kind, aliases"
+    rows = [header, f"{'':<18} {'GiB':>8} {'GB/s':>11} {'TFLOPS':>9} {'TFLOPS':>9} {'TOPS':>9}", "-" * len(header)]
+    for g in GPUS:
+        fp8 = f"{g.fp8_tflops:g}" if g.fp8_tflops is not None else "—"
+        extra = ", ".join((g.kind + ("" if g.ecc else " (no ECC)"), *g.aliases))
+        rows.append(
+            f"{g.name:<18} {g.memory_gib:>8g} {g.bandwidth_gb_s:>11g} {g.fp16_tflops:>9g} {fp8:>9} "
+            f"{g.int8_tops:>9g}  {extra}"
+        )
+    rows.append("")
+    rows.append("Tensor figures are dense (no 2:4 sparsity); memory is the datasheet's GB label (= GiB);")
+    rows.append("bandwidth is decimal GB/s. Each figure's source: tritonkit plan --list-gpus --json.")
+    return "\n".join(rows)
+
+
+def _resolve_gpu(
+    name: str | None,
+    memory_gib: float | None,
+    bandwidth_gb_s: float | None,
+    fp16_tflops: float | None,
+    fp8_tflops: float | None,
+    int8_tops: float | None,
+    required: bool,
+) -> GpuSpec | None:
+    if name is not None:
+        return override_gpu(
+            find_gpu(name), memory_gib=memory_gib, bandwidth_gb_s=bandwidth_gb_s, fp16_tflops=fp16_tflops,
+            fp8_tflops=fp8_tflops, int8_tops=int8_tops,
+        )
+    given = {"--gpu-memory-gib": memory_gib, "--gpu-bandwidth-gb-s": bandwidth_gb_s, "--gpu-fp16-tflops": fp16_tflops}
+    if any(v is not None for v in (*given.values(), fp8_tflops, int8_tops)):
+        missing = [flag for flag, value in given.items() if value is None]
+        if missing:
+            raise ConfigError(
+                f"a custom GPU needs {', '.join(missing)} as well",
+                hint="pass all of --gpu-memory-gib, --gpu-bandwidth-gb-s and --gpu-fp16-tflops, or --gpu NAME",
+            )
+        assert memory_gib is not None and bandwidth_gb_s is not None and fp16_tflops is not None
+        return custom_gpu(memory_gib=memory_gib, bandwidth_gb_s=bandwidth_gb_s, fp16_tflops=fp16_tflops,
+                          fp8_tflops=fp8_tflops, int8_tops=int8_tops)
+    if required:
+        raise ConfigError(
+            f"no GPU given; known: {', '.join(gpu_names())}",
+            hint="pass --gpu NAME (tritonkit plan --list-gpus), or describe one with --gpu-memory-gib, "
+            "--gpu-bandwidth-gb-s and --gpu-fp16-tflops",
+        )
+    return None
+
+
+def _resolve_model(hf_config: Path | None, o: dict[str, Any]) -> ModelSpec | None:
+    overrides = ModelOverrides(
+        name=o["model_name"],
+        num_layers=o["num_layers"],
+        num_attention_heads=o["num_heads"],
+        num_kv_heads=o["num_kv_heads"],
+        head_dim=o["head_dim"],
+        hidden_size=o["hidden_size"],
+        total_params=o["params"],
+        active_params=o["active_params"],
+        sliding_window=o["sliding_window"],
+    )
+    if hf_config is not None:
+        return model_from_hf_config(load_hf_config(hf_config), source=str(hf_config), overrides=overrides)
+    if any(o[k] is not None for k in ("num_layers", "num_kv_heads", "head_dim", "params")):
+        return model_from_values(
+            num_layers=o["num_layers"], num_kv_heads=o["num_kv_heads"], head_dim=o["head_dim"],
+            num_attention_heads=o["num_heads"], hidden_size=o["hidden_size"], total_params=o["params"],
+            active_params=o["active_params"], sliding_window=o["sliding_window"], name=o["model_name"] or "model",
+        )
+    return None
+
+
+def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise click.BadParameter("must be ≥ 1")
+    return value
+
+
+@click.command("plan")
+@click.option("--list-gpus", is_flag=True, help="List the GPU catalogue (with --json: every figure's source) and exit.")
+# model
+@click.option("--hf-config", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Hugging Face config.json (or the model folder holding it) of an LLM.")
+@click.option("--model-name", default=None, help="Name to print for the model.")
+@click.option("--params", callback=_params, default=None, help="Total parameters, e.g. 7B or 6.74e9 (default: counted).")
+@click.option("--active-params", callback=_params, default=None, help="Parameters active per token (MoE), e.g. 12.9B.")
+@click.option("--num-layers", type=int, callback=_positive_int, default=None, help="Transformer layers.")
+@click.option("--num-heads", type=int, callback=_positive_int, default=None, help="Attention heads.")
+@click.option("--num-kv-heads", type=int, callback=_positive_int, default=None, help="KV heads (GQA/MQA).")
+@click.option("--head-dim", type=int, callback=_positive_int, default=None, help="Dimension per head.")
+@click.option("--hidden-size", type=int, callback=_positive_int, default=None, help="Hidden size.")
+@click.option("--sliding-window", type=int, callback=_positive_int, default=None, help="Attention window in tokens.")
+@click.option("--precision", type=click.Choice(_PRECISION_NAMES, case_sensitive=False), default=None,
+              help="Weight precision (default: the config's torch_dtype).")
+@click.option("--kv-dtype", type=click.Choice(list(KV_DTYPES), case_sensitive=False), default="fp16",
+              show_default=True, help="KV-cache element type.")
+@click.option("--weights-gb", type=float, default=None,
+              help="Weights size in decimal GB (e.g. a GGUF file's size), instead of params × bytes.")
+# hardware
+@click.option("--gpu", "gpu_name", default=None, help="GPU from the catalogue, e.g. A100-80GB, H100-SXM, L4.")
+@click.option("--gpu-memory-gib", type=float, default=None, help="Custom or overridden GPU memory (GiB).")
+@click.option("--gpu-bandwidth-gb-s", type=float, default=None, help="Custom or overridden bandwidth (GB/s).")
+@click.option("--gpu-fp16-tflops", type=float, default=None, help="Custom or overridden dense FP16 TFLOPS.")
+@click.option("--gpu-fp8-tflops", type=float, default=None, help="Custom or overridden dense FP8 TFLOPS.")
+@click.option("--gpu-int8-tops", type=float, default=None, help="Custom or overridden dense INT8 TOPS.")
+@click.option("--tp", type=int, callback=_positive_int, default=1, show_default=True,
+              help="Tensor parallel degree (GPUs per replica).")
+# workload
+@click.option("--qps", type=float, default=None, help="Target requests per second.")
+@click.option("--input-tokens", type=float, default=None, help="Mean input tokens per request (default 1024).")
+@click.option("--output-tokens", type=float, default=None, help="Mean output tokens per request (default 256).")
+@click.option("--input-tokens-p95", type=float, default=None, help="p95 input tokens.")
+@click.option("--output-tokens-p95", type=float, default=None, help="p95 output tokens.")
+@click.option("--mode", type=click.Choice(["interactive", "batch"]), default="interactive", show_default=True)
+@click.option("--p99-ms", type=float, default=None, help="SLA: end-to-end P99 latency (ms); makes η strict.")
+@click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token (ms).")
+@click.option("--tokens-per-s", type=float, default=None, help="SLA: decode tokens/s each user must see.")
+# assumptions
+@click.option("--efficiency", type=float, default=None, help="η (default by SLA: 0.6 interactive, 0.8 batch, 0.45 strict P99).")
+@click.option("--headroom", type=float, default=0.25, show_default=True, help="Spare capacity kept at the target.")
+@click.option("--scale-out-at", type=float, default=0.65, show_default=True, help="Utilisation at which to scale out.")
+@click.option("--bandwidth-efficiency", type=float, default=0.5, show_default=True,
+              help="Achievable share of datasheet bandwidth.")
+@click.option("--compute-efficiency", type=float, default=0.5, show_default=True,
+              help="Achievable share of dense tensor throughput.")
+@click.option("--reserve-gib", type=float, default=None, help="Memory kept back per GPU (default 10 %, 25 % on Jetson).")
+# measurement
+@click.option("--from-result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A perf result.json: measured throughput replaces theory (or sizes a non-LLM model).")
+@click.option("--instances-per-gpu", type=int, callback=_positive_int, default=1, show_default=True,
+              help="Model instances per GPU in the measured deployment (non-LLM).")
+# output
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the plan as JSON to this file.")
+def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_result: Path | None, as_json: bool,
+         out: Path | None, **o: Any) -> None:
+    """Size a deployment: weights, KV cache, walls, GPUs for a target QPS, serving parameters.
+
+    Every number is printed with its unit, its basis (input, datasheet, assumption, theory,
+    measured) and how it was obtained. Binary units are GiB/MiB/KiB; GB and GB/s are decimal.
+
+    \b
+    Example:
+      tritonkit plan --hf-config llama-3-8b/config.json --gpu A100-80GB \\
+          --input-tokens 1024 --output-tokens 256 --qps 20 --tokens-per-s 20
+      tritonkit plan --from-result runs/resnet/result.json --qps 200 --p99-ms 50
+      tritonkit plan --params 7B --num-layers 32 --num-kv-heads 32 --head-dim 128 \\
+          --precision q4_k_m --gpu JETSON-ORIN-64GB --input-tokens 512 --output-tokens 256
+      tritonkit plan --list-gpus
+    """
+    if list_gpus:
+        if as_json:
+            echo_json([g.to_dict() for g in GPUS])
+        else:
+            click.echo(_gpu_table())
+        return
+
+    model = _resolve_model(hf_config, o)
+    measurement = load_measurement(from_result) if from_result is not None else None
+    if model is None and measurement is None:
+        raise ConfigError(
+            "nothing to plan",
+            hint="pass --hf-config (an LLM), model flags (--num-layers, --num-kv-heads, --head-dim, --params), "
+            "or --from-result result.json (any model)",
+        )
+    gpu = _resolve_gpu(gpu_name, o["gpu_memory_gib"], o["gpu_bandwidth_gb_s"], o["gpu_fp16_tflops"],
+                       o["gpu_fp8_tflops"], o["gpu_int8_tops"], required=model is not None)
+    workload = Workload(
+        target_qps=o["qps"], input_tokens=o["input_tokens"], output_tokens=o["output_tokens"],
+        input_tokens_p95=o["input_tokens_p95"], output_tokens_p95=o["output_tokens_p95"], mode=o["mode"],
+        p99_ms=o["p99_ms"], ttft_ms=o["ttft_ms"], tokens_per_s_per_user=o["tokens_per_s"],
+    )
+    assumptions = PlanAssumptions(
+        efficiency=o["efficiency"], headroom=o["headroom"], scale_out_utilisation=o["scale_out_at"],
+        bandwidth_efficiency=o["bandwidth_efficiency"], compute_efficiency=o["compute_efficiency"],
+        reserve_gib=o["reserve_gib"], tensor_parallel=o["tp"], kv_dtype=o["kv_dtype"].lower(),
+    )
+    result: CapacityPlan
+    if model is None:
+        assert measurement is not None
+        result = plan_from_measurement(measurement, workload, assumptions,
+                                       instances_per_gpu=o["instances_per_gpu"], gpu=gpu)
+    else:
+        assert gpu is not None
+        if o["precision"] is not None:
+            precision, precision_note = find_precision(o["precision"]), None
+        else:
+            precision, precision_note = precision_from_torch_dtype(model.torch_dtype)
+            precision_note += " (--precision to choose)"
+        weights_gb = o["weights_gb"]
+        if weights_gb is not None and not weights_gb > 0:
+            raise ConfigError(f"--weights-gb must be positive, got {weights_gb}", hint="pass the weights size in GB")
+        result = plan_llm(
+            model, gpu, precision, workload, assumptions, measurement=measurement,
+            weights_bytes_override=int(round(weights_gb * 1e9)) if weights_gb is not None else None,
+            precision_note=precision_note,
+        )
+    if out is not None:
+        result.save(out)
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.render_text(), nl=False)
+        if out is not None:
+            click.echo(f"\nplan written to {out}")
+
+
+COMMANDS: list[click.Command] = [plan]

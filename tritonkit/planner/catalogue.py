@@ -1,0 +1,365 @@
+"""The GPU catalogue: memory, memory bandwidth and dense tensor throughput, each with its source.
+
+Units, exactly:
+
+* ``memory_gib`` — the capacity the datasheet prints as "80GB". DRAM capacities follow the
+  JEDEC binary convention, so that label means 80 GiB (80 × 2**30 bytes); ``nvidia-smi`` shows a
+  little less (ECC, firmware), which the planner's memory reserve absorbs.
+* ``bandwidth_gb_s`` — decimal gigabytes per second (10**9 bytes/s), as datasheets print it.
+* ``fp16_tflops`` / ``fp8_tflops`` / ``int8_tops`` — **dense** tensor-core throughput in 10**12
+  operations per second. Datasheets since Ampere print the 2:4 structured-sparsity figure first
+  (marked with an asterisk); the dense figure is half of it, and each figure's ``source`` says
+  which was printed and whether it was halved. Inference engines do not use 2:4 sparsity on
+  ordinary checkpoints, so the planner only ever uses dense figures.
+
+Names are matched case-insensitively, ignoring spaces, ``-`` and ``_``: ``A100-80GB``,
+``a100_80gb``, ``H100`` (= ``H100-SXM``), ``JETSON-ORIN-64GB``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tritonkit.errors import ConfigError
+
+__all__ = [
+    "GPUS",
+    "Figure",
+    "GpuSpec",
+    "custom_gpu",
+    "find_gpu",
+    "gpu_names",
+    "override_gpu",
+]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One catalogue number with its unit and where it comes from.
+
+    ``value`` is ``None`` when the hardware has no such unit (no FP8 tensor cores before
+    Ada/Hopper). ``dense`` is True for a dense tensor figure, None where the notion does not apply
+    (memory, bandwidth).
+    """
+
+    value: float | None
+    unit: str
+    source: str
+    dense: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "unit": self.unit, "dense": self.dense, "source": self.source}
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One accelerator as the planner sees it (per GPU, not per board or node)."""
+
+    name: str
+    memory: Figure  # GiB
+    bandwidth: Figure  # GB/s (decimal)
+    fp16: Figure  # dense TFLOPS (FP16/BF16 tensor, FP32 accumulate where the two differ)
+    fp8: Figure  # dense TFLOPS, value None without FP8 tensor cores
+    int8: Figure  # dense TOPS
+    kind: str = "datacenter"  # "datacenter" | "consumer" | "edge" | "custom"
+    ecc: bool = True
+    aliases: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    #: Fraction of memory the planner keeps back by default (CUDA context, activations, runtime
+    #: buffers; on unified-memory boards also the OS and the CPU side).
+    default_reserve_fraction: float = 0.10
+
+    @property
+    def memory_gib(self) -> float:
+        assert self.memory.value is not None
+        return self.memory.value
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(round(self.memory_gib * 2**30))
+
+    @property
+    def bandwidth_gb_s(self) -> float:
+        assert self.bandwidth.value is not None
+        return self.bandwidth.value
+
+    @property
+    def fp16_tflops(self) -> float:
+        assert self.fp16.value is not None
+        return self.fp16.value
+
+    @property
+    def fp8_tflops(self) -> float | None:
+        return self.fp8.value
+
+    @property
+    def int8_tops(self) -> float:
+        assert self.int8.value is not None
+        return self.int8.value
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able view; every figure keeps its unit and source."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "ecc": self.ecc,
+            "memory_gib": self.memory.to_dict(),
+            "bandwidth_gb_s": self.bandwidth.to_dict(),
+            "fp16_dense_tflops": self.fp16.to_dict(),
+            "fp8_dense_tflops": self.fp8.to_dict(),
+            "int8_dense_tops": self.int8.to_dict(),
+            "default_reserve_fraction": self.default_reserve_fraction,
+            "aliases": list(self.aliases),
+            "notes": list(self.notes),
+        }
+
+
+def _mem(gib: float, source: str) -> Figure:
+    return Figure(gib, "GiB", source)
+
+
+def _bw(gb_s: float, source: str) -> Figure:
+    return Figure(gb_s, "GB/s", source)
+
+
+def _dense(value: float | None, unit: str, source: str) -> Figure:
+    return Figure(value, unit, source, dense=True if value is not None else None)
+
+
+# Each figure below was read from the vendor's datasheet named in its source string. "sparse X
+# halved" means the datasheet prints X with 2:4 sparsity and X/2 is the dense rate.
+_T4 = "NVIDIA T4 Tensor Core GPU datasheet"
+_L4 = "NVIDIA L4 Tensor Core GPU datasheet"
+_A10 = "NVIDIA A10 Tensor Core GPU datasheet"
+_A100 = "NVIDIA A100 Tensor Core GPU datasheet"
+_H100 = "NVIDIA H100 Tensor Core GPU datasheet"
+_H200 = "NVIDIA H200 Tensor Core GPU datasheet"
+_L40S = "NVIDIA L40S datasheet"
+_ADA = "NVIDIA Ada Lovelace GPU architecture whitepaper (GeForce RTX 4090 column)"
+_ORIN = "NVIDIA Jetson AGX Orin Series technical brief / module datasheet (Jetson AGX Orin 64GB)"
+_JEDEC = "label as printed; DRAM 'GB' is binary (JEDEC), i.e. GiB"
+
+GPUS: tuple[GpuSpec, ...] = (
+    GpuSpec(
+        name="T4",
+        memory=_mem(16, f"{_T4}: 16 GB GDDR6 ({_JEDEC})"),
+        bandwidth=_bw(320, f"{_T4}: 320+ GB/s"),
+        fp16=_dense(65, "TFLOPS", f"{_T4}: mixed-precision FP16/FP32 65 TFLOPS (Turing: no sparsity)"),
+        fp8=_dense(None, "TFLOPS", "Turing has no FP8 tensor cores"),
+        int8=_dense(130, "TOPS", f"{_T4}: INT8 130 TOPS (Turing: no sparsity)"),
+        aliases=("TESLA-T4",),
+    ),
+    GpuSpec(
+        name="L4",
+        memory=_mem(24, f"{_L4}: 24 GB GDDR6 ({_JEDEC})"),
+        bandwidth=_bw(300, f"{_L4}: 300 GB/s"),
+        fp16=_dense(121, "TFLOPS", f"{_L4}: FP16 tensor 242 TFLOPS with sparsity, halved"),
+        fp8=_dense(242.5, "TFLOPS", f"{_L4}: FP8 tensor 485 TFLOPS with sparsity, halved"),
+        int8=_dense(242.5, "TOPS", f"{_L4}: INT8 tensor 485 TOPS with sparsity, halved"),
+    ),
+    GpuSpec(
+        name="A10",
+        memory=_mem(24, f"{_A10}: 24 GB GDDR6 ({_JEDEC})"),
+        bandwidth=_bw(600, f"{_A10}: 600 GB/s"),
+        fp16=_dense(125, "TFLOPS", f"{_A10}: FP16 tensor 125 TFLOPS dense (250 with sparsity)"),
+        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
+        int8=_dense(250, "TOPS", f"{_A10}: INT8 tensor 250 TOPS dense (500 with sparsity)"),
+    ),
+    GpuSpec(
+        name="A100-40GB",
+        memory=_mem(40, f"{_A100}: 40 GB HBM2 ({_JEDEC})"),
+        bandwidth=_bw(1555, f"{_A100}: A100 40GB SXM/PCIe 1,555 GB/s"),
+        fp16=_dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
+        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
+        int8=_dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+        aliases=("A100-40GB-SXM", "A100-SXM4-40GB", "A100-40G"),
+    ),
+    GpuSpec(
+        name="A100-80GB",
+        memory=_mem(80, f"{_A100}: 80 GB HBM2e ({_JEDEC})"),
+        bandwidth=_bw(2039, f"{_A100}: A100 80GB SXM 2,039 GB/s"),
+        fp16=_dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
+        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
+        int8=_dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+        aliases=("A100", "A100-80GB-SXM", "A100-SXM4-80GB", "A100-80G"),
+        notes=("SXM figures; the A100 80GB PCIe has 1,935 GB/s (use A100-80GB-PCIE).",),
+    ),
+    GpuSpec(
+        name="A100-80GB-PCIE",
+        memory=_mem(80, f"{_A100}: 80 GB HBM2e ({_JEDEC})"),
+        bandwidth=_bw(1935, f"{_A100}: A100 80GB PCIe 1,935 GB/s"),
+        fp16=_dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
+        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
+        int8=_dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+        aliases=("A100-PCIE-80GB",),
+    ),
+    GpuSpec(
+        name="H100-SXM",
+        memory=_mem(80, f"{_H100}: H100 SXM 80 GB HBM3 ({_JEDEC})"),
+        bandwidth=_bw(3350, f"{_H100}: H100 SXM 3.35 TB/s"),
+        fp16=_dense(989.5, "TFLOPS", f"{_H100}: H100 SXM FP16 tensor 1,979 TFLOPS with sparsity, halved"),
+        fp8=_dense(1979, "TFLOPS", f"{_H100}: H100 SXM FP8 tensor 3,958 TFLOPS with sparsity, halved"),
+        int8=_dense(1979, "TOPS", f"{_H100}: H100 SXM INT8 tensor 3,958 TOPS with sparsity, halved"),
+        aliases=("H100", "H100-80GB", "H100-SXM5", "H100-SXM-80GB"),
+    ),
+    GpuSpec(
+        name="H100-PCIE",
+        memory=_mem(80, f"{_H100}: H100 PCIe 80 GB HBM2e ({_JEDEC})"),
+        bandwidth=_bw(2000, f"{_H100}: H100 PCIe 2 TB/s"),
+        fp16=_dense(756.5, "TFLOPS", f"{_H100}: H100 PCIe FP16 tensor 1,513 TFLOPS with sparsity, halved"),
+        fp8=_dense(1513, "TFLOPS", f"{_H100}: H100 PCIe FP8 tensor 3,026 TFLOPS with sparsity, halved"),
+        int8=_dense(1513, "TOPS", f"{_H100}: H100 PCIe INT8 tensor 3,026 TOPS with sparsity, halved"),
+        aliases=("H100-PCIE-80GB",),
+    ),
+    GpuSpec(
+        name="H200",
+        memory=_mem(141, f"{_H200}: H200 SXM 141 GB HBM3e ({_JEDEC})"),
+        bandwidth=_bw(4800, f"{_H200}: H200 SXM 4.8 TB/s"),
+        fp16=_dense(989.5, "TFLOPS", f"{_H200}: H200 SXM FP16 tensor 1,979 TFLOPS with sparsity, halved"),
+        fp8=_dense(1979, "TFLOPS", f"{_H200}: H200 SXM FP8 tensor 3,958 TFLOPS with sparsity, halved"),
+        int8=_dense(1979, "TOPS", f"{_H200}: H200 SXM INT8 tensor 3,958 TOPS with sparsity, halved"),
+        aliases=("H200-SXM", "H200-141GB"),
+    ),
+    GpuSpec(
+        name="L40S",
+        memory=_mem(48, f"{_L40S}: 48 GB GDDR6 with ECC ({_JEDEC})"),
+        bandwidth=_bw(864, f"{_L40S}: 864 GB/s"),
+        fp16=_dense(362.05, "TFLOPS", f"{_L40S}: FP16 tensor 362.05 TFLOPS dense (733 with sparsity)"),
+        fp8=_dense(733, "TFLOPS", f"{_L40S}: FP8 tensor 733 TFLOPS dense (1,466 with sparsity)"),
+        int8=_dense(733, "TOPS", f"{_L40S}: INT8 tensor 733 TOPS dense (1,466 with sparsity)"),
+    ),
+    GpuSpec(
+        name="RTX-4090",
+        memory=_mem(24, f"{_ADA}: 24 GB GDDR6X ({_JEDEC})"),
+        bandwidth=_bw(1008, f"{_ADA}: 1,008 GB/s"),
+        fp16=_dense(
+            165.2, "TFLOPS",
+            f"{_ADA}: FP16 tensor with FP32 accumulate 165.2 TFLOPS dense (330.3 with FP16 accumulate; "
+            "GeForce halves the FP32-accumulate rate)",
+        ),
+        fp8=_dense(330.3, "TFLOPS", f"{_ADA}: FP8 tensor with FP32 accumulate 330.3 TFLOPS dense"),
+        int8=_dense(660.6, "TOPS", f"{_ADA}: INT8 tensor 660.6 TOPS dense (1,321.2 with sparsity)"),
+        kind="consumer",
+        ecc=False,
+        aliases=("4090", "RTX4090", "GEFORCE-RTX-4090"),
+        notes=("Consumer card: no ECC, not licensed for data-centre deployment by the GeForce EULA.",),
+    ),
+    GpuSpec(
+        name="JETSON-ORIN-64GB",
+        memory=_mem(64, f"{_ORIN}: 64 GB 256-bit LPDDR5, shared by CPU and GPU ({_JEDEC})"),
+        bandwidth=_bw(204.8, f"{_ORIN}: 204.8 GB/s"),
+        fp16=_dense(
+            42.5, "TFLOPS",
+            f"{_ORIN}: GPU INT8 170 sparse TOPS → 85 dense; Ampere FP16 tensor rate is half the INT8 "
+            "rate → 42.5 (derived, not printed)",
+        ),
+        fp8=_dense(None, "TFLOPS", "Orin's Ampere GPU has no FP8 tensor cores"),
+        int8=_dense(
+            85, "TOPS",
+            f"{_ORIN}: GPU 170 INT8 TOPS with sparsity, halved (the 275 TOPS headline adds the two DLAs)",
+        ),
+        kind="edge",
+        aliases=("JETSON-AGX-ORIN-64GB", "AGX-ORIN-64GB", "ORIN-64GB", "JETSON-AGX-ORIN"),
+        notes=("Unified memory: the OS and CPU processes share the 64 GB with the GPU.",),
+        default_reserve_fraction=0.25,
+    ),
+)
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name).upper()
+
+
+_INDEX: dict[str, GpuSpec] = {}
+for _gpu in GPUS:
+    for _key in (_gpu.name, *_gpu.aliases):
+        _INDEX[_normalise(_key)] = _gpu
+
+
+def gpu_names() -> list[str]:
+    """Canonical catalogue names, in catalogue order."""
+    return [g.name for g in GPUS]
+
+
+def find_gpu(name: str) -> GpuSpec:
+    """Look ``name`` up in the catalogue (case-insensitive, ignoring ``-``, ``_`` and spaces).
+
+    An unknown name raises ``ConfigError`` listing the known ones.
+    """
+    gpu = _INDEX.get(_normalise(name))
+    if gpu is None:
+        raise ConfigError(
+            f"unknown GPU '{name}'; known: {', '.join(gpu_names())}",
+            hint="pick one of the known names (tritonkit plan --list-gpus), or describe the card with "
+            "--gpu-memory-gib, --gpu-bandwidth-gb-s and --gpu-fp16-tflops",
+        )
+    return gpu
+
+
+def _positive(value: float, what: str, flag: str) -> float:
+    if not value > 0:
+        raise ConfigError(f"{what} must be positive, got {value}", hint=f"pass a positive {flag}")
+    return float(value)
+
+
+def override_gpu(
+    gpu: GpuSpec,
+    *,
+    memory_gib: float | None = None,
+    bandwidth_gb_s: float | None = None,
+    fp16_tflops: float | None = None,
+    fp8_tflops: float | None = None,
+    int8_tops: float | None = None,
+) -> GpuSpec:
+    """``gpu`` with the given figures replaced; each replaced figure's source says "given"."""
+    changes: dict[str, Any] = {}
+    if memory_gib is not None:
+        changes["memory"] = Figure(_positive(memory_gib, "GPU memory", "--gpu-memory-gib"), "GiB", "given")
+    if bandwidth_gb_s is not None:
+        changes["bandwidth"] = Figure(
+            _positive(bandwidth_gb_s, "GPU memory bandwidth", "--gpu-bandwidth-gb-s"), "GB/s", "given"
+        )
+    if fp16_tflops is not None:
+        changes["fp16"] = Figure(_positive(fp16_tflops, "FP16 TFLOPS", "--gpu-fp16-tflops"), "TFLOPS", "given", True)
+    if fp8_tflops is not None:
+        changes["fp8"] = Figure(_positive(fp8_tflops, "FP8 TFLOPS", "--gpu-fp8-tflops"), "TFLOPS", "given", True)
+    if int8_tops is not None:
+        changes["int8"] = Figure(_positive(int8_tops, "INT8 TOPS", "--gpu-int8-tops"), "TOPS", "given", True)
+    if not changes:
+        return gpu
+    return replace(gpu, name=f"{gpu.name} (edited)", **changes)
+
+
+def custom_gpu(
+    *,
+    memory_gib: float,
+    bandwidth_gb_s: float,
+    fp16_tflops: float,
+    fp8_tflops: float | None = None,
+    int8_tops: float | None = None,
+    name: str = "custom",
+) -> GpuSpec:
+    """A GPU described entirely by the caller (figures are dense; INT8 defaults to 2 × FP16)."""
+    fp16 = _positive(fp16_tflops, "FP16 TFLOPS", "--gpu-fp16-tflops")
+    int8 = int8_tops if int8_tops is not None else 2 * fp16
+    return GpuSpec(
+        name=name,
+        memory=Figure(_positive(memory_gib, "GPU memory", "--gpu-memory-gib"), "GiB", "given"),
+        bandwidth=Figure(_positive(bandwidth_gb_s, "GPU memory bandwidth", "--gpu-bandwidth-gb-s"), "GB/s", "given"),
+        fp16=Figure(fp16, "TFLOPS", "given", True),
+        fp8=Figure(
+            _positive(fp8_tflops, "FP8 TFLOPS", "--gpu-fp8-tflops") if fp8_tflops is not None else None,
+            "TFLOPS",
+            "given" if fp8_tflops is not None else "not given",
+            True if fp8_tflops is not None else None,
+        ),
+        int8=Figure(
+            _positive(int8, "INT8 TOPS", "--gpu-int8-tops"),
+            "TOPS",
+            "given" if int8_tops is not None else "assumed 2 × FP16 (not given)",
+            True,
+        ),
+        kind="custom",
+    )

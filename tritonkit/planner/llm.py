@@ -1,0 +1,501 @@
+"""LLM capacity from first principles (brief §1–2), optionally calibrated by a measurement.
+
+One replica is ``tensor_parallel`` GPUs serving one copy of the model with in-flight batching.
+The model of one replica, all of it printed beside the numbers:
+
+* memory: weights + reserve + KV cache; max sequences = free / KV bytes per sequence;
+* decode step at B running sequences (roofline): bytes read = weights touched + B × KV of the
+  average context, over achievable bandwidth; FLOPs = B × (2 × active params + attention), over
+  achievable tensor throughput; the step takes the longer of the two;
+* prefill of a prompt: 2 × active params × tokens + causal attention, over achievable throughput
+  (never faster than one read of the weights);
+* prefill is not overlapped with decode: each request costs its prefill plus its share of
+  decode steps, so QPS(B) = B / (B × prefill + output × step(B)), latency(B) = B × prefill +
+  output × step(B), per-user decode speed = output / ((B − 1) × prefill + output × step(B)).
+
+The walls: memory (max sequences), compute (the batch where decode turns compute-bound: more
+concurrency only queues), and the SLA (per-user tokens/s, TTFT, P99). The lowest binds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tritonkit.errors import ConfigError, PlanError
+from tritonkit.planner.calibrate import Measurement
+from tritonkit.planner.capacity import (
+    GIB,
+    KIB,
+    MIB,
+    PlanAssumptions,
+    Workload,
+    decode_tokens_per_s_bound,
+    kv_bytes_per_sequence,
+    littles_law_in_flight,
+    max_sequences_by_memory,
+    plan_fleet,
+    weights_bytes,
+)
+from tritonkit.planner.catalogue import GPUS, GpuSpec
+from tritonkit.planner.model import ModelSpec
+from tritonkit.planner.precision import Precision, kv_dtype_bytes
+from tritonkit.planner.result import CapacityPlan, PlanLine, ServingSuggestion
+
+__all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "plan_llm"]
+
+DEFAULT_INPUT_TOKENS = 1024
+DEFAULT_OUTPUT_TOKENS = 256
+_B_SCAN_LIMIT = 1_000_000
+
+
+@dataclass(frozen=True)
+class _Replica:
+    """The roofline of one replica: everything in bytes, FLOPs and seconds."""
+
+    model: ModelSpec
+    bytes_per_weight: float
+    kv_per_token: int
+    bandwidth_bytes_s: float  # achievable
+    flops_s: float  # achievable
+    decode_context: float  # average tokens attended per decode step
+    input_tokens: float
+    output_tokens: float
+    weights_override: int | None
+
+    def weights_read_bytes(self, batch: int) -> float:
+        if self.weights_override is not None:
+            share = self.model.weights_read_params(batch) / self.model.total_params
+            return self.weights_override * share
+        return self.model.weights_read_params(batch) * self.bytes_per_weight
+
+    def attention_flops_per_token(self, context: float) -> float:
+        # QKᵀ and PV: 2 matmuls × 2 FLOPs × context × (heads × head_dim), per layer.
+        m = self.model
+        return 4.0 * m.num_layers * m.num_attention_heads * m.head_dim * context
+
+    def step_bandwidth_s(self, batch: int) -> float:
+        kv = batch * self.kv_per_token * self.model.kv_tokens(self.decode_context)
+        return (self.weights_read_bytes(batch) + kv) / self.bandwidth_bytes_s
+
+    def step_compute_s(self, batch: int) -> float:
+        per_token = 2.0 * self.model.active_params + self.attention_flops_per_token(self.decode_context)
+        return batch * per_token / self.flops_s
+
+    def step_s(self, batch: int) -> float:
+        return max(self.step_bandwidth_s(batch), self.step_compute_s(batch))
+
+    def prefill_s(self) -> float:
+        n = self.input_tokens
+        m = self.model
+        flops = 2.0 * m.active_params * n + 2.0 * m.num_layers * m.num_attention_heads * m.head_dim * n * n
+        return max(flops / self.flops_s, self.weights_read_bytes(1) / self.bandwidth_bytes_s)
+
+    def latency_s(self, batch: int) -> float:
+        return batch * self.prefill_s() + self.output_tokens * self.step_s(batch)
+
+    def qps(self, batch: int) -> float:
+        return batch / self.latency_s(batch)
+
+    def tokens_per_s_per_user(self, batch: int) -> float:
+        return self.output_tokens / ((batch - 1) * self.prefill_s() + self.output_tokens * self.step_s(batch))
+
+    def ttft_s(self, batch: int) -> float:
+        return self.prefill_s() + self.step_s(batch)
+
+
+def _largest(ok: Callable[[int], bool], upper: int) -> int:
+    """Largest B in [1, upper] with ok(B), for ok true up to some point then false; 0 if none."""
+    if upper < 1 or not ok(1):
+        return 0
+    lo, hi = 1, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _compute_rate(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
+    if precision.compute == "fp8":
+        if gpu.fp8_tflops is None:
+            with_fp8 = ", ".join(g.name for g in GPUS if g.fp8_tflops is not None)
+            raise ConfigError(
+                f"{gpu.name} has no FP8 tensor cores, so precision fp8 cannot run on it",
+                hint=f"use --precision fp16/bf16/int8/int4, or an FP8 GPU ({with_fp8})",
+            )
+        return gpu.fp8_tflops, f"dense FP8 tensor rate ({gpu.fp8.source})"
+    if precision.compute == "int8":
+        return gpu.int8_tops, f"dense INT8 tensor rate ({gpu.int8.source})"
+    return gpu.fp16_tflops, f"dense FP16 tensor rate ({gpu.fp16.source})"
+
+
+def plan_llm(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    precision: Precision,
+    workload: Workload,
+    assumptions: PlanAssumptions | None = None,
+    *,
+    measurement: Measurement | None = None,
+    weights_bytes_override: int | None = None,
+    precision_note: str | None = None,
+) -> CapacityPlan:
+    """Plan serving ``model`` on ``gpu`` for ``workload``; see the module docstring for the model.
+
+    ``measurement`` (a perf result of one replica) replaces the theoretical replica throughput and
+    latency; ``weights_bytes_override`` replaces params × bytes/param (e.g. a GGUF file's size);
+    ``precision_note`` marks the precision as an assumption and says why (e.g. "from torch_dtype").
+    Raises ``PlanError`` when the model cannot be served at all (weights do not fit, the SLA is
+    out of reach even for one stream).
+    """
+    a = assumptions or PlanAssumptions()
+    w = workload
+    lines: list[PlanLine] = []
+    warnings: list[str] = []
+
+    def add(section: str, key: str, label: str, value: float | int | str | None, unit: str, basis: str,
+            note: str = "") -> None:
+        lines.append(PlanLine(section, key, label, value, unit, basis, note))
+
+    tp = a.tensor_parallel
+    if model.num_attention_heads % tp:
+        raise ConfigError(
+            f"{model.num_attention_heads} attention heads do not split evenly over tensor parallel {tp}",
+            hint="pick --tp that divides the number of attention heads (1, 2, 4, 8…)",
+        )
+
+    # --- model and hardware ----------------------------------------------------------------
+    add("model", "model", "model", model.name, "", "input", model.source or "")
+    params_given = model.params_basis.startswith("given")
+    add("model", "total_params", "parameters (total)", model.total_params, "", "input" if params_given else "theory",
+        model.params_basis)
+    if model.is_moe:
+        add("model", "active_params", "parameters active per token", model.active_params, "", "theory",
+            f"{model.experts_per_token} of {model.num_experts} experts" if model.num_experts else "given")
+    add("model", "precision", "weight precision", precision.name, "", "assumption" if precision_note else "input",
+        (f"{precision_note}; " if precision_note else "") + f"{precision.description}; {precision.source}")
+    add("model", "kv_shape", "KV layout (layers × KV heads × head_dim)",
+        f"{model.num_layers} × {model.num_kv_heads} × {model.head_dim}", "", "input",
+        f"{model.num_attention_heads} attention heads" + (f"; {'; '.join(model.assumptions)}" if model.assumptions else ""))
+    if model.sliding_window:
+        add("model", "sliding_window_tokens", "sliding window", model.sliding_window, "tokens", "input",
+            "KV per sequence capped at the window")
+
+    add("hardware", "gpu", "GPU", gpu.name, "", "input", f"{gpu.kind}{'' if gpu.ecc else ', no ECC'}")
+    add("hardware", "gpu_memory_gib", "memory per GPU", gpu.memory_gib, "GiB", "datasheet", gpu.memory.source)
+    add("hardware", "gpu_bandwidth_gb_s", "memory bandwidth per GPU", gpu.bandwidth_gb_s, "GB/s", "datasheet",
+        gpu.bandwidth.source)
+    rate_tflops, rate_note = _compute_rate(gpu, precision)
+    rate_unit = "TOPS" if precision.compute == "int8" else "TFLOPS"
+    add("hardware", f"gpu_dense_{rate_unit.lower()}", f"dense {precision.compute.upper()} throughput per GPU",
+        rate_tflops, rate_unit, "datasheet", rate_note)
+    add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "input" if tp > 1 else "assumption",
+        "bandwidth and compute scale ×TP, NCCL all-reduce cost ignored (not for small requests)" if tp > 1
+        else "one GPU per replica; --tp to split the model")
+
+    # --- workload ----------------------------------------------------------------------------
+    mean_in = w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS
+    mean_out = w.output_tokens if w.output_tokens is not None else DEFAULT_OUTPUT_TOKENS
+    add("workload", "input_tokens_mean", "input tokens (mean)", mean_in, "tokens",
+        "input" if w.input_tokens is not None else "assumption",
+        "" if w.input_tokens is not None else "default; pass --input-tokens")
+    add("workload", "output_tokens_mean", "output tokens (mean)", mean_out, "tokens",
+        "input" if w.output_tokens is not None else "assumption",
+        "" if w.output_tokens is not None else "default; pass --output-tokens")
+    if w.target_qps is not None:
+        add("workload", "target_qps", "target QPS", w.target_qps, "req/s", "input")
+    add("workload", "mode", "mode", w.mode, "", "input")
+    for key, label, value, unit in (
+        ("sla_p99_ms", "SLA: P99 latency", w.p99_ms, "ms"),
+        ("sla_ttft_ms", "SLA: time to first token", w.ttft_ms, "ms"),
+        ("sla_tokens_per_s_per_user", "SLA: decode speed per user", w.tokens_per_s_per_user, "tok/s"),
+    ):
+        if value is not None:
+            add("workload", key, label, value, unit, "input")
+
+    # --- memory ------------------------------------------------------------------------------
+    weights = (
+        weights_bytes_override if weights_bytes_override is not None
+        else weights_bytes(model.total_params, precision.bytes_per_weight)
+    )
+    weights_note = (
+        "given (--weights-gb)" if weights_bytes_override is not None
+        else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})"
+    )
+    add("memory", "weights_bytes", "weights", weights, "B", "input" if weights_bytes_override else "theory", weights_note)
+    add("memory", "weights_gib", "weights", weights / GIB, "GiB", "theory", f"= {weights / 1e9:.2f} GB (decimal)")
+    if tp > 1:
+        add("memory", "weights_gib_per_gpu", "weights per GPU", weights / tp / GIB, "GiB", "theory",
+            f"split over TP {tp} (embedding replication ignored)")
+
+    kv_elem = kv_dtype_bytes(a.kv_dtype)
+    kv_heads_stored = model.num_kv_heads
+    if model.num_kv_heads < tp:
+        kv_heads_stored = tp  # each GPU keeps (a copy of) at least one KV head
+        warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
+                        f"{tp // model.num_kv_heads}")
+    elif model.num_kv_heads % tp:
+        raise ConfigError(f"{model.num_kv_heads} KV heads do not split evenly over tensor parallel {tp}",
+                          hint="pick --tp that divides the number of KV heads")
+    kv_token = model.kv_bytes_per_token(kv_elem)
+    kv_token_stored = 2 * model.num_layers * kv_heads_stored * model.head_dim * kv_elem
+    add("memory", "kv_bytes_per_token", "KV cache per token", kv_token, "B", "theory",
+        f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({a.kv_dtype})")
+    add("memory", "kv_kib_per_token", "KV cache per token", kv_token / KIB, "KiB", "theory", "")
+    seq_tokens = mean_in + mean_out
+    kv_seq = kv_bytes_per_sequence(kv_token_stored, seq_tokens, model.sliding_window)
+    kept = model.kv_tokens(seq_tokens)
+    add("memory", "kv_tokens_per_sequence", "KV tokens per sequence", kept, "tokens", "theory",
+        "mean input + mean output" + (f", capped at the {model.sliding_window}-token window"
+                                      if model.sliding_window and kept < seq_tokens else ""))
+    add("memory", "kv_bytes_per_sequence", "KV cache per sequence", kv_seq, "B", "theory", "")
+    add("memory", "kv_mib_per_sequence", "KV cache per sequence", kv_seq / MIB, "MiB", "theory",
+        "at full length: a sequence's KV grows as it decodes")
+
+    mem_gpu = gpu.memory_bytes
+    if a.reserve_gib is not None:
+        reserve_gpu = int(a.reserve_gib * GIB)
+        reserve_note = "given (--reserve-gib)"
+        reserve_basis = "input"
+    else:
+        fraction = a.reserve_fraction if a.reserve_fraction is not None else gpu.default_reserve_fraction
+        reserve_gpu = int(fraction * mem_gpu)
+        reserve_note = (f"{fraction:.0%} of memory for CUDA context, activations, runtime buffers"
+                        + (" and the OS (unified memory)" if gpu.kind == "edge" else "") + "; --reserve-gib")
+        reserve_basis = "assumption"
+    add("memory", "reserve_gib_per_gpu", "reserve per GPU", reserve_gpu / GIB, "GiB", reserve_basis, reserve_note)
+    weights_gpu = weights / tp
+    if weights_gpu + reserve_gpu >= mem_gpu:
+        raise _does_not_fit(model, gpu, precision, weights, reserve_gpu, tp)
+    free_kv = tp * mem_gpu - weights - tp * reserve_gpu
+    add("memory", "kv_free_gib", "free for KV cache per replica", free_kv / GIB, "GiB", "theory",
+        f"{tp} × {gpu.memory_gib:g} GiB − weights − reserve")
+    b_mem = max_sequences_by_memory(tp * mem_gpu, weights, tp * reserve_gpu, kv_seq)
+    if b_mem < 1:
+        raise PlanError(
+            f"one {kept:.0f}-token sequence needs {kv_seq / MIB:.0f} MiB of KV cache but only "
+            f"{free_kv / MIB:.0f} MiB is free on {gpu.name} × {tp}",
+            hint="use shorter sequences, --kv-dtype fp8, a smaller precision, or more --tp",
+        )
+    add("memory", "max_sequences_by_memory", "max concurrent sequences by memory", b_mem, "sequences", "theory",
+        "free KV / KV per sequence (mean lengths)")
+    if w.input_tokens_p95 is not None or w.output_tokens_p95 is not None:
+        p95_tokens = (w.input_tokens_p95 or mean_in) + (w.output_tokens_p95 or mean_out)
+        b_mem_p95 = max_sequences_by_memory(
+            tp * mem_gpu, weights, tp * reserve_gpu, kv_bytes_per_sequence(kv_token_stored, p95_tokens, model.sliding_window)
+        )
+        add("memory", "max_sequences_by_memory_p95", "max concurrent sequences at p95 lengths", b_mem_p95, "sequences",
+            "theory", f"{p95_tokens:g} tokens per sequence")
+
+    # --- throughput (roofline) -----------------------------------------------------------------
+    bandwidth_total = tp * gpu.bandwidth_gb_s
+    replica = _Replica(
+        model=model,
+        bytes_per_weight=precision.bytes_per_weight,
+        kv_per_token=kv_token_stored,
+        bandwidth_bytes_s=bandwidth_total * 1e9 * a.bandwidth_efficiency,
+        flops_s=tp * rate_tflops * 1e12 * a.compute_efficiency,
+        decode_context=mean_in + mean_out / 2,
+        input_tokens=mean_in,
+        output_tokens=mean_out,
+        weights_override=weights_bytes_override,
+    )
+    add("throughput", "bandwidth_efficiency", "achievable share of bandwidth", a.bandwidth_efficiency, "",
+        "assumption", "brief's edge example assumes 0.5; --bandwidth-efficiency")
+    add("throughput", "compute_efficiency", "achievable share of tensor throughput", a.compute_efficiency, "",
+        "assumption", "model FLOPs utilisation; --compute-efficiency")
+    read_1 = replica.weights_read_bytes(1)
+    ideal = decode_tokens_per_s_bound(bandwidth_total, read_1)
+    add("throughput", "decode_tokens_per_s_per_stream_ideal", "decode ceiling per stream (ideal)", ideal, "tok/s",
+        "theory", f"{bandwidth_total:g} GB/s / {read_1 / 1e9:.2f} GB of weights read per token")
+    add("throughput", "decode_tokens_per_s_per_stream", "decode per stream, batch 1 (achievable)",
+        1.0 / replica.step_s(1), "tok/s", "theory", "× bandwidth efficiency, KV reads included")
+    add("throughput", "prefill_ms", "prefill of a mean prompt (compute bound)", replica.prefill_s() * 1000, "ms",
+        "theory", f"2 × active params × {mean_in:g} tokens + attention, at achievable dense throughput")
+
+    scan_hi = min(b_mem, _B_SCAN_LIMIT)
+    b_compute_raw = _largest(lambda b: replica.step_compute_s(b) < replica.step_bandwidth_s(b), scan_hi)
+    b_compute: int | None = b_compute_raw + 1 if b_compute_raw < scan_hi else None
+    if b_compute_raw == 0:
+        b_compute = 1
+    walls: list[tuple[str, int, str]] = [("memory", b_mem, "KV cache fills the free memory")]
+    if b_compute is not None:
+        walls.append(("compute", b_compute, "decode turns compute-bound: more concurrency only queues"))
+    add("walls", "max_sequences_by_compute", "decode turns compute-bound at", b_compute, "sequences", "theory",
+        "" if b_compute is not None else "not reached before the memory wall")
+
+    # (wall name, largest B meeting it, what it means, the figure at B = 1 with its unit)
+    sla_walls: list[tuple[str, int, str, str]] = []
+    if w.tokens_per_s_per_user is not None:
+        r = w.tokens_per_s_per_user
+        sla_walls.append(("sla_tokens_per_s", _largest(lambda b: replica.tokens_per_s_per_user(b) >= r, scan_hi),
+                          f"each stream ≥ {r:g} tok/s", f"{replica.tokens_per_s_per_user(1):.1f} tok/s"))
+    if w.ttft_ms is not None:
+        t = w.ttft_ms / 1000
+        sla_walls.append(("sla_ttft", _largest(lambda b: replica.ttft_s(b) <= t, scan_hi),
+                          f"TTFT ≤ {w.ttft_ms:g} ms (prefill + one step, no queueing)",
+                          f"a TTFT of {replica.ttft_s(1) * 1000:.0f} ms"))
+    if w.p99_ms is not None:
+        p = w.p99_ms / 1000
+        sla_walls.append(("sla_p99", _largest(lambda b: replica.latency_s(b) <= p, scan_hi),
+                          f"request latency ≤ {w.p99_ms:g} ms (ideal; η covers queueing)",
+                          f"a latency of {replica.latency_s(1) * 1000:.0f} ms"))
+    for name, limit, why, at_one in sla_walls:
+        if limit < 1:
+            raise PlanError(
+                f"the SLA cannot be met even by a single stream on {gpu.name} × {tp}: {why}, but one stream gets "
+                f"{at_one}",
+                hint="relax the SLA, use a faster GPU or more --tp, a smaller precision, or shorter prompts",
+            )
+        walls.append((name, limit, why))
+        add("walls", f"max_sequences_by_{name}", f"max sequences by {why}", limit, "sequences", "theory", "")
+    if w.tokens_per_s_per_user is not None:
+        # The brief's edge rule, for a server that does not batch decode (one llama.cpp slot):
+        # the single-stream rate is shared, so streams ≈ achievable tok/s / r.
+        add("walls", "streams_without_batching", f"streams at ≥ {w.tokens_per_s_per_user:g} tok/s without batching",
+            int(replica.tokens_per_s_per_user(1) // w.tokens_per_s_per_user), "streams", "theory",
+            "achievable single-stream tok/s / r (brief §2 edge rule); in-flight batching does better, see above")
+    binding, b_star, binding_why = min(walls, key=lambda item: item[1])
+    add("walls", "concurrent_sequences", "concurrent sequences per replica", b_star, "sequences", "theory",
+        f"the lowest wall: {binding}")
+    add("walls", "binding_wall", "wall that binds first", binding, "", "theory", binding_why)
+
+    if w.mode == "interactive" and not sla_walls and binding == "memory":
+        warnings.append(
+            f"interactive workload without an SLA: concurrency is set by memory alone ({b_star} sequences), and "
+            f"each user then sees {replica.tokens_per_s_per_user(b_star):.1f} tok/s and "
+            f"{replica.latency_s(b_star):.1f} s per request; pass --tokens-per-s, --ttft-ms or --p99-ms"
+        )
+    step = replica.step_s(b_star)
+    add("throughput", "decode_step_ms", f"decode step at {b_star} sequences", step * 1000, "ms", "theory",
+        "bandwidth-bound" if replica.step_bandwidth_s(b_star) >= replica.step_compute_s(b_star) else "compute-bound")
+    add("throughput", "decode_tokens_per_s_aggregate", "decode tokens/s per replica (aggregate)",
+        b_star / step, "tok/s", "theory", f"{b_star} sequences / step time")
+    add("throughput", "tokens_per_s_per_user", "decode speed each user sees", replica.tokens_per_s_per_user(b_star),
+        "tok/s", "theory", "prefills of others stall decode (no chunked prefill)")
+    add("throughput", "ttft_ms", "time to first token (no queueing)", replica.ttft_s(b_star) * 1000, "ms", "theory",
+        "prefill + one decode step")
+    theory_latency_ms = replica.latency_s(b_star) * 1000
+    add("throughput", "request_latency_ms", "request latency at that concurrency", theory_latency_ms, "ms", "theory",
+        f"{b_star} × prefill + {mean_out:g} × step")
+    theory_qps = replica.qps(b_star)
+    add("throughput", "qps_serial", "serial QPS₁ (batch 1)", replica.qps(1), "req/s", "theory",
+        "1 / (prefill + output × step at batch 1)")
+    add("throughput", "qps_per_replica_theory", "QPS per replica (theory)", theory_qps, "req/s", "theory",
+        f"{b_star} / request latency")
+
+    qps_replica = theory_qps
+    latency_ms = theory_latency_ms
+    basis_qps = "theory"
+    if measurement is not None:
+        step_m, why = measurement.capacity_step(w.p99_ms)
+        qps_replica = measurement.requests_per_s(step_m)
+        latency_ms = step_m.p50_ms
+        basis_qps = "measured"
+        add("measured", "measured_source", "measurement", measurement.source, "", "measured", why)
+        add("measured", "qps_per_replica_measured", "QPS per replica (measured)", qps_replica, "req/s", "measured",
+            "replaces the theoretical figure below in the fleet sizing"
+            + (f"; infer/s ÷ batch {measurement.batch_size}" if measurement.batch_size > 1 else ""))
+        add("measured", "latency_p50_ms_measured", "P50 latency at that step", step_m.p50_ms, "ms", "measured", "")
+        if step_m.p99_ms is not None:
+            add("measured", "latency_p99_ms_measured", "P99 latency at that step", step_m.p99_ms, "ms", "measured", "")
+        add("measured", "theory_over_measured", "theory / measured QPS", theory_qps / qps_replica if qps_replica else None,
+            "×", "measured", "how optimistic the roofline is for this deployment")
+
+    suggestion_fleet: dict[str, int] = {}
+    if w.target_qps is not None:
+        fleet_lines, fleet_warnings, fleet = plan_fleet(w, a, qps_replica, latency_ms, basis_qps, tp)
+        lines.extend(fleet_lines)
+        warnings.extend(fleet_warnings)
+        suggestion_fleet = {"replicas": fleet.replicas_recommended, "gpus": fleet.gpus_recommended}
+        in_flight_per_replica = littles_law_in_flight(w.target_qps, latency_ms) / fleet.replicas_recommended
+        if in_flight_per_replica > b_star:
+            warnings.append(f"{in_flight_per_replica:.1f} requests in flight per replica exceed its {b_star} "
+                            "concurrent sequences: requests will queue")
+
+    suggestion = _llm_suggestion(w, a, gpu, b_star, mean_in, mean_out, weights_gpu, reserve_gpu, mem_gpu, tp,
+                                 suggestion_fleet)
+    if gpu.kind == "consumer":
+        warnings.append(f"{gpu.name} is a consumer card: no ECC memory")
+    title = f"Capacity plan: {model.name} ({precision.name}) on {gpu.name}" + (f" × TP {tp}" if tp > 1 else "")
+    return CapacityPlan(
+        kind="llm",
+        title=title,
+        lines=tuple(lines),
+        suggestion=suggestion,
+        warnings=tuple(warnings),
+        inputs={"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
+                "kv_dtype": a.kv_dtype, "workload": _workload_dict(w)},
+    )
+
+
+def _round_up(value: float, multiple: int) -> int:
+    return int(math.ceil(value / multiple) * multiple)
+
+
+def _llm_suggestion(
+    w: Workload,
+    a: PlanAssumptions,
+    gpu: GpuSpec,
+    b_star: int,
+    mean_in: float,
+    mean_out: float,
+    weights_gpu: float,
+    reserve_gpu: int,
+    mem_gpu: int,
+    tp: int,
+    fleet: dict[str, int],
+) -> ServingSuggestion:
+    input_len = w.input_tokens_p95 or mean_in
+    output_len = w.output_tokens_p95 or mean_out
+    max_input = int(math.ceil(input_len))
+    max_seq = int(math.ceil(input_len + output_len))
+    fraction = (mem_gpu - weights_gpu - reserve_gpu) / (mem_gpu - weights_gpu)
+    fraction = max(0.05, min(0.95, math.floor(fraction * 100) / 100))
+    length_basis = "p95" if w.input_tokens_p95 else "mean (pass --input-tokens-p95)"
+    return ServingSuggestion(
+        max_batch_size=b_star,
+        max_num_tokens=_round_up(max_input + b_star, 256),
+        max_input_len=max_input,
+        max_seq_len=max_seq,
+        kv_cache_free_gpu_mem_fraction=fraction,
+        tensor_parallel=tp,
+        instance_count=1,
+        max_queue_delay_us=None,
+        replicas=fleet.get("replicas"),
+        gpus=fleet.get("gpus"),
+        notes={
+            "max_batch_size": "concurrent sequences where the first wall binds",
+            "max_num_tokens": f"one {length_basis} prompt + one token per running sequence, rounded up to 256",
+            "max_input_len": f"{length_basis} input tokens",
+            "max_seq_len": "input + output at the same percentile",
+            "kv_cache_free_gpu_mem_fraction": "share of memory left after weights that keeps the reserve free",
+            "instance_count": "one engine per replica; in-flight batching, not instances, gives concurrency",
+            "replicas": "recommended fleet (headroom included)",
+        },
+    )
+
+
+def _workload_dict(w: Workload) -> dict[str, object]:
+    return {
+        "target_qps": w.target_qps, "input_tokens": w.input_tokens, "output_tokens": w.output_tokens,
+        "input_tokens_p95": w.input_tokens_p95, "output_tokens_p95": w.output_tokens_p95, "mode": w.mode,
+        "p99_ms": w.p99_ms, "ttft_ms": w.ttft_ms, "tokens_per_s_per_user": w.tokens_per_s_per_user,
+    }
+
+
+def _does_not_fit(model: ModelSpec, gpu: GpuSpec, precision: Precision, weights: int, reserve_gpu: int,
+                  tp: int) -> PlanError:
+    usable = gpu.memory_bytes - reserve_gpu
+    min_tp = next((t for t in (1, 2, 4, 8, 16) if t * usable > weights * 1.05
+                   and model.num_attention_heads % t == 0), None)
+    hint = f"use --tp {min_tp}" if min_tp else "use more GPUs per replica"
+    return PlanError(
+        f"{model.name} weights ({weights / GIB:.1f} GiB in {precision.name}) do not fit on {gpu.name} × {tp} "
+        f"({gpu.memory_gib:g} GiB each, {reserve_gpu / GIB:.1f} GiB reserved)",
+        hint=f"{hint}, a smaller precision (--precision int4), or a larger GPU",
+    )

@@ -1,0 +1,197 @@
+"""What a plan hands on: numbers with their unit, basis and reasoning, and serving parameters.
+
+Every figure is a :class:`PlanLine`: a JSON key that carries its unit (``kv_bytes_per_token``,
+``weights_gib``, ``prefill_ms``), the value, a printable unit, its *basis* — where it comes from —
+and a note that says how it was computed or what was assumed. Bases:
+
+* ``input`` — given by the caller (flag, config.json);
+* ``datasheet`` — from the GPU catalogue (the source is in the note);
+* ``assumption`` — a default the planner chose (override it with the flag in the note);
+* ``theory`` — computed from the above;
+* ``measured`` — read from a perf ``result.json``, or computed from measured numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BASES",
+    "CapacityPlan",
+    "PlanLine",
+    "ServingSuggestion",
+]
+
+BASES = ("input", "datasheet", "assumption", "theory", "measured")
+
+
+@dataclass(frozen=True)
+class PlanLine:
+    """One number of a plan, with everything needed to judge it."""
+
+    section: str
+    key: str
+    label: str
+    value: float | int | str | None
+    unit: str
+    basis: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.basis not in BASES:
+            raise ValueError(f"unknown basis {self.basis!r}")
+
+    def value_text(self) -> str:
+        """The value with its unit, formatted for people."""
+        value = self.value
+        if value is None:
+            return "—"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, int):
+            text = f"{value:,}"
+        elif isinstance(value, float) and value.is_integer() and abs(value) >= 1:
+            text = f"{int(value):,}"  # 512.0 tokens reads as 512 tokens
+        elif isinstance(value, float):
+            text = _format_float(value)
+        else:
+            text = str(value)
+        return f"{text} {self.unit}".strip()
+
+
+def _format_float(value: float) -> str:
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    if magnitude >= 100:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+@dataclass(frozen=True)
+class ServingSuggestion:
+    """Serving parameters derived from a plan, in the form the builders take.
+
+    LLM (TensorRT-LLM names): ``max_batch_size`` (concurrent sequences the engine schedules),
+    ``max_num_tokens`` (tokens per engine iteration: one full prompt plus one token per running
+    sequence), ``max_input_len`` / ``max_seq_len``, ``kv_cache_free_gpu_mem_fraction`` (share of
+    the memory left after the weights that the KV cache may take), ``tensor_parallel``.
+    Any model: ``instance_count`` (model instances per GPU), ``max_queue_delay_us`` (dynamic
+    batching window; ``None`` for in-flight batching), and the fleet: ``replicas`` and ``gpus``.
+    ``notes`` says where each value comes from.
+    """
+
+    max_batch_size: int | None = None
+    max_num_tokens: int | None = None
+    max_input_len: int | None = None
+    max_seq_len: int | None = None
+    kv_cache_free_gpu_mem_fraction: float | None = None
+    tensor_parallel: int = 1
+    instance_count: int = 1
+    max_queue_delay_us: int | None = None
+    replicas: int | None = None
+    gpus: int | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (``notes`` included)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """A finished plan: titled lines by section, the serving suggestion, warnings, and the inputs."""
+
+    kind: str  # "llm" | "measured"
+    title: str
+    lines: tuple[PlanLine, ...]
+    suggestion: ServingSuggestion
+    warnings: tuple[str, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def line(self, key: str) -> PlanLine:
+        """The line with JSON key ``key`` (``KeyError`` if the plan has none)."""
+        for item in self.lines:
+            if item.key == key:
+                return item
+        raise KeyError(key)
+
+    def value(self, key: str) -> Any:
+        """The value of line ``key``."""
+        return self.line(key).value
+
+    def sections(self) -> list[str]:
+        seen: list[str] = []
+        for item in self.lines:
+            if item.section not in seen:
+                seen.append(item.section)
+        return seen
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON view: ``{section: {key: value}}`` plus ``explain`` (unit, basis, note per key)."""
+        sections: dict[str, dict[str, Any]] = {}
+        explain: dict[str, dict[str, str]] = {}
+        for item in self.lines:
+            sections.setdefault(item.section, {})[item.key] = item.value
+            explain[item.key] = {"label": item.label, "unit": item.unit, "basis": item.basis, "note": item.note}
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "inputs": self.inputs,
+            **sections,
+            "serving": self.suggestion.to_dict(),
+            "warnings": list(self.warnings),
+            "explain": explain,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`to_dict` as JSON atomically (temp file in the same folder, then ``os.replace``)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(self.to_json())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    def render_text(self) -> str:
+        """A plain-text table: quantity, value with unit, basis, and how it was obtained."""
+        out: list[str] = [self.title, "=" * len(self.title)]
+        label_w = max((len(item.label) for item in self.lines), default=10)
+        value_w = max((len(item.value_text()) for item in self.lines), default=10)
+        for section in self.sections():
+            out.append("")
+            out.append(f"[{section}]")
+            for item in self.lines:
+                if item.section != section:
+                    continue
+                row = f"  {item.label:<{label_w}}  {item.value_text():>{value_w}}  {item.basis:<10}"
+                out.append(f"{row}  {item.note}".rstrip())
+        out.append("")
+        out.append("[serving parameters]")
+        for key, value in self.suggestion.to_dict().items():
+            if key == "notes" or value is None:
+                continue
+            note = self.suggestion.notes.get(key, "")
+            out.append(f"  {key:<32} {value!s:>10}  {note}".rstrip())
+        if self.warnings:
+            out.append("")
+            out.append("[warnings]")
+            out.extend(f"  ! {w}" for w in self.warnings)
+        return "\n".join(out) + "\n"
