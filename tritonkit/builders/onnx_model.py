@@ -1,0 +1,484 @@
+"""Look inside an ONNX model: is it valid, which opsets, what are its inputs and outputs, where is the batch axis.
+
+Everything here works on the model *skeleton* (``onnx.load(..., load_external_data=False)``):
+graph, types and shapes, but not the weights of tensors kept in external data files. That
+keeps analysis cheap for models past protobuf's 2 GB limit; the full checker is run on
+the file path, which is the form ``onnx.checker`` accepts for such models.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from tritonkit.errors import BuildError, ConfigError
+
+__all__ = [
+    "BATCH_DIM_PARAM",
+    "BatchAxis",
+    "OnnxAnalysis",
+    "TensorInfo",
+    "analyze_onnx",
+    "check_onnx",
+    "external_data_locations",
+    "light_copy",
+    "load_onnx",
+    "make_batch_dynamic",
+    "save_onnx",
+]
+
+#: The symbolic name given to a batch axis that tritonkit made dynamic.
+BATCH_DIM_PARAM = "batch"
+
+# ONNX element type -> Triton data type name (without TYPE_). Anything missing cannot cross Triton.
+_ONNX_TO_TRITON: dict[int, str] = {
+    TensorProto.FLOAT: "FP32",
+    TensorProto.FLOAT16: "FP16",
+    TensorProto.DOUBLE: "FP64",
+    TensorProto.BFLOAT16: "BF16",
+    TensorProto.BOOL: "BOOL",
+    TensorProto.UINT8: "UINT8",
+    TensorProto.UINT16: "UINT16",
+    TensorProto.UINT32: "UINT32",
+    TensorProto.UINT64: "UINT64",
+    TensorProto.INT8: "INT8",
+    TensorProto.INT16: "INT16",
+    TensorProto.INT32: "INT32",
+    TensorProto.INT64: "INT64",
+    TensorProto.STRING: "STRING",
+}
+
+_SUPPORTED_NAMES = ", ".join(TensorProto.DataType.Name(t) for t in _ONNX_TO_TRITON)
+
+#: A dimension as read from the model: a size, a symbolic name, or ``None`` when unknown.
+Dim = int | str | None
+
+
+def onnx_type_name(elem_type: int) -> str:
+    """``1`` → ``"FLOAT"``; unknown numbers are shown as they are."""
+    try:
+        return str(TensorProto.DataType.Name(elem_type))
+    except ValueError:
+        return f"type {elem_type}"
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One graph input or output as the model declares it (after shape inference)."""
+
+    name: str
+    elem_type: int
+    shape: tuple[Dim, ...] | None  # None: the model does not say the rank
+
+    @property
+    def onnx_type(self) -> str:
+        """The ONNX type name, e.g. ``"FLOAT"``."""
+        return onnx_type_name(self.elem_type)
+
+    @property
+    def triton_dtype(self) -> str:
+        """Triton's name for the type, e.g. ``"TYPE_FP32"``."""
+        return "TYPE_" + _ONNX_TO_TRITON[self.elem_type]
+
+    @property
+    def numpy_dtype(self) -> np.dtype[Any]:
+        """The numpy dtype ONNX Runtime uses for this tensor (``object`` for strings)."""
+        if self.elem_type == TensorProto.STRING:
+            return np.dtype(object)
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(self.elem_type))
+
+    @property
+    def rank(self) -> int | None:
+        """Number of dimensions, or ``None`` when unknown."""
+        return None if self.shape is None else len(self.shape)
+
+    def config_dims(self, *, batched: bool) -> list[int]:
+        """Dims for ``config.pbtxt``: fixed sizes, ``-1`` for dynamic ones, without the batch axis if ``batched``."""
+        if self.shape is None:
+            raise BuildError(f"tensor {self.name!r} has no declared rank, so its config dims are unknown",
+                             hint="re-export the model with shapes on its inputs and outputs")
+        dims = [d if isinstance(d, int) else -1 for d in self.shape]
+        return dims[1:] if batched else dims
+
+    def shape_text(self) -> str:
+        """``[batch, 4]``; unknown dims and ranks show as ``?``."""
+        return "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
+
+    def describe(self) -> str:
+        """``x: FLOAT [batch, 4]``."""
+        return f"{self.name}: {self.onnx_type} {self.shape_text()}"
+
+    def quoted(self) -> str:
+        """``'x' (FLOAT [batch, 4])``, for messages."""
+        return f"{self.name!r} ({self.onnx_type} {self.shape_text()})"
+
+
+@dataclass(frozen=True)
+class BatchAxis:
+    """Where the batch axis is, as far as the graph's declared shapes tell.
+
+    ``kind`` is ``"dynamic"`` (every input and output has a variable first axis),
+    ``"fixed"`` (every first axis is the same fixed size, ``fixed_size``: may be made
+    dynamic if the graph allows), or ``"none"`` (``reason`` says why it cannot batch).
+    """
+
+    kind: Literal["dynamic", "fixed", "none"]
+    fixed_size: int | None = None
+    reason: str = ""
+
+
+@dataclass
+class OnnxAnalysis:
+    """What :func:`analyze_onnx` found.
+
+    ``skeleton`` is the model as stored (weights in external files not loaded);
+    ``model`` is a :func:`light_copy` of it with inferred shapes and types (no big weights).
+    """
+
+    path: Path
+    skeleton: onnx.ModelProto
+    model: onnx.ModelProto
+    ir_version: int
+    opsets: dict[str, int]
+    producer: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    external_data: tuple[str, ...]
+    size_bytes: int
+    batch: BatchAxis
+    notes: list[str] = field(default_factory=list)
+
+    def opset_report(self) -> str:
+        """One line: ``IR 8, opsets ai.onnx 17, com.microsoft 1; produced by pytorch 2.13``."""
+        opsets = ", ".join(f"{domain or 'ai.onnx'} {version}" for domain, version in sorted(self.opsets.items()))
+        producer = f"; produced by {self.producer}" if self.producer else ""
+        return f"IR {self.ir_version}, opsets {opsets}{producer}"
+
+
+# ---------------------------------------------------------------------------- load & check
+
+
+def _looks_like_onnx(path: Path) -> bool:
+    """ONNX files start with field 1 (ir_version) as a varint: byte 0x08. Cheap, and tells
+    'this was never ONNX' (a .pt zip, a text file) from 'this is a damaged ONNX file'."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1)
+    except OSError:
+        return False
+    return head == b"\x08"
+
+
+def load_onnx(path: Path | str, *, load_external_data: bool = False) -> onnx.ModelProto:
+    """Read ``path`` as an ONNX model, turning every way that fails into one clear error.
+
+    By default the weights in external data files are not read (see the module docstring).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file", hint="check the path to the .onnx file")
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder, not an ONNX file", hint="pass the .onnx file itself")
+    if path.stat().st_size == 0:
+        raise BuildError(f"{path}: file is empty, not an ONNX model", hint="re-export or re-download the model")
+    try:
+        model = onnx.load(str(path), load_external_data=load_external_data)
+    except Exception as exc:  # protobuf DecodeError, external-data OSError, ...
+        if isinstance(exc, (FileNotFoundError, OSError)) and _looks_like_onnx(path):
+            raise BuildError(f"{path}: cannot read its external data: {exc}",
+                             hint="keep the external data files next to the .onnx file, as exported") from exc
+        if _looks_like_onnx(path):
+            raise BuildError(f"{path}: ONNX file is corrupt (truncated or damaged): {exc}",
+                             hint="re-export or re-download the model") from exc
+        raise BuildError(f"{path}: not an ONNX model (cannot parse it as onnx.ModelProto)",
+                         hint="pass a .onnx file; export PyTorch with torch.onnx.export or "
+                              "tritonkit.builders.export_torch") from exc
+    if model.ir_version == 0 or not model.HasField("graph"):
+        raise BuildError(f"{path}: not an ONNX model (no IR version or graph)",
+                         hint="pass a .onnx file exported by a framework's ONNX exporter")
+    return model
+
+
+def check_onnx(path: Path | str) -> None:
+    """Run the full ``onnx.checker`` (including shape inference) on the file.
+
+    The path form is used because it is the one that works for models over 2 GB.
+    """
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BuildError(f"{path}: fails the ONNX checker: {first}",
+                         hint="fix the exporter output (re-export with a supported opset); "
+                              "`python -c \"import onnx; onnx.checker.check_model('MODEL', full_check=True)\"` "
+                              "shows the full message") from exc
+    except Exception as exc:  # noqa: BLE001 - the checker raises plain Exceptions for I/O problems
+        raise BuildError(f"{path}: the ONNX checker could not read the model: {exc}",
+                         hint="check that the file and its external data are complete") from exc
+
+
+def infer_shapes(model: onnx.ModelProto, *, where: str) -> onnx.ModelProto:
+    """Shape inference with data propagation (so shapes computed from ``Shape`` ops resolve), on a
+    :func:`light_copy`: the result describes the graph but does not carry the big weights."""
+    try:
+        return onnx.shape_inference.infer_shapes(light_copy(model), check_type=True, strict_mode=False,
+                                                 data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+        raise BuildError(f"{where}: shape inference failed: {str(exc).strip().splitlines()[0]}",
+                         hint="the graph's declared shapes contradict its operators; re-export the model") from exc
+
+
+# ---------------------------------------------------------------------------- tensors & external data
+
+
+def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """The graph and every subgraph (If/Loop/Scan bodies), depth first."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _graphs(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _graphs(sub)
+
+
+def _all_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    for graph in _graphs(model.graph):
+        yield from graph.initializer
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    yield attr.t
+                elif attr.type == onnx.AttributeProto.TENSORS:
+                    yield from attr.tensors
+
+
+def external_data_locations(model: onnx.ModelProto) -> tuple[str, ...]:
+    """Relative paths of the external data files the model refers to, sorted and unique."""
+    found: set[str] = set()
+    for tensor in _all_tensors(model):
+        if tensor.data_location == TensorProto.EXTERNAL:
+            for entry in tensor.external_data:
+                if entry.key == "location":
+                    found.add(entry.value)
+    return tuple(sorted(found))
+
+
+def _checked_location(base: Path, location: str) -> Path:
+    target = (base / location).resolve()
+    if not target.is_relative_to(base.resolve()):
+        raise BuildError(f"external data location {location!r} points outside the model's folder {base}",
+                         hint="re-save the model with its external data next to it")
+    return target
+
+
+def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = None,
+              external_data_file: str | None = None) -> list[Path]:
+    """Write ``model`` to ``dest`` and return every file written.
+
+    A skeleton whose tensors still point at external data (``source_dir`` holds those files)
+    is saved as is and its data files are copied beside ``dest`` under the same relative
+    names — the weights never pass through memory. A model whose weights are all in memory
+    is written in one file, or with them in ``external_data_file`` when given (needed past 2 GB).
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    written = [dest]
+    locations = external_data_locations(model)
+    if locations:
+        if source_dir is None:
+            raise BuildError("internal: a model with external data needs the folder its data lives in")
+        onnx.save_model(model, str(dest))
+        for location in locations:
+            src = _checked_location(source_dir, location)
+            target = _checked_location(dest.parent, location)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(src, target)
+            written.append(target)
+        return written
+    if external_data_file:
+        onnx.save_model(model, str(dest), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=external_data_file, size_threshold=1024)
+        if (dest.parent / external_data_file).exists():
+            written.append(dest.parent / external_data_file)
+        return written
+    onnx.save_model(model, str(dest))
+    return written
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    """Hard-link when source and destination share a file system (instant for a 10 GB file), else copy."""
+    if dest.exists():
+        dest.unlink()
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
+
+
+# ---------------------------------------------------------------------------- analysis
+
+#: Tensors bigger than this are hidden from shape inference, which only needs their type and shape.
+LIGHT_TENSOR_BYTES = 64 * 1024
+
+
+def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose big tensors are marked external (no bytes): enough for type and shape inference,
+    and small enough to serialize even when the real model is past 2 GB."""
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    for graph in _graphs(light.graph):
+        for tensor in graph.initializer:
+            if tensor.data_location != TensorProto.EXTERNAL and tensor.ByteSize() > LIGHT_TENSOR_BYTES:
+                tensor.ClearField("raw_data")
+                for name in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+                    tensor.ClearField(name)
+                tensor.data_location = TensorProto.EXTERNAL
+                del tensor.external_data[:]
+                tensor.external_data.add(key="location", value="__tritonkit_not_loaded__")
+    return light
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> tuple[Dim, ...] | None:
+    tensor_type = value_info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    dims: list[Dim] = []
+    for dim in tensor_type.shape.dim:
+        if dim.HasField("dim_value"):
+            dims.append(int(dim.dim_value))
+        elif dim.HasField("dim_param") and dim.dim_param:
+            dims.append(str(dim.dim_param))
+        else:
+            dims.append(None)
+    return tuple(dims)
+
+
+def _tensor_info(value_info: onnx.ValueInfoProto, *, role: str, where: str) -> TensorInfo:
+    kind = value_info.type.WhichOneof("value")
+    if kind != "tensor_type":
+        raise BuildError(f"{where}: {role} {value_info.name!r} is a {kind or 'untyped value'}, not a tensor; "
+                         "Triton carries only tensors",
+                         hint="wrap the model so its inputs and outputs are plain tensors")
+    elem_type = value_info.type.tensor_type.elem_type
+    if elem_type not in _ONNX_TO_TRITON:
+        raise BuildError(f"{where}: {role} {value_info.name!r} has type {onnx_type_name(elem_type)}, "
+                         "which Triton cannot carry",
+                         hint=f"cast it inside the model (a Cast node) to one of {_SUPPORTED_NAMES}")
+    return TensorInfo(name=value_info.name, elem_type=elem_type, shape=_dims(value_info))
+
+
+def _batch_axis(inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...]) -> BatchAxis:
+    """Decide from declared shapes alone whether a first axis could be the batch axis."""
+    if not inputs:
+        return BatchAxis("none", reason="the model has no inputs")
+    for role, tensors in (("input", inputs), ("output", outputs)):
+        for t in tensors:
+            if t.shape is None:
+                return BatchAxis("none", reason=f"{role} {t.name!r} has no declared shape, so its first axis is unknown")
+            if len(t.shape) == 0:
+                return BatchAxis("none", reason=f"{role} {t.name!r} is a scalar; Triton batches along a first axis")
+    firsts = [t.shape[0] for t in inputs if t.shape]
+    fixed = [d for d in firsts if isinstance(d, int)]
+    if fixed and len(fixed) != len(firsts):
+        a = next(t for t in inputs if t.shape and isinstance(t.shape[0], int))
+        b = next(t for t in inputs if t.shape and not isinstance(t.shape[0], int))
+        return BatchAxis("none", reason=f"inputs disagree on the first axis: {a.quoted()} is fixed, "
+                                        f"{b.quoted()} is variable")
+    if fixed:
+        if len(set(fixed)) > 1:
+            return BatchAxis("none", reason="inputs have different fixed first axes "
+                             + ", ".join(t.quoted() for t in inputs))
+        size = fixed[0]
+        for t in outputs:
+            assert t.shape is not None
+            if t.shape[0] != size and isinstance(t.shape[0], int):
+                return BatchAxis("none", reason=f"output {t.quoted()} does not carry the inputs' first axis "
+                                                f"({size}), so that axis is not a batch axis")
+        return BatchAxis("fixed", fixed_size=size)
+    # Outputs whose first axis has another symbol than the inputs' are not refused: exporters name
+    # axes freely, and the batch-consistency check at build time decides.
+    for t in outputs:
+        assert t.shape is not None
+        if isinstance(t.shape[0], int):
+            return BatchAxis("none", reason=f"output {t.quoted()} has a fixed first axis while the inputs' "
+                                            "is variable: the graph reduces or reshapes across the batch")
+    return BatchAxis("dynamic")
+
+
+def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
+    """Load the skeleton of ``path``, run the full checker and shape inference, and describe it.
+
+    Raises :class:`ConfigError` for a missing file and :class:`BuildError` for a file that is
+    not ONNX, is corrupt, fails the checker, or has an input/output Triton cannot carry.
+    """
+    path = Path(path)
+    skeleton = load_onnx(path)
+    if check:
+        check_onnx(path)
+    inferred = infer_shapes(skeleton, where=str(path))
+    graph = inferred.graph
+    initializer_names = {init.name for init in graph.initializer}
+    notes: list[str] = []
+    # Inputs that also have an initializer are constants with an override (IR < 4 style);
+    # they are not part of what clients send.
+    overridable = [v.name for v in graph.input if v.name in initializer_names]
+    if overridable:
+        notes.append(f"{len(overridable)} graph input(s) backed by initializers are treated as constants: "
+                     + ", ".join(overridable[:5]) + ("…" if len(overridable) > 5 else ""))
+    inputs = tuple(_tensor_info(v, role="input", where=str(path)) for v in graph.input if v.name not in initializer_names)
+    outputs = tuple(_tensor_info(v, role="output", where=str(path)) for v in graph.output)
+    if not outputs:
+        raise BuildError(f"{path}: the graph has no outputs", hint="re-export the model with its outputs")
+    locations = external_data_locations(skeleton)
+    size = path.stat().st_size
+    for location in locations:
+        target = _checked_location(path.parent, location)
+        if not target.is_file():
+            raise BuildError(f"{path}: external data file {location!r} is missing (looked in {path.parent})",
+                             hint="copy the model's external data files next to the .onnx file")
+        size += target.stat().st_size
+    opsets = {op.domain if op.domain != "ai.onnx" else "": int(op.version) for op in skeleton.opset_import}
+    producer = " ".join(p for p in (skeleton.producer_name, skeleton.producer_version) if p)
+    return OnnxAnalysis(
+        path=path,
+        skeleton=skeleton,
+        model=inferred,
+        ir_version=int(skeleton.ir_version),
+        opsets=opsets,
+        producer=producer,
+        inputs=inputs,
+        outputs=outputs,
+        external_data=locations,
+        size_bytes=size,
+        batch=_batch_axis(inputs, outputs),
+        notes=notes,
+    )
+
+
+def make_batch_dynamic(model: onnx.ModelProto, input_names: set[str], *, dim_param: str = BATCH_DIM_PARAM
+                       ) -> onnx.ModelProto:
+    """Copy of ``model`` whose client-facing inputs and all outputs have a symbolic first axis.
+
+    Intermediate ``value_info`` is dropped: it was inferred for the fixed size and would
+    contradict the new one. Whether the graph really runs at other sizes is for the caller
+    to prove by running it (a ``Reshape`` to a constant shape, for one, will not).
+    """
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    graph = result.graph
+    del graph.value_info[:]
+    for value_info in [*[v for v in graph.input if v.name in input_names], *graph.output]:
+        dims = value_info.type.tensor_type.shape.dim
+        if dims:
+            dims[0].Clear()
+            dims[0].dim_param = dim_param
+    return result

@@ -1,0 +1,171 @@
+"""``tritonkit build onnx`` and ``tritonkit build tensorrt``: model file → repository entry."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from tritonkit.cli._common import echo_json
+from tritonkit.errors import VerificationError
+
+_INPUT = click.Path(dir_okay=False, path_type=Path)
+
+
+def _progress(verbose: bool, as_json: bool) -> Callable[[str], None] | None:
+    """Step lines on stderr at a terminal (or with -v); silent when piped, so output stays parseable."""
+    if as_json and not verbose:
+        return None
+    if verbose or sys.stderr.isatty():
+        return lambda line: click.echo(line, err=True)
+    return None
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
+
+
+@click.group("build")
+def build() -> None:
+    """Build a model file into a Triton model repository.
+
+    \b
+    Example:
+      tritonkit build onnx model.onnx --name resnet --repo model_repository
+    """
+
+
+@build.command("onnx")
+@click.argument("model", type=_INPUT)
+@click.option("--name", required=True, help="Model name: its folder in the repository.")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+              show_default=True, help="Repository folder (created if missing).")
+@click.option("--max-batch-size", type=int, default=None,
+              help="Largest batch Triton may form; 0 turns batching off. Default: 8 when the model can batch, else 0.")
+@click.option("--batch-window", default="5ms", show_default=True,
+              help="Dynamic-batching window with its unit (5ms–20ms; outside warns unless --force).")
+@click.option("--instances", type=int, default=1, show_default=True, help="Model instances.")
+@click.option("--max-queue-size", type=int, default=0, show_default=True,
+              help="Bound on queued requests (0: unbounded); past it Triton refuses instead of queueing.")
+@click.option("--kind", type=click.Choice(["cpu", "gpu", "auto"]), default="auto", show_default=True,
+              help="Instance kind; auto = gpu when this machine has one.")
+@click.option("--runtime", type=click.Choice(["onnxruntime", "python", "auto"]), default="auto", show_default=True,
+              help="onnxruntime backend, or a python-backend model.py running ONNX Runtime; "
+                   "auto picks from the target server's backends.")
+@click.option("--fp16", is_flag=True, help="Convert weights and compute to FP16; inputs and outputs stay FP32.")
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="Check numbers against the reference and batch consistency with ONNX Runtime.")
+@click.option("--samples", type=_INPUT, default=None,
+              help="An .npz with one array per input (first axis = samples when batching) to verify with.")
+@click.option("--version", "model_version", type=int, default=1, show_default=True, help="Version folder to write.")
+@click.option("--force", is_flag=True, help="Replace an existing model of this name; accept any batch window.")
+@click.option("--no-warmup", is_flag=True, help="Do not add a model_warmup entry.")
+@click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
+@click.option("--cuda-graphs", is_flag=True, help="GPU, onnxruntime runtime: enable CUDA graphs in ORT's CUDA provider.")
+@click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Target tritonserver for --runtime auto (default: the bundled one).")
+@click.option("--backend-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Target server's backends folder for --runtime auto (e.g. /opt/tritonserver/backends).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Print each step on stderr even when not at a terminal.")
+def build_onnx_command(
+    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_window: str, instances: int,
+    max_queue_size: int, kind: str,
+    runtime: str, fp16: bool, verify: bool, samples: Path | None, model_version: int, force: bool, no_warmup: bool,
+    ort_tensorrt: bool, cuda_graphs: bool, server_bin: Path | None, backend_dir: Path | None, as_json: bool,
+    verbose: bool,
+) -> None:
+    """Check, verify and write an ONNX MODEL as repository entry NAME.
+
+    Runs the full ONNX checker and shape inference, finds the batch axis (making a fixed
+    one dynamic when the graph allows), optionally converts to FP16, verifies the numbers
+    with ONNX Runtime (a table of max abs / rel error per output) and that k samples as one
+    batch equal k runs of one, then writes config.pbtxt and the model in one move.
+
+    \b
+    Examples:
+      tritonkit build onnx mlp.onnx --name mlp
+      tritonkit build onnx cnn.onnx --name cnn --max-batch-size 32 --batch-window 10ms --instances 2
+      tritonkit build onnx big.onnx --name big --fp16 --runtime onnxruntime --kind gpu --ort-tensorrt
+    """
+    from tritonkit.builders import build_onnx
+
+    try:
+        result = build_onnx(
+            model, name=name, repo=repo, max_batch_size=max_batch_size, batch_window=batch_window,
+            instances=instances, max_queue_size=max_queue_size, kind=kind, runtime=runtime, fp16=fp16, verify=verify, samples=samples,
+            version=model_version, force=force, warmup=not no_warmup, ort_tensorrt=ort_tensorrt,
+            cuda_graphs=cuda_graphs, server_bin=server_bin, backend_dir=backend_dir,
+            log=_progress(verbose, as_json))
+    except VerificationError as exc:
+        for comparison in exc.comparisons:
+            click.echo(comparison.table(), err=True)
+        raise
+    _print_warnings(result.warnings)
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.summary())
+
+
+def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
+    from tritonkit.builders import parse_dim_range
+
+    return dict(parse_dim_range(v) for v in values)
+
+
+@build.command("tensorrt")
+@click.argument("model", type=_INPUT)
+@click.option("--name", required=True, help="Model name: its folder in the repository.")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+              show_default=True, help="Repository folder (created if missing).")
+@click.option("--max-batch-size", type=int, default=None,
+              help="Batch axis max (profile max); default 8 when the model can batch, else 0.")
+@click.option("--opt-batch-size", type=int, default=None, help="Batch size TensorRT optimises for (default: max).")
+@click.option("--dim-range", "dim_ranges", multiple=True, metavar="KEY=MIN:OPT:MAX",
+              help="Range of a dynamic non-batch axis; KEY is INPUT:AXIS or a symbolic axis name (repeat).")
+@click.option("--fp16", is_flag=True, help="Allow FP16 kernels.")
+@click.option("--int8", is_flag=True, help="Allow INT8 kernels (explicitly quantized Q/DQ models only).")
+@click.option("--workspace", default="4GiB", show_default=True, help="Builder workspace limit, e.g. 512MiB, 4GiB.")
+@click.option("--timing-cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Timing cache file: read if present, written after the build (speeds up rebuilds).")
+@click.option("--batch-window", default="5ms", show_default=True, help="Dynamic-batching window with its unit.")
+@click.option("--instances", type=int, default=1, show_default=True, help="Instances per GPU.")
+@click.option("--cuda-graphs", is_flag=True, help="Enable CUDA graphs in the TensorRT backend.")
+@click.option("--version", "model_version", type=int, default=1, show_default=True, help="Version folder to write.")
+@click.option("--force", is_flag=True, help="Replace an existing model of this name.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def build_tensorrt_command(
+    model: Path, name: str, repo: Path, max_batch_size: int | None, opt_batch_size: int | None,
+    dim_ranges: tuple[str, ...], fp16: bool, int8: bool, workspace: str, timing_cache: Path | None,
+    batch_window: str, instances: int, cuda_graphs: bool, model_version: int, force: bool, as_json: bool,
+) -> None:
+    """Build a TensorRT plan from an ONNX MODEL as repository entry NAME (needs an NVIDIA GPU).
+
+    The optimisation profile comes from --max-batch-size (min 1, opt --opt-batch-size or
+    max, max) and a --dim-range for every other dynamic axis.
+
+    \b
+    Example:
+      tritonkit build tensorrt cnn.onnx --name cnn_trt --max-batch-size 32 --fp16 \\
+          --dim-range img:2=64:224:512 --dim-range img:3=64:224:512 --timing-cache trt.cache
+    """
+    from tritonkit.builders import build_tensorrt, parse_size_bytes
+
+    result = build_tensorrt(
+        model, name=name, repo=repo, max_batch_size=max_batch_size, opt_batch_size=opt_batch_size,
+        dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8, workspace_bytes=parse_size_bytes(workspace),
+        timing_cache=timing_cache, batch_window=batch_window, instances=instances, cuda_graphs=cuda_graphs,
+        version=model_version, force=force, log=(lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None)
+    if as_json:
+        echo_json({"name": result.name, "version": result.version, "model_dir": str(result.model_dir),
+                   "max_batch_size": result.max_batch_size, "flags": result.flags, "build_s": result.build_s,
+                   "profile": [{"input": p.name, "min": p.min, "opt": p.opt, "max": p.max} for p in result.profile]})
+    else:
+        click.echo(result.summary())
+
+
+COMMANDS: list[click.Command] = [build]
