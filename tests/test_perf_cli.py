@@ -1,0 +1,352 @@
+"""``tritonkit perf``: real ladders with the real perf_analyzer against the real bundled server.
+
+One server (module scope) serves two python-backend models: ``add_sub`` and ``flaky`` (which
+starts failing every request after a fixed number, so a ladder meets failed requests for real).
+Steps are short (0.5 s windows) because client and server share two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.support.pymodels import write_add_sub, write_python_model
+from tritonkit.cli import main
+from tritonkit.perf.install import locate_perf_analyzer
+from tritonkit.perf.result import RunResult
+from tritonkit.perf.verdict import Verdict
+from tritonkit.server import TritonServer, free_ports
+
+# Short steps: 3 windows of 0.5 s; no warm-up unless a test wants one.
+FAST = ["--duration-s", "1.5", "--warmup-s", "0", "--max-trials", "5"]
+
+# Fails a request whenever another one is being executed at the same time (two instances, a
+# lock file shared between their processes): never at concurrency 1, soon at concurrency 2.
+# WAR: not built on the dynamic batcher: the 2.51 python backend segfaults when perf_analyzer
+# aborts (at the first failed request) while batched requests are in flight.
+FRAGILE_PY = """
+import os
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.lock = os.path.join(args["model_repository"], "busy.lock")
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                error = pb_utils.TritonError("fragile: another request is in flight")
+                responses.append(pb_utils.InferenceResponse(error=error))
+                continue
+            try:
+                time.sleep(0.01)
+                x = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+                responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUTPUT0", x)]))
+            finally:
+                os.close(fd)
+                os.unlink(self.lock)
+        return responses
+"""
+FRAGILE_CONFIG = """
+name: "fragile"
+backend: "python"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU } ]
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    repo = tmp_path_factory.mktemp("repo")
+    write_add_sub(repo)
+    write_python_model(repo, "fragile", config_pbtxt=FRAGILE_CONFIG, model_py=FRAGILE_PY)
+    with TritonServer(repo) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def passed_run(server: TritonServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Path]:
+    """One ladder that meets its SLA, shared by the tests that read what it wrote."""
+    root = tmp_path_factory.mktemp("results")
+    result = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--metrics-url", server.metrics_url,
+        "--sla", "p99<=500ms", "--concurrency", "1,2", *FAST, "--warmup-s", "0.6",
+        "--results-root", str(root), "--save-baseline", "--baseline-dir", str(root / "baselines"),
+    )  # fmt: skip
+    return result, root
+
+
+def _invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, ["perf", *args], catch_exceptions=False)
+
+
+def _kv_lines(output: str, kind: str) -> list[dict[str, str]]:
+    """The ``kind key=value ...`` lines of piped output, as dicts."""
+    rows = []
+    for line in output.splitlines():
+        words = shlex.split(line)
+        if words and words[0] == kind:
+            rows.append(dict(word.split("=", 1) for word in words[1:]))
+    return rows
+
+
+def _run_dir(root: Path) -> Path:
+    folders = [p for p in root.iterdir() if p.is_dir() and p.name != "baselines"]
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+def test_a_ladder_that_meets_the_sla_exits_0_and_keeps_raw_files_result_report_and_baseline(
+    passed_run: tuple[Result, Path],
+) -> None:
+    result, root = passed_run
+    assert result.exit_code == 0, result.output
+    steps = _kv_lines(result.output, "step")
+    assert [s["load"] for s in steps] == ["1", "2"]
+    assert all(
+        s["sla"] == "pass" and s["stable"] == "true" and float(s["throughput_per_s"]) > 0 for s in steps
+    )
+    verdict_line = _kv_lines(result.output, "verdict")[0]
+    assert verdict_line["status"] == "pass" and verdict_line["knee_load"] == "2"
+    assert verdict_line["sla"] == "p99<=500ms,errors==0"
+
+    folder = _run_dir(root)
+    assert folder.name.endswith("-add_sub")
+    saved = RunResult.load(folder / "result.json")
+    assert [s.load_value for s in saved.steps] == [1.0, 2.0]  # the warm-up is not a step
+    assert saved.warmup is not None and (folder / "warmup.csv").is_file()
+    assert saved.steps[0].metrics is not None and saved.steps[0].metrics.success_count
+    assert saved.verdict is not None and Verdict.from_dict(saved.verdict).knee_load == 2
+    for name in ("step01-c1.csv", "step01-c1.json", "step02-c2.csv", "step02-c2.stdout"):
+        assert (folder / name).is_file(), name
+    assert "**PASS** (exit code 0)" in (folder / "report.md").read_text()
+    assert "data:image/png;base64," in (folder / "report.html").read_text()
+    assert len(list((folder / "plots").glob("*.png"))) == 3
+    baselines = list((root / "baselines" / "add_sub").glob("*.json"))
+    assert len(baselines) == 1 and RunResult.load(baselines[0]).steps[1].load_value == 2.0
+
+
+def test_dry_run_prints_the_exact_argv_the_real_run_used_and_runs_nothing(
+    passed_run: tuple[Result, Path], server: TritonServer, tmp_path: Path
+) -> None:
+    _, root = passed_run
+    folder = _run_dir(root)
+    dry = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--sla", "p99<=500ms", "--concurrency", "1,2", *FAST,
+        "--warmup-s", "0.6", "--out", str(folder), "--dry-run", "--json",
+    )  # fmt: skip
+    assert dry.exit_code == 0, dry.output
+    commands = json.loads(dry.output)["commands"]
+    assert [(c["name"], c["recorded"]) for c in commands] == [
+        ("warmup", False),
+        ("step01-c1", True),
+        ("step02-c2", True),
+    ]
+    for command in commands:
+        ran = json.loads((folder / f"{command['name']}.argv.json").read_text())
+        assert command["argv"] == ran
+
+    text = _invoke("run", "add_sub", "--url", server.grpc_url, "--concurrency", "1:4", "--warmup-s", "2",
+                   "--out", str(tmp_path / "never"), "--dry-run")  # fmt: skip
+    assert text.exit_code == 0, text.output
+    argv_lines = [line for line in text.output.splitlines() if not line.startswith("#")]
+    assert len(argv_lines) == 4  # warm-up, then 1, 2, 4
+    assert "--concurrency-range 4:4:1" in argv_lines[-1] and "-m add_sub" in argv_lines[-1]
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_ladder_that_misses_the_sla_exits_1_and_stops_after_two_breaking_steps(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    result = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--sla", "p99<=10us", "--concurrency", "1,2,4", *FAST,
+        "--results-root", str(tmp_path),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert [s["sla"] for s in _kv_lines(result.output, "step")] == ["fail", "fail"]
+    assert _kv_lines(result.output, "verdict")[0]["status"] == "fail"
+    saved = RunResult.load(_run_dir(tmp_path) / "result.json")
+    assert saved.stop_reason == "sla_broken"
+    assert len(saved.steps) == 2  # concurrency 4 was never run
+    assert "**FAIL** (exit code 1)" in (_run_dir(tmp_path) / "report.md").read_text()
+
+
+def test_failed_requests_fail_their_step_and_the_knee_stays_below(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    result = _invoke(
+        "run", "fragile", "--url", server.grpc_url, "--metrics-url", server.metrics_url,
+        "--sla", "p99<=500ms", "--concurrency", "1,2,4", *FAST,
+        "--results-root", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output  # the SLA is met at concurrency 1
+    data = json.loads(result.output)
+    steps = {s["load"]: s for s in data["steps"]}
+    assert steps[1.0]["errors"] == 0 and steps[1.0]["throughput_per_s"] > 0
+    assert steps[2.0]["errors"] >= 1 and steps[2.0]["throughput_per_s"] is None
+    verdict = data["verdict"]
+    assert verdict["knee_load"] == 1
+    assert verdict["binding"]["constraint"] == "errors==0" and verdict["binding"]["measured"] >= 1
+    assert [s["status"] for s in verdict["steps"]][:2] == ["pass", "fail"]
+    assert data["stop_reason"] == "request_errors" and len(data["steps"]) == 3  # two failing steps
+    report = (Path(data["results_dir"]) / "report.md").read_text()
+    assert "FAIL (errors==0)" in report and "another request is in flight" in report
+
+
+def test_sigterm_mid_ladder_stops_perf_analyzer_and_keeps_judged_steps_and_report(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    argv = [
+        sys.executable, "-m", "tritonkit.cli", "perf", "run", "add_sub", "--url", server.grpc_url,
+        "--sla", "p99<=500ms", "--concurrency", "1,2,4,8", "--duration-s", "3", "--warmup-s", "0",
+        "--out", str(folder),
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "step02-c2.argv.json").is_file():  # step 1 saved, step 2 running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the ladder never reached its second step"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, stdout + stderr
+    assert "interrupted" in stderr and str(folder) in stderr
+    saved = RunResult.load(folder / "result.json")
+    assert saved.stop_reason == "interrupted"
+    assert [s.load_value for s in saved.steps][:1] == [1.0]
+    assert saved.verdict is not None and saved.verdict["steps"][0]["status"] == "pass"
+    assert "**PASS**" in (folder / "report.md").read_text()
+    assert not (folder / "step03-c4.argv.json").exists()
+    ps = subprocess.run(["pgrep", "-f", str(folder)], capture_output=True, text=True, check=False)
+    assert ps.stdout.strip() == "", "a perf_analyzer of the interrupted run is still running"
+
+
+def test_unknown_model_is_a_clear_error_before_anything_runs(server: TritonServer, tmp_path: Path) -> None:
+    result = _invoke("run", "no_such_model", "--url", server.grpc_url, *FAST, "--results-root", str(tmp_path))
+    assert result.exit_code == 2
+    assert "no_such_model" in result.output and "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unreachable_server_is_a_clear_error_before_anything_runs(tmp_path: Path) -> None:
+    (port,) = free_ports(1)
+    result = _invoke("run", "add_sub", "--url", f"127.0.0.1:{port}", *FAST, "--results-root", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"127.0.0.1:{port}" in result.output and "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_typo_in_the_sla_is_refused_with_a_suggestion(server: TritonServer, tmp_path: Path) -> None:
+    result = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--sla", "p98<=5ms", "--results-root", str(tmp_path)
+    )
+    assert result.exit_code == 2
+    assert "did you mean 'p99'" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rerunning_into_the_same_folder_measures_only_the_missing_levels(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    first = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--concurrency", "1", *FAST, "--out", str(folder)
+    )
+    assert first.exit_code == 0, first.output
+    second = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--sla", "p99<=500ms", "--concurrency", "1,2", *FAST,
+        "--out", str(folder),
+    )  # fmt: skip
+    assert second.exit_code == 0, second.output
+    assert [s["load"] for s in _kv_lines(second.output, "step")] == ["2"]  # 1 was kept, not re-measured
+    saved = RunResult.load(folder / "result.json")
+    assert [s.load_value for s in saved.steps] == [1.0, 2.0]
+    assert saved.steps[1].raw_files[0].startswith("resume-1/")
+    assert (folder / saved.steps[1].raw_files[0]).is_file()
+    assert saved.verdict is not None and saved.verdict["knee_load"] == 2
+
+
+def test_compare_exits_1_on_a_regression_and_saves_a_baseline_only_without_one(
+    passed_run: tuple[Result, Path], tmp_path: Path
+) -> None:
+    _, root = passed_run
+    base_path = _run_dir(root) / "result.json"
+    slower = RunResult.load(base_path)
+    for step in slower.steps:
+        assert step.throughput_per_s is not None and step.latency is not None
+        step.throughput_per_s *= 0.8
+        step.latency.p99_ms *= 1.3
+    new_path = slower.save(tmp_path / "new" / "result.json")
+
+    regressed = _invoke("compare", str(base_path), str(new_path), "--max-throughput-drop", "5%",
+                        "--max-p99-rise", "10%", "--save-baseline", "--baseline-dir", str(tmp_path / "b"))  # fmt: skip
+    assert regressed.exit_code == 1, regressed.output
+    assert "REGRESSION" in regressed.output and "-20.0%" in regressed.output and "+30.0%" in regressed.output
+    assert not (tmp_path / "b").exists()
+
+    same = _invoke("compare", str(root / "baselines" / "add_sub"), str(base_path), "--json",
+                   "--save-baseline", "--baseline-dir", str(tmp_path / "b"))  # fmt: skip
+    assert same.exit_code == 0, same.output
+    data = json.loads(same.output)
+    assert data["regressed"] is False and data["baseline_saved"]
+    assert Path(data["baseline_saved"]).is_file()
+
+
+def test_report_rerenders_with_a_new_sla_and_exits_with_its_verdict(
+    passed_run: tuple[Result, Path], tmp_path: Path
+) -> None:
+    _, root = passed_run
+    source = _run_dir(root) / "result.json"
+    result = _invoke("report", str(source), "--sla", "p99<=10us", "--out", str(tmp_path / "again"))
+    assert result.exit_code == 1, result.output
+    assert "**FAIL** (exit code 1)" in (tmp_path / "again" / "report.md").read_text()
+    assert RunResult.load(source).verdict is not None
+    assert RunResult.load(source).verdict["status"] == "pass"  # type: ignore[index]  # the original stays
+
+
+def test_install_is_idempotent_and_reports_which_binary_runs() -> None:
+    before = locate_perf_analyzer()
+    result = _invoke("install", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert Path(data["binary"]) == before.binary and data["mode"] in ("native", "private-runtime")
+
+
+def test_the_ladder_stop_rule_ignores_throughput_floors_that_low_loads_miss_by_design() -> None:
+    """Pure rule check on hand-made steps (no server): only limits that load makes worse stop a ladder."""
+    from tritonkit.perf.result import LatencyStats, StepResult
+    from tritonkit.perf.run import _ladder_check
+    from tritonkit.perf.sla import parse_sla
+
+    def step(thr: float, p99: float, errors: int = 0) -> StepResult:
+        latency = LatencyStats(p50_ms=p99, p90_ms=p99, p95_ms=p99, p99_ms=p99)
+        return StepResult("concurrency", 1, thr, latency, request_count=100, error_count=errors)
+
+    check = _ladder_check(parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors())
+    assert check(step(thr=20, p99=10))  # too little throughput: not a break, keep climbing
+    assert not check(step(thr=300, p99=80))  # latency past its limit: a break
+    assert not check(step(thr=300, p99=10, errors=1))  # failed requests: a break
+    assert _ladder_check(parse_sla("throughput>=200/s"))(step(thr=20, p99=999))

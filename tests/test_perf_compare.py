@@ -1,0 +1,174 @@
+"""Baselines at predictable paths, and comparing a new run against one: thresholds, table, exit code.
+
+Runs here are hand-made results so each threshold is crossed by a known amount; the CLI test
+compares real ladders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonkit.errors import ConfigError
+from tritonkit.perf.compare import (
+    baseline_path,
+    compare_results,
+    latest_baseline,
+    list_baselines,
+    load_result,
+    parse_percent,
+    save_baseline,
+)
+from tritonkit.perf.result import LatencyStats, RunMetadata, RunResult, StepResult
+
+
+def _run(
+    steps: list[tuple[float, float, float]],
+    *,
+    model: str = "resnet",
+    started: str = "2026-11-29T10:15:00Z",
+    mode: str = "concurrency",
+    errors: int = 0,
+) -> RunResult:
+    """(load, throughput/s, p99 ms) per step."""
+    return RunResult(
+        RunMetadata(model=model, url="127.0.0.1:1", protocol="grpc", started_utc=started),
+        steps=[
+            StepResult(
+                mode,
+                load,
+                thr,
+                LatencyStats(p50_ms=p99 / 2, p90_ms=p99, p95_ms=p99, p99_ms=p99),
+                error_count=errors,
+            )
+            for load, thr, p99 in steps
+        ],
+    )
+
+
+BASE = _run([(1, 100, 10), (2, 200, 20), (4, 300, 40)])
+
+
+@pytest.mark.parametrize(("text", "expected"), [("5%", 0.05), ("5", 0.05), (" 12.5 % ", 0.125), ("0", 0.0)])
+def test_parse_percent_reads_percent_with_or_without_the_sign(text: str, expected: float) -> None:
+    assert parse_percent(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["-5%", "five", "nan"])
+def test_parse_percent_rejects_nonsense(text: str) -> None:
+    with pytest.raises(ConfigError, match="--max-throughput-drop"):
+        parse_percent(text, option="--max-throughput-drop")
+
+
+def test_a_run_within_thresholds_is_no_regression() -> None:
+    new = _run([(1, 98, 10.5), (2, 196, 21), (4, 290, 43)])
+    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10)
+    assert not comparison.regressed
+    assert comparison.exit_code == 0
+    assert [r.label for r in comparison.rows] == ["1", "2", "4", "peak"]
+    assert comparison.rows[2].throughput_change == pytest.approx(-10 / 300)
+    assert comparison.rows[2].p99_change == pytest.approx(3 / 40)
+    assert "no regression" in comparison.summary()
+
+
+def test_a_throughput_drop_past_the_limit_is_a_regression_at_that_load_and_the_peak() -> None:
+    new = _run([(1, 100, 10), (2, 200, 20), (4, 270, 40)])
+    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10)
+    assert comparison.regressed and comparison.exit_code == 1
+    assert [r.label for r in comparison.rows if r.regressed] == ["4", "peak"]
+    assert "throughput -10.0% (limit -5.0%)" in comparison.rows[2].problems[0]
+    assert "REGRESSION at 4, peak" in comparison.summary()
+
+
+def test_a_p99_rise_past_the_limit_is_a_regression_even_with_equal_throughput() -> None:
+    new = _run([(1, 100, 10), (2, 200, 23), (4, 300, 40)])
+    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10)
+    assert [r.label for r in comparison.rows if r.regressed] == ["2"]
+    assert comparison.rows[1].problems == ("p99 +15.0% (limit +10.0%)",)
+
+
+def test_failed_requests_appearing_are_a_regression() -> None:
+    new = _run([(1, 100, 10), (2, 200, 20), (4, 300, 40)], errors=3)
+    comparison = compare_results(BASE, new)
+    assert comparison.regressed
+    assert "errors 0 → 3" in comparison.rows[0].problems
+    assert comparison.rows[0].new_throughput_per_s is None  # a failed step's numbers are not used
+    assert comparison.rows[-1].problems == ("no step of the new run was measured without errors",)
+
+
+def test_failures_at_a_load_that_already_failed_in_the_baseline_are_no_news() -> None:
+    base = _run([(1, 100, 10), (2, 200, 20)])
+    base.steps[1].error_count = 4
+    new = _run([(1, 100, 10), (2, 200, 20)])
+    new.steps[1].error_count = 9
+    assert not compare_results(base, new).regressed
+
+
+def test_table_has_a_header_a_rule_and_one_line_per_row() -> None:
+    new = _run([(1, 100, 10), (2, 200, 20), (4, 270, 40)])
+    lines = compare_results(BASE, new).table().splitlines()
+    assert lines[0].split()[:3] == ["load", "base", "infer/s"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert len(lines) == 2 + 4
+    assert lines[4].startswith("4 ") and "-10.0%" in lines[4] and "REGRESSION" in lines[4]
+
+
+def test_steps_in_only_one_run_are_noted_and_the_peak_still_compared() -> None:
+    new = _run([(1, 100, 10), (2, 200, 20)])
+    comparison = compare_results(BASE, new)
+    assert "measured in the baseline only: 4" in comparison.notes
+    assert comparison.rows[-1].label == "peak" and comparison.rows[-1].regressed  # 300 → 200
+
+
+def test_unstable_steps_are_left_out_of_the_comparison() -> None:
+    new = _run([(1, 100, 10), (2, 200, 20), (4, 100, 400)])
+    new.steps[2].stable = False
+    comparison = compare_results(BASE, new)
+    assert [r.label for r in comparison.rows] == ["1", "2", "peak"]
+
+
+@pytest.mark.parametrize(
+    ("new", "fragment"),
+    [
+        (_run([(1, 100, 10)], model="other"), "different models"),
+        (_run([(1, 100, 10)], mode="request_rate"), "concurrency ladder with a request_rate ladder"),
+        (_run([]), "has no measured step"),
+    ],
+)
+def test_runs_that_cannot_be_compared_are_a_clear_error(new: RunResult, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        compare_results(BASE, new)
+
+
+def test_baselines_are_kept_per_model_under_the_runs_utc_start_time(tmp_path: Path) -> None:
+    root = tmp_path / "baselines"
+    run = _run([(1, 100, 10)], model="org/model:v1")
+    path = save_baseline(run, root)
+    assert path == root / "org_model_v1" / "20261129T101500Z.json"
+    assert path == baseline_path(run, root)
+    assert RunResult.load(path).to_dict() == run.to_dict()
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left behind
+
+
+def test_latest_baseline_is_the_newest_by_time_and_a_folder_loads_it(tmp_path: Path) -> None:
+    root = tmp_path / "baselines"
+    save_baseline(_run([(1, 100, 10)], started="2026-11-29T10:15:00Z"), root)
+    newest = save_baseline(_run([(1, 120, 10)], started="2026-11-30T08:00:00Z"), root)
+    save_baseline(_run([(1, 90, 10)], started="2026-11-28T23:59:59Z"), root)
+    assert len(list_baselines("resnet", root)) == 3
+    assert latest_baseline("resnet", root) == newest
+    loaded, source = load_result(root / "resnet")
+    assert source == newest and loaded.steps[0].throughput_per_s == 120
+    assert latest_baseline("unknown", root) is None
+
+
+def test_load_result_reads_a_run_folder_and_explains_an_empty_one(tmp_path: Path) -> None:
+    BASE.save(tmp_path / "run" / "result.json")
+    loaded, source = load_result(tmp_path / "run")
+    assert source == tmp_path / "run" / "result.json" and loaded.metadata.model == "resnet"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="neither a result.json nor any baseline"):
+        load_result(tmp_path / "empty")
+    with pytest.raises(ConfigError, match="not found"):
+        load_result(tmp_path / "missing.json")

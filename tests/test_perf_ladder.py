@@ -1,0 +1,157 @@
+"""Load ladders against the real bundled tritonserver with the real perf_analyzer (short windows)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_perf_runner import perf_analyzer_pids, write_perf_models
+from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError
+from tritonkit.perf.install import install_perf_analyzer
+from tritonkit.perf.ladder import (
+    LadderPlan,
+    default_results_dir,
+    doubling_levels,
+    levels_from_text,
+    run_ladder,
+)
+from tritonkit.perf.result import RunResult, StepResult
+from tritonkit.perf.spec import PerfSpec
+from tritonkit.server import TritonServer
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    install_perf_analyzer()
+    repo = tmp_path_factory.mktemp("ladder_repo")
+    write_perf_models(repo)
+    with TritonServer(repo) as running:
+        yield running
+
+
+def _spec(server: TritonServer, model: str = "add_one") -> PerfSpec:
+    return PerfSpec(model=model, url=server.grpc_url, input_data="zero")
+
+
+def _plan(*levels: float, **kwargs: object) -> LadderPlan:
+    base: dict[str, object] = {"step_window_ms": 500, "max_trials": 5, "stability_percentage": 50, "plateau_gain": None}
+    base.update(kwargs)
+    return LadderPlan(levels=tuple(float(v) for v in levels), **base)  # type: ignore[arg-type]
+
+
+def test_ladder_warms_up_unrecorded_then_measures_each_level_and_saves_result(server: TritonServer, tmp_path: Path) -> None:
+    seen: list[StepResult] = []
+
+    def sla(step: StepResult) -> bool:
+        seen.append(step)
+        return True
+
+    lines: list[str] = []
+    result = run_ladder(
+        _spec(server), _plan(1, 2, warmup_s=0.6), results_dir=tmp_path, sla_check=sla,
+        metrics_url=server.metrics_url, progress=lines.append,
+    )
+    assert result.stop_reason == "completed"
+    assert result.warmup is not None and result.warmup.load_value == 1.0
+    assert [s.load_value for s in result.steps] == [1.0, 2.0]  # the warm-up is not a step
+    assert [s.load_value for s in seen] == [1.0, 2.0]
+    assert all(s.measured and s.metrics is not None and s.generator_cpu_pct is not None for s in result.steps)
+    assert result.steps[1].throughput_per_s > result.steps[0].throughput_per_s  # type: ignore[operator]
+    assert RunResult.load(tmp_path / "result.json") == result
+    assert "warmup.csv" in result.raw_files and "step02-c2.json" in result.raw_files
+    assert result.metadata.tool_version and result.metadata.finished_utc
+    assert result.metadata.command[-1] == str(tmp_path / "step02-c2.json")
+    assert any("warming up" in line for line in lines)
+
+
+def test_ladder_stops_after_two_steps_that_break_the_sla(server: TritonServer, tmp_path: Path) -> None:
+    result = run_ladder(_spec(server), _plan(1, 2, 4, 8), results_dir=tmp_path, sla_check=lambda step: False)
+    assert result.stop_reason == "sla_broken"
+    assert [s.load_value for s in result.steps] == [1.0, 2.0]
+    assert result.extra["sla_breaks"] == [1.0, 2.0]
+    assert not (tmp_path / "step03-c4.csv").exists()
+
+
+def test_a_passing_sla_climbs_every_level(server: TritonServer, tmp_path: Path) -> None:
+    result = run_ladder(
+        _spec(server), _plan(1, 2, 3), results_dir=tmp_path,
+        sla_check=lambda step: step.latency is not None and step.latency.p99_ms < 10_000,
+    )
+    assert result.stop_reason == "completed" and len(result.steps) == 3
+    assert result.extra["sla_breaks"] == []
+
+
+def test_ladder_stops_when_throughput_stops_rising(server: TritonServer, tmp_path: Path) -> None:
+    # "flat": 8 ms per request on one instance without batching: ~120 infer/s at any concurrency.
+    result = run_ladder(_spec(server, "flat"), _plan(1, 2, 4, 8, plateau_gain=0.25), results_dir=tmp_path)
+    assert result.stop_reason == "throughput_plateau"
+    assert 2 <= len(result.steps) < 4
+
+
+def test_an_unstable_step_is_retried_and_keeps_the_steps_before_it(server: TritonServer, tmp_path: Path) -> None:
+    plan = _plan(1, 2, 4, stability_percentage=10, max_trials=4, unstable_retries=1, retry_window_factor=1.5)
+    result = run_ladder(_spec(server, "erratic"), plan, results_dir=tmp_path)
+    assert result.stop_reason == "unstable"
+    assert [(s.load_value, s.stable) for s in result.steps] == [(1.0, True), (2.0, False)]
+    assert result.steps[0].measured
+    assert result.steps[1].attempts == 2
+    assert (tmp_path / "step02-c2-retry1.stdout").is_file()
+    on_disk = RunResult.load(tmp_path / "result.json")
+    assert [s.load_value for s in on_disk.steps] == [1.0, 2.0]
+
+
+def test_steps_with_failed_requests_count_as_sla_breaks(server: TritonServer, tmp_path: Path) -> None:
+    result = run_ladder(_spec(server, "flaky"), _plan(1, 2, 4), results_dir=tmp_path, sla_check=lambda step: True)
+    assert result.stop_reason == "request_errors"
+    assert [s.error_count > 0 for s in result.steps] == [True, True]
+
+
+def test_ladder_past_its_time_limit_stops_and_keeps_what_it_measured(server: TritonServer, tmp_path: Path) -> None:
+    plan = _plan(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, total_timeout_s=7.0)
+    result = run_ladder(_spec(server), plan, results_dir=tmp_path)
+    assert result.stop_reason == "timeout"
+    assert 1 <= len(result.steps) < 10
+    assert RunResult.load(tmp_path / "result.json").stop_reason == "timeout"
+    assert perf_analyzer_pids(str(tmp_path)) == []
+
+
+def test_a_perf_analyzer_failure_saves_the_result_before_raising(server: TritonServer, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tritonkit.errors import PerfError
+
+    spec = replace(_spec(server), extra_args=("--no-such-option",))
+    with pytest.raises(PerfError) as info:
+        run_ladder(spec, _plan(1, 2), results_dir=tmp_path)
+    assert str(tmp_path / "result.json") in info.value.message
+    saved = RunResult.load(tmp_path / "result.json")
+    assert saved.stop_reason == "perf_error" and "no-such-option" in saved.extra["error"]
+
+
+def test_unknown_model_or_unreachable_server_fail_before_anything_runs(server: TritonServer, tmp_path: Path) -> None:
+    with pytest.raises(ModelNotReadyError, match="nosuch"):
+        run_ladder(_spec(server, "nosuch"), _plan(1), results_dir=tmp_path / "a")
+    assert list((tmp_path / "a").iterdir()) == []
+    spec = PerfSpec(model="add_one", url="127.0.0.1:1")
+    with pytest.raises(ConnectError, match="127.0.0.1:1"):
+        run_ladder(spec, _plan(1), results_dir=tmp_path / "b")
+    assert list((tmp_path / "b").iterdir()) == []
+
+
+def test_plan_and_level_helpers_refuse_nonsense() -> None:
+    assert doubling_levels(1, 16) == [1, 2, 4, 8, 16]
+    assert doubling_levels(50, 300) == [50, 100, 200, 300]
+    assert levels_from_text("1,2,4") == [1.0, 2.0, 4.0]
+    assert levels_from_text("1:8") == [1, 2, 4, 8]
+    assert levels_from_text("50:200:50") == [50.0, 100.0, 150.0, 200.0]
+    with pytest.raises(ConfigError, match="load levels"):
+        levels_from_text("a,b")
+    with pytest.raises(ConfigError, match="whole numbers"):
+        LadderPlan(levels=(1.5,)).validate()
+    with pytest.raises(ConfigError, match="no levels"):
+        LadderPlan(levels=()).validate()
+    folder = default_results_dir("my model/v2", root="results")
+    assert folder.parent == Path("results") and folder.name.endswith("-my_model_v2")
+    assert folder.name[:8].isdigit() and folder.name[15] == "Z"

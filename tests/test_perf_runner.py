@@ -1,0 +1,237 @@
+"""The runner, against the real bundled tritonserver with the real perf_analyzer (short windows)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.pymodels import write_python_model
+from tritonkit.errors import ConnectError, ModelNotReadyError, PerfError, PerfTimeoutError
+from tritonkit.perf.install import install_perf_analyzer
+from tritonkit.perf.runner import PerfRunner, check_target
+from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange, write_input_data
+from tritonkit.server import TritonServer
+
+_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 8
+input [ {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+output [ {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+{batching}
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+
+_MODEL = """
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.calls = 0
+
+    def execute(self, requests):
+        {body}
+        out = []
+        for r in requests:
+            self.calls += 1
+            {per_request}
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", (x + 1).astype(np.float32))]))
+        return out
+"""
+
+# name -> (dynamic batching line, code run once per batch, code run per request)
+MODELS = {
+    # x + 1, dynamic batching: the well-behaved model.
+    "add_one": ("dynamic_batching { max_queue_delay_microseconds: 1000 }", "pass", "pass"),
+    # 8 ms per request, one instance, no batching: throughput is flat whatever the concurrency.
+    "flat": ("", "pass", "time.sleep(0.008)"),
+    # Batches of >1 request (concurrency > 1) sleep on a 4 s sawtooth from 0 to 80 ms, so no three
+    # measurement windows agree: perf_analyzer can never call such a step stable.
+    "erratic": (
+        "dynamic_batching { max_queue_delay_microseconds: 2000 }",
+        "if len(requests) > 1: time.sleep(0.08 * ((time.monotonic() % 4.0) / 4.0))",
+        "pass",
+    ),
+    # Every 40th request fails: perf_analyzer aborts the step at the first failure.
+    "flaky": (
+        "",
+        "pass",
+        "if self.calls % 40 == 0:\n"
+        "                out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError('deliberate failure')))\n"
+        "                continue",
+    ),
+}
+
+
+def write_perf_models(repo: Path) -> None:
+    """The four python-backend models the perf tests load (FP32 INPUT0/OUTPUT0 [4], batch <= 8)."""
+    for name, (batching, body, per_request) in MODELS.items():
+        write_python_model(
+            repo, name,
+            config_pbtxt=_CONFIG.format(name=name, batching=batching),
+            model_py=_MODEL.replace("{body}", body).replace("{per_request}", per_request),
+        )
+
+
+def perf_analyzer_pids(marker: str) -> list[int]:
+    """Live perf_analyzer processes whose command line mentions ``marker`` (our results folder)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if "perf_analyzer" in cmdline and marker in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    install_perf_analyzer()  # idempotent: a fraction of a second once installed
+    repo = tmp_path_factory.mktemp("perf_repo")
+    write_perf_models(repo)
+    with TritonServer(repo) as running:
+        yield running
+
+
+def _spec(server: TritonServer, model: str = "add_one", **kwargs: object) -> PerfSpec:
+    base: dict[str, object] = {
+        "model": model, "url": server.grpc_url, "input_data": "zero",
+        "measurement_interval_ms": 500, "max_trials": 5, "stability_percentage": 50,
+    }
+    base.update(kwargs)
+    return PerfSpec(**base)  # type: ignore[arg-type]
+
+
+def test_one_step_is_measured_with_metrics_and_generator_cpu(server: TritonServer, tmp_path: Path) -> None:
+    lines: list[str] = []
+    runner = PerfRunner(tmp_path, metrics_url=server.metrics_url, progress=lines.append)
+    outcome = runner.run(_spec(server), "one")
+    assert outcome.returncode == 0 and outcome.ok
+    [step] = outcome.steps
+    assert (step.load_mode, step.load_value, step.stable) == ("concurrency", 1.0, True)
+    assert step.throughput_per_s is not None and step.throughput_per_s > 10
+    assert step.latency is not None and step.latency.source == "profile_export"
+    assert step.latency.count == step.request_count > 0
+    assert step.latency_csv is not None
+    assert step.metrics is not None and step.metrics.scrape_count >= 2
+    # The server saw at least every request perf_analyzer counted (plus earlier windows').
+    assert step.metrics.success_count is not None and step.metrics.success_count >= step.request_count
+    assert step.metrics.failure_count == 0
+    assert step.generator_cpu_pct is not None and step.generator_cpu_pct > 0
+    for name in ("one.csv", "one.json", "one.stdout", "one.stderr", "one.argv.json"):
+        assert (tmp_path / name).is_file() and name in outcome.raw_files
+    assert json.loads((tmp_path / "one.argv.json").read_text()) == outcome.argv
+    assert lines and lines[-1].startswith("[one] concurrency 1:")
+
+
+def test_a_range_comes_back_in_load_order(server: TritonServer, tmp_path: Path) -> None:
+    outcome = PerfRunner(tmp_path).run(_spec(server, load=ConcurrencyRange(1, 3)), "range")
+    assert [s.load_value for s in outcome.steps] == [1.0, 2.0, 3.0]
+    assert all(s.measured for s in outcome.steps)
+    assert all(s.metrics is None for s in outcome.steps)  # one run's metrics belong to no single step
+
+
+def test_request_rate_over_http_with_numpy_input_data(server: TritonServer, tmp_path: Path) -> None:
+    data = write_input_data(tmp_path / "inputs.json", [{"INPUT0": np.arange(4, dtype=np.float32) + i} for i in range(3)])
+    spec = _spec(server, url=server.http_url, protocol="http", input_data=data, load=RequestRateRange(40))
+    facts = check_target(spec)
+    assert facts["max_batch_size"] == 8 and facts["inputs"] == ["INPUT0"]
+    outcome = PerfRunner(tmp_path).run(spec, "rate")
+    [step] = outcome.steps
+    assert (step.load_mode, step.load_value) == ("request_rate", 40.0)
+    assert step.throughput_per_s == pytest.approx(40, rel=0.3)
+
+
+def test_an_unstable_step_is_recorded_as_unstable_not_lost(server: TritonServer, tmp_path: Path) -> None:
+    spec = _spec(server, "erratic", load=ConcurrencyRange(2), stability_percentage=10, max_trials=4)
+    outcome = PerfRunner(tmp_path).run(spec, "shaky")
+    assert outcome.returncode == 2
+    assert outcome.unstable_loads == [2.0]
+    [step] = outcome.steps
+    assert not step.stable and not step.measured
+    assert step.unstable_note is not None and "stable" in step.unstable_note
+    assert (tmp_path / "shaky.stdout").read_text().startswith("*** Measurement Settings ***")
+
+
+def test_failed_requests_become_a_step_with_an_error_count(server: TritonServer, tmp_path: Path) -> None:
+    outcome = PerfRunner(tmp_path, metrics_url=server.metrics_url).run(_spec(server, "flaky"), "errors")
+    [step] = outcome.steps
+    assert step.error_count >= 1 and not step.measured
+    assert step.error_note == "Thread [0] had error: deliberate failure"
+    # The step's scrapes are kept. (tritonserver 2.51 counts a python-backend error response as a
+    # success, so the failure counter cannot be the only source of the error count.)
+    assert step.metrics is not None and step.metrics.success_count is not None and step.metrics.success_count >= 1
+
+
+def test_an_option_perf_analyzer_rejects_raises_with_its_own_words(server: TritonServer, tmp_path: Path) -> None:
+    with pytest.raises(PerfError) as info:
+        PerfRunner(tmp_path).run(_spec(server, extra_args=("--no-such-option",)), "bad")
+    assert "rejected its options" in info.value.message
+    assert "Invalid long option '--no-such-option'" in info.value.message
+    assert info.value.returncode == 99
+    assert (tmp_path / "bad.stderr").is_file()
+
+
+def test_timeout_kills_perf_analyzers_process_group(server: TritonServer, tmp_path: Path) -> None:
+    spec = _spec(server, measurement_interval_ms=20_000)
+    started = time.monotonic()
+    with pytest.raises(PerfTimeoutError, match="did not finish within 2 s"):
+        PerfRunner(tmp_path).run(spec, "slow", timeout_s=2.0)
+    assert time.monotonic() - started < 10
+    assert perf_analyzer_pids(str(tmp_path)) == []
+    assert (tmp_path / "slow.stdout").is_file()  # what it printed is kept
+
+
+def test_unknown_model_is_refused_before_launch(server: TritonServer) -> None:
+    with pytest.raises(ModelNotReadyError) as info:
+        check_target(_spec(server, "no_such_model"))
+    assert "no_such_model" in str(info.value)
+    with pytest.raises(ModelNotReadyError, match="no_such_model"):
+        check_target(_spec(server, "no_such_model", url=server.http_url, protocol="http"))
+
+
+def test_unknown_model_at_launch_fails_with_the_servers_own_words(server: TritonServer, tmp_path: Path) -> None:
+    # Without the pre-flight check, perf_analyzer itself finds out (exit 99) and says why.
+    with pytest.raises(PerfError) as info:
+        PerfRunner(tmp_path).run(_spec(server, "no_such_model"), "unknown")
+    assert info.value.returncode == 99
+    assert "Request for unknown model: 'no_such_model' is not found" in info.value.message
+    assert "unknown model" in info.value.stderr_tail
+
+
+def test_unreachable_server_is_refused_before_launch(server: TritonServer) -> None:
+    from tritonkit.server.ports import free_ports
+
+    [port] = free_ports(1)
+    with pytest.raises(ConnectError) as info:
+        check_target(_spec(server, url=f"127.0.0.1:{port}"), timeout_s=2.0)
+    assert f"127.0.0.1:{port}" in str(info.value)
+    with pytest.raises(ConnectError):
+        check_target(_spec(server, url=f"127.0.0.1:{port}", protocol="http"), timeout_s=2.0)
+
+
+def test_batch_size_above_the_models_maximum_is_refused_before_launch(server: TritonServer) -> None:
+    from tritonkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_batch_size 8"):
+        check_target(_spec(server, batch_size=16))
+
+
+def test_no_perf_analyzer_is_left_running(server: TritonServer) -> None:
+    mine = [pid for pid in perf_analyzer_pids("perf_analyzer") if os.getpgid(pid) == os.getpgrp()]
+    assert mine == []

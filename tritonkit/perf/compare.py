@@ -1,0 +1,377 @@
+"""Baselines and regressions: keep every run's result, and compare a new run against an old one.
+
+Baselines live at fixed, predictable paths, one folder per model, one file per run, named by the
+run's UTC start time so they sort in time order::
+
+    results/baselines/<model>/20261129T101500Z.json
+
+:func:`compare_results` matches the two runs' steps by load (the same concurrency or request
+rate) and flags a regression when, at any matched load, throughput dropped by more than
+``max_throughput_drop`` or p99 latency rose by more than ``max_p99_rise``, or failed requests
+appeared; the peak throughput of each run is compared too, so a ladder that stopped earlier is
+still judged.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tritonkit.errors import ConfigError
+from tritonkit.perf.result import RunResult, StepResult, atomic_write_text
+
+__all__ = [
+    "DEFAULT_BASELINE_ROOT",
+    "Comparison",
+    "ComparisonRow",
+    "baseline_path",
+    "compare_results",
+    "latest_baseline",
+    "list_baselines",
+    "load_result",
+    "parse_percent",
+    "save_baseline",
+]
+
+#: Where baselines are kept unless told otherwise (relative to the working directory).
+DEFAULT_BASELINE_ROOT = Path("results") / "baselines"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def parse_percent(text: str | float, *, option: str = "threshold") -> float:
+    """A percentage as a fraction: ``"5%"`` and ``"5"`` are both 0.05."""
+    raw = str(text).strip()
+    number = raw[:-1].strip() if raw.endswith("%") else raw
+    try:
+        value = float(number)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: '{text}' is not a percentage", hint="write e.g. 5% or 5") from exc
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{option}: '{text}' must be a percentage of 0 or more", hint="write e.g. 5%")
+    return value / 100.0
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+def _safe_name(model: str) -> str:
+    # Model names may carry characters a folder name should not (e.g. "org/model").
+    return _UNSAFE.sub("_", model).strip("._") or "model"
+
+
+def _stamp(utc_iso: str | None) -> str:
+    """``2026-11-29T10:15:00Z`` → ``20261129T101500Z``; now when missing or unreadable."""
+    moment: datetime | None = None
+    if utc_iso:
+        try:
+            moment = datetime.fromisoformat(utc_iso.replace("Z", "+00:00"))
+        except ValueError:
+            moment = None
+    if moment is None:
+        moment = datetime.now(timezone.utc)
+    elif moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def baseline_path(result: RunResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
+    """Where :func:`save_baseline` keeps ``result``: ``<root>/<model>/<UTC start>.json``."""
+    return Path(root) / _safe_name(result.metadata.model) / f"{_stamp(result.metadata.started_utc)}.json"
+
+
+def save_baseline(result: RunResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
+    """Keep ``result`` as a timestamped baseline for its model (atomic; same run → same file)."""
+    target = baseline_path(result, root)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, result.to_json())
+    except OSError as exc:
+        raise ConfigError(f"cannot write the baseline {target}: {exc.strerror or exc}") from exc
+    return target
+
+
+def list_baselines(model: str, root: str | Path = DEFAULT_BASELINE_ROOT) -> list[Path]:
+    """The model's baselines, oldest first."""
+    folder = Path(root) / _safe_name(model)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
+def latest_baseline(model: str, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path | None:
+    """The model's newest baseline, or ``None`` when it has none."""
+    baselines = list_baselines(model, root)
+    return baselines[-1] if baselines else None
+
+
+def load_result(path: str | Path) -> tuple[RunResult, Path]:
+    """A run result from a ``result.json``, a run folder, or a model's baseline folder.
+
+    A run folder means its ``result.json``; a folder of baselines means the newest one. Returns
+    the result and the file it was read from.
+    """
+    source = Path(path)
+    if source.is_dir():
+        if (source / "result.json").is_file():
+            source = source / "result.json"
+        else:
+            candidates = sorted(p for p in source.glob("*.json") if not p.name.startswith("."))
+            if not candidates:
+                raise ConfigError(
+                    f"{source} holds neither a result.json nor any baseline (*.json)",
+                    hint="pass a result.json, a run folder under results/, or results/baselines/<model>",
+                )
+            source = candidates[-1]
+    elif not source.exists():
+        raise ConfigError(f"perf result not found: {source}", hint="check the path")
+    return RunResult.load(source), source
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _change(base: float | None, new: float | None) -> float | None:
+    if base is None or new is None or base == 0:
+        return None
+    return (new - base) / base
+
+
+def _p99(step: StepResult | None) -> float | None:
+    if step is None or not step.measured or step.latency is None:
+        return None
+    return step.latency.p99_ms
+
+
+def _throughput(step: StepResult | None) -> float | None:
+    return step.throughput_per_s if step is not None and step.measured else None
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One matched load (or the ``peak`` row) of a comparison."""
+
+    label: str
+    base_throughput_per_s: float | None
+    new_throughput_per_s: float | None
+    base_p99_ms: float | None
+    new_p99_ms: float | None
+    base_errors: int | None
+    new_errors: int | None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def throughput_change(self) -> float | None:
+        """(new − base) / base; negative is a drop."""
+        return _change(self.base_throughput_per_s, self.new_throughput_per_s)
+
+    @property
+    def p99_change(self) -> float | None:
+        """(new − base) / base; positive is a rise."""
+        return _change(self.base_p99_ms, self.new_p99_ms)
+
+    @property
+    def regressed(self) -> bool:
+        """Whether this row breaks a threshold."""
+        return bool(self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "label": self.label,
+            "base_throughput_per_s": self.base_throughput_per_s,
+            "new_throughput_per_s": self.new_throughput_per_s,
+            "throughput_change": self.throughput_change,
+            "base_p99_ms": self.base_p99_ms,
+            "new_p99_ms": self.new_p99_ms,
+            "p99_change": self.p99_change,
+            "base_errors": self.base_errors,
+            "new_errors": self.new_errors,
+            "regressed": self.regressed,
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A new run against a baseline; :attr:`regressed` decides the exit status."""
+
+    model: str
+    load_kind: str
+    max_throughput_drop: float
+    max_p99_rise: float
+    rows: tuple[ComparisonRow, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def regressed(self) -> bool:
+        """True when any row breaks a threshold."""
+        return any(r.regressed for r in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        """0 no regression, 1 regression."""
+        return 1 if self.regressed else 0
+
+    def summary(self) -> str:
+        """One line for people and logs."""
+        limits = f"throughput drop ≤ {self.max_throughput_drop:.1%}, p99 rise ≤ {self.max_p99_rise:.1%}"
+        bad = [r for r in self.rows if r.regressed]
+        if not bad:
+            return f"{self.model}: no regression ({limits})"
+        return f"{self.model}: REGRESSION at {', '.join(r.label for r in bad)} ({limits})"
+
+    def table(self) -> str:
+        """A plain-text table, one row per matched load plus the peak row."""
+        header = (
+            "load",
+            "base infer/s",
+            "new infer/s",
+            "Δ thr",
+            "base p99 ms",
+            "new p99 ms",
+            "Δ p99",
+            "verdict",
+        )
+        rows = [header]
+        for r in self.rows:
+            rows.append(
+                (
+                    r.label,
+                    _num(r.base_throughput_per_s),
+                    _num(r.new_throughput_per_s),
+                    _pct(r.throughput_change),
+                    _num(r.base_p99_ms),
+                    _num(r.new_p99_ms),
+                    _pct(r.p99_change),
+                    "REGRESSION: " + "; ".join(r.problems) if r.problems else "ok",
+                )
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit perf compare --json``)."""
+        return {
+            "model": self.model,
+            "load_kind": self.load_kind,
+            "max_throughput_drop": self.max_throughput_drop,
+            "max_p99_rise": self.max_p99_rise,
+            "regressed": self.regressed,
+            "exit_code": self.exit_code,
+            "summary": self.summary(),
+            "rows": [r.to_dict() for r in self.rows],
+            "notes": list(self.notes),
+        }
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4g}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:+.1f}%"
+
+
+def _row(
+    label: str,
+    base: StepResult | None,
+    new: StepResult | None,
+    max_throughput_drop: float,
+    max_p99_rise: float,
+    *,
+    same_load: bool = True,
+) -> ComparisonRow:
+    # Latency and errors are only comparable at the same load; across loads only capacity is.
+    row = ComparisonRow(
+        label,
+        _throughput(base),
+        _throughput(new),
+        _p99(base) if same_load else None,
+        _p99(new) if same_load else None,
+        base.error_count if base and same_load else None,
+        new.error_count if new and same_load else None,
+    )
+    problems = []
+    thr = row.throughput_change
+    if thr is not None and -thr > max_throughput_drop + 1e-12:
+        problems.append(f"throughput {thr * 100:+.1f}% (limit -{max_throughput_drop * 100:.1f}%)")
+    p99 = row.p99_change
+    if p99 is not None and p99 > max_p99_rise + 1e-12:
+        problems.append(f"p99 {p99 * 100:+.1f}% (limit +{max_p99_rise * 100:.1f}%)")
+    # Failures where the baseline had none; a load that already failed then is no news.
+    if row.new_errors and row.base_errors == 0:
+        problems.append(f"errors 0 → {row.new_errors}")
+    return replace(row, problems=tuple(problems))
+
+
+def _peak(steps: Iterable[StepResult]) -> StepResult | None:
+    clean = [(s.throughput_per_s, s) for s in steps if s.measured and s.throughput_per_s is not None]
+    return max(clean, key=lambda pair: pair[0])[1] if clean else None
+
+
+def compare_results(
+    base: RunResult,
+    new: RunResult,
+    *,
+    max_throughput_drop: float = 0.05,
+    max_p99_rise: float = 0.10,
+) -> Comparison:
+    """Compare ``new`` against ``base``; thresholds are fractions (0.05 = 5 %).
+
+    A step counts when it was measured cleanly (``StepResult.measured``) or when requests failed
+    in it. Raises :class:`~tritonkit.errors.ConfigError` when the runs cannot be compared:
+    different models, different load kinds, or nothing measured.
+    """
+    notes: list[str] = []
+    if base.metadata.model != new.metadata.model:
+        raise ConfigError(
+            f"cannot compare runs of different models: '{base.metadata.model}' and '{new.metadata.model}'",
+            hint="compare a run against a baseline of the same model",
+        )
+    # A step counts when it was measured cleanly, or when requests failed in it (that is news).
+    base_steps = {s.load_value: s for s in base.steps if s.measured or s.error_count > 0}
+    new_steps = {s.load_value: s for s in new.steps if s.measured or s.error_count > 0}
+    for name, steps in (("baseline", base_steps), ("new run", new_steps)):
+        if not steps:
+            raise ConfigError(
+                f"the {name} of '{base.metadata.model}' has no measured step",
+                hint="re-run the ladder with a longer --duration-s",
+            )
+    base_kind = next(iter(base_steps.values())).load_mode
+    new_kind = next(iter(new_steps.values())).load_mode
+    if base_kind != new_kind:
+        raise ConfigError(
+            f"cannot compare a {base_kind} ladder with a {new_kind} ladder",
+            hint="run the new ladder with the same kind of load as the baseline",
+        )
+    unit = "" if base_kind == "concurrency" else " req/s"
+    rows = [
+        _row(f"{load:g}{unit}", base_steps[load], new_steps[load], max_throughput_drop, max_p99_rise)
+        for load in sorted(set(base_steps) & set(new_steps))
+    ]
+    if not rows:
+        notes.append("the runs share no load step: only peak throughput is compared")
+    only_base = sorted(set(base_steps) - set(new_steps))
+    if only_base:
+        notes.append("measured in the baseline only: " + ", ".join(f"{x:g}" for x in only_base))
+    only_new = sorted(set(new_steps) - set(base_steps))
+    if only_new:
+        notes.append("measured in the new run only: " + ", ".join(f"{x:g}" for x in only_new))
+    base_peak = _peak(base_steps.values())
+    new_peak = _peak(new_steps.values())
+    if base_peak is not None:
+        peak = _row("peak", base_peak, new_peak, max_throughput_drop, max_p99_rise, same_load=False)
+        if new_peak is None:
+            peak = replace(peak, problems=("no step of the new run was measured without errors",))
+        rows.append(peak)
+    return Comparison(
+        base.metadata.model, base_kind, max_throughput_drop, max_p99_rise, tuple(rows), tuple(notes)
+    )

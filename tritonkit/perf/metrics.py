@@ -1,0 +1,270 @@
+"""What the server and the load generator did during a step: ``/metrics`` scrapes and generator CPU.
+
+The server side comes from Triton's Prometheus endpoint, parsed with prometheus_client's text
+parser: counters (successes, failures, queue and compute time) are turned into deltas over the
+step, gauges (pending requests, GPU utilisation and memory, CPU) into maxima. The generator side
+is perf_analyzer's own CPU time from ``/proc/<pid>/stat``: a generator that uses ~all of its
+cores measures itself, not the server, and the step gets a warning saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tritonkit.perf.result import StepMetrics
+
+__all__ = [
+    "GENERATOR_CPU_WARN_FRACTION",
+    "MetricsSnapshot",
+    "MetricsWatcher",
+    "ProcessCpu",
+    "generator_cpu_warning",
+    "host_cpu_count",
+    "parse_metrics",
+    "scrape_metrics",
+    "step_metrics",
+]
+
+#: Warn when the generator uses more than this fraction of all its host's cores.
+GENERATOR_CPU_WARN_FRACTION = 0.9
+
+# Counters whose per-step delta is kept in StepMetrics.raw (per model).
+_MODEL_COUNTERS = (
+    "nv_inference_request_success",
+    "nv_inference_request_failure",
+    "nv_inference_count",
+    "nv_inference_exec_count",
+    "nv_inference_request_duration_us",
+    "nv_inference_queue_duration_us",
+    "nv_inference_compute_input_duration_us",
+    "nv_inference_compute_infer_duration_us",
+    "nv_inference_compute_output_duration_us",
+)
+
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """One scrape: ``{(family name, sorted label pairs): value}`` at ``monotonic_s``."""
+
+    monotonic_s: float
+    values: dict[Key, float]
+
+    def total(self, name: str, **labels: str) -> float | None:
+        """Sum of the family's samples whose labels include ``labels``; ``None`` if absent."""
+        found = [
+            value
+            for (family, pairs), value in self.values.items()
+            if family == name and all((k, v) in pairs for k, v in labels.items())
+        ]
+        return sum(found) if found else None
+
+    def maximum(self, name: str, **labels: str) -> float | None:
+        """Largest sample of the family matching ``labels`` (e.g. across GPUs); ``None`` if absent."""
+        found = [
+            value
+            for (family, pairs), value in self.values.items()
+            if family == name and all((k, v) in pairs for k, v in labels.items())
+        ]
+        return max(found) if found else None
+
+
+def parse_metrics(text: str, *, monotonic_s: float | None = None) -> MetricsSnapshot:
+    """Parse Prometheus text exposition into a snapshot keyed by family name (no ``_total``)."""
+    values: dict[Key, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            # Only the family's main series: skip _created and histogram/summary parts.
+            if sample.name not in (family.name, f"{family.name}_total"):
+                continue
+            values[(family.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+    return MetricsSnapshot(monotonic_s=time.monotonic() if monotonic_s is None else monotonic_s, values=values)
+
+
+def scrape_metrics(url: str, *, timeout_s: float = 2.0) -> MetricsSnapshot:
+    """GET ``url`` and parse it. Raises ``OSError`` (``urllib.error.URLError``) when unreachable."""
+    with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - URL is the user's server
+        text = response.read().decode("utf-8", errors="replace")
+    return parse_metrics(text)
+
+
+def _delta(first: MetricsSnapshot, last: MetricsSnapshot, name: str, **labels: str) -> float | None:
+    start, end = first.total(name, **labels), last.total(name, **labels)
+    if start is None or end is None:
+        return None
+    # A counter that went down means the server restarted mid-step: the delta is meaningless.
+    return end - start if end >= start else None
+
+
+def _max_over(snapshots: Iterable[MetricsSnapshot], name: str, **labels: str) -> float | None:
+    found = [v for s in snapshots if (v := s.maximum(name, **labels)) is not None]
+    return max(found) if found else None
+
+
+def step_metrics(snapshots: list[MetricsSnapshot], model: str) -> StepMetrics | None:
+    """Reduce a step's scrapes to ``StepMetrics`` for ``model``; ``None`` without two scrapes."""
+    if len(snapshots) < 2:
+        return None
+    first, last = snapshots[0], snapshots[-1]
+    success = _delta(first, last, "nv_inference_request_success", model=model)
+    failure = _delta(first, last, "nv_inference_request_failure", model=model)
+    queue_us = _delta(first, last, "nv_inference_queue_duration_us", model=model)
+    compute_us = [
+        _delta(first, last, f"nv_inference_compute_{part}_duration_us", model=model)
+        for part in ("input", "infer", "output")
+    ]
+    requests = (success or 0.0) + (failure or 0.0)
+    raw = {}
+    for name in _MODEL_COUNTERS:
+        value = _delta(first, last, name, model=model)
+        if value is not None:
+            raw[name] = value
+    raw["interval_s"] = last.monotonic_s - first.monotonic_s
+    return StepMetrics(
+        scrape_count=len(snapshots),
+        success_count=success,
+        failure_count=failure,
+        queue_time_us_per_request=(queue_us / requests) if queue_us is not None and requests else None,
+        compute_time_us_per_request=(
+            sum(c for c in compute_us if c is not None) / requests
+            if requests and all(c is not None for c in compute_us)
+            else None
+        ),
+        pending_requests_max=_max_over(snapshots, "nv_inference_pending_request_count", model=model),
+        gpu_utilization_max=_max_over(snapshots, "nv_gpu_utilization"),
+        gpu_memory_used_bytes_max=_max_over(snapshots, "nv_gpu_memory_used_bytes"),
+        server_cpu_utilization_max=_max_over(snapshots, "nv_cpu_utilization"),
+        server_memory_used_bytes_max=_max_over(snapshots, "nv_cpu_memory_used_bytes"),
+        raw=raw,
+    )
+
+
+class MetricsWatcher:
+    """Scrape ``url`` every ``interval_s`` on a background thread between ``start()`` and ``stop()``.
+
+    A failed scrape is remembered in ``errors`` (the step goes on: metrics are supporting
+    evidence, not the measurement). Use as a context manager.
+    """
+
+    def __init__(self, url: str, *, interval_s: float = 0.5, timeout_s: float = 2.0) -> None:
+        self.url = url
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.snapshots: list[MetricsSnapshot] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _scrape_once(self) -> None:
+        try:
+            self.snapshots.append(scrape_metrics(self.url, timeout_s=self.timeout_s))
+        except (OSError, ValueError, urllib.error.URLError) as exc:
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._scrape_once()
+
+    def start(self) -> MetricsWatcher:
+        self._scrape_once()  # the baseline, taken before the load starts
+        self._thread = threading.Thread(target=self._loop, name="tritonkit-metrics", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout_s + self.interval_s + 1.0)
+            self._thread = None
+        self._scrape_once()  # the final one, after the load stopped
+
+    def __enter__(self) -> MetricsWatcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def host_cpu_count() -> int:
+    """Cores this process may run on (the generator's budget)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all threads), from ``/proc/<pid>/stat``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces; fields after ')' are fixed.
+    fields = text.rsplit(")", 1)[-1].split()
+    try:
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class ProcessCpu:
+    """CPU used by one process between ``begin()`` and the last ``sample()``.
+
+    Sample it while the process lives, and once more after it exits but before it is reaped
+    (the runner waits with ``WNOWAIT``): a zombie's ``/proc`` entry keeps its final totals.
+    """
+
+    pid: int
+    _start_cpu_s: float | None = None
+    _start_wall_s: float = 0.0
+    _last_cpu_s: float | None = None
+    _last_wall_s: float = 0.0
+    samples: list[tuple[float, float]] = field(default_factory=list)
+
+    def begin(self) -> None:
+        self._start_cpu_s = _cpu_seconds(self.pid)
+        self._start_wall_s = time.monotonic()
+        self._last_cpu_s, self._last_wall_s = self._start_cpu_s, self._start_wall_s
+
+    def sample(self) -> None:
+        cpu = _cpu_seconds(self.pid)
+        if cpu is not None:
+            self._last_cpu_s, self._last_wall_s = cpu, time.monotonic()
+            self.samples.append((self._last_wall_s, cpu))
+
+    @property
+    def cpu_pct(self) -> float | None:
+        """Mean CPU in percent of one core (200.0 = two busy cores); ``None`` if never read."""
+        if self._start_cpu_s is None or self._last_cpu_s is None:
+            return None
+        wall = self._last_wall_s - self._start_wall_s
+        if wall <= 0:
+            return None
+        return 100.0 * (self._last_cpu_s - self._start_cpu_s) / wall
+
+
+def generator_cpu_warning(cpu_pct: float | None, cores: int) -> str | None:
+    """The warning for a generator above ``GENERATOR_CPU_WARN_FRACTION`` of its cores, else ``None``."""
+    if cpu_pct is None or cores < 1:
+        return None
+    share = cpu_pct / (100.0 * cores)
+    if share <= GENERATOR_CPU_WARN_FRACTION:
+        return None
+    return (
+        f"the load generator used {cpu_pct:.0f}% CPU ({share:.0%} of its {cores} core(s)): it, not the "
+        "server, may be the limit; run perf_analyzer on another machine or lower the load"
+    )

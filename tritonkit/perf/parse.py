@@ -1,0 +1,363 @@
+"""Read what perf_analyzer writes: the ``-f`` CSV, the ``--profile-export-file`` JSON, its console.
+
+Facts about the files these parsers rely on (checked against perf_analyzer 2.60, see
+``tests/data/perf/``):
+
+* CSV columns are addressed by **name**; their order and the extra ``--verbose-csv`` columns
+  vary. The first column names the load mode (``Concurrency`` or ``Request Rate``). Rows come
+  **sorted by throughput, not by load**; ``parse_csv`` re-sorts them by load. All times are µs.
+* The profile export holds, per experiment (load step), every request of the last trial with
+  nanosecond ``timestamp`` and ``response_timestamps`` and the ``window_boundaries`` of that
+  trial's measurement windows. perf_analyzer's own statistics use the requests whose last
+  response falls inside the last three windows (the ones its stability check accepted); the
+  export parser selects exactly those, so the two agree (see ``cross_check``).
+* A sweep that meets an unstable step stops there; with earlier steps measured it still exits 0
+  and says so only on stderr ("Failed to obtain stable measurement within N measurement windows
+  for concurrency C"). A failed request aborts the run (exit 99, "Thread [i] had error: ...").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tritonkit.errors import PerfError
+from tritonkit.perf.percentiles import latency_stats
+from tritonkit.perf.result import ClientBreakdown, LatencyStats, ServerBreakdown, StepResult
+
+__all__ = [
+    "ConsoleSummary",
+    "CsvRow",
+    "ExportExperiment",
+    "build_steps",
+    "cross_check",
+    "parse_console",
+    "parse_csv",
+    "parse_profile_export",
+]
+
+#: perf_analyzer's stability check looks at the most recent three windows; those are reported.
+MEASURED_WINDOWS = 3
+
+_LOAD_COLUMNS = {"Concurrency": "concurrency", "Request Rate": "request_rate"}
+_REQUIRED_COLUMNS = ("Inferences/Second", "p50 latency", "p90 latency", "p95 latency", "p99 latency")
+# CSV column name -> CsvRow attribute; all µs except throughput.
+_OPTIONAL_COLUMNS = {
+    "Client Send": "client_send_us",
+    "Network+Server Send/Recv": "network_server_us",
+    "Server Queue": "server_queue_us",
+    "Server Compute Input": "server_compute_input_us",
+    "Server Compute Infer": "server_compute_infer_us",
+    "Server Compute Output": "server_compute_output_us",
+    "Client Recv": "client_recv_us",
+    "Avg latency": "avg_latency_us",
+}
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    """One row of perf_analyzer's ``-f`` CSV (one load step). Times in µs."""
+
+    load_mode: str
+    load_value: float
+    throughput_per_s: float
+    p50_us: float
+    p90_us: float
+    p95_us: float
+    p99_us: float
+    avg_latency_us: float | None = None
+    client_send_us: float | None = None
+    network_server_us: float | None = None
+    server_queue_us: float | None = None
+    server_compute_input_us: float | None = None
+    server_compute_infer_us: float | None = None
+    server_compute_output_us: float | None = None
+    client_recv_us: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def latency_stats(self) -> LatencyStats:
+        """The row's own percentiles, converted to ms (``source="csv"``)."""
+        return LatencyStats(
+            p50_ms=self.p50_us / 1000.0,
+            p90_ms=self.p90_us / 1000.0,
+            p95_ms=self.p95_us / 1000.0,
+            p99_ms=self.p99_us / 1000.0,
+            mean_ms=None if self.avg_latency_us is None else self.avg_latency_us / 1000.0,
+            source="csv",
+        )
+
+
+@dataclass(frozen=True)
+class ExportExperiment:
+    """One experiment (load step) of the profile export, reduced to what tritonkit uses.
+
+    ``latencies_ms`` are the requests perf_analyzer counted (last response inside the last
+    three windows), first request sent to last response received, in milliseconds.
+    """
+
+    load_mode: str
+    load_value: float
+    latencies_ms: np.ndarray
+    window_boundaries_ns: tuple[int, ...]
+    total_requests: int
+
+    @property
+    def measured_duration_s(self) -> float:
+        """Length of the windows the counted requests fall in."""
+        lo = self.window_boundaries_ns[max(0, len(self.window_boundaries_ns) - 1 - MEASURED_WINDOWS)]
+        return (self.window_boundaries_ns[-1] - lo) / 1e9
+
+    @property
+    def request_count(self) -> int:
+        return int(self.latencies_ms.size)
+
+
+@dataclass(frozen=True)
+class ConsoleSummary:
+    """What only the console says: unstable steps, failed requests, option errors, version."""
+
+    unstable_loads: tuple[float, ...] = ()
+    unstable_lines: tuple[str, ...] = ()
+    request_error_lines: tuple[str, ...] = ()
+    option_error: str | None = None
+    error_lines: tuple[str, ...] = ()
+    measured_loads: tuple[float, ...] = ()
+
+
+def _read_text(source: str | Path) -> tuple[str, str]:
+    """(text, where) of the file at ``source``."""
+    path = Path(source)
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except OSError as exc:
+        raise PerfError(f"cannot read perf_analyzer output {path}: {exc.strerror}") from exc
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def parse_csv(source: str | Path) -> list[CsvRow]:
+    """Parse a perf_analyzer ``-f`` CSV by column name; rows are returned sorted by load."""
+    text, where = _read_text(source)
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    reader.fieldnames = header
+    if not header:
+        raise PerfError(f"perf_analyzer CSV {where} is empty")
+    load_column = next((c for c in header if c in _LOAD_COLUMNS), None)
+    if load_column is None:
+        raise PerfError(
+            f"perf_analyzer CSV {where} has no load column (expected one of {sorted(_LOAD_COLUMNS)}); "
+            f"header: {', '.join(header)}"
+        )
+    missing = [c for c in _REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise PerfError(f"perf_analyzer CSV {where} lacks column(s) {', '.join(missing)}")
+    known = {load_column, *_REQUIRED_COLUMNS, *_OPTIONAL_COLUMNS}
+    rows: list[CsvRow] = []
+    for line_no, raw in enumerate(reader, start=2):
+        load = _number(raw.get(load_column))
+        values = {c: _number(raw.get(c)) for c in _REQUIRED_COLUMNS}
+        if load is None or any(v is None for v in values.values()):
+            raise PerfError(f"perf_analyzer CSV {where} line {line_no}: non-numeric value in {raw}")
+        optional = {attr: _number(raw.get(col)) for col, attr in _OPTIONAL_COLUMNS.items()}
+        extra = {
+            col: num for col in header if col not in known and (num := _number(raw.get(col))) is not None
+        }
+        rows.append(
+            CsvRow(
+                load_mode=_LOAD_COLUMNS[load_column],
+                load_value=load,
+                throughput_per_s=values["Inferences/Second"] or 0.0,
+                p50_us=values["p50 latency"] or 0.0,
+                p90_us=values["p90 latency"] or 0.0,
+                p95_us=values["p95 latency"] or 0.0,
+                p99_us=values["p99 latency"] or 0.0,
+                extra=extra,
+                **optional,
+            )
+        )
+    # WAR: perf_analyzer sorts rows by throughput; the ladder's order is the load's.
+    return sorted(rows, key=lambda r: r.load_value)
+
+
+def _experiment_mode(raw: Any) -> str:
+    mode = str(raw)
+    return {"concurrency": "concurrency", "request_rate": "request_rate"}.get(mode, mode)
+
+
+def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
+    """Parse a ``--profile-export-file`` JSON into per-step request latencies (ms), sorted by load."""
+    text, where = _read_text(source)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PerfError(f"perf_analyzer profile export {where} is not valid JSON: {exc.msg}") from exc
+    experiments = data.get("experiments") if isinstance(data, dict) else None
+    if not isinstance(experiments, list):
+        raise PerfError(f"perf_analyzer profile export {where} has no 'experiments' list")
+    result: list[ExportExperiment] = []
+    for index, exp in enumerate(experiments):
+        try:
+            info = exp["experiment"]
+            boundaries = tuple(int(b) for b in exp.get("window_boundaries") or [])
+            requests = exp.get("requests") or []
+            lo = boundaries[max(0, len(boundaries) - 1 - MEASURED_WINDOWS)] if boundaries else None
+            hi = boundaries[-1] if boundaries else None
+            latencies_ns = []
+            for req in requests:
+                responses = req.get("response_timestamps") or []
+                if not responses:
+                    continue  # never answered: not a latency (failed requests abort the run)
+                end = int(responses[-1])
+                if lo is not None and hi is not None and not lo <= end <= hi:
+                    continue
+                latencies_ns.append(end - int(req["timestamp"]))
+            result.append(
+                ExportExperiment(
+                    load_mode=_experiment_mode(info["mode"]),
+                    load_value=float(info["value"]),
+                    latencies_ms=np.asarray(latencies_ns, dtype=np.float64) / 1e6,
+                    window_boundaries_ns=boundaries,
+                    total_requests=len(requests),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PerfError(
+                f"perf_analyzer profile export {where}: experiment {index} is malformed ({exc!r})"
+            ) from exc
+    return sorted(result, key=lambda e: e.load_value)
+
+
+_UNSTABLE_RE = re.compile(
+    r"Failed to obtain stable measurement within \d+ measurement windows for "
+    r"(?P<mode>concurrency|request rate) (?P<value>[0-9]+(?:\.[0-9]+)?)[^\n]*"
+)
+_REQUEST_ERROR_RE = re.compile(r"^Thread \[\d+\] had error: .*$", re.MULTILINE)
+_MEASURED_RE = re.compile(
+    r"^(?:Concurrency|Request Rate): (?P<value>[0-9]+(?:\.[0-9]+)?), throughput: ", re.MULTILINE
+)
+
+
+def parse_console(stdout: str, stderr: str) -> ConsoleSummary:
+    """Pick out of perf_analyzer's console what its files do not record."""
+    both = f"{stdout}\n{stderr}"
+    unstable = [m for m in _UNSTABLE_RE.finditer(both)]
+    error_lines = tuple(
+        line.strip() for line in both.splitlines() if line.strip().lower().startswith("error")
+    )
+    option_error = None
+    # Option errors print the usage synopsis (or just one "Error: ..." line) and measure nothing.
+    if not stdout.strip() and error_lines and error_lines[-1].startswith("Error:"):
+        option_error = error_lines[-1].removeprefix("Error:").strip()
+    return ConsoleSummary(
+        unstable_loads=tuple(float(m.group("value")) for m in unstable),
+        unstable_lines=tuple(m.group(0).strip() for m in unstable),
+        request_error_lines=tuple(m.group(0).strip() for m in _REQUEST_ERROR_RE.finditer(both)),
+        option_error=option_error,
+        error_lines=error_lines,
+        measured_loads=tuple(float(m.group("value")) for m in _MEASURED_RE.finditer(stdout)),
+    )
+
+
+def cross_check(csv_stats: LatencyStats, export_stats: LatencyStats, *, rel_tol: float = 0.10,
+                abs_tol_ms: float = 0.2) -> list[str]:
+    """Warnings where tritonkit's percentiles and perf_analyzer's disagree beyond tolerance.
+
+    Both come from the same requests, so they should agree to within interpolation method
+    differences; a larger gap means the two files do not describe the same measurement.
+    """
+    warnings = []
+    for name in ("p50_ms", "p90_ms", "p95_ms", "p99_ms"):
+        ours = float(getattr(export_stats, name))
+        theirs = float(getattr(csv_stats, name))
+        if abs(ours - theirs) > max(rel_tol * abs(theirs), abs_tol_ms):
+            warnings.append(
+                f"{name[:-3]} from the per-request export ({ours:.3f} ms) differs from perf_analyzer's "
+                f"CSV ({theirs:.3f} ms) by more than {rel_tol:.0%}"
+            )
+    return warnings
+
+
+def build_steps(
+    csv_rows: Iterable[CsvRow],
+    experiments: Iterable[ExportExperiment] = (),
+    *,
+    batch_size: int = 1,
+) -> list[StepResult]:
+    """Merge CSV rows and export experiments into ``StepResult``s, in load order.
+
+    Latency percentiles come from the per-request export when present (computed by
+    ``tritonkit.perf.percentiles``), perf_analyzer's own numbers are kept in ``latency_csv``,
+    and any disagreement is a step warning. Throughput is perf_analyzer's (inferences/s,
+    i.e. requests × batch size). Export experiments without a CSV row (a step that stopped the
+    sweep as unstable) become unstable steps with the export's numbers.
+    """
+    by_load = {(e.load_mode, e.load_value): e for e in experiments}
+    steps: list[StepResult] = []
+    for row in csv_rows:
+        exp = by_load.pop((row.load_mode, row.load_value), None)
+        csv_stats = row.latency_stats()
+        latency = csv_stats
+        warnings: list[str] = []
+        request_count = 0
+        if exp is not None and exp.request_count > 0:
+            latency = latency_stats(exp.latencies_ms)
+            request_count = exp.request_count
+            warnings = cross_check(csv_stats, latency)
+        steps.append(
+            StepResult(
+                load_mode=row.load_mode,
+                load_value=row.load_value,
+                throughput_per_s=row.throughput_per_s,
+                latency=latency,
+                latency_csv=csv_stats,
+                server=ServerBreakdown(
+                    queue_us=row.server_queue_us,
+                    compute_input_us=row.server_compute_input_us,
+                    compute_infer_us=row.server_compute_infer_us,
+                    compute_output_us=row.server_compute_output_us,
+                ),
+                client=ClientBreakdown(
+                    send_us=row.client_send_us,
+                    network_server_us=row.network_server_us,
+                    recv_us=row.client_recv_us,
+                ),
+                request_count=request_count,
+                warnings=warnings,
+            )
+        )
+    for exp in by_load.values():
+        counted = exp.request_count > 0 and exp.measured_duration_s > 0
+        steps.append(
+            StepResult(
+                load_mode=exp.load_mode,
+                load_value=exp.load_value,
+                throughput_per_s=(exp.request_count * batch_size / exp.measured_duration_s) if counted else None,
+                latency=latency_stats(exp.latencies_ms) if counted else None,
+                request_count=exp.request_count,
+                stable=False,
+                unstable_note="perf_analyzer wrote no summary for this step (unstable measurement); "
+                "numbers are from its last, unaccepted windows",
+            )
+        )
+    return sorted(steps, key=lambda s: s.load_value)

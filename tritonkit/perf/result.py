@@ -1,0 +1,350 @@
+"""The typed, versioned result of one perf run: what ``result.json`` holds.
+
+Shape (``RunResult.to_dict()``)::
+
+    {
+      "schema_version": 1,
+      "metadata":  RunMetadata   -- model, url, protocol, UTC start/end, tool + version, generator CPU
+      "steps":     [StepResult]  -- one per measured load step, in the order they were run
+      "warmup":    WarmupInfo | null -- what was done before recording (never a measured step)
+      "stop_reason": str         -- why the ladder ended ("completed", "sla_broken_twice",
+                                    "throughput_plateau", "unstable", "timeout", ...)
+      "raw_files": [str]         -- raw perf_analyzer files, relative to the run folder
+      "verdict":   dict | null   -- SLA verdict, owned by tritonkit.perf.sla (see below)
+      "extra":     dict          -- free-form notes; never relied on by readers
+    }
+
+Units are in every numeric field's name: latencies are milliseconds (``*_ms``),
+perf_analyzer's server-side breakdown is kept in microseconds (``*_us``, as the tool reports
+it), throughput is inferences per second (``*_per_s``), CPU is percent of *one* core
+(``*_pct``, so 2 busy cores = 200.0) unless named ``*_pct_of_cores`` (0–100 of all cores).
+
+Reading a file with a newer ``schema_version`` than this module knows raises ``ConfigError``;
+older versions are upgraded in ``_upgrade``. Unknown keys are ignored (forward compatible
+within a version); missing optional keys take their defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from tritonkit.errors import ConfigError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ClientBreakdown",
+    "LatencyStats",
+    "RunMetadata",
+    "RunResult",
+    "ServerBreakdown",
+    "StepMetrics",
+    "StepResult",
+    "WarmupInfo",
+    "atomic_write_text",
+]
+
+#: Bump when a field changes meaning or is removed; adding an optional field does not bump it.
+SCHEMA_VERSION = 1
+
+
+def _from_known(cls: type[Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``data`` whose keys are fields of dataclass ``cls`` (ignore unknown keys)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclass
+class LatencyStats:
+    """End-to-end request latency as the client saw it, in milliseconds.
+
+    ``source`` says where the numbers come from: ``"profile_export"`` (per-request latencies
+    computed by ``tritonkit.perf.percentiles``) or ``"csv"`` (perf_analyzer's own summary).
+    ``count`` is the number of requests behind the percentiles (0 when unknown, e.g. CSV only).
+    """
+
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    mean_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    count: int = 0
+    source: str = "csv"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LatencyStats:
+        return cls(**_from_known(cls, data))
+
+
+@dataclass
+class ServerBreakdown:
+    """Where a request spent its time inside the server, per request, in microseconds.
+
+    perf_analyzer's CSV columns Server Queue / Compute Input / Compute Infer / Compute Output;
+    ``None`` where the tool did not report it (e.g. a server without statistics).
+    """
+
+    queue_us: float | None = None
+    compute_input_us: float | None = None
+    compute_infer_us: float | None = None
+    compute_output_us: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerBreakdown:
+        return cls(**_from_known(cls, data))
+
+
+@dataclass
+class ClientBreakdown:
+    """Client-side time per request, in microseconds (CSV: Client Send, Network+Server
+    Send/Recv, Client Recv)."""
+
+    send_us: float | None = None
+    network_server_us: float | None = None
+    recv_us: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClientBreakdown:
+        return cls(**_from_known(cls, data))
+
+
+@dataclass
+class StepMetrics:
+    """What the server's Prometheus ``/metrics`` said during one step (deltas over the step
+    unless named ``*_max`` / ``*_last``); ``None`` where the server does not export it.
+
+    ``raw`` keeps any other scraped series as ``{name: value}`` deltas so nothing is lost.
+    """
+
+    scrape_count: int = 0
+    success_count: float | None = None
+    failure_count: float | None = None
+    queue_time_us_per_request: float | None = None
+    compute_time_us_per_request: float | None = None
+    pending_requests_max: float | None = None
+    gpu_utilization_max: float | None = None  # 0.0-1.0 as Triton exports it
+    gpu_memory_used_bytes_max: float | None = None
+    server_cpu_utilization_max: float | None = None  # 0.0-1.0 (nv_cpu_utilization)
+    server_memory_used_bytes_max: float | None = None
+    raw: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepMetrics:
+        kwargs = _from_known(cls, data)
+        kwargs["raw"] = {str(k): float(v) for k, v in (kwargs.get("raw") or {}).items()}
+        return cls(**kwargs)
+
+
+@dataclass
+class StepResult:
+    """One measured load step.
+
+    ``load_mode`` is ``"concurrency"`` (``load_value`` = in-flight requests) or
+    ``"request_rate"`` (``load_value`` = requests per second offered).
+    ``stable`` is False when perf_analyzer could not get a stable measurement for this step;
+    the numbers are then whatever it measured last (often absent: ``throughput_per_s`` and
+    ``latency`` are ``None`` when perf_analyzer wrote nothing) and ``unstable_note`` says why.
+    ``error_count`` counts failed requests (perf_analyzer stops a step at the first failed
+    request, so the count comes from the server's metrics); ``error_note`` is the tool's message.
+    A step with ``error_count > 0`` or ``throughput_per_s is None`` has no valid measurement.
+    """
+
+    load_mode: str
+    load_value: float
+    throughput_per_s: float | None
+    latency: LatencyStats | None
+    server: ServerBreakdown = field(default_factory=ServerBreakdown)
+    client: ClientBreakdown = field(default_factory=ClientBreakdown)
+    request_count: int = 0
+    error_count: int = 0
+    error_note: str | None = None
+    stable: bool = True
+    unstable_note: str | None = None
+    attempts: int = 1
+    duration_s: float | None = None
+    started_utc: str | None = None
+    generator_cpu_pct: float | None = None  # perf_analyzer process, % of one core
+    generator_cpu_pct_of_cores: float | None = None  # same, 0-100 of all cores of the host
+    metrics: StepMetrics | None = None
+    latency_csv: LatencyStats | None = None  # perf_analyzer's own numbers, kept for cross-check
+    raw_files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def measured(self) -> bool:
+        """True when this step holds a valid measurement (stable, no errors, numbers present)."""
+        return self.stable and self.error_count == 0 and self.throughput_per_s is not None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepResult:
+        kwargs = _from_known(cls, data)
+        for key, sub in (("latency", LatencyStats), ("latency_csv", LatencyStats)):
+            if kwargs.get(key) is not None:
+                kwargs[key] = sub.from_dict(kwargs[key])
+        kwargs["server"] = ServerBreakdown.from_dict(kwargs.get("server") or {})
+        kwargs["client"] = ClientBreakdown.from_dict(kwargs.get("client") or {})
+        if kwargs.get("metrics") is not None:
+            kwargs["metrics"] = StepMetrics.from_dict(kwargs["metrics"])
+        kwargs["raw_files"] = list(kwargs.get("raw_files") or [])
+        kwargs["warnings"] = list(kwargs.get("warnings") or [])
+        return cls(**kwargs)
+
+
+@dataclass
+class WarmupInfo:
+    """The warm-up done before recording; its numbers are deliberately not steps."""
+
+    load_mode: str
+    load_value: float
+    duration_s: float
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WarmupInfo:
+        return cls(**_from_known(cls, data))
+
+
+@dataclass
+class RunMetadata:
+    """Who measured what, where and when.
+
+    Timestamps are UTC, ISO 8601 with a ``Z`` suffix. ``generator_cpu_count`` is the number of
+    cores the load generator's host has (the 90 %-of-cores warning is relative to it).
+    ``command`` is the last perf_analyzer argv run (for reproduction).
+    """
+
+    model: str
+    url: str
+    protocol: str
+    started_utc: str
+    finished_utc: str | None = None
+    model_version: str | None = None
+    tool: str = "perf_analyzer"
+    tool_version: str | None = None
+    tool_path: str | None = None
+    tritonkit_version: str | None = None
+    metrics_url: str | None = None
+    generator_host: str | None = None
+    generator_cpu_count: int | None = None
+    generator_cpu_model: str | None = None
+    batch_size: int = 1
+    measurement_interval_ms: int | None = None
+    command: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunMetadata:
+        kwargs = _from_known(cls, data)
+        kwargs["command"] = list(kwargs.get("command") or [])
+        return cls(**kwargs)
+
+
+@dataclass
+class RunResult:
+    """A whole run: metadata, the steps measured in order, and (optionally) the SLA verdict."""
+
+    metadata: RunMetadata
+    steps: list[StepResult] = field(default_factory=list)
+    warmup: WarmupInfo | None = None
+    stop_reason: str = "completed"
+    raw_files: list[str] = field(default_factory=list)
+    # The SLA verdict is computed and owned by tritonkit.perf.sla (the other half of issue 7):
+    # this module stores it as an opaque JSON-able dict so the two halves stay decoupled.
+    # Convention: the sla module writes ``verdict = Verdict.to_dict()`` and reads it back with
+    # its own ``Verdict.from_dict(result.verdict)``; it should carry its own "schema_version".
+    verdict: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def stable_steps(self) -> list[StepResult]:
+        """The steps perf_analyzer measured stably."""
+        return [s for s in self.steps if s.stable]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict, ``schema_version`` first."""
+        data = asdict(self)
+        data.pop("schema_version")
+        return {"schema_version": self.schema_version, **data}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """Read a dict written by any schema version up to ``SCHEMA_VERSION``."""
+        if not isinstance(data, dict) or "schema_version" not in data:
+            raise ConfigError(
+                "not a tritonkit perf result: no 'schema_version' key",
+                hint="pass a result.json written by 'tritonkit perf run'",
+            )
+        version = data["schema_version"]
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"perf result schema_version {version!r} is newer than this tritonkit understands "
+                f"({SCHEMA_VERSION})",
+                hint="upgrade tritonkit to read this file",
+            )
+        data = _upgrade(dict(data))
+        warmup = data.get("warmup")
+        return cls(
+            metadata=RunMetadata.from_dict(data["metadata"]),
+            steps=[StepResult.from_dict(s) for s in data.get("steps") or []],
+            warmup=WarmupInfo.from_dict(warmup) if warmup else None,
+            stop_reason=str(data.get("stop_reason", "completed")),
+            raw_files=list(data.get("raw_files") or []),
+            verdict=data.get("verdict"),
+            extra=dict(data.get("extra") or {}),
+            schema_version=SCHEMA_VERSION,
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write JSON atomically (temp file in the same folder, then ``os.replace``)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, self.to_json())
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RunResult:
+        """Read a ``result.json``; a missing or malformed file raises ``ConfigError``."""
+        source = Path(path)
+        try:
+            data = json.loads(source.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"perf result not found: {source}", hint="check the path") from exc
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"perf result {source} is not valid JSON (line {exc.lineno}): {exc.msg}",
+                hint="pass a result.json written by 'tritonkit perf run'",
+            ) from exc
+        try:
+            return cls.from_dict(data)
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"perf result {source} does not match schema version {SCHEMA_VERSION}: {exc}",
+                hint="pass a result.json written by 'tritonkit perf run'",
+            ) from exc
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older schema's dict up to ``SCHEMA_VERSION`` (version 1 is the first)."""
+    return data
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temp file in the same folder, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,446 @@
+"""Service-level agreements: the constraints a load ladder is judged against, and their parser.
+
+An SLA is a handful of constraints on what a step of a ladder measured::
+
+    p99<=50ms, throughput>=200/s, errors==0
+
+written either as that one-line expression (``--sla``) or as a YAML file::
+
+    sla:                       # the top-level key is optional
+      p99: 50ms                # a latency limit is an upper bound; the unit is required
+      throughput: 200/s        # a throughput floor
+      errors: 0                # no failed request at all
+      queue: "<=5ms"           # an explicit operator is allowed too
+
+or a YAML list of expressions (``- p99<=50ms``).
+
+Metrics (canonical name, then the spellings accepted for it):
+
+=============  ==========================================  ==================
+``p50``…       ``p50 p90 p95 p99`` latency percentiles      ``ms``, ``us``, ``s``
+``mean``       mean request latency (``avg``, ``latency``)  ``ms``, ``us``, ``s``
+``queue``      mean server queue time (``queue_time``)      ``ms``, ``us``, ``s``
+``throughput`` inferences per second (``qps``, ``rps``)     ``/s`` (optional)
+``errors``     failed requests in the step (``failures``)   none
+``error_rate`` failed / all requests                        ``%`` or a fraction
+=============  ==========================================  ==================
+
+Values are kept in canonical units: milliseconds for times, inferences per second for
+throughput, a count for errors and a fraction for the error rate.
+
+Judging a ladder against an SLA is :mod:`tritonkit.perf.verdict`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from tritonkit.errors import ConfigError
+
+__all__ = [
+    "METRICS",
+    "SLA",
+    "Constraint",
+    "MetricSpec",
+    "format_metric",
+    "load_sla",
+    "parse_sla",
+]
+
+Operator = Literal["<=", "<", ">=", ">", "=="]
+Kind = Literal["time", "rate", "count", "fraction"]
+
+_OPERATORS: tuple[Operator, ...] = ("<=", ">=", "==", "<", ">")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What one SLA metric means: its kind (which units apply) and which bounds make sense."""
+
+    name: str
+    kind: Kind
+    description: str
+    #: ``"upper"``: only ``<=``, ``<`` and ``==`` make sense (latency, errors);
+    #: ``"lower"``: only ``>=``, ``>`` (throughput).
+    bound: Literal["upper", "lower"]
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def unit(self) -> str:
+        """The canonical unit values are stored and printed in."""
+        return {"time": "ms", "rate": "/s", "count": "", "fraction": ""}[self.kind]
+
+
+#: Every metric an SLA may constrain, by canonical name.
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        MetricSpec("p50", "time", "p50 latency", "upper", ("p50_latency", "latency_p50", "median")),
+        MetricSpec("p90", "time", "p90 latency", "upper", ("p90_latency", "latency_p90")),
+        MetricSpec("p95", "time", "p95 latency", "upper", ("p95_latency", "latency_p95")),
+        MetricSpec("p99", "time", "p99 latency", "upper", ("p99_latency", "latency_p99")),
+        MetricSpec("mean", "time", "mean latency", "upper", ("avg", "average", "latency", "mean_latency")),
+        MetricSpec("queue", "time", "mean server queue time", "upper", ("queue_time", "server_queue")),
+        MetricSpec("throughput", "rate", "throughput", "lower", ("qps", "rps", "ips", "infer_per_s")),
+        MetricSpec("errors", "count", "failed requests", "upper", ("error", "failures", "error_count")),
+        MetricSpec("error_rate", "fraction", "error rate", "upper", ("errors_rate", "failure_rate")),
+    )
+}
+
+_ALIASES: dict[str, str] = {
+    alias: spec.name for spec in METRICS.values() for alias in (spec.name, *spec.aliases)
+}
+
+# Multipliers into the canonical unit of each kind.
+_TIME_UNITS_TO_MS = {"ms": 1.0, "msec": 1.0, "us": 1e-3, "µs": 1e-3, "usec": 1e-3, "s": 1000.0, "sec": 1000.0}
+_RATE_UNITS = {"/s", "/sec", "qps", "rps", "infer/s", "req/s", "ips"}
+
+_EXPR_RE = re.compile(
+    r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|==|=<|=>|<|>|=|!=)\s*"
+    r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>\S*)\s*$"
+)
+_VALUE_RE = re.compile(
+    r"^\s*(?P<op><=|>=|==|=<|=>|<|>|=|!=)?\s*"
+    r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>\S*)\s*$"
+)
+
+_EXAMPLE = "p99<=50ms,throughput>=200/s,errors==0"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One bound on one metric, in canonical units (ms, inferences/s, count, fraction)."""
+
+    metric: str
+    op: Operator
+    value: float
+
+    @property
+    def spec(self) -> MetricSpec:
+        """The metric's description."""
+        return METRICS[self.metric]
+
+    def holds(self, measured: float) -> bool:
+        """Whether ``measured`` satisfies this bound."""
+        if self.op == "<=":
+            return measured <= self.value
+        if self.op == "<":
+            return measured < self.value
+        if self.op == ">=":
+            return measured >= self.value
+        if self.op == ">":
+            return measured > self.value
+        return measured == self.value
+
+    def headroom(self, measured: float) -> float | None:
+        """Margin to the limit as a fraction of it: positive to spare, negative over.
+
+        ``None`` when the limit is zero (``errors==0``): there a margin has no scale.
+        """
+        if self.value == 0:
+            return None
+        if self.spec.bound == "upper":
+            return (self.value - measured) / self.value
+        return (measured - self.value) / self.value
+
+    def format_value(self, value: float | None = None) -> str:
+        """``value`` (default: the limit) with the metric's unit, e.g. ``50 ms``."""
+        return format_metric(self.metric, self.value if value is None else value)
+
+    def __str__(self) -> str:
+        # Compact, and parseable again by parse_sla: p99<=50ms, throughput>=200/s, errors==0.
+        unit = {"time": "ms", "rate": "/s", "count": "", "fraction": "%"}[self.spec.kind]
+        value = self.value * 100 if self.spec.kind == "fraction" else self.value
+        return f"{self.metric}{self.op}{fmt_number(value)}{unit}"
+
+
+@dataclass(frozen=True)
+class SLA:
+    """A set of constraints, each on a different metric, all of which a step must meet."""
+
+    constraints: tuple[Constraint, ...]
+    #: Where it came from (the expression or the file), for messages; not part of equality.
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.constraints:
+            raise ConfigError("the SLA has no constraints", hint=f"write one, e.g. --sla '{_EXAMPLE}'")
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics this SLA constrains, in the order given."""
+        return tuple(c.metric for c in self.constraints)
+
+    def constraint(self, metric: str) -> Constraint | None:
+        """The constraint on ``metric`` (canonical name), if any."""
+        for c in self.constraints:
+            if c.metric == metric:
+                return c
+        return None
+
+    def with_zero_errors(self) -> SLA:
+        """This SLA plus ``errors==0`` unless it already bounds ``errors`` or ``error_rate``.
+
+        A load test passes only with zero failed requests unless told otherwise: an overloaded
+        server that drops requests must not pass on the latency of the ones it answered.
+        """
+        if self.constraint("errors") or self.constraint("error_rate"):
+            return self
+        return SLA((*self.constraints, Constraint("errors", "==", 0.0)), source=self.source)
+
+    def __str__(self) -> str:
+        return ",".join(str(c) for c in self.constraints)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, read back by :meth:`from_dict`."""
+        return {
+            "expression": str(self),
+            "constraints": [{"metric": c.metric, "op": c.op, "value": c.value} for c in self.constraints],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SLA:
+        """Inverse of :meth:`to_dict`."""
+        constraints = tuple(
+            Constraint(str(c["metric"]), check_op(str(c["op"]), "result.json"), float(c["value"]))
+            for c in data["constraints"]
+        )
+        return cls(constraints, source=str(data.get("expression", "")))
+
+
+def format_metric(metric: str, value: float) -> str:
+    """A metric's value with its canonical unit, for people: ``12.3 ms``, ``210 infer/s``."""
+    kind = METRICS[metric].kind
+    if kind == "time":
+        return f"{fmt_number(value)} ms"
+    if kind == "rate":
+        return f"{fmt_number(value)} infer/s"
+    if kind == "fraction":
+        return f"{fmt_number(value * 100)}%"
+    return fmt_number(value)
+
+
+def fmt_number(value: float) -> str:
+    """A number as short as it can be written: ``50``, ``0.8``, ``12.35``."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _suggest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    close = difflib.get_close_matches(word.lower(), list(choices), n=1, cutoff=cutoff)
+    return f"did you mean '{close[0]}'? " if close else ""
+
+
+def _resolve_metric(name: str, where: str) -> str:
+    key = name.strip().lower().replace("-", "_")
+    # Accept unit-suffixed spellings (p99_ms, throughput_per_s, queue_time_ms) as their metric.
+    for suffix in ("_ms", "_us", "_s", "_per_s", "_per_sec"):
+        if key not in _ALIASES and key.endswith(suffix) and key[: -len(suffix)] in _ALIASES:
+            key = key[: -len(suffix)]
+    if key in _ALIASES:
+        return _ALIASES[key]
+    known = ", ".join(METRICS)
+    raise ConfigError(
+        f"{where}: unknown SLA metric '{name}'",
+        hint=f"{_suggest(key, _ALIASES)}known metrics: {known}",
+    )
+
+
+def check_op(op: str, where: str) -> Operator:
+    fixes = {"=": "==", "=<": "<=", "=>": ">="}
+    if op in fixes:
+        raise ConfigError(f"{where}: operator '{op}' is not allowed", hint=f"did you mean '{fixes[op]}'?")
+    if op not in _OPERATORS:
+        raise ConfigError(f"{where}: operator '{op}' is not allowed", hint="use one of <= < >= > ==")
+    return op
+
+
+def _convert(metric: str, number: float, unit: str, where: str) -> float:
+    """``number`` with ``unit`` in the metric's canonical unit."""
+    spec = METRICS[metric]
+    unit_l = unit.strip().lower()
+    if spec.kind == "time":
+        if not unit_l:
+            raise ConfigError(
+                f"{where}: the {spec.description} limit {number:g} has no unit",
+                hint=f"write it with a unit, e.g. {metric}<={number:g}ms (ms, us or s)",
+            )
+        if unit_l not in _TIME_UNITS_TO_MS:
+            raise ConfigError(
+                f"{where}: unknown time unit '{unit}' for {metric}",
+                hint=f"{_suggest(unit_l, _TIME_UNITS_TO_MS, 0.5)}use ms, us or s",
+            )
+        return number * _TIME_UNITS_TO_MS[unit_l]
+    if spec.kind == "rate":
+        if unit_l and unit_l not in _RATE_UNITS:
+            raise ConfigError(
+                f"{where}: unknown throughput unit '{unit}'",
+                hint=f"{_suggest(unit_l, _RATE_UNITS, 0.5)}write inferences per second as e.g. {number:g}/s",
+            )
+        return number
+    if spec.kind == "fraction":
+        if unit_l == "%":
+            return number / 100.0
+        if unit_l:
+            raise ConfigError(
+                f"{where}: unknown unit '{unit}' for error_rate", hint="write e.g. error_rate<=1%"
+            )
+        if number > 1:
+            raise ConfigError(
+                f"{where}: error_rate {number:g} is above 1",
+                hint=f"write a percentage with '%' (error_rate<={number:g}%) or a fraction up to 1",
+            )
+        return number
+    if unit_l:
+        raise ConfigError(
+            f"{where}: '{metric}' counts failed requests and takes no unit (got '{unit}')",
+            hint="write errors==0, or error_rate<=1% for a share of requests",
+        )
+    if number != int(number):
+        raise ConfigError(f"{where}: '{metric}' is a count; {number:g} is not a whole number")
+    return number
+
+
+def _make_constraint(
+    metric_name: str, op_text: str | None, number_text: str, unit: str, where: str
+) -> Constraint:
+    metric = _resolve_metric(metric_name, where)
+    spec = METRICS[metric]
+    default_op: Operator = "<=" if spec.bound == "upper" else ">="
+    op = default_op if op_text is None else check_op(op_text, where)
+    number = float(number_text)
+    if not math.isfinite(number) or number < 0:
+        raise ConfigError(f"{where}: the limit for {metric} must be a finite number >= 0, not {number_text}")
+    value = _convert(metric, number, unit, where)
+    if spec.bound == "upper" and op in (">", ">="):
+        raise ConfigError(
+            f"{where}: '{metric_name}{op}…' asks for *more* {spec.description}; an SLA caps it",
+            hint=f"write {metric}<={number_text}{unit}",
+        )
+    if spec.bound == "lower" and op in ("<", "<=", "=="):
+        raise ConfigError(
+            f"{where}: '{metric_name}{op}…' caps throughput; an SLA asks for at least some",
+            hint=f"write {metric}>={number_text}{unit or '/s'}",
+        )
+    if op == "==" and value != 0:
+        raise ConfigError(
+            f"{where}: '{metric}=={number_text}' demands an exact value",
+            hint=f"write {metric}<={number_text}{unit} (== is only for zero, as in errors==0)",
+        )
+    return Constraint(metric, op, value)
+
+
+def _parse_expression(text: str, where: str) -> Constraint:
+    match = _EXPR_RE.match(text)
+    if match is None:
+        raise ConfigError(
+            f"{where}: cannot read SLA term '{text.strip()}'",
+            hint=f"write METRIC OP VALUE[UNIT] terms separated by commas, e.g. '{_EXAMPLE}'",
+        )
+    if match["op"] == "!=":
+        raise ConfigError(f"{where}: '!=' is not an SLA bound", hint="use <=, <, >=, > or ==")
+    return _make_constraint(match["metric"], match["op"], match["number"], match["unit"], where)
+
+
+def _collect(constraints: Sequence[Constraint], source: str) -> SLA:
+    seen: dict[str, Constraint] = {}
+    for c in constraints:
+        if c.metric in seen:
+            raise ConfigError(
+                f"{source}: {c.metric} is constrained twice ({seen[c.metric]} and {c})",
+                hint="keep one limit per metric",
+            )
+        seen[c.metric] = c
+    return SLA(tuple(constraints), source=source)
+
+
+def parse_sla(expression: str) -> SLA:
+    """Parse a one-line SLA such as ``"p99<=50ms,throughput>=200/s,errors==0"``.
+
+    Terms are separated by commas (or semicolons); spaces are ignored. Raises
+    :class:`~tritonkit.errors.ConfigError` naming the bad term and what to write instead.
+    """
+    terms = [t for t in re.split(r"[,;]", expression) if t.strip()]
+    if not terms:
+        raise ConfigError("the SLA is empty", hint=f"write e.g. --sla '{_EXAMPLE}'")
+    constraints = [_parse_expression(term, f"SLA term '{term.strip()}'") for term in terms]
+    return _collect(constraints, expression.strip())
+
+
+def _from_yaml_data(data: Any, where: str) -> SLA:
+    if isinstance(data, Mapping) and set(data) == {"sla"}:
+        data = data["sla"]
+    constraints: list[Constraint] = []
+    if isinstance(data, str):
+        return _collect(parse_sla(data).constraints, where)
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            if not isinstance(item, str):
+                raise ConfigError(
+                    f"{where}: item {i} of the SLA list is not an expression", hint="write '- p99<=50ms'"
+                )
+            constraints.append(_parse_expression(item, f"{where}: item {i} '{item}'"))
+    elif isinstance(data, Mapping):
+        for key, raw in data.items():
+            term_where = f"{where}: key '{key}'"
+            if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+                raise ConfigError(f"{term_where}: the value must be a number or a string like '<=50ms'")
+            match = _VALUE_RE.match(str(raw))
+            if match is None:
+                raise ConfigError(
+                    f"{term_where}: cannot read the value '{raw}'",
+                    hint="write a limit with a unit, e.g. 50ms, '>=200/s' or 0",
+                )
+            if match["op"] == "!=":
+                raise ConfigError(f"{term_where}: '!=' is not an SLA bound", hint="use <=, <, >=, > or ==")
+            unit = match["unit"] or _unit_from_key(str(key))
+            constraints.append(_make_constraint(str(key), match["op"], match["number"], unit, term_where))
+    else:
+        raise ConfigError(
+            f"{where}: an SLA file holds a mapping (p99: 50ms) or a list of expressions",
+            hint="see `tritonkit perf run --help` for an example",
+        )
+    if not constraints:
+        raise ConfigError(f"{where}: the SLA has no constraints", hint="add e.g. 'p99: 50ms'")
+    return _collect(constraints, where)
+
+
+def _unit_from_key(key: str) -> str:
+    """The unit a key spells (``p99_ms`` → ``ms``), so ``p99_ms: 50`` needs no unit twice."""
+    key = key.lower()
+    for suffix, unit in (("_ms", "ms"), ("_us", "us"), ("_per_s", "/s"), ("_per_sec", "/s"), ("_s", "s")):
+        if key.endswith(suffix):
+            return unit
+    return ""
+
+
+def load_sla(source: str | Path) -> SLA:
+    """An SLA from a YAML/JSON file path, or from a one-line expression.
+
+    A string naming an existing file, or ending in ``.yaml``/``.yml``/``.json``, is read as a
+    file; anything else is parsed with :func:`parse_sla`.
+    """
+    text = str(source)
+    path = Path(text).expanduser()
+    looks_like_file = path.suffix.lower() in (".yaml", ".yml", ".json")
+    if isinstance(source, Path) or looks_like_file or (text and path.is_file()):
+        if not path.is_file():
+            raise ConfigError(f"SLA file {path} does not exist", hint="check the path, or pass an expression")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"SLA file {path} is not valid YAML: {exc}") from exc
+        return _from_yaml_data(data, str(path))
+    return parse_sla(text)
