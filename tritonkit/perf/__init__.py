@@ -59,7 +59,6 @@ from tritonkit.perf.result import (
     StepMetrics,
     StepResult,
     WarmupInfo,
-    atomic_write_text,
 )
 from tritonkit.perf.runner import PerfRunner, RunOutcome, check_target
 from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange, to_argv, write_input_data
@@ -141,7 +140,6 @@ __all__ = [
     "StepMetrics",
     "StepResult",
     "WarmupInfo",
-    "atomic_write_text",
     "build_steps",
     "check_target",
     "cross_check",

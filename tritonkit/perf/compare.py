@@ -22,8 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.perf.result import RunResult, StepResult, atomic_write_text
+from tritonkit.perf.result import RunResult, StepResult
 
 __all__ = [
     "DEFAULT_BASELINE_ROOT",
@@ -90,7 +91,7 @@ def save_baseline(result: RunResult, root: str | Path = DEFAULT_BASELINE_ROOT) -
     target = baseline_path(result, root)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target, result.to_json())
+        atomic_write(target, result.to_json())
     except OSError as exc:
         raise ConfigError(f"cannot write the baseline {target}: {exc.strerror or exc}") from exc
     return target

@@ -37,8 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import MissingComponentError, PerfError
-from tritonkit.perf.result import atomic_write_text
 
 __all__ = [
     "PERF_ANALYZER_ENV",
@@ -276,7 +276,7 @@ def install_perf_analyzer(
             "installed_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "notes": notes,
         }
-        atomic_write_text(staging / _RECORD, json.dumps(new_record, indent=2) + "\n")
+        atomic_write(staging / _RECORD, json.dumps(new_record, indent=2) + "\n")
         _replace_dir(staging, directory)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -22,14 +22,14 @@ import html
 import io
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.perf.result import RunResult, StepResult, atomic_write_text
+from tritonkit.perf.result import RunResult, StepResult
 from tritonkit.perf.sla import format_metric
 from tritonkit.perf.verdict import CheckResult, StepVerdict, Verdict
 
@@ -518,23 +518,6 @@ def render_html(
 # --------------------------------------------------------------------------- files
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes 0600 files; a plot is an artifact others read (CI uploads, web servers).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(
     result: RunResult, folder: str | os.PathLike[str], verdict: Verdict | None = None
 ) -> ReportFiles:
@@ -555,9 +538,9 @@ def write_report(
         plots_dir.mkdir(exist_ok=True)
         for name, data in plots.items():
             plot_paths[name] = plots_dir / f"{name}.png"
-            _atomic_write_bytes(plot_paths[name], data)
+            atomic_write(plot_paths[name], data)
     markdown = target / "report.md"
     page = target / "report.html"
-    atomic_write_text(markdown, render_markdown(result, verdict))
-    atomic_write_text(page, render_html(result, verdict, plots))
+    atomic_write(markdown, render_markdown(result, verdict))
+    atomic_write(page, render_html(result, verdict, plots))
     return ReportFiles(markdown, page, plot_paths)

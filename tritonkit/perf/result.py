@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -45,7 +45,6 @@ __all__ = [
     "StepMetrics",
     "StepResult",
     "WarmupInfo",
-    "atomic_write_text",
 ]
 
 #: Bump when a field changes meaning or is removed; adding an optional field does not bump it.
@@ -306,7 +305,7 @@ class RunResult:
         """Write JSON atomically (temp file in the same folder, then ``os.replace``)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target, self.to_json())
+        atomic_write(target, self.to_json())
         return target
 
     @classmethod
@@ -336,15 +335,3 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temp file in the same folder, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

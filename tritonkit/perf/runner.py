@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError, PerfTimeoutError
 from tritonkit.perf.install import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.perf.metrics import (
@@ -42,7 +43,7 @@ from tritonkit.perf.metrics import (
     step_metrics,
 )
 from tritonkit.perf.parse import ConsoleSummary, build_steps, parse_console, parse_csv, parse_profile_export
-from tritonkit.perf.result import StepResult, atomic_write_text
+from tritonkit.perf.result import StepResult
 from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, to_argv
 
 __all__ = [
@@ -238,7 +239,7 @@ class PerfRunner:
             stale.unlink(missing_ok=True)  # a previous attempt's file must not pass for this one's
         spec = spec.with_files(csv_path, export_path)
         argv = self.command(spec)
-        atomic_write_text(self.results_dir / f"{name}.argv.json", json.dumps(argv, indent=1) + "\n")
+        atomic_write(self.results_dir / f"{name}.argv.json", json.dumps(argv, indent=1) + "\n")
         started_utc = utc_now()
         start = time.monotonic()
         deadline = None if timeout_s is None else start + timeout_s

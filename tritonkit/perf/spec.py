@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.perf.result import atomic_write_text
 
 __all__ = [
     "ConcurrencyRange",
@@ -323,5 +323,5 @@ def write_input_data(path: str | os.PathLike[str], samples: Sequence[Mapping[str
         data.append({name: _json_content(name, np.asarray(sample[name])) for name in sorted(sample)})
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, json.dumps({"data": data}) + "\n")
+    atomic_write(target, json.dumps({"data": data}) + "\n")
     return target

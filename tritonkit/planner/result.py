@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tritonkit._fs import atomic_write
 
 __all__ = [
     "BASES",
@@ -158,16 +159,7 @@ class CapacityPlan:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_dict` as JSON atomically (temp file in the same folder, then ``os.replace``)."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(self.to_json())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        target = atomic_write(path, self.to_json())
         return target
 
     def render_text(self) -> str:

@@ -9,15 +9,14 @@ anything written parses back to an identical ``ModelConfig``.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConfigSyntaxError
 
 __all__ = [
@@ -205,22 +204,6 @@ def read_config(path: Path | str) -> mc.ModelConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: cannot read ({exc})") from exc
     return parse_config(text, path=p)
-
-
-def atomic_write(path: Path | str, data: str | bytes) -> Path:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
 
 
 def write_config(config: mc.ModelConfig, path: Path | str) -> Path:
