@@ -249,3 +249,20 @@ def test_log_parser_finds_each_failed_model_once() -> None:
     )
     failures = find_load_failures(log)
     assert [(f.model, f.reason) for f in failures] == [("m1", "Invalid argument: x"), ("m2", "bad")]
+
+
+def test_a_load_that_never_answers_says_the_server_is_still_running(tmp_path: Path, start_server) -> None:  # type: ignore[no-untyped-def]
+    """A python model without model.py makes 2.51's stub hang: the error must not read as a crash."""
+    (tmp_path / "no_code" / "1").mkdir(parents=True)
+    (tmp_path / "no_code" / "config.pbtxt").write_text(
+        'name: "no_code"\nbackend: "python"\nmax_batch_size: 0\n'
+        'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+        'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+    )
+    server = start_server(tmp_path, model_control="explicit", stop_grace_s=2.0)
+    with pytest.raises(ServerError, match="no answer within 3 s while loading model 'no_code'") as caught:
+        server.load_model("no_code", timeout_s=3)
+    assert "still running" in str(caught.value)
+    pid = server.pid
+    server.stop()
+    assert pid is not None and not pid_alive(pid)

@@ -157,10 +157,11 @@ def _perf_analyzer_check() -> Check:
     from tritonkit.perf.install import locate_perf_analyzer
 
     try:
-        found = locate_perf_analyzer()
+        found = locate_perf_analyzer(check=True)
     except TritonKitError as exc:
         return Check("perf_analyzer", False, exc.message, exc.hint or "tritonkit perf install")
-    return Check("perf_analyzer", True, found.describe(), data=found.to_dict())
+    data = {"argv": list(found.argv), "source": found.source, "mode": found.mode, "version": found.version}
+    return Check("perf_analyzer", True, found.describe(), data=data)
 
 
 def _onnxruntime_check() -> list[Check]:

@@ -17,6 +17,12 @@ from tritonkit.cli._common import ErrorHandlingGroup
 # One entry per command module under tritonkit/cli/. Each exposes COMMANDS: list[click.Command].
 _COMMAND_MODULES = (
     "system",
+    "plan",
+    "build",
+    "perf",
+    "repo",
+    "infer",
+    "demo",
 )
 
 

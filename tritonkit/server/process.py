@@ -343,10 +343,32 @@ class TritonServer:
                 hint="start it with model_control='explicit' (tritonkit serve --explicit)",
             )
         status, body = self._http("POST", f"/v2/repository/models/{name}/load", b"", timeout_s=timeout_s)
+        if status == 0:
+            self._raise_no_answer(f"loading model '{name}'", timeout_s)
         if status != 200:
             reason = _error_text(body) or f"HTTP {status}"
             logged = {f.model: f.reason for f in find_load_failures(log_tail(self.log_path, 400))}
             raise ModelLoadError(name, logged.get(name) or reason, log_path=self.log_path)
+
+    def _raise_no_answer(self, doing: str, timeout_s: float) -> None:
+        """The server gave no HTTP answer: say whether it died (and how) or is still busy."""
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1.0)
+        if proc is None or proc.returncode is not None:
+            code = proc.returncode if proc is not None else None
+            how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited ({code})"
+            raise ServerError(
+                f"tritonserver {how} while {doing} (log: {self.log_path})",
+                log_path=self.log_path,
+                hint="read the log's last lines; `tritonkit repo lint` catches configs known to crash it",
+            )
+        raise ServerError(
+            f"no answer within {timeout_s:g} s while {doing}; the server is still running (log: {self.log_path})",
+            log_path=self.log_path,
+            hint="a python model whose model.py is missing never finishes loading; otherwise raise timeout_s",
+        )
 
     def unload_model(self, name: str, *, timeout_s: float = 60.0) -> None:
         """Unload ``name``; explicit model control only."""
