@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.test_perf_runner import perf_analyzer_pids, write_perf_models
-from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError
+from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
 from tritonkit.perf.install import install_perf_analyzer
 from tritonkit.perf.ladder import (
     LadderPlan,
     default_results_dir,
     doubling_levels,
     levels_from_text,
+    partial_result_of,
     run_ladder,
 )
 from tritonkit.perf.result import RunResult, StepResult
+from tritonkit.perf.runner import PerfRunner, RunOutcome
 from tritonkit.perf.spec import PerfSpec
 from tritonkit.server import TritonServer
 
@@ -117,17 +121,27 @@ def test_ladder_past_its_time_limit_stops_and_keeps_what_it_measured(server: Tri
     assert perf_analyzer_pids(str(tmp_path)) == []
 
 
-def test_a_perf_analyzer_failure_saves_the_result_before_raising(server: TritonServer, tmp_path: Path) -> None:
-    from dataclasses import replace
+class _SecondStepRejected(PerfRunner):
+    """The real runner, with an option perf_analyzer really rejects added to the second step."""
 
-    from tritonkit.errors import PerfError
+    def run(self, spec: PerfSpec, name: str, **kwargs: Any) -> RunOutcome:
+        if name.startswith("step02"):
+            spec = replace(spec, extra_args=("--no-such-option",))
+        return super().run(spec, name, **kwargs)
 
-    spec = replace(_spec(server), extra_args=("--no-such-option",))
+
+def test_a_perf_analyzer_failure_saves_the_result_and_hands_it_back_on_the_error(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    runner = _SecondStepRejected(tmp_path)
     with pytest.raises(PerfError) as info:
-        run_ladder(spec, _plan(1, 2), results_dir=tmp_path)
+        run_ladder(_spec(server), _plan(1, 2, 4), results_dir=tmp_path, runner=runner)
     assert str(tmp_path / "result.json") in info.value.message
     saved = RunResult.load(tmp_path / "result.json")
     assert saved.stop_reason == "perf_error" and "no-such-option" in saved.extra["error"]
+    assert [s.load_value for s in saved.steps] == [1.0]  # the step before the failure is kept
+    assert partial_result_of(info.value) == saved  # the same result, in memory
+    assert partial_result_of(ValueError("unrelated")) is None
 
 
 def test_unknown_model_or_unreachable_server_fail_before_anything_runs(server: TritonServer, tmp_path: Path) -> None:

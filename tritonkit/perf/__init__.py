@@ -18,11 +18,14 @@ from tritonkit.perf.install import (
     locate_perf_analyzer,
 )
 from tritonkit.perf.ladder import (
+    LadderCommand,
     LadderPlan,
     SlaCheck,
     default_results_dir,
     doubling_levels,
+    ladder_commands,
     levels_from_text,
+    partial_result_of,
     run_ladder,
 )
 from tritonkit.perf.metrics import (
@@ -125,6 +128,7 @@ __all__ = [
     "ConsoleSummary",
     "CsvRow",
     "ExportExperiment",
+    "LadderCommand",
     "LadderPlan",
     "LatencyStats",
     "MetricsWatcher",
@@ -148,6 +152,7 @@ __all__ = [
     "doubling_levels",
     "generator_cpu_warning",
     "install_perf_analyzer",
+    "ladder_commands",
     "latency_stats",
     "levels_from_text",
     "locate_perf_analyzer",
@@ -155,6 +160,7 @@ __all__ = [
     "parse_csv",
     "parse_metrics",
     "parse_profile_export",
+    "partial_result_of",
     "percentile",
     "percentiles",
     "run_ladder",

@@ -9,6 +9,15 @@ rewritten after every step.
 
 The SLA is whatever callable the caller passes (``sla_check(step) -> bool``, True = met); this
 module knows nothing of SLA syntax. A step with failed requests always counts as a break.
+
+:func:`ladder_commands` is the one place that names the ladder's perf_analyzer runs and builds
+their specs; :func:`run_ladder` runs exactly those, so ``--dry-run`` (built on it) cannot drift.
+
+When perf_analyzer fails (``PerfError``) or the run is interrupted (``KeyboardInterrupt``), the
+ladder saves ``result.json`` and re-raises the same exception with the in-memory
+:class:`RunResult` attached as ``exc.partial_result`` (read it with :func:`partial_result_of`):
+the caller carries on with that value instead of re-reading the file. An exception is the one
+channel a Ctrl-C and an error share, so one attribute serves both.
 """
 
 from __future__ import annotations
@@ -25,15 +34,19 @@ from pathlib import Path
 from tritonkit.errors import ConfigError, PerfError, PerfTimeoutError
 from tritonkit.perf.metrics import host_cpu_count
 from tritonkit.perf.result import RunMetadata, RunResult, StepResult, WarmupInfo
-from tritonkit.perf.runner import PerfRunner, check_target, utc_now
+from tritonkit.perf.runner import PerfRunner, check_target, output_files, utc_now
 from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange
 
 __all__ = [
+    "WARMUP_NAME",
+    "LadderCommand",
     "LadderPlan",
     "SlaCheck",
     "default_results_dir",
     "doubling_levels",
+    "ladder_commands",
     "levels_from_text",
+    "partial_result_of",
     "run_ladder",
 ]
 
@@ -49,6 +62,9 @@ STOP_ERRORS = "request_errors"
 STOP_TIMEOUT = "timeout"
 STOP_INTERRUPTED = "interrupted"
 STOP_PERF_ERROR = "perf_error"
+
+#: The name (raw-file stem) of the unrecorded warm-up run.
+WARMUP_NAME = "warmup"
 
 
 def doubling_levels(start: float, maximum: float) -> list[float]:
@@ -151,10 +167,79 @@ def _load(plan: LadderPlan, value: float) -> ConcurrencyRange | RequestRateRange
     return RequestRateRange(float(value), distribution="constant")
 
 
-def _step_name(index: int, plan: LadderPlan, value: float, attempt: int) -> str:
+def _step_name(index: int, plan: LadderPlan, value: float) -> str:
     tag = "c" if plan.mode == "concurrency" else "r"
-    name = f"step{index:02d}-{tag}{value:g}"
+    return f"step{index:02d}-{tag}{value:g}"
+
+
+def _retry_name(name: str, attempt: int) -> str:
     return name if attempt == 0 else f"{name}-retry{attempt}"
+
+
+@dataclass(frozen=True)
+class LadderCommand:
+    """One perf_analyzer run of a ladder.
+
+    ``name`` is the stem of the raw files it writes (``<name>.csv``, ``.json``, ``.argv.json``,
+    ...); ``spec`` already points its CSV and profile export into the results folder, so
+    ``to_argv(spec)`` is exactly what perf_analyzer receives after its binary prefix.
+    ``level`` is the concurrency or request rate; ``recorded`` is False for the warm-up.
+    """
+
+    name: str
+    level: float
+    spec: PerfSpec
+    recorded: bool
+
+
+def ladder_commands(
+    spec: PerfSpec, plan: LadderPlan, results_dir: str | os.PathLike[str]
+) -> list[LadderCommand]:
+    """Every perf_analyzer run :func:`run_ladder` would make, in order, first attempts only.
+
+    The warm-up (when ``plan.warmup_s > 0``) comes first, then one run per level, including
+    levels an early stop would skip. A retry of an unstable step reuses its spec with a longer
+    window under ``<name>-retry<n>``. Pure: validates, starts nothing, writes nothing.
+    """
+    plan.validate()
+    spec.validate()
+    base = replace(
+        spec,
+        measurement_interval_ms=plan.step_window_ms,
+        max_trials=plan.max_trials,
+        stability_percentage=(
+            plan.stability_percentage if plan.stability_percentage is not None else spec.stability_percentage
+        ),
+    )
+
+    def command(name: str, level: float, step_spec: PerfSpec, recorded: bool) -> LadderCommand:
+        return LadderCommand(name, float(level), step_spec.with_files(*output_files(results_dir, name)), recorded)
+
+    commands: list[LadderCommand] = []
+    if plan.warmup_s > 0:
+        level = plan.warmup_level if plan.warmup_level is not None else plan.levels[0]
+        # Three windows that perf_analyzer accepts however they vary: a fixed, unrecorded soak.
+        warm = replace(
+            base.with_load(_load(plan, level)),
+            measurement_interval_ms=max(100, int(plan.warmup_s * 1000 / 3)),
+            stability_percentage=10_000.0,
+            max_trials=3,
+        )
+        commands.append(command(WARMUP_NAME, level, warm, recorded=False))
+    for index, value in enumerate(plan.levels, start=1):
+        commands.append(command(_step_name(index, plan, value), value, base.with_load(_load(plan, value)), True))
+    return commands
+
+
+def partial_result_of(exc: BaseException) -> RunResult | None:
+    """The :class:`RunResult` :func:`run_ladder` attached to ``exc`` before re-raising it.
+
+    Set on ``PerfError`` and ``KeyboardInterrupt`` raised once the ladder had started (it holds
+    every step measured before, already saved as ``result.json``); ``None`` for anything raised
+    before that (bad spec, unreachable server, no perf_analyzer).
+    """
+    found = getattr(exc, "partial_result", None)
+    return found if isinstance(found, RunResult) else None
 
 
 def run_ladder(
@@ -174,10 +259,12 @@ def run_ladder(
     Raises ``ConnectError`` / ``ModelNotReadyError`` before launching anything when the target is
     wrong, ``PerfError`` when perf_analyzer itself fails (``result.json`` then holds every step
     measured before, with ``stop_reason="perf_error"``). A run past ``plan.total_timeout_s`` stops
-    with ``stop_reason="timeout"`` and keeps its steps.
+    with ``stop_reason="timeout"`` and keeps its steps. A ``PerfError`` or ``KeyboardInterrupt``
+    raised mid-ladder carries the partial result in memory too: see :func:`partial_result_of`.
     """
-    plan.validate()
-    spec.validate()
+    commands = ladder_commands(spec, plan, results_dir)  # validates spec and plan
+    warmup = next((c for c in commands if not c.recorded), None)
+    steps = [c for c in commands if c.recorded]
     folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _message: None)
@@ -185,12 +272,6 @@ def run_ladder(
         check_target(spec)
     runner = runner or PerfRunner(folder, metrics_url=metrics_url, progress=progress)
     tool = runner.perf_analyzer
-    base = replace(
-        spec,
-        measurement_interval_ms=plan.step_window_ms,
-        max_trials=plan.max_trials,
-        stability_percentage=plan.stability_percentage if plan.stability_percentage is not None else spec.stability_percentage,
-    )
     result = RunResult(
         metadata=RunMetadata(
             model=spec.model,
@@ -227,34 +308,29 @@ def run_ladder(
         return result
 
     try:
-        if plan.warmup_s > 0:
-            level = plan.warmup_level if plan.warmup_level is not None else plan.levels[0]
-            say(f"warming up at {plan.mode} {level:g} for {plan.warmup_s:g} s (not recorded)")
-            # Three windows that perf_analyzer accepts however they vary: a fixed, unrecorded soak.
-            warm = replace(
-                base.with_load(_load(plan, level)),
-                measurement_interval_ms=max(100, int(plan.warmup_s * 1000 / 3)),
-                stability_percentage=10_000.0,
-                max_trials=3,
+        if warmup is not None:
+            say(f"warming up at {plan.mode} {warmup.level:g} for {plan.warmup_s:g} s (not recorded)")
+            warm_outcome = runner.run(
+                warmup.spec, warmup.name, timeout_s=min(remaining(), 60.0 + 3 * plan.warmup_s)
             )
-            warm_outcome = runner.run(warm, "warmup", timeout_s=min(remaining(), 60.0 + 3 * plan.warmup_s))
-            result.warmup = WarmupInfo(load_mode=plan.mode, load_value=float(level), duration_s=warm_outcome.duration_s)
+            result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=warm_outcome.duration_s)
             result.raw_files.extend(warm_outcome.raw_files)
         best_throughput = 0.0
         flat_steps = 0
         command: list[str] = []
-        for index, value in enumerate(plan.levels, start=1):
+        for index, planned in enumerate(steps, start=1):
+            value = planned.level
             window_ms: float = plan.step_window_ms
             step: StepResult | None = None
             for attempt in range(plan.unstable_retries + 1):
                 if remaining() <= 0:
                     return finish(STOP_TIMEOUT)
-                step_spec = replace(base.with_load(_load(plan, value)), measurement_interval_ms=int(window_ms))
-                say(f"step {index}/{len(plan.levels)}: {plan.mode} {value:g}"
+                step_spec = replace(planned.spec, measurement_interval_ms=int(window_ms))
+                say(f"step {index}/{len(steps)}: {plan.mode} {value:g}"
                     + (f" (retry {attempt}, {window_ms:g} ms windows)" if attempt else ""))
                 try:
                     outcome = runner.run(
-                        step_spec, _step_name(index, plan, value, attempt),
+                        step_spec, _retry_name(planned.name, attempt),
                         timeout_s=min(remaining(), plan.step_budget_s(window_ms)),
                     )
                 except PerfTimeoutError:
@@ -262,7 +338,7 @@ def run_ladder(
                         return finish(STOP_TIMEOUT)
                     raise
                 command = outcome.argv
-                step = next((s for s in outcome.steps if s.load_value == float(value)), None)
+                step = next((s for s in outcome.steps if s.load_value == value), None)
                 if step is None:
                     raise PerfError(f"perf_analyzer reported no step for {plan.mode} {value:g}")
                 step.attempts = attempt + 1
@@ -293,19 +369,19 @@ def run_ladder(
             gain = plan.plateau_gain
             if gain is not None and best_throughput > 0 and throughput < best_throughput * (1.0 + gain):
                 flat_steps += 1
-                if flat_steps >= plan.plateau_patience and index < len(plan.levels):
+                if flat_steps >= plan.plateau_patience and index < len(steps):
                     say(f"  throughput stopped rising ({throughput:.1f} vs best {best_throughput:.1f} infer/s)")
                     return finish(STOP_PLATEAU)
             else:
                 flat_steps = 0
             best_throughput = max(best_throughput, throughput)
         return finish(STOP_COMPLETED)
-    except KeyboardInterrupt:
-        finish(STOP_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        exc.partial_result = finish(STOP_INTERRUPTED)  # type: ignore[attr-defined]
         raise
     except PerfError as exc:
         result.extra["error"] = str(exc)
-        finish(STOP_PERF_ERROR)
+        exc.partial_result = finish(STOP_PERF_ERROR)  # type: ignore[attr-defined]
         exc.message = f"{exc.message} (steps measured so far are in {result_path})"
         raise
 

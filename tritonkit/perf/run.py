@@ -31,12 +31,18 @@ from typing import Any
 from tritonkit.errors import ConfigError, MissingComponentError, PerfError, TritonKitError
 from tritonkit.perf.compare import save_baseline
 from tritonkit.perf.install import PerfAnalyzerInstall, locate_perf_analyzer
-from tritonkit.perf.ladder import LadderPlan, default_results_dir, run_ladder
+from tritonkit.perf.ladder import (
+    LadderPlan,
+    default_results_dir,
+    ladder_commands,
+    partial_result_of,
+    run_ladder,
+)
 from tritonkit.perf.report import ReportFiles, write_report
 from tritonkit.perf.result import RunMetadata, RunResult, StepResult
 from tritonkit.perf.runner import PerfRunner, RunOutcome, check_target, utc_now
 from tritonkit.perf.sla import SLA
-from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange, to_argv
+from tritonkit.perf.spec import PerfSpec, to_argv
 from tritonkit.perf.verdict import (
     EXIT_PASS,
     EXIT_UNMEASURED,
@@ -191,61 +197,23 @@ class _ObservedRunner(PerfRunner):
 # --------------------------------------------------------------------------- dry run
 
 
-def _load_for(plan: LadderPlan, value: float) -> ConcurrencyRange | RequestRateRange:
-    if plan.mode == "concurrency":
-        return ConcurrencyRange(int(value))
-    if plan.request_distribution == "poisson":
-        return RequestRateRange(float(value), distribution="poisson")
-    return RequestRateRange(float(value), distribution="constant")
-
-
-def _step_name(index: int, plan: LadderPlan, value: float) -> str:
-    # WAR: mirrors tritonkit.perf.ladder's private step naming so --dry-run shows the exact
-    # files; test_perf_cli checks the two agree against a real run's .argv.json files.
-    tag = "c" if plan.mode == "concurrency" else "r"
-    return f"step{index:02d}-{tag}{value:g}"
-
-
 def planned_commands(
     spec: PerfSpec,
     plan: LadderPlan,
     results_dir: str | os.PathLike[str],
     perf_analyzer: PerfAnalyzerInstall | None = None,
 ) -> list[PlannedCommand]:
-    """The perf_analyzer argv of every step the ladder would run (first attempts), in order.
+    """The perf_analyzer argv of every run the ladder would make (first attempts), in order.
 
     Pure apart from locating perf_analyzer; starts nothing and writes nothing. The warm-up is
-    listed (``recorded=False``) as its level and window; steps past an early stop are included.
+    listed (``recorded=False``); steps past an early stop are included. Built on
+    :func:`~tritonkit.perf.ladder.ladder_commands`, the same list the ladder runs.
     """
-    plan.validate()
-    spec.validate()
     prefix = list(perf_analyzer.argv) if perf_analyzer else ["perf_analyzer"]
-    folder = Path(results_dir)
-    base = replace(
-        spec,
-        measurement_interval_ms=plan.step_window_ms,
-        max_trials=plan.max_trials,
-        stability_percentage=(
-            plan.stability_percentage if plan.stability_percentage is not None else spec.stability_percentage
-        ),
-    )
-    commands: list[PlannedCommand] = []
-    if plan.warmup_s > 0:
-        level = plan.warmup_level if plan.warmup_level is not None else plan.levels[0]
-        warm = replace(
-            base.with_load(_load_for(plan, level)),
-            measurement_interval_ms=max(100, int(plan.warmup_s * 1000 / 3)),
-            stability_percentage=10_000.0,
-            max_trials=3,
-        ).with_files(folder / "warmup.csv", folder / "warmup.json")
-        commands.append(PlannedCommand("warmup", [*prefix, *to_argv(warm)], recorded=False))
-    for index, value in enumerate(plan.levels, start=1):
-        name = _step_name(index, plan, value)
-        step_spec = base.with_load(_load_for(plan, value)).with_files(
-            folder / f"{name}.csv", folder / f"{name}.json"
-        )
-        commands.append(PlannedCommand(name, [*prefix, *to_argv(step_spec)], recorded=True))
-    return commands
+    return [
+        PlannedCommand(c.name, [*prefix, *to_argv(c.spec)], recorded=c.recorded)
+        for c in ladder_commands(spec, plan, results_dir)
+    ]
 
 
 # --------------------------------------------------------------------------- resume / merge
@@ -430,11 +398,11 @@ def run_perf(
             progress=progress,
         )
     except (PerfError, MissingComponentError) as exc:
-        # The ladder saved every step measured before the failure; read them back.
+        # The ladder hands back every step measured before the failure (also saved on disk).
         error = exc
-        result = _saved_or_empty(ladder_dir, spec)
-    except KeyboardInterrupt:
-        partial = _saved_or_empty(ladder_dir, spec)
+        result = partial_result_of(exc) or _empty_result(spec)
+    except KeyboardInterrupt as exc:
+        partial = partial_result_of(exc) or _empty_result(spec)
         merged = _combine(previous, partial, ladder_dir.name) if previous is not None else partial
         _finish(merged, folder, sla, baseline_root=None, error=None, resumed_steps=resumed_steps, notes=notes)
         raise
@@ -451,10 +419,8 @@ def run_perf(
     )
 
 
-def _saved_or_empty(folder: Path, spec: PerfSpec) -> RunResult:
-    path = folder / "result.json"
-    if path.is_file():
-        return RunResult.load(path)
+def _empty_result(spec: PerfSpec) -> RunResult:
+    """The result of a ladder that failed before it measured or saved anything."""
     return RunResult(
         RunMetadata(model=spec.model, url=spec.url, protocol=spec.protocol, started_utc=utc_now()),
         stop_reason="perf_error",

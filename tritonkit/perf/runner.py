@@ -53,6 +53,7 @@ __all__ = [
     "PerfRunner",
     "RunOutcome",
     "check_target",
+    "output_files",
     "utc_now",
 ]
 
@@ -65,6 +66,12 @@ _POLL_S = 0.1
 _KILL_GRACE_S = 3.0
 
 Progress = Callable[[str], None]
+
+
+def output_files(results_dir: str | os.PathLike[str], name: str) -> tuple[Path, Path]:
+    """The CSV and profile-export paths that run ``name`` writes into ``results_dir``."""
+    folder = Path(results_dir)
+    return folder / f"{name}.csv", folder / f"{name}.json"
 
 
 def utc_now() -> str:
@@ -231,8 +238,7 @@ class PerfRunner:
         the files written so far stay). The CSV / export paths in ``spec`` are replaced by the
         folder's own.
         """
-        csv_path = self.results_dir / f"{name}.csv"
-        export_path = self.results_dir / f"{name}.json"
+        csv_path, export_path = output_files(self.results_dir, name)
         stdout_path = self.results_dir / f"{name}.stdout"
         stderr_path = self.results_dir / f"{name}.stderr"
         for stale in (csv_path, export_path):
