@@ -22,7 +22,7 @@ __all__ = ["DEFAULT_DEMO_LEVELS", "DEFAULT_DEMO_MODEL", "DEFAULT_DEMO_SLA", "Dem
 DEFAULT_DEMO_MODEL = "demo_mlp"
 #: Interactive-service SLA for a small CPU model: tail latency bounded, no failed request.
 DEFAULT_DEMO_SLA = "p99<=50ms,errors==0"
-DEFAULT_DEMO_LEVELS = (1, 2, 4, 8)
+DEFAULT_DEMO_LEVELS = (1, 2, 4, 8, 16)
 
 
 @dataclass
@@ -40,7 +40,7 @@ def run_demo(
     results_root: Path = Path("results"),
     sla: str = DEFAULT_DEMO_SLA,
     levels: tuple[int, ...] = DEFAULT_DEMO_LEVELS,
-    duration_s: float = 3.0,
+    duration_s: float = 6.0,
     warmup_s: float = 2.0,
     batch_window: str = "5ms",
     progress: Callable[[str], None] | None = None,

@@ -20,7 +20,7 @@ from tritonkit.perf import levels_from_text
 @click.option("--sla", "sla_text", default=DEFAULT_DEMO_SLA, show_default=True, help="SLA to judge against.")
 @click.option("--concurrency", default=",".join(str(n) for n in DEFAULT_DEMO_LEVELS), show_default=True,
               help="Concurrency levels of the ladder.")
-@click.option("--duration-s", type=float, default=3.0, show_default=True, help="Measuring time per step.")
+@click.option("--duration-s", type=float, default=6.0, show_default=True, help="Measuring time per step.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, duration_s: float, as_json: bool) -> None:
     """Build the default ONNX model, serve it, load-test it with perf_analyzer, print the SLA verdict.
