@@ -10,41 +10,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.support.pymodels import write_add_sub, write_python_model
+from tests.support.client_models import write_counter
+from tests.support.pymodels import write_add_sub
 from tritonkit.cli import main
 from tritonkit.server import TritonServer, free_ports
-
-TOKENS_CONFIG = """
-name: "tokens"
-backend: "python"
-max_batch_size: 0
-model_transaction_policy { decoupled: true }
-input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
-TOKENS_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        for request in requests:
-            n = int(pb_utils.get_input_tensor_by_name(request, "N").as_numpy()[0])
-            sender = request.get_response_sender()
-            for i in range(n):
-                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("I", np.array([i], dtype=np.int32))]))
-            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        return None
-"""
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_cli_repo")
     write_add_sub(repo)
-    write_python_model(repo, "tokens", config_pbtxt=TOKENS_CONFIG, model_py=TOKENS_PY)
+    write_counter(repo, "tokens")
     with TritonServer(repo) as started:
         yield started
 

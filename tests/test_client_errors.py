@@ -36,24 +36,17 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", delay_ms)]))
         return out
 """
-SLOW_CONFIG = """
-name: "slow"
+SLEEP_CONFIG = """
+name: "{name}"
 backend: "python"
-max_batch_size: 0
-input [ { name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
+max_batch_size: {max_batch_size}
+input [ {{ name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+{extra}
 """
 # One instance, at most one request waiting: the rest are refused (queue policy REJECT).
-QUEUE_CONFIG = """
-name: "queue1"
-backend: "python"
-max_batch_size: 1
-input [ { name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-dynamic_batching { default_queue_policy { max_queue_size: 1 timeout_action: REJECT } }
-"""
+QUEUE_POLICY = "dynamic_batching { default_queue_policy { max_queue_size: 1 timeout_action: REJECT } }"
 BOOM_CONFIG = """
 name: "boom"
 backend: "python"
@@ -78,8 +71,10 @@ class TritonPythonModel:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_errors_repo")
-    write_python_model(repo, "slow", config_pbtxt=SLOW_CONFIG, model_py=SLEEP_PY)
-    write_python_model(repo, "queue1", config_pbtxt=QUEUE_CONFIG, model_py=SLEEP_PY)
+    slow = SLEEP_CONFIG.format(name="slow", max_batch_size=0, extra="")
+    queue1 = SLEEP_CONFIG.format(name="queue1", max_batch_size=1, extra=QUEUE_POLICY)
+    write_python_model(repo, "slow", config_pbtxt=slow, model_py=SLEEP_PY)
+    write_python_model(repo, "queue1", config_pbtxt=queue1, model_py=SLEEP_PY)
     write_python_model(repo, "boom", config_pbtxt=BOOM_CONFIG, model_py=BOOM_PY)
     with TritonServer(repo) as started:
         yield started

@@ -12,6 +12,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 import tritonkit.client as client_pkg
+from tests.support.client_models import write_counter
 from tests.support.pymodels import write_add_sub, write_python_model
 from tritonkit.client import AsyncClient, Client, ModelSpec
 from tritonkit.errors import ClientError, ConfigError, InvalidInputError
@@ -42,35 +43,13 @@ class TritonPythonModel:
         return out
 """
 
-DECOUPLED_CONFIG = """
-name: "tokens"
-backend: "python"
-max_batch_size: 0
-model_transaction_policy { decoupled: true }
-input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
-DECOUPLED_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        for request in requests:
-            sender = request.get_response_sender()
-            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        return None
-"""
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_infer_repo")
     write_add_sub(repo)
     write_python_model(repo, "inspect", config_pbtxt=INSPECT_CONFIG, model_py=INSPECT_PY)
-    write_python_model(repo, "tokens", config_pbtxt=DECOUPLED_CONFIG, model_py=DECOUPLED_PY)
+    write_counter(repo, "tokens")  # decoupled: unary infer must refuse it
     with TritonServer(repo) as started:
         yield started
 

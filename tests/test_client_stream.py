@@ -11,51 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.client_models import write_counter
 from tests.support.pymodels import write_add_sub, write_python_model
 from tritonkit.client import AsyncClient, Client
 from tritonkit.errors import DeadlineExceededError, InvalidInputError, ServerSideError
 from tritonkit.server import TritonServer
 
-# Sends N responses (I = 0..N-1), DELAY_MS apart, then the final flag alone. When the
-# client cancels, it stops and touches the file named by the request parameter "marker".
-COUNTER_CONFIG = """
-name: "counter"
-backend: "python"
-max_batch_size: 0
-model_transaction_policy { decoupled: true }
-input [
-  { name: "N" data_type: TYPE_INT32 dims: [ 1 ] },
-  { name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] optional: true }
-]
-output [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 2 kind: KIND_CPU } ]
-"""
-COUNTER_PY = """
-import json
-import pathlib
-import time
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        for request in requests:
-            n = int(pb_utils.get_input_tensor_by_name(request, "N").as_numpy()[0])
-            delay = pb_utils.get_input_tensor_by_name(request, "DELAY_MS")
-            delay_s = 0.0 if delay is None else float(delay.as_numpy()[0]) / 1000.0
-            marker = json.loads(request.parameters() or "{}").get("marker")
-            sender = request.get_response_sender()
-            for i in range(n):
-                if sender.is_cancelled():
-                    if marker:
-                        pathlib.Path(marker).write_text(str(i))
-                    break
-                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("I", np.array([i], dtype=np.int32))]))
-                time.sleep(delay_s)
-            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        return None
-"""
 # A decoupled model that fails in-band on its first response.
 FAULTY_CONFIG = """
 name: "faulty"
@@ -85,7 +46,7 @@ class TritonPythonModel:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_stream_repo")
-    write_python_model(repo, "counter", config_pbtxt=COUNTER_CONFIG, model_py=COUNTER_PY)
+    write_counter(repo, "counter", instances=2)
     write_python_model(repo, "faulty", config_pbtxt=FAULTY_CONFIG, model_py=FAULTY_PY)
     write_add_sub(repo)
     with TritonServer(repo) as started:

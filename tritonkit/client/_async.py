@@ -9,35 +9,28 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-import numpy as np
 import tritonclient.grpc.aio as aioclient
-from tritonclient.utils import InferenceServerException
 
 from tritonkit.client._base import (
-    DEFAULT_SHM_THRESHOLD_BYTES,
-    DEFAULT_TIMEOUT_S,
     PROBE_TIMEOUT_S,
+    RPC_ERRORS,
     UNSET,
+    Array,
     ClientBase,
+    ReadyWait,
+    ShmUnusable,
     Unset,
 )
-from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of, translate
+from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of
 from tritonkit.client._model import ModelSpec
-from tritonkit.client._request import PreparedRequest, decode_response, is_final_response, prepare_request
+from tritonkit.client._request import PreparedRequest, decode_response, is_final_response
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._shm import Segment, SharedMemoryMode
-from tritonkit.client._sync import _raise_not_ready
 from tritonkit.errors import ClientError, ServerSideError
 
 __all__ = ["AsyncClient", "AsyncResponseStream"]
 
 T = TypeVar("T")
-Array = np.ndarray[Any, Any]
-_RPC_ERRORS = (InferenceServerException, grpc.RpcError)
-
-
-class _ShmUnusable(Exception):
-    """The server refused a registration in "auto" mode: resend the request in-band."""
 
 
 class AsyncClient(ClientBase):
@@ -52,24 +45,7 @@ class AsyncClient(ClientBase):
     in flight at once. Cancelling a task cancels its gRPC call.
     """
 
-    def __init__(
-        self,
-        url: str = "127.0.0.1:8001",
-        *,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = None,
-        shared_memory: SharedMemoryMode = "auto",
-        shm_threshold_bytes: int = DEFAULT_SHM_THRESHOLD_BYTES,
-        reconnect_backoff_max_s: float = 1.0,
-    ) -> None:
-        super().__init__(
-            url,
-            timeout_s=timeout_s,
-            retry=retry,
-            shared_memory=shared_memory,
-            shm_threshold_bytes=shm_threshold_bytes,
-            reconnect_backoff_max_s=reconnect_backoff_max_s,
-        )
+    def _open_io(self) -> None:
         # Created on first use, inside the event loop that will drive it.
         self._tc_aio: aioclient.InferenceServerClient | None = None
         self._streams: weakref.WeakSet[AsyncResponseStream] = weakref.WeakSet()
@@ -106,50 +82,23 @@ class AsyncClient(ClientBase):
 
     # ---- errors ----------------------------------------------------------
     async def _probe(self, model: str | None, version: str, deadline: Deadline) -> UnavailableCause:
-        # At least 0.1 s even when the deadline is spent: a refused connection answers in
-        # about a millisecond, and a starved probe would call it "overloaded".
-        timeout = max(0.1, deadline.cap(PROBE_TIMEOUT_S))
+        timeout = self._probe_timeout_s(deadline)
         try:
             if model is None:
                 await self._tc.is_server_live(client_timeout=timeout)
                 return cause_from_probe(reachable=True, model_ready=None)
             ready = bool(await self._tc.is_model_ready(model, version, client_timeout=timeout))
             return cause_from_probe(reachable=True, model_ready=ready)
-        except _RPC_ERRORS as exc:
-            return cause_from_probe(
-                reachable=status_of(exc) is not grpc.StatusCode.UNAVAILABLE, model_ready=None
-            )
+        except RPC_ERRORS as exc:
+            return self._unreachable_cause(exc)
 
     async def _translate(
         self, exc: BaseException, *, model: str | None, version: str, operation: str, deadline: Deadline
     ) -> ClientError:
-        self._forget_if_stale(exc, model, version)
-        cause = None
-        if status_of(exc) is grpc.StatusCode.UNAVAILABLE:
-            cause = await self._probe(model, version, deadline)
-        return translate(
-            exc, url=self.url, model=model, operation=operation, cause=cause, timeout_s=deadline.timeout_s
+        cause = (
+            await self._probe(model, version, deadline) if self._needs_probe(exc, model, version) else None
         )
-
-    async def _after_failure(
-        self,
-        exc: BaseException,
-        *,
-        attempt: int,
-        model: str | None,
-        version: str,
-        operation: str,
-        deadline: Deadline,
-        retry: RetryPolicy | None,
-    ) -> float:
-        """Translate a failed attempt; raise it, or return how long to wait before the next one."""
-        error = await self._translate(
-            exc, model=model, version=version, operation=operation, deadline=deadline
-        )
-        delay = self._retry_delay_s(retry, attempt, exc, deadline)
-        if delay is None:
-            raise self._gave_up(error, attempt) from exc
-        return delay
+        return self._translated(exc, model=model, operation=operation, cause=cause, deadline=deadline)
 
     async def _call(
         self,
@@ -161,6 +110,7 @@ class AsyncClient(ClientBase):
         deadline: Deadline,
         retry: RetryPolicy | None,
     ) -> T:
+        """Run ``fn`` (one attempt), translating failures and retrying what the policy allows."""
         attempt = 0
         while True:
             attempt += 1
@@ -168,23 +118,12 @@ class AsyncClient(ClientBase):
                 raise self._expired(deadline, operation, model)
             try:
                 return await fn()
-            except _RPC_ERRORS as exc:
-                delay = await self._after_failure(
-                    exc,
-                    attempt=attempt,
-                    model=model,
-                    version=version,
-                    operation=operation,
-                    deadline=deadline,
-                    retry=retry,
+            except RPC_ERRORS as exc:
+                error = await self._translate(
+                    exc, model=model, version=version, operation=operation, deadline=deadline
                 )
+                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=retry, deadline=deadline)
             await asyncio.sleep(delay)
-
-    def _timeout(self, deadline: Deadline, operation: str, model: str | None) -> float | None:
-        left = deadline.remaining_s()
-        if left is not None and left <= 0:
-            raise self._expired(deadline, operation, model)
-        return left
 
     # ---- model metadata --------------------------------------------------
     async def _spec_once(self, model: str, version: str, deadline: Deadline) -> ModelSpec:
@@ -203,8 +142,7 @@ class AsyncClient(ClientBase):
                 config = await self._tc.get_model_config(
                     model, version, client_timeout=self._timeout(deadline, "model config", model)
                 )
-                spec = ModelSpec.from_server(metadata, config.config)
-                self._specs[key] = spec
+                spec = self._remember_spec(model, version, metadata, config)
         return spec
 
     async def model_spec(
@@ -256,59 +194,48 @@ class AsyncClient(ClientBase):
                 raise self._expired(deadline, "infer", model)
             try:
                 spec = self._specs.get((model, version)) or await self._spec_once(model, version, deadline)
-                if spec.decoupled:
-                    raise self._decoupled_error(spec)
-                prepared = prepare_request(
+                prepared = self._request(
                     spec,
                     inputs,
+                    version=version,
                     outputs=outputs,
                     request_id=request_id,
                     priority=priority,
                     parameters=parameters,
                     server_timeout_us=server_timeout_us,
-                    shm_threshold_bytes=self._threshold(shared_memory),
-                    model_version=version,
+                    shared_memory=shared_memory,
                 )
                 if prepared.shm is None:
-                    result = await self._tc.infer(
-                        **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", model)
-                    )
-                    return decode_response(result.get_response(), model=model)
-                try:
-                    strict = (shared_memory or self.shared_memory) == "always"
-                    return await self._send_shm(prepared, deadline, strict=strict)
-                except _ShmUnusable:
-                    prepared = self._prepare(
-                        spec,
-                        inputs,
-                        version=version,
-                        outputs=outputs,
-                        request_id=request_id,
-                        priority=priority,
-                        parameters=parameters,
-                        server_timeout_us=server_timeout_us,
-                        threshold=None,
-                        streaming=False,
-                    )
                     return await self._send(prepared, deadline)
-            except _RPC_ERRORS as exc:
-                delay = await self._after_failure(
-                    exc,
-                    attempt=attempt,
-                    model=model,
-                    version=version,
-                    operation="infer",
-                    deadline=deadline,
-                    retry=policy,
+                try:
+                    return await self._send_shm(prepared, deadline, strict=self._strict_shm(shared_memory))
+                except ShmUnusable:
+                    return await self._send(prepared.in_band(), deadline)
+            except RPC_ERRORS as exc:
+                error = await self._translate(
+                    exc, model=model, version=version, operation="infer", deadline=deadline
                 )
+                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline)
             await asyncio.sleep(delay)
 
-    async def _send(self, prepared: PreparedRequest, deadline: Deadline) -> dict[str, Array]:
+    async def _send(
+        self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
+    ) -> dict[str, Array]:
         model = prepared.spec.name
+        # Keywords spelled out, not **send_kwargs(): building and unpacking a dict per
+        # call costs about a microsecond on the hot path.
         result = await self._tc.infer(
-            **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", model)
+            model,
+            prepared.inputs,
+            model_version=prepared.model_version,
+            outputs=prepared.outputs,
+            request_id=prepared.request_id,
+            priority=prepared.priority,
+            timeout=prepared.server_timeout_us,
+            parameters=prepared.parameters,
+            client_timeout=self._timeout(deadline, "infer", model),
         )
-        return decode_response(result.get_response(), model=model)
+        return decode_response(result.get_response(), segment=segment, model=model)
 
     async def _send_shm(
         self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool
@@ -330,19 +257,12 @@ class AsyncClient(ClientBase):
                     plan.byte_size,
                     client_timeout=self._timeout(deadline, "infer", model),
                 )
-            except _RPC_ERRORS as exc:
-                if strict or status_of(exc) in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                ):
+            except RPC_ERRORS as exc:
+                if not self._registration_refused(exc, strict=strict):
                     raise
                 maybe_registered = False  # the server refused it outright
-                self._shm_refused_by_server(str(status_of(exc)))
-                raise _ShmUnusable from exc
-            result = await self._tc.infer(
-                **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", model)
-            )
-            return decode_response(result.get_response(), segment=segment, model=model)
+                raise ShmUnusable from exc
+            return await self._send(prepared, deadline, segment)
         finally:
             # Local segment first, synchronously: it must never outlive the call, even
             # when the task is cancelled.
@@ -357,7 +277,7 @@ class AsyncClient(ClientBase):
             await self._tc.unregister_system_shared_memory(
                 region, client_timeout=max(0.05, deadline.cap(PROBE_TIMEOUT_S))
             )
-        except _RPC_ERRORS:
+        except RPC_ERRORS:
             # WAR: tritonserver 2.51 may refuse for a moment after the reply ("currently in
             # use"); the name stays pending and is retried later.
             return
@@ -370,7 +290,7 @@ class AsyncClient(ClientBase):
                 await self._tc.unregister_system_shared_memory(
                     name, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
                 )
-            except _RPC_ERRORS as exc:
+            except RPC_ERRORS as exc:
                 if status_of(exc) is grpc.StatusCode.UNAVAILABLE:
                     return  # the server is gone, and its registrations with it
                 if final and not deadline.expired():
@@ -380,7 +300,7 @@ class AsyncClient(ClientBase):
                             name, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
                         )
                         continue
-                    except _RPC_ERRORS:
+                    except RPC_ERRORS:
                         pass
                 if not final:
                     for rest in names[index:]:
@@ -432,7 +352,7 @@ class AsyncClient(ClientBase):
         self._check_open()
         try:
             return bool(await self._tc.is_server_live(client_timeout=timeout_s))
-        except _RPC_ERRORS:
+        except RPC_ERRORS:
             return False
 
     async def is_ready(
@@ -444,7 +364,7 @@ class AsyncClient(ClientBase):
             if model is None:
                 return bool(await self._tc.is_server_ready(client_timeout=timeout_s))
             return bool(await self._tc.is_model_ready(model, version, client_timeout=timeout_s))
-        except _RPC_ERRORS:
+        except RPC_ERRORS:
             return False
 
     async def wait_until_ready(
@@ -452,31 +372,23 @@ class AsyncClient(ClientBase):
     ) -> None:
         """Wait until the server (and ``model``, if given) is ready; errors as ``Client.wait_until_ready``."""
         self._check_open()
-        deadline = Deadline(timeout_s)
-        reached = False
-        server_ready = False
-        last: BaseException | None = None
+        wait = ReadyWait(self.url, timeout_s, model)
         while True:
             try:
-                server_ready = bool(
-                    await self._tc.is_server_ready(client_timeout=deadline.cap(PROBE_TIMEOUT_S))
+                wait.server_ready = bool(
+                    await self._tc.is_server_ready(client_timeout=wait.probe_timeout_s())
                 )
-                reached = True
-                if server_ready and (
+                wait.reached = True
+                if wait.server_ready and (
                     model is None
-                    or await self._tc.is_model_ready(
-                        model, version, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
-                    )
+                    or await self._tc.is_model_ready(model, version, client_timeout=wait.probe_timeout_s())
                 ):
                     return
-            except _RPC_ERRORS as exc:
-                last = exc
-                if status_of(exc) is not grpc.StatusCode.UNAVAILABLE:
-                    reached = True
-            if deadline.expired():
-                break
-            await asyncio.sleep(deadline.cap(poll_interval_s))
-        _raise_not_ready(self.url, timeout_s, model, reached=reached, server_ready=server_ready, last=last)
+            except RPC_ERRORS as exc:
+                wait.failed(exc)
+            if wait.deadline.expired():
+                raise wait.error() from wait.last
+            await asyncio.sleep(wait.deadline.cap(poll_interval_s))
 
 
 class AsyncResponseStream:
@@ -520,7 +432,7 @@ class AsyncResponseStream:
             version=self._version,
             timeout_s=self._deadline.timeout_s or client.timeout_s,
         )
-        prepared = client._prepare(
+        prepared = client._stream_request(
             spec,
             self._inputs,
             version=self._version,
@@ -528,9 +440,6 @@ class AsyncResponseStream:
             request_id=self._request_id,
             priority=self._priority,
             parameters=self._parameters,
-            server_timeout_us=None,
-            threshold=None,
-            streaming=True,
         )
         request = {**prepared.send_kwargs(), "enable_empty_final_response": True}
 
@@ -574,7 +483,7 @@ class AsyncResponseStream:
                         raise StopAsyncIteration
                 if outputs:
                     return outputs
-        except _RPC_ERRORS as exc:
+        except RPC_ERRORS as exc:
             self._cancel()
             raise await self._client._translate(
                 exc, model=self._model, version=self._version, operation="stream", deadline=self._deadline

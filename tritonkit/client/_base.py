@@ -9,20 +9,34 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
+import numpy as np
 from tritonclient.grpc import KeepAliveOptions
+from tritonclient.utils import InferenceServerException
 
-from tritonkit.client._errors import status_of
+from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of, translate
 from tritonkit.client._model import ModelSpec
 from tritonkit.client._request import PreparedRequest, prepare_request
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._shm import PendingUnregister, SharedMemoryMode, is_local_url
-from tritonkit.errors import ClientError, ConfigError, DeadlineExceededError, InvalidInputError
+from tritonkit.errors import (
+    ClientError,
+    ConfigError,
+    ConnectError,
+    DeadlineExceededError,
+    InvalidInputError,
+    ModelNotReadyError,
+)
 
 __all__ = [
     "DEFAULT_SHM_THRESHOLD_BYTES",
     "DEFAULT_TIMEOUT_S",
+    "PROBE_TIMEOUT_S",
+    "RPC_ERRORS",
     "UNSET",
+    "Array",
     "ClientBase",
+    "ReadyWait",
+    "ShmUnusable",
     "Unset",
     "normalize_url",
 ]
@@ -38,6 +52,14 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_SHM_THRESHOLD_BYTES = 1 << 20
 #: How long a follow-up health probe may take when resolving an UNAVAILABLE status.
 PROBE_TIMEOUT_S = 1.0
+
+Array = np.ndarray[Any, Any]
+#: What a tritonclient call raises: its own exception (sync) or gRPC's (asyncio).
+RPC_ERRORS = (InferenceServerException, grpc.RpcError)
+
+
+class ShmUnusable(Exception):
+    """The server refused a registration in "auto" mode: resend the request in-band."""
 
 
 class Unset(enum.Enum):
@@ -96,17 +118,21 @@ def channel_args(reconnect_backoff_max_s: float) -> list[tuple[str, Any]]:
 
 
 class ClientBase:
-    """Configuration, model cache and retry arithmetic shared by ``Client`` and ``AsyncClient``."""
+    """Configuration, model cache, request building and retry arithmetic shared by both clients.
+
+    Subclasses add the I/O: ``_open_io`` (called at the end of ``__init__``)
+    and the methods that call tritonclient.
+    """
 
     def __init__(
         self,
-        url: str,
+        url: str = "127.0.0.1:8001",
         *,
-        timeout_s: float | None,
-        retry: RetryPolicy | None,
-        shared_memory: SharedMemoryMode,
-        shm_threshold_bytes: int,
-        reconnect_backoff_max_s: float,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy | None = None,
+        shared_memory: SharedMemoryMode = "auto",
+        shm_threshold_bytes: int = DEFAULT_SHM_THRESHOLD_BYTES,
+        reconnect_backoff_max_s: float = 1.0,
     ) -> None:
         self.url = normalize_url(url)
         if timeout_s is not None and timeout_s <= 0:
@@ -130,6 +156,11 @@ class ClientBase:
         # Set when the server refused a registration in "auto" mode (e.g. it runs in
         # a container with its own /dev/shm): from then on tensors travel in-band.
         self._shm_refused: str | None = None
+        self._open_io()
+
+    def _open_io(self) -> None:
+        """Set up what the subclass's I/O needs (channel, stream registry, locks)."""
+        raise NotImplementedError
 
     # ---- state -----------------------------------------------------------
     @property
@@ -147,6 +178,13 @@ class ClientBase:
     def _deadline(self, timeout_s: float | None | Unset) -> Deadline:
         return Deadline(self.timeout_s if timeout_s is UNSET else timeout_s)
 
+    def _timeout(self, deadline: Deadline, operation: str, model: str | None) -> float | None:
+        """What is left of ``deadline`` for the next RPC; expired: raise rather than send."""
+        left = deadline.remaining_s()
+        if left is not None and left <= 0:
+            raise self._expired(deadline, operation, model)
+        return left
+
     def _retry_policy(self, retry: RetryPolicy | None | Unset) -> RetryPolicy | None:
         return self.retry if retry is UNSET else retry
 
@@ -161,8 +199,19 @@ class ClientBase:
             return None
         return self.shm_threshold_bytes
 
+    def _strict_shm(self, shared_memory: SharedMemoryMode | None) -> bool:
+        """True when a refused registration is an error rather than a reason to send in-band."""
+        return (shared_memory or self.shared_memory) == "always"
+
+    # ---- model metadata --------------------------------------------------
+    def _remember_spec(self, model: str, version: str, metadata: Any, config: Any) -> ModelSpec:
+        """Cache the spec built from a ``get_model_metadata`` and ``get_model_config`` reply."""
+        spec = ModelSpec.from_server(metadata, config.config)
+        self._specs[(model, version)] = spec
+        return spec
+
     # ---- requests --------------------------------------------------------
-    def _prepare(
+    def _request(
         self,
         spec: ModelSpec,
         inputs: Mapping[str, Any],
@@ -173,10 +222,10 @@ class ClientBase:
         priority: int,
         parameters: Mapping[str, Any] | None,
         server_timeout_us: int | None,
-        threshold: int | None,
-        streaming: bool,
+        shared_memory: SharedMemoryMode | None,
     ) -> PreparedRequest:
-        if spec.decoupled and not streaming:
+        """A checked unary request; large tensors in shared memory where the mode allows."""
+        if spec.decoupled:
             raise self._decoupled_error(spec)
         return prepare_request(
             spec,
@@ -186,7 +235,31 @@ class ClientBase:
             priority=priority,
             parameters=parameters,
             server_timeout_us=server_timeout_us,
-            shm_threshold_bytes=None if streaming else threshold,
+            shm_threshold_bytes=self._threshold(shared_memory),
+            model_version=version,
+        )
+
+    @staticmethod
+    def _stream_request(
+        spec: ModelSpec,
+        inputs: Mapping[str, Any],
+        *,
+        version: str,
+        outputs: Sequence[str] | None,
+        request_id: str,
+        priority: int,
+        parameters: Mapping[str, Any] | None,
+    ) -> PreparedRequest:
+        """A checked streaming request: every tensor in the message (a stream outlives a segment)."""
+        return prepare_request(
+            spec,
+            inputs,
+            outputs=outputs,
+            request_id=request_id,
+            priority=priority,
+            parameters=parameters,
+            server_timeout_us=None,
+            shm_threshold_bytes=None,
             model_version=version,
         )
 
@@ -199,14 +272,73 @@ class ClientBase:
             hint="use client.stream(model, inputs) and iterate over the responses",
         )
 
-    def _forget_if_stale(self, exc: BaseException, model: str | None, version: str) -> None:
+    # ---- shared memory ---------------------------------------------------
+    def _registration_refused(self, exc: BaseException, *, strict: bool) -> bool:
+        """True when a failed registration means "send in-band from now on" rather than an error.
+
+        Never in "always" mode, and never for an unreachable server or a spent
+        deadline: those are the call's failure, not the server's refusal.
+        """
+        status = status_of(exc)
+        if strict or status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return False
+        if self._shm_refused is None:
+            log.warning(
+                "server %s refused a system shared memory registration (%s); sending tensors in-band from now on",
+                self.url,
+                status,
+            )
+        self._shm_refused = str(status)
+        return True
+
+    # ---- errors and retries ----------------------------------------------
+    @staticmethod
+    def _probe_timeout_s(deadline: Deadline) -> float:
+        # At least 0.1 s even when the deadline is spent: a refused connection answers in
+        # about a millisecond, and a starved probe would call it "overloaded".
+        return max(0.1, deadline.cap(PROBE_TIMEOUT_S))
+
+    @staticmethod
+    def _unreachable_cause(exc: BaseException) -> UnavailableCause:
+        """What a failed probe says about why the call was UNAVAILABLE."""
+        return cause_from_probe(reachable=status_of(exc) is not grpc.StatusCode.UNAVAILABLE, model_ready=None)
+
+    def _needs_probe(self, exc: BaseException, model: str | None, version: str) -> bool:
+        """Forget a stale spec; True when only a probe can tell why the call was UNAVAILABLE."""
         # The server said the model is gone or the request no longer fits: the model
         # may have been reloaded with another config. Fetch it again next time.
-        if model is not None and status_of(exc) in (
-            grpc.StatusCode.NOT_FOUND,
-            grpc.StatusCode.INVALID_ARGUMENT,
-        ):
+        status = status_of(exc)
+        if model is not None and status in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
             self._specs.pop((model, version), None)
+        return status is grpc.StatusCode.UNAVAILABLE
+
+    def _translated(
+        self,
+        exc: BaseException,
+        *,
+        model: str | None,
+        operation: str,
+        cause: UnavailableCause | None,
+        deadline: Deadline,
+    ) -> ClientError:
+        return translate(
+            exc, url=self.url, model=model, operation=operation, cause=cause, timeout_s=deadline.timeout_s
+        )
+
+    def _retry_or_raise(
+        self,
+        error: ClientError,
+        exc: BaseException,
+        *,
+        attempt: int,
+        retry: RetryPolicy | None,
+        deadline: Deadline,
+    ) -> float:
+        """Seconds to wait before the next attempt; raise ``error`` (chained to ``exc``) to give up."""
+        delay = self._retry_delay_s(retry, attempt, exc, deadline)
+        if delay is None:
+            raise self._gave_up(error, attempt) from exc
+        return delay
 
     def _retry_delay_s(
         self, policy: RetryPolicy | None, attempt: int, exc: BaseException, deadline: Deadline
@@ -242,11 +374,45 @@ class ClientBase:
             hint="raise timeout_s, or make the model faster / less loaded",
         )
 
-    def _shm_refused_by_server(self, reason: str) -> None:
-        if self._shm_refused is None:
-            log.warning(
-                "server %s refused a system shared memory registration (%s); sending tensors in-band from now on",
-                self.url,
-                reason,
+
+class ReadyWait:
+    """What ``wait_until_ready`` saw while polling, and the error to raise when time ran out."""
+
+    def __init__(self, url: str, timeout_s: float, model: str | None) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.model = model
+        self.deadline = Deadline(timeout_s)
+        #: Something answered (even with an error other than UNAVAILABLE).
+        self.reached = False
+        self.server_ready = False
+        self.last: BaseException | None = None
+
+    def probe_timeout_s(self) -> float:
+        return self.deadline.cap(PROBE_TIMEOUT_S)
+
+    def failed(self, exc: BaseException) -> None:
+        self.last = exc
+        if status_of(exc) is not grpc.StatusCode.UNAVAILABLE:
+            self.reached = True
+
+    def error(self) -> ClientError:
+        """Connect error if nothing answered, model-not-ready if only the model was missing, else timeout."""
+        url, timeout_s, model = self.url, self.timeout_s, self.model
+        if not self.reached:
+            return ConnectError(
+                f"cannot connect to Triton at {url}: nothing accepted the connection within {timeout_s:g} s",
+                model=model,
+                hint="start the server, or check the host:port given as --url / Client(url)",
             )
-        self._shm_refused = reason
+        if self.server_ready and model is not None:
+            return ModelNotReadyError(
+                f"model '{model}' at {url} was not ready within {timeout_s:g} s",
+                model=model,
+                hint="check that the model is in the repository and loads (server log), or load it",
+            )
+        return DeadlineExceededError(
+            f"server {url} answered but was not ready within {timeout_s:g} s",
+            model=model,
+            hint="wait longer (models may still be loading), or read the server log",
+        )

@@ -34,7 +34,7 @@ Array = np.ndarray[Any, Any]
 FINAL_RESPONSE_PARAM = "triton_final_response"
 
 
-@dataclass
+@dataclass(slots=True)
 class PreparedRequest:
     """A checked request, ready for either client to send."""
 
@@ -47,6 +47,9 @@ class PreparedRequest:
     parameters: dict[str, ParamValue] | None
     server_timeout_us: int | None
     shm: ShmPlan | None
+    #: What the caller passed, to build the request again without shared memory.
+    source_inputs: Mapping[str, Any]
+    source_outputs: Sequence[str] | None
 
     def send_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for tritonclient's ``infer`` / ``async_stream_infer``."""
@@ -60,6 +63,20 @@ class PreparedRequest:
             "timeout": self.server_timeout_us,
             "parameters": self.parameters,
         }
+
+    def in_band(self) -> PreparedRequest:
+        """The same request with every tensor in the message (no shared memory)."""
+        return prepare_request(
+            self.spec,
+            self.source_inputs,
+            outputs=self.source_outputs,
+            request_id=self.request_id,
+            priority=self.priority,
+            parameters=self.parameters,
+            server_timeout_us=self.server_timeout_us,
+            shm_threshold_bytes=None,
+            model_version=self.model_version,
+        )
 
 
 def _wire_datatype(array: Array) -> str | None:
@@ -104,14 +121,19 @@ def _check_parameters(spec: ModelSpec, parameters: Mapping[str, Any] | None) -> 
     return checked
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Layout:
     """What checking a request decided; the same for every request of the same shapes."""
 
-    inputs: tuple[tuple[str, str, bool], ...]  # (name, wire datatype, str array to convert) in order
+    # (name, shape as InferInput wants it, wire datatype, str array to convert), in order
+    inputs: tuple[tuple[str, list[int], str, bool], ...]
     outputs: tuple[str, ...] | None  # outputs to list in the request; None: let the server send all
     shm_inputs: frozenset[str]
     shm_outputs: tuple[tuple[str, str, int], ...]  # (name, wire datatype, bytes reserved)
+
+    @property
+    def uses_shm(self) -> bool:
+        return bool(self.shm_inputs or self.shm_outputs)
 
 
 #: Layouts kept per model spec; cleared when full (shapes seen by one service are few).
@@ -238,7 +260,10 @@ def _check(
         # Placing one output in shared memory means naming every output we want.
         listed = tuple(t.name for t in spec.outputs)
     return _Layout(
-        inputs=tuple((tensor.name, tensor.datatype, array.dtype.kind == "U") for tensor, array in arrays),
+        inputs=tuple(
+            (tensor.name, [int(d) for d in array.shape], tensor.datatype, array.dtype.kind == "U")
+            for tensor, array in arrays
+        ),
         outputs=listed,
         shm_inputs=shm_inputs,
         shm_outputs=tuple(shm_outputs),
@@ -294,16 +319,37 @@ def prepare_request(
                 spec.layout_cache.clear()
             spec.layout_cache[key] = layout
 
-    plan: ShmPlan | None = None
-    if layout.shm_inputs or layout.shm_outputs:
-        plan = ShmPlan(new_region_name())
-    infer_inputs: list[InferInput] = []
-    for name, datatype, to_object in layout.inputs:
+    if not layout.uses_shm and layout.outputs is None:
+        # The common case, kept short: every tensor in the message, every output sent back.
+        # The layout fixed the shapes, so its shape lists serve as they are.
+        infer_inputs = [
+            InferInput(name, shape, datatype).set_data_from_numpy(
+                inputs[name].astype(object) if to_object else inputs[name]
+            )
+            for name, shape, datatype, to_object in layout.inputs
+        ]
+        return PreparedRequest(
+            spec,
+            model_version,
+            infer_inputs,
+            None,
+            request_id if type(request_id) is str else str(request_id),
+            priority if type(priority) is int else int(priority),
+            _check_parameters(spec, parameters) if parameters else None,
+            server_timeout_us,
+            None,
+            inputs,
+            outputs,
+        )
+
+    plan: ShmPlan | None = ShmPlan(new_region_name()) if layout.uses_shm else None
+    infer_inputs = []
+    for name, shape, datatype, to_object in layout.inputs:
         array = inputs[name]
         if to_object:
             # Triton's BYTES carries UTF-8; tritonclient encodes str elements of object arrays.
             array = array.astype(object)
-        infer_input = InferInput(name, list(array.shape), datatype)
+        infer_input = InferInput(name, shape, datatype)
         if plan is not None and name in layout.shm_inputs:
             placed = plan.add_input(name, array)
             infer_input.set_shared_memory(plan.region, placed.byte_size, offset=placed.offset)
@@ -338,6 +384,8 @@ def prepare_request(
         parameters=_check_parameters(spec, parameters),
         server_timeout_us=server_timeout_us,
         shm=plan,
+        source_inputs=inputs,
+        source_outputs=outputs,
     )
 
 

@@ -12,40 +12,28 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-import numpy as np
 import tritonclient.grpc as grpcclient
-from tritonclient.utils import InferenceServerException
 
 from tritonkit.client._base import (
-    DEFAULT_SHM_THRESHOLD_BYTES,
-    DEFAULT_TIMEOUT_S,
     PROBE_TIMEOUT_S,
+    RPC_ERRORS,
     UNSET,
+    Array,
     ClientBase,
+    ReadyWait,
+    ShmUnusable,
     Unset,
 )
-from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of, translate
+from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of
 from tritonkit.client._model import ModelSpec
-from tritonkit.client._request import PreparedRequest, decode_response, is_final_response, prepare_request
+from tritonkit.client._request import PreparedRequest, decode_response, is_final_response
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._shm import Segment, SharedMemoryMode
-from tritonkit.errors import (
-    ClientError,
-    ConnectError,
-    DeadlineExceededError,
-    ModelNotReadyError,
-    ServerSideError,
-)
+from tritonkit.errors import ClientError, ServerSideError
 
 __all__ = ["Client", "ResponseStream"]
 
 T = TypeVar("T")
-Array = np.ndarray[Any, Any]
-_RPC_ERRORS = (InferenceServerException, grpc.RpcError)
-
-
-class _ShmUnusable(Exception):
-    """The server refused a registration in "auto" mode: resend the request in-band."""
 
 
 class Client(ClientBase):
@@ -64,24 +52,7 @@ class Client(ClientBase):
     ``retry=RetryPolicy(...)`` is given. Safe to share between threads.
     """
 
-    def __init__(
-        self,
-        url: str = "127.0.0.1:8001",
-        *,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = None,
-        shared_memory: SharedMemoryMode = "auto",
-        shm_threshold_bytes: int = DEFAULT_SHM_THRESHOLD_BYTES,
-        reconnect_backoff_max_s: float = 1.0,
-    ) -> None:
-        super().__init__(
-            url,
-            timeout_s=timeout_s,
-            retry=retry,
-            shared_memory=shared_memory,
-            shm_threshold_bytes=shm_threshold_bytes,
-            reconnect_backoff_max_s=reconnect_backoff_max_s,
-        )
+    def _open_io(self) -> None:
         self._tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
         self._streams: weakref.WeakSet[ResponseStream] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -109,48 +80,21 @@ class Client(ClientBase):
 
     # ---- errors ----------------------------------------------------------
     def _probe(self, model: str | None, version: str, deadline: Deadline) -> UnavailableCause:
-        # At least 0.1 s even when the deadline is spent: a refused connection answers in
-        # about a millisecond, and a starved probe would call it "overloaded".
-        timeout = max(0.1, deadline.cap(PROBE_TIMEOUT_S))
+        timeout = self._probe_timeout_s(deadline)
         try:
             if model is None:
                 self._tc.is_server_live(client_timeout=timeout)
                 return cause_from_probe(reachable=True, model_ready=None)
             ready = bool(self._tc.is_model_ready(model, version, client_timeout=timeout))
             return cause_from_probe(reachable=True, model_ready=ready)
-        except _RPC_ERRORS as exc:
-            return cause_from_probe(
-                reachable=status_of(exc) is not grpc.StatusCode.UNAVAILABLE, model_ready=None
-            )
+        except RPC_ERRORS as exc:
+            return self._unreachable_cause(exc)
 
     def _translate(
         self, exc: BaseException, *, model: str | None, version: str, operation: str, deadline: Deadline
     ) -> ClientError:
-        self._forget_if_stale(exc, model, version)
-        cause = (
-            self._probe(model, version, deadline) if status_of(exc) is grpc.StatusCode.UNAVAILABLE else None
-        )
-        return translate(
-            exc, url=self.url, model=model, operation=operation, cause=cause, timeout_s=deadline.timeout_s
-        )
-
-    def _after_failure(
-        self,
-        exc: BaseException,
-        *,
-        attempt: int,
-        model: str | None,
-        version: str,
-        operation: str,
-        deadline: Deadline,
-        retry: RetryPolicy | None,
-    ) -> float:
-        """Translate a failed attempt; raise it, or return how long to wait before the next one."""
-        error = self._translate(exc, model=model, version=version, operation=operation, deadline=deadline)
-        delay = self._retry_delay_s(retry, attempt, exc, deadline)
-        if delay is None:
-            raise self._gave_up(error, attempt) from exc
-        return delay
+        cause = self._probe(model, version, deadline) if self._needs_probe(exc, model, version) else None
+        return self._translated(exc, model=model, operation=operation, cause=cause, deadline=deadline)
 
     def _call(
         self,
@@ -170,23 +114,12 @@ class Client(ClientBase):
                 raise self._expired(deadline, operation, model)
             try:
                 return fn()
-            except _RPC_ERRORS as exc:
-                delay = self._after_failure(
-                    exc,
-                    attempt=attempt,
-                    model=model,
-                    version=version,
-                    operation=operation,
-                    deadline=deadline,
-                    retry=retry,
+            except RPC_ERRORS as exc:
+                error = self._translate(
+                    exc, model=model, version=version, operation=operation, deadline=deadline
                 )
+                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=retry, deadline=deadline)
             time.sleep(delay)
-
-    def _timeout(self, deadline: Deadline, operation: str, model: str | None) -> float | None:
-        left = deadline.remaining_s()
-        if left is not None and left <= 0:
-            raise self._expired(deadline, operation, model)
-        return left
 
     # ---- model metadata --------------------------------------------------
     def _spec_once(self, model: str, version: str, deadline: Deadline) -> ModelSpec:
@@ -198,8 +131,7 @@ class Client(ClientBase):
             config = self._tc.get_model_config(
                 model, version, client_timeout=self._timeout(deadline, "model config", model)
             )
-            spec = ModelSpec.from_server(metadata, config.config)
-            self._specs[(model, version)] = spec
+            spec = self._remember_spec(model, version, metadata, config)
         return spec
 
     def model_spec(
@@ -258,59 +190,48 @@ class Client(ClientBase):
                 raise self._expired(deadline, "infer", model)
             try:
                 spec = self._specs.get((model, version)) or self._spec_once(model, version, deadline)
-                if spec.decoupled:
-                    raise self._decoupled_error(spec)
-                prepared = prepare_request(
+                prepared = self._request(
                     spec,
                     inputs,
+                    version=version,
                     outputs=outputs,
                     request_id=request_id,
                     priority=priority,
                     parameters=parameters,
                     server_timeout_us=server_timeout_us,
-                    shm_threshold_bytes=self._threshold(shared_memory),
-                    model_version=version,
+                    shared_memory=shared_memory,
                 )
                 if prepared.shm is None:
-                    result = self._tc.infer(
-                        **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", model)
-                    )
-                    return decode_response(result.get_response(), model=model)
-                try:
-                    strict = (shared_memory or self.shared_memory) == "always"
-                    return self._send_shm(prepared, deadline, strict=strict)
-                except _ShmUnusable:
-                    prepared = self._prepare(
-                        spec,
-                        inputs,
-                        version=version,
-                        outputs=outputs,
-                        request_id=request_id,
-                        priority=priority,
-                        parameters=parameters,
-                        server_timeout_us=server_timeout_us,
-                        threshold=None,
-                        streaming=False,
-                    )
                     return self._send(prepared, deadline)
-            except _RPC_ERRORS as exc:
-                delay = self._after_failure(
-                    exc,
-                    attempt=attempt,
-                    model=model,
-                    version=version,
-                    operation="infer",
-                    deadline=deadline,
-                    retry=policy,
+                try:
+                    return self._send_shm(prepared, deadline, strict=self._strict_shm(shared_memory))
+                except ShmUnusable:
+                    return self._send(prepared.in_band(), deadline)
+            except RPC_ERRORS as exc:
+                error = self._translate(
+                    exc, model=model, version=version, operation="infer", deadline=deadline
                 )
+                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline)
             time.sleep(delay)
 
-    def _send(self, prepared: PreparedRequest, deadline: Deadline) -> dict[str, Array]:
+    def _send(
+        self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
+    ) -> dict[str, Array]:
         model = prepared.spec.name
+        # Keywords spelled out, not **send_kwargs(): building and unpacking a dict per
+        # call costs about a microsecond on the hot path.
         result = self._tc.infer(
-            **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", model)
+            model,
+            prepared.inputs,
+            model_version=prepared.model_version,
+            outputs=prepared.outputs,
+            request_id=prepared.request_id,
+            priority=prepared.priority,
+            timeout=prepared.server_timeout_us,
+            parameters=prepared.parameters,
+            client_timeout=self._timeout(deadline, "infer", model),
         )
-        return decode_response(result.get_response(), model=model)
+        return decode_response(result.get_response(), segment=segment, model=model)
 
     def _send_shm(self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool) -> dict[str, Array]:
         plan = prepared.shm
@@ -330,19 +251,12 @@ class Client(ClientBase):
                     plan.byte_size,
                     client_timeout=self._timeout(deadline, "infer", model),
                 )
-            except _RPC_ERRORS as exc:
-                if strict or status_of(exc) in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                ):
+            except RPC_ERRORS as exc:
+                if not self._registration_refused(exc, strict=strict):
                     raise
                 maybe_registered = False  # the server refused it outright
-                self._shm_refused_by_server(str(status_of(exc)))
-                raise _ShmUnusable from exc
-            result = self._tc.infer(
-                **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", model)
-            )
-            return decode_response(result.get_response(), segment=segment, model=model)
+                raise ShmUnusable from exc
+            return self._send(prepared, deadline, segment)
         finally:
             # Local segment first: it must never outlive the call, whatever the server does.
             segment.destroy()
@@ -356,7 +270,7 @@ class Client(ClientBase):
             self._tc.unregister_system_shared_memory(
                 region, client_timeout=max(0.05, deadline.cap(PROBE_TIMEOUT_S))
             )
-        except _RPC_ERRORS:
+        except RPC_ERRORS:
             # WAR: tritonserver 2.51 may refuse for a moment after the reply ("currently in
             # use": it frees the request after sending the response). The name stays
             # pending and is retried before the next registration and at close().
@@ -368,7 +282,7 @@ class Client(ClientBase):
         for index, name in enumerate(names):
             try:
                 self._tc.unregister_system_shared_memory(name, client_timeout=deadline.cap(PROBE_TIMEOUT_S))
-            except _RPC_ERRORS as exc:
+            except RPC_ERRORS as exc:
                 if status_of(exc) is grpc.StatusCode.UNAVAILABLE:
                     return  # the server is gone, and its registrations with it
                 if final and not deadline.expired():
@@ -378,7 +292,7 @@ class Client(ClientBase):
                             name, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
                         )
                         continue
-                    except _RPC_ERRORS:
+                    except RPC_ERRORS:
                         pass
                 if not final:
                     for rest in names[index:]:
@@ -412,7 +326,7 @@ class Client(ClientBase):
         self._check_open()
         deadline = Deadline(timeout_s)
         spec = self.model_spec(model, version=version, timeout_s=timeout_s or self.timeout_s)
-        prepared = self._prepare(
+        prepared = self._stream_request(
             spec,
             inputs,
             version=version,
@@ -420,9 +334,6 @@ class Client(ClientBase):
             request_id=request_id,
             priority=priority,
             parameters=parameters,
-            server_timeout_us=None,
-            threshold=None,
-            streaming=True,
         )
         stream = ResponseStream(self, prepared, deadline)
         self._streams.add(stream)
@@ -434,7 +345,7 @@ class Client(ClientBase):
         self._check_open()
         try:
             return bool(self._tc.is_server_live(client_timeout=timeout_s))
-        except _RPC_ERRORS:
+        except RPC_ERRORS:
             return False
 
     def is_ready(
@@ -446,7 +357,7 @@ class Client(ClientBase):
             if model is None:
                 return bool(self._tc.is_server_ready(client_timeout=timeout_s))
             return bool(self._tc.is_model_ready(model, version, client_timeout=timeout_s))
-        except _RPC_ERRORS:
+        except RPC_ERRORS:
             return False
 
     def wait_until_ready(
@@ -459,56 +370,21 @@ class Client(ClientBase):
         ``DeadlineExceededError`` if the server answered but never became ready.
         """
         self._check_open()
-        deadline = Deadline(timeout_s)
-        reached = False
-        server_ready = False
-        last: BaseException | None = None
+        wait = ReadyWait(self.url, timeout_s, model)
         while True:
             try:
-                server_ready = bool(self._tc.is_server_ready(client_timeout=deadline.cap(PROBE_TIMEOUT_S)))
-                reached = True
-                if server_ready and (
+                wait.server_ready = bool(self._tc.is_server_ready(client_timeout=wait.probe_timeout_s()))
+                wait.reached = True
+                if wait.server_ready and (
                     model is None
-                    or self._tc.is_model_ready(model, version, client_timeout=deadline.cap(PROBE_TIMEOUT_S))
+                    or self._tc.is_model_ready(model, version, client_timeout=wait.probe_timeout_s())
                 ):
                     return
-            except _RPC_ERRORS as exc:
-                last = exc
-                if status_of(exc) is not grpc.StatusCode.UNAVAILABLE:
-                    reached = True
-            if deadline.expired():
-                break
-            time.sleep(deadline.cap(poll_interval_s))
-        _raise_not_ready(self.url, timeout_s, model, reached=reached, server_ready=server_ready, last=last)
-
-
-def _raise_not_ready(
-    url: str,
-    timeout_s: float,
-    model: str | None,
-    *,
-    reached: bool,
-    server_ready: bool,
-    last: BaseException | None,
-) -> None:
-    """The error ``wait_until_ready`` raises when time ran out (shared with AsyncClient)."""
-    if not reached:
-        raise ConnectError(
-            f"cannot connect to Triton at {url}: nothing accepted the connection within {timeout_s:g} s",
-            model=model,
-            hint="start the server, or check the host:port given as --url / Client(url)",
-        ) from last
-    if server_ready and model is not None:
-        raise ModelNotReadyError(
-            f"model '{model}' at {url} was not ready within {timeout_s:g} s",
-            model=model,
-            hint="check that the model is in the repository and loads (server log), or load it",
-        ) from last
-    raise DeadlineExceededError(
-        f"server {url} answered but was not ready within {timeout_s:g} s",
-        model=model,
-        hint="wait longer (models may still be loading), or read the server log",
-    ) from last
+            except RPC_ERRORS as exc:
+                wait.failed(exc)
+            if wait.deadline.expired():
+                raise wait.error() from wait.last
+            time.sleep(wait.deadline.cap(poll_interval_s))
 
 
 class ResponseStream:
