@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_write"]
+from tritonkit.errors import ConfigError
+
+__all__ = ["atomic_write", "read_json"]
 
 
 def _current_umask() -> int:
@@ -41,3 +45,19 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:
+    """Parse the JSON file at ``path``; a missing, unreadable or malformed file is a ``ConfigError``.
+
+    ``what`` names the file in the message (``"perf result"``), ``hint`` says what to pass instead.
+    """
+    source = Path(path)
+    try:
+        return json.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{what} not found: {source}", hint=hint) from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{what} {source} is not valid JSON (line {exc.lineno}): {exc.msg}", hint=hint) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what} {source}: {exc}", hint=hint) from exc

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write
+from tritonkit._fs import atomic_write, read_json
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -312,15 +312,7 @@ class RunResult:
     def load(cls, path: str | os.PathLike[str]) -> RunResult:
         """Read a ``result.json``; a missing or malformed file raises ``ConfigError``."""
         source = Path(path)
-        try:
-            data = json.loads(source.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ConfigError(f"perf result not found: {source}", hint="check the path") from exc
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"perf result {source} is not valid JSON (line {exc.lineno}): {exc.msg}",
-                hint="pass a result.json written by 'tritonkit perf run'",
-            ) from exc
+        data = read_json(source, what="perf result", hint="pass a result.json written by 'tritonkit perf run'")
         try:
             return cls.from_dict(data)
         except (KeyError, TypeError) as exc:

@@ -19,13 +19,13 @@ second / batch size) and ``metadata.model`` (optional, for the title).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import read_json
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner.capacity import PlanAssumptions, Workload, plan_fleet
 from tritonkit.planner.catalogue import GpuSpec
@@ -129,15 +129,7 @@ class Measurement:
 def load_measurement(path: str | Path) -> Measurement:
     """Read a perf ``result.json`` into a :class:`Measurement` (``ConfigError`` if unreadable)."""
     source = Path(path)
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"perf result not found: {source}", hint="pass --from-result PATH/result.json") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"perf result {source} is not valid JSON (line {exc.lineno}): {exc.msg}",
-            hint="pass a result.json written by 'tritonkit perf'",
-        ) from exc
+    data = read_json(source, what="perf result", hint="pass --from-result PATH/result.json written by 'tritonkit perf'")
     return measurement_from_dict(data, source=str(source))
 
 

@@ -18,7 +18,6 @@ Qwen2-7B 7,615,616,512.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import read_json
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -223,15 +223,7 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     source = Path(path)
     if source.is_dir():
         source = source / "config.json"
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"model config not found: {source}", hint="pass the path of a HF config.json") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{source} is not valid JSON (line {exc.lineno}): {exc.msg}",
-            hint="pass a Hugging Face config.json",
-        ) from exc
+    data = read_json(source, what="model config", hint="pass the path of a Hugging Face config.json")
     if not isinstance(data, dict):
         raise ConfigError(f"{source} does not hold a JSON object", hint="pass a Hugging Face config.json")
     return data
