@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -160,6 +161,28 @@ def test_client_refuses_bad_input_before_sending_and_lists_what_the_model_expect
     assert caught.value.model == "add_sub"
     assert caught.value.hint
     assert _requests_seen(server.grpc_url, "add_sub") == before, "a refused request reached the server"
+
+
+class _ArrayLookalike:
+    """Has an ndarray's dtype and shape, but is no ndarray."""
+
+    dtype = A.dtype
+    shape = A.shape
+
+
+def test_client_checks_every_request_after_a_good_one_with_the_same_names(server: TritonServer) -> None:
+    # The builder reuses the layout of the request before when names, dtypes and shapes
+    # match; a request that differs in any of them must still get the full check.
+    before = _requests_seen(server.grpc_url, "add_sub")
+    with Client(server.grpc_url) as client:
+        good = {"INPUT0": A, "INPUT1": B}
+        assert np.array_equal(client.infer("add_sub", good)["OUTPUT0"], A + B)
+        cases = [*BAD_REQUESTS.values(), ({"INPUT0": _ArrayLookalike(), "INPUT1": B}, "is a _ArrayLookalike")]
+        for inputs, expected in cases:
+            client.infer("add_sub", good)  # the layout to reuse is the good one again
+            with pytest.raises(InvalidInputError, match=re.escape(expected)):
+                client.infer("add_sub", inputs)
+    assert _requests_seen(server.grpc_url, "add_sub") == before + 1 + len(cases)
 
 
 def test_async_client_refuses_bad_input_before_sending(server: TritonServer) -> None:

@@ -150,6 +150,11 @@ class ModelSpec:
         return {}
 
     @cached_property
+    def recent_layout(self) -> list[Any]:
+        """One slot: the request layout used last, tried first by ``prepare_request``."""
+        return [None]
+
+    @cached_property
     def required_inputs(self) -> tuple[str, ...]:
         """Names of the inputs every request must carry."""
         return tuple(spec.name for spec in self.inputs if not spec.optional)
