@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model
 from tritonkit.perf import LadderPlan, PerfRun, PerfSpec, StepEvent, locate_perf_analyzer, parse_sla, run_perf
+from tritonkit.repository import DEFAULT_WINDOW
 from tritonkit.server import TritonServer
 
 __all__ = ["DEFAULT_DEMO_LEVELS", "DEFAULT_DEMO_MODEL", "DEFAULT_DEMO_SLA", "DemoRun", "run_demo"]
@@ -42,7 +43,7 @@ def run_demo(
     levels: tuple[int, ...] = DEFAULT_DEMO_LEVELS,
     duration_s: float = 6.0,
     warmup_s: float = 2.0,
-    batch_window: str = "5ms",
+    batch_window: str = DEFAULT_WINDOW,
     progress: Callable[[str], None] | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
 ) -> DemoRun:

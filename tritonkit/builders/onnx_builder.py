@@ -48,6 +48,8 @@ from tritonkit.builders.verify import (
 )
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError, VerificationError
 from tritonkit.repository import (
+    DEFAULT_WINDOW,
+    WINDOW_RANGE_US,
     Accelerator,
     DynamicBatching,
     Hardware,
@@ -75,8 +77,6 @@ __all__ = [
 
 #: max_batch_size chosen when the model batches and none was asked for.
 DEFAULT_MAX_BATCH_SIZE = 8
-#: The brief's dynamic-batching window range, in µs: shorter merges little, longer hurts latency at low traffic.
-WINDOW_RANGE_US = (5_000, 20_000)
 #: Samples run as one batch in the batch-consistency check (fewer when max_batch_size is smaller).
 CONSISTENCY_SAMPLES = 4
 # Past this many bytes of weights an FP16 model is written with external data (protobuf's limit is 2 GiB).
@@ -184,7 +184,7 @@ def choose_runtime(runtime: str, *, server_bin: str | os.PathLike[str] | None = 
 def _window_us(batch_window: str | None, batch_window_us: int | None, *, force: bool, warnings: list[str]) -> int:
     if batch_window is not None and batch_window_us is not None:
         raise ConfigError("give batch_window (with units) or batch_window_us, not both")
-    us = batch_window_us if batch_window_us is not None else to_microseconds(batch_window or "5ms", field="--batch-window")
+    us = batch_window_us if batch_window_us is not None else to_microseconds(batch_window or DEFAULT_WINDOW, field="--batch-window")
     low, high = WINDOW_RANGE_US
     if not (low <= us <= high) and not force:
         warnings.append(f"batch window {format_duration_us(us)} is outside {format_duration_us(low)}–"

@@ -65,6 +65,7 @@ from tritonkit.repository.pbtxt import (
 )
 from tritonkit.repository.spec import (
     DEFAULT_WINDOW,
+    WINDOW_RANGE_US,
     Accelerator,
     ControlInput,
     DynamicBatching,
@@ -96,6 +97,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "DEFAULT_MODEL_FILENAMES",
     "DEFAULT_WINDOW",
+    "WINDOW_RANGE_US",
     "RULES",
     "Accelerator",
     "ConfigSyntaxError",

@@ -27,6 +27,7 @@ from tritonkit.repository.units import DTypeLike, Duration, dtype_to_triton, to_
 
 __all__ = [
     "DEFAULT_WINDOW",
+    "WINDOW_RANGE_US",
     "Accelerator",
     "ControlInput",
     "DynamicBatching",
@@ -48,6 +49,8 @@ __all__ = [
 
 #: Default dynamic-batching window: the low end of the brief's 5–20 ms range.
 DEFAULT_WINDOW = "5ms"
+#: The brief's dynamic-batching window range, in µs: shorter merges little, longer hurts latency at low traffic.
+WINDOW_RANGE_US = (5_000, 20_000)
 
 InstanceKind = Literal["KIND_AUTO", "KIND_GPU", "KIND_CPU", "KIND_MODEL", "auto", "gpu", "cpu", "model"]
 

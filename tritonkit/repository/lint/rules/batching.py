@@ -4,14 +4,13 @@ priority levels and queue policies."""
 from __future__ import annotations
 
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.spec import WINDOW_RANGE_US
 from tritonkit.repository.units import format_duration_us
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "batching"
 
-#: The brief's dynamic-batching window range.
-WINDOW_MIN_US = 5_000
-WINDOW_MAX_US = 20_000
+WINDOW_MIN_US, WINDOW_MAX_US = WINDOW_RANGE_US
 
 
 @rule("TK101", ERROR, "preferred_batch_size must be > 0 and <= max_batch_size", family=FAMILY)
