@@ -96,15 +96,16 @@ def test_window_outside_5_to_20_ms_warns_unless_forced(tmp_path: Path) -> None:
     assert read_config(tmp_path / "repo" / "b" / "config.pbtxt").dynamic_batching.max_queue_delay_microseconds == 50_000
 
 
-def test_force_replaces_an_existing_model(tmp_path: Path) -> None:
+def test_a_new_version_is_added_beside_the_others_and_the_config_follows_it(tmp_path: Path) -> None:
     model = make_demo_model(tmp_path / "demo.onnx")
     repo = tmp_path / "repo"
     assert _invoke("build", "onnx", str(model), "--name", "demo", "--repo", str(repo), "--runtime", "python").exit_code == 0
     result = _invoke("build", "onnx", str(model), "--name", "demo", "--repo", str(repo), "--runtime", "python",
-                     "--max-batch-size", "2", "--version", "3", "--force")
+                     "--max-batch-size", "2", "--version", "3")
     assert result.exit_code == 0, result.output
+    assert "added version 3 beside 1" in result.stdout
     assert read_config(repo / "demo" / "config.pbtxt").max_batch_size == 2
-    assert sorted(p.name for p in (repo / "demo").iterdir()) == ["3", "config.pbtxt"]
+    assert sorted(p.name for p in (repo / "demo").iterdir()) == ["1", "3", "config.pbtxt"]
 
 
 def test_samples_file_drives_verification_and_warmup(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,12 +10,24 @@ from click.testing import CliRunner, Result
 
 from tests.support import onnx_models as models
 from tritonkit.builders import make_demo_model
+from tritonkit.builders.staging import STAGING_PREFIX
 from tritonkit.cli import main
 
 
 def _build(tmp_path: Path, model: Path, *args: str) -> Result:
     return CliRunner().invoke(main, ["build", "onnx", str(model), "--repo", str(tmp_path / "repo"),
                                      "--runtime", "python", *args])
+
+
+@pytest.fixture(autouse=True)
+def _private_temp_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Staging for a new model goes to the temporary folder: give each test its own, to check it is emptied."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+
+def _no_staging_left(tmp_path: Path) -> bool:
+    return not list((tmp_path / "tmp").iterdir()) and not list(tmp_path.rglob(STAGING_PREFIX + "*"))
 
 
 def _assert_clean_failure(result: Result, tmp_path: Path, *, expect: str, fix: str) -> None:
@@ -26,7 +39,7 @@ def _assert_clean_failure(result: Result, tmp_path: Path, *, expect: str, fix: s
     assert lines[1].startswith("  fix: ") and fix in lines[1], lines[1]
     repo = tmp_path / "repo"
     assert not repo.exists() or not any(repo.iterdir()), "something was written into the repository"
-    assert not list(tmp_path.glob(".tritonkit-build-*")), "a staging folder was left behind"
+    assert _no_staging_left(tmp_path), "a staging folder was left behind"
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -82,9 +95,10 @@ def test_existing_model_is_not_replaced_without_force(tmp_path: Path) -> None:
     assert _build(tmp_path, path, "--name", "demo").exit_code == 0
     config = (tmp_path / "repo" / "demo" / "config.pbtxt").read_text()
     result = _build(tmp_path, path, "--name", "demo", "--max-batch-size", "2")
-    assert result.exit_code == 2 and "already exists" in result.stderr and "--force" in result.stderr
+    assert result.exit_code == 2 and "already has version 1" in result.stderr and "--force" in result.stderr
+    assert "--version 2" in result.stderr
     assert (tmp_path / "repo" / "demo" / "config.pbtxt").read_text() == config
-    assert not list(tmp_path.glob(".tritonkit-build-*"))
+    assert _no_staging_left(tmp_path)
 
 
 def test_bad_option_values_are_refused_before_any_work(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """Models built by ``build_onnx`` load in the real bundled tritonserver and answer like ONNX Runtime.
 
 One repository holds every model (MLP, CNN, two inputs, dynamic spatial dims, a graph that mixes
-the batch, a fixed batch made dynamic, FP16 converted, FP16 end to end, external data, a torch
-module); one real server serves them all for the whole module.
+the batch, fixed batches of 1 and 3 made dynamic, an opset-6 model converted, a rank-1 sequence
+input, FP16 converted, FP16 end to end, external data, a torch module); one real server serves
+them all for the whole module.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import queue
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import onnx
 import pytest
 import torch
 import tritonclient.grpc as grpcclient
@@ -20,6 +22,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tests.support import onnx_models as models
 from tritonkit.builders import OnnxBuildResult, build_onnx, build_torch, make_demo_model, ort_runner
+from tritonkit.builders.staging import STAGING_PREFIX
 from tritonkit.repository import read_config
 from tritonkit.server import TritonServer
 
@@ -54,6 +57,9 @@ def built(tmp_path_factory: pytest.TempPathFactory, torch_module: _TorchMLP) -> 
         "mixes_batch": models.make_mixes_batch(),
         "fixed_linear": models.make_fixed_batch_linear(),
         "fp16_io": models.make_fp16_io(),
+        "old_opset": models.make_opset6_linear(),
+        "fixed3": models.make_fixed_batch3_linear(),
+        "sequence": models.make_sequence_input(),
     }
     for name, model in plain.items():
         results[name] = build_onnx(models.save(model, src / f"{name}.onnx"), name=name, repo=repo, runtime="python")
@@ -69,6 +75,10 @@ def built(tmp_path_factory: pytest.TempPathFactory, torch_module: _TorchMLP) -> 
 @pytest.fixture(scope="module")
 def server(built: dict[str, OnnxBuildResult]) -> Iterator[TritonServer]:
     repo = next(iter(built.values())).repo
+    # A build of mlp's version 2 in progress: its staging folder sits inside the model folder.
+    in_progress = built["mlp"].model_dir / f"{STAGING_PREFIX}inprogress" / "mlp" / "2"
+    in_progress.mkdir(parents=True)
+    (in_progress / "model.onnx").write_bytes(b"half written")
     with TritonServer(repo, startup_timeout_s=180.0) as running:
         yield running
 
@@ -112,6 +122,12 @@ def _assert_same_as_ort(built: dict[str, OnnxBuildResult], client: grpcclient.In
 def test_every_built_model_loads_in_the_bundled_server(built: dict[str, OnnxBuildResult], server: TritonServer) -> None:
     for name in built:
         assert server.model_ready(name), name
+
+
+def test_a_staging_folder_inside_a_model_folder_is_ignored_by_the_server(
+        built: dict[str, OnnxBuildResult], server: TritonServer) -> None:
+    assert any(p.name.startswith(STAGING_PREFIX) for p in built["mlp"].model_dir.iterdir())
+    assert server.model_ready("mlp")
 
 
 def test_auto_runtime_picks_python_for_the_bundled_server_and_batches_the_mlp(built: dict[str, OnnxBuildResult]) -> None:
@@ -256,3 +272,43 @@ def test_torch_module_is_exported_with_a_dynamic_batch_and_served(
     with torch.no_grad():
         expected = torch_module(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(served["y"], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_an_opset_6_model_is_converted_verified_by_the_reference_evaluator_and_served(
+        built: dict[str, OnnxBuildResult], client: grpcclient.InferenceServerClient, tmp_path: Path) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    result = built["old_opset"]
+    assert any("converted from opset 6 to opset 13" in note for note in result.notes)
+    assert result.comparisons[0].title.startswith("ONNX Runtime vs reference (ONNX reference evaluator")
+    assert result.verified and result.max_batch_size == 8
+    served_model = onnx.load(str(_served_model(built, "old_opset")))
+    assert [o.version for o in served_model.opset_import if o.domain in ("", "ai.onnx")] == [13]
+    x = np.random.default_rng(12).standard_normal((3, 4)).astype(np.float32)
+    served = _infer(client, "old_opset", {"x": x})
+    original = ReferenceEvaluator(models.make_opset6_linear())
+    row_by_row = np.concatenate([cast(list[np.ndarray], original.run(None, {"x": x[i:i + 1]}))[0] for i in range(3)])
+    np.testing.assert_allclose(served["y"], row_by_row, rtol=1e-5, atol=1e-6)
+
+
+def test_a_batch_fixed_to_3_is_verified_on_multiples_of_3_and_serves_any_batch(
+        built: dict[str, OnnxBuildResult], client: grpcclient.InferenceServerClient, tmp_path: Path) -> None:
+    result = built["fixed3"]
+    assert result.verified and result.max_batch_size == 8 and "fixed to 3" in result.batch_note
+    assert result.comparisons[0].samples % 3 == 0
+    x = np.random.default_rng(13).standard_normal((2, 4)).astype(np.float32)
+    served = _assert_same_as_ort(built, client, "fixed3", {"x": x})
+    weights = onnx.numpy_helper.to_array(models.make_fixed_batch3_linear().graph.initializer[0])
+    np.testing.assert_allclose(served["y"], x @ weights, rtol=1e-5)
+
+
+def test_a_rank_1_sequence_input_is_not_taken_as_the_batch_and_takes_any_length(
+        built: dict[str, OnnxBuildResult], client: grpcclient.InferenceServerClient) -> None:
+    result = built["sequence"]
+    assert result.max_batch_size == 0 and "'L'" in result.batch_note and "--batch-axis" in result.batch_note
+    assert "not batchable" in result.summary()
+    config = read_config(result.model_dir / "config.pbtxt")
+    assert list(config.input[0].dims) == [-1]
+    tokens = np.linspace(-1, 1, 10, dtype=np.float32)  # ten elements: more than any default max batch size
+    served = _infer(client, "sequence", {"tokens": tokens})
+    np.testing.assert_array_equal(served["out"], np.maximum(tokens, 0))

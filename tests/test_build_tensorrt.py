@@ -162,3 +162,31 @@ def test_fixed_batch_that_cannot_change_is_refused_before_the_engine_build(tmp_p
         build_tensorrt(model, name="r_trt", repo=tmp_path / "repo", max_batch_size=64, engine_builder=never)
     assert "fixed to 1" in info.value.message and "Reshape" in info.value.message
     assert not (tmp_path / "repo").exists()
+
+
+def _fake_engine(onnx_path: Path, profile: Sequence[ProfileShapes], options: TensorRTOptions) -> bytes:
+    return b"not an engine"
+
+
+def test_tensorrt_and_onnx_builds_decide_batching_with_the_same_plan(tmp_path: Path) -> None:
+    """Fake engine builder (no GPU here): only the config and layout are compared."""
+    from tritonkit.builders import build_onnx
+
+    for make, name in ((models.make_fixed_batch_linear, "fixed"), (models.make_sequence_input, "seq")):
+        path = models.save(make(), tmp_path / f"{name}.onnx")
+        ranges = {"L": (1, 16, 64)} if name == "seq" else None
+        trt = build_tensorrt(path, name=f"{name}_trt", repo=tmp_path / "repo", dim_ranges=ranges,
+                             engine_builder=_fake_engine)
+        ort = build_onnx(path, name=f"{name}_ort", repo=tmp_path / "repo", runtime="python", kind="gpu")
+        assert trt.plan is not None
+        assert (trt.plan.max_batch_size, trt.plan.window_us, trt.plan.batch_note) == \
+               (ort.plan.max_batch_size, ort.plan.window_us, ort.plan.batch_note), name
+        assert trt.config.dynamic_batching == ort.config.dynamic_batching
+
+
+def test_a_tensorrt_version_is_added_beside_the_others(tmp_path: Path) -> None:
+    path = make_demo_model(tmp_path / "demo.onnx")
+    build_tensorrt(path, name="t", repo=tmp_path / "repo", engine_builder=_fake_engine)
+    second = build_tensorrt(path, name="t", repo=tmp_path / "repo", version=2, engine_builder=_fake_engine)
+    assert second.outcome == "added version 2 beside 1" and "added version 2 beside 1" in second.summary()
+    assert sorted(p.name for p in (tmp_path / "repo" / "t").iterdir()) == ["1", "2", "config.pbtxt"]

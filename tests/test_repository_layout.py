@@ -96,3 +96,14 @@ def test_listing_a_missing_repository_says_how_to_create_it(tmp_path: Path) -> N
 )
 def test_expected_model_filename_follows_backend_then_platform(fields: dict[str, str], filename: str | None) -> None:
     assert expected_model_filename(mc.ModelConfig(**fields)) == filename
+
+
+def test_a_file_in_the_way_of_a_model_folder_is_a_clear_error(tmp_path: Path) -> None:
+    repo = ModelRepository.init(tmp_path)
+    (tmp_path / "add").write_text("not a folder")
+    with pytest.raises(ConfigError) as info:
+        repo.write_config(SPEC)
+    assert "config of model 'add'" in info.value.message and str(tmp_path / "add") in info.value.message
+    assert info.value.hint
+    with pytest.raises(ConfigError, match="cannot write model 'add'"):
+        repo.add_model(SPEC)

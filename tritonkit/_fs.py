@@ -1,16 +1,19 @@
-"""Writing files so that a reader never sees half of one."""
+"""Writing files so that a reader never sees half of one; failures on a user's path as clear errors."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tritonkit.errors import ConfigError
 
-__all__ = ["atomic_write", "read_json"]
+__all__ = ["atomic_write", "path_error", "read_json", "user_path_errors"]
 
 
 def _current_umask() -> int:
@@ -61,3 +64,28 @@ def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:
         raise ConfigError(f"{what} {source} is not valid JSON (line {exc.lineno}): {exc.msg}", hint=hint) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what} {source}: {exc}", hint=hint) from exc
+
+
+def path_error(exc: OSError, action: str, path: Path | str | None = None) -> ConfigError:
+    """A :class:`ConfigError` for an ``OSError`` on a user's path: what failed, the path, and a fix.
+
+    ``path`` names the path when the error's own would mislead (a rename fails on its source's name).
+    """
+    path = path or exc.filename or "?"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = (f"make {path} writable for this user (chmod u+w, or chown), or choose another location"
+                if exc.errno != errno.EROFS else f"{path} is on a read-only file system: choose another location")
+    elif exc.errno == errno.ENOSPC:
+        hint = f"free space on the file system of {path}, or choose another location"
+    else:
+        hint = "check the path and its permissions, or choose another location"
+    return ConfigError(f"cannot {action}: {path}: {exc.strerror or exc}", hint=hint)
+
+
+@contextlib.contextmanager
+def user_path_errors(action: str, path: Path | str | None = None) -> Iterator[None]:
+    """Turn an ``OSError`` on a user's path into a :class:`ConfigError` naming the path and a fix."""
+    try:
+        yield
+    except OSError as exc:
+        raise path_error(exc, action, path) from exc

@@ -13,11 +13,14 @@ __all__ = [
     "make_cnn",
     "make_complex_input",
     "make_dynamic_spatial_cnn",
+    "make_fixed_batch3_linear",
     "make_fixed_batch_linear",
     "make_fixed_batch_reshape",
     "make_fp16_io",
     "make_mixes_batch",
+    "make_opset6_linear",
     "make_resize_cnn",
+    "make_sequence_input",
     "make_two_inputs",
     "save",
 ]
@@ -158,3 +161,41 @@ def make_complex_input() -> onnx.ModelProto:
     nodes = [helper.make_node("Identity", ["z"], ["w"])]
     return _model(nodes, [helper.make_tensor_value_info("z", TensorProto.COMPLEX64, ["N", 2])],
                   [helper.make_tensor_value_info("w", TensorProto.COMPLEX64, ["N", 2])], [])
+
+
+def make_fixed_batch3_linear() -> onnx.ModelProto:
+    """x FP32 [3, 4] → MatMul → y FP32 [3, 2]: batch fixed to 3, but the graph runs at any batch size."""
+    rng = np.random.default_rng(_RNG_SEED + 5)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])], [_w(rng, "W", 4, 2)])
+
+
+def make_opset6_linear() -> onnx.ModelProto:
+    """An old exporter's model: opset 6, IR 3, ``Add`` with the ``broadcast`` attribute (removed in opset 7).
+
+    x FP32 [1, 4] → MatMul → Add(b, broadcast=1) → Relu → y FP32 [1, 3]. ONNX Runtime has no kernel for
+    ``Add`` version 6; the version converter needs the fixed shapes to convert that ``Add``.
+    """
+    rng = np.random.default_rng(_RNG_SEED + 6)
+    weights = [_w(rng, "W", 4, 3), numpy_helper.from_array(np.array([0.5, -0.25, 1.0], np.float32), "b")]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["a"], broadcast=1),
+             helper.make_node("Relu", ["a"], ["y"])]
+    # IR 3 lists initializers among the graph inputs.
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+              helper.make_tensor_value_info("W", TensorProto.FLOAT, [4, 3]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [3])]
+    graph = helper.make_graph(nodes, "old", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+                              weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)], producer_name="old-exporter")
+    model.ir_version = 3
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def make_sequence_input(dim: str = "L") -> onnx.ModelProto:
+    """tokens FP32 [L] → Relu → out FP32 [L]: one variable-length vector per request (rank 1)."""
+    nodes = [helper.make_node("Relu", ["tokens"], ["out"])]
+    return _model(nodes, [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [dim])],
+                  [helper.make_tensor_value_info("out", TensorProto.FLOAT, [dim])], [])

@@ -8,9 +8,13 @@
     result = build_onnx(onnx_path, name="demo", repo="model_repository", runtime="python")
     print(result.summary())                               # opsets, I/O, batching, verification tables
 
-- :func:`build_onnx` — check, shape-infer, batch axis (made dynamic when the graph allows),
-  optional FP16, numeric and batch-consistency verification, ``config.pbtxt`` through
-  :mod:`tritonkit.repository`, atomic move into the repository.
+- :func:`plan_build` — the one decision every builder shares: batching (max batch size,
+  window, preferred sizes), instance groups and their defaults, from the model's batch axis
+  and :class:`BuildOptions`. Pure.
+- :func:`build_onnx` — check, shape-infer, convert opsets ONNX Runtime no longer runs, batch
+  axis (made dynamic when the graph allows), optional FP16, numeric and batch-consistency
+  verification, ``config.pbtxt`` through :mod:`tritonkit.repository`, then the version moved
+  into the repository beside the model's other versions.
 - :func:`build_torch` / :func:`export_torch` — a PyTorch module with a dynamic batch axis
   (needs torch), verified against the module itself.
 - :func:`build_tensorrt` — ONNX → ``model.plan`` (GPU machines; the profile maths,
@@ -19,23 +23,29 @@
 
 from __future__ import annotations
 
+from tritonkit.builders.batch_axis import BatchAxis, find_batch_axis
 from tritonkit.builders.demo import DEMO_INPUT, DEMO_OUTPUT, make_demo_model
 from tritonkit.builders.fp16 import Fp16Report, convert_to_fp16
-from tritonkit.builders.onnx_builder import (
-    DEFAULT_MAX_BATCH_SIZE,
-    WINDOW_RANGE_US,
-    OnnxBuildResult,
-    build_onnx,
-    choose_runtime,
-)
+from tritonkit.builders.onnx_builder import OnnxBuildResult, build_onnx, choose_runtime
 from tritonkit.builders.onnx_model import (
-    BatchAxis,
     OnnxAnalysis,
     TensorInfo,
     analyze_onnx,
     check_onnx,
     load_onnx,
     make_batch_dynamic,
+)
+from tritonkit.builders.opset import CONVERTED_OPSET, MIN_RUNTIME_OPSET
+from tritonkit.builders.plan import (
+    DEFAULT_INSTANCE_KIND,
+    DEFAULT_INSTANCES,
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_QUEUE_SIZE,
+    WINDOW_RANGE_US,
+    BuildOptions,
+    BuildPlan,
+    check_options,
+    plan_build,
 )
 from tritonkit.builders.python_runtime import model_py_source, python_runtime_parameters
 from tritonkit.builders.staging import StagedModel, validate_model_name
@@ -69,13 +79,20 @@ from tritonkit.builders.verify import (
 )
 
 __all__ = [
+    "CONVERTED_OPSET",
+    "DEFAULT_INSTANCES",
+    "DEFAULT_INSTANCE_KIND",
     "DEFAULT_MAX_BATCH_SIZE",
+    "DEFAULT_MAX_QUEUE_SIZE",
     "DEMO_INPUT",
     "DEMO_OUTPUT",
     "FP16_TOLERANCE",
     "FP32_TOLERANCE",
+    "MIN_RUNTIME_OPSET",
     "WINDOW_RANGE_US",
     "BatchAxis",
+    "BuildOptions",
+    "BuildPlan",
     "Comparison",
     "DimRange",
     "Fp16Report",
@@ -95,12 +112,14 @@ __all__ = [
     "build_torch",
     "builder_flags",
     "check_batch_consistency",
+    "check_options",
     "check_onnx",
     "choose_runtime",
     "compare_outputs",
     "convert_to_fp16",
     "derive_profile",
     "export_torch",
+    "find_batch_axis",
     "load_onnx",
     "load_samples",
     "make_batch_dynamic",
@@ -110,6 +129,7 @@ __all__ = [
     "ort_runner",
     "parse_dim_range",
     "parse_size_bytes",
+    "plan_build",
     "python_runtime_parameters",
     "require_tensorrt",
     "tensorrt_model_spec",

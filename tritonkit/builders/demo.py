@@ -11,7 +11,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["DEMO_INPUT", "DEMO_OUTPUT", "make_demo_model"]
+__all__ = ["DEMO_INPUT", "DEMO_MODEL_NAME", "DEMO_OUTPUT", "build_demo_entry", "make_demo_model"]
+
+#: The demo model's folder in a repository (the committed ``model_repository/`` holds one).
+DEMO_MODEL_NAME = "demo_mlp"
 
 #: Input name, dtype and per-sample shape of the demo model.
 DEMO_INPUT = ("x", "TYPE_FP32", (16,))
@@ -54,3 +57,26 @@ def make_demo_model(path: Path | str, *, hidden: int = 32, seed: int = 0, opset:
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save_model(model, str(path))
     return path
+
+
+def build_demo_entry(repo: Path | str) -> Path:
+    """Write the demo model into ``repo/demo_mlp`` as ``tritonkit build onnx`` does today; return its folder.
+
+    The python runtime on CPU, so the bundled server (python backend only) serves it on any machine.
+    Replaces version 1 if present. The committed ``model_repository/`` is this function's output;
+    a test keeps it so (regenerate: ``python -m tritonkit.builders.demo model_repository``).
+    """
+    import tempfile
+
+    from tritonkit.builders.onnx_builder import build_onnx
+
+    with tempfile.TemporaryDirectory(prefix="tritonkit-demo-") as tmp:
+        source = make_demo_model(Path(tmp) / f"{DEMO_MODEL_NAME}.onnx")
+        result = build_onnx(source, name=DEMO_MODEL_NAME, repo=repo, runtime="python", kind="cpu", force=True)
+    return result.model_dir
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(build_demo_entry(sys.argv[1] if len(sys.argv) > 1 else "model_repository"))

@@ -13,12 +13,13 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto
 
+from tritonkit.builders.batch_axis import BatchAxis, find_batch_axis
 from tritonkit.errors import BuildError, ConfigError
 
 __all__ = [
@@ -119,20 +120,6 @@ class TensorInfo:
     def quoted(self) -> str:
         """``'x' (FLOAT [batch, 4])``, for messages."""
         return f"{self.name!r} ({self.onnx_type} {self.shape_text()})"
-
-
-@dataclass(frozen=True)
-class BatchAxis:
-    """Where the batch axis is, as far as the graph's declared shapes tell.
-
-    ``kind`` is ``"dynamic"`` (every input and output has a variable first axis),
-    ``"fixed"`` (every first axis is the same fixed size, ``fixed_size``: may be made
-    dynamic if the graph allows), or ``"none"`` (``reason`` says why it cannot batch).
-    """
-
-    kind: Literal["dynamic", "fixed", "none"]
-    fixed_size: int | None = None
-    reason: str = ""
 
 
 @dataclass
@@ -376,44 +363,6 @@ def _tensor_info(value_info: onnx.ValueInfoProto, *, role: str, where: str) -> T
     return TensorInfo(name=value_info.name, elem_type=elem_type, shape=_dims(value_info))
 
 
-def _batch_axis(inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...]) -> BatchAxis:
-    """Decide from declared shapes alone whether a first axis could be the batch axis."""
-    if not inputs:
-        return BatchAxis("none", reason="the model has no inputs")
-    for role, tensors in (("input", inputs), ("output", outputs)):
-        for t in tensors:
-            if t.shape is None:
-                return BatchAxis("none", reason=f"{role} {t.name!r} has no declared shape, so its first axis is unknown")
-            if len(t.shape) == 0:
-                return BatchAxis("none", reason=f"{role} {t.name!r} is a scalar; Triton batches along a first axis")
-    firsts = [t.shape[0] for t in inputs if t.shape]
-    fixed = [d for d in firsts if isinstance(d, int)]
-    if fixed and len(fixed) != len(firsts):
-        a = next(t for t in inputs if t.shape and isinstance(t.shape[0], int))
-        b = next(t for t in inputs if t.shape and not isinstance(t.shape[0], int))
-        return BatchAxis("none", reason=f"inputs disagree on the first axis: {a.quoted()} is fixed, "
-                                        f"{b.quoted()} is variable")
-    if fixed:
-        if len(set(fixed)) > 1:
-            return BatchAxis("none", reason="inputs have different fixed first axes "
-                             + ", ".join(t.quoted() for t in inputs))
-        size = fixed[0]
-        for t in outputs:
-            assert t.shape is not None
-            if t.shape[0] != size and isinstance(t.shape[0], int):
-                return BatchAxis("none", reason=f"output {t.quoted()} does not carry the inputs' first axis "
-                                                f"({size}), so that axis is not a batch axis")
-        return BatchAxis("fixed", fixed_size=size)
-    # Outputs whose first axis has another symbol than the inputs' are not refused: exporters name
-    # axes freely, and the batch-consistency check at build time decides.
-    for t in outputs:
-        assert t.shape is not None
-        if isinstance(t.shape[0], int):
-            return BatchAxis("none", reason=f"output {t.quoted()} has a fixed first axis while the inputs' "
-                                            "is variable: the graph reduces or reshapes across the batch")
-    return BatchAxis("dynamic")
-
-
 def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
     """Load the skeleton of ``path``, run the full checker and shape inference, and describe it.
 
@@ -459,7 +408,7 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
         outputs=outputs,
         external_data=locations,
         size_bytes=size,
-        batch=_batch_axis(inputs, outputs),
+        batch=find_batch_axis(inputs, outputs),
         notes=notes,
     )
 

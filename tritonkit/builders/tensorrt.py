@@ -23,6 +23,7 @@ from typing import Any
 import onnx
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import path_error
 from tritonkit.builders.onnx_model import (
     OnnxAnalysis,
     TensorInfo,
@@ -30,7 +31,15 @@ from tritonkit.builders.onnx_model import (
     make_batch_dynamic,
     save_onnx,
 )
-from tritonkit.builders.staging import StagedModel, validate_model_name
+from tritonkit.builders.plan import (
+    CONSISTENCY_SAMPLES,
+    DEFAULT_INSTANCES,
+    BuildOptions,
+    BuildPlan,
+    check_options,
+    plan_build,
+)
+from tritonkit.builders.staging import StagedModel, reword_staging_paths, validate_model_name
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 from tritonkit.repository import (
     DynamicBatching,
@@ -41,7 +50,6 @@ from tritonkit.repository import (
     Optimization,
     TensorSpec,
     read_config,
-    to_microseconds,
 )
 
 __all__ = [
@@ -214,6 +222,7 @@ def tensorrt_model_spec(
     instances: int = 1,
     gpus: Sequence[int] = (),
     cuda_graphs: bool = False,
+    preferred_batch_sizes: Sequence[int] = (),
 ) -> ModelSpec:
     """The ``tensorrt_plan`` model configuration (pure: no GPU needed)."""
     batched = max_batch_size > 0
@@ -228,7 +237,8 @@ def tensorrt_model_spec(
         max_batch_size=max_batch_size,
         inputs=[spec(t) for t in inputs],
         outputs=[spec(t) for t in outputs],
-        dynamic_batching=DynamicBatching(window_us=window_us) if batched else None,
+        dynamic_batching=DynamicBatching(window_us=window_us, preferred_batch_sizes=list(preferred_batch_sizes))
+        if batched else None,
         instance_groups=[InstanceGroup(count=instances, kind="KIND_GPU", gpus=tuple(gpus))],
         optimization=Optimization(cuda_graphs=True) if cuda_graphs else None,
     )
@@ -292,7 +302,7 @@ def _prove_batchable(onnx_path: Path, analysis: OnnxAnalysis, *, max_batch_size:
     other batch sizes and keeps samples apart, before spending minutes of GPU time on it."""
     from tritonkit.builders.verify import FP32_TOLERANCE, check_batch_consistency, make_samples, ort_runner
 
-    k = min(4, max_batch_size)
+    k = min(CONSISTENCY_SAMPLES, max_batch_size)
     samples = make_samples(analysis.inputs, count=k, batched=True)
     result = check_batch_consistency(ort_runner(onnx_path), samples, k=k, tolerance=FP32_TOLERANCE)
     if not result.ok:
@@ -318,6 +328,8 @@ class TensorRTBuildResult:
     analysis: OnnxAnalysis
     warnings: list[str] = field(default_factory=list)
     build_s: float = 0.0
+    plan: BuildPlan | None = None
+    outcome: str = ""
 
     def summary(self) -> str:
         """Human-readable report."""
@@ -325,7 +337,10 @@ class TensorRTBuildResult:
                  f"max_batch_size: {self.max_batch_size}; flags: {', '.join(self.flags) or 'FP32'}",
                  "profile (min / opt / max):"]
         lines += [f"  {p.name}: {list(p.min)} / {list(p.opt)} / {list(p.max)}" for p in self.profile]
-        lines.append(f"engine built in {self.build_s:.1f} s; wrote {self.model_dir} (version {self.version}: model.plan)")
+        if self.plan is not None and self.plan.axis_note:
+            lines.insert(2, f"batch axis: {self.plan.axis_note}")
+        lines.append(f"engine built in {self.build_s:.1f} s; wrote {self.model_dir} "
+                     f"({self.outcome or f'version {self.version}'}: model.plan)")
         return "\n".join(lines)
 
 
@@ -341,8 +356,9 @@ def build_tensorrt(
     int8: bool = False,
     workspace_bytes: int = DEFAULT_WORKSPACE_BYTES,
     timing_cache: Path | str | None = None,
-    batch_window: str = "5ms",
-    instances: int = 1,
+    batch_window: str | None = None,
+    instances: int = DEFAULT_INSTANCES,
+    batch_axis: bool | None = None,
     cuda_graphs: bool = False,
     version: int = 1,
     force: bool = False,
@@ -351,20 +367,23 @@ def build_tensorrt(
 ) -> TensorRTBuildResult:
     """Build ``model`` into ``repo/name/<version>/model.plan`` with a ``tensorrt_plan`` config.
 
-    Needs tensorrt and a GPU (checked first). ``engine_builder`` replaces the real TensorRT
-    build — for tests on machines without a GPU, never for serving.
+    Needs tensorrt and a GPU (checked first). Batching, window and instances are decided by
+    :func:`~tritonkit.builders.plan.plan_build`, as for ONNX Runtime builds; versions are added or
+    replaced as :class:`~tritonkit.builders.staging.StagedModel` describes. ``engine_builder``
+    replaces the real TensorRT build — for tests on machines without a GPU, never for serving.
     """
     repo = Path(repo)
     validate_model_name(name, repo)
     if isinstance(version, bool) or version < 1:
         raise ConfigError(f"--version {version!r} must be a positive integer")
-    if instances < 1:
-        raise ConfigError(f"--instances {instances} must be >= 1")
+    # TensorRT engines run on the GPU they were built for: the instance kind is always gpu.
+    options = BuildOptions(max_batch_size=max_batch_size, batch_window=batch_window, instances=instances,
+                           kind="gpu", batch_axis=batch_axis, force=force)
+    check_options(options, gpu_count=1)
     if engine_builder is None:
         require_tensorrt()
         engine_builder = build_engine
     stage = StagedModel(repo, name, version, force=force)
-    window_us = to_microseconds(batch_window, field="--batch-window")
     say = log or (lambda _msg: None)
     analysis = analyze_onnx(model)
     say(f"{analysis.path}: {analysis.opset_report()}")
@@ -373,36 +392,43 @@ def build_tensorrt(
                          "DequantizeLinear nodes); this one has none",
                          hint="quantize the ONNX model first (e.g. onnxruntime.quantization.quantize_static), "
                               "or build with --fp16")
-    axis = analysis.batch
-    if max_batch_size == 0:
-        mbs = 0
-    elif axis.kind == "none":
-        if max_batch_size is not None:
-            raise BuildError(f"{analysis.path}: cannot batch ({axis.reason}), so --max-batch-size {max_batch_size} "
-                             "is impossible", hint="build with --max-batch-size 0")
-        mbs = 0
-    else:
-        mbs = max_batch_size if max_batch_size is not None else 8
+    plan = plan_build(analysis.batch, options, gpu_count=1, where=str(analysis.path))
+    mbs = plan.max_batch_size
     profile = derive_profile(analysis.inputs, max_batch_size=mbs, opt_batch_size=opt_batch_size, dim_ranges=dim_ranges)
-    options = TensorRTOptions(fp16=fp16, int8=int8, workspace_bytes=workspace_bytes,
-                              timing_cache=Path(timing_cache) if timing_cache else None)
+    trt_options = TensorRTOptions(fp16=fp16, int8=int8, workspace_bytes=workspace_bytes,
+                                  timing_cache=Path(timing_cache) if timing_cache else None)
     with stage:
-        onnx_path = analysis.path
-        if mbs > 0 and axis.kind == "fixed":
-            onnx_path = stage.staging_root / "model_dynamic_batch.onnx"
-            save_onnx(make_batch_dynamic(analysis.skeleton, {t.name for t in analysis.inputs}), onnx_path,
-                      source_dir=analysis.path.parent)
-            _prove_batchable(onnx_path, analysis, max_batch_size=mbs)
-        say("building the TensorRT engine (this takes minutes for large models)")
-        started = time.monotonic()
-        engine = engine_builder(onnx_path, profile, options)
-        build_s = time.monotonic() - started
-        (stage.version_dir / "model.plan").write_bytes(engine)
-        spec = tensorrt_model_spec(name=name, inputs=analysis.inputs, outputs=analysis.outputs, max_batch_size=mbs,
-                                   window_us=window_us, instances=instances, cuda_graphs=cuda_graphs)
-        entry = ModelRepository(stage.staging_root).add_model(spec, version=version)
-        config = read_config(entry.config_path)
+        try:
+            build_s, config = _engine_into_stage(stage, analysis, plan, profile, trt_options, engine_builder,
+                                                 cuda_graphs=cuda_graphs, say=say)
+        except (BuildError, ConfigError) as exc:
+            reword_staging_paths(exc, stage, analysis.path)
+            raise
+        except OSError as exc:
+            raise path_error(exc, f"build model {name!r}") from exc
         target = stage.commit()
     return TensorRTBuildResult(name=name, version=version, model_dir=target, config=config, max_batch_size=mbs,
-                               profile=profile, flags=builder_flags(options), analysis=analysis, build_s=build_s)
+                               profile=profile, flags=builder_flags(trt_options), analysis=analysis, build_s=build_s,
+                               plan=plan, outcome=stage.outcome)
 
+
+def _engine_into_stage(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, profile: list[ProfileShapes],
+                       trt_options: TensorRTOptions, engine_builder: EngineBuilder, *, cuda_graphs: bool,
+                       say: Callable[[str], None]) -> tuple[float, mc.ModelConfig]:
+    """Build the engine and write the version and config into the staging folder."""
+    onnx_path = analysis.path
+    if plan.make_dynamic:
+        onnx_path = stage.staging_root / "model_dynamic_batch.onnx"
+        save_onnx(make_batch_dynamic(analysis.skeleton, {t.name for t in analysis.inputs}), onnx_path,
+                  source_dir=analysis.path.parent)
+        _prove_batchable(onnx_path, analysis, max_batch_size=plan.max_batch_size)
+    say("building the TensorRT engine (this takes minutes for large models)")
+    started = time.monotonic()
+    engine = engine_builder(onnx_path, profile, trt_options)
+    build_s = time.monotonic() - started
+    (stage.version_dir / "model.plan").write_bytes(engine)
+    spec = tensorrt_model_spec(name=stage.name, inputs=analysis.inputs, outputs=analysis.outputs,
+                               max_batch_size=plan.max_batch_size, window_us=plan.window_us, instances=plan.instances,
+                               cuda_graphs=cuda_graphs, preferred_batch_sizes=plan.preferred_batch_sizes)
+    entry = ModelRepository(stage.staging_root).add_model(spec, version=stage.version)
+    return build_s, read_config(entry.config_path)

@@ -1,4 +1,9 @@
-"""``tritonkit build onnx`` and ``tritonkit build tensorrt``: model file → repository entry."""
+"""``tritonkit build …``: model file → repository entry.
+
+Each subcommand parses options and calls one builder; the decisions (batching, instances, their
+defaults) are the library's (:func:`tritonkit.builders.plan_build`), so the help text shows the
+library's named defaults. More builders register on the ``build`` group with ``build.add_command``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,15 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import echo_json
+from tritonkit.builders.plan import (
+    DEFAULT_INSTANCE_KIND,
+    DEFAULT_INSTANCES,
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_QUEUE_SIZE,
+    DEFAULT_WINDOW,
+    WINDOW_RANGE_US,
+)
+from tritonkit.cli._common import echo_json, sigterm_as_interrupt
 from tritonkit.errors import VerificationError
 
 _INPUT = click.Path(dir_okay=False, path_type=Path)
@@ -21,6 +34,17 @@ def _progress(verbose: bool, as_json: bool) -> Callable[[str], None] | None:
     if verbose or sys.stderr.isatty():
         return lambda line: click.echo(line, err=True)
     return None
+
+
+_WINDOW_TEXT = f"{WINDOW_RANGE_US[0] // 1000}ms–{WINDOW_RANGE_US[1] // 1000}ms"
+
+
+def _batch_axis_option(command: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--batch-axis/--no-batch-axis", "batch_axis", default=None,
+        help="Batch along the inputs' first axis, or never. Default: decided from the model "
+             "(a rank-1 input [L] or an axis named like a length is not a batch axis); the output says which.",
+    )(command)
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -44,13 +68,15 @@ def build() -> None:
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
               show_default=True, help="Repository folder (created if missing).")
 @click.option("--max-batch-size", type=int, default=None,
-              help="Largest batch Triton may form; 0 turns batching off. Default: 8 when the model can batch, else 0.")
-@click.option("--batch-window", default="5ms", show_default=True,
-              help="Dynamic-batching window with its unit (5ms–20ms; outside warns unless --force).")
-@click.option("--instances", type=int, default=1, show_default=True, help="Model instances.")
-@click.option("--max-queue-size", type=int, default=0, show_default=True,
+              help=f"Largest batch Triton may form; 0 turns batching off. Default: {DEFAULT_MAX_BATCH_SIZE} when the "
+                   "model can batch (or the model's other versions' value), else 0.")
+@_batch_axis_option
+@click.option("--batch-window", default=DEFAULT_WINDOW, show_default=True,
+              help=f"Dynamic-batching window with its unit ({_WINDOW_TEXT}; outside warns unless --force).")
+@click.option("--instances", type=int, default=DEFAULT_INSTANCES, show_default=True, help="Model instances.")
+@click.option("--max-queue-size", type=int, default=DEFAULT_MAX_QUEUE_SIZE, show_default=True,
               help="Bound on queued requests (0: unbounded); past it Triton refuses instead of queueing.")
-@click.option("--kind", type=click.Choice(["cpu", "gpu", "auto"]), default="auto", show_default=True,
+@click.option("--kind", type=click.Choice(["cpu", "gpu", "auto"]), default=DEFAULT_INSTANCE_KIND, show_default=True,
               help="Instance kind; auto = gpu when this machine has one.")
 @click.option("--runtime", type=click.Choice(["onnxruntime", "python", "auto"]), default="auto", show_default=True,
               help="onnxruntime backend, or a python-backend model.py running ONNX Runtime; "
@@ -60,8 +86,9 @@ def build() -> None:
               help="Check numbers against the reference and batch consistency with ONNX Runtime.")
 @click.option("--samples", type=_INPUT, default=None,
               help="An .npz with one array per input (first axis = samples when batching) to verify with.")
-@click.option("--version", "model_version", type=int, default=1, show_default=True, help="Version folder to write.")
-@click.option("--force", is_flag=True, help="Replace an existing model of this name; accept any batch window.")
+@click.option("--version", "model_version", type=int, default=1, show_default=True,
+              help="Version folder to write; a new version is added beside the model's others.")
+@click.option("--force", is_flag=True, help="Replace this version if it exists (others stay); accept any batch window.")
 @click.option("--no-warmup", is_flag=True, help="Do not add a model_warmup entry.")
 @click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
 @click.option("--cuda-graphs", is_flag=True, help="GPU, onnxruntime runtime: enable CUDA graphs in ORT's CUDA provider.")
@@ -72,7 +99,8 @@ def build() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each step on stderr even when not at a terminal.")
 def build_onnx_command(
-    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_window: str, instances: int,
+    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_axis: bool | None, batch_window: str,
+    instances: int,
     max_queue_size: int, kind: str,
     runtime: str, fp16: bool, verify: bool, samples: Path | None, model_version: int, force: bool, no_warmup: bool,
     ort_tensorrt: bool, cuda_graphs: bool, server_bin: Path | None, backend_dir: Path | None, as_json: bool,
@@ -88,18 +116,20 @@ def build_onnx_command(
     \b
     Examples:
       tritonkit build onnx mlp.onnx --name mlp
+      tritonkit build onnx mlp_v2.onnx --name mlp --version 2
       tritonkit build onnx cnn.onnx --name cnn --max-batch-size 32 --batch-window 10ms --instances 2
       tritonkit build onnx big.onnx --name big --fp16 --runtime onnxruntime --kind gpu --ort-tensorrt
     """
     from tritonkit.builders import build_onnx
 
     try:
-        result = build_onnx(
-            model, name=name, repo=repo, max_batch_size=max_batch_size, batch_window=batch_window,
-            instances=instances, max_queue_size=max_queue_size, kind=kind, runtime=runtime, fp16=fp16, verify=verify, samples=samples,
-            version=model_version, force=force, warmup=not no_warmup, ort_tensorrt=ort_tensorrt,
-            cuda_graphs=cuda_graphs, server_bin=server_bin, backend_dir=backend_dir,
-            log=_progress(verbose, as_json))
+        with sigterm_as_interrupt():
+            result = build_onnx(
+                model, name=name, repo=repo, max_batch_size=max_batch_size, batch_axis=batch_axis,
+                batch_window=batch_window, instances=instances, max_queue_size=max_queue_size, kind=kind,
+                runtime=runtime, fp16=fp16, verify=verify, samples=samples, version=model_version, force=force,
+                warmup=not no_warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin,
+                backend_dir=backend_dir, log=_progress(verbose, as_json))
     except VerificationError as exc:
         for comparison in exc.comparisons:
             click.echo(comparison.table(), err=True)
@@ -123,7 +153,8 @@ def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
               show_default=True, help="Repository folder (created if missing).")
 @click.option("--max-batch-size", type=int, default=None,
-              help="Batch axis max (profile max); default 8 when the model can batch, else 0.")
+              help=f"Batch axis max (profile max); default {DEFAULT_MAX_BATCH_SIZE} when the model can batch, else 0.")
+@_batch_axis_option
 @click.option("--opt-batch-size", type=int, default=None, help="Batch size TensorRT optimises for (default: max).")
 @click.option("--dim-range", "dim_ranges", multiple=True, metavar="KEY=MIN:OPT:MAX",
               help="Range of a dynamic non-batch axis; KEY is INPUT:AXIS or a symbolic axis name (repeat).")
@@ -132,14 +163,17 @@ def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
 @click.option("--workspace", default="4GiB", show_default=True, help="Builder workspace limit, e.g. 512MiB, 4GiB.")
 @click.option("--timing-cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Timing cache file: read if present, written after the build (speeds up rebuilds).")
-@click.option("--batch-window", default="5ms", show_default=True, help="Dynamic-batching window with its unit.")
-@click.option("--instances", type=int, default=1, show_default=True, help="Instances per GPU.")
+@click.option("--batch-window", default=DEFAULT_WINDOW, show_default=True,
+              help=f"Dynamic-batching window with its unit ({_WINDOW_TEXT}).")
+@click.option("--instances", type=int, default=DEFAULT_INSTANCES, show_default=True, help="Instances per GPU.")
 @click.option("--cuda-graphs", is_flag=True, help="Enable CUDA graphs in the TensorRT backend.")
-@click.option("--version", "model_version", type=int, default=1, show_default=True, help="Version folder to write.")
-@click.option("--force", is_flag=True, help="Replace an existing model of this name.")
+@click.option("--version", "model_version", type=int, default=1, show_default=True,
+              help="Version folder to write; a new version is added beside the model's others.")
+@click.option("--force", is_flag=True, help="Replace this version if it exists (others stay).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_tensorrt_command(
-    model: Path, name: str, repo: Path, max_batch_size: int | None, opt_batch_size: int | None,
+    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_axis: bool | None,
+    opt_batch_size: int | None,
     dim_ranges: tuple[str, ...], fp16: bool, int8: bool, workspace: str, timing_cache: Path | None,
     batch_window: str, instances: int, cuda_graphs: bool, model_version: int, force: bool, as_json: bool,
 ) -> None:
@@ -155,17 +189,22 @@ def build_tensorrt_command(
     """
     from tritonkit.builders import build_tensorrt, parse_size_bytes
 
-    result = build_tensorrt(
-        model, name=name, repo=repo, max_batch_size=max_batch_size, opt_batch_size=opt_batch_size,
-        dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8, workspace_bytes=parse_size_bytes(workspace),
-        timing_cache=timing_cache, batch_window=batch_window, instances=instances, cuda_graphs=cuda_graphs,
-        version=model_version, force=force, log=(lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None)
+    with sigterm_as_interrupt():
+        result = build_tensorrt(
+            model, name=name, repo=repo, max_batch_size=max_batch_size, batch_axis=batch_axis,
+            opt_batch_size=opt_batch_size, dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8,
+            workspace_bytes=parse_size_bytes(workspace), timing_cache=timing_cache, batch_window=batch_window,
+            instances=instances, cuda_graphs=cuda_graphs, version=model_version, force=force,
+            log=_progress(False, as_json))
     if as_json:
         echo_json({"name": result.name, "version": result.version, "model_dir": str(result.model_dir),
+                   "outcome": result.outcome,
                    "max_batch_size": result.max_batch_size, "flags": result.flags, "build_s": result.build_s,
                    "profile": [{"input": p.name, "min": p.min, "opt": p.opt, "max": p.max} for p in result.profile]})
     else:
         click.echo(result.summary())
 
+
+from tritonkit.cli import build_trtllm as _build_trtllm  # noqa: E402, F401  (registers `build trtllm`)
 
 COMMANDS: list[click.Command] = [build]

@@ -19,6 +19,7 @@ from typing import TypeAlias
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import user_path_errors
 from tritonkit.errors import ConfigError
 from tritonkit.repository.pbtxt import CONFIG_FILENAME, atomic_write, read_config, write_config
 from tritonkit.repository.spec import ModelSpec
@@ -125,7 +126,8 @@ class ModelRepository:
         path = Path(root)
         if path.exists() and not path.is_dir():
             raise ConfigError(f"{path}: exists and is not a folder", hint="choose another path for the repository")
-        path.mkdir(parents=True, exist_ok=True)
+        with user_path_errors("create the repository folder"):
+            path.mkdir(parents=True, exist_ok=True)
         return cls(path)
 
     def _require(self) -> None:
@@ -178,16 +180,18 @@ class ModelRepository:
             raise ConfigError(f"model {proto.name!r} already exists in {self.root}",
                               hint="pass overwrite=True (CLI: --force) to replace its config and files")
         version_dir = entry.version_path(version)
-        version_dir.mkdir(parents=True, exist_ok=True)
-        for filename, source in (files or {}).items():
-            self._place(version_dir / filename, source)
-        write_config(proto, entry.config_path)
+        with user_path_errors(f"write model {proto.name!r}"):
+            version_dir.mkdir(parents=True, exist_ok=True)
+            for filename, source in (files or {}).items():
+                self._place(version_dir / filename, source)
+            write_config(proto, entry.config_path)
         return entry
 
     def write_config(self, config: ModelSpec | mc.ModelConfig) -> Path:
         """(Re)write only ``<name>/config.pbtxt``."""
         proto = config.to_proto() if isinstance(config, ModelSpec) else config
-        return write_config(proto, self.root / proto.name / CONFIG_FILENAME)
+        with user_path_errors(f"write the config of model {proto.name!r}"):
+            return write_config(proto, self.root / proto.name / CONFIG_FILENAME)
 
     @staticmethod
     def _place(target: Path, source: FileSource) -> None:
