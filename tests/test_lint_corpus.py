@@ -221,3 +221,14 @@ def test_lint_findings_carry_location_and_fix(corpus: Corpus) -> None:
     text = (corpus.repo / finding.file).read_text().splitlines()
     assert finding.line is not None and "preferred_batch_size: [ 4, 16 ]" in text[finding.line - 1]
     assert "16" in finding.message and finding.hint
+
+
+def test_coverage_table_names_every_error_rule_and_every_refused_case() -> None:
+    from tritonkit.repository.lint import RULES
+
+    doc = (Path(__file__).parents[1] / "docs" / "lint-coverage.md").read_text()
+    missing_rules = [r.id for r in RULES.values()
+                     if r.severity is Severity.ERROR and r.family != "trtllm" and r.id not in doc]
+    missing_cases = [c.name for c in REFUSED if f"`{c.name}`" not in doc]
+    assert not missing_rules, f"error rules missing from docs/lint-coverage.md: {missing_rules}"
+    assert not missing_cases, f"refused cases missing from docs/lint-coverage.md: {missing_cases}"

@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tritonkit.errors import ConfigError, LintError
-from tritonkit.repository.lint import RULES, Severity, Target, lint_repository
+from tritonkit.repository.lint import RULES, Severity, Target, lint_repository, resolve_target
 
 
 def _model(repo: Path, name: str, body: str, *, files: dict[str, bytes | str] | None = None, version: str = "1") -> Path:
@@ -213,3 +213,63 @@ def test_raise_for_errors_carries_every_error_finding(tmp_path: Path) -> None:
         report.raise_for_errors()
     assert len(info.value.findings) == 2 and "m/config.pbtxt:6: TK101" in str(info.value)
     lint_repository(tmp_path, rules=["TK009"]).raise_for_errors()  # no error: no raise
+
+
+def test_variable_length_dim_after_the_batch_is_not_taken_for_a_batch_dimension(tmp_path: Path) -> None:
+    """An input [N, L, 4] (batch, variable length, 4) served with batching is dims [-1, 4]."""
+    io = GOOD_IO.replace("dims: [ 4 ]", "dims: [ -1, 4 ]")
+    _onnx_model(tmp_path, "seq", io, input_dims=["N", "L", 4], output_dims=["N", "L", 4])
+    report = lint_repository(tmp_path)
+    assert not report.rule_ids("seq") & {"TK306", "TK701"}, [str(f) for f in report.findings]
+
+
+def test_leading_dim_equal_to_max_batch_size_warns_with_both_readings(tmp_path: Path) -> None:
+    _model(tmp_path, "m", PY.replace("dims: [ 4 ]", "dims: [ 8, 4 ]"), files={"model.py": ""})
+    findings = [f for f in lint_repository(tmp_path).findings if f.rule_id == "TK306"]
+    assert len(findings) == 2 and all(f.severity is Severity.WARNING for f in findings)
+    assert "dims: [4]" in findings[0].hint and "keep it" in findings[0].hint
+
+
+def test_negative_gpu_id_is_an_error_whatever_the_target(tmp_path: Path) -> None:
+    _model(tmp_path, "m", PY + '\ninstance_group [ { kind: KIND_GPU gpus: [ 0, -1 ] } ]', files={"model.py": ""})
+    for target in (None, "gpu", "gpu:8"):
+        (finding,) = [f for f in lint_repository(tmp_path, target=target).findings if f.rule_id == "TK204"]
+        assert "[-1]" in finding.message and finding.field == "instance_group[0].gpus"
+
+
+def test_tensorrt_profiles_must_be_non_negative_indexes(tmp_path: Path) -> None:
+    """The bundled server has no TensorRT backend, so this follows tritonserver's source (std::stoi >= 0)."""
+    trt = 'platform: "tensorrt_plan"\nmax_batch_size: 8\n' + GOOD_IO
+    _model(tmp_path, "good", trt + '\ninstance_group [ { kind: KIND_GPU profile: [ "0", "1" ] } ]',
+           files={"model.plan": b"x"})
+    _model(tmp_path, "bad", trt + '\ninstance_group [ { kind: KIND_GPU profile: [ "first", "-1", "" ] } ]',
+           files={"model.plan": b"x"})
+    report = lint_repository(tmp_path)
+    assert "TK205" not in report.rule_ids("good")
+    assert [f.message.split("profile ")[1].split(" ")[0] for f in report.findings
+            if f.rule_id == "TK205"] == ["'first'", "'-1'", "''"]
+
+
+def test_sequence_controls_report_every_problem_with_its_field(tmp_path: Path) -> None:
+    _model(tmp_path, "m", PY.replace("dynamic_batching { max_queue_delay_microseconds: 5000 }", """
+sequence_batching {
+  control_input [
+    { name: "S" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+    { name: "S" control [ { kind: CONTROL_SEQUENCE_START } ] }
+  ]
+}"""), files={"model.py": ""})
+    report = lint_repository(tmp_path)
+    fields = {f.rule_id: f.field for f in report.findings if f.rule_id.startswith("TK51")}
+    assert fields == {
+        "TK511": "sequence_batching.control_input[1].name",
+        "TK512": "sequence_batching.control_input[1].control[0].kind",
+        "TK513": "sequence_batching.control_input[1].control[0]",
+    }
+
+
+def test_resolve_target_prefers_a_stated_target_and_knows_the_bundled_backends() -> None:
+    assert resolve_target() is None
+    assert resolve_target("gpu:2") == Target.gpu(2)
+    bundled = resolve_target(bundled=True)
+    assert bundled is not None and bundled.backends_complete and "python" in (bundled.backends or ())
+    assert bundled.gpu_count == 0

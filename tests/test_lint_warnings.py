@@ -42,10 +42,10 @@ CASES = [
              f'backend: "python"\nmax_batch_size: 8\n{IO}\ndynamic_batching {{ {QUEUE} }}'),
     WarnCase("batch_dimension_in_dims", "TK306",
              'backend: "python"\nmax_batch_size: 8\n'
-             'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1, 4 ] }, '
-             '{ name: "INPUT1" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]\n'
-             'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1, 4 ] }, '
-             '{ name: "OUTPUT1" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]\n'
+             'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 8, 4 ] }, '
+             '{ name: "INPUT1" data_type: TYPE_FP32 dims: [ 8, 4 ] } ]\n'
+             'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8, 4 ] }, '
+             '{ name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 8, 4 ] } ]\n'
              f"dynamic_batching {{ max_queue_delay_microseconds: 5000 {QUEUE} }}"),
     WarnCase("input_declared_twice", "TK305",
              'backend: "python"\nmax_batch_size: 8\n'

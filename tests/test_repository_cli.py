@@ -32,7 +32,7 @@ def test_init_creates_the_repository_folder(tmp_path: Path) -> None:
     assert code == 0 and (tmp_path / "model_repository").is_dir() and "ready" in out
 
 
-def test_add_writes_a_config_with_the_brief_defaults_and_copies_files(tmp_path: Path) -> None:
+def test_add_writes_a_config_with_the_given_window_and_instances_and_copies_files(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     code, out = _add_one(repo, tmp_path, "--instances", "2", "--window", "10ms")
     assert code == 0, out
@@ -75,6 +75,18 @@ def test_show_lists_models_and_prints_one_config(tmp_path: Path) -> None:
     assert json.loads(out)["models"][0]["max_batch_size"] == 8
     code, out = _run("repo", "show", str(repo / "add_one"))
     assert code == 0 and out.startswith('name: "add_one"\n')
+
+
+def test_show_names_a_model_whose_config_does_not_parse_and_goes_on(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    _add_one(repo, tmp_path)
+    (repo / "broken" / "1").mkdir(parents=True)
+    (repo / "broken" / "config.pbtxt").write_text("name: \"broken\"\nmax_batch_size: [\n")
+    code, out = _run("repo", "show", str(repo))
+    assert code == 0 and "broken" in out and "ERROR" in out and "add_one" in out
+    rows = {row["name"]: row for row in json.loads(_run("repo", "show", str(repo), "--format", "json")[1])["models"]}
+    assert rows["broken"]["versions"] == [1] and "error" in rows["broken"] and "backend" not in rows["broken"]
+    assert rows["add_one"]["instances"] == "default" and rows["add_one"]["window_us"] == 5000
 
 
 def test_lint_clean_repository_exits_0(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import click
 
@@ -22,8 +22,8 @@ from tritonkit.repository import (
     read_config,
     render_config,
 )
-from tritonkit.repository.lint import RULES, LintReport, Severity, Target, lint_repository
-from tritonkit.repository.lint.runner import target_from_install, target_from_server
+from tritonkit.repository.lint import RULES, LintReport, Severity, lint_repository, resolve_target
+from tritonkit.repository.summary import summarize_repository
 
 #: Exit statuses of ``repo lint`` (and ``repo diff``): clean, problems found, usage error.
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -117,27 +117,6 @@ def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int,
     click.echo(f"wrote {entry.config_path} and {entry.version_path(version)}/")
 
 
-def _model_summary(repository: ModelRepository, name: str) -> dict[str, Any]:
-    entry = repository.model(name)
-    summary: dict[str, Any] = {"name": name, "versions": entry.versions()}
-    try:
-        cfg = entry.read_config()
-    except ConfigError as exc:
-        summary["error"] = exc.message
-        return summary
-    summary.update({
-        "backend": cfg.backend or cfg.platform,
-        "max_batch_size": cfg.max_batch_size,
-        "inputs": len(cfg.input),
-        "outputs": len(cfg.output),
-        "scheduling": cfg.WhichOneof("scheduling_choice") or "none",
-        "instances": sum(max(g.count, 1) for g in cfg.instance_group) if cfg.instance_group else "default",
-    })
-    if cfg.HasField("dynamic_batching"):
-        summary["window_us"] = cfg.dynamic_batching.max_queue_delay_microseconds
-    return summary
-
-
 @repo.command("show")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @format_option
@@ -158,37 +137,15 @@ def show(path: Path, fmt: str) -> None:
         else:
             click.echo(render_config(cfg), nl=False)
         return
-    repository = ModelRepository(path)
-    rows = [_model_summary(repository, n) for n in repository.model_names()]
+    summaries = summarize_repository(path)
     if fmt == "json":
-        echo_json({"repository": str(path), "models": rows})
+        echo_json({"repository": str(path), "models": [m.to_dict() for m in summaries]})
         return
-    if not rows:
+    if not summaries:
         click.echo(f"{path}: no models")
         return
-    for row in rows:
-        if "error" in row:
-            click.echo(f"{row['name']:<24} ERROR {row['error']}")
-            continue
-        window = f" window {row['window_us']}us" if "window_us" in row else ""
-        click.echo(f"{row['name']:<24} {row['backend']:<14} max_batch {row['max_batch_size']:<4} "
-                   f"versions {row['versions']} {row['scheduling']}{window} instances {row['instances']}")
-
-
-def _resolve_target(target: str | None, server: str | None, metrics_url: str | None,
-                    server_bin: Path | None) -> Target | None:
-    if server:
-        resolved = target_from_server(server, metrics_url=metrics_url)
-        if target:  # an explicit hardware statement wins over what the server let us see
-            stated = Target.parse(target)
-            resolved = Target(kind=stated.kind, gpu_count=stated.gpu_count, backends=resolved.backends,
-                              backends_complete=False, source=resolved.source, notes=resolved.notes)
-        return resolved
-    if server_bin is not None:
-        from tritonkit.server import locate_server
-
-        return target_from_install(locate_server(server_bin), kind=target or "cpu")
-    return Target.parse(target) if target else None
+    for summary in summaries:
+        click.echo(summary.to_line())
 
 
 def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
@@ -249,13 +206,8 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
         raise click.UsageError("missing argument PATH (the repository folder)")
     if not path.is_dir():
         raise click.UsageError(f"{path} is not a folder")
-    chosen: Target | None
-    if bundled and server_bin is None:
-        from tritonkit.server import locate_server
-
-        chosen = target_from_install(locate_server(None), kind=target or "cpu")
-    else:
-        chosen = _resolve_target(target, server, metrics_url, server_bin)
+    chosen = resolve_target(target, server=server, metrics_url=metrics_url, server_bin=server_bin,
+                            bundled=bundled)
     report = lint_repository(path, target=chosen, rules=rules or None, ignore=ignored)
     _print_report(report, fmt, Severity(min_severity))
     raise CommandExit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)

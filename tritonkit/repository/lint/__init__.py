@@ -9,15 +9,21 @@
 
 Rule families (ids are stable; see ``RULES`` or ``tritonkit repo lint --list-rules``):
 TK0xx files and layout, TK1xx batching, TK2xx instance groups, TK3xx tensors,
-TK4xx ensembles, TK5xx decoupled/cache, TK6xx target (server backends, GPUs),
-TK7xx the model file (ONNX) against the config.
+TK4xx ensembles, TK5xx decoupled/cache and sequence-batching controls, TK6xx target (server
+backends, GPUs), TK7xx the model file (ONNX) against the config, TK9xx TensorRT-LLM configs.
+``docs/lint-coverage.md`` maps every check tritonserver makes on a config to the rule covering it.
 """
 
 from __future__ import annotations
 
 from tritonkit.repository.lint import rules as _rules  # noqa: F401 - registers every rule
 from tritonkit.repository.lint.core import RULES, Finding, LintReport, ModelInfo, Rule, Severity, Target
-from tritonkit.repository.lint.runner import lint_repository, target_from_install, target_from_server
+from tritonkit.repository.lint.runner import (
+    lint_repository,
+    resolve_target,
+    target_from_install,
+    target_from_server,
+)
 
 __all__ = [
     "RULES",
@@ -28,6 +34,7 @@ __all__ = [
     "Severity",
     "Target",
     "lint_repository",
+    "resolve_target",
     "target_from_install",
     "target_from_server",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from tritonkit.errors import ConfigError, ConnectError
 from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Target
 
-__all__ = ["lint_repository", "target_from_install", "target_from_server"]
+__all__ = ["lint_repository", "resolve_target", "target_from_install", "target_from_server"]
 
 
 def lint_repository(
@@ -123,6 +123,37 @@ def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: f
     kind: Any = "gpu" if (gpu_count or any_gpu_instance) else ("cpu" if gpu_count == 0 else "unknown")
     return Target(kind=kind, gpu_count=gpu_count, backends=frozenset(backends), backends_complete=False,
                   source=f"server {url}", notes=tuple(notes))
+
+
+def resolve_target(
+    target: str | None = None,
+    *,
+    server: str | None = None,
+    metrics_url: str | None = None,
+    server_bin: Path | str | None = None,
+    bundled: bool = False,
+) -> Target | None:
+    """The target ``tritonkit repo lint`` options describe, or ``None`` when nothing is known.
+
+    ``bundled`` (the tritonserver shipped with nvidia-pytriton) or ``server_bin`` (a local
+    tritonserver binary) give the complete backend list of that install, for the hardware
+    ``target`` states (``cpu`` when none). Otherwise ``server`` (a running server's gRPC address)
+    is read for its backends and GPUs, and a stated ``target`` overrides the hardware it saw,
+    because a stated fact beats what a server lets us see. Otherwise ``target`` alone, or nothing.
+    """
+    if bundled or server_bin is not None:
+        from tritonkit.server import locate_server
+
+        install = locate_server(Path(server_bin) if server_bin is not None else None)
+        return target_from_install(install, kind=target or "cpu")
+    if server:
+        resolved = target_from_server(server, metrics_url=metrics_url)
+        if target:
+            stated = Target.parse(target)
+            resolved = Target(kind=stated.kind, gpu_count=stated.gpu_count, backends=resolved.backends,
+                              backends_complete=False, source=resolved.source, notes=resolved.notes)
+        return resolved
+    return Target.parse(target) if target else None
 
 
 def _gpus_from_metrics(metrics_url: str, timeout_s: float) -> int:

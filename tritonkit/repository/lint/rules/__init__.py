@@ -4,13 +4,16 @@
 TK0xx       files and layout: config present and parseable, placeholders,
             name, version folders, backend/platform, model file
 TK1xx       batching: max_batch_size, dynamic batcher window, preferred sizes,
-            priority levels, queue policies
-TK2xx       instance groups: kind, gpus, count, rate limiter
-TK3xx       tensors: names, data types, dims, reshape, batch dimension
+            priority levels, queue policies, preserve_ordering
+TK2xx       instance groups: kind, gpus, count, rate limiter, profiles
+TK3xx       tensors: names, data types, dims, reshape, batch dimension,
+            batch inputs and batch outputs (TK310, TK32x)
 TK4xx       ensembles: steps, tensor flow, types and shapes across steps
-TK5xx       transactions: decoupled, streaming, response cache, sequence batching
+TK5xx       transactions: decoupled, streaming, response cache;
+            sequence batching controls (TK51x)
 TK6xx       target: backends and GPUs of the server the repository is meant for
 TK7xx       model file: ONNX inputs/outputs against the config
+TK9xx       TensorRT-LLM configs
 ==========  =======================================================
 """
 
@@ -21,13 +24,16 @@ from tritonkit.repository.lint.core import RULES
 # Imported for their side effect: each module registers its rules.
 from tritonkit.repository.lint.rules import (
     batching,  # noqa: F401
+    batchio,  # noqa: F401
     ensemble,  # noqa: F401
     files,  # noqa: F401
     instances,  # noqa: F401
     modelfile,  # noqa: F401
+    sequence,  # noqa: F401
     target,  # noqa: F401
     tensors,  # noqa: F401
     transaction,  # noqa: F401
+    trtllm,  # noqa: F401
 )
 
 # Keep RULES in id order whatever order the families were imported in.

@@ -3,6 +3,8 @@ priority levels and queue policies."""
 
 from __future__ import annotations
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
 from tritonkit.repository.spec import WINDOW_RANGE_US
 from tritonkit.repository.units import format_duration_us
@@ -29,9 +31,11 @@ def preferred_sizes(ctx: LintContext, m: ModelInfo) -> None:
         if size <= 0:
             ctx.report(m, f"preferred_batch_size {size} must be positive", field=f"{base}[{i}]",
                        hint="remove it; Triton advises leaving preferred_batch_size unset unless measured")
-        elif cfg.max_batch_size > 0 and size > cfg.max_batch_size:
+        elif size > cfg.max_batch_size:
+            # Triton refuses this for max_batch_size 0 too: a model that does not batch has no sizes to prefer.
             ctx.report(m, f"preferred_batch_size {size} exceeds max_batch_size {cfg.max_batch_size}",
-                       field=f"{base}[{i}]", hint=f"use sizes <= {cfg.max_batch_size}, or drop preferred_batch_size")
+                       field=f"{base}[{i}]", hint=f"use sizes <= {cfg.max_batch_size}, or drop preferred_batch_size"
+                       if cfg.max_batch_size > 0 else "drop preferred_batch_size, or set max_batch_size > 0")
 
 
 @rule("TK102", ERROR, "max_batch_size is negative", family=FAMILY)
@@ -181,3 +185,20 @@ def preserve_ordering_priorities(ctx: LintContext, m: ModelInfo) -> None:
                    "responses cannot keep arrival order and honour priorities at once",
                    field="dynamic_batching.preserve_ordering",
                    hint="drop preserve_ordering, or use a single priority level")
+
+
+@rule("TK112", ERROR, "preserve_ordering with a DELAY timeout action", family=FAMILY)
+def preserve_ordering_delay(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    db = cfg.dynamic_batching
+    if not cfg.HasField("dynamic_batching") or not db.preserve_ordering:
+        return
+    policies = [("dynamic_batching.default_queue_policy", db.default_queue_policy)]
+    policies += [(f"dynamic_batching.priority_queue_policy[{k}]", v) for k, v in sorted(db.priority_queue_policy.items())]
+    for base, policy in policies:
+        if policy.default_timeout_microseconds != 0 and policy.timeout_action == mc.ModelQueuePolicy.DELAY:
+            # A delayed request would be answered after later ones, which preserve_ordering forbids.
+            ctx.report(m, "preserve_ordering is true but a timed-out request is DELAYed behind later ones",
+                       field=f"{base}.timeout_action",
+                       hint="use timeout_action: REJECT, drop default_timeout_microseconds, or drop preserve_ordering")

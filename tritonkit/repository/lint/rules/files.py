@@ -21,10 +21,17 @@ PLATFORM_BACKENDS = {
     "ensemble": "",
 }
 
+#: Backends tritonserver ties to a platform: naming one of them with another platform is refused.
+PAIRED_BACKENDS = frozenset({"tensorrt", "onnxruntime", "pytorch", "tensorflow"})
+
+#: Model file names from which tritonserver guesses the backend, and whether each is a folder.
+GUESSABLE_FILES = {"model.savedmodel": True, "model.graphdef": False, "model.plan": False, "model.onnx": None,
+                   "model.xml": None, "model.pt": False, "model.py": None}
+
 _PLACEHOLDER = re.compile(r"\$\{[^}\n]*\}?")
 
 #: Sub-folders with a meaning other than "version" that Triton (or a backend) uses.
-_KNOWN_NON_VERSION_DIRS = {"warmup", "__pycache__"}
+_KNOWN_NON_VERSION_DIRS = {"warmup", "initial_state", "__pycache__"}
 
 
 @rule("TK001", WARNING, "model folder has no config.pbtxt", family=FAMILY, needs_config=False)
@@ -104,6 +111,37 @@ def backend_or_platform(ctx: LintContext, m: ModelInfo) -> None:
                    hint='state it: backend: "onnxruntime" (or "python", "tensorrt", ...) or platform: "ensemble"')
 
 
+def _guessable(m: ModelInfo) -> bool:
+    """Whether tritonserver can work out the backend of a config that names none."""
+    cfg = m.config
+    assert cfg is not None
+    if cfg.default_model_filename:
+        return cfg.default_model_filename in GUESSABLE_FILES
+    if "." in m.name:
+        return True  # "model.<backend>" names its backend (whether that backend exists is TK601's business)
+    if not m.subdirs:
+        return False
+    # The server looks only in the first sub-folder, in name order ("10" before "2").
+    first = m.folder / sorted(m.subdirs)[0]
+    for name, is_dir in GUESSABLE_FILES.items():
+        path = first / name
+        if path.exists() and (is_dir is None or path.is_dir() == is_dir):
+            return True
+    return False
+
+
+@rule("TK011", ERROR, "backend cannot be worked out", family=FAMILY)
+def backend_guessable(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if cfg.backend or cfg.platform or _guessable(m):
+        return
+    known = ", ".join(sorted(GUESSABLE_FILES))
+    ctx.report(m, "neither backend nor platform is set and no model file tells the server which backend to use "
+               f"(it looks for {known} in the first version folder)", field="name",
+               hint='state the backend: backend: "python" (or "onnxruntime", "tensorrt", ...)')
+
+
 @rule("TK008", ERROR, "unknown platform, or platform and backend disagree", family=FAMILY)
 def platform_known(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.config
@@ -115,7 +153,15 @@ def platform_known(ctx: LintContext, m: ModelInfo) -> None:
                    hint=f"use one of {', '.join(sorted(PLATFORM_BACKENDS))}, or set backend instead of platform")
         return
     implied = PLATFORM_BACKENDS[cfg.platform]
-    if cfg.backend and implied and cfg.backend != implied:
+    if cfg.platform == "ensemble" and cfg.backend:
+        ctx.report(m, f'platform is "ensemble" but backend is {cfg.backend!r}: the server runs ensembles itself',
+                   field="backend", hint="drop backend from an ensemble")
+        return
+    if cfg.backend in PAIRED_BACKENDS and implied and cfg.backend != implied:
+        # tritonserver knows which platform each of these backends serves and refuses a mismatch.
+        ctx.report(m, f"platform {cfg.platform!r} is served by backend {implied!r}, not {cfg.backend!r}",
+                   field="platform", hint=f'drop platform (backend: "{cfg.backend}" is enough), or make them agree')
+    elif cfg.backend and implied and cfg.backend != implied:
         # Triton 2.51 loads this and uses the backend; the platform is then misleading.
         ctx.report(m, f"platform {cfg.platform!r} means backend {implied!r}, but backend is {cfg.backend!r} "
                    "(Triton uses the backend)", field="platform", severity=WARNING,
@@ -159,7 +205,10 @@ def version_policy(ctx: LintContext, m: ModelInfo) -> None:
     assert cfg is not None
     policy = cfg.version_policy
     choice = policy.WhichOneof("policy_choice")
-    if choice == "specific":
+    if choice == "specific" and not policy.specific.versions:
+        ctx.report(m, "version_policy specific { } lists no version, so no version is served",
+                   field="version_policy.specific", hint="list the versions to serve: specific { versions: [ 1 ] }")
+    elif choice == "specific":
         missing = [v for v in policy.specific.versions if v not in m.versions]
         if missing:
             ctx.report(m, f"version_policy names version(s) {missing} that have no folder "

@@ -1,6 +1,8 @@
-"""TK2xx — instance groups: kind and gpus, counts, rate limiter."""
+"""TK2xx — instance groups: kind and gpus, counts, rate limiter, TensorRT profiles."""
 
 from __future__ import annotations
+
+import re
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -57,3 +59,40 @@ def rate_limiter(ctx: LintContext, m: ModelInfo) -> None:
                 ctx.report(m, f"rate-limiter resource {res.name!r} listed twice in one instance group",
                            field=path, hint="list each resource once")
             seen.add(res.name)
+
+
+@rule("TK204", ERROR, "negative GPU id", family=FAMILY)
+def negative_gpu_ids(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    for i, group in enumerate(cfg.instance_group):
+        bad = [g for g in group.gpus if g < 0]
+        # KIND_CPU/KIND_MODEL with gpus at all is TK201's finding.
+        if bad and group.kind in (_KIND.Value("KIND_GPU"), _KIND.Value("KIND_AUTO")):
+            ctx.report(m, f"instance_group[{i}] lists gpu id(s) {bad}; GPU ids start at 0 on every machine",
+                       field=f"instance_group[{i}].gpus",
+                       hint="list GPU ids from 0 (as nvidia-smi shows them), or drop gpus to use every GPU")
+
+
+#: What C++ ``std::stoi`` accepts at the start of a profile name (Triton parses profiles with it).
+_STOI_PREFIX = re.compile(r"\s*([+-]?\d+)")
+
+
+@rule("TK205", ERROR, "instance-group profile outside TensorRT, or not an index", family=FAMILY)
+def profiles(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    tensorrt = cfg.platform == "tensorrt_plan" or cfg.backend == "tensorrt"
+    for i, group in enumerate(cfg.instance_group):
+        if not group.profile:
+            continue
+        path = f"instance_group[{i}].profile"
+        if not tensorrt:
+            ctx.report(m, f"instance_group[{i}] names TensorRT optimization profiles {list(group.profile)}, "
+                       "which only TensorRT models have", field=path, hint="drop profile")
+            continue
+        for name in group.profile:
+            match = _STOI_PREFIX.match(name)
+            if match is None or int(match.group(1)) < 0:
+                ctx.report(m, f"instance_group[{i}] profile {name!r} is not a profile index", field=path,
+                           hint='profiles are indexes into the engine\'s optimization profiles: "0", "1", ...')

@@ -53,19 +53,108 @@ def dims_valid(ctx: LintContext, m: ModelInfo) -> None:
                            hint="use a size >= 1, or -1 for a variable-size dimension")
 
 
-@rule("TK304", ERROR, "reshape holds a different number of elements than dims", family=FAMILY)
+def _element_count(dims: Sequence[int]) -> int:
+    """Elements in ``dims`` as Triton counts them: -1 when any dim is variable, 0 when empty."""
+    if -1 in dims:
+        return -1
+    return math.prod(dims) if dims else 0
+
+
+def _trunks(dims: Sequence[int]) -> list[int]:
+    """Element counts of the runs of fixed dims between variable-size (-1) dims."""
+    counts, current = [], 1
+    for d in dims:
+        if d == -1:
+            counts.append(current)
+            current = 1
+        else:
+            current *= d
+    return [*counts, current]
+
+
+@rule("TK304", ERROR, "reshape does not match dims (element count or variable-size dims)", family=FAMILY)
 def reshape_size(ctx: LintContext, m: ModelInfo) -> None:
     assert m.config is not None
     for kind, i, t in _tensors(m.config):
         if not t.HasField("reshape") or not t.dims:
             continue
         dims, shape = list(t.dims), list(t.reshape.shape)
-        if -1 in dims or -1 in shape:
-            continue  # element counts are only known at request time
-        if math.prod(dims) != math.prod(shape):
-            ctx.report(m, f"{kind} {t.name!r}: dims {dims} hold {math.prod(dims)} elements but reshape "
-                       f"{shape} holds {math.prod(shape)}", field=f"{kind}[{i}].reshape",
-                       hint="a reshape must keep the element count")
+        if any(d == 0 or d < -1 for d in dims + shape):
+            continue  # TK303 / TK314 name the bad dimension
+        dims_n, shape_n = _element_count(dims), _element_count(shape)
+        path = f"{kind}[{i}].reshape"
+        # An empty reshape (a scalar) is fine for dims holding exactly one element.
+        if dims_n != shape_n and not (shape_n == 0 and dims_n == 1):
+            if -1 in dims or -1 in shape:
+                ctx.report(m, f"{kind} {t.name!r}: dims {dims} and reshape {shape} do not both have variable-size "
+                           "dimensions, so their sizes cannot be shown equal", field=path,
+                           hint="put -1 in both, at matching places, or in neither")
+            else:
+                ctx.report(m, f"{kind} {t.name!r}: dims {dims} hold {dims_n} elements but reshape {shape} "
+                           f"holds {shape_n or 'none'}", field=path, hint="a reshape must keep the element count")
+            continue
+        if dims_n == -1:
+            # Triton compares the fixed runs between -1s: [2, 4, -1, 6] -> [8, -1, 1, 6] is fine.
+            have, want = _trunks(dims), _trunks(shape)
+            if len(have) != len(want):
+                ctx.report(m, f"{kind} {t.name!r}: dims {dims} and reshape {shape} have different numbers of "
+                           "variable-size (-1) dimensions", field=path,
+                           hint="keep the same number of -1 dimensions in dims and reshape")
+            elif have != want:
+                ctx.report(m, f"{kind} {t.name!r}: the fixed dimensions around the -1s hold {have} elements in "
+                           f"dims {dims} but {want} in reshape {shape}", field=path,
+                           hint="between two -1s (and before the first, after the last) the element count must match")
+
+
+@rule("TK312", ERROR, "tensor has no name", family=FAMILY)
+def tensor_named(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, i, t in _tensors(m.config):
+        if not t.name:
+            ctx.report(m, f"{kind}[{i}] has no name", field=f"{kind}[{i}]",
+                       hint='name it after the model\'s tensor, e.g. name: "INPUT0"')
+
+
+@rule("TK313", ERROR, "empty reshape on a model that does not batch", family=FAMILY)
+def empty_reshape(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    if cfg.max_batch_size != 0:
+        return
+    for kind, i, t in _tensors(cfg):
+        if t.HasField("reshape") and not t.reshape.shape:
+            ctx.report(m, f"{kind} {t.name!r} has reshape: {{ shape: [ ] }} but max_batch_size is 0: without a "
+                       "batch dimension the tensor would hold no data (Triton has no scalar tensors)",
+                       field=f"{kind}[{i}].reshape",
+                       hint="drop the reshape (dims: [ 1 ] is the smallest tensor), or give the model a batch dimension")
+
+
+@rule("TK314", ERROR, "reshape dimension is 0 or below -1", family=FAMILY)
+def reshape_dims_valid(ctx: LintContext, m: ModelInfo) -> None:
+    assert m.config is not None
+    for kind, i, t in _tensors(m.config):
+        for j, d in enumerate(t.reshape.shape):
+            if d == 0 or d < -1:
+                ctx.report(m, f"{kind} {t.name!r} reshape dimension {d} in {list(t.reshape.shape)} is invalid",
+                           field=f"{kind}[{i}].reshape.shape[{j}]",
+                           hint="use a size >= 1, or -1 for a variable-size dimension")
+
+
+@rule("TK315", ERROR, "non-linear I/O format outside TensorRT, or without 3 dims", family=FAMILY)
+def non_linear_format(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.config
+    assert cfg is not None
+    tensorrt = cfg.platform == "tensorrt_plan" or cfg.backend == "tensorrt"
+    for kind, i, t in _tensors(cfg):
+        if not t.is_non_linear_format_io:
+            continue
+        path = f"{kind}[{i}].is_non_linear_format_io"
+        if not tensorrt:
+            ctx.report(m, f"{kind} {t.name!r} sets is_non_linear_format_io, which only TensorRT models support",
+                       field=path, hint="drop is_non_linear_format_io")
+        elif len(t.dims) != 3:
+            ctx.report(m, f"{kind} {t.name!r} is a non-linear format tensor with {len(t.dims)} dims, not 3",
+                       field=path, hint="non-linear formats need 3 dims (C,H,W without batch)")
 
 
 @rule("TK305", WARNING, "tensor name declared twice", family=FAMILY)
@@ -89,11 +178,14 @@ def batch_dim_repeated(ctx: LintContext, m: ModelInfo) -> None:
         return
     for kind, i, t in _tensors(cfg):
         dims = list(t.dims)
-        if len(dims) >= 2 and dims[0] in (-1, cfg.max_batch_size) and not t.HasField("reshape"):
-            ctx.report(m, f"{kind} {t.name!r} dims {dims} start with {dims[0]} although max_batch_size is "
-                       f"{cfg.max_batch_size}: Triton adds the batch dimension itself, so the tensor becomes "
+        # Only a leading dim equal to max_batch_size is suspect. A leading -1 is no evidence: an input
+        # [N, L, 4] (batch, variable length, 4) is rightly dims [-1, 4] with batching, and [4] would break it.
+        if len(dims) >= 2 and dims[0] == cfg.max_batch_size and not t.HasField("reshape"):
+            ctx.report(m, f"{kind} {t.name!r} dims {dims} start with {dims[0]}, the max_batch_size: if that is "
+                       "the batch dimension, Triton adds it again and the tensor becomes "
                        f"[-1, {', '.join(map(str, dims))}]", field=f"{kind}[{i}].dims",
-                       hint=f"write dims: {dims[1:]} (without the batch dimension), or max_batch_size: 0")
+                       hint=f"if {dims[0]} is the batch, write dims: {dims[1:]}; if it is a real fixed size, "
+                       "keep it (--ignore TK306)")
 
 
 @rule("TK307", ERROR, "FORMAT_NCHW/NHWC needs exactly 3 dims", family=FAMILY)
@@ -126,19 +218,6 @@ def label_file(ctx: LintContext, m: ModelInfo) -> None:
             ctx.report(m, f"output {t.name!r} names label file {t.label_filename!r}, which is not in the "
                        "model folder", field=f"output[{i}].label_filename",
                        hint=f"put it at {m.name}/{t.label_filename} (next to config.pbtxt)")
-
-
-@rule("TK310", ERROR, "batch_input refers to an unknown input", family=FAMILY)
-def batch_input_sources(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
-    inputs = {t.name for t in cfg.input}
-    for i, bi in enumerate(cfg.batch_input):
-        for j, src in enumerate(bi.source_input):
-            if src not in inputs:
-                ctx.report(m, f"batch_input source_input {src!r} is not an input of the model",
-                           field=f"batch_input[{i}].source_input[{j}]",
-                           hint=f"use one of: {', '.join(sorted(inputs)) or '(no inputs declared)'}")
 
 
 def _dims_match(want: Sequence[int], got: Sequence[int]) -> bool:
