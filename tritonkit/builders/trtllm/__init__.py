@@ -1,0 +1,88 @@
+"""TensorRT-LLM: engine build plan, the in-flight-batching repository as typed configs, and a
+CPU reference engine that serves the same repository without a GPU.
+
+::
+
+    from tritonkit.builders.trtllm import build_reference_repository, build_trtllm
+    ref = build_reference_repository("model_repository")      # servable here, on the bundled server
+    # clients call ref.ensemble ("ensemble"): text_input, max_tokens, stream → text_output
+
+    result = build_trtllm("Llama-3-8B/", repo="llama_repo", gpu="H100-80GB", tp=1)
+    print(result.summary())     # derived parameters with reasons; engine built only on a GPU machine
+"""
+
+from __future__ import annotations
+
+from tritonkit.builders.trtllm.build import TrtllmBuildResult, build_trtllm
+from tritonkit.builders.trtllm.engine import (
+    EngineInfo,
+    check_engine,
+    engine_build_argv,
+    engine_build_plan,
+    read_engine_config,
+    run_engine_build,
+    runtime_version,
+    same_release,
+    write_build_files,
+)
+from tritonkit.builders.trtllm.params import (
+    EngineOverrides,
+    EngineParams,
+    EnginePlan,
+    Reason,
+    derive_engine_params,
+)
+from tritonkit.builders.trtllm.reference import (
+    REFERENCE_VERSION,
+    ReferenceEngine,
+    ReferenceRepository,
+    build_reference_repository,
+    reference_engine_config,
+)
+from tritonkit.builders.trtllm.repository import (
+    BATCHING_STRATEGIES,
+    DECODING_MODES,
+    ENGINE_KINDS,
+    MODEL_NAMES,
+    SCHEDULER_POLICIES,
+    EngineKind,
+    TrtllmRepoOptions,
+    trtllm_model_specs,
+    write_trtllm_repository,
+)
+from tritonkit.builders.trtllm.tokenizer import TOKENIZER_FILES, build_reference_tokenizer
+
+__all__ = [
+    "EngineInfo",
+    "EngineOverrides",
+    "EngineParams",
+    "EnginePlan",
+    "Reason",
+    "TrtllmBuildResult",
+    "build_trtllm",
+    "check_engine",
+    "derive_engine_params",
+    "engine_build_argv",
+    "engine_build_plan",
+    "read_engine_config",
+    "run_engine_build",
+    "runtime_version",
+    "same_release",
+    "write_build_files",
+    "BATCHING_STRATEGIES",
+    "DECODING_MODES",
+    "ENGINE_KINDS",
+    "MODEL_NAMES",
+    "REFERENCE_VERSION",
+    "SCHEDULER_POLICIES",
+    "TOKENIZER_FILES",
+    "EngineKind",
+    "ReferenceEngine",
+    "ReferenceRepository",
+    "TrtllmRepoOptions",
+    "build_reference_repository",
+    "build_reference_tokenizer",
+    "reference_engine_config",
+    "trtllm_model_specs",
+    "write_trtllm_repository",
+]

@@ -1,0 +1,178 @@
+"""``build_trtllm``: HF checkpoint → derived engine parameters → repository → engine build (GPU only).
+
+The steps, each usable alone: :func:`~tritonkit.builders.trtllm.params.derive_engine_params`,
+:func:`~tritonkit.builders.trtllm.repository.write_trtllm_repository`,
+:func:`~tritonkit.builders.trtllm.engine.write_build_files` /
+:func:`~tritonkit.builders.trtllm.engine.run_engine_build`, and
+:func:`~tritonkit.builders.trtllm.engine.check_engine`. With ``engine="reference"`` the same
+repository is written with the CPU reference engine in place of the GPU one, and nothing is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonkit.builders.trtllm.engine import (
+    EngineInfo,
+    check_engine,
+    engine_build_argv,
+    engine_build_plan,
+    run_engine_build,
+    runtime_version,
+    write_build_files,
+)
+from tritonkit.builders.trtllm.params import EngineOverrides, EnginePlan, derive_engine_params
+from tritonkit.builders.trtllm.reference import ReferenceEngine, build_reference_repository
+from tritonkit.builders.trtllm.repository import EngineKind, TrtllmRepoOptions, write_trtllm_repository
+from tritonkit.errors import ConfigError, MissingComponentError
+from tritonkit.planner import GpuSpec, Workload, find_gpu, load_hf_config
+
+__all__ = ["TrtllmBuildResult", "build_trtllm"]
+
+
+@dataclass(frozen=True)
+class TrtllmBuildResult:
+    """What was derived, written and (maybe) built."""
+
+    repo: Path
+    engine: EngineKind
+    plan: EnginePlan | None
+    options: TrtllmRepoOptions
+    build_argv: list[str]
+    engine_built: bool
+    engine_version: str | None
+    not_built_reason: str | None
+    engine_info: EngineInfo | None
+
+    def summary(self) -> str:
+        """Human-readable: the reasoning, what was written, and the engine's state."""
+        lines = []
+        if self.plan is not None:
+            lines += ["engine parameters (rule of thumb; every value can be overridden):", self.plan.render_text(), ""]
+        lines.append(f"repository: {self.repo} (preprocessing, tensorrt_llm [{self.engine}], postprocessing, "
+                     "ensemble, tensorrt_llm_bls)")
+        if self.engine == "reference":
+            lines.append("engine: CPU reference engine (serves here; it tests the serving path, not text quality)")
+        elif self.engine_built:
+            lines.append(f"engine: built by TensorRT-LLM {self.engine_version} in {self.options.engine_dir}")
+        elif self.engine_info is not None:
+            lines.append(f"engine: found in {self.options.engine_dir} (TensorRT-LLM {self.engine_info.version}), "
+                         "checked against the configs")
+        else:
+            lines.append(f"engine: not built — {self.not_built_reason}")
+            lines.append(f"  to build it on the GPU machine: {' '.join(self.build_argv)}")
+        return "\n".join(lines)
+
+
+def build_trtllm(
+    hf_model: str | Path | None,
+    *,
+    repo: str | Path,
+    gpu: str | GpuSpec = "H100-80GB",
+    tp: int = 1,
+    pp: int = 1,
+    workload: Workload | None = None,
+    precision: str | None = None,
+    kv_dtype: str = "fp16",
+    overrides: EngineOverrides | None = None,
+    engine: EngineKind = "tensorrtllm",
+    engine_dir: str | None = None,
+    tokenizer_dir: str | None = None,
+    hf_model_on_build_machine: str | None = None,
+    gpu_ids: Sequence[int] | None = None,
+    streaming: bool = True,
+    triton_max_batch_size: int | None = None,
+    batch_window: str = "5ms",
+    tokenizer_instances: int = 1,
+    bls_instances: int = 1,
+    python_model_file: str | Path | None = None,
+    run_build: bool = True,
+    runtime: str | None = None,
+    force: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> TrtllmBuildResult:
+    """Derive, write and build; see the module docstring.
+
+    ``engine_dir`` / ``tokenizer_dir`` / ``hf_model_on_build_machine`` are paths as the server and
+    the build machine see them (default: this machine's absolute paths: ``<repo>/tensorrt_llm/1/engine``
+    and the HF folder). ``gpu_ids`` default to ``0 … tp×pp−1``. ``runtime`` is the serving
+    TensorRT-LLM version to check an existing engine against (default: the one installed here, if any).
+    ``tokenizer_instances`` (pre- and postprocessing each) and ``bls_instances`` are python-model
+    instance counts: each handles one request (or one streamed token) at a time.
+    """
+    say = log or (lambda _line: None)
+    root = Path(repo).resolve()
+    gpu_spec = gpu if isinstance(gpu, GpuSpec) else find_gpu(gpu)
+    plan: EnginePlan | None = None
+    hf_dir: Path | None = None
+    if hf_model is not None:
+        hf_dir = Path(hf_model).resolve()
+        config_path = hf_dir / "config.json" if hf_dir.is_dir() else hf_dir
+        hf_config = load_hf_config(config_path)
+        if hf_dir.is_file():
+            hf_dir = hf_dir.parent
+        plan = derive_engine_params(hf_config, gpu=gpu_spec, tp=tp, pp=pp, workload=workload, precision=precision,
+                                    kv_dtype=kv_dtype, overrides=overrides, source=str(config_path))
+        say(plan.render_text())
+    if engine == "reference":
+        ref_engine = ReferenceEngine()
+        if plan is not None:
+            ref_engine = ReferenceEngine(max_batch_size=plan.params.max_batch_size,
+                                         max_input_len=plan.params.max_input_len,
+                                         max_seq_len=plan.params.max_seq_len,
+                                         max_num_tokens=plan.params.max_num_tokens)
+        ref = build_reference_repository(root, engine=ref_engine, streaming=streaming,
+                                         max_batch_size=triton_max_batch_size, batch_window=batch_window,
+                                         tokenizer_instances=tokenizer_instances, overwrite=force)
+        return TrtllmBuildResult(repo=root, engine="reference", plan=plan, options=ref.options, build_argv=[],
+                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None)
+
+    if plan is None or hf_dir is None:
+        raise ConfigError(f"engine {engine!r} needs the Hugging Face model folder to derive and build the engine",
+                          hint="pass --hf-model DIR (the folder with config.json and the weights)")
+    params = plan.params
+    ids = list(gpu_ids) if gpu_ids is not None else list(range(params.world_size))
+    if len(ids) != params.world_size:
+        raise ConfigError(f"{len(ids)} GPU id(s) given ({','.join(map(str, ids))}) but tp {tp} × pp {pp} = "
+                          f"{params.world_size}", hint=f"give exactly {params.world_size} ids with --gpu-ids")
+    batch = triton_max_batch_size if triton_max_batch_size is not None else params.max_batch_size
+    if batch > params.max_batch_size:
+        raise ConfigError(f"Triton max_batch_size {batch} exceeds the engine's {params.max_batch_size}",
+                          hint="lower --triton-max-batch-size or raise --max-batch-size")
+    engine_path = engine_dir or str(root / "tensorrt_llm" / "1" / "engine")
+    tok_dir = tokenizer_dir or str(hf_dir)
+    if tokenizer_dir is None and not (hf_dir / "tokenizer.json").is_file():
+        raise ConfigError(f"{hf_dir}: no tokenizer.json; the preprocessing and postprocessing models read it",
+                          hint="save the fast tokenizer there (transformers: AutoTokenizer.from_pretrained(d)"
+                               ".save_pretrained(d)), or pass --tokenizer-dir")
+    options = TrtllmRepoOptions(
+        engine=engine, engine_dir=engine_path, tokenizer_dir=tok_dir, max_batch_size=batch, streaming=streaming,
+        gpu_ids=tuple(ids), kv_cache_free_gpu_mem_fraction=params.kv_cache_free_gpu_mem_fraction,
+        enable_kv_cache_reuse=params.enable_kv_cache_reuse, enable_chunked_context=params.enable_chunked_context,
+        max_beam_width=params.max_beam_width, batch_window=batch_window,
+        preprocessing_instances=tokenizer_instances, postprocessing_instances=tokenizer_instances,
+        bls_instances=bls_instances,
+    )
+    write_trtllm_repository(root, options, python_model_file=python_model_file, overwrite=force)
+    build_plan = engine_build_plan(params, hf_model=hf_model_on_build_machine or str(hf_dir), engine_dir=engine_path)
+    write_build_files(root, build_plan)
+    argv = engine_build_argv(root)
+    built, version, reason = False, None, None
+    if (Path(engine_path) / "config.json").is_file():
+        reason = None  # an engine is already there: check it below instead of rebuilding
+    elif run_build:
+        try:
+            version = run_engine_build(root)
+            built = True
+        except MissingComponentError as exc:
+            reason = exc.message
+    else:
+        reason = "skipped (--no-build)"
+    info = None
+    if (Path(engine_path) / "config.json").is_file():
+        info = check_engine(engine_path, runtime=runtime or runtime_version(), triton_max_batch_size=batch,
+                            gpu_ids=ids, enable_kv_cache_reuse=params.enable_kv_cache_reuse)
+    return TrtllmBuildResult(repo=root, engine=engine, plan=plan, options=options, build_argv=argv,
+                             engine_built=built, engine_version=version, not_built_reason=reason, engine_info=info)

@@ -1,0 +1,315 @@
+"""Engine parameters from the model's ``config.json``, the GPU and the workload, each with its reason.
+
+The rules of thumb, all printed beside the numbers they give (every value can be overridden):
+
+* ``max_input_len``: the p95 prompt (or twice the mean), rounded up to 128 tokens, capped at the
+  model's ``max_position_embeddings``; ``max_seq_len`` adds the p95 output (or twice the mean);
+* memory per GPU: weights / (tp × pp) and a reserve (the planner's per-GPU fraction: CUDA context,
+  activations, runtime buffers); TensorRT-LLM gives ``kv_cache_free_gpu_mem_fraction`` (0.9, its
+  default: the rest stays for its own buffers) of what is left to the paged KV cache;
+* KV cache per token per GPU = 2 × layers/pp × max(KV heads/tp, 1) × head_dim × KV bytes;
+* ``max_batch_size``: the sequences that KV cache holds at mean lengths, rounded down to a multiple
+  of 8 (at least 1, at most 2048, TensorRT-LLM's default): more slots than the cache can feed only
+  cost runtime buffers;
+* ``max_num_tokens`` (tokens per engine step): 8192, TensorRT-LLM's default, or ``max_input_len``
+  when larger — without chunked context a whole prompt must fit in one step;
+* paged context FMHA on Ampere and newer (T4 is Turing: not supported there); KV-cache reuse and
+  chunked context need it;
+* quantisation from ``--precision`` (default: the config's ``torch_dtype``) and ``--kv-dtype``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tritonkit.errors import ConfigError, PlanError
+from tritonkit.planner import (
+    GIB,
+    GpuSpec,
+    Workload,
+    find_precision,
+    kv_bytes_per_token,
+    kv_dtype_bytes,
+    model_from_hf_config,
+    precision_from_torch_dtype,
+    weights_bytes,
+)
+
+__all__ = ["EngineOverrides", "EngineParams", "EnginePlan", "Reason", "derive_engine_params"]
+
+#: TensorRT-LLM's default share of free GPU memory for the KV cache.
+DEFAULT_KV_FRACTION = 0.9
+#: TensorRT-LLM's default tokens per engine step.
+DEFAULT_MAX_NUM_TOKENS = 8192
+_ROUND_TOKENS = 128
+#: TensorRT-LLM's default (and largest usual) max_batch_size.
+MAX_BATCH_CEILING = 2048
+#: --precision → (TensorRT-LLM quant_algo, activation dtype or None for "from the config").
+_QUANT = {
+    "fp16": (None, "float16"),
+    "bf16": (None, "bfloat16"),
+    "fp8": ("FP8", None),
+    "int8": ("W8A8_SQ_PER_CHANNEL", None),
+    "int8-wo": ("W8A16", None),
+    "int4": ("W4A16_AWQ", None),
+}
+_KV_QUANT = {"fp16": None, "bf16": None, "fp8": "FP8", "int8": "INT8"}
+# GPUs without paged context FMHA (pre-Ampere).
+_NO_PAGED_CONTEXT_FMHA = {"T4"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineParams:
+    """The settings an engine is built and served with."""
+
+    max_batch_size: int
+    max_input_len: int
+    max_seq_len: int
+    max_num_tokens: int
+    max_beam_width: int = 1
+    tp_size: int = 1
+    pp_size: int = 1
+    dtype: str = "float16"
+    quant_algo: str | None = None
+    kv_cache_quant_algo: str | None = None
+    paged_kv_cache: bool = True
+    use_paged_context_fmha: bool = True
+    kv_cache_free_gpu_mem_fraction: float = DEFAULT_KV_FRACTION
+    enable_kv_cache_reuse: bool = False
+    enable_chunked_context: bool = False
+
+    @property
+    def world_size(self) -> int:
+        """GPUs one engine runs on: tp × pp."""
+        return self.tp_size * self.pp_size
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineOverrides:
+    """Values given explicitly; each replaces the derived one (and is printed as given)."""
+
+    max_batch_size: int | None = None
+    max_input_len: int | None = None
+    max_seq_len: int | None = None
+    max_num_tokens: int | None = None
+    kv_cache_free_gpu_mem_fraction: float | None = None
+    enable_kv_cache_reuse: bool | None = None
+    enable_chunked_context: bool | None = None
+    use_paged_context_fmha: bool | None = None
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One derived value and why."""
+
+    key: str
+    value: Any
+    why: str
+
+    def render(self) -> str:
+        """``key = value  (why)``."""
+        value = f"{self.value:,}" if isinstance(self.value, int) and not isinstance(self.value, bool) else self.value
+        return f"{self.key:<32} {value!s:<14} {self.why}"
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """Derived parameters with the reasoning, and the figures behind them."""
+
+    params: EngineParams
+    reasons: tuple[Reason, ...]
+    kv_tokens_per_gpu: int
+    kv_bytes_per_token_per_gpu: int
+    weights_bytes_per_gpu: int
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def render_text(self) -> str:
+        """The reasoning, one value a line (what ``tritonkit build trtllm`` prints)."""
+        lines = [r.render() for r in self.reasons]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _round_up(value: float, multiple: int) -> int:
+    return int(math.ceil(value / multiple) * multiple)
+
+
+def _max_positions(config: Mapping[str, Any]) -> int | None:
+    for key in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def derive_engine_params(
+    hf_config: Mapping[str, Any],
+    *,
+    gpu: GpuSpec,
+    tp: int = 1,
+    pp: int = 1,
+    workload: Workload | None = None,
+    precision: str | None = None,
+    kv_dtype: str = "fp16",
+    overrides: EngineOverrides | None = None,
+    source: str = "config.json",
+) -> EnginePlan:
+    """Derive engine parameters (see the module docstring); raises ``PlanError`` when it cannot fit."""
+    if tp < 1 or pp < 1:
+        raise ConfigError(f"tp {tp} and pp {pp} must be >= 1", hint="pass --tp / --pp as positive integers")
+    ov = overrides or EngineOverrides()
+    w = workload or Workload()
+    model = model_from_hf_config(hf_config, source=source)
+    reasons: list[Reason] = []
+    warnings: list[str] = []
+
+    def add(key: str, value: Any, why: str) -> None:
+        reasons.append(Reason(key, value, why))
+
+    # --- parallelism and precision ---------------------------------------------------------
+    if model.num_attention_heads % tp:
+        raise ConfigError(f"{model.num_attention_heads} attention heads ({source}) do not split over tp {tp}",
+                          hint="pick --tp that divides the number of attention heads")
+    if model.num_kv_heads >= tp and model.num_kv_heads % tp:
+        raise ConfigError(f"{model.num_kv_heads} KV heads ({source}) do not split over tp {tp}",
+                          hint="pick --tp that divides the number of KV heads")
+    if model.num_layers < pp:
+        raise ConfigError(f"{model.num_layers} layers cannot be split over pp {pp}", hint="use a smaller --pp")
+    add("tp_size × pp_size", f"{tp} × {pp}", f"world size {tp * pp}: the engine runs on {tp * pp} GPU(s)")
+    if precision is None:
+        prec, prec_note = precision_from_torch_dtype(model.torch_dtype)
+    else:
+        prec, prec_note = find_precision(precision), "given (--precision)"
+    if prec.name not in _QUANT:
+        raise ConfigError(f"precision {prec.name} is not a TensorRT-LLM precision",
+                          hint=f"use one of {', '.join(_QUANT)}")
+    quant_algo, act_dtype = _QUANT[prec.name]
+    if act_dtype is None:
+        act_dtype = "bfloat16" if str(model.torch_dtype).lower() in ("bfloat16", "bf16") else "float16"
+    if (quant_algo == "FP8" or kv_dtype == "fp8") and gpu.fp8_tflops is None:
+        raise ConfigError(f"{gpu.name} has no FP8 tensor cores, so FP8 weights or KV cache cannot run on it",
+                          hint="use --precision fp16/bf16/int8-wo/int4 and --kv-dtype fp16/int8")
+    if kv_dtype not in _KV_QUANT:
+        raise ConfigError(f"KV-cache dtype {kv_dtype!r} is not one of {', '.join(_KV_QUANT)}", hint="pass --kv-dtype")
+    kv_quant = _KV_QUANT[kv_dtype]
+    add("dtype", act_dtype, prec_note)
+    add("quant_algo", quant_algo or "none", f"{prec.description} ({prec.bytes_per_weight:g} B/weight)")
+    add("kv_cache_quant_algo", kv_quant or "none", f"KV cache in {kv_dtype}")
+
+    # --- lengths -------------------------------------------------------------------------------
+    mean_in = w.input_tokens if w.input_tokens is not None else 1024
+    mean_out = w.output_tokens if w.output_tokens is not None else 256
+    positions = _max_positions(hf_config)
+    cap = positions if positions is not None else 1 << 30
+    in_basis = w.input_tokens_p95 if w.input_tokens_p95 is not None else 2 * mean_in
+    out_basis = w.output_tokens_p95 if w.output_tokens_p95 is not None else 2 * mean_out
+    in_why = "p95 prompt" if w.input_tokens_p95 is not None else f"2 × mean prompt ({mean_in:g})"
+    out_why = "p95 output" if w.output_tokens_p95 is not None else f"2 × mean output ({mean_out:g})"
+    max_input = min(_round_up(in_basis, _ROUND_TOKENS), cap)
+    max_seq = min(_round_up(max_input + out_basis, _ROUND_TOKENS), cap)
+    cap_note = f", capped at max_position_embeddings {positions}" if positions is not None else ""
+    if ov.max_input_len is not None:
+        max_input, in_note = ov.max_input_len, "given (--max-input-len)"
+    else:
+        in_note = f"{in_why}, rounded up to {_ROUND_TOKENS}{cap_note}"
+    if ov.max_seq_len is not None:
+        max_seq, seq_note = ov.max_seq_len, "given (--max-seq-len)"
+    else:
+        seq_note = f"max_input_len + {out_why}, rounded up to {_ROUND_TOKENS}{cap_note}"
+    if max_seq < max_input:
+        raise ConfigError(f"max_seq_len {max_seq} is below max_input_len {max_input}",
+                          hint="max_seq_len counts the prompt and the output: raise --max-seq-len")
+    add("max_input_len", max_input, in_note)
+    add("max_seq_len", max_seq, seq_note)
+
+    # --- memory and the KV cache ------------------------------------------------------------------
+    weights = weights_bytes(model.total_params, prec.bytes_per_weight)
+    weights_gpu = weights // (tp * pp)
+    reserve = int(gpu.default_reserve_fraction * gpu.memory_bytes)
+    free = gpu.memory_bytes - weights_gpu - reserve
+    add("weights per GPU", f"{weights_gpu / GIB:.2f} GiB",
+        f"{model.total_params:,} params × {prec.bytes_per_weight:g} B / {tp * pp} GPU(s)")
+    if free <= 0:
+        raise PlanError(f"the weights ({weights_gpu / GIB:.1f} GiB per GPU) and the reserve ({reserve / GIB:.1f} GiB) "
+                        f"do not fit in {gpu.name}'s {gpu.memory_gib:g} GiB",
+                        hint="use more --tp/--pp, a smaller --precision (int8-wo, int4, fp8), or a larger GPU")
+    fraction = ov.kv_cache_free_gpu_mem_fraction if ov.kv_cache_free_gpu_mem_fraction is not None else DEFAULT_KV_FRACTION
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"kv_cache_free_gpu_mem_fraction {fraction} must be in (0, 1]", hint="pass --kv-cache-fraction")
+    add("kv_cache_free_gpu_mem_fraction", fraction,
+        "given (--kv-cache-fraction)" if ov.kv_cache_free_gpu_mem_fraction is not None
+        else "TensorRT-LLM's default: the rest of the free memory stays for its buffers")
+    kv_heads_gpu = max(model.num_kv_heads // tp, 1)
+    if model.num_kv_heads < tp:
+        warnings.append(f"{model.num_kv_heads} KV heads < tp {tp}: each GPU keeps a copy of one KV head")
+    layers_gpu = math.ceil(model.num_layers / pp)
+    kv_token_gpu = kv_bytes_per_token(layers_gpu, kv_heads_gpu, model.head_dim, kv_dtype_bytes(kv_dtype))
+    kv_tokens = int(free * fraction) // kv_token_gpu
+    add("KV cache per token per GPU", f"{kv_token_gpu:,} B",
+        f"2 × {layers_gpu} layers × {kv_heads_gpu} KV heads × {model.head_dim} × {kv_dtype_bytes(kv_dtype)} B")
+    add("KV-cache tokens (estimate)", kv_tokens,
+        f"{fraction:g} × ({gpu.memory_gib:g} GiB − weights − {gpu.default_reserve_fraction:.0%} reserve) / KV per token")
+    if kv_tokens < max_seq:
+        raise PlanError(f"the KV cache holds about {kv_tokens:,} tokens per GPU, less than one {max_seq}-token sequence",
+                        hint="shorten --max-seq-len, use --kv-dtype fp8/int8, more --tp/--pp, or a larger GPU")
+
+    # --- batch and tokens per step ----------------------------------------------------------------
+    seq_tokens = mean_in + mean_out
+    by_memory = int(kv_tokens // seq_tokens)
+    batch = max(1, by_memory // 8 * 8) if by_memory >= 8 else max(1, by_memory)
+    if ov.max_batch_size is not None:
+        batch, batch_note = ov.max_batch_size, "given (--max-batch-size)"
+    elif batch > MAX_BATCH_CEILING:
+        batch = MAX_BATCH_CEILING
+        batch_note = (f"{kv_tokens:,} KV tokens / {seq_tokens:g} tokens per sequence (mean) = {by_memory}, "
+                      f"capped at {MAX_BATCH_CEILING} (TensorRT-LLM's default)")
+    else:
+        batch_note = (f"{kv_tokens:,} KV tokens / {seq_tokens:g} tokens per sequence (mean) = {by_memory}, "
+                      "rounded down to a multiple of 8")
+    add("max_batch_size", batch, batch_note)
+    if ov.max_num_tokens is not None:
+        num_tokens, tokens_note = ov.max_num_tokens, "given (--max-num-tokens)"
+    else:
+        num_tokens = max(DEFAULT_MAX_NUM_TOKENS, _round_up(max_input, _ROUND_TOKENS))
+        tokens_note = ("TensorRT-LLM's default 8192" if num_tokens == DEFAULT_MAX_NUM_TOKENS
+                       else "max_input_len: without chunked context a whole prompt must fit in one step")
+    add("max_num_tokens", num_tokens, tokens_note)
+
+    # --- paged KV, FMHA, reuse ---------------------------------------------------------------------
+    fmha = gpu.name not in _NO_PAGED_CONTEXT_FMHA
+    fmha_note = "Ampere or newer" if fmha else f"{gpu.name} (pre-Ampere) has no paged context FMHA"
+    if ov.use_paged_context_fmha is not None:
+        fmha, fmha_note = ov.use_paged_context_fmha, "given"
+    reuse = bool(ov.enable_kv_cache_reuse)
+    chunked = bool(ov.enable_chunked_context)
+    for name, on in (("KV-cache reuse", reuse), ("chunked context", chunked)):
+        if on and not fmha:
+            raise ConfigError(f"{name} needs paged context FMHA, which is off ({fmha_note})",
+                              hint=f"drop the {name} option, or build on an Ampere-or-newer GPU")
+    if not chunked and num_tokens < max_input:
+        raise ConfigError(f"max_num_tokens {num_tokens} is below max_input_len {max_input} without chunked context",
+                          hint="raise --max-num-tokens, or pass --chunked-context")
+    add("paged_kv_cache", True, "in-flight batching needs the paged KV cache")
+    add("use_paged_context_fmha", fmha, fmha_note)
+    add("enable_kv_cache_reuse", reuse, "given" if ov.enable_kv_cache_reuse is not None
+        else "off: no shared-prefix traffic declared (--kv-reuse turns it on)")
+    add("enable_chunked_context", chunked, "given" if ov.enable_chunked_context is not None
+        else "off: prompts fit one step (--chunked-context turns it on)")
+
+    params = EngineParams(
+        max_batch_size=batch, max_input_len=max_input, max_seq_len=max_seq, max_num_tokens=num_tokens,
+        tp_size=tp, pp_size=pp, dtype=act_dtype, quant_algo=quant_algo, kv_cache_quant_algo=kv_quant,
+        use_paged_context_fmha=fmha, kv_cache_free_gpu_mem_fraction=fraction,
+        enable_kv_cache_reuse=reuse, enable_chunked_context=chunked,
+    )
+    return EnginePlan(params=params, reasons=tuple(reasons), kv_tokens_per_gpu=kv_tokens,
+                      kv_bytes_per_token_per_gpu=kv_token_gpu, weights_bytes_per_gpu=weights_gpu,
+                      warnings=tuple(warnings))
+

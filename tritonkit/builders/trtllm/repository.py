@@ -1,0 +1,248 @@
+"""The in-flight-batching repository as typed configs: preprocessing, tensorrt_llm,
+postprocessing, ensemble and tensorrt_llm_bls.
+
+Every config is a :class:`~tritonkit.repository.ModelSpec`; no text template, no placeholder.
+The ``tensorrt_llm`` model is one of three engines with the same inputs and outputs:
+
+* ``tensorrtllm`` — the C++ TensorRT-LLM backend of NGC's ``…-trtllm-python-py3`` containers;
+* ``python`` — TensorRT-LLM's own python-backend model (its ``model.py``, from the TensorRT-LLM
+  release that built the engine, is copied in; it needs ``tensorrt_llm`` and a GPU at serve time);
+* ``reference`` — the CPU reference engine (see :mod:`tritonkit.builders.trtllm.reference`).
+
+Pre/postprocessing and the BLS model are this package's python-backend models (``pymodels/``):
+they read the tokenizer with the ``tokenizers`` library from ``tokenizer_dir``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from tritonkit.builders.trtllm.interface import (
+    BLS_INPUTS,
+    BLS_OUTPUTS,
+    ENGINE_INPUTS,
+    ENGINE_OUTPUTS,
+    ENSEMBLE_INPUTS,
+    ENSEMBLE_OUTPUTS,
+    POST_INPUTS,
+    POST_OUTPUTS,
+    PRE_INPUTS,
+    PRE_OUTPUTS,
+    ensemble_steps,
+)
+from tritonkit.errors import ConfigError
+from tritonkit.repository import (
+    DEFAULT_WINDOW,
+    DynamicBatching,
+    InstanceGroup,
+    ModelRepository,
+    ModelSpec,
+    QueuePolicy,
+)
+from tritonkit.repository.lint.rules.trtllm import BATCHING_STRATEGIES, DECODING_MODES, SCHEDULER_POLICIES
+from tritonkit.repository.units import Duration
+
+__all__ = [
+    "BATCHING_STRATEGIES",
+    "DECODING_MODES",
+    "ENGINE_KINDS",
+    "MODEL_NAMES",
+    "SCHEDULER_POLICIES",
+    "EngineKind",
+    "TrtllmRepoOptions",
+    "trtllm_model_specs",
+    "write_trtllm_repository",
+]
+
+EngineKind = Literal["tensorrtllm", "python", "reference"]
+ENGINE_KINDS: tuple[str, ...] = ("tensorrtllm", "python", "reference")
+#: Folder names, as TensorRT-LLM's templates and the clients written for them expect.
+MODEL_NAMES = ("preprocessing", "tensorrt_llm", "postprocessing", "ensemble", "tensorrt_llm_bls")
+PYMODELS = Path(__file__).parent / "pymodels"
+#: Where the C++ backend's executor worker lives in NGC TensorRT-LLM containers.
+EXECUTOR_WORKER_PATH = "/opt/tritonserver/backends/tensorrtllm/trtllmExecutorWorker"
+
+
+def _flag(value: bool) -> str:
+    # The backend accepts true/True/TRUE/1 and false/False/FALSE/0; write its own lower-case spelling.
+    return "true" if value else "false"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrtllmRepoOptions:
+    """Everything the five configs need; each field is one knob of TensorRT-LLM's templates.
+
+    ``engine_dir`` and ``tokenizer_dir`` are written as given: paths as the *server* sees them
+    (inside a container they are container paths). ``gpu_ids`` are the GPUs of one engine
+    instance (tp × pp of them). ``max_batch_size`` is Triton's, and must not exceed the engine's.
+    """
+
+    engine: EngineKind = "tensorrtllm"
+    engine_dir: str
+    tokenizer_dir: str
+    max_batch_size: int = 64
+    streaming: bool = True
+    gpu_ids: Sequence[int] = (0,)
+    batching_strategy: str = "inflight_fused_batching"
+    batch_scheduler_policy: str = "guaranteed_no_evict"
+    kv_cache_free_gpu_mem_fraction: float = 0.9
+    max_tokens_in_paged_kv_cache: int | None = None
+    enable_kv_cache_reuse: bool = False
+    enable_chunked_context: bool = False
+    exclude_input_in_output: bool = True
+    max_beam_width: int = 1
+    decoding_mode: str | None = None
+    batch_window: Duration = DEFAULT_WINDOW
+    max_queue_size: int | None = None
+    preprocessing_instances: int = 1
+    postprocessing_instances: int = 1
+    bls_instances: int = 1
+    accumulate_tokens: bool = False
+    skip_special_tokens: bool = True
+    add_special_tokens: bool = False
+    extra_engine_parameters: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINE_KINDS:
+            raise ConfigError(f"engine {self.engine!r} is not one of {', '.join(ENGINE_KINDS)}",
+                              hint="use --engine tensorrtllm (C++ backend), python or reference")
+        if self.max_batch_size < 1:
+            raise ConfigError(f"max_batch_size {self.max_batch_size} must be >= 1", hint="pass --max-batch-size")
+        for name, value, allowed in (("batching_strategy", self.batching_strategy, BATCHING_STRATEGIES),
+                                     ("batch_scheduler_policy", self.batch_scheduler_policy, SCHEDULER_POLICIES)):
+            if value not in allowed:
+                raise ConfigError(f"{name} {value!r} is not one of {', '.join(allowed)}",
+                                  hint="the backend ignores other spellings; use one of the listed values")
+        if self.decoding_mode is not None and self.decoding_mode not in DECODING_MODES:
+            raise ConfigError(f"decoding_mode {self.decoding_mode!r} is not one of {', '.join(DECODING_MODES)}",
+                              hint="leave it unset to let the backend choose from the engine")
+        if not 0 < self.kv_cache_free_gpu_mem_fraction <= 1:
+            raise ConfigError(f"kv_cache_free_gpu_mem_fraction {self.kv_cache_free_gpu_mem_fraction} must be in "
+                              "(0, 1]", hint="pass --kv-cache-fraction like 0.9")
+        if not self.gpu_ids or any(g < 0 for g in self.gpu_ids):
+            raise ConfigError(f"gpu_ids {list(self.gpu_ids)} must be one or more non-negative GPU ids",
+                              hint="pass --gpu-ids 0,1 (tp × pp of them)")
+
+    @property
+    def queue_size(self) -> int:
+        """The bound on queued requests: twice the batch unless given (rule of thumb: one batch
+        running, one waiting; beyond that overload is refused early instead of timing out)."""
+        return self.max_queue_size if self.max_queue_size is not None else 2 * self.max_batch_size
+
+
+def _engine_parameters(o: TrtllmRepoOptions) -> dict[str, str]:
+    params = {
+        "max_beam_width": str(o.max_beam_width),
+        "FORCE_CPU_ONLY_INPUT_TENSORS": "no",
+        "gpt_model_type": o.batching_strategy,
+        "gpt_model_path": o.engine_dir,
+        "batch_scheduler_policy": o.batch_scheduler_policy,
+        "kv_cache_free_gpu_mem_fraction": f"{o.kv_cache_free_gpu_mem_fraction:g}",
+        "enable_kv_cache_reuse": _flag(o.enable_kv_cache_reuse),
+        "enable_chunked_context": _flag(o.enable_chunked_context),
+        "exclude_input_in_output": _flag(o.exclude_input_in_output),
+        "gpu_device_ids": ",".join(str(g) for g in o.gpu_ids),
+    }
+    if o.max_tokens_in_paged_kv_cache is not None:
+        params["max_tokens_in_paged_kv_cache"] = str(o.max_tokens_in_paged_kv_cache)
+    if o.decoding_mode is not None:
+        params["decoding_mode"] = o.decoding_mode
+    if o.engine == "tensorrtllm":
+        params["executor_worker_path"] = EXECUTOR_WORKER_PATH
+    params.update(o.extra_engine_parameters)
+    return params
+
+
+def trtllm_model_specs(o: TrtllmRepoOptions) -> list[ModelSpec]:
+    """The five configs, in :data:`MODEL_NAMES` order."""
+    batch = o.max_batch_size
+    cpu = [InstanceGroup(kind="KIND_CPU", count=1)]
+    tokenizer = {"tokenizer_dir": o.tokenizer_dir}
+    # Pre/postprocessing run once per request and once per streamed token: a batching window would
+    # add its delay to every token, and these python models handle requests one by one anyway.
+    preprocessing = ModelSpec(
+        name="preprocessing", backend="python", max_batch_size=batch, inputs=PRE_INPUTS, outputs=PRE_OUTPUTS,
+        dynamic_batching=None, instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.preprocessing_instances)],
+        parameters={**tokenizer, "add_special_tokens": _flag(o.add_special_tokens)},
+    )
+    postprocessing = ModelSpec(
+        name="postprocessing", backend="python", max_batch_size=batch, inputs=POST_INPUTS, outputs=POST_OUTPUTS,
+        dynamic_batching=None, instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.postprocessing_instances)],
+        parameters={**tokenizer, "skip_special_tokens": _flag(o.skip_special_tokens)},
+    )
+    # The engine's own scheduler batches in flight; the dynamic batcher in front of it only hands
+    # requests over and bounds the queue (the template's default_queue_policy).
+    engine = ModelSpec(
+        name="tensorrt_llm", backend="tensorrtllm" if o.engine == "tensorrtllm" else "python",
+        max_batch_size=batch, inputs=ENGINE_INPUTS, outputs=ENGINE_OUTPUTS,
+        dynamic_batching=DynamicBatching(window=o.batch_window,
+                                         default_queue_policy=QueuePolicy(max_queue_size=o.queue_size)),
+        # The C++ backend places the engine on gpu_device_ids itself; Triton sees one CPU instance.
+        instance_groups=cpu, decoupled=o.streaming, parameters=_engine_parameters(o),
+    )
+    ensemble = ModelSpec(
+        name="ensemble", platform="ensemble", max_batch_size=batch, inputs=ENSEMBLE_INPUTS,
+        outputs=ENSEMBLE_OUTPUTS, ensemble_steps=ensemble_steps("tensorrt_llm"), decoupled=o.streaming or None,
+    )
+    bls = ModelSpec(
+        name="tensorrt_llm_bls", backend="python", max_batch_size=batch, inputs=BLS_INPUTS, outputs=BLS_OUTPUTS,
+        dynamic_batching=None, instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.bls_instances)],
+        decoupled=o.streaming,
+        parameters={"accumulate_tokens": _flag(o.accumulate_tokens), "tensorrt_llm_model_name": "tensorrt_llm",
+                    "tensorrt_llm_draft_model_name": ""},
+    )
+    return [preprocessing, engine, postprocessing, ensemble, bls]
+
+
+def write_trtllm_repository(
+    repo: str | Path,
+    options: TrtllmRepoOptions,
+    *,
+    python_model_file: str | Path | None = None,
+    overwrite: bool = False,
+) -> list[Path]:
+    """Write the five models into ``repo``; returns their folders.
+
+    ``python_model_file`` is TensorRT-LLM's python-backend ``model.py`` (``engine="python"``
+    only). The reference engine's files are written by :func:`build_reference_repository`.
+    """
+    specs = trtllm_model_specs(options)
+    repository = ModelRepository.init(repo)
+    clash = [s.name for s in specs if (repository.root / s.name / "config.pbtxt").exists()]
+    if clash and not overwrite:
+        raise ConfigError(f"{repository.root} already holds {', '.join(clash)}",
+                          hint="pass overwrite=True (CLI: --force) to replace them, or choose another --repo")
+    if options.engine == "python" and python_model_file is None:
+        raise ConfigError("engine 'python' needs TensorRT-LLM's python-backend model.py",
+                          hint="pass --python-model-file …/inflight_batcher_llm/tensorrt_llm/1/model.py from the "
+                               "TensorRT-LLM release that built the engine")
+    files = {
+        "preprocessing": {"model.py": PYMODELS / "preprocessing.py"},
+        "postprocessing": {"model.py": PYMODELS / "postprocessing.py"},
+        "tensorrt_llm_bls": {"model.py": PYMODELS / "bls.py"},
+        "ensemble": {},
+        "tensorrt_llm": _engine_files(options, python_model_file),
+    }
+    folders = []
+    for spec in specs:
+        sources: dict[str, str | bytes | Path] = {k: v for k, v in files[spec.name].items()}
+        entry = repository.add_model(spec, files=sources, overwrite=True)
+        folders.append(entry.root)
+    return folders
+
+
+def _engine_files(o: TrtllmRepoOptions, python_model_file: str | Path | None) -> dict[str, Path]:
+    if o.engine == "reference":
+        return {"model.py": PYMODELS / "reference_engine.py", "tiny_lm.py": PYMODELS / "tiny_lm.py"}
+    if o.engine == "python":
+        assert python_model_file is not None
+        source = Path(python_model_file)
+        if not source.is_file():
+            raise ConfigError(f"{source}: TensorRT-LLM's model.py is not there", hint="check --python-model-file")
+        return {"model.py": source}
+    return {}
+
+

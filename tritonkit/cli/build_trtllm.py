@@ -1,0 +1,130 @@
+"""``tritonkit build trtllm``: HF checkpoint → engine parameters → in-flight-batching repository → engine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tritonkit.cli._common import echo_json
+from tritonkit.cli.build import build
+
+
+def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        ids = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected comma-separated GPU ids like 0,1") from None
+    if not ids or any(i < 0 for i in ids):
+        raise click.BadParameter(f"{value!r}: expected comma-separated non-negative GPU ids like 0,1")
+    return ids
+
+
+@build.command("trtllm")
+@click.option("--hf-model", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Hugging Face model folder (config.json, tokenizer, weights). Optional with --engine reference.")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+              show_default=True, help="Repository folder to write (created if missing).")
+@click.option("--engine", "engine_kind", type=click.Choice(["tensorrtllm", "python", "reference"]),
+              default="tensorrtllm", show_default=True,
+              help="tensorrtllm: C++ backend (NGC containers); python: TensorRT-LLM's python-backend model; "
+                   "reference: the CPU reference engine (serves here, for testing the serving path).")
+@click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue.")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallelism.")
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallelism.")
+@click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024).")
+@click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256).")
+@click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens.")
+@click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens.")
+@click.option("--precision", default=None, help="fp16, bf16, fp8, int8, int8-wo or int4 (default: torch_dtype).")
+@click.option("--kv-dtype", type=click.Choice(["fp16", "bf16", "fp8", "int8"]), default="fp16", show_default=True,
+              help="KV-cache element type.")
+@click.option("--max-batch-size", type=click.IntRange(min=1), default=None, help="Override: engine max batch size.")
+@click.option("--max-input-len", type=click.IntRange(min=1), default=None, help="Override: engine max prompt tokens.")
+@click.option("--max-seq-len", type=click.IntRange(min=1), default=None, help="Override: prompt + output tokens.")
+@click.option("--max-num-tokens", type=click.IntRange(min=1), default=None, help="Override: tokens per engine step.")
+@click.option("--kv-cache-fraction", type=float, default=None, help="Override: share of free GPU memory for KV (0.9).")
+@click.option("--kv-reuse/--no-kv-reuse", default=None, help="KV-cache reuse for shared prefixes (needs paged FMHA).")
+@click.option("--chunked-context/--no-chunked-context", default=None, help="Split long prompts over engine steps.")
+@click.option("--paged-context-fmha/--no-paged-context-fmha", default=None,
+              help="Override: paged context FMHA (default: on for Ampere and newer).")
+@click.option("--triton-max-batch-size", type=click.IntRange(min=1), default=None,
+              help="Triton's max_batch_size (default: the engine's; never above it).")
+@click.option("--gpu-ids", callback=_gpu_ids, default=None, help="GPUs of the engine, e.g. 0,1 (default 0..tp×pp−1).")
+@click.option("--streaming/--no-streaming", default=True, show_default=True,
+              help="Decoupled tensorrt_llm, BLS and ensemble: one response per token.")
+@click.option("--batch-window", default="5ms", show_default=True, help="Queue delay in front of tensorrt_llm.")
+@click.option("--tokenizer-instances", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Instances of preprocessing and of postprocessing (each detokenizes one streamed token at a time).")
+@click.option("--bls-instances", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Instances of tensorrt_llm_bls.")
+@click.option("--engine-dir", default=None, help="Engine folder as the server sees it (default <repo>/tensorrt_llm/1/engine).")
+@click.option("--tokenizer-dir", default=None, help="Tokenizer folder as the server sees it (default: --hf-model).")
+@click.option("--build-hf-model", default=None, help="HF folder as the build machine sees it (default: --hf-model).")
+@click.option("--python-model-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="--engine python: TensorRT-LLM's tensorrt_llm/1/model.py from the release that builds the engine.")
+@click.option("--no-build", is_flag=True, help="Write the repository and the build script only.")
+@click.option("--runtime-version", default=None,
+              help="TensorRT-LLM version of the serving container, to check an existing engine against.")
+@click.option("--force", is_flag=True, help="Replace models of these names in the repository.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def build_trtllm_command(
+    hf_model: Path | None, repo: Path, engine_kind: str, gpu: str, tp: int, pp: int, input_tokens: float | None,
+    output_tokens: float | None, input_tokens_p95: float | None, output_tokens_p95: float | None,
+    precision: str | None, kv_dtype: str, max_batch_size: int | None, max_input_len: int | None,
+    max_seq_len: int | None, max_num_tokens: int | None, kv_cache_fraction: float | None, kv_reuse: bool | None,
+    chunked_context: bool | None, paged_context_fmha: bool | None, triton_max_batch_size: int | None,
+    gpu_ids: list[int] | None, streaming: bool, batch_window: str, tokenizer_instances: int, bls_instances: int,
+    engine_dir: str | None,
+    tokenizer_dir: str | None, build_hf_model: str | None, python_model_file: Path | None, no_build: bool,
+    runtime_version: str | None, force: bool, as_json: bool,
+) -> None:
+    """Derive TensorRT-LLM engine parameters, write the in-flight-batching repository, build the engine.
+
+    The engine parameters come from the model's config.json, the GPU and the workload, with the
+    reasoning printed; every value can be overridden. The engine builds only where tensorrt_llm and
+    a GPU are present; elsewhere the build script and its plan are written into the repository with
+    the command to run them. --engine reference writes the same repository with a CPU stand-in for
+    the engine that serves on this machine (for testing the serving path, not text quality).
+
+    \b
+    Examples:
+      tritonkit build trtllm --hf-model Llama-3-8B/ --repo llama_repo --gpu H100-80GB --tp 2
+      tritonkit build trtllm --engine reference --repo ref_repo
+    """
+    from tritonkit.builders.trtllm import EngineOverrides, build_trtllm
+    from tritonkit.planner import Workload
+
+    workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,
+                        output_tokens_p95=output_tokens_p95)
+    overrides = EngineOverrides(max_batch_size=max_batch_size, max_input_len=max_input_len, max_seq_len=max_seq_len,
+                                max_num_tokens=max_num_tokens, kv_cache_free_gpu_mem_fraction=kv_cache_fraction,
+                                enable_kv_cache_reuse=kv_reuse, enable_chunked_context=chunked_context,
+                                use_paged_context_fmha=paged_context_fmha)
+    result = build_trtllm(
+        hf_model, repo=repo, gpu=gpu, tp=tp, pp=pp, workload=workload, precision=precision, kv_dtype=kv_dtype,
+        overrides=overrides, engine=engine_kind,  # type: ignore[arg-type]  # click.Choice checked it
+        engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, hf_model_on_build_machine=build_hf_model,
+        gpu_ids=gpu_ids, streaming=streaming, triton_max_batch_size=triton_max_batch_size,
+        batch_window=batch_window, tokenizer_instances=tokenizer_instances, bls_instances=bls_instances,
+        python_model_file=python_model_file, run_build=not no_build,
+        runtime=runtime_version, force=force,
+    )
+    if as_json:
+        echo_json({
+            "repo": str(result.repo),
+            "engine": result.engine,
+            "params": result.plan.params.to_dict() if result.plan else None,
+            "reasons": [{"key": r.key, "value": str(r.value), "why": r.why} for r in result.plan.reasons]
+            if result.plan else [],
+            "build_argv": result.build_argv,
+            "engine_built": result.engine_built,
+            "engine_version": result.engine_version or (result.engine_info.version if result.engine_info else None),
+            "not_built_reason": result.not_built_reason,
+        })
+    else:
+        click.echo(result.summary())
+    sys.stdout.flush()
