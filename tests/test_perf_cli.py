@@ -8,10 +8,12 @@ Steps are short (0.5 s windows) because client and server share two cores.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +23,9 @@ from click.testing import CliRunner, Result
 
 from tests.support.pymodels import write_add_sub, write_python_model
 from tritonkit.cli import main
-from tritonkit.perf.install import locate_perf_analyzer
-from tritonkit.perf.result import RunResult
-from tritonkit.perf.verdict import Verdict
+from tritonkit.perf.judge.verdict import Verdict
+from tritonkit.perf.measure.result import PerfResult
+from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.server import TritonServer, free_ports
 
 # Short steps: 3 windows of 0.5 s; no warm-up unless a test wants one.
@@ -129,7 +131,7 @@ def test_a_ladder_that_meets_the_sla_exits_0_and_keeps_raw_files_result_report_a
 
     folder = _run_dir(root)
     assert folder.name.endswith("-add_sub")
-    saved = RunResult.load(folder / "result.json")
+    saved = PerfResult.load(folder / "result.json")
     assert [s.load_value for s in saved.steps] == [1.0, 2.0]  # the warm-up is not a step
     assert saved.warmup is not None and (folder / "warmup.csv").is_file()
     assert saved.steps[0].metrics is not None and saved.steps[0].metrics.success_count
@@ -140,7 +142,7 @@ def test_a_ladder_that_meets_the_sla_exits_0_and_keeps_raw_files_result_report_a
     assert "data:image/png;base64," in (folder / "report.html").read_text()
     assert len(list((folder / "plots").glob("*.png"))) == 3
     baselines = list((root / "baselines" / "add_sub").glob("*.json"))
-    assert len(baselines) == 1 and RunResult.load(baselines[0]).steps[1].load_value == 2.0
+    assert len(baselines) == 1 and PerfResult.load(baselines[0]).steps[1].load_value == 2.0
 
 
 def test_dry_run_prints_the_exact_argv_the_real_run_used_and_runs_nothing(
@@ -182,7 +184,7 @@ def test_a_ladder_that_misses_the_sla_exits_1_and_stops_after_two_breaking_steps
     assert result.exit_code == 1, result.output
     assert [s["sla"] for s in _kv_lines(result.output, "step")] == ["fail", "fail"]
     assert _kv_lines(result.output, "verdict")[0]["status"] == "fail"
-    saved = RunResult.load(_run_dir(tmp_path) / "result.json")
+    saved = PerfResult.load(_run_dir(tmp_path) / "result.json")
     assert saved.stop_reason == "sla_broken"
     assert len(saved.steps) == 2  # concurrency 4 was never run
     assert "**FAIL** (exit code 1)" in (_run_dir(tmp_path) / "report.md").read_text()
@@ -234,7 +236,7 @@ def test_sigterm_mid_ladder_stops_perf_analyzer_and_keeps_judged_steps_and_repor
             proc.wait()
     assert proc.returncode == 2, stdout + stderr
     assert "interrupted" in stderr and str(folder) in stderr
-    saved = RunResult.load(folder / "result.json")
+    saved = PerfResult.load(folder / "result.json")
     assert saved.stop_reason == "interrupted"
     assert [s.load_value for s in saved.steps][:1] == [1.0]
     assert saved.verdict is not None and saved.verdict["steps"][0]["status"] == "pass"
@@ -242,6 +244,104 @@ def test_sigterm_mid_ladder_stops_perf_analyzer_and_keeps_judged_steps_and_repor
     assert not (folder / "step03-c4.argv.json").exists()
     ps = subprocess.run(["pgrep", "-f", str(folder)], capture_output=True, text=True, check=False)
     assert ps.stdout.strip() == "", "a perf_analyzer of the interrupted run is still running"
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str] | None = None, timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.is_file():
+        assert proc is None or proc.poll() is None, proc.communicate() if proc else ""
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+def _perf_analyzers_of(folder: Path) -> list[str]:
+    ps = subprocess.run(["pgrep", "-af", str(folder)], capture_output=True, text=True, check=False)
+    return [line for line in ps.stdout.splitlines() if "perf_analyzer" in line]
+
+
+def test_sigkill_mid_ladder_keeps_every_measured_step_and_leaves_no_perf_analyzer(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    argv = [
+        sys.executable, "-m", "tritonkit.cli", "perf", "run", "add_sub", "--url", server.grpc_url,
+        "--concurrency", "1,2,4", "--duration-s", "3", "--warmup-s", "0", "--out", str(folder),
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(folder / "step02-c2.argv.json", proc)  # step 1 measured, step 2 running
+        time.sleep(0.5)
+        assert _perf_analyzers_of(folder), "step 2's perf_analyzer should be running"
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    saved = PerfResult.load(folder / "result.json")  # written atomically after step 1
+    assert [s.load_value for s in saved.steps] == [1.0] and saved.steps[0].measured
+    deadline = time.monotonic() + 10
+    while _perf_analyzers_of(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _perf_analyzers_of(folder) == [], "perf_analyzer outlived the perf run that started it"
+
+
+def test_a_server_that_dies_mid_ladder_is_not_a_knee_the_run_could_not_measure_beyond_it(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    write_add_sub(repo)
+    folder = tmp_path / "run"
+    with TritonServer(repo) as doomed:
+        pid = doomed.pid
+        assert pid is not None
+
+        def crash_during_step_2() -> None:
+            _wait_for(folder / "step02-c2.argv.json", timeout_s=120)
+            time.sleep(1.0)  # well inside step 2's 3 s of measuring
+            os.killpg(pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=crash_during_step_2, daemon=True)
+        killer.start()
+        result = _invoke(
+            "run", "add_sub", "--url", doomed.grpc_url, "--sla", "p99<=500ms", "--concurrency", "1,2,4",
+            "--duration-s", "3", "--warmup-s", "0", "--out", str(folder), "--json",
+        )  # fmt: skip
+        killer.join(timeout=10)
+    assert result.exit_code == 2, result.output  # not "pass, knee at concurrency 1"
+    data = json.loads(result.output)
+    assert data["stop_reason"] == "server_lost"
+    verdict = data["verdict"]
+    assert verdict["status"] == "unmeasured" and verdict["knee_load"] is None
+    assert "stopped answering at concurrency 2: could not measure beyond it" in verdict["summary"]
+    assert "SLA held up to concurrency 1" in verdict["summary"]
+    saved = PerfResult.load(folder / "result.json")
+    assert [s.load_value for s in saved.steps] == [1.0, 2.0]
+    assert saved.steps[0].measured and saved.steps[1].server_lost
+    assert "COULD NOT MEASURE" in (folder / "report.md").read_text()
+
+
+def test_an_out_folder_holding_the_users_own_report_is_refused_before_anything_runs(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "report.md").write_text("my own notes\n")
+    result = _invoke("run", "add_sub", "--url", server.grpc_url, *FAST, "--out", str(folder))
+    assert result.exit_code == 2, result.output
+    assert "not written by tritonkit" in result.output and "another --out folder" in result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["report.md"]
+    assert (folder / "report.md").read_text() == "my own notes\n"
+
+
+def test_an_empty_sla_is_refused_and_says_how_to_run_without_one(server: TritonServer, tmp_path: Path) -> None:
+    result = _invoke("run", "add_sub", "--url", server.grpc_url, "--sla", "", *FAST, "--results-root", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert "the SLA is empty" in result.output and "leave the --sla option out" in result.output
+    assert list(tmp_path.iterdir()) == []
+    over = _invoke("run", "add_sub", "--url", server.grpc_url, "--sla", "error_rate<=150%", *FAST,
+                   "--results-root", str(tmp_path))  # fmt: skip
+    assert over.exit_code == 2 and "above 100%" in over.output
 
 
 def test_unknown_model_is_a_clear_error_before_anything_runs(server: TritonServer, tmp_path: Path) -> None:
@@ -268,25 +368,54 @@ def test_a_typo_in_the_sla_is_refused_with_a_suggestion(server: TritonServer, tm
     assert list(tmp_path.iterdir()) == []
 
 
-def test_rerunning_into_the_same_folder_measures_only_the_missing_levels(
+def test_rerunning_a_cut_short_run_into_its_folder_measures_only_the_missing_levels(
     server: TritonServer, tmp_path: Path
 ) -> None:
     folder = tmp_path / "run"
-    first = _invoke(
-        "run", "add_sub", "--url", server.grpc_url, "--concurrency", "1", *FAST, "--out", str(folder)
-    )
+    args = ["run", "add_sub", "--url", server.grpc_url, "--sla", "p99<=500ms", "--concurrency", "1,2", *FAST,
+            "--out", str(folder)]  # fmt: skip
+    first = _invoke(*args)
     assert first.exit_code == 0, first.output
-    second = _invoke(
-        "run", "add_sub", "--url", server.grpc_url, "--sla", "p99<=500ms", "--concurrency", "1,2", *FAST,
-        "--out", str(folder),
-    )  # fmt: skip
+    # Made to look like a run stopped after its first step (a real interrupt is tested above).
+    cut = PerfResult.load(folder / "result.json")
+    cut.steps = cut.steps[:1]
+    cut.stop_reason = "interrupted"
+    cut.save(folder / "result.json")
+
+    second = _invoke(*args)
     assert second.exit_code == 0, second.output
-    assert [s["load"] for s in _kv_lines(second.output, "step")] == ["2"]  # 1 was kept, not re-measured
-    saved = RunResult.load(folder / "result.json")
+    assert {s["load"] for s in _kv_lines(second.output, "step")} == {"2"}  # 1 was kept (2 may be retried)
+    saved = PerfResult.load(folder / "result.json")
     assert [s.load_value for s in saved.steps] == [1.0, 2.0]
     assert saved.steps[1].raw_files[0].startswith("resume-1/")
     assert (folder / saved.steps[1].raw_files[0]).is_file()
     assert saved.verdict is not None and saved.verdict["knee_load"] == 2
+
+
+def test_rerunning_into_a_folder_with_other_settings_is_refused_naming_each_difference(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    first = _invoke("run", "add_sub", "--url", server.grpc_url, "--concurrency", "1", *FAST, "--out", str(folder))
+    assert first.exit_code == 0, first.output
+    before = (folder / "result.json").read_text()
+
+    other = _invoke(
+        "run", "add_sub", "--url", server.grpc_url, "--concurrency", "1,2", "--batch-size", "2",
+        "--input-data", "random", *FAST, "--out", str(folder),
+    )  # fmt: skip
+    assert other.exit_code == 2, other.output
+    assert "batch_size 1 → 2" in other.output
+    assert "levels 1 → 1,2" in other.output
+    assert "input_data none → random" in other.output
+    assert "another --out folder" in other.output and f"delete {folder}" in other.output
+    assert (folder / "result.json").read_text() == before  # nothing mixed in
+    assert not list(folder.glob("resume-*"))
+
+    with_sla = _invoke("run", "add_sub", "--url", server.grpc_url, "--concurrency", "1", *FAST,
+                       "--sla", "p99<=500ms", "--out", str(folder))  # fmt: skip
+    assert with_sla.exit_code == 2, with_sla.output
+    assert "sla none → p99<=500ms,errors==0" in with_sla.output and "perf report --sla" in with_sla.output
 
 
 def test_compare_exits_1_on_a_regression_and_saves_a_baseline_only_without_one(
@@ -294,7 +423,7 @@ def test_compare_exits_1_on_a_regression_and_saves_a_baseline_only_without_one(
 ) -> None:
     _, root = passed_run
     base_path = _run_dir(root) / "result.json"
-    slower = RunResult.load(base_path)
+    slower = PerfResult.load(base_path)
     for step in slower.steps:
         assert step.throughput_per_s is not None and step.latency is not None
         step.throughput_per_s *= 0.8
@@ -323,8 +452,8 @@ def test_report_rerenders_with_a_new_sla_and_exits_with_its_verdict(
     result = _invoke("report", str(source), "--sla", "p99<=10us", "--out", str(tmp_path / "again"))
     assert result.exit_code == 1, result.output
     assert "**FAIL** (exit code 1)" in (tmp_path / "again" / "report.md").read_text()
-    assert RunResult.load(source).verdict is not None
-    assert RunResult.load(source).verdict["status"] == "pass"  # type: ignore[index]  # the original stays
+    assert PerfResult.load(source).verdict is not None
+    assert PerfResult.load(source).verdict["status"] == "pass"  # type: ignore[index]  # the original stays
 
 
 def test_install_is_idempotent_and_reports_which_binary_runs() -> None:
@@ -337,16 +466,16 @@ def test_install_is_idempotent_and_reports_which_binary_runs() -> None:
 
 def test_the_ladder_stop_rule_ignores_throughput_floors_that_low_loads_miss_by_design() -> None:
     """Pure rule check on hand-made steps (no server): only limits that load makes worse stop a ladder."""
-    from tritonkit.perf.result import LatencyStats, StepResult
-    from tritonkit.perf.run import _ladder_check
-    from tritonkit.perf.sla import parse_sla
+    from tritonkit.perf.judge.sla import parse_sla
+    from tritonkit.perf.measure.result import LatencyStats, StepResult
+    from tritonkit.perf.run import ladder_check
 
     def step(thr: float, p99: float, errors: int = 0) -> StepResult:
         latency = LatencyStats(p50_ms=p99, p90_ms=p99, p95_ms=p99, p99_ms=p99)
         return StepResult("concurrency", 1, thr, latency, request_count=100, error_count=errors)
 
-    check = _ladder_check(parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors())
+    check = ladder_check(parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors())
     assert check(step(thr=20, p99=10))  # too little throughput: not a break, keep climbing
     assert not check(step(thr=300, p99=80))  # latency past its limit: a break
     assert not check(step(thr=300, p99=10, errors=1))  # failed requests: a break
-    assert _ladder_check(parse_sla("throughput>=200/s"))(step(thr=20, p99=999))
+    assert ladder_check(parse_sla("throughput>=200/s"))(step(thr=20, p99=999))

@@ -6,12 +6,13 @@ compares real ladders.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tritonkit.errors import ConfigError
-from tritonkit.perf.compare import (
+from tritonkit.perf.judge.compare import (
     baseline_path,
     compare_results,
     latest_baseline,
@@ -20,7 +21,7 @@ from tritonkit.perf.compare import (
     parse_percent,
     save_baseline,
 )
-from tritonkit.perf.result import LatencyStats, RunMetadata, RunResult, StepResult
+from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult
 
 
 def _run(
@@ -30,9 +31,9 @@ def _run(
     started: str = "2026-11-29T10:15:00Z",
     mode: str = "concurrency",
     errors: int = 0,
-) -> RunResult:
+) -> PerfResult:
     """(load, throughput/s, p99 ms) per step."""
-    return RunResult(
+    return PerfResult(
         RunMetadata(model=model, url="127.0.0.1:1", protocol="grpc", started_utc=started),
         steps=[
             StepResult(
@@ -136,7 +137,7 @@ def test_unstable_steps_are_left_out_of_the_comparison() -> None:
         (_run([]), "has no measured step"),
     ],
 )
-def test_runs_that_cannot_be_compared_are_a_clear_error(new: RunResult, fragment: str) -> None:
+def test_runs_that_cannot_be_compared_are_a_clear_error(new: PerfResult, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         compare_results(BASE, new)
 
@@ -147,7 +148,7 @@ def test_baselines_are_kept_per_model_under_the_runs_utc_start_time(tmp_path: Pa
     path = save_baseline(run, root)
     assert path == root / "org_model_v1" / "20261129T101500Z.json"
     assert path == baseline_path(run, root)
-    assert RunResult.load(path).to_dict() == run.to_dict()
+    assert PerfResult.load(path).to_dict() == run.to_dict()
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left behind
 
 
@@ -172,3 +173,33 @@ def test_load_result_reads_a_run_folder_and_explains_an_empty_one(tmp_path: Path
         load_result(tmp_path / "empty")
     with pytest.raises(ConfigError, match="not found"):
         load_result(tmp_path / "missing.json")
+
+
+def test_failed_requests_only_at_a_load_the_baseline_never_measured_are_not_reported_ok() -> None:
+    base = _run([(1, 100, 10), (2, 200, 20)])
+    new = _run([(1, 100, 10), (2, 200, 20), (4, 0, 0)])
+    new.steps[2].error_count = 5
+    new.steps[2].throughput_per_s = None
+    comparison = compare_results(base, new)
+    assert comparison.regressed and comparison.exit_code == 1
+    unjudged = next(r for r in comparison.rows if r.label == "4")
+    assert unjudged.new_errors == 5
+    assert "baseline never measured" in unjudged.problems[0]
+    assert "REGRESSION at 4" in comparison.summary()
+    assert "ok" not in comparison.table().splitlines()[-2]  # the row of load 4 (the peak row is last)
+
+
+def test_a_non_numeric_field_is_a_clear_error_from_perf_compare_naming_the_file_and_field(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tritonkit.cli import main
+
+    BASE.save(tmp_path / "base.json")
+    data = json.loads(BASE.to_json())
+    data["steps"][1]["latency"]["p99_ms"] = "20 ms"
+    (tmp_path / "new.json").write_text(json.dumps(data))
+    outcome = CliRunner().invoke(main, ["perf", "compare", str(tmp_path / "base.json"), str(tmp_path / "new.json")])
+    assert outcome.exit_code == 2
+    assert outcome.exception is None or isinstance(outcome.exception, SystemExit)  # no traceback
+    assert str(tmp_path / "new.json") in outcome.output
+    assert "'steps[1].latency.p99_ms'" in outcome.output and "not a number" in outcome.output

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tritonkit.errors import MissingComponentError
-from tritonkit.perf.install import (
+from tritonkit.provision.perf_analyzer import (
     PERF_ANALYZER_ENV,
     PerfAnalyzerInstall,
     debian_archive_uri,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -11,18 +14,14 @@ import pytest
 
 from tests.test_perf_runner import perf_analyzer_pids, write_perf_models
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
-from tritonkit.perf.install import install_perf_analyzer
-from tritonkit.perf.ladder import (
-    LadderPlan,
-    default_results_dir,
-    doubling_levels,
-    levels_from_text,
-    partial_result_of,
-    run_ladder,
-)
-from tritonkit.perf.result import RunResult, StepResult
-from tritonkit.perf.runner import PerfRunner, RunOutcome
-from tritonkit.perf.spec import PerfSpec
+from tritonkit.perf.judge.sla import parse_sla
+from tritonkit.perf.judge.verdict import evaluate_result
+from tritonkit.perf.measure.analyzer import AnalyzerOutcome, PerfAnalyzer
+from tritonkit.perf.measure.ladder import run_ladder
+from tritonkit.perf.measure.plan import LadderPlan, default_results_dir, doubling_levels, levels_from_text
+from tritonkit.perf.measure.result import PerfResult, StepResult
+from tritonkit.perf.measure.spec import PerfSpec
+from tritonkit.provision.perf_analyzer import install_perf_analyzer
 from tritonkit.server import TritonServer
 
 
@@ -56,14 +55,14 @@ def test_ladder_warms_up_unrecorded_then_measures_each_level_and_saves_result(se
     result = run_ladder(
         _spec(server), _plan(1, 2, warmup_s=0.6), results_dir=tmp_path, sla_check=sla,
         metrics_url=server.metrics_url, progress=lines.append,
-    )
+    ).result
     assert result.stop_reason == "completed"
     assert result.warmup is not None and result.warmup.load_value == 1.0
     assert [s.load_value for s in result.steps] == [1.0, 2.0]  # the warm-up is not a step
     assert [s.load_value for s in seen] == [1.0, 2.0]
     assert all(s.measured and s.metrics is not None and s.generator_cpu_pct is not None for s in result.steps)
     assert result.steps[1].throughput_per_s > result.steps[0].throughput_per_s  # type: ignore[operator]
-    assert RunResult.load(tmp_path / "result.json") == result
+    assert PerfResult.load(tmp_path / "result.json") == result
     assert "warmup.csv" in result.raw_files and "step02-c2.json" in result.raw_files
     assert result.metadata.tool_version and result.metadata.finished_utc
     assert result.metadata.command[-1] == str(tmp_path / "step02-c2.json")
@@ -71,7 +70,7 @@ def test_ladder_warms_up_unrecorded_then_measures_each_level_and_saves_result(se
 
 
 def test_ladder_stops_after_two_steps_that_break_the_sla(server: TritonServer, tmp_path: Path) -> None:
-    result = run_ladder(_spec(server), _plan(1, 2, 4, 8), results_dir=tmp_path, sla_check=lambda step: False)
+    result = run_ladder(_spec(server), _plan(1, 2, 4, 8), results_dir=tmp_path, sla_check=lambda step: False).result
     assert result.stop_reason == "sla_broken"
     assert [s.load_value for s in result.steps] == [1.0, 2.0]
     assert result.extra["sla_breaks"] == [1.0, 2.0]
@@ -82,76 +81,108 @@ def test_a_passing_sla_climbs_every_level(server: TritonServer, tmp_path: Path) 
     result = run_ladder(
         _spec(server), _plan(1, 2, 3), results_dir=tmp_path,
         sla_check=lambda step: step.latency is not None and step.latency.p99_ms < 10_000,
-    )
+    ).result
     assert result.stop_reason == "completed" and len(result.steps) == 3
     assert result.extra["sla_breaks"] == []
 
 
 def test_ladder_stops_when_throughput_stops_rising(server: TritonServer, tmp_path: Path) -> None:
     # "flat": 8 ms per request on one instance without batching: ~120 infer/s at any concurrency.
-    result = run_ladder(_spec(server, "flat"), _plan(1, 2, 4, 8, plateau_gain=0.25), results_dir=tmp_path)
+    result = run_ladder(_spec(server, "flat"), _plan(1, 2, 4, 8, plateau_gain=0.25), results_dir=tmp_path).result
     assert result.stop_reason == "throughput_plateau"
     assert 2 <= len(result.steps) < 4
 
 
 def test_an_unstable_step_is_retried_and_keeps_the_steps_before_it(server: TritonServer, tmp_path: Path) -> None:
     plan = _plan(1, 2, 4, stability_percentage=10, max_trials=4, unstable_retries=1, retry_window_factor=1.5)
-    result = run_ladder(_spec(server, "erratic"), plan, results_dir=tmp_path)
+    result = run_ladder(_spec(server, "erratic"), plan, results_dir=tmp_path).result
     assert result.stop_reason == "unstable"
     assert [(s.load_value, s.stable) for s in result.steps] == [(1.0, True), (2.0, False)]
     assert result.steps[0].measured
     assert result.steps[1].attempts == 2
     assert (tmp_path / "step02-c2-retry1.stdout").is_file()
-    on_disk = RunResult.load(tmp_path / "result.json")
+    on_disk = PerfResult.load(tmp_path / "result.json")
     assert [s.load_value for s in on_disk.steps] == [1.0, 2.0]
 
 
 def test_steps_with_failed_requests_count_as_sla_breaks(server: TritonServer, tmp_path: Path) -> None:
-    result = run_ladder(_spec(server, "flaky"), _plan(1, 2, 4), results_dir=tmp_path, sla_check=lambda step: True)
+    result = run_ladder(_spec(server, "flaky"), _plan(1, 2, 4), results_dir=tmp_path, sla_check=lambda step: True).result
     assert result.stop_reason == "request_errors"
     assert [s.error_count > 0 for s in result.steps] == [True, True]
 
 
 def test_ladder_past_its_time_limit_stops_and_keeps_what_it_measured(server: TritonServer, tmp_path: Path) -> None:
     plan = _plan(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, total_timeout_s=7.0)
-    result = run_ladder(_spec(server), plan, results_dir=tmp_path)
+    result = run_ladder(_spec(server), plan, results_dir=tmp_path).result
     assert result.stop_reason == "timeout"
     assert 1 <= len(result.steps) < 10
-    assert RunResult.load(tmp_path / "result.json").stop_reason == "timeout"
+    assert PerfResult.load(tmp_path / "result.json").stop_reason == "timeout"
     assert perf_analyzer_pids(str(tmp_path)) == []
 
 
-class _SecondStepRejected(PerfRunner):
+class _SecondStepRejected(PerfAnalyzer):
     """The real runner, with an option perf_analyzer really rejects added to the second step."""
 
-    def run(self, spec: PerfSpec, name: str, **kwargs: Any) -> RunOutcome:
+    def run(self, spec: PerfSpec, name: str, **kwargs: Any) -> AnalyzerOutcome:
         if name.startswith("step02"):
             spec = replace(spec, extra_args=("--no-such-option",))
         return super().run(spec, name, **kwargs)
 
 
-def test_a_perf_analyzer_failure_saves_the_result_and_hands_it_back_on_the_error(
+def test_a_perf_analyzer_failure_saves_the_result_and_hands_it_back_with_the_error(
     server: TritonServer, tmp_path: Path
 ) -> None:
-    runner = _SecondStepRejected(tmp_path)
-    with pytest.raises(PerfError) as info:
-        run_ladder(_spec(server), _plan(1, 2, 4), results_dir=tmp_path, runner=runner)
-    assert str(tmp_path / "result.json") in info.value.message
-    saved = RunResult.load(tmp_path / "result.json")
+    analyzer = _SecondStepRejected(tmp_path)
+    ladder = run_ladder(_spec(server), _plan(1, 2, 4), results_dir=tmp_path, analyzer=analyzer)
+    assert isinstance(ladder.error, PerfError) and "no-such-option" in ladder.error.message
+    assert ladder.error.returncode is not None  # the error declares what it carries
+    saved = PerfResult.load(tmp_path / "result.json")
     assert saved.stop_reason == "perf_error" and "no-such-option" in saved.extra["error"]
     assert [s.load_value for s in saved.steps] == [1.0]  # the step before the failure is kept
-    assert partial_result_of(info.value) == saved  # the same result, in memory
-    assert partial_result_of(ValueError("unrelated")) is None
+    assert ladder.result == saved  # the same result, in memory
+    assert not ladder.interrupted
 
 
-def test_unknown_model_or_unreachable_server_fail_before_anything_runs(server: TritonServer, tmp_path: Path) -> None:
+class _ServerDiesBeforeStep2(PerfAnalyzer):
+    """The real analyzer; the server is killed (SIGKILL, as a crash) just before the second step."""
+
+    def __init__(self, folder: Path, doomed: TritonServer) -> None:
+        super().__init__(folder)
+        self.doomed = doomed
+
+    def run(self, spec: PerfSpec, name: str, **kwargs: Any) -> AnalyzerOutcome:
+        if name.startswith("step02") and self.doomed.pid is not None:
+            os.killpg(self.doomed.pid, signal.SIGKILL)
+            while self.doomed.is_running():
+                time.sleep(0.05)
+        return super().run(spec, name, **kwargs)
+
+
+def test_a_server_lost_between_steps_ends_the_ladder_and_the_verdict_finds_no_knee(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_perf_models(repo)
+    with TritonServer(repo) as doomed:
+        analyzer = _ServerDiesBeforeStep2(tmp_path / "run", doomed)
+        ladder = run_ladder(_spec(doomed), _plan(1, 2, 4), results_dir=tmp_path / "run", analyzer=analyzer,
+                            sla_check=lambda step: True)  # fmt: skip
+    result = ladder.result
+    assert result.stop_reason == "server_lost"
+    assert [s.load_value for s in result.steps] == [1.0, 2.0]
+    assert result.steps[0].measured and result.steps[1].server_lost and not result.steps[1].measured
+    assert PerfResult.load(tmp_path / "run" / "result.json") == result
+    verdict = evaluate_result(parse_sla("p99<=500ms"), result)
+    assert verdict.status == "unmeasured" and verdict.exit_code == 2 and verdict.knee is None
+    assert "stopped answering at concurrency 2" in verdict.summary()
+
+
+def test_unknown_model_or_unreachable_server_fail_before_anything_runs_or_is_written(server: TritonServer, tmp_path: Path) -> None:
     with pytest.raises(ModelNotReadyError, match="nosuch"):
         run_ladder(_spec(server, "nosuch"), _plan(1), results_dir=tmp_path / "a")
-    assert list((tmp_path / "a").iterdir()) == []
+    assert not (tmp_path / "a").exists()  # nothing written, not even the folder
     spec = PerfSpec(model="add_one", url="127.0.0.1:1")
     with pytest.raises(ConnectError, match="127.0.0.1:1"):
         run_ladder(spec, _plan(1), results_dir=tmp_path / "b")
-    assert list((tmp_path / "b").iterdir()) == []
+    assert not (tmp_path / "b").exists()
 
 
 def test_plan_and_level_helpers_refuse_nonsense() -> None:

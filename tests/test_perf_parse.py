@@ -16,10 +16,16 @@ import numpy as np
 import pytest
 
 from tritonkit.errors import ConfigError, PerfError
-from tritonkit.perf.metrics import generator_cpu_warning, parse_metrics, step_metrics
-from tritonkit.perf.parse import build_steps, cross_check, parse_console, parse_csv, parse_profile_export
-from tritonkit.perf.percentiles import latency_stats, percentile, percentiles
-from tritonkit.perf.result import SCHEMA_VERSION, LatencyStats, RunMetadata, RunResult
+from tritonkit.perf.measure.metrics import generator_cpu_warning, parse_metrics, step_metrics
+from tritonkit.perf.measure.parse import (
+    build_steps,
+    cross_check,
+    parse_console,
+    parse_csv,
+    parse_profile_export,
+)
+from tritonkit.perf.measure.percentiles import latency_stats, percentile, percentiles
+from tritonkit.perf.measure.result import SCHEMA_VERSION, LatencyStats, PerfResult, RunMetadata
 
 DATA = Path(__file__).parent / "data" / "perf"
 
@@ -190,7 +196,7 @@ def test_generator_cpu_warning_fires_above_ninety_percent_of_its_cores() -> None
 
 def test_result_round_trips_through_json_with_its_schema_version(tmp_path: Path) -> None:
     steps = build_steps(parse_csv(DATA / "unstable_later.csv"), parse_profile_export(DATA / "unstable_later.json"))
-    result = RunResult(
+    result = PerfResult(
         metadata=RunMetadata(model="erratic", url="127.0.0.1:8001", protocol="grpc", started_utc="2026-11-29T09:59:00Z"),
         steps=steps,
         verdict={"schema_version": 1, "passed": False},
@@ -199,7 +205,7 @@ def test_result_round_trips_through_json_with_its_schema_version(tmp_path: Path)
     data = json.loads(path.read_text())
     assert list(data)[0] == "schema_version" and data["schema_version"] == SCHEMA_VERSION
     assert data["steps"][1]["throughput_per_s"] == pytest.approx(steps[1].throughput_per_s)
-    loaded = RunResult.load(path)
+    loaded = PerfResult.load(path)
     assert loaded == result
     assert [p.name for p in path.parent.iterdir()] == ["result.json"]  # no temp file left behind
 
@@ -208,13 +214,13 @@ def test_result_from_a_newer_schema_or_garbage_is_refused_clearly(tmp_path: Path
     newer = tmp_path / "newer.json"
     newer.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1, "metadata": {}}))
     with pytest.raises(ConfigError, match="newer"):
-        RunResult.load(newer)
+        PerfResult.load(newer)
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
-        RunResult.load(garbage)
+        PerfResult.load(garbage)
     with pytest.raises(ConfigError, match="not found"):
-        RunResult.load(tmp_path / "missing.json")
+        PerfResult.load(tmp_path / "missing.json")
 
 
 def test_export_latencies_are_milliseconds_from_send_to_last_response() -> None:

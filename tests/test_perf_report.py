@@ -11,20 +11,24 @@ import io
 import re
 from pathlib import Path
 
-from tritonkit.perf.report import PLOT_NAMES, render_html, render_markdown, render_plots, write_report
-from tritonkit.perf.result import (
+import pytest
+
+from tritonkit.errors import ConfigError
+from tritonkit.perf.judge.sla import parse_sla
+from tritonkit.perf.judge.verdict import Verdict, evaluate_result
+from tritonkit.perf.measure.result import (
     ClientBreakdown,
     LatencyStats,
+    PerfResult,
     RunMetadata,
-    RunResult,
     ServerBreakdown,
     StepResult,
     WarmupInfo,
 )
-from tritonkit.perf.sla import parse_sla
-from tritonkit.perf.verdict import evaluate_result
+from tritonkit.perf.report import PLOT_NAMES, render_html, render_markdown, render_plots, write_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SLA_TEXT = "p99<=50ms,throughput>=150/s,errors==0"
 
 
 def _step(load: float, thr: float, p99: float, *, stable: bool = True) -> StepResult:
@@ -47,8 +51,8 @@ def _step(load: float, thr: float, p99: float, *, stable: bool = True) -> StepRe
     )
 
 
-def _result(model: str = "resnet") -> RunResult:
-    result = RunResult(
+def _result(model: str = "resnet") -> PerfResult:
+    result = PerfResult(
         RunMetadata(
             model=model,
             url="127.0.0.1:8001",
@@ -63,12 +67,17 @@ def _result(model: str = "resnet") -> RunResult:
         warmup=WarmupInfo("concurrency", 1, 5.0),
         stop_reason="sla_broken_twice",
     )
-    result.verdict = evaluate_result(parse_sla("p99<=50ms,throughput>=150/s,errors==0"), result).to_dict()
+    result.verdict = _verdict(result).to_dict()
     return result
 
 
+def _verdict(result: PerfResult, sla: str = SLA_TEXT) -> Verdict:
+    return evaluate_result(parse_sla(sla), result)
+
+
 def test_markdown_has_the_verdict_one_row_per_step_in_load_order_and_plot_links() -> None:
-    text = render_markdown(_result())
+    result = _result()
+    text = render_markdown(result, _verdict(result))
     assert "**PASS** (exit code 0)" in text
     assert "PASS up to concurrency 2" in text
     rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
@@ -87,7 +96,7 @@ def test_markdown_has_the_verdict_one_row_per_step_in_load_order_and_plot_links(
 def test_markdown_without_an_sla_says_the_steps_are_measurements_only() -> None:
     result = _result()
     result.verdict = None
-    text = render_markdown(result)
+    text = render_markdown(result, None)
     assert "No SLA was given" in text
     assert "| 4 | 250 |" in text
 
@@ -95,7 +104,8 @@ def test_markdown_without_an_sla_says_the_steps_are_measurements_only() -> None:
 def test_plots_are_png_images_of_the_expected_size() -> None:
     import matplotlib.image as matplotlib_image  # a core dependency: no skip if it is missing
 
-    plots = render_plots(_result())
+    result = _result()
+    plots = render_plots(result, _verdict(result))
     assert set(plots) == set(PLOT_NAMES)
     for data in plots.values():
         assert data.startswith(PNG_MAGIC)
@@ -107,7 +117,8 @@ def test_plots_are_png_images_of_the_expected_size() -> None:
 
 def test_html_embeds_every_plot_and_escapes_names() -> None:
     result = _result(model="<script>x</script>")
-    page = render_html(result, None, render_plots(result))
+    verdict = _verdict(result)
+    page = render_html(result, verdict, render_plots(result, verdict))
     assert "<script>x</script>" not in page
     assert "&lt;script&gt;" in page
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
@@ -116,7 +127,8 @@ def test_html_embeds_every_plot_and_escapes_names() -> None:
 
 
 def test_write_report_writes_markdown_html_and_plots_with_no_temp_files_left(tmp_path: Path) -> None:
-    files = write_report(_result(), tmp_path / "run")
+    result = _result()
+    files = write_report(result, tmp_path / "run", _verdict(result))
     assert files.markdown.read_text().startswith("# Perf report: resnet")
     assert '<span class="pass">PASS</span>' in files.html.read_text()
     assert sorted(p.name for p in (tmp_path / "run" / "plots").iterdir()) == sorted(
@@ -130,8 +142,7 @@ def test_write_report_writes_markdown_html_and_plots_with_no_temp_files_left(tmp
 def test_report_of_a_run_with_no_steps_has_no_plots_and_says_so(tmp_path: Path) -> None:
     result = _result()
     result.steps = []
-    result.verdict = evaluate_result(parse_sla("p99<=50ms"), result).to_dict()
-    files = write_report(result, tmp_path)
+    files = write_report(result, tmp_path, _verdict(result, "p99<=50ms"))
     assert files.plots == {}
     text = files.markdown.read_text()
     assert "No step was measured." in text
@@ -141,7 +152,26 @@ def test_report_of_a_run_with_no_steps_has_no_plots_and_says_so(tmp_path: Path) 
 
 def test_a_failing_run_reports_the_closest_miss(tmp_path: Path) -> None:
     result = _result()
-    result.verdict = evaluate_result(parse_sla("p99<=5ms"), result).to_dict()
-    text = write_report(result, tmp_path).markdown.read_text()
+    text = write_report(result, tmp_path, _verdict(result, "p99<=5ms")).markdown.read_text()
     assert "**FAIL** (exit code 1)" in text
     assert "Closest miss: p99<=5ms (measured 10 ms)" in text
+
+
+def test_a_report_md_a_person_wrote_is_never_overwritten(tmp_path: Path) -> None:
+    mine = tmp_path / "report.md"
+    mine.write_text("# My notes on the resnet rollout\n")
+    result = _result()
+    with pytest.raises(ConfigError) as info:
+        write_report(result, tmp_path, _verdict(result))
+    assert str(mine) in info.value.message and "not written by tritonkit" in info.value.message
+    assert info.value.hint is not None and "another --out folder" in info.value.hint
+    assert mine.read_text() == "# My notes on the resnet rollout\n"
+    assert not (tmp_path / "report.html").exists() and not (tmp_path / "plots").exists()
+
+
+def test_a_report_tritonkit_wrote_is_rewritten_by_the_next_run(tmp_path: Path) -> None:
+    result = _result()
+    write_report(result, tmp_path, None)
+    assert "No SLA was given" in (tmp_path / "report.md").read_text()
+    write_report(result, tmp_path, _verdict(result))
+    assert "**PASS**" in (tmp_path / "report.md").read_text()

@@ -13,9 +13,10 @@ import pytest
 
 from tests.support.pymodels import write_python_model
 from tritonkit.errors import ConnectError, ModelNotReadyError, PerfError, PerfTimeoutError
-from tritonkit.perf.install import install_perf_analyzer
-from tritonkit.perf.runner import PerfRunner, check_target
-from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange, write_input_data
+from tritonkit.perf.measure.analyzer import PerfAnalyzer
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange, write_input_data
+from tritonkit.perf.measure.target import check_target
+from tritonkit.provision.perf_analyzer import install_perf_analyzer
 from tritonkit.server import TritonServer
 
 _CONFIG = """
@@ -119,7 +120,7 @@ def _spec(server: TritonServer, model: str = "add_one", **kwargs: object) -> Per
 
 def test_one_step_is_measured_with_metrics_and_generator_cpu(server: TritonServer, tmp_path: Path) -> None:
     lines: list[str] = []
-    runner = PerfRunner(tmp_path, metrics_url=server.metrics_url, progress=lines.append)
+    runner = PerfAnalyzer(tmp_path, metrics_url=server.metrics_url, progress=lines.append)
     outcome = runner.run(_spec(server), "one")
     assert outcome.returncode == 0 and outcome.ok
     [step] = outcome.steps
@@ -140,7 +141,7 @@ def test_one_step_is_measured_with_metrics_and_generator_cpu(server: TritonServe
 
 
 def test_a_range_comes_back_in_load_order(server: TritonServer, tmp_path: Path) -> None:
-    outcome = PerfRunner(tmp_path).run(_spec(server, load=ConcurrencyRange(1, 3)), "range")
+    outcome = PerfAnalyzer(tmp_path).run(_spec(server, load=ConcurrencyRange(1, 3)), "range")
     assert [s.load_value for s in outcome.steps] == [1.0, 2.0, 3.0]
     assert all(s.measured for s in outcome.steps)
     assert all(s.metrics is None for s in outcome.steps)  # one run's metrics belong to no single step
@@ -151,7 +152,7 @@ def test_request_rate_over_http_with_numpy_input_data(server: TritonServer, tmp_
     spec = _spec(server, url=server.http_url, protocol="http", input_data=data, load=RequestRateRange(40))
     facts = check_target(spec)
     assert facts["max_batch_size"] == 8 and facts["inputs"] == ["INPUT0"]
-    outcome = PerfRunner(tmp_path).run(spec, "rate")
+    outcome = PerfAnalyzer(tmp_path).run(spec, "rate")
     [step] = outcome.steps
     assert (step.load_mode, step.load_value) == ("request_rate", 40.0)
     assert step.throughput_per_s == pytest.approx(40, rel=0.3)
@@ -159,7 +160,7 @@ def test_request_rate_over_http_with_numpy_input_data(server: TritonServer, tmp_
 
 def test_an_unstable_step_is_recorded_as_unstable_not_lost(server: TritonServer, tmp_path: Path) -> None:
     spec = _spec(server, "erratic", load=ConcurrencyRange(2), stability_percentage=10, max_trials=4)
-    outcome = PerfRunner(tmp_path).run(spec, "shaky")
+    outcome = PerfAnalyzer(tmp_path).run(spec, "shaky")
     assert outcome.returncode == 2
     assert outcome.unstable_loads == [2.0]
     [step] = outcome.steps
@@ -169,7 +170,7 @@ def test_an_unstable_step_is_recorded_as_unstable_not_lost(server: TritonServer,
 
 
 def test_failed_requests_become_a_step_with_an_error_count(server: TritonServer, tmp_path: Path) -> None:
-    outcome = PerfRunner(tmp_path, metrics_url=server.metrics_url).run(_spec(server, "flaky"), "errors")
+    outcome = PerfAnalyzer(tmp_path, metrics_url=server.metrics_url).run(_spec(server, "flaky"), "errors")
     [step] = outcome.steps
     assert step.error_count >= 1 and not step.measured
     assert step.error_note == "Thread [0] had error: deliberate failure"
@@ -180,7 +181,7 @@ def test_failed_requests_become_a_step_with_an_error_count(server: TritonServer,
 
 def test_an_option_perf_analyzer_rejects_raises_with_its_own_words(server: TritonServer, tmp_path: Path) -> None:
     with pytest.raises(PerfError) as info:
-        PerfRunner(tmp_path).run(_spec(server, extra_args=("--no-such-option",)), "bad")
+        PerfAnalyzer(tmp_path).run(_spec(server, extra_args=("--no-such-option",)), "bad")
     assert "rejected its options" in info.value.message
     assert "Invalid long option '--no-such-option'" in info.value.message
     assert info.value.returncode == 99
@@ -191,7 +192,7 @@ def test_timeout_kills_perf_analyzers_process_group(server: TritonServer, tmp_pa
     spec = _spec(server, measurement_interval_ms=20_000)
     started = time.monotonic()
     with pytest.raises(PerfTimeoutError, match="did not finish within 2 s"):
-        PerfRunner(tmp_path).run(spec, "slow", timeout_s=2.0)
+        PerfAnalyzer(tmp_path).run(spec, "slow", timeout_s=2.0)
     assert time.monotonic() - started < 10
     assert perf_analyzer_pids(str(tmp_path)) == []
     assert (tmp_path / "slow.stdout").is_file()  # what it printed is kept
@@ -208,7 +209,7 @@ def test_unknown_model_is_refused_before_launch(server: TritonServer) -> None:
 def test_unknown_model_at_launch_fails_with_the_servers_own_words(server: TritonServer, tmp_path: Path) -> None:
     # Without the pre-flight check, perf_analyzer itself finds out (exit 99) and says why.
     with pytest.raises(PerfError) as info:
-        PerfRunner(tmp_path).run(_spec(server, "no_such_model"), "unknown")
+        PerfAnalyzer(tmp_path).run(_spec(server, "no_such_model"), "unknown")
     assert info.value.returncode == 99
     assert "Request for unknown model: 'no_such_model' is not found" in info.value.message
     assert "unknown model" in info.value.stderr_tail

@@ -11,16 +11,8 @@ from pathlib import Path
 import pytest
 
 from tritonkit.errors import ConfigError
-from tritonkit.perf.result import (
-    LatencyStats,
-    RunMetadata,
-    RunResult,
-    ServerBreakdown,
-    StepMetrics,
-    StepResult,
-)
-from tritonkit.perf.sla import SLA, Constraint, load_sla, parse_sla
-from tritonkit.perf.verdict import (
+from tritonkit.perf.judge.sla import SLA, Constraint, load_sla, parse_sla
+from tritonkit.perf.judge.verdict import (
     EXIT_PASS,
     EXIT_SLA_MISSED,
     EXIT_UNMEASURED,
@@ -29,6 +21,14 @@ from tritonkit.perf.verdict import (
     evaluate,
     evaluate_result,
     measurement_from_step,
+)
+from tritonkit.perf.measure.result import (
+    LatencyStats,
+    PerfResult,
+    RunMetadata,
+    ServerBreakdown,
+    StepMetrics,
+    StepResult,
 )
 
 # --------------------------------------------------------------------------- parsing
@@ -86,7 +86,9 @@ def test_parse_accepts_semicolons_and_spaces_between_terms() -> None:
         ("p99<=50ms,p99<=40ms", "constrained twice"),
         ("p99 50ms", "METRIC OP VALUE"),
         ("p99!=50ms", "not an SLA bound"),
-        ("", "empty"),
+        ("", "leave the --sla option out"),
+        ("error_rate<=150%", "above 100%"),
+        ("error_rate<=100.5%", "above 100%"),
     ],
 )
 def test_parse_rejects_typos_with_what_to_write_instead(text: str, fragment: str) -> None:
@@ -251,7 +253,7 @@ def test_verdict_from_a_newer_schema_is_refused() -> None:
         Verdict.from_dict(data)
 
 
-# --------------------------------------------------------------------------- from a RunResult
+# --------------------------------------------------------------------------- from a PerfResult
 
 
 def _step(load: float, thr: float, p99: float, **kwargs: object) -> StepResult:
@@ -295,13 +297,13 @@ def test_an_unstable_step_in_a_result_is_unmeasured_with_its_note() -> None:
 
 
 def test_verdict_stored_in_result_json_survives_save_and_load(tmp_path: Path) -> None:
-    result = RunResult(
+    result = PerfResult(
         RunMetadata(model="m", url="127.0.0.1:1", protocol="grpc", started_utc="2026-11-29T10:00:00Z"),
         steps=[_step(1, 100, 10), _step(2, 190, 40), _step(4, 210, 80)],
     )
     verdict = evaluate_result(parse_sla("p99<=50ms"), result)
     result.verdict = verdict.to_dict()
-    loaded = RunResult.load(result.save(tmp_path / "result.json"))
+    loaded = PerfResult.load(result.save(tmp_path / "result.json"))
     assert loaded.verdict is not None
     assert Verdict.from_dict(loaded.verdict) == verdict
     assert verdict.knee_load == 2

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from tritonkit.errors import ConfigError
-from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange, to_argv, write_input_data
+from tritonkit.perf.measure.spec import (
+    ConcurrencyRange,
+    PerfSpec,
+    RequestRateRange,
+    to_argv,
+    write_input_data,
+)
 
 
 def test_minimal_spec_renders_model_url_protocol_load_and_batch() -> None:

@@ -16,6 +16,10 @@ PACKAGES = [
     "tritonkit.builders",
     "tritonkit.client",
     "tritonkit.perf",
+    "tritonkit.perf.measure",
+    "tritonkit.perf.judge",
+    "tritonkit.perf.report",
+    "tritonkit.provision",
     "tritonkit.planner",
 ]
 

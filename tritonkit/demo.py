@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model
-from tritonkit.perf import LadderPlan, PerfRun, PerfSpec, StepEvent, locate_perf_analyzer, parse_sla, run_perf
+from tritonkit.perf import LadderPlan, PerfRun, PerfSpec, StepEvent, parse_sla, run_perf
+from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import DEFAULT_WINDOW
 from tritonkit.server import TritonServer
 
@@ -69,11 +70,8 @@ def run_demo(
         version = server.version()
         say(f"tritonserver {version} ready: gRPC {server.grpc_url}, metrics {server.metrics_url}")
         spec = PerfSpec(model=DEFAULT_DEMO_MODEL, url=server.grpc_url, protocol="grpc")
-        plan = LadderPlan(
-            levels=tuple(float(level) for level in levels),
-            step_window_ms=max(100, int(duration_s * 1000 / 3)),
-            warmup_s=warmup_s,
-            total_timeout_s=600.0,
+        plan = LadderPlan.from_duration(
+            duration_s, concurrency=[float(level) for level in levels], warmup_s=warmup_s, total_timeout_s=600.0
         )
         run = run_perf(
             spec,

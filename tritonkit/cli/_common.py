@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import click
@@ -46,3 +51,25 @@ def echo_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout."""
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
+
+
+def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a build server stopping a job) acts like Ctrl-C.
+
+    Commands then run the same clean-up for both: children stopped, results saved. The previous
+    handler is restored on exit. Off the main thread (signals cannot be handled there) it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+

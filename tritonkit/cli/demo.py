@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from tritonkit.cli._common import CommandExit
-from tritonkit.cli.perf import _Output, _print_run
 from tritonkit.demo import DEFAULT_DEMO_LEVELS, DEFAULT_DEMO_SLA, run_demo
-from tritonkit.perf import levels_from_text
+from tritonkit.perf.measure.plan import levels_from_text
+from tritonkit.perf.report.terminal import Terminal
 
 
 @click.command("demo")
@@ -31,7 +31,7 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, durati
     Example:
       tritonkit demo --sla 'p99<=20ms,throughput>=100/s'
     """
-    out = _Output(as_json=as_json, quiet=False)
+    out = Terminal(as_json=as_json, quiet=False)
 
     def say(message: str) -> None:
         if not as_json:
@@ -47,7 +47,7 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, durati
         progress=say,
         on_step=out.step,
     )
-    _print_run(out, result.perf)
+    out.run(result.perf)
     if result.perf.error is not None:
         raise result.perf.error
     raise CommandExit(result.perf.exit_code)

@@ -1,6 +1,7 @@
 """``tritonkit perf``: load ladders against SLAs with the real perf_analyzer, reports, baselines.
 
-Output is made for build servers: on a terminal, progress lines (rich) on stderr and a readable
+Each command parses its options, calls one function of :mod:`tritonkit.perf` and prints the
+outcome with :class:`tritonkit.perf.report.terminal.Terminal`. Output is made for build servers: on a terminal, progress lines (rich) on stderr and a readable
 summary; piped or under CI, one ``key=value`` line per step and per result on stdout, nothing
 else; ``--json`` prints one JSON document. Exit codes: 0 SLA met / no regression, 1 SLA missed /
 regression, 2 could not measure (or any other error).
@@ -8,176 +9,37 @@ regression, 2 could not measure (or any other error).
 
 from __future__ import annotations
 
-import shlex
-import signal
-import sys
-import threading
 from pathlib import Path
-from types import FrameType
-from typing import Any, TextIO
 
 import click
 
-from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json
-from tritonkit.errors import ConfigError, MissingComponentError
-from tritonkit.perf.compare import (
+from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json, sigterm_as_interrupt
+from tritonkit.errors import MissingComponentError
+from tritonkit.perf.judge.compare import (
     DEFAULT_BASELINE_ROOT,
     compare_results,
     load_result,
     parse_percent,
 )
-from tritonkit.perf.compare import save_baseline as keep_baseline
-from tritonkit.perf.install import (
+from tritonkit.perf.judge.compare import save_baseline as keep_baseline
+from tritonkit.perf.judge.sla import SLA, load_sla
+from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
+from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
+from tritonkit.perf.measure.spec import PerfSpec
+from tritonkit.perf.report.terminal import Terminal
+from tritonkit.perf.run import planned_commands, rejudge, run_perf
+from tritonkit.provision.perf_analyzer import (
     PERF_ANALYZER_ENV,
     PERF_ANALYZER_VERSION,
     install_perf_analyzer,
     locate_perf_analyzer,
 )
-from tritonkit.perf.ladder import LadderPlan, default_results_dir, levels_from_text
-from tritonkit.perf.run import PerfRun, StepEvent, planned_commands, rejudge, run_perf
-from tritonkit.perf.sla import SLA, format_metric, load_sla
-from tritonkit.perf.spec import PerfSpec
-from tritonkit.perf.verdict import EXIT_UNMEASURED, Verdict
 
 _SLA_HELP = (
     "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0' "
     "(metrics p50 p90 p95 p99 mean queue throughput errors error_rate; units ms us s, /s, %), "
     "or a YAML file. errors==0 is added unless errors or error_rate is bounded."
 )
-
-
-# --------------------------------------------------------------------------- output
-
-
-class _Output:
-    """Where progress and results go: rich on a terminal, ``key=value`` lines when piped."""
-
-    def __init__(self, *, as_json: bool, quiet: bool) -> None:
-        self.as_json = as_json
-        self.quiet = quiet
-        self.tty = sys.stdout.isatty() and not as_json
-        self._console: Any = None
-        if sys.stderr.isatty() and not quiet:
-            from rich.console import Console
-
-            self._console = Console(stderr=True, highlight=False)
-
-    def progress(self, message: str) -> None:
-        """A progress line: shown on a terminal, dropped when piped (quiet and parseable)."""
-        if self._console is not None:
-            self._console.print(f"[dim]{_escape(message)}[/dim]")
-
-    def step(self, event: StepEvent) -> None:
-        """One finished step."""
-        if self.as_json:
-            return
-        step = event.step
-        sla = event.verdict.status if event.verdict else None
-        if self.tty:
-            colour = {"pass": "green", "fail": "red", "unmeasured": "yellow"}.get(sla or "", "white")
-            if step.error_count:
-                body = f"{step.error_count} failed request(s)"
-            elif step.throughput_per_s is None or step.latency is None:
-                body = "nothing measured (unstable)"
-            else:
-                body = (
-                    f"{step.throughput_per_s:8.1f} infer/s   p50 {step.latency.p50_ms:7.2f} ms"
-                    f"   p99 {step.latency.p99_ms:7.2f} ms"
-                )
-            flag = "" if step.stable else "  (unstable)"
-            tag = f"  {sla.upper()}" if sla else ""
-            click.secho(f"  {step.load_mode} {step.load_value:<6g} {body}{flag}{tag}", fg=colour)
-            for warning in step.warnings:
-                click.secho(f"    warning: {warning}", fg="yellow")
-            return
-        _kv(
-            sys.stdout,
-            "step",
-            mode=step.load_mode,
-            load=f"{step.load_value:g}",
-            name=event.name,
-            throughput_per_s=_num(step.throughput_per_s),
-            p50_ms=_num(step.latency.p50_ms if step.latency else None),
-            p99_ms=_num(step.latency.p99_ms if step.latency else None),
-            errors=step.error_count,
-            stable=str(step.stable).lower(),
-            sla=sla or "-",
-        )
-        for warning in step.warnings:
-            _kv(sys.stdout, "warning", load=f"{step.load_value:g}", message=warning)
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return str(escape(text))
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def _kv(stream: TextIO, kind: str, **fields: object) -> None:
-    parts = [kind] + [f"{key}={shlex.quote(str(value))}" for key, value in fields.items()]
-    stream.write(" ".join(parts) + "\n")
-    stream.flush()
-
-
-def _print_verdict(out: _Output, verdict: Verdict | None) -> None:
-    if verdict is None:
-        return
-    if out.tty:
-        colour = {"pass": "green", "fail": "red", "unmeasured": "yellow"}[verdict.status]
-        click.secho(verdict.summary(), fg=colour, bold=True)
-        return
-    binding = verdict.binding
-    _kv(
-        sys.stdout,
-        "verdict",
-        status=verdict.status,
-        exit_code=verdict.exit_code,
-        sla=str(verdict.sla),
-        knee_load=_num(verdict.knee_load),
-        knee_throughput_per_s=_num(verdict.knee_throughput_per_s),
-        binding=str(binding.constraint) if binding else "-",
-        binding_measured=(
-            format_metric(binding.constraint.metric, binding.measured).replace(" ", "")
-            if binding and binding.measured is not None
-            else "-"
-        ),
-        headroom=_num(verdict.headroom),
-    )
-
-
-def _print_run(out: _Output, run: PerfRun) -> None:
-    if out.as_json:
-        echo_json(run.to_dict())
-        return
-    for note in run.notes:
-        out.progress(note)
-    _print_verdict(out, run.verdict)
-    report_html = run.report.html if run.report else None
-    if out.tty:
-        click.echo(f"results: {run.results_dir}")
-        if report_html:
-            click.echo(f"report:  {report_html}")
-        if run.baseline_path:
-            click.echo(f"baseline: {run.baseline_path}")
-    else:
-        _kv(
-            sys.stdout,
-            "results",
-            dir=run.results_dir,
-            result=run.result_path,
-            report_md=run.report.markdown if run.report else "-",
-            report_html=report_html or "-",
-            baseline=run.baseline_path or "-",
-            stop_reason=run.result.stop_reason,
-            exit_code=run.exit_code,
-        )
-
-
-# --------------------------------------------------------------------------- commands
 
 
 @click.group("perf", cls=ErrorHandlingGroup)
@@ -188,54 +50,6 @@ def perf() -> None:
     Example:
       tritonkit perf run resnet --url 127.0.0.1:8001 --sla 'p99<=50ms,throughput>=200/s'
     """
-
-
-def _shapes(values: tuple[str, ...]) -> dict[str, list[int]]:
-    shapes: dict[str, list[int]] = {}
-    for value in values:
-        name, sep, dims = value.partition(":")
-        try:
-            parsed = [int(d) for d in dims.split(",") if d.strip()]
-        except ValueError:
-            parsed = []
-        if not sep or not name or not parsed:
-            raise ConfigError(
-                f"--shape {value!r} is not NAME:D1,D2,...", hint="e.g. --shape INPUT0:3,224,224"
-            )
-        shapes[name] = parsed
-    return shapes
-
-
-def _plan(
-    concurrency: str | None,
-    request_rate: str | None,
-    distribution: str,
-    duration_s: float,
-    max_trials: int,
-    warmup_s: float,
-    timeout_s: float,
-    stop_after: int,
-) -> LadderPlan:
-    if concurrency and request_rate:
-        raise ConfigError(
-            "--concurrency and --request-rate both given", hint="a ladder steps one kind of load: choose one"
-        )
-    if duration_s <= 0:
-        raise ConfigError(f"--duration-s must be > 0, got {duration_s:g}", hint="e.g. --duration-s 6")
-    mode = "request_rate" if request_rate else "concurrency"
-    levels = levels_from_text(request_rate or concurrency or "1:8")
-    # perf_analyzer needs three agreeing windows per step: a step measures at least duration_s.
-    window_ms = max(100, int(duration_s * 1000 / 3))
-    return LadderPlan(
-        levels=tuple(levels),
-        mode=mode,
-        step_window_ms=window_ms,
-        max_trials=max_trials,
-        warmup_s=warmup_s,
-        stop_after_sla_breaks=stop_after,
-        request_distribution=distribution,
-        total_timeout_s=timeout_s,
-    )
 
 
 @perf.command("run")
@@ -351,89 +165,59 @@ def run_command(
       tritonkit perf run resnet --url 127.0.0.1:8001 \\
           --sla 'p99<=50ms,throughput>=200/s,errors==0' --concurrency 1:16 --duration-s 6
     """
-    sla: SLA | None = load_sla(sla_text) if sla_text else None
+    sla: SLA | None = load_sla(sla_text) if sla_text is not None else None
     spec = PerfSpec(
         model=model,
         url=url or ("127.0.0.1:8001" if protocol == "grpc" else "127.0.0.1:8000"),
         protocol=protocol,  # type: ignore[arg-type]  # click.Choice limits it
         batch_size=batch_size,
         input_data=input_data,
-        shapes=_shapes(shapes),
+        shapes=PerfSpec.shapes_from_text(shapes),
     )
-    plan = _plan(
-        concurrency, request_rate, distribution, duration_s, max_trials, warmup_s, timeout_s, stop_after
+    plan = LadderPlan.from_duration(
+        duration_s,
+        concurrency=concurrency,
+        request_rate=request_rate,
+        distribution=distribution,
+        max_trials=max_trials,
+        warmup_s=warmup_s,
+        stop_after_sla_breaks=stop_after,
+        total_timeout_s=timeout_s,
     )
-    out = _Output(as_json=as_json, quiet=quiet)
+    out = Terminal(as_json=as_json, quiet=quiet)
+    folder = out_dir or default_results_dir(model, results_root)
     if dry_run:
-        _dry_run(
-            spec, plan, sla, out_dir or default_results_dir(model, results_root), perf_analyzer_path, as_json
-        )
+        try:
+            planned_tool = locate_perf_analyzer(perf_analyzer_path)
+        except MissingComponentError as exc:
+            planned_tool = None
+            click.echo(f"note: {exc.message}; showing 'perf_analyzer' in its place", err=True)
+        commands = planned_commands(spec, plan, folder, planned_tool)
+        out.dry_run(folder, sla.with_zero_errors() if sla else None, commands)
         return
     tool = locate_perf_analyzer(perf_analyzer_path)
     if sla is not None:
         out.progress(f"SLA: {sla.with_zero_errors()}")
-    folder = out_dir or default_results_dir(model, results_root)
-    # A CI job cancelled with SIGTERM gets the same treatment as Ctrl-C: the perf_analyzer group
-    # is stopped and every measured step is judged, saved and reported before exiting.
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt) if on_main_thread else None
     try:
-        run = run_perf(
-            spec,
-            plan,
-            sla=sla,
-            results_dir=folder,
-            perf_analyzer=tool,
-            metrics_url=metrics_url,
-            baseline_root=baseline_dir if save_baseline else None,
-            progress=out.progress,
-            on_step=out.step,
-        )
+        with sigterm_as_interrupt():
+            run = run_perf(
+                spec,
+                plan,
+                sla=sla,
+                results_dir=folder,
+                perf_analyzer=tool,
+                metrics_url=metrics_url,
+                baseline_root=baseline_dir if save_baseline else None,
+                progress=out.progress,
+                on_step=out.step,
+            )
     except KeyboardInterrupt:
         click.echo(f"interrupted: the steps measured so far are saved in {folder}", err=True)
         raise CommandExit(EXIT_UNMEASURED) from None
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous)
-    _print_run(out, run)
+    out.run(run)
     if run.error is not None:
         raise run.error  # reported after the results were saved and printed
     raise CommandExit(run.exit_code)
-
-
-def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-def _dry_run(
-    spec: PerfSpec,
-    plan: LadderPlan,
-    sla: SLA | None,
-    folder: Path,
-    perf_analyzer_path: str | None,
-    as_json: bool,
-) -> None:
-    try:
-        tool = locate_perf_analyzer(perf_analyzer_path)
-    except MissingComponentError as exc:
-        tool = None
-        click.echo(f"note: {exc.message}; showing 'perf_analyzer' in its place", err=True)
-    commands = planned_commands(spec, plan, folder, tool)
-    if as_json:
-        echo_json(
-            {
-                "results_dir": str(folder),
-                "sla": str(sla.with_zero_errors()) if sla else None,
-                "commands": [{"name": c.name, "recorded": c.recorded, "argv": c.argv} for c in commands],
-            }
-        )
-        return
-    click.echo(f"# results would go to {folder}")
-    if sla is not None:
-        click.echo(f"# SLA: {sla.with_zero_errors()}")
-    for command in commands:
-        click.echo(f"# {command.name}{'' if command.recorded else ' (warm-up, not recorded)'}")
-        click.echo(shlex.join(command.argv))
 
 
 @perf.command("compare")
@@ -480,21 +264,9 @@ def compare_command(
     new_result, new_path = load_result(new)
     comparison = compare_results(base_result, new_result, max_throughput_drop=drop, max_p99_rise=rise)
     saved = keep_baseline(new_result, baseline_dir) if save_baseline and not comparison.regressed else None
-    if as_json:
-        echo_json(
-            {"base": str(base_path), "new": str(new_path), "baseline_saved": saved, **comparison.to_dict()}
-        )
-    else:
-        click.echo(f"base: {base_path}")
-        click.echo(f"new:  {new_path}")
-        click.echo(comparison.table())
-        for note in comparison.notes:
-            click.echo(f"note: {note}")
-        click.secho(comparison.summary(), fg="red" if comparison.regressed else "green")
-        if saved:
-            click.echo(f"baseline saved: {saved}")
-        elif save_baseline:
-            click.echo("baseline not saved: the new run regressed")
+    Terminal(as_json=as_json, quiet=True).comparison(
+        comparison, base_path, new_path, saved=saved, save_requested=save_baseline
+    )
     raise CommandExit(comparison.exit_code)
 
 
@@ -518,10 +290,9 @@ def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_
     Example:
       tritonkit perf report results/20261129T101500Z-resnet/result.json --sla 'p99<=40ms'
     """
-    sla = load_sla(sla_text) if sla_text else None
+    sla = load_sla(sla_text) if sla_text is not None else None
     run = rejudge(result, sla, out_dir=out_dir)
-    out = _Output(as_json=as_json, quiet=True)
-    _print_run(out, run)
+    Terminal(as_json=as_json, quiet=True).run(run)
     raise CommandExit(run.verdict.exit_code if run.verdict else 0)
 
 
@@ -567,5 +338,7 @@ def install_command(version: str, wheel: Path | None, force: bool, as_json: bool
     else:
         click.echo(installed.describe())
 
+
+from tritonkit.cli import sweep as _sweep  # noqa: E402,F401  (adds `perf sweep` to the group above)
 
 COMMANDS: list[click.Command] = [perf]

@@ -1,22 +1,20 @@
-"""One perf run end to end: check the target, climb the ladder, judge it, keep everything.
+"""One perf run end to end: the orchestration, and nothing else::
 
-:func:`run_perf` is what ``tritonkit perf run`` calls::
+    locate perf_analyzer, read an earlier run in the folder      (errors: nothing started or written)
+      → run_ladder (measure)       validates spec + plan once, checks the target, climbs;
+                                   result.json rewritten after every step
+      → evaluate_result (judge)    the verdict against the SLA
+      → write_report (report)      report.md, report.html, plots/
+      → save_baseline (judge)      optional: results/baselines/<model>/<UTC>.json
 
-    check perf_analyzer + server + model      (errors here: nothing was started, nothing written)
-      → ladder (tritonkit.perf.ladder)        (result.json rewritten after every step)
-      → verdict against the SLA               (tritonkit.perf.verdict)
-      → results/<UTC timestamp>-<model>/      raw perf_analyzer files, result.json,
-                                              report.md, report.html, plots/
-      → optional baseline                     results/baselines/<model>/<UTC>.json
-
-Measured steps are saved before any failure is reported: a perf_analyzer failure after launch
-comes back in :attr:`PerfRun.error` (exit code 2) together with every step measured before it,
-the verdict on those steps and the report; Ctrl-C saves the same and re-raises.
+A perf_analyzer failure after launch comes back in :attr:`PerfRun.error` (exit code 2) together
+with every step measured before it, the verdict on those steps and the report; a Ctrl-C keeps,
+judges and reports the same, then re-raises ``KeyboardInterrupt``.
 
 Re-running into the same folder (``results_dir``) resumes: load levels already measured there
-are kept and not measured again, provided the earlier ladder was cut short (interrupted, timed
-out, unstable, perf_analyzer failed) rather than stopped by its own rules (SLA broken, throughput
-plateau, failed requests). New steps go into ``resume-<n>/`` inside the folder so the earlier
+are kept and not measured again, provided the whole measurement specification is the same (see
+:func:`~tritonkit.perf.resume.check_resumable`) and the earlier ladder was cut short rather than
+stopped by its own rules. New steps go into ``resume-<n>/`` inside the folder so the earlier
 ``result.json`` is never overwritten before the merge.
 """
 
@@ -24,26 +22,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonkit.errors import ConfigError, MissingComponentError, PerfError, TritonKitError
-from tritonkit.perf.compare import save_baseline
-from tritonkit.perf.install import PerfAnalyzerInstall, locate_perf_analyzer
-from tritonkit.perf.ladder import (
-    LadderPlan,
-    default_results_dir,
-    ladder_commands,
-    partial_result_of,
-    run_ladder,
-)
-from tritonkit.perf.report import ReportFiles, write_report
-from tritonkit.perf.result import RunMetadata, RunResult, StepResult
-from tritonkit.perf.runner import PerfRunner, RunOutcome, check_target, utc_now
-from tritonkit.perf.sla import SLA
-from tritonkit.perf.spec import PerfSpec, to_argv
-from tritonkit.perf.verdict import (
+from tritonkit.errors import TritonKitError
+from tritonkit.perf.judge.compare import save_baseline
+from tritonkit.perf.judge.sla import SLA
+from tritonkit.perf.judge.verdict import (
     EXIT_PASS,
     EXIT_UNMEASURED,
     StepVerdict,
@@ -51,13 +37,23 @@ from tritonkit.perf.verdict import (
     evaluate,
     evaluate_result,
     measurement_from_step,
+    stored_verdict,
 )
+from tritonkit.perf.measure.analyzer import PerfAnalyzer
+from tritonkit.perf.measure.ladder import ladder_commands, run_ladder
+from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
+from tritonkit.perf.measure.result import PerfResult, StepResult
+from tritonkit.perf.measure.spec import PerfSpec, to_argv
+from tritonkit.perf.report.files import ReportFiles, check_report_folder, write_report
+from tritonkit.perf.resume import Resume, combine, plan_resume, run_settings
+from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 
 __all__ = [
     "PerfRun",
     "PlannedCommand",
     "StepEvent",
     "judge_step",
+    "ladder_check",
     "planned_commands",
     "rejudge",
     "run_perf",
@@ -65,14 +61,10 @@ __all__ = [
 
 Progress = Callable[[str], None]
 
-# Stop reasons after which the ladder is done by its own rules: resuming would not climb further.
-_FINISHED_BY_RULE = ("sla_broken", "throughput_plateau", "request_errors")
-_RESUME_PREFIX = "resume-"
-
 
 @dataclass(frozen=True)
 class StepEvent:
-    """One perf_analyzer step as it finishes: the step, its attempt, and the SLA's view of it."""
+    """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it."""
 
     step: StepResult
     name: str
@@ -92,7 +84,7 @@ class PlannedCommand:
 class PerfRun:
     """What :func:`run_perf` did and where it put it."""
 
-    result: RunResult
+    result: PerfResult
     verdict: Verdict | None
     results_dir: Path
     result_path: Path
@@ -150,7 +142,7 @@ def judge_step(sla: SLA | None, step: StepResult) -> StepVerdict | None:
     return evaluate(sla, [measurement_from_step(step)]).steps[0]
 
 
-def _ladder_check(sla: SLA) -> Callable[[StepResult], bool]:
+def ladder_check(sla: SLA) -> Callable[[StepResult], bool]:
     """The ladder's stop rule: a step *breaks* the SLA when a limit that load makes worse breaks.
 
     A throughput floor is not such a limit: low loads miss it by design, and stopping there
@@ -169,34 +161,6 @@ def _ladder_check(sla: SLA) -> Callable[[StepResult], bool]:
     return check
 
 
-class _ObservedRunner(PerfRunner):
-    """A PerfRunner that reports each finished step as a :class:`StepEvent` (warm-up excluded)."""
-
-    def __init__(
-        self, *args: Any, on_step: Callable[[StepEvent], None], sla: SLA | None, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._on_step = on_step
-        self._sla = sla
-
-    def run(
-        self,
-        spec: PerfSpec,
-        name: str,
-        *,
-        timeout_s: float | None = None,
-        model_for_metrics: str | None = None,
-    ) -> RunOutcome:
-        outcome = super().run(spec, name, timeout_s=timeout_s, model_for_metrics=model_for_metrics)
-        if name != "warmup":
-            for step in outcome.steps:
-                self._on_step(StepEvent(step, name, judge_step(self._sla, step)))
-        return outcome
-
-
-# --------------------------------------------------------------------------- dry run
-
-
 def planned_commands(
     spec: PerfSpec,
     plan: LadderPlan,
@@ -207,7 +171,7 @@ def planned_commands(
 
     Pure apart from locating perf_analyzer; starts nothing and writes nothing. The warm-up is
     listed (``recorded=False``); steps past an early stop are included. Built on
-    :func:`~tritonkit.perf.ladder.ladder_commands`, the same list the ladder runs.
+    :func:`~tritonkit.perf.measure.ladder.ladder_commands`, the same list the ladder runs.
     """
     prefix = list(perf_analyzer.argv) if perf_analyzer else ["perf_analyzer"]
     return [
@@ -216,76 +180,8 @@ def planned_commands(
     ]
 
 
-# --------------------------------------------------------------------------- resume / merge
-
-
-def _previous(folder: Path, spec: PerfSpec, plan: LadderPlan) -> RunResult | None:
-    path = folder / "result.json"
-    if not path.is_file():
-        return None
-    previous = RunResult.load(path)
-    if previous.metadata.model != spec.model:
-        raise ConfigError(
-            f"{folder} holds a run of model '{previous.metadata.model}', not '{spec.model}'",
-            hint="choose another --out folder, or leave it out for a fresh timestamped one",
-        )
-    modes = {s.load_mode for s in previous.steps}
-    if modes and modes != {plan.mode}:
-        raise ConfigError(
-            f"{folder} holds a {modes.pop()} ladder; this run is a {plan.mode} ladder",
-            hint="choose another --out folder for a different kind of load",
-        )
-    return previous
-
-
-def _kept_steps(previous: RunResult) -> list[StepResult]:
-    """Steps of an earlier attempt worth keeping: measured, or with failed requests (a fact)."""
-    return [s for s in previous.steps if s.measured or s.error_count > 0]
-
-
-def _merge_partial(folder: Path, previous: RunResult) -> RunResult:
-    """Fold every ``resume-*/result.json`` not yet merged into ``previous`` (latest wins per load)."""
-    merged_dirs = set(previous.extra.get("resumed_from", []))
-    for sub in sorted(p for p in folder.glob(f"{_RESUME_PREFIX}*") if p.is_dir()):
-        if sub.name in merged_dirs or not (sub / "result.json").is_file():
-            continue
-        try:
-            partial = RunResult.load(sub / "result.json")
-        except ConfigError:
-            continue  # a torn attempt: its raw files stay, its steps are measured again
-        previous = _combine(previous, partial, sub.name)
-    return previous
-
-
-def _combine(previous: RunResult, new: RunResult, subdir: str) -> RunResult:
-    def moved(step: StepResult) -> StepResult:
-        return replace(step, raw_files=[f"{subdir}/{f}" for f in step.raw_files])
-
-    new_steps = [moved(s) for s in new.steps]
-    new_loads = {s.load_value for s in new_steps if s.measured or s.error_count > 0}
-    steps = [s for s in _kept_steps(previous) if s.load_value not in new_loads] + new_steps
-    extra = dict(previous.extra)
-    extra["resumed_from"] = [*extra.get("resumed_from", []), subdir]
-    return replace(
-        previous,
-        steps=steps,
-        stop_reason=new.stop_reason,
-        raw_files=[*previous.raw_files, *(f"{subdir}/{f}" for f in new.raw_files)],
-        metadata=replace(
-            previous.metadata,
-            finished_utc=new.metadata.finished_utc,
-            command=new.metadata.command or previous.metadata.command,
-            tool_version=new.metadata.tool_version or previous.metadata.tool_version,
-        ),
-        extra=extra,
-    )
-
-
-# --------------------------------------------------------------------------- the run
-
-
 def _finish(
-    result: RunResult,
+    result: PerfResult,
     folder: Path,
     sla: SLA | None,
     *,
@@ -324,106 +220,61 @@ def run_perf(
     """Run a load ladder against ``spec``'s model and judge it against ``sla``.
 
     ``results_dir`` defaults to ``<results_root>/<UTC timestamp>-<model>``; an existing folder
-    with a ``result.json`` of the same model is resumed (see the module docstring).
+    holding a run with the same specification is resumed (see the module docstring).
     ``require_zero_errors`` adds ``errors==0`` to an SLA that bounds neither errors nor the error
     rate (a run passes only with zero failed requests unless told otherwise).
     ``baseline_root`` (e.g. ``results/baselines``) keeps the run as a timestamped baseline when
     it measured something and perf_analyzer did not fail.
 
-    Raises before starting anything: ``ConfigError`` (bad spec / plan / folder),
-    ``MissingComponentError`` (no perf_analyzer), ``ConnectError`` / ``ModelNotReadyError``
-    (server unreachable, model unknown or not ready). Failures after launch are returned in
-    :attr:`PerfRun.error` with everything measured so far saved.
+    Raises before starting anything: ``ConfigError`` (bad spec / plan / folder, or a folder
+    holding a run of another specification), ``MissingComponentError`` (no perf_analyzer),
+    ``ConnectError`` / ``ModelNotReadyError`` (server unreachable, model unknown or not ready).
+    Failures after launch are returned in :attr:`PerfRun.error` with everything measured so far
+    saved.
     """
-    plan.validate()
-    spec.validate()
     if sla is not None and require_zero_errors:
         sla = sla.with_zero_errors()
     tool = perf_analyzer or locate_perf_analyzer()
-    check_target(spec)
     folder = Path(results_dir) if results_dir is not None else default_results_dir(spec.model, results_root)
-    previous = _previous(folder, spec, plan)
-    notes: list[str] = []
-    resumed_steps = 0
-    ladder_dir = folder
-    if previous is not None:
-        previous = _merge_partial(folder, previous)
-        kept = _kept_steps(previous)
-        done = {s.load_value for s in kept}
-        resumed_steps = len(kept)
-        if previous.stop_reason in _FINISHED_BY_RULE:
-            remaining: list[float] = []
-            notes.append(f"the earlier ladder in {folder} stopped by its own rule ({previous.stop_reason})")
-        else:
-            remaining = [v for v in plan.levels if float(v) not in done]
-        if not remaining:
-            notes.append("nothing left to measure: re-judged and re-reported the steps already there")
-            return _finish(
-                previous,
-                folder,
-                sla,
-                baseline_root=baseline_root,
-                error=None,
-                resumed_steps=resumed_steps,
-                notes=notes,
-            )
-        already_broken = sum(1 for s in kept if not _ladder_check(sla)(s)) if sla else 0
-        plan = replace(
-            plan,
-            levels=tuple(remaining),
-            stop_after_sla_breaks=max(1, plan.stop_after_sla_breaks - already_broken),
+    check_report_folder(folder)  # before measuring: the report at the end must be writable
+    settings = run_settings(spec, plan, sla)
+    resume: Resume = plan_resume(folder, settings, plan, ladder_check(sla) if sla else None)
+    notes = list(resume.notes)
+    if resume.previous is not None and resume.plan is None:
+        return _finish(
+            resume.previous, folder, sla, baseline_root=baseline_root, error=None,
+            resumed_steps=resume.kept_steps, notes=notes,
         )
-        count = len(list(folder.glob(f"{_RESUME_PREFIX}*"))) + 1
-        ladder_dir = folder / f"{_RESUME_PREFIX}{count}"
-        notes.append(f"resumed {folder}: kept {resumed_steps} step(s), measuring {len(remaining)} more")
-    folder.mkdir(parents=True, exist_ok=True)
-    runner = _ObservedRunner(
-        ladder_dir,
-        perf_analyzer=tool,
-        metrics_url=metrics_url,
+    ladder_plan = resume.plan or plan
+    previous = resume.previous
+
+    def keep_merged(partial: PerfResult) -> None:
+        # The folder's result.json holds every step measured so far, even if this process dies.
+        assert previous is not None
+        combine(previous, partial, resume.ladder_dir.name).save(folder / "result.json")
+
+    analyzer = PerfAnalyzer(resume.ladder_dir, perf_analyzer=tool, metrics_url=metrics_url, progress=progress)
+    observe = on_step or (lambda _event: None)
+    ladder = run_ladder(
+        spec,
+        ladder_plan,
+        results_dir=resume.ladder_dir,
+        analyzer=analyzer,
+        sla_check=ladder_check(sla) if sla is not None else None,
         progress=progress,
-        on_step=on_step or (lambda _event: None),
-        sla=sla,
+        on_step=lambda step, name: observe(StepEvent(step, name, judge_step(sla, step))),
+        on_saved=None if previous is None else keep_merged,
+        extra={"settings": settings},
     )
-    error: TritonKitError | None = None
-    try:
-        result = run_ladder(
-            spec,
-            plan,
-            results_dir=ladder_dir,
-            runner=runner,
-            sla_check=_ladder_check(sla) if sla is not None else None,
-            metrics_url=metrics_url,
-            preflight=False,
-            progress=progress,
-        )
-    except (PerfError, MissingComponentError) as exc:
-        # The ladder hands back every step measured before the failure (also saved on disk).
-        error = exc
-        result = partial_result_of(exc) or _empty_result(spec)
-    except KeyboardInterrupt as exc:
-        partial = partial_result_of(exc) or _empty_result(spec)
-        merged = _combine(previous, partial, ladder_dir.name) if previous is not None else partial
-        _finish(merged, folder, sla, baseline_root=None, error=None, resumed_steps=resumed_steps, notes=notes)
-        raise
+    result = ladder.result
     if previous is not None:
-        result = _combine(previous, result, ladder_dir.name)
+        result = combine(previous, result, resume.ladder_dir.name)
+    if ladder.interrupted:
+        _finish(result, folder, sla, baseline_root=None, error=None, resumed_steps=resume.kept_steps, notes=notes)
+        raise KeyboardInterrupt
     return _finish(
-        result,
-        folder,
-        sla,
-        baseline_root=baseline_root,
-        error=error,
-        resumed_steps=resumed_steps,
-        notes=notes,
-    )
-
-
-def _empty_result(spec: PerfSpec) -> RunResult:
-    """The result of a ladder that failed before it measured or saved anything."""
-    return RunResult(
-        RunMetadata(model=spec.model, url=spec.url, protocol=spec.protocol, started_utc=utc_now()),
-        stop_reason="perf_error",
+        result, folder, sla, baseline_root=baseline_root, error=ladder.error,
+        resumed_steps=resume.kept_steps, notes=notes,
     )
 
 
@@ -443,15 +294,14 @@ def rejudge(
     source = Path(result_path)
     if source.is_dir():
         source = source / "result.json"
-    result = RunResult.load(source)
+    result = PerfResult.load(source)
     if sla is not None and require_zero_errors:
         sla = sla.with_zero_errors()
-    verdict = evaluate_result(sla, result) if sla is not None else None
-    if verdict is None and result.verdict:
-        verdict = Verdict.from_dict(result.verdict)
+    verdict = evaluate_result(sla, result) if sla is not None else stored_verdict(result)
     folder = Path(out_dir) if out_dir is not None else source.parent
     if sla is not None and folder == source.parent:
         result.verdict = verdict.to_dict() if verdict else None
         result.save(source)
     report = write_report(result, folder, verdict)
     return PerfRun(result, verdict, folder, source, report)
+

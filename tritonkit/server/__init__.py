@@ -10,7 +10,7 @@ Example::
 
 from __future__ import annotations
 
-from tritonkit.server.install import SERVER_BIN_ENV, ServerInstall, locate_server, model_python_env
+from tritonkit.provision.server import SERVER_BIN_ENV, ServerInstall, locate_server, model_python_env
 from tritonkit.server.log import LoadFailure, find_load_failures
 from tritonkit.server.ports import free_ports, port_is_free
 from tritonkit.server.process import ModelControl, TritonServer, server_argv

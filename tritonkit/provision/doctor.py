@@ -154,7 +154,7 @@ def _server_checks(server_bin: str | None) -> list[Check]:
 
 
 def _perf_analyzer_check() -> Check:
-    from tritonkit.perf.install import locate_perf_analyzer
+    from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 
     try:
         found = locate_perf_analyzer(check=True)

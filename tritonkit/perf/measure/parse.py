@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from tritonkit.errors import PerfError
-from tritonkit.perf.percentiles import latency_stats
-from tritonkit.perf.result import ClientBreakdown, LatencyStats, ServerBreakdown, StepResult
+from tritonkit.perf.measure.percentiles import latency_stats
+from tritonkit.perf.measure.result import ClientBreakdown, LatencyStats, ServerBreakdown, StepResult
 
 __all__ = [
     "ConsoleSummary",
@@ -307,7 +307,7 @@ def build_steps(
     """Merge CSV rows and export experiments into ``StepResult``s, in load order.
 
     Latency percentiles come from the per-request export when present (computed by
-    ``tritonkit.perf.percentiles``), perf_analyzer's own numbers are kept in ``latency_csv``,
+    ``tritonkit.perf.measure.percentiles``), perf_analyzer's own numbers are kept in ``latency_csv``,
     and any disagreement is a step warning. Throughput is perf_analyzer's (inferences/s,
     i.e. requests × batch size). Export experiments without a CSV row (a step that stopped the
     sweep as unstable) become unstable steps with the export's numbers.

@@ -156,6 +156,23 @@ class PerfSpec:
     verbose_csv: bool = False
     extra_args: tuple[str, ...] = ()
 
+    @staticmethod
+    def shapes_from_text(values: Sequence[str]) -> dict[str, list[int]]:
+        """``["INPUT0:3,224,224", ...]`` (``--shape``) → ``{"INPUT0": [3, 224, 224], ...}``."""
+        shapes: dict[str, list[int]] = {}
+        for value in values:
+            name, sep, dims = value.partition(":")
+            try:
+                parsed = [int(d) for d in dims.split(",") if d.strip()]
+            except ValueError:
+                parsed = []
+            if not sep or not name or not parsed:
+                raise ConfigError(
+                    f"--shape {value!r} is not NAME:D1,D2,...", hint="e.g. --shape INPUT0:3,224,224"
+                )
+            shapes[name] = parsed
+        return shapes
+
     def with_load(self, load: Load) -> PerfSpec:
         """A copy measuring ``load`` instead."""
         return replace(self, load=load)

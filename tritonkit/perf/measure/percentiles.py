@@ -15,7 +15,7 @@ from typing import Final
 
 import numpy as np
 
-from tritonkit.perf.result import LatencyStats
+from tritonkit.perf.measure.result import LatencyStats
 
 __all__ = [
     "PERCENTILE_METHOD",

@@ -28,7 +28,7 @@ Metrics (canonical name, then the spellings accepted for it):
 Values are kept in canonical units: milliseconds for times, inferences per second for
 throughput, a count for errors and a fraction for the error rate.
 
-Judging a ladder against an SLA is :mod:`tritonkit.perf.verdict`.
+Judging a ladder against an SLA is :mod:`tritonkit.perf.judge.verdict`.
 """
 
 from __future__ import annotations
@@ -292,6 +292,11 @@ def _convert(metric: str, number: float, unit: str, where: str) -> float:
         return number
     if spec.kind == "fraction":
         if unit_l == "%":
+            if number > 100:
+                raise ConfigError(
+                    f"{where}: error_rate {number:g}% is above 100%: no run can fail more than every request",
+                    hint="write a share of requests from 0% to 100%, e.g. error_rate<=1%",
+                )
             return number / 100.0
         if unit_l:
             raise ConfigError(
@@ -374,7 +379,10 @@ def parse_sla(expression: str) -> SLA:
     """
     terms = [t for t in re.split(r"[,;]", expression) if t.strip()]
     if not terms:
-        raise ConfigError("the SLA is empty", hint=f"write e.g. --sla '{_EXAMPLE}'")
+        raise ConfigError(
+            "the SLA is empty",
+            hint=f"write e.g. --sla '{_EXAMPLE}'; to measure without an SLA, leave the --sla option out",
+        )
     constraints = [_parse_expression(term, f"SLA term '{term.strip()}'") for term in terms]
     return _collect(constraints, expression.strip())
 

@@ -1,6 +1,6 @@
 """A load ladder: warm up, then step the load up, one perf_analyzer run per step, and stop early.
 
-Following the brief (§4): warm up at low load before recording (the warm-up is never a step);
+Warm up at low load before recording (the warm-up is never a step);
 each step (e.g. concurrency 1, 2, 4, 8 or 50, 100, 200, 400 requests/s) is measured for a fixed
 window; the ladder stops early after ``stop_after_sla_breaks`` steps that break the SLA, or when
 throughput stops rising (the knee has passed). Every step runs as its own perf_analyzer process,
@@ -8,50 +8,52 @@ so a step that fails or is unstable never takes the earlier ones with it; ``resu
 rewritten after every step.
 
 The SLA is whatever callable the caller passes (``sla_check(step) -> bool``, True = met); this
-module knows nothing of SLA syntax. A step with failed requests always counts as a break.
+module knows nothing of SLA syntax. A step with failed requests always counts as a break,
+unless the server no longer answers afterwards: then the step is marked ``server_lost`` and the
+ladder ends (``stop_reason="server_lost"``), since nothing beyond it can be measured.
 
 :func:`ladder_commands` is the one place that names the ladder's perf_analyzer runs and builds
 their specs; :func:`run_ladder` runs exactly those, so ``--dry-run`` (built on it) cannot drift.
 
-When perf_analyzer fails (``PerfError``) or the run is interrupted (``KeyboardInterrupt``), the
-ladder saves ``result.json`` and re-raises the same exception with the in-memory
-:class:`RunResult` attached as ``exc.partial_result`` (read it with :func:`partial_result_of`):
-the caller carries on with that value instead of re-reading the file. An exception is the one
-channel a Ctrl-C and an error share, so one attribute serves both.
+The ladder hands back a :class:`LadderResult`: the typed result (also on disk) and, when
+perf_analyzer failed part-way, the ``PerfError`` that ended it. A Ctrl-C (``KeyboardInterrupt``)
+ends the ladder like any other stop: the steps measured so far come back with
+``stop_reason="interrupted"`` (:attr:`LadderResult.interrupted`); a caller that must stop
+re-raises after keeping them.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-from tritonkit.errors import ConfigError, PerfError, PerfTimeoutError
-from tritonkit.perf.metrics import host_cpu_count
-from tritonkit.perf.result import RunMetadata, RunResult, StepResult, WarmupInfo
-from tritonkit.perf.runner import PerfRunner, check_target, output_files, utc_now
-from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, RequestRateRange
+from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
+from tritonkit.perf.measure.metrics import host_cpu_count
+from tritonkit.perf.measure.plan import LadderPlan
+from tritonkit.perf.measure.result import PerfResult, RunMetadata, StepResult, WarmupInfo
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange
+from tritonkit.perf.measure.target import check_target, server_answers
 
 __all__ = [
     "WARMUP_NAME",
     "LadderCommand",
-    "LadderPlan",
+    "LadderResult",
     "SlaCheck",
-    "default_results_dir",
-    "doubling_levels",
+    "StepObserver",
     "ladder_commands",
-    "levels_from_text",
-    "partial_result_of",
     "run_ladder",
 ]
 
 #: Decides whether one measured step meets the SLA (True) or breaks it (False).
 SlaCheck = Callable[[StepResult], bool]
+#: Sees each step as its perf_analyzer run finishes: ``(step, run name)``.
+StepObserver = Callable[[StepResult, str], None]
 Progress = Callable[[str], None]
 
 STOP_COMPLETED = "completed"
@@ -62,82 +64,10 @@ STOP_ERRORS = "request_errors"
 STOP_TIMEOUT = "timeout"
 STOP_INTERRUPTED = "interrupted"
 STOP_PERF_ERROR = "perf_error"
+STOP_SERVER_LOST = "server_lost"
 
 #: The name (raw-file stem) of the unrecorded warm-up run.
 WARMUP_NAME = "warmup"
-
-
-def doubling_levels(start: float, maximum: float) -> list[float]:
-    """``start, 2·start, 4·start, …`` up to ``maximum`` (``maximum`` itself is always included)."""
-    if start <= 0 or maximum < start:
-        raise ConfigError(f"cannot build a ladder from {start} to {maximum}", hint="use 0 < start <= maximum")
-    levels = []
-    value = start
-    while value < maximum:
-        levels.append(value)
-        value *= 2
-    levels.append(maximum)
-    return levels
-
-
-@dataclass(frozen=True)
-class LadderPlan:
-    """How to climb.
-
-    ``levels`` are concurrencies (``mode="concurrency"``) or requests per second
-    (``mode="request_rate"``), visited in the given order. Each step measures with
-    ``step_window_ms`` windows (perf_analyzer needs 3 agreeing windows, at most ``max_trials``);
-    an unstable step is retried ``unstable_retries`` times with the window multiplied by
-    ``retry_window_factor``. ``warmup_s`` of load at ``warmup_level`` (default: the first level)
-    runs first and is not recorded. Throughput "stops rising" when a step gains less than
-    ``plateau_gain`` (5 %) over the best earlier step, ``plateau_patience`` times in a row
-    (``plateau_gain=None`` never stops for that).
-    """
-
-    levels: tuple[float, ...]
-    mode: str = "concurrency"
-    step_window_ms: int = 2000
-    max_trials: int = 6
-    stability_percentage: float | None = None
-    warmup_s: float = 0.0
-    warmup_level: float | None = None
-    stop_after_sla_breaks: int = 2
-    plateau_gain: float | None = 0.05
-    plateau_patience: int = 1
-    unstable_retries: int = 1
-    retry_window_factor: float = 2.0
-    continue_after_unstable: bool = False
-    request_distribution: str = "constant"
-    total_timeout_s: float = 1800.0
-
-    def validate(self) -> None:
-        if self.mode not in ("concurrency", "request_rate"):
-            raise ConfigError(f"ladder mode must be 'concurrency' or 'request_rate', not {self.mode!r}")
-        if not self.levels:
-            raise ConfigError("the ladder has no levels", hint="e.g. levels=(1, 2, 4, 8)")
-        if any(v <= 0 for v in self.levels):
-            raise ConfigError(f"ladder levels must be > 0, got {list(self.levels)}")
-        if self.mode == "concurrency" and any(float(v) != int(v) for v in self.levels):
-            raise ConfigError(f"concurrency levels must be whole numbers, got {list(self.levels)}")
-        if self.step_window_ms < 50:
-            raise ConfigError(f"step_window_ms {self.step_window_ms} is too short", hint="use at least 100 ms")
-        if self.stop_after_sla_breaks < 1 or self.plateau_patience < 1 or self.unstable_retries < 0:
-            raise ConfigError("stop_after_sla_breaks and plateau_patience must be >= 1, unstable_retries >= 0")
-        if self.retry_window_factor < 1.0:
-            raise ConfigError("retry_window_factor must be >= 1")
-        if self.total_timeout_s <= 0:
-            raise ConfigError("total_timeout_s must be > 0")
-
-    def step_budget_s(self, window_ms: float) -> float:
-        """A generous upper bound on one step's wall time (for its timeout)."""
-        return 30.0 + 2.0 * self.max_trials * window_ms / 1000.0
-
-
-def default_results_dir(model: str, root: str | os.PathLike[str] = "results") -> Path:
-    """``<root>/<UTC timestamp>-<model>`` (timestamp ``YYYYmmddTHHMMSSZ``; model made path-safe)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model) or "model"
-    return Path(root) / f"{stamp}-{safe}"
 
 
 def _cpu_model() -> str | None:
@@ -231,15 +161,22 @@ def ladder_commands(
     return commands
 
 
-def partial_result_of(exc: BaseException) -> RunResult | None:
-    """The :class:`RunResult` :func:`run_ladder` attached to ``exc`` before re-raising it.
+@dataclass(frozen=True)
+class LadderResult:
+    """What :func:`run_ladder` measured, and the perf_analyzer failure that ended it, if one did.
 
-    Set on ``PerfError`` and ``KeyboardInterrupt`` raised once the ladder had started (it holds
-    every step measured before, already saved as ``result.json``); ``None`` for anything raised
-    before that (bad spec, unreachable server, no perf_analyzer).
+    ``result`` holds every step measured (the same value saved as ``result.json``); ``error`` is
+    ``None`` unless perf_analyzer failed part-way (``result.stop_reason`` is then
+    ``"perf_error"``).
     """
-    found = getattr(exc, "partial_result", None)
-    return found if isinstance(found, RunResult) else None
+
+    result: PerfResult
+    error: PerfError | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """The ladder was stopped by Ctrl-C (or SIGTERM turned into one) before it finished."""
+        return self.result.stop_reason == STOP_INTERRUPTED
 
 
 def run_ladder(
@@ -247,32 +184,41 @@ def run_ladder(
     plan: LadderPlan,
     *,
     results_dir: str | os.PathLike[str],
-    runner: PerfRunner | None = None,
+    analyzer: PerfAnalyzer | None = None,
     sla_check: SlaCheck | None = None,
     metrics_url: str | None = None,
     preflight: bool = True,
     progress: Progress | None = None,
-) -> RunResult:
-    """Climb ``plan`` against ``spec``'s model and return the typed result (also saved as
-    ``results_dir/result.json`` after every step).
+    on_step: StepObserver | None = None,
+    on_saved: Callable[[PerfResult], None] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> LadderResult:
+    """Climb ``plan`` against ``spec``'s model; the typed result is also saved as
+    ``results_dir/result.json`` after every step.
 
-    Raises ``ConnectError`` / ``ModelNotReadyError`` before launching anything when the target is
-    wrong, ``PerfError`` when perf_analyzer itself fails (``result.json`` then holds every step
-    measured before, with ``stop_reason="perf_error"``). A run past ``plan.total_timeout_s`` stops
-    with ``stop_reason="timeout"`` and keeps its steps. A ``PerfError`` or ``KeyboardInterrupt``
-    raised mid-ladder carries the partial result in memory too: see :func:`partial_result_of`.
+    Raises ``ConfigError`` (bad spec or plan) and ``ConnectError`` / ``ModelNotReadyError`` (wrong
+    target) before launching anything. Once the ladder has started nothing is raised for a
+    failure of perf_analyzer: it comes back in :attr:`LadderResult.error` with every step measured
+    before it (``stop_reason="perf_error"``). A run past ``plan.total_timeout_s`` stops with
+    ``stop_reason="timeout"``, a Ctrl-C with ``"interrupted"``; both keep their steps.
+
+    ``on_step(step, name)`` sees every step of every perf_analyzer run as it finishes (retries
+    of an unstable step included, the warm-up not); ``extra`` goes into ``result.extra`` from
+    the first save on (the caller's record of what was asked for); ``on_saved(result)`` is called
+    after each save of ``result.json`` (a resumed run keeps its merged view current with it).
     """
-    commands = ladder_commands(spec, plan, results_dir)  # validates spec and plan
+    commands = ladder_commands(spec, plan, results_dir)  # the one validation of spec and plan
     warmup = next((c for c in commands if not c.recorded), None)
     steps = [c for c in commands if c.recorded]
     folder = Path(results_dir)
-    folder.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _message: None)
     if preflight:
-        check_target(spec)
-    runner = runner or PerfRunner(folder, metrics_url=metrics_url, progress=progress)
-    tool = runner.perf_analyzer
-    result = RunResult(
+        check_target(spec)  # before anything is written: a wrong target leaves no folder behind
+    folder.mkdir(parents=True, exist_ok=True)
+    observe = on_step or (lambda _step, _name: None)
+    analyzer = analyzer or PerfAnalyzer(folder, metrics_url=metrics_url, progress=progress)
+    tool = analyzer.perf_analyzer
+    result = PerfResult(
         metadata=RunMetadata(
             model=spec.model,
             url=spec.url,
@@ -283,14 +229,17 @@ def run_ladder(
             tool_version=tool.version,
             tool_path=str(tool.binary),
             tritonkit_version=_tritonkit_version(),
-            metrics_url=runner.metrics_url,
+            metrics_url=analyzer.metrics_url,
             generator_host=socket.gethostname(),
             generator_cpu_count=host_cpu_count(),
             generator_cpu_model=_cpu_model(),
             batch_size=spec.batch_size,
             measurement_interval_ms=plan.step_window_ms,
         ),
-        extra={"plan": {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms}},
+        extra={
+            **(extra or {}),
+            "plan": {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms},
+        },
     )
     result_path = folder / "result.json"
     deadline = time.monotonic() + plan.total_timeout_s
@@ -299,18 +248,26 @@ def run_ladder(
     def remaining() -> float:
         return deadline - time.monotonic()
 
-    def finish(reason: str) -> RunResult:
+    def save() -> None:
+        result.save(result_path)
+        if on_saved is not None:
+            on_saved(result)
+
+    def finish(reason: str, error: PerfError | None = None) -> LadderResult:
         result.stop_reason = reason
         result.metadata.finished_utc = utc_now()
         result.raw_files = sorted({f for s in result.steps for f in s.raw_files} | set(result.raw_files))
         result.extra["sla_breaks"] = sla_breaks
-        result.save(result_path)
-        return result
+        if error is not None:
+            result.extra["error"] = str(error)
+        save()
+        return LadderResult(result, error)
 
+    current: float | None = None  # the level being measured (None during the warm-up)
     try:
         if warmup is not None:
             say(f"warming up at {plan.mode} {warmup.level:g} for {plan.warmup_s:g} s (not recorded)")
-            warm_outcome = runner.run(
+            warm_outcome = analyzer.run(
                 warmup.spec, warmup.name, timeout_s=min(remaining(), 60.0 + 3 * plan.warmup_s)
             )
             result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=warm_outcome.duration_s)
@@ -320,6 +277,7 @@ def run_ladder(
         command: list[str] = []
         for index, planned in enumerate(steps, start=1):
             value = planned.level
+            current = value
             window_ms: float = plan.step_window_ms
             step: StepResult | None = None
             for attempt in range(plan.unstable_retries + 1):
@@ -329,7 +287,7 @@ def run_ladder(
                 say(f"step {index}/{len(steps)}: {plan.mode} {value:g}"
                     + (f" (retry {attempt}, {window_ms:g} ms windows)" if attempt else ""))
                 try:
-                    outcome = runner.run(
+                    outcome = analyzer.run(
                         step_spec, _retry_name(planned.name, attempt),
                         timeout_s=min(remaining(), plan.step_budget_s(window_ms)),
                     )
@@ -338,6 +296,8 @@ def run_ladder(
                         return finish(STOP_TIMEOUT)
                     raise
                 command = outcome.argv
+                for measured in outcome.steps:
+                    observe(measured, outcome.name)
                 step = next((s for s in outcome.steps if s.load_value == value), None)
                 if step is None:
                     raise PerfError(f"perf_analyzer reported no step for {plan.mode} {value:g}")
@@ -348,7 +308,13 @@ def run_ladder(
             assert step is not None
             result.steps.append(step)
             result.metadata.command = command
-            result.save(result_path)  # after every step: nothing measured is ever lost
+            save()  # after every step, atomically: even a SIGKILL loses no measured step
+            if step.error_count and not server_answers(spec):
+                # The server died or dropped us: the failures measure its absence, not the load.
+                step.server_lost = True
+                save()
+                say(f"  the server stopped answering during {plan.mode} {value:g}: nothing beyond can be measured")
+                return finish(STOP_SERVER_LOST)
             if step.error_count:
                 sla_breaks.append(step.load_value)
                 say(f"  {step.error_count} failed request(s) at {plan.mode} {value:g}: {step.error_note}")
@@ -376,36 +342,17 @@ def run_ladder(
                 flat_steps = 0
             best_throughput = max(best_throughput, throughput)
         return finish(STOP_COMPLETED)
-    except KeyboardInterrupt as exc:
-        exc.partial_result = finish(STOP_INTERRUPTED)  # type: ignore[attr-defined]
-        raise
+    except KeyboardInterrupt:
+        return finish(STOP_INTERRUPTED)
     except PerfError as exc:
-        result.extra["error"] = str(exc)
-        exc.partial_result = finish(STOP_PERF_ERROR)  # type: ignore[attr-defined]
-        exc.message = f"{exc.message} (steps measured so far are in {result_path})"
-        raise
-
-
-def levels_from_text(text: str) -> list[float]:
-    """``"1,2,4,8"`` → levels; ``"1:16"`` → doubling from 1 to 16; ``"50:400:50"`` → a linear range."""
-    text = text.strip()
-    try:
-        if ":" in text:
-            parts = [float(p) for p in text.split(":")]
-            if len(parts) == 2:
-                return doubling_levels(parts[0], parts[1])
-            if len(parts) == 3 and parts[2] > 0:
-                start, end, step = parts
-                count = int((end - start) / step + 1e-9) + 1
-                return [start + i * step for i in range(count)]
-            raise ValueError(text)
-        levels = [float(p) for p in text.split(",") if p.strip()]
-        if not levels:
-            raise ValueError(text)
-        return levels
-    except ValueError as exc:
-        raise ConfigError(
-            f"cannot read load levels {text!r}",
-            hint="use a list '1,2,4,8', a doubling range '1:16', or 'start:end:step' like '50:400:50'",
-        ) from exc
-
+        if server_answers(spec):
+            return finish(STOP_PERF_ERROR, exc)
+        if current is not None:
+            # The step perf_analyzer could not finish because the server went away.
+            result.steps.append(
+                StepResult(
+                    load_mode=plan.mode, load_value=float(current), throughput_per_s=None, latency=None,
+                    error_note=exc.message, server_lost=True,
+                )
+            )
+        return finish(STOP_SERVER_LOST, exc)

@@ -1,7 +1,8 @@
 """Run perf_analyzer once, safely, keeping everything it measured.
 
-``PerfRunner.run(spec, name)`` starts perf_analyzer in its own session (process group) with its
-console going straight to files in the results folder, watches it against a monotonic deadline
+``PerfAnalyzer.run(spec, name)`` starts perf_analyzer in its own session (process group), bound
+to die with this process however it dies (even SIGKILL), with its console going straight to
+files in the results folder, watches it against a monotonic deadline
 (noticing a dead child at once), scrapes the server's ``/metrics`` and the generator's own CPU
 while it runs, kills the whole group on timeout, exception or Ctrl-C, and turns the outcome into
 ``StepResult``s:
@@ -9,7 +10,7 @@ while it runs, kills the whole group on timeout, exception or Ctrl-C, and turns 
 * exit 0: the CSV and profile export are parsed; a step the console calls unstable (a sweep
   stops there but still exits 0) is kept, marked unstable;
 * exit 2 (unstable measurement): every step already measured is kept, the unstable one is
-  recorded as such (``RunOutcome.unstable_loads``) — the ladder may retry it with a longer window;
+  recorded as such (``AnalyzerOutcome.unstable_loads``) — the ladder may retry it with a longer window;
 * a failed request (perf_analyzer aborts the step, exit 99 "Thread [i] had error"): a step with
   ``error_count`` > 0 and the tool's message — a result, not a crash;
 * exit 3 or a rejected option: ``PerfError`` with perf_analyzer's own complaint;
@@ -30,29 +31,34 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from tritonkit._fs import atomic_write
-from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError, PerfTimeoutError
-from tritonkit.perf.install import PerfAnalyzerInstall, locate_perf_analyzer
-from tritonkit.perf.metrics import (
+from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.perf.measure.metrics import (
     MetricsWatcher,
     ProcessCpu,
     generator_cpu_warning,
     host_cpu_count,
     step_metrics,
 )
-from tritonkit.perf.parse import ConsoleSummary, build_steps, parse_console, parse_csv, parse_profile_export
-from tritonkit.perf.result import StepResult
-from tritonkit.perf.spec import ConcurrencyRange, PerfSpec, to_argv
+from tritonkit.perf.measure.parse import (
+    ConsoleSummary,
+    build_steps,
+    parse_console,
+    parse_csv,
+    parse_profile_export,
+)
+from tritonkit.perf.measure.result import StepResult
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, to_argv
+from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
+from tritonkit.server.children import spawn
 
 __all__ = [
     "EXIT_OK",
     "EXIT_OPTION_ERROR",
     "EXIT_UNSTABLE",
-    "PerfRunner",
-    "RunOutcome",
-    "check_target",
+    "PerfAnalyzer",
+    "AnalyzerOutcome",
     "output_files",
     "utc_now",
 ]
@@ -80,7 +86,7 @@ def utc_now() -> str:
 
 
 @dataclass
-class RunOutcome:
+class AnalyzerOutcome:
     """One perf_analyzer invocation: what ran, how it ended, what it measured, where the files are."""
 
     name: str
@@ -99,80 +105,6 @@ class RunOutcome:
     def ok(self) -> bool:
         """Every step measured stably, without errors."""
         return bool(self.steps) and all(s.measured for s in self.steps)
-
-
-def check_target(spec: PerfSpec, *, timeout_s: float = 5.0) -> dict[str, Any]:
-    """Before launching: is the server reachable, and is the model there and ready?
-
-    Raises ``ConnectError`` (nothing listens at ``spec.url``) or ``ModelNotReadyError`` (unknown or
-    not ready, with the models the server does serve), both naming the URL. Returns the model's
-    basic facts (``max_batch_size``, input names) and refuses a batch size above the model's.
-    """
-    facts = _check_grpc(spec, timeout_s) if spec.protocol == "grpc" else _check_http(spec, timeout_s)
-    max_batch = int(facts.get("max_batch_size", 0))
-    if spec.batch_size > 1 and spec.batch_size > max_batch:
-        raise ConfigError(
-            f"batch size {spec.batch_size} exceeds model '{spec.model}' max_batch_size {max_batch}",
-            hint=f"use a batch size of at most {max(max_batch, 1)}",
-        )
-    return facts
-
-
-def _check_grpc(spec: PerfSpec, timeout_s: float) -> dict[str, Any]:
-    # Lazy: the client pulls in grpc; install / parse users need not pay for it.
-    from tritonkit.client import Client
-
-    with Client(spec.url, timeout_s=timeout_s) as client:
-        if not client.is_live(timeout_s=timeout_s):
-            raise ConnectError(
-                f"cannot reach Triton over gRPC at {spec.url}: nothing answered",
-                model=spec.model,
-                hint="start the server, or pass its gRPC host:port with --url",
-            )
-        model_spec = client.model_spec(spec.model, version=spec.model_version or "")
-        if not client.is_ready(model=spec.model, version=spec.model_version or "", timeout_s=timeout_s):
-            raise ModelNotReadyError(
-                f"model '{spec.model}' at {spec.url} is not ready", model=spec.model,
-                hint="wait until it has loaded, or load it (explicit model control)",
-            )
-    return {
-        "max_batch_size": model_spec.max_batch_size,
-        "inputs": [t.name for t in model_spec.inputs],
-        "decoupled": model_spec.decoupled,
-    }
-
-
-def _check_http(spec: PerfSpec, timeout_s: float) -> dict[str, Any]:
-    import tritonclient.http as httpclient
-    from tritonclient.utils import InferenceServerException
-
-    client = httpclient.InferenceServerClient(spec.url, connection_timeout=timeout_s, network_timeout=timeout_s)
-    try:
-        try:
-            client.is_server_live()
-        except (OSError, InferenceServerException) as exc:
-            raise ConnectError(
-                f"cannot reach Triton over HTTP at {spec.url}: {exc}", model=spec.model,
-                hint="start the server, or pass its HTTP host:port with --url",
-            ) from exc
-        try:
-            ready = client.is_model_ready(spec.model, spec.model_version or "")
-            config = client.get_model_config(spec.model, spec.model_version or "") if ready else {}
-        except InferenceServerException as exc:
-            raise ModelNotReadyError(f"model '{spec.model}' at {spec.url}: {exc}", model=spec.model) from exc
-        if not ready:
-            known = sorted(m.get("name", "") for m in client.get_model_repository_index())
-            raise ModelNotReadyError(
-                f"model '{spec.model}' is not ready or unknown at {spec.url} (it serves: {', '.join(known) or 'nothing'})",
-                model=spec.model, hint="check the model name, or wait until it has loaded",
-            )
-    finally:
-        client.close()
-    return {
-        "max_batch_size": int(config.get("max_batch_size", 0)),
-        "inputs": [i.get("name") for i in config.get("input", [])],
-        "decoupled": bool(config.get("model_transaction_policy", {}).get("decoupled", False)),
-    }
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -199,7 +131,7 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-class PerfRunner:
+class PerfAnalyzer:
     """Runs perf_analyzer invocations into one results folder.
 
     ``perf_analyzer`` defaults to ``locate_perf_analyzer()``; ``metrics_url`` (the server's
@@ -216,7 +148,6 @@ class PerfRunner:
         progress: Progress | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
-        self.results_dir.mkdir(parents=True, exist_ok=True)
         self.perf_analyzer = perf_analyzer or locate_perf_analyzer()
         self.metrics_url = metrics_url
         self.metrics_interval_s = metrics_interval_s
@@ -231,13 +162,14 @@ class PerfRunner:
         """The full argv (binary prefix + options) that ``run`` would start."""
         return [*self.perf_analyzer.argv, *to_argv(spec)]
 
-    def run(self, spec: PerfSpec, name: str, *, timeout_s: float | None = None, model_for_metrics: str | None = None) -> RunOutcome:
+    def run(self, spec: PerfSpec, name: str, *, timeout_s: float | None = None, model_for_metrics: str | None = None) -> AnalyzerOutcome:
         """Run ``spec`` once, writing ``<name>.*`` into the results folder.
 
         ``timeout_s`` bounds the whole invocation (the group is killed and ``PerfError`` raised,
         the files written so far stay). The CSV / export paths in ``spec`` are replaced by the
         folder's own.
         """
+        self.results_dir.mkdir(parents=True, exist_ok=True)
         csv_path, export_path = output_files(self.results_dir, name)
         stdout_path = self.results_dir / f"{name}.stdout"
         stderr_path = self.results_dir / f"{name}.stderr"
@@ -254,9 +186,9 @@ class PerfRunner:
             if watcher is not None:
                 watcher.start()
             try:
-                proc = subprocess.Popen(
-                    argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
-                )
+                # Its own session (the group is stopped as one), and dead with us however we die:
+                # a SIGKILL of this process must not leave load running against the server.
+                proc = spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
             except OSError as exc:
                 if watcher is not None:
                     watcher.stop()
@@ -344,7 +276,7 @@ class PerfRunner:
                 step.generator_cpu_pct = cpu_pct
                 step.generator_cpu_pct_of_cores = None if cpu_pct is None else cpu_pct / self.cores
         self._say(_describe(name, steps, duration_s))
-        return RunOutcome(
+        return AnalyzerOutcome(
             name=name, argv=argv, returncode=returncode, duration_s=duration_s, started_utc=started_utc,
             steps=steps, console=console, unstable_loads=[float(u) for u in unstable],
             generator_cpu_pct=cpu_pct, raw_files=raw, warnings=warnings,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tritonkit.perf.result import StepMetrics
+from tritonkit.perf.measure.result import StepMetrics
 
 __all__ = [
     "GENERATOR_CPU_WARN_FRACTION",

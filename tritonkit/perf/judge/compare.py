@@ -24,12 +24,12 @@ from typing import Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.perf.result import RunResult, StepResult
+from tritonkit.perf.measure.result import PerfResult, StepResult
 
 __all__ = [
     "DEFAULT_BASELINE_ROOT",
-    "Comparison",
-    "ComparisonRow",
+    "BaselineComparison",
+    "BaselineComparisonRow",
     "baseline_path",
     "compare_results",
     "latest_baseline",
@@ -81,12 +81,12 @@ def _stamp(utc_iso: str | None) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def baseline_path(result: RunResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
+def baseline_path(result: PerfResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
     """Where :func:`save_baseline` keeps ``result``: ``<root>/<model>/<UTC start>.json``."""
     return Path(root) / _safe_name(result.metadata.model) / f"{_stamp(result.metadata.started_utc)}.json"
 
 
-def save_baseline(result: RunResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
+def save_baseline(result: PerfResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
     """Keep ``result`` as a timestamped baseline for its model (atomic; same run → same file)."""
     target = baseline_path(result, root)
     try:
@@ -111,7 +111,7 @@ def latest_baseline(model: str, root: str | Path = DEFAULT_BASELINE_ROOT) -> Pat
     return baselines[-1] if baselines else None
 
 
-def load_result(path: str | Path) -> tuple[RunResult, Path]:
+def load_result(path: str | Path) -> tuple[PerfResult, Path]:
     """A run result from a ``result.json``, a run folder, or a model's baseline folder.
 
     A run folder means its ``result.json``; a folder of baselines means the newest one. Returns
@@ -131,7 +131,7 @@ def load_result(path: str | Path) -> tuple[RunResult, Path]:
             source = candidates[-1]
     elif not source.exists():
         raise ConfigError(f"perf result not found: {source}", hint="check the path")
-    return RunResult.load(source), source
+    return PerfResult.load(source), source
 
 
 # --------------------------------------------------------------------------- comparison
@@ -154,7 +154,7 @@ def _throughput(step: StepResult | None) -> float | None:
 
 
 @dataclass(frozen=True)
-class ComparisonRow:
+class BaselineComparisonRow:
     """One matched load (or the ``peak`` row) of a comparison."""
 
     label: str
@@ -199,14 +199,14 @@ class ComparisonRow:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class BaselineComparison:
     """A new run against a baseline; :attr:`regressed` decides the exit status."""
 
     model: str
     load_kind: str
     max_throughput_drop: float
     max_p99_rise: float
-    rows: tuple[ComparisonRow, ...]
+    rows: tuple[BaselineComparisonRow, ...]
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -289,9 +289,9 @@ def _row(
     max_p99_rise: float,
     *,
     same_load: bool = True,
-) -> ComparisonRow:
+) -> BaselineComparisonRow:
     # Latency and errors are only comparable at the same load; across loads only capacity is.
-    row = ComparisonRow(
+    row = BaselineComparisonRow(
         label,
         _throughput(base),
         _throughput(new),
@@ -319,12 +319,12 @@ def _peak(steps: Iterable[StepResult]) -> StepResult | None:
 
 
 def compare_results(
-    base: RunResult,
-    new: RunResult,
+    base: PerfResult,
+    new: PerfResult,
     *,
     max_throughput_drop: float = 0.05,
     max_p99_rise: float = 0.10,
-) -> Comparison:
+) -> BaselineComparison:
     """Compare ``new`` against ``base``; thresholds are fractions (0.05 = 5 %).
 
     A step counts when it was measured cleanly (``StepResult.measured``) or when requests failed
@@ -366,6 +366,20 @@ def compare_results(
     only_new = sorted(set(new_steps) - set(base_steps))
     if only_new:
         notes.append("measured in the new run only: " + ", ".join(f"{x:g}" for x in only_new))
+    # Failed requests at a load the baseline never reached cannot be judged against it, and must
+    # not pass as "ok" either: the new run failed there, which the baseline cannot excuse.
+    for load in only_new:
+        step = new_steps[load]
+        if step.error_count > 0:
+            rows.append(
+                BaselineComparisonRow(
+                    f"{load:g}{unit}", None, None, None, None, None, step.error_count,
+                    problems=(
+                        f"{step.error_count} failed request(s) at a load the baseline never measured "
+                        "(unjudged against the baseline)",
+                    ),
+                )
+            )
     base_peak = _peak(base_steps.values())
     new_peak = _peak(new_steps.values())
     if base_peak is not None:
@@ -373,6 +387,6 @@ def compare_results(
         if new_peak is None:
             peak = replace(peak, problems=("no step of the new run was measured without errors",))
         rows.append(peak)
-    return Comparison(
+    return BaselineComparison(
         base.metadata.model, base_kind, max_throughput_drop, max_p99_rise, tuple(rows), tuple(notes)
     )

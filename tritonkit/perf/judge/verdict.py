@@ -12,7 +12,7 @@
   none passes (exit 1), and is ``unmeasured`` when no step could be measured (exit 2).
 
 :func:`evaluate` works on plain :class:`StepMeasurement` values; :func:`evaluate_result` reads a
-:class:`~tritonkit.perf.result.RunResult`. ``Verdict.to_dict()`` is what ``result.json`` keeps.
+:class:`~tritonkit.perf.measure.result.PerfResult`. ``Verdict.to_dict()`` is what ``result.json`` keeps.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tritonkit.errors import ConfigError
-from tritonkit.perf.result import RunResult, StepResult
-from tritonkit.perf.sla import SLA, Constraint, check_op, fmt_number, format_metric
+from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
+from tritonkit.perf.measure.result import PerfResult, StepResult
 
 __all__ = [
     "EXIT_PASS",
@@ -38,6 +38,7 @@ __all__ = [
     "evaluate",
     "evaluate_result",
     "measurement_from_step",
+    "stored_verdict",
 ]
 
 #: Version of the dict :meth:`Verdict.to_dict` writes into ``result.json``.
@@ -346,7 +347,7 @@ def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "co
 
 
 def measurement_from_step(step: StepResult) -> StepMeasurement:
-    """What the SLA reads from one :class:`~tritonkit.perf.result.StepResult`, in canonical units.
+    """What the SLA reads from one :class:`~tritonkit.perf.measure.result.StepResult`, in canonical units.
 
     * A clean step (stable, no failed request, numbers present) gives every metric.
     * A step where requests failed gives only ``errors`` and ``error_rate``: perf_analyzer stops
@@ -382,6 +383,9 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
             mean=latency.mean_ms,
             queue=None if queue_us is None else queue_us / 1000.0,
         )
+    if step.server_lost:
+        note = "the server stopped answering during this step"
+        return StepMeasurement(step.load_value, {}, False, note)
     if errors > 0:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
     elif not step.stable:
@@ -394,13 +398,37 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
     return StepMeasurement(step.load_value, values, measured, note)
 
 
-def evaluate_result(sla: SLA, result: RunResult) -> Verdict:
+def evaluate_result(sla: SLA, result: PerfResult) -> Verdict:
     """Judge every step of ``result`` against ``sla`` (see :func:`evaluate`)."""
     load_kind = result.steps[0].load_mode if result.steps else "concurrency"
     measurements = [measurement_from_step(s) for s in result.steps]
     verdict = evaluate(sla, measurements, load_kind=load_kind)
+    lost = next((s for s in sorted(result.steps, key=lambda s: s.load_value) if s.server_lost), None)
+    if lost is not None:
+        return _cut_short(verdict, lost)
     if verdict.status == "unmeasured" and not result.steps and result.stop_reason not in ("", "completed"):
         verdict = Verdict(
             sla, "unmeasured", (), None, None, load_kind, (f"ladder stopped: {result.stop_reason}",)
         )
     return verdict
+
+
+def _cut_short(verdict: Verdict, lost: StepResult) -> Verdict:
+    """The verdict of a ladder the server's death ended: capacity unknown beyond that point.
+
+    Whatever the steps below said, the knee was not found (the next load might have passed), so
+    the run is ``unmeasured`` (exit 2) and says where measuring stopped and what passed before.
+    """
+    unit = "" if verdict.load_kind == "concurrency" else " req/s"
+    where = f"{verdict.load_kind} {fmt_number(lost.load_value)}{unit}"
+    reason = f"the server stopped answering at {where}: could not measure beyond it"
+    if verdict.knee is not None:
+        reason += f" (the SLA held up to {verdict.load_kind} {fmt_number(verdict.knee.load)}{unit})"
+    return Verdict(verdict.sla, "unmeasured", verdict.steps, None, None, verdict.load_kind, (reason,))
+
+
+def stored_verdict(result: PerfResult) -> Verdict | None:
+    """The verdict a saved ``result.json`` holds, typed again; ``None`` when the run had no SLA."""
+    if not result.verdict:
+        return None
+    return Verdict.from_dict(result.verdict)  # ConfigError when it is not a verdict

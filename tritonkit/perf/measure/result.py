@@ -1,6 +1,6 @@
 """The typed, versioned result of one perf run: what ``result.json`` holds.
 
-Shape (``RunResult.to_dict()``)::
+Shape (``PerfResult.to_dict()``)::
 
     {
       "schema_version": 1,
@@ -10,7 +10,7 @@ Shape (``RunResult.to_dict()``)::
       "stop_reason": str         -- why the ladder ended ("completed", "sla_broken_twice",
                                     "throughput_plateau", "unstable", "timeout", ...)
       "raw_files": [str]         -- raw perf_analyzer files, relative to the run folder
-      "verdict":   dict | null   -- SLA verdict, owned by tritonkit.perf.sla (see below)
+      "verdict":   dict | null   -- SLA verdict (Verdict.to_dict(), see tritonkit.perf.judge)
       "extra":     dict          -- free-form notes; never relied on by readers
     }
 
@@ -26,8 +26,11 @@ within a version); missing optional keys take their defaults.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,7 @@ __all__ = [
     "ClientBreakdown",
     "LatencyStats",
     "RunMetadata",
-    "RunResult",
+    "PerfResult",
     "ServerBreakdown",
     "StepMetrics",
     "StepResult",
@@ -62,7 +65,7 @@ class LatencyStats:
     """End-to-end request latency as the client saw it, in milliseconds.
 
     ``source`` says where the numbers come from: ``"profile_export"`` (per-request latencies
-    computed by ``tritonkit.perf.percentiles``) or ``"csv"`` (perf_analyzer's own summary).
+    computed by ``tritonkit.perf.measure.percentiles``) or ``"csv"`` (perf_analyzer's own summary).
     ``count`` is the number of requests behind the percentiles (0 when unknown, e.g. CSV only).
     """
 
@@ -152,6 +155,8 @@ class StepResult:
     ``error_count`` counts failed requests (perf_analyzer stops a step at the first failed
     request, so the count comes from the server's metrics); ``error_note`` is the tool's message.
     A step with ``error_count > 0`` or ``throughput_per_s is None`` has no valid measurement.
+    ``server_lost`` is True when the server stopped answering during the step (it was probed
+    after the step failed): the failures then say the server went away, not how it bore the load.
     """
 
     load_mode: str
@@ -174,11 +179,12 @@ class StepResult:
     latency_csv: LatencyStats | None = None  # perf_analyzer's own numbers, kept for cross-check
     raw_files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    server_lost: bool = False
 
     @property
     def measured(self) -> bool:
         """True when this step holds a valid measurement (stable, no errors, numbers present)."""
-        return self.stable and self.error_count == 0 and self.throughput_per_s is not None
+        return self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepResult:
@@ -243,7 +249,7 @@ class RunMetadata:
 
 
 @dataclass
-class RunResult:
+class PerfResult:
     """A whole run: metadata, the steps measured in order, and (optionally) the SLA verdict."""
 
     metadata: RunMetadata
@@ -251,10 +257,9 @@ class RunResult:
     warmup: WarmupInfo | None = None
     stop_reason: str = "completed"
     raw_files: list[str] = field(default_factory=list)
-    # The SLA verdict is computed and owned by tritonkit.perf.sla (the other half of issue 7):
-    # this module stores it as an opaque JSON-able dict so the two halves stay decoupled.
-    # Convention: the sla module writes ``verdict = Verdict.to_dict()`` and reads it back with
-    # its own ``Verdict.from_dict(result.verdict)``; it should carry its own "schema_version".
+    # The SLA verdict is computed by tritonkit.perf.judge, which depends on this module; storing
+    # its serialised form (``Verdict.to_dict()``, with its own "schema_version") keeps measuring
+    # free of judging. ``tritonkit.perf.judge.stored_verdict(result)`` types it again.
     verdict: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
@@ -274,7 +279,7 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+    def from_dict(cls, data: dict[str, Any]) -> PerfResult:
         """Read a dict written by any schema version up to ``SCHEMA_VERSION``."""
         if not isinstance(data, dict) or "schema_version" not in data:
             raise ConfigError(
@@ -309,10 +314,20 @@ class RunResult:
         return target
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> RunResult:
-        """Read a ``result.json``; a missing or malformed file raises ``ConfigError``."""
+    def load(cls, path: str | os.PathLike[str]) -> PerfResult:
+        """Read a ``result.json``; a missing or malformed file raises ``ConfigError``.
+
+        Every field's type is checked first: a value of the wrong type (a latency written as
+        text, say) is refused with the file and the field's path, before any arithmetic meets it.
+        """
         source = Path(path)
         data = read_json(source, what="perf result", hint="pass a result.json written by 'tritonkit perf run'")
+        wrong = check_types(cls, data) if isinstance(data, dict) else None
+        if wrong is not None:
+            raise ConfigError(
+                f"perf result {source}: {wrong}",
+                hint="fix or remove that field, or pass a result.json written by 'tritonkit perf run'",
+            )
         try:
             return cls.from_dict(data)
         except (KeyError, TypeError) as exc:
@@ -320,6 +335,84 @@ class RunResult:
                 f"perf result {source} does not match schema version {SCHEMA_VERSION}: {exc}",
                 hint="pass a result.json written by 'tritonkit perf run'",
             ) from exc
+
+
+def _describe_type(hint: Any) -> str:
+    if hint is int:
+        return "a whole number"
+    if hint is float:
+        return "a number"
+    if hint is str:
+        return "text"
+    if hint is bool:
+        return "true or false"
+    origin = typing.get_origin(hint)
+    if origin is list:
+        return "a list"
+    return "an object"
+
+
+def _type_error(hint: Any, value: Any, where: str) -> str | None:
+    """Why ``value`` at ``where`` does not fit the annotation ``hint`` (``None``: it fits)."""
+    if hint is Any:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        real = [o for o in options if o is not type(None)]
+        errors = [_type_error(o, value, where) for o in real]
+        return None if any(e is None for e in errors) else errors[0]
+    if hint in (int, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if hint is int:
+            ok = ok and float(value).is_integer()
+    elif hint in (str, bool):
+        ok = isinstance(value, hint)
+    elif origin is list:
+        if not isinstance(value, list):
+            ok = False
+        else:
+            (item,) = typing.get_args(hint)
+            for index, entry in enumerate(value):
+                wrong = _type_error(item, entry, f"{where}[{index}]")
+                if wrong is not None:
+                    return wrong
+            return None
+    elif origin is dict:
+        if not isinstance(value, dict):
+            ok = False
+        else:
+            _key, item = typing.get_args(hint)
+            for key, entry in value.items():
+                wrong = _type_error(item, entry, f"{where}.{key}")
+                if wrong is not None:
+                    return wrong
+            return None
+    elif dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return check_types(hint, value, where) if isinstance(value, dict) else (
+            f"field '{where}' is {json.dumps(value)}, not an object"
+        )
+    else:
+        return None
+    return None if ok else f"field '{where}' is {json.dumps(value)}, not {_describe_type(hint)}"
+
+
+def check_types(cls: type[Any], data: dict[str, Any], where: str = "") -> str | None:
+    """The first field of ``data`` whose value does not fit dataclass ``cls``'s annotation, described.
+
+    Unknown keys are ignored (as ``from_dict`` ignores them); ``None`` means every known field fits.
+    """
+    if not isinstance(data, dict):
+        return f"'{where or cls.__name__}' is {json.dumps(data)}, not an object"
+    hints = typing.get_type_hints(cls)
+    for f in fields(cls):
+        if f.name in data:
+            wrong = _type_error(hints[f.name], data[f.name], f"{where}.{f.name}" if where else f.name)
+            if wrong is not None:
+                return wrong
+    return None
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,177 @@
+"""Shared pieces of every rendering of a perf run: number formatting and the report's tables.
+
+Each renderer (Markdown, HTML, terminal) lays these rows out in its own syntax, so the figures
+in ``report.md`` and ``report.html`` cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tritonkit.perf.judge.sla import format_metric
+from tritonkit.perf.judge.verdict import CheckResult, StepVerdict, Verdict
+from tritonkit.perf.measure.result import PerfResult, StepResult
+
+#: Written into every report.md / report.html, so a later run knows the file is its own to replace
+#: (and never overwrites a report a person wrote in that folder).
+REPORT_MARKER = "tritonkit perf report: rewritten by every run into this folder"
+
+#: The plots every report has, by file stem, with their captions.
+PLOT_NAMES: dict[str, str] = {
+    "latency_vs_throughput": "Latency percentiles against throughput",
+    "latency_breakdown": "Where a request spends its time, per step (mean, ms)",
+    "throughput_vs_load": "Throughput against offered load, with the SLA",
+}
+
+# The stacked components of a request's latency, bottom to top, with a colour each.
+BREAKDOWN = (
+    ("queue", "server queue", "#d62728"),
+    ("compute_input", "compute input", "#9467bd"),
+    ("compute_infer", "compute infer", "#1f77b4"),
+    ("compute_output", "compute output", "#17becf"),
+    ("network", "network + server send/recv", "#ff7f0e"),
+    ("client", "client send + recv", "#7f7f7f"),
+)
+
+
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if value == int(value) and abs(value) >= 10:
+        return f"{int(value)}"
+    return f"{value:.{digits}g}"
+
+
+def load_label(kind: str) -> str:
+    return "concurrency" if kind == "concurrency" else "request rate (req/s)"
+
+
+def us_to_ms(us: float | None) -> float | None:
+    return None if us is None else us / 1000.0
+
+
+def breakdown_ms(step: StepResult) -> dict[str, float]:
+    """Mean time per request in each component, in ms (absent components are 0)."""
+    server, client = step.server, step.client
+    parts = {
+        "queue": us_to_ms(server.queue_us),
+        "compute_input": us_to_ms(server.compute_input_us),
+        "compute_infer": us_to_ms(server.compute_infer_us),
+        "compute_output": us_to_ms(server.compute_output_us),
+        "network": us_to_ms(client.network_server_us),
+        "client": None
+        if client.send_us is None and client.recv_us is None
+        else ((client.send_us or 0.0) + (client.recv_us or 0.0)) / 1000.0,
+    }
+    return {k: (v or 0.0) for k, v in parts.items()}
+
+
+def step_status(step: StepResult, verdict: Verdict | None) -> StepVerdict | None:
+    if verdict is None:
+        return None
+    for judged in verdict.steps:
+        if judged.load == step.load_value:
+            return judged
+    return None
+
+
+
+def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:
+    m = result.metadata
+    rows = [
+        ("model", m.model + (f" (version {m.model_version})" if m.model_version else "")),
+        ("server", f"{m.url} ({m.protocol})"),
+        ("started (UTC)", m.started_utc),
+        ("finished (UTC)", m.finished_utc or "–"),
+        ("load generator", f"{m.tool} {m.tool_version or ''}".strip()),
+        ("batch size", str(m.batch_size)),
+    ]
+    if m.measurement_interval_ms:
+        rows.append(("measurement window", f"{m.measurement_interval_ms} ms"))
+    if m.generator_host or m.generator_cpu_count:
+        host = m.generator_host or "?"
+        rows.append(("generator host", f"{host}, {m.generator_cpu_count or '?'} cores"))
+    if result.warmup is not None:
+        w = result.warmup
+        rows.append(
+            ("warm-up (not recorded)", f"{w.load_mode} {fmt(w.load_value)} for {fmt(w.duration_s)} s")
+        )
+    rows.append(("ladder ended", result.stop_reason))
+    return rows
+
+
+def step_rows(result: PerfResult, verdict: Verdict | None) -> tuple[list[str], list[list[str]]]:
+    kind = result.steps[0].load_mode if result.steps else "concurrency"
+    header = [
+        load_label(kind),
+        "throughput (infer/s)",
+        "p50 (ms)",
+        "p90 (ms)",
+        "p95 (ms)",
+        "p99 (ms)",
+        "mean (ms)",
+        "queue (ms)",
+        "errors",
+        "generator CPU (% of cores)",
+        "SLA",
+    ]
+    rows = []
+    for step in sorted(result.steps, key=lambda s: s.load_value):
+        lat = step.latency
+        judged = step_status(step, verdict)
+        sla_cell = "–" if judged is None else judged.status.upper()
+        if judged is not None and judged.failed:
+            sla_cell += " (" + ", ".join(str(c.constraint) for c in judged.failed) + ")"
+        if not step.stable:
+            sla_cell += " (unstable)"
+        rows.append(
+            [
+                fmt(step.load_value),
+                fmt(step.throughput_per_s, 4),
+                fmt(lat.p50_ms if lat else None),
+                fmt(lat.p90_ms if lat else None),
+                fmt(lat.p95_ms if lat else None),
+                fmt(lat.p99_ms if lat else None),
+                fmt(lat.mean_ms if lat else None),
+                fmt(us_to_ms(step.server.queue_us)),
+                str(step.error_count),
+                fmt(step.generator_cpu_pct_of_cores),
+                sla_cell,
+            ]
+        )
+    return header, rows
+
+
+def check_cells(check: CheckResult) -> list[str]:
+    c = check.constraint
+    measured = "–" if check.measured is None else format_metric(c.metric, check.measured)
+    headroom = "–" if check.headroom is None else f"{check.headroom * 100:+.1f}%"
+    return [str(c), f"{c.op} {c.format_value()}", measured, headroom]
+
+
+def check_sentence(check: CheckResult) -> str:
+    c = check.constraint
+    measured = "not measured" if check.measured is None else format_metric(c.metric, check.measured)
+    return f"{c} (measured {measured})"
+
+
+def notes_of(result: PerfResult) -> list[str]:
+    notes = []
+    for step in sorted(result.steps, key=lambda s: s.load_value):
+        label = f"{step.load_mode} {fmt(step.load_value)}"
+        if not step.stable:
+            notes.append(
+                f"{label}: unstable measurement" + (f" ({step.unstable_note})" if step.unstable_note else "")
+            )
+        if step.error_count:
+            notes.append(
+                f"{label}: {step.error_count} failed request(s)"
+                + (f": {step.error_note}" if step.error_note else "")
+            )
+        if step.attempts > 1:
+            notes.append(f"{label}: measured in {step.attempts} attempts")
+        notes += [f"{label}: {w}" for w in step.warnings]
+    return notes
+

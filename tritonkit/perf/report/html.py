@@ -1,0 +1,83 @@
+"""``report.html``: the Markdown report's content, self-contained, plots embedded as PNG data URIs.
+
+The page is laid out by the Jinja2 template ``templates/report.html.j2`` (autoescaped); this
+module only gathers the values it shows, from the same rows the Markdown report uses.
+"""
+
+from __future__ import annotations
+
+import base64
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from tritonkit.perf.judge.verdict import Verdict
+from tritonkit.perf.measure.result import PerfResult
+from tritonkit.perf.report._tables import (
+    PLOT_NAMES,
+    REPORT_MARKER,
+    check_cells,
+    check_sentence,
+    fmt,
+    metadata_rows,
+    notes_of,
+    step_rows,
+)
+
+__all__ = ["render_html"]
+
+_TEMPLATE = "report.html.j2"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("tritonkit.perf.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,  # a misspelt field fails the render, not the reader
+        keep_trailing_newline=True,
+    )
+
+
+def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes] | None) -> dict[str, Any]:
+    m = result.metadata
+    knee_table = None
+    closest_miss = None
+    if verdict is not None and verdict.knee is not None:
+        knee_table = {
+            "header": ["constraint", "limit", f"measured at the knee ({fmt(verdict.knee.load)})", "headroom"],
+            "rows": [check_cells(c) for c in verdict.knee.checks],
+        }
+    elif verdict is not None and verdict.binding is not None:
+        closest_miss = check_sentence(verdict.binding)
+    steps = None
+    if result.steps:
+        header, rows = step_rows(result, verdict)
+        steps = {"header": header, "rows": rows}
+    return {
+        "model": m.model,
+        "verdict": None
+        if verdict is None
+        else {"status": verdict.status, "exit_code": verdict.exit_code, "summary": verdict.summary()},
+        "knee_table": knee_table,
+        "closest_miss": closest_miss,
+        "metadata": [list(r) for r in metadata_rows(result)],
+        "steps": steps,
+        "notes": notes_of(result),
+        "plots": [
+            {"caption": caption, "data": base64.b64encode(plots[name]).decode("ascii")}
+            for name, caption in PLOT_NAMES.items()
+            if plots and name in plots
+        ],
+        "command": " ".join(m.command) if m.command else None,
+        "marker": REPORT_MARKER,
+    }
+
+
+def render_html(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes] | None = None) -> str:
+    """A self-contained HTML report; ``plots`` (from ``render_plots``) are embedded inline.
+
+    ``verdict`` is ``None`` for a run without an SLA.
+    """
+    return _environment().get_template(_TEMPLATE).render(_context(result, verdict, plots))
