@@ -1,29 +1,17 @@
 """The ``tritonkit`` command line: thin wrappers over library calls.
 
-Each command module defines its commands and lists them in ``COMMANDS``; this
-module only gathers them. ``TritonKitError`` becomes one clean message and a
-non-zero exit (see ``tritonkit.cli._common``).
+Each command module defines its commands and lists them in ``COMMANDS``; this module
+imports each one by name and registers its commands. ``TritonKitError`` becomes one clean
+message and a non-zero exit (see ``tritonkit.cli._common``).
 """
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from tritonkit import __version__
+from tritonkit.cli import build, demo, deploy, infer, perf, plan, repo, system
 from tritonkit.cli._common import ErrorHandlingGroup
-
-# One entry per command module under tritonkit/cli/. Each exposes COMMANDS: list[click.Command].
-_COMMAND_MODULES = (
-    "system",
-    "plan",
-    "build",
-    "perf",
-    "repo",
-    "infer",
-    "demo",
-)
 
 
 @click.group(cls=ErrorHandlingGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,8 +25,9 @@ def main() -> None:
     """
 
 
-for _name in _COMMAND_MODULES:
-    _module = importlib.import_module(f"tritonkit.cli.{_name}")
+# Every command module, imported by name so readers and tools can follow each command to its code.
+# Each module lists its commands in COMMANDS.
+for _module in (system, plan, build, perf, repo, infer, demo, deploy):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

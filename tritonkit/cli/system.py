@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json
+from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.errors import ServerError
 from tritonkit.server import SERVER_BIN_ENV, TritonServer
 
@@ -22,18 +20,22 @@ server_bin_option = click.option(
 )
 
 
-def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+_PORT = click.IntRange(1, 65535)
 
 
 @click.command("serve")
 @click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--grpc-port", type=int, default=None, help="gRPC port (default: a free one).")
-@click.option("--http-port", type=int, default=None, help="HTTP port (default: a free one).")
-@click.option("--metrics-port", type=int, default=None, help="Prometheus metrics port (default: a free one).")
+@click.option("--grpc-port", type=_PORT, default=None, help="gRPC port (default: a free one).")
+@click.option("--http-port", type=_PORT, default=None, help="HTTP port (default: a free one).")
+@click.option("--metrics-port", type=_PORT, default=None, help="Prometheus metrics port (default: a free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
 @click.option("--explicit", is_flag=True, help="Explicit model control: load models with --load-model or the API.")
 @click.option("--load-model", "models", multiple=True, help="With --explicit: a model to load at start (repeat).")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
+)
 @click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
 @server_bin_option
 def serve(
@@ -44,46 +46,65 @@ def serve(
     host: str,
     explicit: bool,
     models: tuple[str, ...],
+    strict: bool,
     startup_timeout_s: float,
     server_bin: Path | None,
 ) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
+    Models that fail to load are reported one by one (the server's reason and its log); the
+    others are served. Exit status 1 when nothing loaded, or with --strict when anything failed.
+
     \b
     Example:
       tritonkit serve model_repository --grpc-port 8001
     """
-    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    try:
-        with TritonServer(
-            repo,
-            model_control="explicit" if explicit else "none",
-            models=models,
-            grpc_port=grpc_port,
-            http_port=http_port,
-            metrics_port=metrics_port,
-            host=host,
-            server_bin=server_bin,
-            startup_timeout_s=startup_timeout_s,
-        ) as server:
-            click.echo(f"tritonserver {server.version()} serving {repo} (pid {server.pid})")
-            click.echo(f"  gRPC     {server.grpc_url}")
-            click.echo(f"  HTTP     http://{server.http_url}")
-            click.echo(f"  metrics  {server.metrics_url}")
-            click.echo(f"  log      {server.log_path}")
-            click.echo("Press Ctrl-C to stop.")
-            sys.stdout.flush()
-            while server.is_running():
-                time.sleep(0.5)
-            raise ServerError(
-                f"tritonserver exited on its own (log: {server.log_path})",
-                log_path=server.log_path,
-                hint="read the log's last lines for the reason",
-            )
-    except KeyboardInterrupt:
-        click.echo("stopped.")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with sigterm_as_interrupt():
+        try:
+            with TritonServer(
+                repo,
+                model_control="explicit" if explicit else "none",
+                models=models,
+                grpc_port=grpc_port,
+                http_port=http_port,
+                metrics_port=metrics_port,
+                host=host,
+                server_bin=server_bin,
+                startup_timeout_s=startup_timeout_s,
+                exit_on_error=False,
+            ) as server:
+                failures = server.load_failures()
+                ready = [e["name"] for e in server.model_states() if e.get("state") == "READY"]
+                for failure in failures:
+                    click.secho(f"error: model '{failure.model}' failed to load: {failure.reason}", fg="red", err=True)
+                if failures:
+                    click.echo(f"  server log: {server.log_path}", err=True)
+                    click.echo(
+                        "  fix: `tritonkit repo lint REPO` explains most causes; to load models one by one, "
+                        "run `tritonkit serve REPO --explicit --load-model NAME` (repeat --load-model)",
+                        err=True,
+                    )
+                    if strict or not ready:
+                        why = "--strict was given" if strict else "no model loaded"
+                        click.echo(f"stopping: {why}.", err=True)
+                        raise CommandExit(1)
+                click.echo(f"tritonserver {server.version()} serving {repo} (pid {server.pid})")
+                click.echo(f"  models   {', '.join(sorted(set(ready))) or '(none loaded)'}")
+                click.echo(f"  gRPC     {server.grpc_url}")
+                click.echo(f"  HTTP     http://{server.http_url}")
+                click.echo(f"  metrics  {server.metrics_url}")
+                click.echo(f"  log      {server.log_path}")
+                click.echo("Press Ctrl-C to stop.")
+                sys.stdout.flush()
+                while server.is_running():
+                    time.sleep(0.5)
+                raise ServerError(
+                    f"tritonserver exited on its own (log: {server.log_path})",
+                    log_path=server.log_path,
+                    hint="read the log's last lines for the reason",
+                )
+        except KeyboardInterrupt:
+            click.echo("stopped.")
 
 
 @click.command("doctor")
@@ -100,7 +121,7 @@ def doctor(as_json: bool, server_bin: Path | None) -> None:
     Example:
       tritonkit doctor --json
     """
-    from tritonkit.doctor import run_checks
+    from tritonkit.provision.doctor import run_checks
 
     checks = run_checks(server_bin=str(server_bin) if server_bin else None)
     if as_json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -21,9 +22,10 @@ from types import TracebackType
 from typing import Any, Literal
 
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
-from tritonkit.server.install import ServerInstall, locate_server, model_python_env
-from tritonkit.server.log import find_load_failures, log_tail
-from tritonkit.server.ports import free_ports
+from tritonkit.provision.server import ServerInstall, locate_server, model_python_env
+from tritonkit.server.children import spawn
+from tritonkit.server.log import LoadFailure, find_load_failures, log_tail
+from tritonkit.server.ports import free_ports, port_is_free
 
 __all__ = ["ModelControl", "TritonServer", "server_argv"]
 
@@ -123,6 +125,12 @@ class TritonServer:
                     f"model repository {repo} is not a folder",
                     hint="pass the folder that holds one sub-folder per model",
                 )
+        for label, port in (("grpc_port", grpc_port), ("http_port", http_port), ("metrics_port", metrics_port)):
+            if port is not None and not 1 <= port <= 65535:
+                raise ConfigError(
+                    f"{label} {port} is not a TCP port",
+                    hint="give a port from 1 to 65535, or leave it unset to pick a free one",
+                )
         if model_control not in ("none", "explicit", "poll"):
             raise ConfigError(f"model_control must be none, explicit or poll, not {model_control!r}")
         self.repositories = [r.resolve() for r in repos]
@@ -213,6 +221,13 @@ class TritonServer:
         return f"http {self.http_port}, grpc {self.grpc_port}, metrics {self.metrics_port}"
 
     def _choose_ports(self) -> None:
+        for label, port in zip(("http", "grpc", "metrics"), self._fixed_ports, strict=True):
+            if port is not None and not port_is_free(port, self.host):
+                raise ServerError(
+                    f"{label} port {port} on {self.host} is already in use by another process",
+                    hint=f"stop what listens there (`ss -ltnp 'sport = :{port}'` shows it), pick another port, "
+                    "or leave the port unset to pick a free one",
+                )
         needed = sum(1 for p in self._fixed_ports if p is None)
         fresh = iter(free_ports(needed, self.host)) if needed else iter(())
         http_port, grpc_port, metrics_port = (p if p is not None else next(fresh) for p in self._fixed_ports)
@@ -237,13 +252,15 @@ class TritonServer:
             extra_args=self.extra_args,
         )
         self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self._proc = subprocess.Popen(
+        # SIGTERM on our death: tritonserver then unloads its models, stops its stubs and
+        # releases their shared memory within --exit-timeout-secs.
+        self._proc = spawn(
             argv,
+            death_signal=signal.SIGTERM,
             stdin=subprocess.DEVNULL,
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             env=self._environment(),
-            start_new_session=True,
         )
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -267,7 +284,11 @@ class TritonServer:
                 self._raise_from_log(f"tritonserver exited with status {self._proc.returncode} during start-up")
             if self._http_status("/v2/health/ready") == 200:
                 return
-            if find_load_failures(log_tail(self.log_path, 400)):
+            if not self.exit_on_error and self._http_status("/v2/health/live") == 200:
+                # The server loads every model before it opens its endpoints: once it is live,
+                # the models that are not ready have failed, and load_failures() says why.
+                return
+            if self.exit_on_error and find_load_failures(log_tail(self.log_path, 400)):
                 # Named in the log already: no need to wait for the server's slow exit.
                 self._raise_from_log("a model failed to load")
             if time.monotonic() >= deadline:
@@ -317,7 +338,8 @@ class TritonServer:
                 return response.status, response.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()
-        except (urllib.error.URLError, OSError):
+        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            # HTTPException: something that is not tritonserver answers on that port.
             return 0, b""
 
     def _http_status(self, path: str) -> int:
@@ -369,6 +391,25 @@ class TritonServer:
             log_path=self.log_path,
             hint="a python model whose model.py is missing never finishes loading; otherwise raise timeout_s",
         )
+
+    def model_states(self) -> list[dict[str, str]]:
+        """The repository index: one ``{name, version, state, reason}`` entry per model version."""
+        status, body = self._http("POST", "/v2/repository/index", b"{}")
+        if status != 200:
+            raise ServerError(f"repository index request failed with HTTP {status}", log_path=self.log_path)
+        entries: list[dict[str, str]] = json.loads(body)
+        return entries
+
+    def load_failures(self) -> list[LoadFailure]:
+        """Every model that is in the repository but not ready, with the server's reason."""
+        logged = {f.model: f.reason for f in find_load_failures(log_tail(self.log_path, 400))}
+        failures: dict[str, str] = {}
+        for entry in self.model_states():
+            name, state = entry.get("name", ""), entry.get("state", "")
+            unloaded = entry.get("reason") == "unloaded"  # explicit control: unloaded on request
+            if name and not unloaded and state not in ("READY", "LOADING") and (state or name in logged):
+                failures.setdefault(name, entry.get("reason") or logged.get(name) or state or "not loaded")
+        return [LoadFailure(model, reason) for model, reason in failures.items()]
 
     def unload_model(self, name: str, *, timeout_s: float = 60.0) -> None:
         """Unload ``name``; explicit model control only."""

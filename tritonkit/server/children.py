@@ -1,0 +1,113 @@
+"""Child processes that die with the Python process that started them, however it dies.
+
+A child started with :func:`spawn` runs in its own session (so stopping it can signal its whole
+process group) and is told by the kernel to receive ``death_signal`` when its parent goes away
+(Linux ``prctl(PR_SET_PDEATHSIG)``), so a SIGKILL of the toolkit leaves no tritonserver or
+perf_analyzer behind under PID 1.
+
+The kernel sends the signal when the *thread* that forked the child ends, not the process.
+Children are therefore forked from one long-lived daemon thread (the spawner), which lives
+exactly as long as the process: a server started from a worker thread that later exits
+(``asyncio.to_thread``, a thread pool) keeps running.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+__all__ = ["die_with_parent", "spawn"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    prctl: Callable[..., int] = libc.prctl
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(death_signal: int = signal.SIGKILL) -> Callable[[], None]:
+    """A ``preexec_fn`` that makes the child receive ``death_signal`` when its parent dies.
+
+    Checks for a parent that died between ``fork`` and ``prctl`` (the child would then already
+    belong to PID 1 or a subreaper) and exits at once in that case. A no-op off Linux.
+    """
+    parent_pid = os.getpid()
+
+    def _preexec() -> None:
+        if _PRCTL is None:
+            return
+        _PRCTL(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+    return _preexec
+
+
+# ---- the spawner thread ---------------------------------------------------------------------
+_Request = tuple[Callable[[], "subprocess.Popen[bytes]"], "Future[subprocess.Popen[bytes]]"]
+_requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawner_loop() -> None:
+    while True:
+        make, future = _requests.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(make())
+        except BaseException as exc:  # handed to the caller's thread
+            future.set_exception(exc)
+
+
+def _ensure_spawner() -> None:
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_spawner_loop, name="tritonkit-spawner", daemon=True)
+            _spawner.start()
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    death_signal: int = signal.SIGKILL,
+    **popen_kwargs: Any,
+) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, start_new_session=True, **popen_kwargs)``, tied to this process's life.
+
+    ``death_signal`` is what the child gets when this process dies: SIGTERM for a child that
+    cleans up after itself (tritonserver releases its shared memory and stubs on SIGTERM),
+    SIGKILL for one that need not.
+    """
+    if "preexec_fn" in popen_kwargs or "start_new_session" in popen_kwargs:
+        raise TypeError("spawn() sets preexec_fn and start_new_session itself")
+    preexec = die_with_parent(death_signal)
+
+    def make() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=preexec, **popen_kwargs)  # noqa: PLW1509
+
+    _ensure_spawner()
+    future: Future[subprocess.Popen[bytes]] = Future()
+    _requests.put((make, future))
+    return future.result()
