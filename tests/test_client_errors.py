@@ -98,7 +98,7 @@ def test_client_reports_server_not_running_as_connect_error_within_one_second(de
     assert time.monotonic() - started < 1.0
     assert not isinstance(caught.value, DeadlineExceededError)
     assert dead_url in str(caught.value)
-    assert isinstance(caught.value.__cause__, InferenceServerException)
+    assert "not sent" in str(caught.value)
 
 
 def test_async_client_reports_server_not_running_as_connect_error_within_one_second(dead_url: str) -> None:
@@ -138,7 +138,7 @@ def test_client_health_on_a_dead_server_is_false_and_wait_raises_connect_error(d
 def test_client_reports_a_model_past_its_deadline_as_deadline_exceeded(server: TritonServer) -> None:
     started = time.monotonic()
     with Client(server.grpc_url) as client:
-        client.model_spec("slow")  # metadata first, so the deadline below is all the model's
+        client.model_metadata("slow")  # metadata first, so the deadline below is all the model's
         with pytest.raises(DeadlineExceededError, match="deadline of 0.3 s") as caught:
             client.infer("slow", _delay(1000), timeout_s=0.3)
     elapsed = time.monotonic() - started
@@ -149,7 +149,7 @@ def test_client_reports_a_model_past_its_deadline_as_deadline_exceeded(server: T
 def test_async_client_reports_a_model_past_its_deadline_as_deadline_exceeded(server: TritonServer) -> None:
     async def run() -> None:
         async with AsyncClient(server.grpc_url) as client:
-            await client.model_spec("slow")
+            await client.model_metadata("slow")
             await client.infer("slow", _delay(1000), timeout_s=0.3)
 
     with pytest.raises(DeadlineExceededError):
@@ -159,7 +159,7 @@ def test_async_client_reports_a_model_past_its_deadline_as_deadline_exceeded(ser
 def test_client_reports_a_full_queue_as_overloaded(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:
         async with AsyncClient(server.grpc_url, timeout_s=20) as client:
-            await client.model_spec("queue1")
+            await client.model_metadata("queue1")
             calls = [client.infer("queue1", _delay(400, batched=True)) for _ in range(5)]
             return await asyncio.gather(*calls, return_exceptions=True)
 
@@ -170,7 +170,7 @@ def test_client_reports_a_full_queue_as_overloaded(server: TritonServer) -> None
     assert refused, outcomes
     for error in refused:
         assert isinstance(error, OverloadedError), error
-        assert "queue full" in str(error)
+        assert "queue is full" in str(error)
         assert error.model == "queue1"
 
 
@@ -179,7 +179,7 @@ def test_client_with_retries_gets_through_a_full_queue(server: TritonServer) -> 
 
     async def run() -> list[dict[str, np.ndarray]]:
         async with AsyncClient(server.grpc_url, timeout_s=20, retry=retry) as client:
-            await client.model_spec("queue1")
+            await client.model_metadata("queue1")
             return await asyncio.gather(
                 *(client.infer("queue1", _delay(150, batched=True)) for _ in range(4))
             )

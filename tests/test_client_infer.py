@@ -15,7 +15,7 @@ import tritonclient.grpc as grpcclient
 import tritonkit.client as client_pkg
 from tests.support.client_models import write_counter
 from tests.support.pymodels import write_add_sub, write_python_model
-from tritonkit.client import AsyncClient, Client, ModelSpec
+from tritonkit.client import AsyncClient, Client, ModelMetadata
 from tritonkit.errors import ClientError, ConfigError, InvalidInputError
 from tritonkit.server import TritonServer
 
@@ -111,9 +111,9 @@ def test_client_passes_request_id_and_parameters_to_the_model(server: TritonServ
 
 def test_client_caches_the_model_spec_from_metadata_and_config(server: TritonServer) -> None:
     with Client(server.grpc_url) as client:
-        spec = client.model_spec("add_sub")
-        assert client.model_spec("add_sub") is spec
-    assert isinstance(spec, ModelSpec)
+        spec = client.model_metadata("add_sub")
+        assert client.model_metadata("add_sub") is spec
+    assert isinstance(spec, ModelMetadata)
     assert spec.max_batch_size == 8
     assert [(t.name, t.datatype, t.dims) for t in spec.inputs] == [
         ("INPUT0", "FP32", (4,)),
@@ -268,12 +268,24 @@ def test_client_package_all_is_complete() -> None:
     assert set(client_pkg.__all__) == exported - {"annotations"}
 
 
-def test_model_spec_describes_optional_inputs_and_variable_dims() -> None:
-    spec = ModelSpec(
+def test_model_metadata_describes_optional_inputs_and_variable_dims() -> None:
+    spec = ModelMetadata(
         name="m",
         version="1",
         max_batch_size=0,
-        inputs=(client_pkg.TensorSpec("X", "INT64", (-1, 3), optional=True),),
+        inputs=(client_pkg.TensorMetadata("X", "INT64", (-1, 3), optional=True),),
         outputs=(),
     )
     assert spec.expects() == "X INT64 [any, 3] (optional)"
+
+
+def test_tensor_metadata_coerces_plain_values_to_its_dtype_in_one_place() -> None:
+    fp32 = client_pkg.TensorMetadata("X", "FP32", (2,))
+    coerced = fp32.coerce([[1, 2], [3, 4]])
+    assert coerced.dtype == np.float32
+    assert coerced.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    text = client_pkg.TensorMetadata("T", "BYTES", (1,)).coerce([["hi"], [b"raw"], [3]])
+    assert text.dtype == object
+    assert text.tolist() == [[b"hi"], [b"raw"], [b"3"]]
+    with pytest.raises(InvalidInputError, match=r"input 'X' of model 'm': value does not convert to FP32"):
+        fp32.coerce([["a", "b"]], model="m")

@@ -131,7 +131,7 @@ def test_shared_memory_is_cleaned_up_when_the_model_fails(server: TritonServer) 
 
 def test_shared_memory_is_cleaned_up_when_the_deadline_passes(server: TritonServer) -> None:
     with Client(server.grpc_url) as client:
-        client.model_spec("echo")
+        client.model_metadata("echo")
         with pytest.raises(DeadlineExceededError):
             client.infer("echo", {"X": X}, parameters={"sleep_ms": 800}, timeout_s=0.3)
         assert _our_segments() == []
@@ -142,7 +142,7 @@ def test_shared_memory_is_cleaned_up_when_the_deadline_passes(server: TritonServ
 def test_async_shared_memory_is_cleaned_up_when_the_task_is_cancelled(server: TritonServer) -> None:
     async def run() -> None:
         async with AsyncClient(server.grpc_url) as client:
-            await client.model_spec("echo")
+            await client.model_metadata("echo")
             task = asyncio.create_task(client.infer("echo", {"X": X}, parameters={"sleep_ms": 500}))
             await asyncio.sleep(0.2)
             task.cancel()

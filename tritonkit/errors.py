@@ -13,12 +13,16 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     ├── ServerError                 tritonserver could not start, or died
     │   └── ModelLoadError          a model failed to load (``model``, ``reason``, ``log_path``)
     ├── ClientError                 an inference call failed
-    │   ├── ConnectError            nothing listens at the address (never a timeout)
+    │   ├── ConnectError            never sent: nothing accepted the connection (refused, unknown host)
+    │   │   └── ConnectTimeoutError never sent: no connection in time (also a DeadlineExceededError)
+    │   ├── ConnectionLostError     the connection broke mid-call: the request may have executed
     │   ├── DeadlineExceededError   the per-request deadline passed
     │   ├── ModelNotReadyError      unknown model, or not loaded / not ready
     │   ├── InvalidInputError       refused before sending, or INVALID_ARGUMENT from the server
-    │   ├── OverloadedError         the server's queue is full (queue policy REJECT)
-    │   └── ServerSideError         the server failed while handling the request
+    │   ├── OverloadedError         the server refused the request unexecuted (queue policy REJECT)
+    │   │   └── QueueTimeoutError   it waited in the model's queue past its queue timeout
+    │   ├── ServerSideError         the server failed while handling the request
+    │   └── ClientClosedError       the client was closed before or during the call
     ├── PerfError                   perf_analyzer failed (``returncode``, ``stderr_tail``)
     │   └── PerfTimeoutError        a perf run passed its time limit and was stopped
     └── PlanError                   the planner cannot compute from what it was given
@@ -34,10 +38,13 @@ from typing import Any
 
 __all__ = [
     "BuildError",
+    "ClientClosedError",
     "ClientError",
     "ConfigError",
     "ConfigSyntaxError",
     "ConnectError",
+    "ConnectTimeoutError",
+    "ConnectionLostError",
     "DeadlineExceededError",
     "InvalidInputError",
     "LintError",
@@ -48,6 +55,7 @@ __all__ = [
     "PerfError",
     "PerfTimeoutError",
     "PlanError",
+    "QueueTimeoutError",
     "ServerError",
     "ServerSideError",
     "TritonKitError",
@@ -152,11 +160,28 @@ class ClientError(TritonKitError):
 
 
 class ConnectError(ClientError):
-    """Nothing accepted the connection: the server is not running or the address is wrong."""
+    """The request was never sent: nothing accepted the connection (server down, wrong address).
+
+    Safe to send again: the server cannot have seen it.
+    """
+
+
+class ConnectionLostError(ClientError):
+    """The connection broke while the call was in flight: the server may have executed it.
+
+    Sending it again is only safe for idempotent models (``RetryPolicy(idempotent=True)``).
+    """
 
 
 class DeadlineExceededError(ClientError):
     """The request's deadline passed before the server answered."""
+
+
+class ConnectTimeoutError(ConnectError, DeadlineExceededError):
+    """No connection was made in time (something accepted TCP but never spoke gRPC, or a slow path).
+
+    A timeout, and like every ``ConnectError`` the request was never sent.
+    """
 
 
 class ModelNotReadyError(ClientError):
@@ -168,11 +193,19 @@ class InvalidInputError(ClientError):
 
 
 class OverloadedError(ClientError):
-    """The server refused the request because the model's queue is full."""
+    """The server refused the request without executing it (the model's queue is full)."""
+
+
+class QueueTimeoutError(OverloadedError):
+    """The request waited in the model's queue past its queue timeout and was dropped unexecuted."""
 
 
 class ServerSideError(ClientError):
     """The server failed while handling the request."""
+
+
+class ClientClosedError(ClientError):
+    """The client was closed before the call, or while the call was in flight."""
 
 
 class PerfError(TritonKitError):

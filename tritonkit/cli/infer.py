@@ -11,19 +11,13 @@ import click
 import numpy as np
 
 from tritonkit.cli._common import echo_json
-from tritonkit.client import Client, ModelSpec
+from tritonkit.client import Client, ModelMetadata
 from tritonkit.errors import ConfigError
 
 Array = np.ndarray[Any, Any]
 
 
-def _numpy_dtype(datatype: str) -> Any:
-    from tritonclient.utils import triton_to_np_dtype
-
-    return object if datatype == "BYTES" else triton_to_np_dtype(datatype)
-
-
-def parse_input(text: str, spec: ModelSpec) -> tuple[str, Array]:
+def parse_input(text: str, meta: ModelMetadata) -> tuple[str, Array]:
     """``NAME=FILE.npy`` or ``NAME=JSON`` → (name, array); JSON takes the model's dtype for that input."""
     name, sep, value = text.partition("=")
     if not sep or not name:
@@ -51,27 +45,9 @@ def parse_input(text: str, spec: ModelSpec) -> tuple[str, Array]:
             f"--input {name}: {value!r} is neither a .npy path nor JSON ({exc.msg} at column {exc.colno})",
             hint="quote JSON for the shell, e.g. --input 'INPUT0=[[1, 2, 3, 4]]'",
         ) from exc
-    tensor = spec.input(name)
-    if tensor is None:
-        # Sent as is: the client's check then lists every input the model expects.
-        return name, np.asarray(data)
-    dtype = _numpy_dtype(tensor.datatype)
-    if dtype is None:
-        raise ConfigError(
-            f"--input {name}: the model expects {tensor.datatype}, which numpy cannot hold",
-            hint="pass a .npy file instead",
-        )
-    try:
-        if tensor.datatype == "BYTES":
-            return name, np.vectorize(lambda v: str(v).encode(), otypes=[object])(
-                np.asarray(data, dtype=object)
-            )
-        return name, np.asarray(data, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"--input {name}: JSON value does not convert to {tensor.datatype} ({exc})",
-            hint=f"the model expects {tensor.describe(spec.max_batch_size)}",
-        ) from exc
+    tensor = meta.input(name)
+    # An unknown name is sent as is: the client's check then lists every input the model expects.
+    return name, np.asarray(data) if tensor is None else tensor.coerce(data, model=meta.name)
 
 
 def _jsonable(array: Array) -> Any:
@@ -135,11 +111,11 @@ def infer(
         --input 'INPUT0=[[1, 2, 3, 4]]' --input INPUT1=b.npy --json
     """
     with Client(url, timeout_s=timeout_s) as client:
-        spec = client.model_spec(model, version=model_version)
-        arrays = dict(parse_input(text, spec) for text in inputs)
+        meta = client.model_metadata(model, version=model_version)
+        arrays = dict(parse_input(text, meta) for text in inputs)
         selected = list(outputs) or None
         started = time.perf_counter()
-        if spec.decoupled:
+        if meta.decoupled:
             responses: list[dict[str, Any]] = []
             with client.stream(
                 model,

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 import tritonclient.grpc.aio as aioclient
 
+from tritonkit.client._async_stream import AsyncResponseStream
 from tritonkit.client._base import (
+    CONFIRM_READY_S,
     PROBE_TIMEOUT_S,
     RPC_ERRORS,
+    SHM_CLOSE_WAIT_S,
     UNSET,
     Array,
     ClientBase,
@@ -21,16 +25,37 @@ from tritonkit.client._base import (
     ShmUnusable,
     Unset,
 )
-from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of
-from tritonkit.client._model import ModelSpec
-from tritonkit.client._request import PreparedRequest, decode_response, is_final_response
+from tritonkit.client._channel import aio_connect, aio_is_ready
+from tritonkit.client._errors import status_of
+from tritonkit.client._model import ModelMetadata
+from tritonkit.client._request import PreparedRequest, decode_response
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._shm import Segment, SharedMemoryMode
-from tritonkit.errors import ClientError, ServerSideError
+from tritonkit.errors import (
+    ClientClosedError,
+    ClientError,
+    ConnectError,
+    InvalidInputError,
+)
 
 __all__ = ["AsyncClient", "AsyncResponseStream"]
 
 T = TypeVar("T")
+
+# How a call ended when the server may still be running it (and so holds its region).
+_STILL_RUNNING = (
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.UNAVAILABLE,
+    None,
+)
+
+
+def _own_cancellation() -> bool:
+    """True when the current task itself is being cancelled (not only a call it awaited)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return task is None or cancelling is None or bool(cancelling())
 
 
 class AsyncClient(ClientBase):
@@ -41,18 +66,36 @@ class AsyncClient(ClientBase):
         async with AsyncClient("127.0.0.1:8001", timeout_s=5.0) as client:
             outputs = await client.infer("add_sub", {"INPUT0": a, "INPUT1": b})
 
-    Use it from one event loop (the one of its first call); many calls may be
-    in flight at once. Cancelling a task cancels its gRPC call.
+    Use it from one event loop (the one of its first call: another loop is
+    refused with ``ClientError``); many calls may be in flight at once.
+    Cancelling a task cancels its gRPC call; closing the client ends the calls
+    still in flight with ``ClientClosedError``.
     """
 
     def _open_io(self) -> None:
         # Created on first use, inside the event loop that will drive it.
         self._tc_aio: aioclient.InferenceServerClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._streams: weakref.WeakSet[AsyncResponseStream] = weakref.WeakSet()
-        self._spec_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._metadata_locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def _bind_loop(self) -> None:
+        """Tie the client to the running event loop on first use; refuse any other loop after that."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise ClientError(
+                f"this AsyncClient for {self.url} belongs to another event loop: its gRPC channel "
+                "cannot be used from this one",
+                hint="create one AsyncClient per event loop (each asyncio.run() starts a new loop), "
+                "e.g. inside the coroutine that asyncio.run() runs",
+            )
 
     @property
     def _tc(self) -> aioclient.InferenceServerClient:
+        if self._loop is not asyncio.get_running_loop():
+            self._bind_loop()
         if self._tc_aio is None:
             self._tc_aio = aioclient.InferenceServerClient(self.url, channel_args=self._channel_args)
         return self._tc_aio
@@ -68,37 +111,91 @@ class AsyncClient(ClientBase):
         await self.close()
 
     async def close(self) -> None:
-        """Cancel open streams, drop leftover shared memory registrations, close the channel. Idempotent."""
+        """Cancel open streams and calls in flight, release shared memory, close the channel. Idempotent.
+
+        Calls still in flight end with ``ClientClosedError``. Shared memory
+        regions the server still holds are waited for up to ``SHM_CLOSE_WAIT_S``,
+        then released in the background (see ``Client.close``).
+        """
         if self._closed:
             return
         self._closed = True
         for stream in list(self._streams):
             await stream.aclose()
         if self._tc_aio is not None:
-            await self._flush_pending_unregister(Deadline(2.0), final=True)
             await self._tc_aio.close()
+        if self._janitor.pending():
+            await asyncio.get_running_loop().run_in_executor(None, self._janitor.wait, SHM_CLOSE_WAIT_S)
 
     aclose = close
 
     # ---- errors ----------------------------------------------------------
-    async def _probe(self, model: str | None, version: str, deadline: Deadline) -> UnavailableCause:
-        timeout = self._probe_timeout_s(deadline)
+    async def _connect(self, deadline: Deadline, operation: str, model: str | None) -> None:
+        """Wait for a connection; the request is sent only after this (see ``_channel``)."""
+        await aio_connect(
+            self._tc._channel,
+            self._connect_state,
+            url=self.url,
+            operation=operation,
+            model=model,
+            deadline=deadline,
+            connect_timeout_s=self.connect_timeout_s,
+        )
+
+    async def _probe_ready(self, model: str, version: str, deadline: Deadline) -> bool | None:
         try:
-            if model is None:
-                await self._tc.is_server_live(client_timeout=timeout)
-                return cause_from_probe(reachable=True, model_ready=None)
-            ready = bool(await self._tc.is_model_ready(model, version, client_timeout=timeout))
-            return cause_from_probe(reachable=True, model_ready=ready)
-        except RPC_ERRORS as exc:
-            return self._unreachable_cause(exc)
+            ready: bool | None = bool(
+                await self._tc.is_model_ready(model, version, client_timeout=self._probe_timeout_s(deadline))
+            )
+        except RPC_ERRORS:
+            ready = None
+        self._remember_probe(model, version, ready)
+        return ready
 
     async def _translate(
-        self, exc: BaseException, *, model: str | None, version: str, operation: str, deadline: Deadline
+        self,
+        exc: BaseException,
+        *,
+        model: str | None,
+        version: str,
+        operation: str,
+        deadline: Deadline,
+        meta: ModelMetadata | None = None,
+        server_timeout_us: int | None = None,
+        started: float = 0.0,
     ) -> ClientError:
-        cause = (
-            await self._probe(model, version, deadline) if self._needs_probe(exc, model, version) else None
+        status = status_of(exc)
+        # First, before anything else: whether the connection outlived the error.
+        connected = self._tc_aio is not None and aio_is_ready(self._tc_aio._channel)
+        if connected and self._tc_aio is not None and status is grpc.StatusCode.UNAVAILABLE:
+            # Confirm: a connection that broke may take a moment to leave READY.
+            try:
+                await asyncio.wait_for(
+                    self._tc_aio._channel.wait_for_state_change(grpc.ChannelConnectivity.READY),
+                    CONFIRM_READY_S,
+                )
+                connected = False
+            except asyncio.TimeoutError:
+                pass
+        self._forget_stale(status, model, version)
+        cause, probe = self._cause(
+            status,
+            connected=connected,
+            model=model,
+            version=version,
+            meta=meta,
+            server_timeout_us=server_timeout_us,
+            started=started,
         )
+        if probe and model is not None:
+            cause = self._cause_from_ready(model, version, await self._probe_ready(model, version, deadline))
         return self._translated(exc, model=model, operation=operation, cause=cause, deadline=deadline)
+
+    def _cancelled(self, operation: str, model: str | None) -> ClientClosedError | None:
+        """The typed error for a call whose gRPC call was cancelled by ``close()``; None for a task cancel."""
+        if self._closed and not _own_cancellation():
+            return self._closed_during(operation, model)
+        return None
 
     async def _call(
         self,
@@ -110,54 +207,67 @@ class AsyncClient(ClientBase):
         deadline: Deadline,
         retry: RetryPolicy | None,
     ) -> T:
-        """Run ``fn`` (one attempt), translating failures and retrying what the policy allows."""
+        """Run ``fn`` (one attempt of a read), translating failures and retrying what the policy allows."""
         attempt = 0
         while True:
             attempt += 1
             if attempt > 1 and deadline.expired():
                 raise self._expired(deadline, operation, model)
+            started = time.monotonic()
             try:
+                if not aio_is_ready(self._tc._channel):
+                    await self._connect(deadline, operation, model)
                 return await fn()
+            except ConnectError as not_sent:
+                delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=retry, deadline=deadline)
             except RPC_ERRORS as exc:
                 error = await self._translate(
-                    exc, model=model, version=version, operation=operation, deadline=deadline
+                    exc, model=model, version=version, operation=operation, deadline=deadline, started=started
                 )
-                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=retry, deadline=deadline)
+                # A read: sending it again is harmless even if it was lost mid-call.
+                delay = self._retry_or_raise(
+                    error, exc, attempt=attempt, retry=retry, deadline=deadline, sent=False
+                )
+            except asyncio.CancelledError:
+                closed = self._cancelled(operation, model)
+                if closed is None:
+                    raise
+                raise closed from None
             await asyncio.sleep(delay)
 
     # ---- model metadata --------------------------------------------------
-    async def _spec_once(self, model: str, version: str, deadline: Deadline) -> ModelSpec:
+    async def _metadata_once(self, model: str, version: str, deadline: Deadline) -> ModelMetadata:
         key = (model, version)
-        spec = self._specs.get(key)
-        if spec is not None:
-            return spec
+        meta = self._metadata.get(key)
+        if meta is not None:
+            return meta
         # One fetch for a crowd of first calls, not one each.
-        lock = self._spec_locks.setdefault(key, asyncio.Lock())
+        lock = self._metadata_locks.setdefault(key, asyncio.Lock())
         async with lock:
-            spec = self._specs.get(key)
-            if spec is None:
+            meta = self._metadata.get(key)
+            if meta is None:
                 metadata = await self._tc.get_model_metadata(
                     model, version, client_timeout=self._timeout(deadline, "model metadata", model)
                 )
                 config = await self._tc.get_model_config(
                     model, version, client_timeout=self._timeout(deadline, "model config", model)
                 )
-                spec = self._remember_spec(model, version, metadata, config)
-        return spec
+                meta = self._remember_metadata(model, version, metadata, config)
+        return meta
 
-    async def model_spec(
+    async def model_metadata(
         self,
         model: str,
         *,
         version: str = "",
         timeout_s: float | None | Unset = UNSET,
         retry: RetryPolicy | None | Unset = UNSET,
-    ) -> ModelSpec:
+    ) -> ModelMetadata:
         """The model's inputs, outputs and batching, fetched once and cached."""
         self._check_open()
         deadline = self._deadline(timeout_s)
         return await self._call(
-            lambda: self._spec_once(model, version, deadline),
+            lambda: self._metadata_once(model, version, deadline),
             model=model,
             version=version,
             operation="model metadata",
@@ -187,30 +297,60 @@ class AsyncClient(ClientBase):
         # so the checks are written out and the in-band send is inlined.
         if self._closed:
             self._check_open()
+        if self._loop is not asyncio.get_running_loop():
+            self._bind_loop()
         deadline = Deadline(self.timeout_s if timeout_s is UNSET else timeout_s)
         policy = self.retry if retry is UNSET else retry
+        key = (model, version)
         attempt = 0
         while True:
             attempt += 1
             if attempt > 1 and deadline.expired():
                 raise self._expired(deadline, "infer", model)
+            started = time.monotonic()
+            meta: ModelMetadata | None = None
+            sent = False
             try:
-                spec = self._specs.get((model, version)) or await self._spec_once(model, version, deadline)
-                prepared = self._request(
-                    spec,
-                    inputs,
-                    version=version,
-                    outputs=outputs,
-                    request_id=request_id,
-                    priority=priority,
-                    parameters=parameters,
-                    server_timeout_us=server_timeout_us,
-                    shared_memory=shared_memory,
-                )
+                tc = self._tc_aio if self._tc_aio is not None else self._tc
+                if not aio_is_ready(tc._channel):
+                    await self._connect(deadline, "infer", model)
+                meta = self._metadata.get(key)
+                fetched = meta is None
+                if meta is None:
+                    meta = await self._metadata_once(model, version, deadline)
+                try:
+                    prepared = self._request(
+                        meta,
+                        inputs,
+                        version=version,
+                        outputs=outputs,
+                        request_id=request_id,
+                        priority=priority,
+                        parameters=parameters,
+                        server_timeout_us=server_timeout_us,
+                        shared_memory=shared_memory,
+                    )
+                except InvalidInputError:
+                    # Checked against cached metadata: the model may have been reloaded with
+                    # another config since. Fetch it again and check once more.
+                    if fetched or not self._stale(model, version, meta):
+                        raise
+                    meta = await self._metadata_once(model, version, deadline)
+                    prepared = self._request(
+                        meta,
+                        inputs,
+                        version=version,
+                        outputs=outputs,
+                        request_id=request_id,
+                        priority=priority,
+                        parameters=parameters,
+                        server_timeout_us=server_timeout_us,
+                        shared_memory=shared_memory,
+                    )
+                sent = True
                 if prepared.shm is None:
-                    tc = self._tc_aio if self._tc_aio is not None else self._tc
                     result = await tc.infer(
-                        spec.name,
+                        meta.name,
                         prepared.inputs,
                         model_version=prepared.model_version,
                         outputs=prepared.outputs,
@@ -220,22 +360,40 @@ class AsyncClient(ClientBase):
                         parameters=prepared.parameters,
                         client_timeout=self._timeout(deadline, "infer", model),
                     )
-                    return decode_response(result.get_response(), model=spec.name)
+                    return decode_response(result.get_response(), model=meta.name)
                 try:
                     return await self._send_shm(prepared, deadline, strict=self._strict_shm(shared_memory))
                 except ShmUnusable:
                     return await self._send(prepared.in_band(), deadline)
+            except ConnectError as not_sent:
+                delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=policy, deadline=deadline)
             except RPC_ERRORS as exc:
                 error = await self._translate(
-                    exc, model=model, version=version, operation="infer", deadline=deadline
+                    exc,
+                    model=model,
+                    version=version,
+                    operation="infer",
+                    deadline=deadline,
+                    meta=meta,
+                    server_timeout_us=server_timeout_us,
+                    started=started,
                 )
-                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline)
+                delay = self._retry_or_raise(
+                    error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent
+                )
+            except asyncio.CancelledError:
+                # grpc.aio cancels the calls in flight when the channel closes: that is our
+                # close(), not a cancellation of the caller's task, which gets it as raised.
+                closed = self._cancelled("infer", model)
+                if closed is None:
+                    raise
+                raise closed from None
             await asyncio.sleep(delay)
 
     async def _send(
         self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
     ) -> dict[str, Array]:
-        model = prepared.spec.name
+        model = prepared.meta.name
         # The same call as the one inlined in infer(); used with shared memory and for
         # the in-band fallback.
         result = await self._tc.infer(
@@ -256,12 +414,13 @@ class AsyncClient(ClientBase):
     ) -> dict[str, Array]:
         plan = prepared.shm
         assert plan is not None
-        model = prepared.spec.name
-        await self._flush_pending_unregister(deadline)
+        model = prepared.meta.name
         segment = Segment(plan)
         # True from the moment the server may hold the registration: a call cut short
         # (deadline, cancellation) cannot know whether it landed.
         maybe_registered = False
+        # True once the server answered the inference call: it is done with the region.
+        answered = False
         try:
             try:
                 maybe_registered = True
@@ -276,50 +435,34 @@ class AsyncClient(ClientBase):
                     raise
                 maybe_registered = False  # the server refused it outright
                 raise ShmUnusable from exc
-            return await self._send(prepared, deadline, segment)
+            try:
+                outputs = await self._send(prepared, deadline, segment)
+            except RPC_ERRORS as exc:
+                answered = status_of(exc) not in _STILL_RUNNING
+                raise
+            answered = True
+            return outputs
         finally:
             # Local segment first, synchronously: it must never outlive the call, even
             # when the task is cancelled.
             segment.destroy()
             if maybe_registered:
-                # Noted before the await, so a second cancellation cannot lose it.
-                self._pending_unregister.add(plan.region)
-                await self._unregister(plan.region, deadline)
-
-    async def _unregister(self, region: str, deadline: Deadline) -> None:
-        try:
-            await self._tc.unregister_system_shared_memory(
-                region, client_timeout=max(0.05, deadline.cap(PROBE_TIMEOUT_S))
-            )
-        except RPC_ERRORS:
-            # WAR: tritonserver 2.51 may refuse for a moment after the reply ("currently in
-            # use"); the name stays pending and is retried later.
-            return
-        self._pending_unregister.discard(region)
-
-    async def _flush_pending_unregister(self, deadline: Deadline, *, final: bool = False) -> None:
-        names = self._pending_unregister.take()
-        for index, name in enumerate(names):
-            try:
-                await self._tc.unregister_system_shared_memory(
-                    name, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
-                )
-            except RPC_ERRORS as exc:
-                if status_of(exc) is grpc.StatusCode.UNAVAILABLE:
-                    return  # the server is gone, and its registrations with it
-                if final and not deadline.expired():
-                    await asyncio.sleep(0.01)
-                    try:
+                released = False
+                try:
+                    if answered and not self._closed:
                         await self._tc.unregister_system_shared_memory(
-                            name, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
+                            plan.region, client_timeout=PROBE_TIMEOUT_S
                         )
-                        continue
-                    except RPC_ERRORS:
-                        pass
-                if not final:
-                    for rest in names[index:]:
-                        self._pending_unregister.add(rest)
-                    return
+                        released = True
+                except RPC_ERRORS:
+                    # WAR: tritonserver 2.51 may refuse for a moment after the reply ("currently
+                    # in use"): the janitor tries again.
+                    pass
+                finally:
+                    if not released:
+                        # The server still runs the request (deadline, cancellation) or has not
+                        # let go yet: the janitor unregisters it when the request really ended.
+                        self._janitor.add(plan.region)
 
     # ---- streaming -------------------------------------------------------
     def stream(
@@ -333,6 +476,7 @@ class AsyncClient(ClientBase):
         priority: int = 0,
         parameters: Mapping[str, str | int | float | bool] | None = None,
         timeout_s: float | None = None,
+        idle_timeout_s: float | None | Unset = UNSET,
     ) -> AsyncResponseStream:
         """Stream the responses of one request to a (decoupled) model::
 
@@ -342,8 +486,10 @@ class AsyncClient(ClientBase):
 
         The request is checked and sent on entering ``async with`` (or on the
         first iteration); the stream ends after the model's final response.
-        Leaving early, ``aclose()``, or cancelling the consuming task cancels
-        the request.
+        Leaving early (``aclose()``, ``async with``, an ``async for`` left by
+        ``break`` or an exception, the last reference dropped) or cancelling the
+        consuming task cancels the request. ``timeout_s`` and ``idle_timeout_s``
+        as in ``Client.stream``.
         """
         self._check_open()
         stream = AsyncResponseStream(
@@ -356,6 +502,7 @@ class AsyncClient(ClientBase):
             priority=priority,
             parameters=parameters,
             timeout_s=timeout_s,
+            idle_timeout_s=self.stream_idle_timeout_s if idle_timeout_s is UNSET else idle_timeout_s,
         )
         self._streams.add(stream)
         return stream
@@ -403,138 +550,3 @@ class AsyncClient(ClientBase):
             if wait.deadline.expired():
                 raise wait.error() from wait.last
             await asyncio.sleep(wait.deadline.cap(poll_interval_s))
-
-
-class AsyncResponseStream:
-    """The responses of one streamed request, as an async iterator of ``{name: array}``.
-
-    Opened on ``async with`` or the first ``__anext__``; ends cleanly after the
-    model's final response; ``aclose()``, leaving ``async with`` early, or
-    cancelling the task that waits on it cancels the gRPC call.
-    """
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        model: str,
-        inputs: Mapping[str, Array],
-        *,
-        version: str,
-        outputs: Sequence[str] | None,
-        request_id: str,
-        priority: int,
-        parameters: Mapping[str, str | int | float | bool] | None,
-        timeout_s: float | None,
-    ) -> None:
-        self._client = client
-        self._model = model
-        self._inputs = inputs
-        self._version = version
-        self._outputs = outputs
-        self._request_id = request_id
-        self._priority = priority
-        self._parameters = parameters
-        self._deadline = Deadline(timeout_s)
-        self._call: Any = None
-        self._done = False
-
-    async def _open(self) -> None:
-        client = self._client
-        client._check_open()
-        spec = await client.model_spec(
-            self._model,
-            version=self._version,
-            timeout_s=self._deadline.timeout_s or client.timeout_s,
-        )
-        prepared = client._stream_request(
-            spec,
-            self._inputs,
-            version=self._version,
-            outputs=self._outputs,
-            request_id=self._request_id,
-            priority=self._priority,
-            parameters=self._parameters,
-        )
-        request = {**prepared.send_kwargs(), "enable_empty_final_response": True}
-
-        async def requests() -> AsyncIterator[dict[str, Any]]:
-            # WAR: tritonclient 2.73's asyncio stream_infer drops enable_empty_final_response,
-            # so the server never sends the flag-only final response. Instead our side
-            # half-closes after the one request: Triton then ends the stream (status OK)
-            # once that request is complete, i.e. right after its final response.
-            # Should a later tritonclient pass the flag on, is_final_response() sees it.
-            yield request
-
-        self._call = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s())
-
-    def __aiter__(self) -> AsyncResponseStream:
-        return self
-
-    async def __anext__(self) -> dict[str, Array]:
-        if self._done:
-            raise StopAsyncIteration
-        try:
-            if self._call is None:
-                await self._open()
-            while True:
-                try:
-                    result, error = await self._call.__anext__()
-                except StopAsyncIteration:
-                    # The server completed the request (see the WAR in _open).
-                    self._done = True
-                    raise
-                if error is not None:
-                    raise ServerSideError(
-                        f"model '{self._model}' at {self._client.url} reported an error in its stream: {error}",
-                        model=self._model,
-                        hint="read the server log for this model",
-                    ) from error
-                response = result.get_response()
-                outputs = decode_response(response, model=self._model)
-                if is_final_response(response):
-                    self._done = True
-                    if not outputs:
-                        raise StopAsyncIteration
-                if outputs:
-                    return outputs
-        except RPC_ERRORS as exc:
-            self._cancel()
-            raise await self._client._translate(
-                exc, model=self._model, version=self._version, operation="stream", deadline=self._deadline
-            ) from exc
-        except StopAsyncIteration:
-            raise
-        except BaseException:
-            # Errors above, task cancellation, Ctrl-C: the call must not outlive us.
-            self._cancel()
-            raise
-
-    def _cancel(self) -> None:
-        if self._done and self._call is None:
-            return
-        was_done, self._done = self._done, True
-        if self._call is not None and not was_done:
-            self._call.cancel()
-
-    async def aclose(self) -> None:
-        """Cancel the request if still running. Idempotent."""
-        self._cancel()
-
-    @property
-    def done(self) -> bool:
-        """True after the final response, an error, or ``aclose()``."""
-        return self._done
-
-    async def __aenter__(self) -> AsyncResponseStream:
-        if self._call is None and not self._done:
-            try:
-                await self._open()
-            except BaseException:
-                self._done = True
-                raise
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()

@@ -20,7 +20,7 @@ from tritonclient.utils import (
     triton_to_np_dtype,
 )
 
-from tritonkit.client._model import ModelSpec, TensorSpec
+from tritonkit.client._model import ModelMetadata, TensorMetadata
 from tritonkit.client._shm import Segment, ShmOutput, ShmPlan, new_region_name
 from tritonkit.errors import InvalidInputError, ServerSideError
 
@@ -38,7 +38,7 @@ FINAL_RESPONSE_PARAM = "triton_final_response"
 class PreparedRequest:
     """A checked request, ready for either client to send."""
 
-    spec: ModelSpec
+    meta: ModelMetadata
     model_version: str
     inputs: list[InferInput]
     outputs: list[InferRequestedOutput] | None
@@ -54,7 +54,7 @@ class PreparedRequest:
     def send_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for tritonclient's ``infer`` / ``async_stream_infer``."""
         return {
-            "model_name": self.spec.name,
+            "model_name": self.meta.name,
             "inputs": self.inputs,
             "model_version": self.model_version,
             "outputs": self.outputs,
@@ -67,7 +67,7 @@ class PreparedRequest:
     def in_band(self) -> PreparedRequest:
         """The same request with every tensor in the message (no shared memory)."""
         return prepare_request(
-            self.spec,
+            self.meta,
             self.source_inputs,
             outputs=self.source_outputs,
             request_id=self.request_id,
@@ -98,7 +98,9 @@ def _shape_text(array: Array) -> str:
     return str([int(d) for d in array.shape])
 
 
-def _check_parameters(spec: ModelSpec, parameters: Mapping[str, Any] | None) -> dict[str, ParamValue] | None:
+def _check_parameters(
+    meta: ModelMetadata, parameters: Mapping[str, Any] | None
+) -> dict[str, ParamValue] | None:
     if not parameters:
         return None
     checked: dict[str, ParamValue] = {}
@@ -107,15 +109,15 @@ def _check_parameters(spec: ModelSpec, parameters: Mapping[str, Any] | None) -> 
             TRITON_RESERVED_REQUEST_PARAMS_PREFIX
         ):
             raise InvalidInputError(
-                f"model '{spec.name}': request parameter '{key}' is reserved by Triton",
-                model=spec.name,
+                f"model '{meta.name}': request parameter '{key}' is reserved by Triton",
+                model=meta.name,
                 hint="use the keyword for it (priority=, timeout_s=, server_timeout_us=) or another name",
             )
         if not isinstance(value, (str, bool, int, float)):
             raise InvalidInputError(
-                f"model '{spec.name}': request parameter '{key}' is a {type(value).__name__}; "
+                f"model '{meta.name}': request parameter '{key}' is a {type(value).__name__}; "
                 "parameters must be str, int, float or bool",
-                model=spec.name,
+                model=meta.name,
             )
         checked[str(key)] = value
     return checked
@@ -163,35 +165,35 @@ class _Layout:
         return True
 
 
-#: Layouts kept per model spec; cleared when full (shapes seen by one service are few).
+#: Layouts kept per model meta; cleared when full (shapes seen by one service are few).
 _LAYOUT_CACHE_SIZE = 256
 
 
 def _check(
-    spec: ModelSpec,
+    meta: ModelMetadata,
     inputs: Mapping[str, Any],
     outputs: Sequence[str] | None,
     shm_threshold_bytes: int | None,
 ) -> _Layout:
-    """Check ``inputs`` against ``spec``: every problem at once, with the model's full input list."""
+    """Check ``inputs`` against ``meta``: every problem at once, with the model's full input list."""
     if not isinstance(inputs, dict) and not isinstance(inputs, Mapping):  # dict first: the ABC check is slow
         raise InvalidInputError(
-            f"model '{spec.name}': inputs must be a mapping of input name to numpy array, not {type(inputs).__name__}",
-            model=spec.name,
-            hint=f"pass {{name: array}}; the model expects: {spec.expects()}",
+            f"model '{meta.name}': inputs must be a mapping of input name to numpy array, not {type(inputs).__name__}",
+            model=meta.name,
+            hint=f"pass {{name: array}}; the model expects: {meta.expects()}",
         )
-    mbs = spec.max_batch_size
+    mbs = meta.max_batch_size
     problems: list[str] = []
-    missing = [name for name in spec.required_inputs if name not in inputs]
+    missing = [name for name in meta.required_inputs if name not in inputs]
     if missing:
         problems.append(
             "missing input" + ("s " if len(missing) > 1 else " ") + ", ".join(f"'{n}'" for n in missing)
         )
 
     unknown: list[str] = []
-    arrays: list[tuple[TensorSpec, Array]] = []
+    arrays: list[tuple[TensorMetadata, Array]] = []
     batch_sizes: dict[str, int] = {}
-    checks = spec.input_checks
+    checks = meta.input_checks
     for name, value in inputs.items():
         check = checks.get(name)
         if check is None:
@@ -242,25 +244,25 @@ def _check(
         elif smallest < 1:
             problems.append("batch size 0: send at least one item")
 
-    requested: list[TensorSpec] | None = None
+    requested: list[TensorMetadata] | None = None
     if outputs is not None:
-        unknown_out = [n for n in outputs if spec.output(n) is None]
+        unknown_out = [n for n in outputs if meta.output(n) is None]
         if unknown_out:
             problems.append(
                 "unknown output"
                 + ("s " if len(unknown_out) > 1 else " ")
                 + ", ".join(f"'{n}'" for n in unknown_out)
-                + f" (the model produces: {spec.produces()})"
+                + f" (the model produces: {meta.produces()})"
             )
         else:
-            requested = [t for n in outputs if (t := spec.output(n)) is not None]
+            requested = [t for n in outputs if (t := meta.output(n)) is not None]
 
     if problems:
         raise InvalidInputError(
-            f"model '{spec.name}': request refused before sending: "
+            f"model '{meta.name}': request refused before sending: "
             + "; ".join(problems)
-            + f". The model expects: {spec.expects()}",
-            model=spec.name,
+            + f". The model expects: {meta.expects()}",
+            model=meta.name,
             hint="pass one numpy array per input with that dtype and shape"
             + (f"; the first dimension is the batch (1 to {mbs})" if mbs > 0 else ""),
         )
@@ -273,8 +275,8 @@ def _check(
             for tensor, array in arrays
             if array.nbytes >= shm_threshold_bytes and array.dtype.kind not in ("O", "S", "U")
         )
-        item_bytes = spec.output_item_bytes
-        for tensor in requested if requested is not None else spec.outputs:
+        item_bytes = meta.output_item_bytes
+        for tensor in requested if requested is not None else meta.outputs:
             out_bytes = item_bytes[tensor.name]
             if out_bytes is not None and mbs > 0:
                 out_bytes = None if batch is None else out_bytes * batch
@@ -286,7 +288,7 @@ def _check(
         listed = tuple(t.name for t in requested)
     elif shm_outputs:
         # Placing one output in shared memory means naming every output we want.
-        listed = tuple(t.name for t in spec.outputs)
+        listed = tuple(t.name for t in meta.outputs)
     return _Layout(
         inputs=tuple(
             (tensor.name, [int(d) for d in array.shape], tensor.datatype, array.dtype.kind == "U")
@@ -304,7 +306,7 @@ def _check(
 
 
 def _layout_for(
-    spec: ModelSpec,
+    meta: ModelMetadata,
     inputs: Mapping[str, Any],
     outputs: Sequence[str] | None,
     outputs_key: tuple[str, ...] | None,
@@ -318,20 +320,20 @@ def _layout_for(
             # The type too: something array-like with a cached dtype and shape is no array.
             key_parts += (name, type(value), value.dtype, value.shape)
         key = tuple(key_parts)
-        layout: _Layout | None = spec.layout_cache.get(key)
+        layout: _Layout | None = meta.layout_cache.get(key)
     except (AttributeError, TypeError):  # not a mapping of arrays: the check explains
         key, layout = None, None
     if layout is None:
-        layout = _check(spec, inputs, outputs, shm_threshold_bytes)
+        layout = _check(meta, inputs, outputs, shm_threshold_bytes)
         if key is not None:
-            if len(spec.layout_cache) >= _LAYOUT_CACHE_SIZE:
-                spec.layout_cache.clear()
-            spec.layout_cache[key] = layout
+            if len(meta.layout_cache) >= _LAYOUT_CACHE_SIZE:
+                meta.layout_cache.clear()
+            meta.layout_cache[key] = layout
     return layout
 
 
 def prepare_request(
-    spec: ModelSpec,
+    meta: ModelMetadata,
     inputs: Mapping[str, Any],
     *,
     outputs: Sequence[str] | None,
@@ -342,7 +344,7 @@ def prepare_request(
     shm_threshold_bytes: int | None,
     model_version: str = "",
 ) -> PreparedRequest:
-    """Check ``inputs`` against ``spec`` and build the request; raise ``InvalidInputError`` if it cannot be right.
+    """Check ``inputs`` against ``meta`` and build the request; raise ``InvalidInputError`` if it cannot be right.
 
     Every problem found is reported at once, with the model's full input list.
     ``shm_threshold_bytes`` (None: never) moves each fixed-size tensor of at
@@ -354,11 +356,11 @@ def prepare_request(
     """
     if priority < 0:
         raise InvalidInputError(
-            f"model '{spec.name}': priority must be >= 0, not {priority}", model=spec.name
+            f"model '{meta.name}': priority must be >= 0, not {priority}", model=meta.name
         )
     if server_timeout_us is not None and server_timeout_us < 0:
         raise InvalidInputError(
-            f"model '{spec.name}': server_timeout_us must be >= 0, not {server_timeout_us}", model=spec.name
+            f"model '{meta.name}': server_timeout_us must be >= 0, not {server_timeout_us}", model=meta.name
         )
     if isinstance(outputs, str):
         outputs = [outputs]
@@ -367,10 +369,10 @@ def prepare_request(
     # last is tried first with plain comparisons, and loops are plain loops
     # (a comprehension is a function call in Python 3.11).
     outputs_key = None if outputs is None else tuple(outputs)
-    recent = spec.recent_layout
+    recent = meta.recent_layout
     layout: _Layout | None = recent[0]
     if layout is None or not layout.matches(inputs, outputs_key, shm_threshold_bytes):
-        layout = _layout_for(spec, inputs, outputs, outputs_key, shm_threshold_bytes)
+        layout = _layout_for(meta, inputs, outputs, outputs_key, shm_threshold_bytes)
         recent[0] = layout
 
     if layout.plain:
@@ -385,13 +387,13 @@ def prepare_request(
                 )
             )
         return PreparedRequest(
-            spec,
+            meta,
             model_version,
             infer_inputs,
             None,
             request_id if type(request_id) is str else str(request_id),
             priority if type(priority) is int else int(priority),
-            _check_parameters(spec, parameters) if parameters else None,
+            _check_parameters(meta, parameters) if parameters else None,
             server_timeout_us,
             None,
             inputs,
@@ -431,13 +433,13 @@ def prepare_request(
             infer_outputs.append(requested_output)
 
     return PreparedRequest(
-        spec=spec,
+        meta=meta,
         model_version=model_version,
         inputs=infer_inputs,
         outputs=infer_outputs,
         request_id=str(request_id),
         priority=int(priority),
-        parameters=_check_parameters(spec, parameters),
+        parameters=_check_parameters(meta, parameters),
         server_timeout_us=server_timeout_us,
         shm=plan,
         source_inputs=inputs,

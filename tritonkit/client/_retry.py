@@ -14,10 +14,14 @@ __all__ = ["Deadline", "RetryPolicy"]
 class RetryPolicy:
     """Bounded retries with exponential backoff and full jitter.
 
-    Only ``UNAVAILABLE`` (connection refused or lost, queue full) is retried,
-    never ``INVALID_ARGUMENT`` or any other code, and never past the caller's
-    deadline. Off by default: inference is not idempotent for every model, so a
-    caller opts in (``Client(retry=RetryPolicy())``).
+    Retried: requests the server never executed: never sent (``ConnectError``:
+    refused, unknown host, no connection in time) and refused unexecuted
+    (``OverloadedError``: queue full, queue timeout; ``ModelNotReadyError`` from
+    a server that said UNAVAILABLE). A call whose connection broke mid-flight
+    (``ConnectionLostError``) may have executed, so it is sent again only with
+    ``idempotent=True``, for models where running a request twice is harmless.
+    Never retried: invalid input, server-side failures, deadlines. Never past
+    the caller's deadline. Off by default (``Client(retry=RetryPolicy())``).
 
     Delay before retry *n* (1-based) is uniform in
     ``[0, min(max_backoff_s, initial_backoff_s * multiplier ** (n - 1))]``
@@ -31,6 +35,8 @@ class RetryPolicy:
     multiplier: float = 2.0
     #: False waits the full cap every time (reproducible timing; a crowd then retries in step).
     jitter: bool = True
+    #: True: the model is idempotent, so a call lost mid-flight (it may have run) is sent again too.
+    idempotent: bool = False
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:

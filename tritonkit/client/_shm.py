@@ -8,33 +8,42 @@ RPCs (register, unregister); everything local lives here.
 Order of clean-up, on success, error and cancellation alike: the local segment
 is destroyed first (``shm_unlink``, nothing left in ``/dev/shm``; the server's
 own mapping stays valid until it unregisters), then the registration is
-dropped. The server can refuse that unregister for a moment after the
-response ("region is currently in use": it releases the request after sending
-the reply); such names are retried later (see ``PendingUnregister``).
+dropped. The server refuses that unregister while the request still runs
+(after a deadline or a cancellation the server keeps going) and for a moment
+after the response; such regions go to the client's ``ShmJanitor``, which
+unregisters them when the request really ended.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ipaddress
+import logging
 import os
 import socket
 import threading
+import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import grpc
 import numpy as np
+import tritonclient.grpc as grpcclient
 import tritonclient.utils.shared_memory as tshm
 from tritonclient.utils import triton_to_np_dtype
 
+from tritonkit.client._errors import status_of
+
 __all__ = [
     "SEGMENT_PREFIX",
-    "PendingUnregister",
     "Segment",
     "SharedMemoryMode",
     "ShmInput",
     "ShmOutput",
+    "ShmJanitor",
     "ShmPlan",
     "is_local_url",
     "new_region_name",
@@ -42,9 +51,13 @@ __all__ = [
 
 SharedMemoryMode = Literal["auto", "always", "never"]
 
+log = logging.getLogger("tritonkit.client")
+
 #: Every segment this package creates is named ``/dev/shm/tritonkit-<pid>-<random>``.
 SEGMENT_PREFIX = "tritonkit-"
 _ALIGN_BYTES = 64
+# Statuses of an unregister that mean "no answer" rather than "still in use".
+_SERVER_GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # tritonclient keeps a module-global table of open segments; guard it across threads.
 _LOCK = threading.Lock()
 
@@ -159,30 +172,123 @@ class Segment:
             tshm.destroy_shared_memory_region(handle)
 
 
-class PendingUnregister:
-    """Region names the server has not yet let go of; retried before the next use and at close."""
+class ShmJanitor:
+    """Unregisters the regions a server still held when their call ended; outlives its client.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._names: list[str] = []
+    After a deadline or a cancellation the server keeps executing the request,
+    and refuses to unregister its region until it is done ("region is currently
+    in use"). The janitor's thread, with its own connection, tries again with
+    backoff until the server lets go, or is gone (unreachable for
+    ``unreachable_give_up_s``: its registrations went with it), or
+    ``give_up_after_s`` passed. ``close()`` of a client waits for it, bounded;
+    what is left then is finished by the thread after the client is gone, and
+    at interpreter exit (bounded again, see ``_wait_all_at_exit``).
+    """
 
-    def add(self, name: str) -> None:
-        """Remember ``name`` for a later unregister."""
-        with self._lock:
-            self._names.append(name)
+    def __init__(
+        self,
+        url: str,
+        channel_args: list[tuple[str, Any]],
+        *,
+        give_up_after_s: float = 600.0,
+        unreachable_give_up_s: float = 30.0,
+    ) -> None:
+        self.url = url
+        self._channel_args = channel_args
+        self.give_up_after_s = give_up_after_s
+        self.unreachable_give_up_s = unreachable_give_up_s
+        self._cond = threading.Condition()
+        self._pending: dict[str, float] = {}  # region -> when it was handed over (monotonic)
+        self._running = False
+        _JANITORS.add(self)
 
-    def discard(self, name: str) -> None:
-        """Forget ``name`` (it was unregistered, or never registered)."""
-        with self._lock:
-            if name in self._names:
-                self._names.remove(name)
+    def add(self, region: str) -> None:
+        """Unregister ``region`` as soon as the server lets go of it."""
+        with self._cond:
+            self._pending.setdefault(region, time.monotonic())
+            if not self._running:
+                self._running = True
+                threading.Thread(
+                    target=self._run, name=f"tritonkit-shm-janitor-{self.url}", daemon=True
+                ).start()
+            self._cond.notify_all()
 
-    def take(self) -> list[str]:
-        """All names waiting, removed from the list (put back with ``add`` if still refused)."""
-        with self._lock:
-            names, self._names = self._names, []
-        return names
+    def pending(self) -> list[str]:
+        """Regions still registered on the server, as far as the janitor knows."""
+        with self._cond:
+            return sorted(self._pending)
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._names)
+    def wait(self, timeout_s: float) -> bool:
+        """Block until every region was released (True) or ``timeout_s`` passed (False)."""
+        end = time.monotonic() + timeout_s
+        with self._cond:
+            while self._pending:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def _run(self) -> None:
+        # Its own client: the owner may be closed (or closing) while this runs.
+        tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+        delay_s = 0.01
+        unreachable_since: float | None = None
+        try:
+            while True:
+                with self._cond:
+                    names = list(self._pending)
+                    if not names:
+                        self._running = False
+                        self._cond.notify_all()
+                        return
+                for name in names:
+                    released = False
+                    try:
+                        tc.unregister_system_shared_memory(name, client_timeout=2.0)
+                        released = True
+                        unreachable_since = None
+                    except Exception as exc:  # noqa: BLE001 - any failure: try again later
+                        now = time.monotonic()
+                        if status_of(exc) in _SERVER_GONE:
+                            unreachable_since = unreachable_since or now
+                            released = now - unreachable_since >= self.unreachable_give_up_s
+                        else:
+                            unreachable_since = None
+                        with self._cond:
+                            handed_at = self._pending.get(name, now)
+                        if not released and now - handed_at >= self.give_up_after_s:
+                            log.warning(
+                                "server %s still holds shared memory region %s after %.0f s; giving up on it",
+                                self.url,
+                                name,
+                                self.give_up_after_s,
+                            )
+                            released = True
+                    if released:
+                        with self._cond:
+                            self._pending.pop(name, None)
+                            self._cond.notify_all()
+                        delay_s = 0.01
+                with self._cond:
+                    if self._pending:
+                        self._cond.wait(delay_s)
+                delay_s = min(delay_s * 2, 0.5)
+        finally:
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+            tc.close()
+
+
+#: Every janitor of this process, for the bounded wait at interpreter exit.
+_JANITORS: weakref.WeakSet[ShmJanitor] = weakref.WeakSet()
+#: How long interpreter exit waits, in all, for regions still held by servers.
+EXIT_WAIT_S = 5.0
+
+
+@atexit.register
+def _wait_all_at_exit() -> None:
+    end = time.monotonic() + EXIT_WAIT_S
+    for janitor in list(_JANITORS):
+        janitor.wait(max(0.0, end - time.monotonic()))

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 import tritonclient.grpc as grpcclient
 
 from tritonkit.client._base import (
+    CONFIRM_READY_S,
     PROBE_TIMEOUT_S,
     RPC_ERRORS,
+    SHM_CLOSE_WAIT_S,
     UNSET,
     Array,
     ClientBase,
@@ -24,16 +24,30 @@ from tritonkit.client._base import (
     ShmUnusable,
     Unset,
 )
-from tritonkit.client._errors import UnavailableCause, cause_from_probe, status_of
-from tritonkit.client._model import ModelSpec
-from tritonkit.client._request import PreparedRequest, decode_response, is_final_response
+from tritonkit.client._channel import READY, cygrpc_channel, sync_connect
+from tritonkit.client._errors import status_of
+from tritonkit.client._model import ModelMetadata
+from tritonkit.client._request import PreparedRequest, decode_response
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._shm import Segment, SharedMemoryMode
-from tritonkit.errors import ClientError, ServerSideError
+from tritonkit.client._sync_stream import ResponseStream
+from tritonkit.errors import (
+    ClientError,
+    ConnectError,
+    InvalidInputError,
+)
 
 __all__ = ["Client", "ResponseStream"]
 
 T = TypeVar("T")
+
+# How a call ended when the server may still be running it (and so holds its region).
+_STILL_RUNNING = (
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.UNAVAILABLE,
+    None,
+)
 
 
 class Client(ClientBase):
@@ -47,13 +61,19 @@ class Client(ClientBase):
     Every call has a deadline (``timeout_s``, default 60 s; ``None`` for none)
     that bounds everything it does: fetching the model's metadata the first
     time, retries, shared memory registration. Requests are checked against the
-    model's metadata and config before anything is sent. Failures raise the
-    ``ClientError`` tree (``tritonkit.errors``). Retries are off unless
-    ``retry=RetryPolicy(...)`` is given. Safe to share between threads.
+    model's metadata and config before anything is sent (and that metadata is
+    fetched again when a request fails the check, or the server says the model
+    changed). A request is sent only once a connection is up (``connect_timeout_s``),
+    so ``ConnectError`` always means "never sent" and ``ConnectionLostError``
+    "may have executed". Failures raise the ``ClientError`` tree
+    (``tritonkit.errors``). Retries are off unless ``retry=RetryPolicy(...)`` is
+    given. Keepalive pings and a stream idle timeout notice a server that froze.
+    Safe to share between threads.
     """
 
     def _open_io(self) -> None:
         self._tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+        self._cy = cygrpc_channel(self._tc)
         self._streams: weakref.WeakSet[ResponseStream] = weakref.WeakSet()
         self._lock = threading.Lock()
 
@@ -68,32 +88,79 @@ class Client(ClientBase):
         self.close()
 
     def close(self) -> None:
-        """Close open streams, drop leftover shared memory registrations, close the channel. Idempotent."""
+        """Close open streams, release shared memory, close the channel. Idempotent.
+
+        Calls still in flight on other threads end with ``ClientClosedError``.
+        Shared memory regions the server still holds (calls that ended by a
+        deadline while the server kept running them) are waited for up to
+        ``SHM_CLOSE_WAIT_S``; the rest are released in the background as soon
+        as the server lets go of them.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         for stream in list(self._streams):
             stream.close()
-        self._flush_pending_unregister(Deadline(2.0), final=True)
         self._tc.close()
+        self._janitor.wait(SHM_CLOSE_WAIT_S)
 
     # ---- errors ----------------------------------------------------------
-    def _probe(self, model: str | None, version: str, deadline: Deadline) -> UnavailableCause:
-        timeout = self._probe_timeout_s(deadline)
+    def _connect(self, deadline: Deadline, operation: str, model: str | None) -> None:
+        """Wait for a connection; the request is sent only after this (see ``_channel``)."""
+        sync_connect(
+            self._cy,
+            self._connect_state,
+            url=self.url,
+            operation=operation,
+            model=model,
+            deadline=deadline,
+            connect_timeout_s=self.connect_timeout_s,
+        )
+
+    def _probe_ready(self, model: str, version: str, deadline: Deadline) -> bool | None:
         try:
-            if model is None:
-                self._tc.is_server_live(client_timeout=timeout)
-                return cause_from_probe(reachable=True, model_ready=None)
-            ready = bool(self._tc.is_model_ready(model, version, client_timeout=timeout))
-            return cause_from_probe(reachable=True, model_ready=ready)
-        except RPC_ERRORS as exc:
-            return self._unreachable_cause(exc)
+            ready: bool | None = bool(
+                self._tc.is_model_ready(model, version, client_timeout=self._probe_timeout_s(deadline))
+            )
+        except RPC_ERRORS:
+            ready = None
+        self._remember_probe(model, version, ready)
+        return ready
 
     def _translate(
-        self, exc: BaseException, *, model: str | None, version: str, operation: str, deadline: Deadline
+        self,
+        exc: BaseException,
+        *,
+        model: str | None,
+        version: str,
+        operation: str,
+        deadline: Deadline,
+        meta: ModelMetadata | None = None,
+        server_timeout_us: int | None = None,
+        started: float = 0.0,
+        connected: bool | None = None,
     ) -> ClientError:
-        cause = self._probe(model, version, deadline) if self._needs_probe(exc, model, version) else None
+        status = status_of(exc)
+        if connected is None:
+            # First, before anything else: whether the connection outlived the error.
+            connected = self._cy.check_connectivity_state(False) == READY
+            if connected and status is grpc.StatusCode.UNAVAILABLE:
+                # Confirm: a connection that broke may take a moment to leave READY.
+                event = self._cy.watch_connectivity_state(READY, time.time() + CONFIRM_READY_S)
+                connected = not event.success
+        self._forget_stale(status, model, version)
+        cause, probe = self._cause(
+            status,
+            connected=connected,
+            model=model,
+            version=version,
+            meta=meta,
+            server_timeout_us=server_timeout_us,
+            started=started,
+        )
+        if probe and model is not None:
+            cause = self._cause_from_ready(model, version, self._probe_ready(model, version, deadline))
         return self._translated(exc, model=model, operation=operation, cause=cause, deadline=deadline)
 
     def _call(
@@ -106,47 +173,55 @@ class Client(ClientBase):
         deadline: Deadline,
         retry: RetryPolicy | None,
     ) -> T:
-        """Run ``fn`` (one attempt), translating failures and retrying what the policy allows."""
+        """Run ``fn`` (one attempt of a read), translating failures and retrying what the policy allows."""
         attempt = 0
         while True:
             attempt += 1
             if attempt > 1 and deadline.expired():
                 raise self._expired(deadline, operation, model)
+            started = time.monotonic()
             try:
+                if self._cy.check_connectivity_state(False) != READY:
+                    self._connect(deadline, operation, model)
                 return fn()
+            except ConnectError as not_sent:
+                delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=retry, deadline=deadline)
             except RPC_ERRORS as exc:
                 error = self._translate(
-                    exc, model=model, version=version, operation=operation, deadline=deadline
+                    exc, model=model, version=version, operation=operation, deadline=deadline, started=started
                 )
-                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=retry, deadline=deadline)
+                # A read: sending it again is harmless even if it was lost mid-call.
+                delay = self._retry_or_raise(
+                    error, exc, attempt=attempt, retry=retry, deadline=deadline, sent=False
+                )
             time.sleep(delay)
 
     # ---- model metadata --------------------------------------------------
-    def _spec_once(self, model: str, version: str, deadline: Deadline) -> ModelSpec:
-        spec = self._specs.get((model, version))
-        if spec is None:
+    def _metadata_once(self, model: str, version: str, deadline: Deadline) -> ModelMetadata:
+        meta = self._metadata.get((model, version))
+        if meta is None:
             metadata = self._tc.get_model_metadata(
                 model, version, client_timeout=self._timeout(deadline, "model metadata", model)
             )
             config = self._tc.get_model_config(
                 model, version, client_timeout=self._timeout(deadline, "model config", model)
             )
-            spec = self._remember_spec(model, version, metadata, config)
-        return spec
+            meta = self._remember_metadata(model, version, metadata, config)
+        return meta
 
-    def model_spec(
+    def model_metadata(
         self,
         model: str,
         *,
         version: str = "",
         timeout_s: float | None | Unset = UNSET,
         retry: RetryPolicy | None | Unset = UNSET,
-    ) -> ModelSpec:
+    ) -> ModelMetadata:
         """The model's inputs, outputs and batching, fetched once and cached."""
         self._check_open()
         deadline = self._deadline(timeout_s)
         return self._call(
-            lambda: self._spec_once(model, version, deadline),
+            lambda: self._metadata_once(model, version, deadline),
             model=model,
             version=version,
             operation="model metadata",
@@ -185,27 +260,55 @@ class Client(ClientBase):
             self._check_open()
         deadline = Deadline(self.timeout_s if timeout_s is UNSET else timeout_s)
         policy = self.retry if retry is UNSET else retry
+        key = (model, version)
         attempt = 0
         while True:
             attempt += 1
             if attempt > 1 and deadline.expired():
                 raise self._expired(deadline, "infer", model)
+            started = time.monotonic()
+            meta: ModelMetadata | None = None
+            sent = False
             try:
-                spec = self._specs.get((model, version)) or self._spec_once(model, version, deadline)
-                prepared = self._request(
-                    spec,
-                    inputs,
-                    version=version,
-                    outputs=outputs,
-                    request_id=request_id,
-                    priority=priority,
-                    parameters=parameters,
-                    server_timeout_us=server_timeout_us,
-                    shared_memory=shared_memory,
-                )
+                if self._cy.check_connectivity_state(False) != READY:
+                    self._connect(deadline, "infer", model)
+                meta = self._metadata.get(key)
+                fetched = meta is None
+                if meta is None:
+                    meta = self._metadata_once(model, version, deadline)
+                try:
+                    prepared = self._request(
+                        meta,
+                        inputs,
+                        version=version,
+                        outputs=outputs,
+                        request_id=request_id,
+                        priority=priority,
+                        parameters=parameters,
+                        server_timeout_us=server_timeout_us,
+                        shared_memory=shared_memory,
+                    )
+                except InvalidInputError:
+                    # Checked against cached metadata: the model may have been reloaded with
+                    # another config since. Fetch it again and check once more.
+                    if fetched or not self._stale(model, version, meta):
+                        raise
+                    meta = self._metadata_once(model, version, deadline)
+                    prepared = self._request(
+                        meta,
+                        inputs,
+                        version=version,
+                        outputs=outputs,
+                        request_id=request_id,
+                        priority=priority,
+                        parameters=parameters,
+                        server_timeout_us=server_timeout_us,
+                        shared_memory=shared_memory,
+                    )
+                sent = True
                 if prepared.shm is None:
                     result = self._tc.infer(
-                        spec.name,
+                        meta.name,
                         prepared.inputs,
                         model_version=prepared.model_version,
                         outputs=prepared.outputs,
@@ -215,22 +318,33 @@ class Client(ClientBase):
                         parameters=prepared.parameters,
                         client_timeout=self._timeout(deadline, "infer", model),
                     )
-                    return decode_response(result.get_response(), model=spec.name)
+                    return decode_response(result.get_response(), model=meta.name)
                 try:
                     return self._send_shm(prepared, deadline, strict=self._strict_shm(shared_memory))
                 except ShmUnusable:
                     return self._send(prepared.in_band(), deadline)
+            except ConnectError as not_sent:
+                delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=policy, deadline=deadline)
             except RPC_ERRORS as exc:
                 error = self._translate(
-                    exc, model=model, version=version, operation="infer", deadline=deadline
+                    exc,
+                    model=model,
+                    version=version,
+                    operation="infer",
+                    deadline=deadline,
+                    meta=meta,
+                    server_timeout_us=server_timeout_us,
+                    started=started,
                 )
-                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline)
+                delay = self._retry_or_raise(
+                    error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent
+                )
             time.sleep(delay)
 
     def _send(
         self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
     ) -> dict[str, Array]:
-        model = prepared.spec.name
+        model = prepared.meta.name
         # The same call as the one inlined in infer(); used with shared memory and for
         # the in-band fallback.
         result = self._tc.infer(
@@ -249,12 +363,13 @@ class Client(ClientBase):
     def _send_shm(self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool) -> dict[str, Array]:
         plan = prepared.shm
         assert plan is not None
-        model = prepared.spec.name
-        self._flush_pending_unregister(deadline)
+        model = prepared.meta.name
         segment = Segment(plan)
         # True from the moment the server may hold the registration: a call cut short
         # (deadline, Ctrl-C) cannot know whether it landed.
         maybe_registered = False
+        # True once the server answered the inference call: it is done with the region.
+        answered = False
         try:
             try:
                 maybe_registered = True
@@ -269,48 +384,29 @@ class Client(ClientBase):
                     raise
                 maybe_registered = False  # the server refused it outright
                 raise ShmUnusable from exc
-            return self._send(prepared, deadline, segment)
+            try:
+                outputs = self._send(prepared, deadline, segment)
+            except RPC_ERRORS as exc:
+                answered = status_of(exc) not in _STILL_RUNNING
+                raise
+            answered = True
+            return outputs
         finally:
             # Local segment first: it must never outlive the call, whatever the server does.
             segment.destroy()
-            if maybe_registered:
-                # Noted before the call, so an interruption cannot lose it.
-                self._pending_unregister.add(plan.region)
-                self._unregister(plan.region, deadline)
+            if maybe_registered and not (answered and self._unregister_now(plan.region)):
+                # The server still runs the request (deadline, Ctrl-C) or has not let go yet:
+                # the janitor unregisters it when the request really ended.
+                self._janitor.add(plan.region)
 
-    def _unregister(self, region: str, deadline: Deadline) -> None:
+    def _unregister_now(self, region: str) -> bool:
         try:
-            self._tc.unregister_system_shared_memory(
-                region, client_timeout=max(0.05, deadline.cap(PROBE_TIMEOUT_S))
-            )
+            self._tc.unregister_system_shared_memory(region, client_timeout=PROBE_TIMEOUT_S)
         except RPC_ERRORS:
             # WAR: tritonserver 2.51 may refuse for a moment after the reply ("currently in
-            # use": it frees the request after sending the response). The name stays
-            # pending and is retried before the next registration and at close().
-            return
-        self._pending_unregister.discard(region)
-
-    def _flush_pending_unregister(self, deadline: Deadline, *, final: bool = False) -> None:
-        names = self._pending_unregister.take()
-        for index, name in enumerate(names):
-            try:
-                self._tc.unregister_system_shared_memory(name, client_timeout=deadline.cap(PROBE_TIMEOUT_S))
-            except RPC_ERRORS as exc:
-                if status_of(exc) is grpc.StatusCode.UNAVAILABLE:
-                    return  # the server is gone, and its registrations with it
-                if final and not deadline.expired():
-                    time.sleep(0.01)
-                    try:
-                        self._tc.unregister_system_shared_memory(
-                            name, client_timeout=deadline.cap(PROBE_TIMEOUT_S)
-                        )
-                        continue
-                    except RPC_ERRORS:
-                        pass
-                if not final:
-                    for rest in names[index:]:
-                        self._pending_unregister.add(rest)
-                    return
+            # use": it frees the request after sending the response).
+            return False
+        return True
 
     # ---- streaming -------------------------------------------------------
     def stream(
@@ -324,13 +420,18 @@ class Client(ClientBase):
         priority: int = 0,
         parameters: Mapping[str, str | int | float | bool] | None = None,
         timeout_s: float | None = None,
+        idle_timeout_s: float | None | Unset = UNSET,
     ) -> ResponseStream:
         """Send one request to a (decoupled) model; iterate over its responses as they arrive.
 
-        The returned stream ends after the model's final response; ``close()``
-        (or leaving its ``with`` block) before that cancels the request.
-        ``timeout_s`` bounds the whole stream (default: no deadline, generation
-        can be long). The request is checked before anything is sent::
+        The returned stream ends after the model's final response. The request
+        is cancelled on the server when the stream is left early: ``close()``,
+        leaving its ``with`` block, leaving a ``for`` loop over it (``break``,
+        an exception), or dropping the last reference to it. ``timeout_s``
+        bounds the whole stream (default: no deadline, generation can be long);
+        ``idle_timeout_s`` (default: the client's ``stream_idle_timeout_s``)
+        ends it with ``DeadlineExceededError`` when no response came for that
+        long. The request is checked before anything is sent::
 
             with client.stream("llm", {"PROMPT": prompt}) as responses:
                 for response in responses:
@@ -338,17 +439,22 @@ class Client(ClientBase):
         """
         self._check_open()
         deadline = Deadline(timeout_s)
-        spec = self.model_spec(model, version=version, timeout_s=timeout_s or self.timeout_s)
-        prepared = self._stream_request(
-            spec,
-            inputs,
-            version=version,
-            outputs=outputs,
-            request_id=request_id,
-            priority=priority,
-            parameters=parameters,
-        )
-        stream = ResponseStream(self, prepared, deadline)
+        meta = self.model_metadata(model, version=version, timeout_s=timeout_s or self.timeout_s)
+        try:
+            prepared = self._stream_request(
+                meta, inputs, version=version, outputs=outputs, request_id=request_id,
+                priority=priority, parameters=parameters,
+            )  # fmt: skip
+        except InvalidInputError:
+            if not self._stale(model, version, meta):
+                raise
+            meta = self.model_metadata(model, version=version, timeout_s=timeout_s or self.timeout_s)
+            prepared = self._stream_request(
+                meta, inputs, version=version, outputs=outputs, request_id=request_id,
+                priority=priority, parameters=parameters,
+            )  # fmt: skip
+        idle = self.stream_idle_timeout_s if idle_timeout_s is UNSET else idle_timeout_s
+        stream = ResponseStream(self, prepared, deadline, idle)
         self._streams.add(stream)
         return stream
 
@@ -398,97 +504,3 @@ class Client(ClientBase):
             if wait.deadline.expired():
                 raise wait.error() from wait.last
             time.sleep(wait.deadline.cap(poll_interval_s))
-
-
-class ResponseStream:
-    """The responses of one streamed request, as an iterator of ``{name: array}``.
-
-    Ends cleanly after the model's final response. ``close()`` (also on leaving
-    ``with``, on the owning client's close, or when garbage collected) cancels
-    a request still running and releases its gRPC stream.
-    """
-
-    def __init__(self, client: Client, prepared: PreparedRequest, deadline: Deadline) -> None:
-        self._client = client
-        self._prepared = prepared
-        self._deadline = deadline
-        self._queue: queue.SimpleQueue[tuple[Any, BaseException | None]] = queue.SimpleQueue()
-        self._done = False
-        self._close_lock = threading.Lock()
-        # tritonclient allows one stream per client object: each stream gets its own
-        # (the channel's TCP connection is shared by gRPC's subchannel pool).
-        self._tc: grpcclient.InferenceServerClient | None = grpcclient.InferenceServerClient(
-            client.url, channel_args=client._channel_args
-        )
-        try:
-            self._tc.start_stream(callback=self._on_response, stream_timeout=deadline.remaining_s())
-            self._tc.async_stream_infer(**prepared.send_kwargs(), enable_empty_final_response=True)
-        except BaseException:
-            self.close()
-            raise
-
-    def _on_response(self, result: Any, error: BaseException | None) -> None:
-        # Runs on tritonclient's reader thread: only hand over, never block or raise.
-        self._queue.put((result, error))
-
-    def __iter__(self) -> Iterator[dict[str, Array]]:
-        return self
-
-    def __next__(self) -> dict[str, Array]:
-        while not self._done:
-            result, error = self._queue.get()
-            if error is not None:
-                model = self._prepared.spec.name
-                self.close()
-                if status_of(error) is None:
-                    # An in-band error the model sent in a response: it carries no status code.
-                    raise ServerSideError(
-                        f"model '{model}' at {self._client.url} reported an error in its stream: {error}",
-                        model=model,
-                        hint="read the server log for this model",
-                    ) from error
-                raise self._client._translate(
-                    error,
-                    model=model,
-                    version=self._prepared.model_version,
-                    operation="stream",
-                    deadline=self._deadline,
-                ) from error
-            response = result.get_response()
-            outputs = decode_response(response, model=self._prepared.spec.name)
-            if is_final_response(response):
-                self._finish(cancel=False)
-            if outputs:
-                return outputs
-        raise StopIteration
-
-    def _finish(self, *, cancel: bool) -> None:
-        with self._close_lock:
-            self._done = True
-            tc, self._tc = self._tc, None
-        if tc is not None:
-            # Not cancelling lets the final exchange complete; cancelling stops the model's work.
-            tc.stop_stream(cancel_requests=cancel)
-            tc.close()
-
-    def close(self) -> None:
-        """Cancel the request if still running and release the stream. Idempotent."""
-        self._finish(cancel=True)
-
-    @property
-    def done(self) -> bool:
-        """True after the final response, an error, or ``close()``."""
-        return self._done
-
-    def __enter__(self) -> ResponseStream:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # At interpreter shutdown there is nothing useful to report.
-        with contextlib.suppress(Exception):
-            self.close()

@@ -28,8 +28,13 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True when nothing listens on ``host:port`` and it can be bound."""
+    """True when nothing listens on ``host:port`` and it can be bound.
+
+    Binds with ``SO_REUSEADDR``, as tritonserver does: a port left in TIME_WAIT by a server that
+    just stopped is free for the next one, while a port another socket listens on is not.
+    """
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

@@ -1,0 +1,381 @@
+"""The client under faults: safe retries, nothing pinned, fresh metadata, typed errors, no stream left running.
+
+Every test runs against the real bundled tritonserver and breaks it for real
+(SIGKILL, SIGSTOP, a reload with another config, a listener that never answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.support.client_models import write_counter
+from tests.support.pymodels import write_python_model
+from tests.test_client_shm import ECHO_CONFIG, ECHO_PY, X, _registered_regions
+from tritonkit.cli import main
+from tritonkit.client import AsyncClient, Client, RetryPolicy
+from tritonkit.errors import (
+    ClientClosedError,
+    ClientError,
+    ConnectError,
+    ConnectionLostError,
+    ConnectTimeoutError,
+    DeadlineExceededError,
+    OverloadedError,
+    QueueTimeoutError,
+)
+from tritonkit.server import TritonServer
+
+# Sleeps DELAY_MS, and appends one line per execution to the file named by the request
+# parameter "ledger": the server's own record of how often it ran a request.
+LEDGER_PY = """
+import json
+import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            ledger = json.loads(request.parameters() or "{}").get("ledger")
+            if ledger:
+                with open(ledger, "a") as f:
+                    f.write("ran\\n")
+            delay = pb_utils.get_input_tensor_by_name(request, "DELAY_MS").as_numpy()
+            time.sleep(float(delay.flat[0]) / 1000.0)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", delay)]))
+        return out
+"""
+LEDGER_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 1
+input [ {{ name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+{extra}
+"""
+# Requests wait at most 100 ms in the queue, then are rejected (no size limit).
+QUEUE_TIMEOUT = "dynamic_batching { default_queue_policy { default_timeout_microseconds: 100000 timeout_action: REJECT } }"
+RESIZED_CONFIG = """
+name: "resized"
+backend: "python"
+max_batch_size: {max_batch}
+input [ {{ name: "{name}" data_type: TYPE_FP32 dims: [ {width} ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ {width} ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+RESIZED_PY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "{name}").as_numpy())])
+            for r in requests
+        ]
+"""
+
+
+def _delay(ms: int) -> dict[str, np.ndarray]:
+    return {"DELAY_MS": np.array([[ms]], dtype=np.int32)}
+
+
+def _count(n: int, delay_ms: int) -> dict[str, np.ndarray]:
+    return {"N": np.array([n], dtype=np.int32), "DELAY_MS": np.array([delay_ms], dtype=np.int32)}
+
+
+def _wait_for(path: Path, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _ledger_server(repo: Path) -> TritonServer:
+    write_python_model(
+        repo, "ledger", config_pbtxt=LEDGER_CONFIG.format(name="ledger", extra=""), model_py=LEDGER_PY
+    )
+    return TritonServer(repo)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    repo = tmp_path_factory.mktemp("client_faults_repo")
+    write_python_model(
+        repo, "ledger", config_pbtxt=LEDGER_CONFIG.format(name="ledger", extra=""), model_py=LEDGER_PY
+    )
+    write_python_model(
+        repo,
+        "queued",
+        config_pbtxt=LEDGER_CONFIG.format(name="queued", extra=QUEUE_TIMEOUT),
+        model_py=LEDGER_PY,
+    )
+    write_python_model(repo, "echo", config_pbtxt=ECHO_CONFIG, model_py=ECHO_PY)
+    write_counter(repo, "counter", instances=2)
+    with TritonServer(repo) as started:
+        yield started
+
+
+# ---- 1. never sent vs maybe executed ------------------------------------------------
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_a_call_lost_when_the_server_dies_mid_flight_is_connection_lost_and_sent_again_only_if_idempotent(
+    tmp_path: Path, idempotent: bool
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    retry = RetryPolicy(max_attempts=3, initial_backoff_s=0.01, max_backoff_s=0.05, idempotent=idempotent)
+    with _ledger_server(tmp_path / "repo") as srv, Client(srv.grpc_url, timeout_s=20, retry=retry) as client:
+        client.model_metadata("ledger")
+        pid = srv.pid
+        assert pid is not None
+        killer = threading.Timer(0.5, lambda: os.killpg(pid, signal.SIGKILL))
+        killer.start()
+        started = time.monotonic()
+        with pytest.raises(ClientError) as caught:
+            client.infer("ledger", _delay(3000), parameters={"ledger": str(ledger)})
+        killer.join()
+    assert time.monotonic() - started < 3.0
+    assert ledger.read_text().count("ran") == 1, "the server executed the request once"
+    if idempotent:
+        # Sent again (the server is gone, so the next attempts are refused: never sent).
+        assert isinstance(caught.value, ConnectError)
+        assert "gave up after 3 attempts" in str(caught.value)
+    else:
+        assert type(caught.value) is ConnectionLostError
+        assert "may have executed" in str(caught.value)
+        assert "nothing accepted the connection" not in str(caught.value)
+        assert "gave up" not in str(caught.value), "a call that may have run was sent again"
+
+
+def test_a_listener_that_accepts_but_never_answers_is_a_connect_timeout_not_a_refusal() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    url = f"127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        started = time.monotonic()
+        with (
+            Client(url, timeout_s=10, connect_timeout_s=0.5) as client,
+            pytest.raises(ConnectTimeoutError) as caught,
+        ):
+            client.infer("any", {"X": np.zeros(1, np.float32)})
+        assert time.monotonic() - started < 2.0
+        assert isinstance(caught.value, DeadlineExceededError)
+        assert "nothing accepted" not in str(caught.value)
+        result = CliRunner().invoke(main, ["infer", "any", "--url", url, "--timeout-s", "1"])
+        assert result.exit_code != 0
+        assert "nothing accepted" not in result.output
+        assert "did not answer" in result.output
+    finally:
+        listener.close()
+
+
+def test_a_queue_timeout_is_reported_as_a_queue_timeout_not_a_full_queue(server: TritonServer) -> None:
+    async def run() -> list[BaseException | dict[str, np.ndarray]]:
+        async with AsyncClient(server.grpc_url, timeout_s=20) as client:
+            await client.model_metadata("queued")
+            return await asyncio.gather(
+                *(client.infer("queued", _delay(400)) for _ in range(3)), return_exceptions=True
+            )
+
+    outcomes = asyncio.run(run())
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert refused, outcomes
+    for error in refused:
+        assert isinstance(error, QueueTimeoutError), error
+        assert isinstance(error, OverloadedError)
+        assert "queue timeout" in str(error)
+        assert "full" not in str(error)
+
+
+# ---- 2. shared memory released when the request really ends ---------------------
+def test_close_right_after_a_deadline_still_releases_the_shared_memory_the_server_held(
+    server: TritonServer,
+) -> None:
+    client = Client(server.grpc_url)
+    client.model_metadata("echo")
+    with pytest.raises(DeadlineExceededError):
+        client.infer("echo", {"X": X}, parameters={"sleep_ms": 1500}, timeout_s=0.3)
+    assert _registered_regions(server.grpc_url), "the server should still hold the region while it runs"
+    client.close()  # the server still runs the request for about a second
+    assert _registered_regions(server.grpc_url) == []
+
+
+def test_a_cancelled_async_call_releases_its_shared_memory_after_the_client_is_gone(
+    server: TritonServer,
+) -> None:
+    async def run() -> None:
+        client = AsyncClient(server.grpc_url)
+        await client.model_metadata("echo")
+        task = asyncio.create_task(client.infer("echo", {"X": X}, parameters={"sleep_ms": 1500}))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await client.close()
+
+    asyncio.run(run())
+    assert _registered_regions(server.grpc_url) == []
+
+
+# ---- 3. metadata refreshed after a reload ---------------------------------------------
+def test_the_client_follows_a_reload_that_renames_an_input_and_changes_the_batch_size(tmp_path: Path) -> None:
+    def write(name: str, width: int, max_batch: int) -> None:
+        config = RESIZED_CONFIG.format(name=name, width=width, max_batch=max_batch)
+        write_python_model(
+            tmp_path, "resized", config_pbtxt=config, model_py=RESIZED_PY.replace("{name}", name)
+        )
+
+    write("X", 4, 8)
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    with (
+        TritonServer(tmp_path, model_control="explicit", models=["resized"]) as srv,
+        Client(srv.grpc_url) as client,
+    ):
+        assert client.infer("resized", {"X": a})["Y"].shape == (2, 4)
+        write("Z", 3, 2)
+        srv.load_model("resized")
+        # Valid for the new config, invalid for the cached one: fetched again, then sent.
+        assert client.infer("resized", {"Z": a[:, :3]})["Y"].tolist() == [[0, 1, 2], [4, 5, 6]]
+        assert client.model_metadata("resized").max_batch_size == 2
+
+        async def run() -> list[list[float]]:
+            async with AsyncClient(srv.grpc_url) as async_client:
+                await async_client.infer("resized", {"Z": a[:1, :3]})
+                write("W", 2, 4)
+                srv.load_model("resized")
+                return (await async_client.infer("resized", {"W": a[:, :2]}))["Y"].tolist()
+
+        assert asyncio.run(run()) == [[0, 1], [4, 5]]
+
+
+# ---- 4. AsyncClient: typed errors on close, one event loop -------------------------
+def test_closing_an_async_client_ends_its_calls_in_flight_with_a_typed_error(server: TritonServer) -> None:
+    async def run() -> list[BaseException | dict[str, np.ndarray]]:
+        client = AsyncClient(server.grpc_url)
+        await client.model_metadata("ledger")
+        calls = [asyncio.create_task(client.infer("ledger", _delay(1000))) for _ in range(3)]
+        stream = client.stream("counter", _count(100, 20))
+        reader = asyncio.create_task(stream.__anext__())
+        await asyncio.sleep(0.3)
+        await client.close()
+        return await asyncio.gather(*calls, reader, return_exceptions=True)
+
+    outcomes = asyncio.run(run())
+    calls, stream = outcomes[:3], outcomes[3]
+    for outcome in calls:
+        assert isinstance(outcome, ClientClosedError), outcome
+        assert "closed while it was in flight" in str(outcome)
+    assert isinstance(stream, (ClientClosedError, dict)), stream
+
+
+def test_an_async_client_used_from_a_second_event_loop_is_refused_with_a_typed_error(
+    server: TritonServer,
+) -> None:
+    client = AsyncClient(server.grpc_url)
+
+    async def call() -> dict[str, np.ndarray]:
+        return await client.infer("ledger", _delay(1))
+
+    assert asyncio.run(call())["OUT"].tolist() == [[1]]
+    with pytest.raises(ClientError, match="another event loop"):
+        asyncio.run(call())
+
+
+# ---- 5. a frozen server is noticed -------------------------------------------------
+def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_deadline_by_keepalive(
+    server: TritonServer,
+) -> None:
+    pid = server.pid
+    assert pid is not None
+    with Client(server.grpc_url, timeout_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0) as client:
+        client.model_metadata("ledger")
+        stream = client.stream("counter", _count(200, 50), idle_timeout_s=1.0)  # no overall deadline
+        next(stream)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(DeadlineExceededError, match="no response for 1 s"):
+                for _ in stream:
+                    pass
+            assert time.monotonic() - started < 3.0
+            assert stream.done
+            started = time.monotonic()
+            with pytest.raises(ConnectionLostError):
+                client.infer("ledger", _delay(1))  # no deadline: only keepalive can end it
+            assert time.monotonic() - started < 8.0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    with Client(server.grpc_url) as client:
+        assert client.infer("ledger", _delay(1))["OUT"].tolist() == [[1]]
+
+
+def test_streams_have_an_idle_timeout_and_channels_keepalive_by_default() -> None:
+    client = Client("127.0.0.1:1")
+    options = dict(client._channel_args)
+    assert client.stream_idle_timeout_s == 60.0
+    assert options["grpc.keepalive_time_ms"] == 330_000
+    assert options["grpc.keepalive_timeout_ms"] == options["grpc.http2.ping_timeout_ms"] == 20_000
+    assert options["grpc.http2.max_pings_without_data"] == 0
+    # The connect timeout and the reconnect backoff are separate options.
+    quick = Client("127.0.0.1:1", connect_timeout_s=2.5, reconnect_backoff_max_s=0.2)
+    assert dict(quick._channel_args)["grpc.min_reconnect_backoff_ms"] == 2500
+    assert dict(quick._channel_args)["grpc.max_reconnect_backoff_ms"] == 200
+    client.close()
+    quick.close()
+
+
+# ---- 6. abandoned streams are cancelled ------------------------------------------------
+def test_leaving_a_for_loop_over_a_stream_cancels_the_request_on_the_server(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    left_loop, dropped = tmp_path / "left-loop", tmp_path / "dropped"
+    with Client(server.grpc_url) as client:
+        stream = client.stream("counter", _count(200, 20), parameters={"marker": str(left_loop)})
+        for response in stream:  # still referenced by `stream` after the loop
+            if int(response["I"][0]) == 2:
+                break
+        assert _wait_for(left_loop), "the model kept generating after the loop was left"
+        assert int(left_loop.read_text()) < 100
+        assert stream.done
+
+        seen = 0
+        for response in client.stream("counter", _count(200, 20), parameters={"marker": str(dropped)}):
+            seen = int(response["I"][0])
+            if seen == 2:
+                break
+        assert _wait_for(dropped), "the model kept generating after the stream was dropped"
+
+
+def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_server(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    marker = tmp_path / "async-left-loop"
+
+    async def run() -> None:
+        async with AsyncClient(server.grpc_url) as client:
+            stream = client.stream("counter", _count(200, 20), parameters={"marker": str(marker)})
+            async for response in stream:
+                if int(response["I"][0]) == 2:
+                    break
+            for _ in range(100):
+                if marker.exists():
+                    return
+                await asyncio.sleep(0.05)
+
+    asyncio.run(run())
+    assert _wait_for(marker, timeout_s=1.0), "the model kept generating after the loop was left"

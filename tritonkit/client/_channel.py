@@ -1,0 +1,188 @@
+"""The connection step: a request is sent only on a connected channel.
+
+Telling "never sent" from "maybe executed" needs to know whether the request
+left the client. gRPC does not say so in its errors (both come back as
+``UNAVAILABLE``), but its channel state does: a call is sent only once the
+channel is READY, and a connection that breaks mid-call takes the channel out
+of READY before the call's error reaches us (measured on grpcio 1.85 against
+tritonserver 2.51: the state is IDLE within microseconds of the error).
+
+So both clients check the channel state before sending (a few hundred
+nanoseconds) and, when it is not READY, wait for a connection here first:
+refused or unknown hosts end as ``ConnectError``, no connection in time as
+``ConnectTimeoutError``, and the request has not been sent in either case.
+After an ``UNAVAILABLE``, the state says whether the server answered (still
+READY) or the connection broke (not READY).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import grpc
+
+from tritonkit.client._retry import Deadline
+from tritonkit.errors import ConnectError, ConnectTimeoutError
+
+__all__ = [
+    "READY",
+    "ConnectState",
+    "aio_connect",
+    "aio_is_ready",
+    "cygrpc_channel",
+    "sync_connect",
+]
+
+# gRPC core's connectivity states, as the low-level channel reports them.
+IDLE, CONNECTING, READY, TRANSIENT_FAILURE, SHUTDOWN = 0, 1, 2, 3, 4
+_AIO_READY = grpc.ChannelConnectivity.READY
+_AIO_FAILURE = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
+#: How long one wait for a state change may block a thread before it looks at the clock again.
+_WATCH_SLICE_S = 0.25
+
+
+def cygrpc_channel(tc: Any) -> Any:
+    """The low-level channel under a sync tritonclient, whose state can be read without a thread.
+
+    WAR: grpc's public ``Channel.subscribe`` reports state changes late, through a
+    polling thread; the state right after an error must be read directly. Both
+    attributes are private (tritonclient's ``_channel``, grpc's ``_channel``).
+    """
+    return tc._channel._channel
+
+
+class ConnectState:
+    """What the last connection attempt of one client ended in (for fail-fast calls)."""
+
+    __slots__ = ("timed_out",)
+
+    def __init__(self) -> None:
+        #: The last attempt found something that accepted TCP but never completed the handshake.
+        self.timed_out = False
+
+
+def _not_connected(
+    *,
+    url: str,
+    operation: str,
+    model: str | None,
+    timed_out: bool,
+    waited_s: float,
+    deadline: Deadline,
+    connect_timeout_s: float,
+) -> ConnectError:
+    never = "the request was not sent"
+    if timed_out:
+        by_deadline = deadline.timeout_s is not None and waited_s < connect_timeout_s * 0.9
+        limit = (
+            f"the deadline of {deadline.timeout_s:g} s"
+            if by_deadline
+            else f"the connect timeout of {connect_timeout_s:g} s"
+        )
+        return ConnectTimeoutError(
+            f"no connection to Triton at {url} for {operation} within {limit}: something accepted the "
+            f"TCP connection but did not answer as a gRPC server; {never}",
+            model=model,
+            hint="check that host:port is Triton's gRPC port (default 8001) and that the server is not "
+            "frozen or overloaded; raise Client(connect_timeout_s=...) for slow networks",
+        )
+    return ConnectError(
+        f"cannot connect to Triton at {url} for {operation}: nothing accepted the connection; {never}",
+        model=model,
+        hint="start the server, or check the host:port given as --url / Client(url)",
+    )
+
+
+def sync_connect(
+    channel: Any,
+    state: ConnectState,
+    *,
+    url: str,
+    operation: str,
+    model: str | None,
+    deadline: Deadline,
+    connect_timeout_s: float,
+) -> None:
+    """Block until ``channel`` (a cygrpc channel) is READY; raise ``ConnectError`` if it will not be."""
+    started = time.monotonic()
+    current = channel.check_connectivity_state(True)
+    if current == TRANSIENT_FAILURE:
+        # gRPC is between attempts (its reconnect backoff): fail fast, as a call would.
+        raise _failed(state, url, operation, model, 0.0, deadline, connect_timeout_s)
+    limit_s = deadline.cap(connect_timeout_s)
+    while current != READY:
+        waited_s = time.monotonic() - started
+        if current in (TRANSIENT_FAILURE, SHUTDOWN):
+            raise _failed(state, url, operation, model, waited_s, deadline, connect_timeout_s)
+        left_s = limit_s - waited_s
+        if left_s <= 0:
+            state.timed_out = True
+            raise _not_connected(
+                url=url, operation=operation, model=model, timed_out=True, waited_s=waited_s,
+                deadline=deadline, connect_timeout_s=connect_timeout_s,
+            )  # fmt: skip
+        event = channel.watch_connectivity_state(current, time.time() + min(left_s, _WATCH_SLICE_S))
+        if event.success:
+            current = channel.check_connectivity_state(False)
+    state.timed_out = False
+
+
+def _failed(
+    state: ConnectState,
+    url: str,
+    operation: str,
+    model: str | None,
+    waited_s: float,
+    deadline: Deadline,
+    connect_timeout_s: float,
+) -> ConnectError:
+    # The channel's own connect timer is connect_timeout_s: an attempt that failed only
+    # after about that long timed out (nothing answered); a quick failure was refused.
+    if waited_s > 0:
+        state.timed_out = waited_s >= connect_timeout_s * 0.9
+    return _not_connected(
+        url=url, operation=operation, model=model, timed_out=state.timed_out, waited_s=waited_s,
+        deadline=deadline, connect_timeout_s=connect_timeout_s,
+    )  # fmt: skip
+
+
+def aio_is_ready(channel: grpc.aio.Channel) -> bool:
+    """True when the asyncio channel is connected."""
+    return channel.get_state(False) is _AIO_READY
+
+
+async def aio_connect(
+    channel: grpc.aio.Channel,
+    state: ConnectState,
+    *,
+    url: str,
+    operation: str,
+    model: str | None,
+    deadline: Deadline,
+    connect_timeout_s: float,
+) -> None:
+    """Wait until the asyncio ``channel`` is READY; raise ``ConnectError`` if it will not be."""
+    started = time.monotonic()
+    current = channel.get_state(True)
+    if current is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+        raise _failed(state, url, operation, model, 0.0, deadline, connect_timeout_s)
+    limit_s = deadline.cap(connect_timeout_s)
+    while current is not _AIO_READY:
+        waited_s = time.monotonic() - started
+        if current in _AIO_FAILURE:
+            raise _failed(state, url, operation, model, waited_s, deadline, connect_timeout_s)
+        left_s = limit_s - waited_s
+        if left_s <= 0:
+            state.timed_out = True
+            raise _not_connected(
+                url=url, operation=operation, model=model, timed_out=True, waited_s=waited_s,
+                deadline=deadline, connect_timeout_s=connect_timeout_s,
+            )  # fmt: skip
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(current), left_s)
+        except asyncio.TimeoutError:
+            continue
+        current = channel.get_state(False)
+    state.timed_out = False
