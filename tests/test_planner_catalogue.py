@@ -10,7 +10,7 @@ from tritonkit.planner import GIB, GPUS, custom_gpu, find_gpu, gpu_names, overri
 REQUIRED = ["T4", "L4", "A10", "A100-40GB", "A100-80GB", "H100-SXM", "H200", "L40S", "RTX-4090", "JETSON-ORIN-64GB"]
 
 
-def test_the_catalogue_holds_every_card_the_issue_names() -> None:
+def test_the_catalogue_holds_every_common_serving_card() -> None:
     assert set(REQUIRED) <= set(gpu_names())
 
 

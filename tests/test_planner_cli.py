@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tritonkit.cli import main
-from tritonkit.perf.result import LatencyStats, RunMetadata, RunResult, StepResult
+from tritonkit.perf import PerfResult
+from tritonkit.perf.measure import LatencyStats, RunMetadata, ServerBreakdown, StepMetrics, StepResult
+from tritonkit.planner import Scenario, ServiceModel, simulate
 
 DATA = Path(__file__).parent / "data" / "planner"
 LLAMA3 = str(DATA / "llama-3-8b.json")
@@ -112,37 +115,128 @@ def test_nothing_to_plan_says_what_to_pass() -> None:
     assert code == 2 and "--hf-config" in out and "--from-result" in out
 
 
-def test_weights_too_big_for_the_gpu_exit_2_with_a_tp_hint() -> None:
-    code, out = _run("--hf-config", str(DATA / "mixtral-8x7b.json"), "--gpu", "L40S")
+def test_weights_too_big_for_the_gpu_at_the_given_tp_exit_2_with_a_tp_hint() -> None:
+    code, out = _run("--hf-config", str(DATA / "mixtral-8x7b.json"), "--gpu", "L40S", "--tp", "1")
     assert code == 2 and "do not fit" in out and "--tp" in out
 
 
-def test_from_result_sizes_a_non_llm_model(tmp_path: Path) -> None:
-    result = RunResult(
-        metadata=RunMetadata(model="resnet50", url="127.0.0.1:8001", protocol="grpc", started_utc="2026-11-29T10:00:00Z"),
+def test_llama_3_70b_on_a100_chooses_tensor_parallel_2_and_says_so() -> None:
+    code, out = _run("--hf-config", str(DATA / "llama-3-70b.json"), "--gpu", "A100-80GB", "--qps", "2")
+    assert code == 0, out
+    assert "× TP 2" in out and "chosen: the smallest tensor-parallel size" in out
+    assert "(bf16: the model's own dtype" in out and "(fp16" not in out
+
+
+def test_no_wording_points_at_documents_the_user_cannot_read() -> None:
+    _, out = _run("--hf-config", LLAMA3, "--gpu", "A100-80GB", "--qps", "20", "--p99-ms", "9000")
+    _, helptext = _run("--help")
+    for text in (out, helptext):
+        assert "brief" not in text.lower() and "issue" not in text.lower()
+    assert "rule of thumb" in out
+
+
+def _result_file(path: Path, steps: tuple[tuple[float, float, float, float], ...]) -> Path:
+    result = PerfResult(
+        metadata=RunMetadata(model="resnet50", url="127.0.0.1:8001", protocol="grpc",
+                             started_utc="2026-11-29T10:00:00Z", generator_cpu_count=2),
         steps=[
             StepResult(load_mode="concurrency", load_value=c, throughput_per_s=thr,
-                       latency=LatencyStats(p50_ms=p50, p90_ms=p50, p95_ms=p99, p99_ms=p99))
-            for c, thr, p50, p99 in ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0), (8, 100.0, 80.0, 200.0))
+                       latency=LatencyStats(p50_ms=p50, p90_ms=p50, p95_ms=p99, p99_ms=p99, mean_ms=p50))
+            for c, thr, p50, p99 in steps
         ],
-    ).save(tmp_path / "result.json")
+    )
+    return result.save(path)
+
+
+def _known_cost_run(path: Path, levels: list[float]) -> Path:
+    """What perf would record for a model of S(b) = 5 + 2·b ms behind 1 ms of overhead (window 0)."""
+    model, scenario = ServiceModel(5.0, 2.0, 1.0, 0.0), Scenario(1, 8, 0)
+    steps = []
+    for level in levels:
+        sim = simulate(model, scenario, load_mode="concurrency", load_value=level)
+        steps.append(StepResult(
+            load_mode="concurrency", load_value=level, throughput_per_s=sim.throughput_per_s,
+            latency=LatencyStats(p50_ms=sim.p50_ms, p90_ms=sim.p99_ms, p95_ms=sim.p99_ms, p99_ms=sim.p99_ms,
+                                 mean_ms=sim.mean_ms),
+            server=ServerBreakdown(queue_us=(sim.mean_ms - 1.0 - sim.service_ms_per_request) * 1000,
+                                   compute_infer_us=sim.service_ms_per_request * 1000),
+            metrics=StepMetrics(raw={"nv_inference_count": 100.0 * sim.items_per_exec,
+                                     "nv_inference_exec_count": 100.0}),
+        ))
+    return PerfResult(metadata=RunMetadata(model="cost", url="127.0.0.1:8001", protocol="grpc",
+                                           started_utc="2026-11-30T10:00:00Z"), steps=steps).save(path)
+
+
+def test_from_result_sizes_a_non_llm_model(tmp_path: Path) -> None:
+    result = _result_file(tmp_path / "result.json", ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0),
+                                                     (8, 100.0, 80.0, 200.0)))
     code, out = _run("--from-result", str(result), "--qps", "200", "--p99-ms", "100", "--efficiency", "0.6",
                      "--json")
     assert code == 0, out
     data = json.loads(out)
     assert data["kind"] == "measured"
-    assert data["measurement"]["qps_per_gpu_measured"] == 80.0
+    assert data["measurement"]["qps_per_unit"] == 80.0
     assert data["fleet"]["gpus_needed"] == 5
     assert data["explain"]["gpus_needed"]["basis"] == "measured"
     code, text = _run("--from-result", str(result), "--qps", "200")
-    assert code == 0 and "measured" in text and "serial QPS₁" in text
+    assert code == 0 and "serial QPS₁" in text and "2-core CPU host" in text
+    assert "lower bound" in text and "extend the ladder" in text
 
 
-def test_from_result_with_a_broken_file_names_the_missing_field(tmp_path: Path) -> None:
+def test_from_result_accepts_the_toolkits_own_result_with_failed_requests(tmp_path: Path) -> None:
+    result = PerfResult.load(_result_file(tmp_path / "r.json", ((1, 25.0, 40.0, 45.0), (8, 100.0, 80.0, 90.0))))
+    result.steps[1].error_count, result.steps[1].error_note = 4, "deadline exceeded"
+    result.stop_reason = "request_errors"
+    code, out = _run("--from-result", str(result.save(tmp_path / "result.json")), "--qps", "100")
+    assert code == 0, out
+    assert "failed request" in out and "QPS per 2-core CPU host (below the knee)" in out
+
+
+def test_the_measured_config_caps_the_suggested_batch_size(tmp_path: Path) -> None:
+    result = _result_file(tmp_path / "result.json", ((1, 900.0, 1.0, 1.5), (16, 5578.0, 2.8, 4.9)))
+    demo = Path(__file__).parents[1] / "model_repository" / "demo_mlp"
+    code, out = _run("--from-result", str(result), "--model-config", str(demo), "--qps", "1000", "--json")
+    assert code == 0, out
+    assert json.loads(out)["serving"]["max_batch_size"] == 8
+
+
+def test_predict_then_check_writes_the_predictions_and_scores_a_later_run(tmp_path: Path) -> None:
+    calib = _known_cost_run(tmp_path / "calib.json", [1, 2, 4])
+    config = tmp_path / "config.pbtxt"
+    config.write_text('name: "m"\nbackend: "python"\nmax_batch_size: 8\n'
+                      "dynamic_batching { max_queue_delay_microseconds: 0 }\n"
+                      "instance_group { count: 1 kind: KIND_CPU }\n")
+    plan_path = tmp_path / "plan.json"
+    code, out = _run("--from-result", str(calib), "--model-config", str(config), "--predict-concurrency", "64",
+                     "--out", str(plan_path))
+    assert code == 0, out
+    assert "[predictions]" in out and "closed loop" in out
+    saved = json.loads(plan_path.read_text())["predictions"]["predictions"]
+    assert saved[0]["throughput_per_s"] == pytest.approx(8000 / 21, rel=0.02)  # B / S(B) with S = 5 + 2·8 ms
+    later = _result_file(tmp_path / "later.json", ((64, 8000 / 21 * 1.05, 170.0, 180.0),))
+    code, out = _run("--check", str(later), "--predictions", str(plan_path))
+    assert code == 0, out
+    error = saved[0]["throughput_per_s"] / (8000 / 21 * 1.05) - 1  # about −4.8 %
+    assert "throughput_per_s" in out and f"{error:+.1%}" in out
+
+
+def test_predictions_without_the_measured_config_say_what_to_pass(tmp_path: Path) -> None:
+    calib = _known_cost_run(tmp_path / "calib.json", [1])
+    code, out = _run("--from-result", str(calib), "--predict-concurrency", "8")
+    assert code == 2 and "--model-config" in out
+
+
+def test_check_without_predictions_says_what_to_pass(tmp_path: Path) -> None:
+    later = _result_file(tmp_path / "later.json", ((64, 100.0, 170.0, 180.0),))
+    code, out = _run("--check", str(later))
+    assert code == 2 and "--predictions" in out
+
+
+def test_from_result_with_a_file_that_is_not_a_perf_result_says_so(tmp_path: Path) -> None:
     bad = tmp_path / "result.json"
     bad.write_text(json.dumps({"steps": [{"concurrency": 1, "latency_ms": {"p50": 10}}]}))
     code, out = _run("--from-result", str(bad), "--qps", "10")
-    assert code == 2 and "throughput_per_s" in out
+    assert code == 2 and "schema_version" in out
 
 
 def test_plan_help_shows_an_example() -> None:

@@ -1,4 +1,4 @@
-"""The brief's §1–2 arithmetic, with the source notes' wrong figures corrected."""
+"""The sizing arithmetic, with the source notes' wrong figures corrected."""
 
 from __future__ import annotations
 

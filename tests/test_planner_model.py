@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ from tritonkit.errors import ConfigError
 from tritonkit.planner import (
     KIB,
     ModelOverrides,
-    ModelSpec,
+    TransformerShape,
     load_hf_config,
     model_from_hf_config,
     model_from_values,
@@ -20,7 +21,7 @@ from tritonkit.planner import (
 DATA = Path(__file__).parent / "data" / "planner"
 
 
-def _load(name: str, **overrides: int) -> ModelSpec:
+def _load(name: str, **overrides: Any) -> TransformerShape:
     path = DATA / f"{name}.json"
     return model_from_hf_config(load_hf_config(path), source=str(path), overrides=ModelOverrides(**overrides))
 

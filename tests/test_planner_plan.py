@@ -9,24 +9,23 @@ from pathlib import Path
 import pytest
 
 from tritonkit.errors import ConfigError, PlanError
-from tritonkit.perf.result import LatencyStats, RunMetadata, RunResult, StepResult
+from tritonkit.perf import PerfResult
+from tritonkit.perf.measure import LatencyStats, RunMetadata, StepResult
 from tritonkit.planner import (
     BASES,
     GIB,
     MIB,
     CapacityPlan,
-    ModelSpec,
     PlanAssumptions,
+    TransformerShape,
     Workload,
     custom_gpu,
     find_gpu,
     find_precision,
     load_hf_config,
     load_measurement,
-    measurement_from_dict,
     model_from_hf_config,
     model_from_values,
-    plan_from_measurement,
     plan_llm,
 )
 
@@ -37,7 +36,7 @@ UNIT_IN_KEY = {"B": "bytes", "GiB": "gib", "MiB": "mib", "KiB": "kib", "GB/s": "
                "tok/s": "tokens_per_s", "req/s": "qps", "TFLOPS": "tflops", "TOPS": "tops"}
 
 
-def _model(name: str) -> ModelSpec:
+def _model(name: str) -> TransformerShape:
     path = DATA / f"{name}.json"
     return model_from_hf_config(load_hf_config(path), source=str(path))
 
@@ -50,7 +49,7 @@ def _llama3_plan(**workload: float | str) -> CapacityPlan:
 
 def _write_result(path: Path, steps: list[tuple[float, float, float, float, int]], batch_size: int = 1) -> Path:
     """A result.json in the perf subsystem's own schema: (concurrency, infer/s, p50, p99, errors) per step."""
-    result = RunResult(
+    result = PerfResult(
         metadata=RunMetadata(model="resnet50", url="127.0.0.1:8001", protocol="grpc",
                              started_utc="2026-11-29T10:00:00Z", batch_size=batch_size),
         steps=[
@@ -95,7 +94,7 @@ def test_a_4_gb_model_on_jetson_orin_decodes_at_most_51_tokens_per_s() -> None:
     assert plan.value("decode_tokens_per_s_per_stream") < 25.6
 
 
-def test_the_briefs_edge_rule_counts_unbatched_streams_at_a_per_user_rate() -> None:
+def test_the_edge_rule_of_thumb_counts_unbatched_streams_at_a_per_user_rate() -> None:
     model = model_from_values(num_layers=32, num_kv_heads=32, head_dim=128, total_params=7 * 10**9)
     plan = plan_llm(model, find_gpu("JETSON-ORIN-64GB"), find_precision("q4_k_m"),
                     Workload(input_tokens=256, output_tokens=256, tokens_per_s_per_user=10),
@@ -146,16 +145,45 @@ def test_fleet_sizing_uses_the_replica_throughput_and_littles_law() -> None:
     assert plan.line("gpus_needed").basis == "theory"
 
 
-def test_weights_that_do_not_fit_suggest_the_tensor_parallel_degree() -> None:
-    mixtral = _model("mixtral-8x7b")
-    with pytest.raises(PlanError) as info:
-        plan_llm(mixtral, find_gpu("A100-80GB"), find_precision("bf16"), Workload(target_qps=1))
-    assert "do not fit" in info.value.message and info.value.hint is not None and "--tp 2" in info.value.hint
-    plan = plan_llm(mixtral, find_gpu("A100-80GB"), find_precision("bf16"), Workload(target_qps=1),
-                    PlanAssumptions(tensor_parallel=2))
+def test_weights_that_do_not_fit_one_gpu_get_the_smallest_tensor_parallel_size_that_fits() -> None:
+    mixtral = _model("mixtral-8x7b")  # 87 GiB of bf16 weights: more than one A100-80GB holds
+    plan = plan_llm(mixtral, find_gpu("A100-80GB"), find_precision("bf16"), Workload(target_qps=1))
+    assert plan.value("tensor_parallel") == 2 and plan.suggestion.tensor_parallel == 2
+    assert plan.line("tensor_parallel").note.startswith("chosen: the smallest tensor-parallel size")
     assert plan.value("gpus_needed") % 2 == 0
     assert plan.value("weights_gib_per_gpu") == pytest.approx(mixtral.total_params * 2 / 2 / GIB)
-    assert plan.suggestion.tensor_parallel == 2
+
+
+def test_a_tensor_parallel_size_given_that_does_not_fit_is_refused_with_the_one_that_would() -> None:
+    mixtral = _model("mixtral-8x7b")
+    with pytest.raises(PlanError) as info:
+        plan_llm(mixtral, find_gpu("A100-80GB"), find_precision("bf16"), Workload(target_qps=1),
+                 PlanAssumptions(tensor_parallel=1))
+    assert "do not fit" in info.value.message and info.value.hint is not None and "--tp 2" in info.value.hint
+
+
+def test_llama_3_70b_plans_on_a100_80gb_at_tensor_parallel_2() -> None:
+    plan = plan_llm(_model("llama-3-70b"), find_gpu("A100-80GB"), find_precision("bf16"), Workload(target_qps=2))
+    assert plan.value("tensor_parallel") == 2  # 131 GiB of weights: two 80 GiB GPUs, not one, not four
+    assert plan.value("weights_gib_per_gpu") == pytest.approx(plan.value("weights_gib") / 2)
+
+
+def test_a_model_no_tensor_parallel_size_can_hold_is_refused_naming_the_sizes_tried() -> None:
+    with pytest.raises(PlanError) as info:
+        plan_llm(_model("llama-3-70b"), find_gpu("L4"), find_precision("fp16"), Workload(target_qps=1),
+                 PlanAssumptions(reserve_fraction=0.9))
+    assert "any tensor-parallel size" in info.value.message and "16" in info.value.message
+
+
+def test_the_kv_cache_line_names_the_precision_actually_used() -> None:
+    bf16 = _llama3_plan()
+    assert "(bf16:" in bf16.line("kv_bytes_per_token").note and bf16.inputs["kv_dtype"] == "bf16"
+    fp16 = plan_llm(_model("llama-3-8b"), find_gpu("A100-80GB"), find_precision("fp16"), Workload())
+    assert "(fp16:" in fp16.line("kv_bytes_per_token").note
+    fp8 = plan_llm(_model("llama-3-8b"), find_gpu("H100"), find_precision("bf16"), Workload(),
+                   PlanAssumptions(kv_dtype="fp8"))
+    assert "1 B (fp8: given" in fp8.line("kv_bytes_per_token").note
+    assert fp8.value("kv_bytes_per_token") == bf16.value("kv_bytes_per_token") // 2
 
 
 def test_fp8_on_a_gpu_without_fp8_is_refused_with_alternatives() -> None:
@@ -181,7 +209,8 @@ def test_serving_suggestion_follows_the_plan() -> None:
     s = plan.suggestion
     assert s.max_batch_size == plan.value("concurrent_sequences")
     assert s.max_input_len == 3000 and s.max_seq_len == 5000
-    assert s.max_num_tokens is not None and s.max_num_tokens >= 3000 + s.max_batch_size
+    assert s.max_num_tokens is not None and s.max_batch_size is not None
+    assert s.max_num_tokens >= 3000 + s.max_batch_size
     assert s.max_num_tokens % 256 == 0
     assert s.kv_cache_free_gpu_mem_fraction is not None and 0 < s.kv_cache_free_gpu_mem_fraction < 1
     assert s.gpus == plan.value("gpus_recommended")
@@ -228,82 +257,3 @@ def test_a_measurement_replaces_theory_and_the_plan_says_which_is_which(tmp_path
     assert plan.line("gpus_needed").basis == "measured"
     assert plan.value("gpus_needed") == 15  # ceil(20 / (3.0 × 0.45)) = ceil(14.8)
     assert plan.value("in_flight_requests") == pytest.approx(20 * 2.6)
-
-
-def test_a_non_llm_model_is_sized_from_its_perf_result(tmp_path: Path) -> None:
-    path = _write_result(tmp_path / "result.json", [
-        (1, 25.0, 40.0, 45.0, 0), (2, 45.0, 44.0, 60.0, 0), (4, 80.0, 50.0, 90.0, 0),
-        (8, 100.0, 80.0, 200.0, 0), (16, 120.0, 130.0, 400.0, 3),
-    ])
-    measurement = load_measurement(path)
-    assert measurement.serial_qps() == 25.0
-    plan = plan_from_measurement(measurement, Workload(target_qps=200, p99_ms=100),
-                                 PlanAssumptions(efficiency=0.6), instances_per_gpu=2)
-    assert plan.value("qps_serial") == 25.0
-    assert plan.value("qps_per_gpu_measured") == 80.0  # concurrency 4: best with P99 ≤ 100 ms
-    assert plan.value("gpus_needed") == 5  # ceil(200 / (80 × 0.6)) = ceil(4.17)
-    assert plan.value("instances_total") == plan.value("gpus_recommended") * 2
-    assert plan.suggestion.max_batch_size == 4 and plan.suggestion.instance_count == 2
-    assert plan.suggestion.max_queue_delay_us == 5000
-    assert plan.value("in_flight_requests") == pytest.approx(200 * 0.050)
-
-
-def test_the_briefs_serial_example_gives_14_gpus_from_a_measured_batch_1_run(tmp_path: Path) -> None:
-    path = _write_result(tmp_path / "result.json", [(1, 25.0, 40.0, 60.0, 0)])
-    plan = plan_from_measurement(load_measurement(path), Workload(target_qps=200), PlanAssumptions(efficiency=0.6))
-    assert plan.value("gpus_needed") == 14
-
-
-def test_steps_with_errors_are_never_taken_as_capacity(tmp_path: Path) -> None:
-    path = _write_result(tmp_path / "result.json", [(1, 25.0, 40.0, 45.0, 0), (8, 500.0, 20.0, 30.0, 1)])
-    plan = plan_from_measurement(load_measurement(path), Workload(target_qps=100))
-    assert plan.value("qps_per_gpu_measured") == 25.0
-
-
-def test_a_p99_target_no_step_meets_is_a_plan_error(tmp_path: Path) -> None:
-    path = _write_result(tmp_path / "result.json", [(1, 25.0, 40.0, 45.0, 0)])
-    with pytest.raises(PlanError, match="P99 ≤ 10 ms"):
-        plan_from_measurement(load_measurement(path), Workload(target_qps=100, p99_ms=10))
-
-
-def test_request_batch_size_turns_inferences_into_requests(tmp_path: Path) -> None:
-    path = _write_result(tmp_path / "result.json", [(2, 80.0, 40.0, 45.0, 0)], batch_size=4)
-    plan = plan_from_measurement(load_measurement(path), Workload(target_qps=10), PlanAssumptions(efficiency=0.5))
-    assert plan.value("qps_per_gpu_measured") == 20.0
-    assert plan.value("gpus_needed") == 1
-    assert plan.suggestion.max_batch_size == 8
-
-
-def test_a_simple_hand_written_result_is_accepted() -> None:
-    m = measurement_from_dict({"steps": [{"concurrency": 1, "throughput_per_s": 10, "latency_ms": {"p50": 100, "p99": 120}}]})
-    assert m.serial_qps() == 10.0 and m.steps[0].p99_ms == 120
-
-
-@pytest.mark.parametrize(
-    ("step", "field"),
-    [({"latency_ms": {"p50": 10}}, "throughput_per_s"), ({"throughput_per_s": 5}, "p50")],
-)
-def test_a_result_missing_a_field_names_it(step: dict, field: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        measurement_from_dict({"steps": [step]}, source="r.json")
-    assert field in info.value.message and "steps[0]" in info.value.message
-
-
-def test_a_p99_target_needs_p99_latencies_in_the_result() -> None:
-    m = measurement_from_dict({"steps": [{"concurrency": 1, "throughput_per_s": 10, "latency_ms": {"p50": 100}}]})
-    with pytest.raises(ConfigError, match="p99"):
-        m.capacity_step(200.0)
-
-
-def test_an_unstable_step_without_numbers_is_skipped_not_an_error(tmp_path: Path) -> None:
-    result = RunResult(
-        metadata=RunMetadata(model="m", url="127.0.0.1:8001", protocol="grpc", started_utc="2026-11-29T10:00:00Z"),
-        steps=[
-            StepResult(load_mode="concurrency", load_value=1, throughput_per_s=25.0,
-                       latency=LatencyStats(p50_ms=40, p90_ms=42, p95_ms=44, p99_ms=45)),
-            StepResult(load_mode="concurrency", load_value=64, throughput_per_s=0.0, latency=None, stable=False,
-                       unstable_note="Failed to obtain stable measurement"),
-        ],
-    )
-    measurement = load_measurement(result.save(tmp_path / "result.json"))
-    assert [s.concurrency for s in measurement.steps] == [1]

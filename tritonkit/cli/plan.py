@@ -1,7 +1,8 @@
-"""``tritonkit plan``: capacity planning from business targets (brief §1–2)."""
+"""``tritonkit plan``: capacity planning from business targets and measurements."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -9,21 +10,26 @@ import click
 
 from tritonkit.cli._common import echo_json
 from tritonkit.errors import ConfigError
+from tritonkit.perf.measure import levels_from_text
 from tritonkit.planner import (
     GPUS,
     PRECISIONS,
     CapacityPlan,
     GpuSpec,
     ModelOverrides,
-    ModelSpec,
     PlanAssumptions,
+    Scenario,
+    ServedConfig,
+    TransformerShape,
     Workload,
+    check_predictions,
     custom_gpu,
     find_gpu,
     find_precision,
     gpu_names,
     load_hf_config,
     load_measurement,
+    load_predictions,
     model_from_hf_config,
     model_from_values,
     override_gpu,
@@ -31,8 +37,11 @@ from tritonkit.planner import (
     plan_from_measurement,
     plan_llm,
     precision_from_torch_dtype,
+    predict_loads,
+    served_config_from_proto,
 )
 from tritonkit.planner.precision import KV_DTYPES
+from tritonkit.repository import CONFIG_FILENAME, read_config
 
 _PRECISION_NAMES = [p.name for p in PRECISIONS]
 
@@ -93,7 +102,7 @@ def _resolve_gpu(
     return None
 
 
-def _resolve_model(hf_config: Path | None, o: dict[str, Any]) -> ModelSpec | None:
+def _resolve_model(hf_config: Path | None, o: dict[str, Any]) -> TransformerShape | None:
     overrides = ModelOverrides(
         name=o["model_name"],
         num_layers=o["num_layers"],
@@ -138,8 +147,8 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
 @click.option("--sliding-window", type=int, callback=_positive_int, default=None, help="Attention window in tokens.")
 @click.option("--precision", type=click.Choice(_PRECISION_NAMES, case_sensitive=False), default=None,
               help="Weight precision (default: the config's torch_dtype).")
-@click.option("--kv-dtype", type=click.Choice(list(KV_DTYPES), case_sensitive=False), default="fp16",
-              show_default=True, help="KV-cache element type.")
+@click.option("--kv-dtype", type=click.Choice(list(KV_DTYPES), case_sensitive=False), default=None,
+              help="KV-cache element type (default: the model's dtype, bf16 for a bf16 model, else fp16).")
 @click.option("--weights-gb", type=float, default=None,
               help="Weights size in decimal GB (e.g. a GGUF file's size), instead of params × bytes.")
 # hardware
@@ -149,8 +158,8 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
 @click.option("--gpu-fp16-tflops", type=float, default=None, help="Custom or overridden dense FP16 TFLOPS.")
 @click.option("--gpu-fp8-tflops", type=float, default=None, help="Custom or overridden dense FP8 TFLOPS.")
 @click.option("--gpu-int8-tops", type=float, default=None, help="Custom or overridden dense INT8 TOPS.")
-@click.option("--tp", type=int, callback=_positive_int, default=1, show_default=True,
-              help="Tensor parallel degree (GPUs per replica).")
+@click.option("--tp", type=int, callback=_positive_int, default=None,
+              help="Tensor parallel degree (GPUs per replica; default: the smallest that holds the model).")
 # workload
 @click.option("--qps", type=float, default=None, help="Target requests per second.")
 @click.option("--input-tokens", type=float, default=None, help="Mean input tokens per request (default 1024).")
@@ -173,8 +182,23 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
 # measurement
 @click.option("--from-result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A perf result.json: measured throughput replaces theory (or sizes a non-LLM model).")
-@click.option("--instances-per-gpu", type=int, callback=_positive_int, default=1, show_default=True,
-              help="Model instances per GPU in the measured deployment (non-LLM).")
+@click.option("--model-config", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The measured model's config.pbtxt (or its folder): serving parameters stay within it.")
+@click.option("--instances-per-gpu", type=int, callback=_positive_int, default=None,
+              help="Model instances in the measured deployment, when --model-config is not given (default 1).")
+# prediction
+@click.option("--predict-concurrency", default=None, help="Predict these concurrencies, e.g. '8,16,32' or '8:32'.")
+@click.option("--predict-rate", default=None, help="Predict these request rates (req/s), e.g. '100,200'.")
+@click.option("--predict-instances", type=int, multiple=True, callback=lambda c, p, v: _positive_ints(v),
+              help="Also predict with this many instances (repeatable).")
+@click.option("--predict-window-us", type=int, multiple=True,
+              help="Also predict with this dynamic batching window in µs (repeatable).")
+@click.option("--arrivals", type=click.Choice(["constant", "poisson"]), default="constant", show_default=True,
+              help="Arrivals for --predict-rate (perf_analyzer's --request-distribution).")
+@click.option("--check", "check_result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A later perf result.json to score saved predictions against (with --predictions).")
+@click.option("--predictions", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The plan JSON a predicting 'tritonkit plan ... --out' wrote.")
 # output
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -193,6 +217,9 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
       tritonkit plan --from-result runs/resnet/result.json --qps 200 --p99-ms 50
       tritonkit plan --params 7B --num-layers 32 --num-kv-heads 32 --head-dim 128 \\
           --precision q4_k_m --gpu JETSON-ORIN-64GB --input-tokens 512 --output-tokens 256
+      tritonkit plan --from-result runs/calib/result.json --model-config repo/resnet \\
+          --predict-concurrency 16,32 --predict-instances 2 --out plan.json
+      tritonkit plan --check runs/later/result.json --predictions plan.json
       tritonkit plan --list-gpus
     """
     if list_gpus:
@@ -201,9 +228,22 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         else:
             click.echo(_gpu_table())
         return
+    served = _served_config(o["model_config"])
+    if o["check_result"] is not None:
+        if o["predictions"] is None:
+            raise ConfigError("--check needs the saved predictions to score",
+                              hint="pass --predictions plan.json (written by a predicting 'tritonkit plan ... --out')")
+        check = check_predictions(load_predictions(o["predictions"]), load_measurement(o["check_result"]),
+                                  Scenario.from_served(served) if served is not None else None)
+        if as_json:
+            echo_json(check.to_dict())
+        else:
+            click.echo(check.render_text(), nl=False)
+        return
 
     model = _resolve_model(hf_config, o)
-    measurement = load_measurement(from_result) if from_result is not None else None
+    measurement = (load_measurement(from_result, config=served, gpu_name=gpu_name if model is None else None)
+                   if from_result is not None else None)
     if model is None and measurement is None:
         raise ConfigError(
             "nothing to plan",
@@ -220,13 +260,14 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
     assumptions = PlanAssumptions(
         efficiency=o["efficiency"], headroom=o["headroom"], scale_out_utilisation=o["scale_out_at"],
         bandwidth_efficiency=o["bandwidth_efficiency"], compute_efficiency=o["compute_efficiency"],
-        reserve_gib=o["reserve_gib"], tensor_parallel=o["tp"], kv_dtype=o["kv_dtype"].lower(),
+        reserve_gib=o["reserve_gib"], tensor_parallel=o["tp"],
+        kv_dtype=o["kv_dtype"].lower() if o["kv_dtype"] else None,
     )
     result: CapacityPlan
     if model is None:
         assert measurement is not None
         result = plan_from_measurement(measurement, workload, assumptions,
-                                       instances_per_gpu=o["instances_per_gpu"], gpu=gpu)
+                                       instances_per_unit=o["instances_per_gpu"], gpu=gpu)
     else:
         assert gpu is not None
         if o["precision"] is not None:
@@ -242,6 +283,17 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
             weights_bytes_override=int(round(weights_gb * 1e9)) if weights_gb is not None else None,
             precision_note=precision_note,
         )
+    loads = [("concurrency", v) for v in levels_from_text(o["predict_concurrency"])] if o["predict_concurrency"] else []
+    loads += [("request_rate", v) for v in levels_from_text(o["predict_rate"])] if o["predict_rate"] else []
+    if loads or o["predict_instances"] or o["predict_window_us"]:
+        if measurement is None or served is None:
+            raise ConfigError("predictions need a measured run and the config it was measured with",
+                              hint="pass --from-result result.json and --model-config config.pbtxt")
+        if not loads:
+            loads = [(s.load_mode, s.load_value) for s in measurement.steps if s.measured]
+        result = replace(result, predictions=predict_loads(
+            measurement, config=served, loads=loads, instances=o["predict_instances"],
+            windows_us=o["predict_window_us"], arrivals=o["arrivals"]))
     if out is not None:
         result.save(out)
     if as_json:
@@ -250,6 +302,19 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         click.echo(result.render_text(), nl=False)
         if out is not None:
             click.echo(f"\nplan written to {out}")
+
+
+def _served_config(path: Path | None) -> ServedConfig | None:
+    if path is None:
+        return None
+    file = path / CONFIG_FILENAME if path.is_dir() else path
+    return served_config_from_proto(read_config(file), str(file))
+
+
+def _positive_ints(values: tuple[int, ...]) -> tuple[int, ...]:
+    if any(v < 1 for v in values):
+        raise click.BadParameter("must be ≥ 1")
+    return values
 
 
 COMMANDS: list[click.Command] = [plan]

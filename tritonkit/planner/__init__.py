@@ -1,28 +1,26 @@
-"""Capacity planning (brief §1–2): from business targets to GPUs, KV cache and concurrent sequences.
+"""Capacity planning: from business targets to GPUs, KV cache and concurrent sequences.
 
 Library first; ``tritonkit plan`` is a thin wrapper. Typical use::
 
     from tritonkit.planner import (PlanAssumptions, Workload, find_gpu, find_precision,
                                    load_hf_config, model_from_hf_config, plan_llm)
 
-    model = model_from_hf_config(load_hf_config("config.json"), source="config.json")
-    plan = plan_llm(model, find_gpu("A100-80GB"), find_precision("fp16"),
+    shape = model_from_hf_config(load_hf_config("config.json"), source="config.json")
+    plan = plan_llm(shape, find_gpu("A100-80GB"), find_precision("fp16"),
                     Workload(target_qps=20, input_tokens=1024, output_tokens=256))
     plan.value("kv_bytes_per_token"), plan.suggestion.to_dict(), print(plan.render_text())
 
-For any model with a perf ``result.json``: :func:`load_measurement` + :func:`plan_from_measurement`;
-for an LLM, ``plan_llm(..., measurement=...)`` replaces theory with the measured throughput.
+For any model with a perf ``result.json``: :func:`load_measurement` reads it honestly (capacity
+below a knee the ladder found, or a lower bound; the hardware it ran on) and
+:func:`plan_from_measurement` sizes the fleet; :func:`predict_loads` predicts other loads,
+instance counts and batching windows from it, and :func:`check_predictions` scores those
+predictions against a later run. For an LLM, ``plan_llm(..., measurement=...)`` replaces theory
+with the measured throughput, and :mod:`tritonkit.planner.llm_calibrate` fits prefill and
+decode step costs from a streaming run.
 """
 
 from __future__ import annotations
 
-from tritonkit.planner.calibrate import (
-    MeasuredStep,
-    Measurement,
-    load_measurement,
-    measurement_from_dict,
-    plan_from_measurement,
-)
 from tritonkit.planner.capacity import (
     GIB,
     KIB,
@@ -44,9 +42,28 @@ from tritonkit.planner.capacity import (
 )
 from tritonkit.planner.catalogue import GPUS, Figure, GpuSpec, custom_gpu, find_gpu, gpu_names, override_gpu
 from tritonkit.planner.llm import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, plan_llm
+from tritonkit.planner.llm_calibrate import (
+    LlmCosts,
+    LlmPrediction,
+    StreamedRequest,
+    fit_llm_costs,
+    max_concurrency_within,
+    predict_llm,
+    streamed_requests,
+)
+from tritonkit.planner.measured import (
+    CapacityReading,
+    MeasuredHardware,
+    MeasuredStep,
+    Measurement,
+    ServedConfig,
+    load_measurement,
+    served_config_from_proto,
+)
+from tritonkit.planner.measured_plan import plan_from_measurement
 from tritonkit.planner.model import (
     ModelOverrides,
-    ModelSpec,
+    TransformerShape,
     load_hf_config,
     model_from_hf_config,
     model_from_values,
@@ -60,6 +77,16 @@ from tritonkit.planner.precision import (
     kv_dtype_bytes,
     precision_from_torch_dtype,
 )
+from tritonkit.planner.predict import (
+    CheckRow,
+    Prediction,
+    PredictionCheck,
+    PredictionSet,
+    check_predictions,
+    load_predictions,
+    predict_loads,
+)
+from tritonkit.planner.queueing import Scenario, ServiceModel, SimulatedLoad, fit_service_model, simulate
 from tritonkit.planner.result import BASES, CapacityPlan, PlanLine, ServingSuggestion
 
 __all__ = [
@@ -76,10 +103,23 @@ __all__ = [
     "Figure",
     "FleetSize",
     "GpuSpec",
+    "CapacityReading",
+    "CheckRow",
+    "LlmCosts",
+    "LlmPrediction",
+    "MeasuredHardware",
     "MeasuredStep",
     "Measurement",
+    "Prediction",
+    "PredictionCheck",
+    "PredictionSet",
+    "Scenario",
+    "ServedConfig",
+    "ServiceModel",
+    "StreamedRequest",
+    "SimulatedLoad",
     "ModelOverrides",
-    "ModelSpec",
+    "TransformerShape",
     "PlanAssumptions",
     "PlanLine",
     "Precision",
@@ -90,6 +130,8 @@ __all__ = [
     "decode_tokens_per_s_bound",
     "find_gpu",
     "find_precision",
+    "fit_llm_costs",
+    "fit_service_model",
     "gpu_names",
     "gpus_needed",
     "kv_bytes_per_sequence",
@@ -98,8 +140,9 @@ __all__ = [
     "littles_law_in_flight",
     "load_hf_config",
     "load_measurement",
+    "load_predictions",
+    "max_concurrency_within",
     "max_sequences_by_memory",
-    "measurement_from_dict",
     "model_from_hf_config",
     "model_from_values",
     "override_gpu",
@@ -107,8 +150,14 @@ __all__ = [
     "plan_fleet",
     "plan_from_measurement",
     "plan_llm",
+    "predict_llm",
+    "predict_loads",
     "precision_from_torch_dtype",
+    "check_predictions",
     "serial_qps",
+    "served_config_from_proto",
+    "simulate",
+    "streamed_requests",
     "size_fleet",
     "weights_bytes",
 ]

@@ -1,8 +1,8 @@
-"""The arithmetic of brief §1–2: each formula a small pure function, plus the inputs they share.
+"""The sizing arithmetic: each formula a small pure function, plus the inputs they share.
 
 Units are in every name. Bytes are exact integers; ``GiB``/``MiB``/``KiB`` are binary
 (2**30, 2**20, 2**10 bytes); ``GB`` and ``GB/s`` are decimal (10**9 bytes). Worked examples the
-tests check (brief §1–2, with the notes' arithmetic corrected):
+tests check:
 
 * KV per token, 32 layers × 8 KV heads × head_dim 128, FP16: 2 × 32 × 8 × 128 × 2 B = 131,072 B
   = **128 KiB**; a 2048-token sequence = **256 MiB** (not 64 MB); 100 sequences = 25 GiB;
@@ -107,7 +107,7 @@ def littles_law_in_flight(qps: float, latency_ms: float) -> float:
 
 
 def serial_qps(latency_ms: float) -> float:
-    """The brief's serial QPS₁ = 1000 / batch-1 latency in ms."""
+    """Serial QPS₁ = 1000 / batch-1 latency in ms: what one replica does with no concurrency."""
     _require(_finite(latency_ms) and latency_ms > 0, f"latency must be > 0 ms, got {latency_ms}", "check the latency")
     return 1000.0 / latency_ms
 
@@ -116,7 +116,7 @@ def _check_efficiency(efficiency: float) -> None:
     _require(
         _finite(efficiency) and 0 < efficiency <= 1,
         f"efficiency η must be in (0, 1], got {efficiency}",
-        "pass --efficiency between 0 and 1 (brief: 0.5–0.8, 0.4–0.5 for a strict P99)",
+        "pass --efficiency between 0 and 1 (rule of thumb: 0.5–0.8, as queueing and batching gaps keep a replica below its peak; 0.4–0.5 for a strict P99)",
     )
 
 
@@ -137,18 +137,18 @@ def choose_efficiency(mode: str, p99_ms: float | None, given: float | None = Non
         _check_efficiency(given)
         return given, "given (--efficiency)"
     if p99_ms is not None:
-        return 0.45, "strict P99 target: brief's 0.4–0.5 (queueing drives P99); override with --efficiency"
+        return 0.45, "strict P99 target: rule of thumb 0.4–0.5, because queueing delay, which drives P99, grows fast above half load; override with --efficiency"
     if mode == "batch":
-        return 0.8, "batch workload: top of the brief's 0.5–0.8; override with --efficiency"
-    return 0.6, "interactive workload: brief's 0.5–0.8, its worked example's 0.6; override with --efficiency"
+        return 0.8, "batch workload: top of the 0.5–0.8 rule of thumb, since no one waits on a single request; override with --efficiency"
+    return 0.6, "interactive workload: 0.6, inside the 0.5–0.8 rule of thumb (real traffic is bursty and batches are rarely full); override with --efficiency"
 
 
 @dataclass(frozen=True)
 class FleetSize:
-    """GPUs for a target QPS (brief §2), with headroom and the scale-out threshold.
+    """GPUs for a target QPS, with headroom and the scale-out threshold.
 
     Utilisation is load / capacity, capacity being ``qps_per_replica`` (QPS₁) per replica.
-    ``gpus_needed`` is the brief's formula; ``gpus_recommended`` adds replicas until at least
+    ``gpus_needed`` is ceil(target / (QPS₁ × η)); ``gpus_recommended`` adds replicas until at least
     ``headroom`` of capacity is spare at the target; ``scale_out_at_qps`` is the fleet load at
     which utilisation reaches ``scale_out_utilisation`` (add a replica there, not at 100 %).
     """
@@ -241,14 +241,14 @@ def plan_fleet(
     add("gpus_needed", "GPUs needed", fleet.gpus_needed, "GPUs", basis,
         f"{fleet.replicas_needed} replicas × {gpus_per_replica} GPU(s) each")
     add("headroom_required", "headroom kept at the target", a.headroom, "", "assumption",
-        "brief: keep 20–30 % spare; --headroom")
+        "rule of thumb: keep 20–30 % spare for bursts and a lost replica; --headroom")
     add("gpus_recommended", "GPUs recommended", fleet.gpus_recommended, "GPUs", basis,
         "GPUs needed, raised until the headroom is spare" if fleet.gpus_recommended > fleet.gpus_needed
         else "= GPUs needed (η already leaves the headroom)")
     add("utilisation_at_target", "utilisation at the target", fleet.utilisation_at_target, "", basis,
         "target / (recommended replicas × QPS per replica)")
     add("scale_out_at_qps", "scale out above", fleet.scale_out_at_qps, "req/s", basis,
-        f"{a.scale_out_utilisation:.0%} utilisation of the recommended fleet (brief: 60–70 %, not 100 %), i.e. "
+        f"{a.scale_out_utilisation:.0%} utilisation of the recommended fleet (rule of thumb 60–70 %: a new replica takes minutes to start), i.e. "
         f"{fleet.scale_out_per_replica_qps:.4g} req/s per replica; --scale-out-at")
     if fleet.utilisation_at_target > a.scale_out_utilisation:
         warnings.append(
@@ -311,9 +311,11 @@ class PlanAssumptions:
     """The knobs of the model, each printed beside the numbers it shapes.
 
     ``efficiency`` None → chosen by :func:`choose_efficiency`. ``bandwidth_efficiency`` is the
-    achievable share of datasheet memory bandwidth (the brief's edge example assumes 0.5);
+    achievable share of datasheet memory bandwidth (0.5 is a common figure for real decode kernels);
     ``compute_efficiency`` the achievable share of dense tensor throughput (model FLOPs
     utilisation). ``reserve_gib`` (per GPU) overrides the GPU's default reserve fraction.
+    ``tensor_parallel`` None → the smallest size whose GPUs hold the model; ``kv_dtype`` None → the
+    model's own dtype (bf16 for a bf16 model, fp16 otherwise).
     """
 
     efficiency: float | None = None
@@ -323,17 +325,17 @@ class PlanAssumptions:
     compute_efficiency: float = 0.5
     reserve_gib: float | None = None
     reserve_fraction: float | None = None
-    tensor_parallel: int = 1
-    kv_dtype: str = "fp16"
+    tensor_parallel: int | None = None
+    kv_dtype: str | None = None
 
     def __post_init__(self) -> None:
         if self.efficiency is not None:
             _check_efficiency(self.efficiency)
         _require(0 <= self.headroom < 1, f"headroom must be in [0, 1), got {self.headroom}",
-                 "pass --headroom like 0.25 (brief: 20–30 %)")
+                 "pass --headroom like 0.25 (rule of thumb: 20–30 %)")
         _require(0 < self.scale_out_utilisation <= 1,
                  f"scale-out utilisation must be in (0, 1], got {self.scale_out_utilisation}",
-                 "pass --scale-out-at like 0.65 (brief: 60–70 %)")
+                 "pass --scale-out-at like 0.65 (rule of thumb: 60–70 %)")
         _require(_finite(self.bandwidth_efficiency) and 0 < self.bandwidth_efficiency <= 1,
                  f"bandwidth efficiency must be in (0, 1], got {self.bandwidth_efficiency}",
                  "pass --bandwidth-efficiency like 0.5")
@@ -346,5 +348,5 @@ class PlanAssumptions:
         if self.reserve_fraction is not None:
             _require(0 <= self.reserve_fraction < 1, f"reserve fraction must be in [0, 1), got {self.reserve_fraction}",
                      "pass a fraction like 0.1")
-        _require(isinstance(self.tensor_parallel, int) and self.tensor_parallel >= 1,
+        _require(self.tensor_parallel is None or (isinstance(self.tensor_parallel, int) and self.tensor_parallel >= 1),
                  f"tensor parallel degree must be an integer ≥ 1, got {self.tensor_parallel}", "pass --tp 1, 2, 4 or 8")

@@ -1,4 +1,4 @@
-"""LLM capacity from first principles (brief §1–2), optionally calibrated by a measurement.
+"""LLM capacity from first principles, optionally calibrated by a measurement.
 
 One replica is ``tensor_parallel`` GPUs serving one copy of the model with in-flight batching.
 The model of one replica, all of it printed beside the numbers:
@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tritonkit.errors import ConfigError, PlanError
-from tritonkit.planner.calibrate import Measurement
 from tritonkit.planner.capacity import (
     GIB,
     KIB,
@@ -39,7 +38,9 @@ from tritonkit.planner.capacity import (
     weights_bytes,
 )
 from tritonkit.planner.catalogue import GPUS, GpuSpec
-from tritonkit.planner.model import ModelSpec
+from tritonkit.planner.measured import Measurement
+from tritonkit.planner.model import TransformerShape
+from tritonkit.planner.placement import choose_tensor_parallel, does_not_fit, kv_dtype_for
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 from tritonkit.planner.result import CapacityPlan, PlanLine, ServingSuggestion
 
@@ -54,7 +55,7 @@ _B_SCAN_LIMIT = 1_000_000
 class _Replica:
     """The roofline of one replica: everything in bytes, FLOPs and seconds."""
 
-    model: ModelSpec
+    model: TransformerShape
     bytes_per_weight: float
     kv_per_token: int
     bandwidth_bytes_s: float  # achievable
@@ -134,7 +135,7 @@ def _compute_rate(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
 
 
 def plan_llm(
-    model: ModelSpec,
+    model: TransformerShape,
     gpu: GpuSpec,
     precision: Precision,
     workload: Workload,
@@ -161,7 +162,13 @@ def plan_llm(
             note: str = "") -> None:
         lines.append(PlanLine(section, key, label, value, unit, basis, note))
 
-    tp = a.tensor_parallel
+    tp_note = ""
+    if a.tensor_parallel is None:
+        tp, tp_note = choose_tensor_parallel(model, gpu, precision, a, weights_bytes_override,
+                                              (w.input_tokens or DEFAULT_INPUT_TOKENS)
+                                              + (w.output_tokens or DEFAULT_OUTPUT_TOKENS))
+    else:
+        tp = a.tensor_parallel
     if model.num_attention_heads % tp:
         raise ConfigError(
             f"{model.num_attention_heads} attention heads do not split evenly over tensor parallel {tp}",
@@ -193,9 +200,12 @@ def plan_llm(
     rate_unit = "TOPS" if precision.compute == "int8" else "TFLOPS"
     add("hardware", f"gpu_dense_{rate_unit.lower()}", f"dense {precision.compute.upper()} throughput per GPU",
         rate_tflops, rate_unit, "datasheet", rate_note)
-    add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "input" if tp > 1 else "assumption",
-        "bandwidth and compute scale ×TP, NCCL all-reduce cost ignored (not for small requests)" if tp > 1
-        else "one GPU per replica; --tp to split the model")
+    tp_effects = "bandwidth and compute scale ×TP, NCCL all-reduce cost ignored (not for small requests)"
+    if tp_note:
+        add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "theory",
+            f"{tp_note}; {tp_effects}" if tp > 1 else tp_note)
+    else:
+        add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "input", tp_effects)
 
     # --- workload ----------------------------------------------------------------------------
     mean_in = w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS
@@ -232,7 +242,8 @@ def plan_llm(
         add("memory", "weights_gib_per_gpu", "weights per GPU", weights / tp / GIB, "GiB", "theory",
             f"split over TP {tp} (embedding replication ignored)")
 
-    kv_elem = kv_dtype_bytes(a.kv_dtype)
+    kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
+    kv_elem = kv_dtype_bytes(kv_dtype)
     kv_heads_stored = model.num_kv_heads
     if model.num_kv_heads < tp:
         kv_heads_stored = tp  # each GPU keeps (a copy of) at least one KV head
@@ -244,7 +255,8 @@ def plan_llm(
     kv_token = model.kv_bytes_per_token(kv_elem)
     kv_token_stored = 2 * model.num_layers * kv_heads_stored * model.head_dim * kv_elem
     add("memory", "kv_bytes_per_token", "KV cache per token", kv_token, "B", "theory",
-        f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({a.kv_dtype})")
+        f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({kv_dtype}: "
+        f"{kv_dtype_note})")
     add("memory", "kv_kib_per_token", "KV cache per token", kv_token / KIB, "KiB", "theory", "")
     seq_tokens = mean_in + mean_out
     kv_seq = kv_bytes_per_sequence(kv_token_stored, seq_tokens, model.sliding_window)
@@ -270,7 +282,7 @@ def plan_llm(
     add("memory", "reserve_gib_per_gpu", "reserve per GPU", reserve_gpu / GIB, "GiB", reserve_basis, reserve_note)
     weights_gpu = weights / tp
     if weights_gpu + reserve_gpu >= mem_gpu:
-        raise _does_not_fit(model, gpu, precision, weights, reserve_gpu, tp)
+        raise does_not_fit(model, gpu, precision, weights, reserve_gpu, tp)
     free_kv = tp * mem_gpu - weights - tp * reserve_gpu
     add("memory", "kv_free_gib", "free for KV cache per replica", free_kv / GIB, "GiB", "theory",
         f"{tp} × {gpu.memory_gib:g} GiB − weights − reserve")
@@ -305,7 +317,7 @@ def plan_llm(
         weights_override=weights_bytes_override,
     )
     add("throughput", "bandwidth_efficiency", "achievable share of bandwidth", a.bandwidth_efficiency, "",
-        "assumption", "brief's edge example assumes 0.5; --bandwidth-efficiency")
+        "assumption", "real decode kernels reach about half the datasheet bandwidth; --bandwidth-efficiency")
     add("throughput", "compute_efficiency", "achievable share of tensor throughput", a.compute_efficiency, "",
         "assumption", "model FLOPs utilisation; --compute-efficiency")
     read_1 = replica.weights_read_bytes(1)
@@ -354,11 +366,11 @@ def plan_llm(
         walls.append((name, limit, why))
         add("walls", f"max_sequences_by_{name}", f"max sequences by {why}", limit, "sequences", "theory", "")
     if w.tokens_per_s_per_user is not None:
-        # The brief's edge rule, for a server that does not batch decode (one llama.cpp slot):
+        # The edge rule of thumb, for a server that does not batch decode (one llama.cpp slot):
         # the single-stream rate is shared, so streams ≈ achievable tok/s / r.
         add("walls", "streams_without_batching", f"streams at ≥ {w.tokens_per_s_per_user:g} tok/s without batching",
             int(replica.tokens_per_s_per_user(1) // w.tokens_per_s_per_user), "streams", "theory",
-            "achievable single-stream tok/s / r (brief §2 edge rule); in-flight batching does better, see above")
+            "achievable single-stream tok/s / r (edge rule of thumb: one stream's speed is shared); in-flight batching does better, see above")
     binding, b_star, binding_why = min(walls, key=lambda item: item[1])
     add("walls", "concurrent_sequences", "concurrent sequences per replica", b_star, "sequences", "theory",
         f"the lowest wall: {binding}")
@@ -392,13 +404,20 @@ def plan_llm(
     latency_ms = theory_latency_ms
     basis_qps = "theory"
     if measurement is not None:
-        step_m, why = measurement.capacity_step(w.p99_ms)
-        qps_replica = measurement.requests_per_s(step_m)
+        reading = measurement.read_capacity(w.p99_ms)
+        step_m = reading.step
+        qps_replica = reading.requests_per_s
+        assert step_m.p50_ms is not None  # a passing step is a measured one
         latency_ms = step_m.p50_ms
         basis_qps = "measured"
-        add("measured", "measured_source", "measurement", measurement.source, "", "measured", why)
-        add("measured", "qps_per_replica_measured", "QPS per replica (measured)", qps_replica, "req/s", "measured",
-            "replaces the theoretical figure below in the fleet sizing"
+        add("measured", "measured_source", "measurement", measurement.source, "", "measured",
+            f"{reading.why}; measured on {measurement.hardware.describe()}")
+        bound = " (lower bound: no knee found)" if reading.is_lower_bound else ""
+        if reading.is_lower_bound:
+            warnings.append(f"the measured ladder found no limit, so its throughput is a lower bound and the fleet "
+                            f"an upper bound; {reading.extend}")
+        add("measured", "qps_per_replica_measured", f"QPS per replica (measured){bound}", qps_replica, "req/s",
+            "measured", "replaces the theoretical figure below in the fleet sizing"
             + (f"; infer/s ÷ batch {measurement.batch_size}" if measurement.batch_size > 1 else ""))
         add("measured", "latency_p50_ms_measured", "P50 latency at that step", step_m.p50_ms, "ms", "measured", "")
         if step_m.p99_ms is not None:
@@ -429,7 +448,7 @@ def plan_llm(
         suggestion=suggestion,
         warnings=tuple(warnings),
         inputs={"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
-                "kv_dtype": a.kv_dtype, "workload": _workload_dict(w)},
+                "kv_dtype": kv_dtype, "tensor_parallel": tp, "workload": _workload_dict(w)},
     )
 
 
@@ -486,16 +505,3 @@ def _workload_dict(w: Workload) -> dict[str, object]:
         "input_tokens_p95": w.input_tokens_p95, "output_tokens_p95": w.output_tokens_p95, "mode": w.mode,
         "p99_ms": w.p99_ms, "ttft_ms": w.ttft_ms, "tokens_per_s_per_user": w.tokens_per_s_per_user,
     }
-
-
-def _does_not_fit(model: ModelSpec, gpu: GpuSpec, precision: Precision, weights: int, reserve_gpu: int,
-                  tp: int) -> PlanError:
-    usable = gpu.memory_bytes - reserve_gpu
-    min_tp = next((t for t in (1, 2, 4, 8, 16) if t * usable > weights * 1.05
-                   and model.num_attention_heads % t == 0), None)
-    hint = f"use --tp {min_tp}" if min_tp else "use more GPUs per replica"
-    return PlanError(
-        f"{model.name} weights ({weights / GIB:.1f} GiB in {precision.name}) do not fit on {gpu.name} × {tp} "
-        f"({gpu.memory_gib:g} GiB each, {reserve_gpu / GIB:.1f} GiB reserved)",
-        hint=f"{hint}, a smaller precision (--precision int4), or a larger GPU",
-    )

@@ -30,7 +30,7 @@ from tritonkit.errors import ConfigError
 
 __all__ = [
     "ModelOverrides",
-    "ModelSpec",
+    "TransformerShape",
     "load_hf_config",
     "model_from_hf_config",
     "model_from_values",
@@ -73,7 +73,7 @@ _PARTIAL_SLIDING = {"gemma2", "gemma3", "cohere2", "qwen2", "qwen2_moe", "qwen3"
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class TransformerShape:
     """The shape of a decoder-only LLM and its parameter counts.
 
     ``expert_params`` is the parameter count of *all* routed experts (0 for a dense model): a
@@ -261,8 +261,8 @@ def model_from_hf_config(
     *,
     source: str = "config.json",
     overrides: ModelOverrides | None = None,
-) -> ModelSpec:
-    """Build a :class:`ModelSpec` from a HF config dict; ``overrides`` fill or replace fields.
+) -> TransformerShape:
+    """Build a :class:`TransformerShape` from a HF config dict; ``overrides`` fill or replace fields.
 
     A field that is missing and not given raises ``ConfigError`` naming the field and the flag
     that supplies it.
@@ -345,7 +345,7 @@ def model_from_hf_config(
         basis += "; active given (--active-params)"
 
     name = ov.name or _name_from(config, source)
-    return ModelSpec(
+    return TransformerShape(
         name=name,
         num_layers=layers,
         num_attention_heads=heads,
@@ -378,7 +378,7 @@ def model_from_values(
     active_params: int | None = None,
     sliding_window: int | None = None,
     name: str = "model",
-) -> ModelSpec:
+) -> TransformerShape:
     """A model given field by field (no config.json); the parameter count must be given."""
     source = "flags"
     if num_layers is None:

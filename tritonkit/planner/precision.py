@@ -1,6 +1,6 @@
 """Weight precisions and KV-cache element types: bytes per parameter and which tensor unit computes.
 
-``bits_per_weight`` is what one weight costs in memory, scales included. The brief's rule of
+``bits_per_weight`` is what one weight costs in memory, scales included. The usual rule of
 thumb ("7B FP16 ≈ 13 GiB, INT8 half, INT4 a quarter") is exactly 16 / 8 / 4 bits; GGUF block
 formats carry their scales inside the block, so their figure is larger than the nominal bits.
 ``compute`` names the tensor-core rate that prefill and batched decode run at: weight-only

@@ -17,9 +17,12 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonkit._fs import atomic_write
+
+if TYPE_CHECKING:
+    from tritonkit.planner.predict import PredictionSet
 
 __all__ = [
     "BASES",
@@ -110,7 +113,8 @@ class ServingSuggestion:
 
 @dataclass(frozen=True)
 class CapacityPlan:
-    """A finished plan: titled lines by section, the serving suggestion, warnings, and the inputs."""
+    """A finished plan: titled lines by section, the serving suggestion, warnings, the inputs, and
+    any predictions made from the measurement (saved with the plan for a later ``--check``)."""
 
     kind: str  # "llm" | "measured"
     title: str
@@ -118,6 +122,7 @@ class CapacityPlan:
     suggestion: ServingSuggestion
     warnings: tuple[str, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
+    predictions: PredictionSet | None = None
 
     def line(self, key: str) -> PlanLine:
         """The line with JSON key ``key`` (``KeyError`` if the plan has none)."""
@@ -152,6 +157,7 @@ class CapacityPlan:
             "serving": self.suggestion.to_dict(),
             "warnings": list(self.warnings),
             "explain": explain,
+            **({"predictions": self.predictions.to_dict()} if self.predictions is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -182,6 +188,9 @@ class CapacityPlan:
                 continue
             note = self.suggestion.notes.get(key, "")
             out.append(f"  {key:<32} {value!s:>10}  {note}".rstrip())
+        if self.predictions is not None:
+            out.append("")
+            out.append(self.predictions.render_text().rstrip("\n"))
         if self.warnings:
             out.append("")
             out.append("[warnings]")

@@ -1,0 +1,368 @@
+"""An honest reading of a perf run: what was measured, on what, and what it says about capacity.
+
+A load ladder only *finds* a capacity when it climbed past it: a step broke the SLA (or had
+failed requests) above the best passing step, or throughput stopped rising. A ladder that ended
+while every step passed and throughput was still climbing shows only a lower bound — the
+reading says "at least N" and how far to extend the ladder.
+
+Everything is read through the typed :class:`tritonkit.perf.PerfResult` (the same objects
+``tritonkit perf run`` wrote); the SLA verdict stored with the run is read back through the judge's
+own :class:`~tritonkit.perf.Verdict` (``stored_verdict``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tritonclient.grpc import model_config_pb2
+
+from tritonkit.errors import ConfigError, PlanError
+from tritonkit.perf import PerfResult, StepResult
+from tritonkit.perf.judge import stored_verdict
+
+__all__ = [
+    "PLATEAU_GAIN",
+    "CapacityReading",
+    "MeasuredHardware",
+    "MeasuredStep",
+    "Measurement",
+    "ServedConfig",
+    "load_measurement",
+    "served_config_from_proto",
+]
+
+#: A step that raises throughput by less than this over the best earlier step means throughput
+#: has flattened: the ladder reached the knee. The same 5 % the ladder uses to stop early.
+PLATEAU_GAIN = 0.05
+
+# Runs that ended for these reasons ended on the tool, not on the system under test: the last
+# step is not evidence of a limit.
+_STOPPED_BY_TOOL = {"perf_error", "interrupted", "timeout"}
+
+
+@dataclass(frozen=True)
+class ServedConfig:
+    """What the measured model's ``config.pbtxt`` allowed: the ceiling for suggested parameters.
+
+    ``max_queue_delay_us`` is ``None`` when the model has no dynamic batcher (each request
+    executes alone); ``max_batch_size`` 0 (no batching dimension) is reported as 1.
+    """
+
+    max_batch_size: int
+    instance_count: int
+    max_queue_delay_us: int | None
+    source: str
+
+    @property
+    def batching(self) -> bool:
+        return self.max_queue_delay_us is not None and self.max_batch_size > 1
+
+    def describe(self) -> str:
+        window = (f"dynamic batching window {self.max_queue_delay_us} µs" if self.max_queue_delay_us is not None
+                  else "no dynamic batching")
+        return f"max_batch_size {self.max_batch_size}, {self.instance_count} instance(s), {window}"
+
+
+def served_config_from_proto(config: model_config_pb2.ModelConfig, source: str) -> ServedConfig:
+    """Read the batching and instance settings that bound a plan from a ``ModelConfig``."""
+    instances = sum(max(1, group.count) for group in config.instance_group) or 1
+    delay: int | None = None
+    if config.HasField("dynamic_batching"):
+        delay = int(config.dynamic_batching.max_queue_delay_microseconds)
+    return ServedConfig(max(1, int(config.max_batch_size)), instances, delay, source)
+
+
+@dataclass(frozen=True)
+class MeasuredHardware:
+    """What the measured deployment ran on, and therefore what one "unit" of the plan is.
+
+    ``kind`` is ``"gpu"`` or ``"cpu"`` (or ``"unknown"``); ``unit`` is how the plan names one
+    measured deployment ("GPU", "2-core CPU host").
+    """
+
+    kind: str
+    count: int | None
+    model: str | None
+    unit: str
+    source: str
+
+    def describe(self) -> str:
+        what = self.unit if self.count is None or self.kind == "cpu" else f"{self.count} × {self.unit}"
+        return f"{what}" + (f" ({self.model})" if self.model else "")
+
+
+def _hardware(result: PerfResult, gpu_name: str | None) -> MeasuredHardware:
+    meta = result.metadata
+    saw_gpu = any(
+        s.metrics is not None and (s.metrics.gpu_utilization_max is not None
+                                   or s.metrics.gpu_memory_used_bytes_max is not None)
+        for s in result.steps
+    )
+    if gpu_name is not None:
+        return MeasuredHardware("gpu", 1, gpu_name, "GPU", "given (--gpu)")
+    if saw_gpu:
+        return MeasuredHardware("gpu", None, None, "GPU", "the server exported GPU metrics during the run; "
+                                "model and count not recorded: pass --gpu to name it")
+    host = urlsplit("//" + meta.url).hostname or meta.url
+    local = host in ("127.0.0.1", "localhost", "::1")
+    if local and meta.generator_cpu_count:
+        cores = meta.generator_cpu_count
+        return MeasuredHardware(
+            "cpu", cores, meta.generator_cpu_model, f"{cores}-core CPU host",
+            "no GPU metrics; the server ran on the load generator's host (loopback URL), which has "
+            f"{cores} cores shared by the server and perf_analyzer",
+        )
+    return MeasuredHardware("unknown", None, None, "measured deployment",
+                            "the run records no GPU metrics and the server was not on the generator's host")
+
+
+@dataclass(frozen=True)
+class MeasuredStep:
+    """One load step reduced to what planning and prediction need (times in ms).
+
+    ``sla_ok`` is the step's verdict: ``False`` for failed requests or a broken SLA, ``None``
+    when the step has no trustworthy numbers (unstable). ``service_ms`` is the server's
+    compute time per request (input + infer + output), ``queue_ms`` its queue time,
+    ``items_per_exec`` the mean batch the model executed (from the server's execution count).
+    """
+
+    index: int
+    load_mode: str
+    load_value: float
+    throughput_per_s: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+    error_count: int
+    stable: bool
+    sla_ok: bool | None
+    service_ms: float | None = None
+    queue_ms: float | None = None
+    items_per_exec: float | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.stable and self.error_count == 0 and self.throughput_per_s is not None and self.p50_ms is not None
+
+    def describe(self) -> str:
+        load = f"{'concurrency' if self.load_mode == 'concurrency' else 'rate'} {self.load_value:g}"
+        if self.error_count:
+            return f"{load}: {self.error_count} failed request(s)"
+        if not self.measured:
+            return f"{load}: no stable measurement"
+        p99 = f", p99 {self.p99_ms:.1f} ms" if self.p99_ms is not None else ""
+        return f"{load}: {self.throughput_per_s:,.1f} infer/s, p50 {self.p50_ms:.1f} ms{p99}"
+
+
+def _server_ms(step: StepResult) -> tuple[float | None, float | None]:
+    s = step.server
+    if s.compute_infer_us is None:
+        return None, None
+    service = (s.compute_input_us or 0.0) + s.compute_infer_us + (s.compute_output_us or 0.0)
+    return service / 1000.0, (s.queue_us / 1000.0 if s.queue_us is not None else None)
+
+
+def _items_per_exec(step: StepResult) -> float | None:
+    if step.metrics is None:
+        return None
+    count = step.metrics.raw.get("nv_inference_count")
+    execs = step.metrics.raw.get("nv_inference_exec_count")
+    if not count or not execs:
+        return None
+    return count / execs
+
+
+@dataclass(frozen=True)
+class CapacityReading:
+    """What a run says about one deployment's capacity.
+
+    ``bound`` is ``"knee"`` when the ladder found a limit (``knee_step`` is where) and
+    ``"lower_bound"`` when it did not: then the deployment does *at least* ``requests_per_s``
+    and ``extend`` says how to climb further.
+    """
+
+    step: MeasuredStep
+    requests_per_s: float
+    bound: str
+    why: str
+    knee_step: MeasuredStep | None = None
+    extend: str | None = None
+
+    @property
+    def is_lower_bound(self) -> bool:
+        return self.bound == "lower_bound"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A perf run as the planner reads it: its steps, hardware, stop reason and measured config."""
+
+    source: str
+    steps: tuple[MeasuredStep, ...]
+    batch_size: int
+    model: str | None
+    hardware: MeasuredHardware
+    stop_reason: str
+    config: ServedConfig | None = None
+    sla: str | None = None
+
+    @classmethod
+    def from_result(
+        cls,
+        result: PerfResult,
+        *,
+        source: str = "result.json",
+        config: ServedConfig | None = None,
+        gpu_name: str | None = None,
+    ) -> Measurement:
+        """Reduce a typed perf result; steps are judged by the run's stored SLA verdict if any."""
+        verdict_status: dict[float, str] = {}
+        sla_text: str | None = None
+        verdict = stored_verdict(result)
+        if verdict is not None:
+            sla_text = str(verdict.sla)
+            verdict_status = {s.load: s.status for s in verdict.steps}
+        steps: list[MeasuredStep] = []
+        for index, raw in enumerate(result.steps):
+            service_ms, queue_ms = _server_ms(raw)
+            lat = raw.latency
+            ok: bool | None
+            if raw.error_count:
+                ok = False
+            elif not raw.measured or lat is None:
+                ok = None
+            else:
+                status = verdict_status.get(float(raw.load_value))
+                ok = None if status == "unmeasured" else status != "fail"
+            steps.append(MeasuredStep(
+                index=index,
+                load_mode=raw.load_mode,
+                load_value=float(raw.load_value),
+                throughput_per_s=raw.throughput_per_s,
+                p50_ms=lat.p50_ms if lat else None,
+                p99_ms=lat.p99_ms if lat else None,
+                mean_ms=lat.mean_ms if lat else None,
+                error_count=raw.error_count,
+                stable=raw.stable,
+                sla_ok=ok,
+                service_ms=service_ms,
+                queue_ms=queue_ms,
+                items_per_exec=_items_per_exec(raw),
+            ))
+        if not steps:
+            raise PlanError(f"perf result {source} holds no measured step", hint="re-run the perf ladder")
+        batch = result.metadata.batch_size or 1
+        return cls(source=source, steps=tuple(steps), batch_size=batch, model=result.metadata.model or None,
+                   hardware=_hardware(result, gpu_name), stop_reason=result.stop_reason, config=config, sla=sla_text)
+
+    # --- simple figures ---------------------------------------------------------------------
+
+    def serial_step(self) -> MeasuredStep | None:
+        """The error-free step at concurrency 1 (the batch-1 latency measurement), if any."""
+        return next((s for s in self.steps if s.load_mode == "concurrency" and s.load_value == 1 and s.measured), None)
+
+    def serial_qps(self) -> float | None:
+        """Serial QPS₁ = 1000 / P50 latency at concurrency 1 (requests per second)."""
+        step = self.serial_step()
+        return 1000.0 / step.p50_ms if step is not None and step.p50_ms else None
+
+    def requests_per_s(self, step: MeasuredStep) -> float:
+        """Requests per second of ``step`` (inferences per second / batch size)."""
+        return (step.throughput_per_s or 0.0) / self.batch_size
+
+    # --- the reading ------------------------------------------------------------------------
+
+    def read_capacity(self, p99_target_ms: float | None = None) -> CapacityReading:
+        """Capacity below a knee the ladder found, or a lower bound (see :class:`CapacityReading`).
+
+        A step passes when it is measured, error-free, meets ``p99_target_ms`` (when given) and
+        passed the run's own SLA verdict (when one was stored). The knee is the first failing
+        step above the best passing one, or the first step where throughput flattened.
+        """
+        ordered = sorted(self.steps, key=lambda s: s.load_value)
+        if p99_target_ms is not None:
+            missing = [s for s in ordered if s.measured and s.p99_ms is None]
+            if missing:
+                raise ConfigError(f"{self.source}: step {missing[0].index} has no P99 latency, needed for --p99-ms",
+                                  hint="pass a result.json with P99 latencies, or drop --p99-ms")
+
+        def passes(s: MeasuredStep) -> bool:
+            if not s.measured or s.sla_ok is False:
+                return False
+            return p99_target_ms is None or (s.p99_ms is not None and s.p99_ms <= p99_target_ms)
+
+        def fails(s: MeasuredStep) -> bool:
+            return s.error_count > 0 or (s.measured and not passes(s))
+
+        passing = [s for s in ordered if passes(s)]
+        if not passing:
+            if not any(s.measured for s in ordered):
+                raise PlanError(f"{self.source}: no step has a valid measurement (each had failed requests or "
+                                "no stable measurement)",
+                                hint="re-run the perf ladder at lower load; capacity is read only from error-free steps")
+            target = f"P99 ≤ {p99_target_ms:g} ms" if p99_target_ms is not None else f"the run's SLA ({self.sla})"
+            best = min((s for s in ordered if s.measured), key=lambda s: s.p99_ms or math.inf)
+            raise PlanError(f"{self.source}: no measured step meets {target} (best: {best.describe()})",
+                            hint="relax the target, or measure at lower load / on a faster deployment")
+
+        # Throughput flattened: a passing step gaining < PLATEAU_GAIN over the best before it.
+        plateau: MeasuredStep | None = None
+        best_so_far = 0.0
+        for s in passing:
+            tput = s.throughput_per_s or 0.0
+            if best_so_far > 0 and tput < best_so_far * (1 + PLATEAU_GAIN):
+                plateau = s
+                break
+            best_so_far = max(best_so_far, tput)
+        best_pass = max(passing, key=lambda s: s.throughput_per_s or 0.0)
+        above = [s for s in ordered if s.load_value > best_pass.load_value and fails(s)]
+        tool_stop = self.stop_reason in _STOPPED_BY_TOOL
+        last = ordered[-1]
+        failure = next((s for s in above if not (tool_stop and s is last)), None)
+
+        qps = self.requests_per_s(best_pass)
+        skipped = [s for s in ordered if not s.measured]
+        skipped_note = f"; {len(skipped)} step(s) with failed requests or no stable measurement judged failing" \
+            if skipped else ""
+        if failure is not None:
+            reason = ("failed requests" if failure.error_count else
+                      f"P99 {failure.p99_ms:.1f} ms > {p99_target_ms:g} ms" if p99_target_ms is not None
+                      and failure.p99_ms is not None and failure.p99_ms > p99_target_ms else "the SLA broke")
+            return CapacityReading(best_pass, qps, "knee",
+                                   f"highest passing step ({best_pass.describe()}); the knee: "
+                                   f"{failure.describe()} ({reason}){skipped_note}", knee_step=failure)
+        if plateau is not None or self.stop_reason == "throughput_plateau":
+            knee = plateau or last
+            return CapacityReading(best_pass, qps, "knee",
+                                   f"highest passing step ({best_pass.describe()}); throughput flattened at "
+                                   f"{knee.describe()} (< {PLATEAU_GAIN:.0%} gain){skipped_note}", knee_step=knee)
+        why_open = {
+            "perf_error": "the run ended on a perf_analyzer failure, so nothing beyond it was measured",
+            "interrupted": "the run was interrupted",
+            "timeout": "the run hit its time limit",
+        }.get(self.stop_reason, "every step passed and throughput was still rising")
+        top = ordered[-1].load_value
+        mode = "concurrency" if best_pass.load_mode == "concurrency" else "request-rate"
+        extend = (f"extend the ladder past {top:g}, e.g. tritonkit perf run ... --{mode} "
+                  f"{_fmt(top)}:{_fmt(top * 8)}, until a step breaks the SLA or throughput stops rising")
+        return CapacityReading(best_pass, qps, "lower_bound",
+                               f"at least this: {why_open} ({best_pass.describe()}){skipped_note}", extend=extend)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def load_measurement(
+    path: str | os.PathLike[str],
+    *,
+    config: ServedConfig | None = None,
+    gpu_name: str | None = None,
+) -> Measurement:
+    """Read a ``result.json`` written by ``tritonkit perf run`` (``ConfigError`` if it is not one)."""
+    source = Path(path)
+    return Measurement.from_result(PerfResult.load(source), source=str(source), config=config, gpu_name=gpu_name)
