@@ -20,4 +20,5 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
 fi
 # The real perf_analyzer binary (and, on glibc < 2.38, its private runtime); quick when present.
 "$VENV/bin/tritonkit" perf install --quiet
+"$VENV/bin/tritonkit" deploy install-prometheus --quiet  # promtool + Prometheus (Debian package, private) for the rule tests
 export PATH="$VENV/bin:$PATH"

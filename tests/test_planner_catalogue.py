@@ -84,3 +84,27 @@ def test_a_custom_gpu_needs_positive_figures() -> None:
     assert gpu.fp8_tflops is None
     with pytest.raises(ConfigError, match="--gpu-bandwidth-gb-s"):
         custom_gpu(memory_gib=32, bandwidth_gb_s=-1, fp16_tflops=100)
+
+
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+        ("NVIDIA H100 PCIe", "H100-PCIE"),
+        ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+        ("NVIDIA A100-SXM4-40GB", "A100-40GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-80GB-PCIE"),
+        ("Tesla T4", "T4"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA GeForce RTX 4090", "RTX-4090"),
+    ],
+)
+def test_names_as_nvidia_smi_prints_them_find_their_card(reported: str, expected: str) -> None:
+    assert find_gpu(reported).name == expected
+
+
+@pytest.mark.parametrize("reported", ["NVIDIA A10G", "NVIDIA H100 NVL"])
+def test_a_reported_card_the_catalogue_lacks_is_not_taken_for_a_relative(reported: str) -> None:
+    with pytest.raises(ConfigError, match="unknown GPU"):
+        find_gpu(reported)

@@ -283,12 +283,23 @@ def gpu_names() -> list[str]:
     return [g.name for g in GPUS]
 
 
+#: Words in the names drivers report (``nvidia-smi --query-gpu=name``) that say nothing about which
+#: card it is: the vendor and product line, and the memory technology ("NVIDIA H100 80GB HBM3").
+_NOISE_WORDS = frozenset({"NVIDIA", "TESLA", "GEFORCE", "HBM2", "HBM2E", "HBM3", "HBM3E"})
+
+
+def _without_noise(name: str) -> str:
+    words = [w for w in re.split(r"[\s_\-]+", name.upper()) if w and w not in _NOISE_WORDS]
+    return "".join(words)
+
+
 def find_gpu(name: str) -> GpuSpec:
     """Look ``name`` up in the catalogue (case-insensitive, ignoring ``-``, ``_`` and spaces).
 
-    An unknown name raises ``ConfigError`` listing the known ones.
+    Names as ``nvidia-smi`` prints them are accepted too ("NVIDIA H200", "NVIDIA H100 80GB HBM3",
+    "NVIDIA A100-SXM4-80GB", "Tesla T4"). An unknown name raises ``ConfigError`` listing the known ones.
     """
-    gpu = _INDEX.get(_normalise(name))
+    gpu = _INDEX.get(_normalise(name)) or _INDEX.get(_without_noise(name))
     if gpu is None:
         raise ConfigError(
             f"unknown GPU '{name}'; known: {', '.join(gpu_names())}",

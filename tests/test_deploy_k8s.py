@@ -1,0 +1,259 @@
+"""Kubernetes / KServe manifests from a repository and an SLA, validated against the Kubernetes schemas.
+
+``kubernetes-validate`` ships the Kubernetes OpenAPI schemas and validates offline (strict:
+unknown fields are errors). It has no schema for KServe's InferenceService (a custom resource),
+so that one is checked field by field against the structure KServe documents.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.support.pymodels import write_python_model
+from tests.support.sweep_models import SLEEPY_PY, write_sleepy
+from tritonkit.cli import main
+from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, read_repository, render_yaml
+from tritonkit.deploy.k8s import MIN_EXIT_TIMEOUT_S, TAIL_FACTOR, parse_replicas
+from tritonkit.deploy.source import SCALE_OUT_UTILISATION
+from tritonkit.errors import ConfigError
+from tritonkit.perf import parse_sla
+from tritonkit.planner import PlanAssumptions
+
+K8S_VERSION = kubernetes_validate.latest_version()
+IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
+
+GPU_CONFIG = """
+name: "detector"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 3 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 3 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 5000 }
+instance_group [ { count: 2 kind: KIND_GPU } ]
+"""
+
+
+def _validate(doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+@pytest.fixture
+def cpu_facts(tmp_path: Path) -> RepositoryFacts:
+    """The sweep's winner as written back to the config: 2 instances × max batch 4 → limit 8."""
+    repo = tmp_path / "cpu_repo"
+    write_sleepy(repo, "slow", instances=2, max_batch=4)
+    return read_repository(repo)
+
+
+@pytest.fixture
+def gpu_facts(tmp_path: Path) -> RepositoryFacts:
+    repo = tmp_path / "gpu_repo"
+    write_python_model(repo, "detector", config_pbtxt=GPU_CONFIG, model_py=SLEEPY_PY)
+    return read_repository(repo)
+
+
+def _kinds(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["kind"]: d for d in docs}
+
+
+def test_every_manifest_passes_the_kubernetes_schemas(gpu_facts: RepositoryFacts) -> None:
+    manifests = build_manifests(gpu_facts, parse_sla("p99<=50ms"),
+                                K8sOptions(image=IMAGE, namespace="serving", min_replicas=2, max_replicas=8))
+    docs = manifests.all()
+    assert [d["kind"] for d in docs] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    for doc in docs:
+        _validate(doc)
+
+
+def test_the_schema_check_catches_a_misspelt_field(cpu_facts: RepositoryFacts) -> None:
+    deployment = build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all()[0]
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {"httpGet": {"path": "/"}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        _validate(deployment)
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare to cut the network")
+def test_validation_needs_no_network(tmp_path: Path, cpu_facts: RepositoryFacts) -> None:
+    stream = tmp_path / "all.yaml"
+    stream.write_text(render_yaml(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all()))
+    script = ("import sys, yaml, kubernetes_validate as kv\n"
+              "docs = list(yaml.safe_load_all(open(sys.argv[1])))\n"
+              "[kv.validate(d, kv.latest_version(), strict=True) for d in docs]\n"
+              "print(len(docs))\n")
+    # A new network namespace has no interface but a downed loopback: nothing can be fetched.
+    proc = subprocess.run(["unshare", "--net", sys.executable, "-c", script, str(stream)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
+        pytest.skip("unshare --net is not permitted here")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "3"
+
+
+def test_the_deployment_serves_the_repository_with_health_probes_and_scrape_annotations(
+    gpu_facts: RepositoryFacts,
+) -> None:
+    deployment = _kinds(build_manifests(gpu_facts, None, K8sOptions(image=IMAGE)).all())["Deployment"]
+    pod = deployment["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert pod["metadata"]["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": "8002",
+                                              "prometheus.io/path": "/metrics"}
+    assert "--model-repository=/models" in container["args"]
+    assert "--metrics-config=summary_latencies=true" in container["args"]
+    assert {"name": "models", "mountPath": "/models", "readOnly": True} in container["volumeMounts"]
+    claim = next(v for v in pod["spec"]["volumes"] if v["name"] == "models")
+    assert claim["persistentVolumeClaim"]["claimName"] == "triton-models"
+    # KIND_GPU in the config → one GPU per pod by default.
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
+def test_gpus_follow_the_option_and_a_cpu_repository_asks_for_none(
+    gpu_facts: RepositoryFacts, cpu_facts: RepositoryFacts,
+) -> None:
+    four = _kinds(build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, gpus=4)).all())["Deployment"]
+    assert four["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+    cpu = _kinds(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all())["Deployment"]
+    container = cpu["spec"]["template"]["spec"]["containers"][0]
+    assert "resources" not in container
+    assert "--allow-gpu-metrics=true" not in container["args"]
+
+
+def test_shutdown_drains_longer_than_the_longest_request(cpu_facts: RepositoryFacts) -> None:
+    # From the SLA: ten times its largest latency bound (p99 8 s → 80 s), never under 30 s.
+    manifests = build_manifests(cpu_facts, parse_sla("p99<=8s"), K8sOptions(image=IMAGE))
+    assert manifests.exit_timeout_s == 8 * TAIL_FACTOR
+    pod = _kinds(manifests.all())["Deployment"]["spec"]["template"]["spec"]
+    assert f"--exit-timeout-secs={8 * TAIL_FACTOR}" in pod["containers"][0]["args"]
+    assert pod["terminationGracePeriodSeconds"] > 8 * TAIL_FACTOR
+    assert pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"][0] == "sleep"
+    # From the option; and a millisecond SLA still drains for the minimum.
+    given = build_manifests(cpu_facts, parse_sla("p99<=8s"), K8sOptions(image=IMAGE, max_request_s=600))
+    assert given.exit_timeout_s == 600 and given.grace_period_s > 600
+    assert build_manifests(cpu_facts, parse_sla("p99<=50ms"), K8sOptions(image=IMAGE)).exit_timeout_s == \
+        MIN_EXIT_TIMEOUT_S
+
+
+def test_the_autoscaler_scales_on_pending_requests_and_gpu_at_the_rule_of_thumb(
+    gpu_facts: RepositoryFacts, cpu_facts: RepositoryFacts,
+) -> None:
+    assert PlanAssumptions().scale_out_utilisation == SCALE_OUT_UTILISATION
+    assert 0.6 <= SCALE_OUT_UTILISATION <= 0.7
+    manifests = build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, min_replicas=2, max_replicas=6))
+    hpa = _kinds(manifests.all())["HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
+    targets = {m["pods"]["metric"]["name"]: m["pods"]["target"]["averageValue"] for m in hpa["spec"]["metrics"]}
+    # detector: 2 GPU instances × max batch 8 = 16; queue alert at 8; scale out at 65 % of that → 5.
+    assert targets == {"nv_inference_pending_request_count": "5", "nv_gpu_utilization": "650m"}
+    assert manifests.adapter_rules is not None
+    served = {r["name"]["as"] for r in manifests.adapter_rules["rules"]["custom"]}
+    assert served == set(targets)
+    given = build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, concurrency_limit=40))
+    assert given.pending_target == 13  # 65 % of half of 40
+    cpu_hpa = _kinds(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all())["HorizontalPodAutoscaler"]
+    assert [m["pods"]["metric"]["name"] for m in cpu_hpa["spec"]["metrics"]] == ["nv_inference_pending_request_count"]
+
+
+def test_fixed_replicas_need_no_autoscaler(cpu_facts: RepositoryFacts) -> None:
+    manifests = build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, min_replicas=3, max_replicas=3))
+    assert "HorizontalPodAutoscaler" not in _kinds(manifests.all())
+    assert manifests.adapter_rules is None
+    assert _kinds(manifests.all())["Deployment"]["spec"]["replicas"] == 3
+
+
+def test_an_object_store_repository_is_read_by_the_server_with_credentials(cpu_facts: RepositoryFacts) -> None:
+    options = K8sOptions(image=IMAGE, repo_uri="s3://models/prod", credentials_secret="s3-creds")
+    deployment = _kinds(build_manifests(cpu_facts, None, options).all())["Deployment"]
+    _validate(deployment)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert "--model-repository=s3://models/prod" in container["args"]
+    assert container["envFrom"] == [{"secretRef": {"name": "s3-creds"}}]
+    assert all(v["name"] != "models" for v in deployment["spec"]["template"]["spec"]["volumes"])
+
+
+def test_kserve_gets_an_inference_service_on_the_triton_runtime(gpu_facts: RepositoryFacts) -> None:
+    options = K8sOptions(image=IMAGE, repo_uri="gs://bucket/repo", kserve=True, min_replicas=1, max_replicas=3)
+    docs = build_manifests(gpu_facts, parse_sla("p99<=50ms"), options).all()
+    assert [d["kind"] for d in docs] == ["InferenceService"]
+    isvc = docs[0]
+    assert isvc["apiVersion"] == "serving.kserve.io/v1beta1"
+    with pytest.raises(kubernetes_validate.SchemaNotFoundError):
+        _validate(isvc)  # a custom resource: the Kubernetes schemas do not cover it, so check it here
+    predictor = isvc["spec"]["predictor"]
+    assert set(predictor) == {"minReplicas", "maxReplicas", "model"}
+    model = predictor["model"]
+    assert model["modelFormat"] == {"name": "triton"}
+    assert model["runtime"] == "kserve-tritonserver"
+    assert model["storageUri"] == "gs://bucket/repo"
+    assert model["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert "--metrics-config=summary_latencies=true" in model["args"]
+    # The container fields KServe passes through are Kubernetes Container fields: check them so.
+    container = {"name": "kserve-container", "image": IMAGE, **{k: v for k, v in model.items()
+                                                              if k in ("args", "resources", "envFrom")}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [container]}}
+    _validate(pod)
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"repo_uri": "http://example/models"}, "object-store URI"),
+    ({"min_replicas": 3, "max_replicas": 2}, "min <= max"),
+    ({"image": " "}, "--image is empty"),
+    ({"kserve": True}, "storage URI"),
+])
+def test_bad_options_are_refused_with_a_fix(kwargs: dict[str, Any], words: str) -> None:
+    options: dict[str, Any] = {"image": IMAGE, **kwargs}
+    with pytest.raises(ConfigError) as info:
+        K8sOptions(**options)
+    assert words in info.value.message and info.value.hint
+
+
+def test_replicas_text_is_n_or_min_max() -> None:
+    assert parse_replicas("3") == (3, 3)
+    assert parse_replicas("1:8") == (1, 8)
+    with pytest.raises(ConfigError):
+        parse_replicas("8:1")
+    with pytest.raises(ConfigError):
+        parse_replicas("many")
+
+
+def test_cli_writes_one_valid_file_per_kind(tmp_path: Path, gpu_facts: RepositoryFacts) -> None:
+    out = tmp_path / "k8s"
+    assert gpu_facts.root is not None
+    result = CliRunner().invoke(main, ["deploy", "k8s", str(gpu_facts.root), "--image", IMAGE, "--gpus", "2",
+                                       "--replicas", "2:8", "--sla", "p99<=50ms", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["deployment.yaml", "hpa.yaml", "prometheus-adapter-values.yaml", "service.yaml"]
+    for name in ("deployment.yaml", "hpa.yaml", "service.yaml"):
+        for doc in yaml.safe_load_all((out / name).read_text()):
+            _validate(doc)
+    assert "exit timeout 30 s" in result.output
+
+
+def test_cli_prints_one_stream_for_kubectl_without_out(cpu_facts: RepositoryFacts) -> None:
+    assert cpu_facts.root is not None
+    result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE,
+                                                       "--replicas", "2"])
+    assert result.exit_code == 0, result.stderr
+    docs = list(yaml.safe_load_all(result.stdout))
+    assert [d["kind"] for d in docs] == ["Deployment", "Service"]
+    json.dumps(docs)  # plain data all the way down
+
+
+def test_cli_names_a_missing_model_with_the_ones_there(cpu_facts: RepositoryFacts) -> None:
+    assert cpu_facts.root is not None
+    result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE, "--model", "nope"])
+    assert result.exit_code != 0
+    assert "nope" in result.output and "slow" in result.output and "Traceback" not in result.output

@@ -1,0 +1,226 @@
+"""``tritonkit deploy``: Kubernetes manifests, Prometheus rules and a Grafana dashboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from tritonkit.cli._common import ErrorHandlingGroup, echo_json
+from tritonkit.deploy import (
+    AlertOptions,
+    DashboardOptions,
+    K8sOptions,
+    RepositoryFacts,
+    build_dashboard,
+    build_manifests,
+    build_rules,
+    install_prometheus,
+    read_repository,
+    render_yaml,
+    write_dashboard,
+    write_manifests,
+    write_rules,
+)
+from tritonkit.deploy.alerts import limits_text
+from tritonkit.deploy.k8s import parse_replicas
+from tritonkit.deploy.source import SCALE_OUT_UTILISATION
+from tritonkit.perf.judge.compare import parse_percent
+from tritonkit.perf.judge.sla import SLA, load_sla
+
+_SLA_HELP = "SLA expression ('p99<=50ms,throughput>=200/s') or YAML file."
+_REPO = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _facts(repo: Path | None, models: tuple[str, ...]) -> RepositoryFacts | None:
+    return read_repository(repo, models=models) if repo is not None else None
+
+
+def _sla(text: str | None) -> SLA | None:
+    return load_sla(text) if text else None
+
+
+@click.group("deploy", cls=ErrorHandlingGroup)
+def deploy() -> None:
+    """Beyond one machine: Kubernetes/KServe manifests, Prometheus rules, a Grafana dashboard.
+
+    Each is generated from the model repository (its configs hold the sweep's winner), the SLA
+    and a few options.
+
+    \b
+    Example:
+      tritonkit deploy k8s model_repository --image nvcr.io/nvidia/tritonserver:24.10-py3 --out k8s/
+    """
+
+
+@deploy.command("k8s")
+@click.argument("repo", type=_REPO)
+@click.option("--image", required=True, help="tritonserver container image.")
+@click.option("--name", default="triton", show_default=True, help="Name of the Deployment, Service and HPA.")
+@click.option("--namespace", default=None, help="Namespace to put in the manifests.")
+@click.option("--gpus", type=click.IntRange(min=0), default=None,
+              help="GPUs per pod [default: 1 when a model asks for a GPU, else 0].")
+@click.option("--replicas", default="1:4", show_default=True,
+              help="N (fixed) or MIN:MAX (an autoscaler between them).")
+@click.option("--repo-uri", default=None, help="Object-store repository (s3://…, gs://…) instead of a volume.")
+@click.option("--pvc", default=None, help="PersistentVolumeClaim holding the repository [default: NAME-models].")
+@click.option("--credentials-secret", default=None, help="Secret with object-store credentials, as environment.")
+@click.option("--sla", "sla_text", default=None, help=_SLA_HELP + " Sizes the shutdown drain.")
+@click.option("--max-request-s", type=float, default=None, help="Longest request, seconds (drained on shutdown).")
+@click.option("--scale-out-at", default=f"{SCALE_OUT_UTILISATION:.0%}", show_default=True,
+              help="Utilisation at which to add replicas (rule of thumb: 60–70 %, not 100 %).")
+@click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
+              help="Requests a pod takes at once [default: the models' limits from their configs, summed].")
+@click.option("--kserve", is_flag=True, help="An InferenceService on KServe's Triton runtime instead.")
+@click.option("--model", "models", multiple=True, help="Only these models of the repository (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write one file per kind into this folder (default: print one YAML stream).")
+def k8s_command(repo: Path, image: str, name: str, namespace: str | None, gpus: int | None, replicas: str,
+                repo_uri: str | None, pvc: str | None, credentials_secret: str | None, sla_text: str | None,
+                max_request_s: float | None, scale_out_at: str, concurrency_limit: int | None, kserve: bool,
+                models: tuple[str, ...], out: Path | None) -> None:
+    """Kubernetes manifests serving REPO: Deployment, Service, HPA (or a KServe InferenceService).
+
+    Readiness and liveness use Triton's /v2/health endpoints; shutdown drains longer than the
+    longest request; the metrics port is annotated for scraping; the HPA scales on pending
+    requests and GPU utilisation through prometheus-adapter (whose rules are written too).
+
+    \b
+    Example:
+      tritonkit deploy k8s model_repository --image nvcr.io/nvidia/tritonserver:24.10-py3 \\
+          --gpus 1 --replicas 2:8 --sla 'p99<=50ms' --out k8s/
+    """
+    low, high = parse_replicas(replicas)
+    options = K8sOptions(image=image, name=name, namespace=namespace, gpus=gpus, min_replicas=low,
+                         max_replicas=high, repo_uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret,
+                         max_request_s=max_request_s, kserve=kserve, concurrency_limit=concurrency_limit,
+                         scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"))
+    facts = read_repository(repo, models=models)
+    manifests = build_manifests(facts, _sla(sla_text), options)
+    for note in manifests.notes:
+        _say(note)
+    if out is None:
+        click.echo(render_yaml(manifests.all()), nl=False)
+        return
+    for path in write_manifests(manifests, out):
+        _say(f"wrote {path}")
+
+
+@deploy.command("alerts")
+@click.argument("repo", type=_REPO, required=False)
+@click.option("--sla", "sla_text", default=None, help=_SLA_HELP)
+@click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
+              help="Requests a model takes at once [default: from each config: max_queue_size, "
+                   "else instances × max batch].")
+@click.option("--gpu-utilisation", default="85%", show_default=True, help="GPU utilisation alert threshold.")
+@click.option("--gpu-for", default="5m", show_default=True, help="How long GPU utilisation must stay above it.")
+@click.option("--p99-for", default="3m", show_default=True, help="How long p99 must stay above the SLA.")
+@click.option("--queue-fraction", default="50%", show_default=True,
+              help="Queue depth alert, as a share of the concurrency limit.")
+@click.option("--queue-for", default="5m", show_default=True, help="How long the queue must stay that deep.")
+@click.option("--for", "sla_for", default="3m", show_default=True, help="`for:` of the other SLA-term alerts.")
+@click.option("--rate-window", default="2m", show_default=True, help="Window of rate() (≥ 4 scrape intervals).")
+@click.option("--job", default=None, help="Restrict every rule to this Prometheus scrape job.")
+@click.option("--model", "models", multiple=True, help="Only these models of REPO (repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the rule file here (default: print it).")
+@click.option("--json", "as_json", is_flag=True, help="Print the SLA-term mapping as JSON.")
+def alerts_command(repo: Path | None, sla_text: str | None, concurrency_limit: int | None, gpu_utilisation: str,
+                   gpu_for: str, p99_for: str, queue_fraction: str, queue_for: str, sla_for: str,
+                   rate_window: str, job: str | None, models: tuple[str, ...], out: Path | None,
+                   as_json: bool) -> None:
+    """Prometheus alerting and recording rules from the SLA, on Triton's own metrics.
+
+    GPU utilisation above 85 % for 5 minutes; p99 above the SLA for 3 minutes; queue depth above
+    half the concurrency limit for 5 minutes; a recording rule (tritonkit:scale_out) and an alert
+    when two of the three hold. Other SLA terms become alerts where a server metric answers them.
+    The server needs --metrics-config=summary_latencies=true for percentiles.
+
+    \b
+    Example:
+      tritonkit deploy alerts model_repository --sla 'p99<=50ms,errors==0' --out triton-rules.yml
+      promtool check rules triton-rules.yml
+    """
+    options = AlertOptions(
+        gpu_utilisation=parse_percent(gpu_utilisation, option="--gpu-utilisation"), gpu_for=gpu_for,
+        p99_for=p99_for, queue_fraction=parse_percent(queue_fraction, option="--queue-fraction"),
+        queue_for=queue_for, sla_for=sla_for, rate_window=rate_window, concurrency_limit=concurrency_limit, job=job,
+    )
+    facts = _facts(repo, models)
+    rules = build_rules(_sla(sla_text), facts, options)
+    if as_json:
+        echo_json({
+            "alerts": rules.alert_names,
+            "mapped": [{"term": m.term, "alert": m.alert, "metric": m.note} for m in rules.mapped],
+            "unmapped": [{"term": m.term, "reason": m.note} for m in rules.unmapped],
+            "notes": rules.notes,
+            "server_flags": rules.server_flags,
+            "path": str(out) if out else None,
+        })
+    if facts is not None and not as_json:
+        for line in limits_text(facts, options):
+            _say(line)
+    if out is None:
+        if not as_json:
+            click.echo(rules.render(), nl=False)
+        return
+    write_rules(rules, out)
+    if not as_json:
+        for m in rules.unmapped:
+            _say(f"no alert for {m.term}: {m.note}")
+        _say(f"wrote {out} ({len(rules.alert_names)} alerts); the server needs "
+             "--metrics-config=summary_latencies=true for percentiles")
+
+
+@deploy.command("dashboard")
+@click.argument("repo", type=_REPO, required=False)
+@click.option("--sla", "sla_text", default=None, help=_SLA_HELP + " Its p99 is drawn as a line.")
+@click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True,
+              help="Show GPU or CPU utilisation and memory.")
+@click.option("--llm", is_flag=True, help="Add the TensorRT-LLM row (automatic when REPO has a tensorrtllm model).")
+@click.option("--job", default=None, help="Restrict every query to this Prometheus scrape job.")
+@click.option("--title", default="Triton Inference Server", show_default=True, help="Dashboard title.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the dashboard JSON here (default: print it).")
+def dashboard_command(repo: Path | None, sla_text: str | None, device: str, llm: bool, job: str | None,
+                      title: str, out: Path | None) -> None:
+    """A Grafana dashboard: throughput, latency percentiles, queue time, in-flight, GPU, per model.
+
+    \b
+    Example:
+      tritonkit deploy dashboard model_repository --sla 'p99<=50ms' --out triton-dashboard.json
+    """
+    sla = _sla(sla_text)
+    p99 = sla.constraint("p99") if sla else None
+    options = DashboardOptions(title=title, device="cpu" if device == "cpu" else "gpu", llm=llm, job=job,
+                               p99_limit_ms=p99.value if p99 else None)
+    dashboard = build_dashboard(_facts(repo, ()), options)
+    if out is None:
+        click.echo(json.dumps(dashboard, indent=2))
+        return
+    write_dashboard(dashboard, out)
+    _say(f"wrote {out} ({sum(1 for p in dashboard['panels'] if p['type'] != 'row')} panels)")
+
+
+@deploy.command("install-prometheus")
+@click.option("--force", is_flag=True, help="Fetch again even when installed.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def install_prometheus_command(force: bool, quiet: bool) -> None:
+    """Prometheus and promtool from Debian's package, unpacked into this environment.
+
+    Never touches the system's packages or apt state and starts no service. Idempotent.
+
+    \b
+    Example:
+      tritonkit deploy install-prometheus
+    """
+    installed = install_prometheus(force=force, progress=None if quiet else _say)
+    click.echo(installed.describe())
+
+
+COMMANDS: list[click.Command] = [deploy]

@@ -1,0 +1,197 @@
+"""A Grafana dashboard for Triton, per model, on the metrics the server really exposes.
+
+Rows: traffic (throughput, failures, batch size per execution), latency (p50/p90/p99 from the
+summaries, mean from the counters, mean queue time, compute time), load (pending requests,
+GPU — or, for a CPU deployment, CPU — utilisation and memory), and for TensorRT-LLM models the
+backend's request and KV-cache gauges. Triton 2.51 exposes no time-to-first-token or token
+counters, so those LLM figures come from ``tritonkit perf`` runs, and the dashboard says so.
+
+Queries use two Grafana variables, ``$model`` (multi-select, from the server's own series) and
+``$__rate_interval``; :func:`panel_queries` resolves them for a plain Prometheus query.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tritonkit._fs import atomic_write
+from tritonkit.deploy.source import RepositoryFacts
+from tritonkit.deploy.triton_metrics import ALWAYS, GPU, SUMMARY, TRTLLM, selector
+
+__all__ = ["DashboardOptions", "build_dashboard", "panel_queries", "write_dashboard"]
+
+Device = Literal["gpu", "cpu"]
+
+_M = '{model=~"$model"}'
+_R = "$__rate_interval"
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    """What to show. ``device`` picks GPU or CPU gauges; ``llm`` adds the TensorRT-LLM row."""
+
+    title: str = "Triton Inference Server"
+    uid: str = "tritonkit-triton"
+    device: Device = "gpu"
+    llm: bool = False
+    job: str | None = None
+    #: The SLA's p99 bound in ms, drawn as a threshold line on the latency panel.
+    p99_limit_ms: float | None = None
+
+
+def _sel(job: str | None, extra: str = "") -> str:
+    """``{model=~"$model",job="x",extra}``."""
+    inner = _M[1:-1]
+    if job:
+        inner += "," + selector(job=job)[1:-1]
+    if extra:
+        inner += "," + extra
+    return "{" + inner + "}"
+
+
+def _panel(pid: int, title: str, unit: str, targets: list[tuple[str, str]], grid: tuple[int, int, int, int],
+           description: str, thresholds: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    x, y, w, h = grid
+    defaults: dict[str, Any] = {"unit": unit}
+    if thresholds:
+        defaults["thresholds"] = {"mode": "absolute", "steps": thresholds}
+        defaults["custom"] = {"thresholdsStyle": {"mode": "line"}}
+    return {
+        "id": pid,
+        "type": "timeseries",
+        "title": title,
+        "description": description,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {"legend": {"displayMode": "table", "placement": "bottom"}, "tooltip": {"mode": "multi"}},
+        "targets": [
+            {"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend,
+             "datasource": {"type": "prometheus", "uid": "${datasource}"}}
+            for i, (expr, legend) in enumerate(targets)
+        ],
+    }
+
+
+def _row(pid: int, title: str, y: int) -> dict[str, Any]:
+    return {"id": pid, "type": "row", "title": title, "collapsed": False, "gridPos": {"x": 0, "y": y, "w": 24, "h": 1},
+            "panels": []}
+
+
+def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOptions | None = None) -> dict[str, Any]:
+    """The dashboard JSON model (import it in Grafana, or provision it as a file)."""
+    o = options or DashboardOptions()
+    llm = o.llm or (facts is not None and facts.has_llm)
+    s = _sel(o.job)
+    job_sel = selector(job=o.job)
+    by = "model"
+    panels: list[dict[str, Any]] = []
+    pid = iter(range(1, 100))
+
+    panels.append(_row(next(pid), "Traffic", 0))
+    panels.append(_panel(next(pid), "Throughput", "reqps", [
+        (f"sum by ({by}) (rate({ALWAYS['count']}{s}[{_R}]))", "{{model}} inferences/s"),
+        (f"sum by ({by}) (rate({ALWAYS['success']}{s}[{_R}]))", "{{model}} requests/s"),
+    ], (0, 1, 12, 8), "Inferences (batch items) and successful requests per second, per model."))
+    panels.append(_panel(next(pid), "Failed requests", "reqps", [
+        (f"sum by ({by}) (rate({ALWAYS['failure']}{s}[{_R}]))", "{{model}} failures/s"),
+    ], (12, 1, 6, 8), "Requests the server failed. A load test passes only with zero."))
+    panels.append(_panel(next(pid), "Batch size per execution", "short", [
+        (f"sum by ({by}) (rate({ALWAYS['count']}{s}[{_R}])) / sum by ({by}) (rate({ALWAYS['exec_count']}{s}[{_R}]))",
+         "{{model}}"),
+    ], (18, 1, 6, 8), "Inferences per model execution: how much the dynamic batcher merges."))
+
+    panels.append(_row(next(pid), "Latency", 9))
+    q_sel = _sel(o.job, 'quantile=~"0.5|0.9|0.99"')
+    p99_steps: list[dict[str, Any]] | None = None
+    if o.p99_limit_ms is not None:
+        p99_steps = [{"color": "green", "value": None}, {"color": "red", "value": o.p99_limit_ms}]
+    panels.append(_panel(next(pid), "Request latency percentiles", "ms", [
+        (f"max by ({by}, quantile) ({SUMMARY['request']}{q_sel}) / 1000",
+         "{{model}} p{{quantile}}"),
+    ], (0, 10, 12, 8), "p50/p90/p99 from Triton's latency summaries (server flag "
+       "--metrics-config summary_latencies=true); the red line is the SLA.", p99_steps))
+    panels.append(_panel(next(pid), "Mean latency and queue time", "ms", [
+        (f"sum by ({by}) (rate({ALWAYS['request_us']}{s}[{_R}])) / sum by ({by}) (rate({ALWAYS['success']}{s}[{_R}])) / 1000",
+         "{{model}} request"),
+        (f"sum by ({by}) (rate({ALWAYS['queue_us']}{s}[{_R}])) / sum by ({by}) (rate({ALWAYS['success']}{s}[{_R}])) / 1000",
+         "{{model}} queue"),
+        (f"sum by ({by}) (rate({ALWAYS['compute_infer_us']}{s}[{_R}])) / sum by ({by}) "
+         f"(rate({ALWAYS['exec_count']}{s}[{_R}])) / 1000", "{{model}} compute per execution"),
+    ], (12, 10, 12, 8), "Mean request time, mean time waiting in the queue, and compute per execution: "
+       "queue time rising while compute stays flat is overload, not a slow model."))
+
+    panels.append(_row(next(pid), "Load", 18))
+    panels.append(_panel(next(pid), "In-flight (pending) requests", "short", [
+        (f"sum by ({by}) ({ALWAYS['pending']}{s})", "{{model}} pending"),
+    ], (0, 19, 8, 8), "Requests waiting for an instance: the queue depth the scale-out rule watches."))
+    if o.device == "gpu":
+        util = (f"{GPU['utilization']}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
+        mem = (f"{GPU['memory_used']}{job_sel} / {GPU['memory_total']}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
+        what = "GPU"
+    else:
+        util = (f"{ALWAYS['cpu_utilization']}{job_sel} * 100", "{{instance}}")
+        mem = (f"{ALWAYS['cpu_memory_used']}{job_sel} / {ALWAYS['cpu_memory_total']}{job_sel} * 100", "{{instance}}")
+        what = "CPU"
+    panels.append(_panel(next(pid), f"{what} utilisation", "percent", [util], (8, 19, 8, 8),
+                         f"{what} busy share. Rule of thumb: scale out at 60–70 %, alert above 85 % for 5 minutes.",
+                         [{"color": "green", "value": None}, {"color": "orange", "value": 65},
+                          {"color": "red", "value": 85}]))
+    panels.append(_panel(next(pid), f"{what} memory used", "percent", [mem], (16, 19, 8, 8),
+                         f"{what} memory in use. Near 100 % the next larger batch or sequence fails."))
+
+    if llm:
+        req, kv = TRTLLM["requests"], TRTLLM["kv_blocks"]
+        req_sel = _sel(o.job, 'request_type=~"active|scheduled|context|waiting"')
+        used_sel, max_sel = _sel(o.job, 'kv_cache_block_type="used"'), _sel(o.job, 'kv_cache_block_type="max"')
+        panels.append(_row(next(pid), "LLM (TensorRT-LLM backend)", 27))
+        panels.append(_panel(next(pid), "LLM requests in the in-flight batcher", "short", [
+            (f"sum by ({by}, request_type) ({req}{req_sel})",
+             "{{model}} {{request_type}}"),
+        ], (0, 28, 12, 8), "Active, scheduled, context-phase and waiting requests. Triton 2.51 exposes no "
+           "time-to-first-token or tokens/s: measure those with tritonkit perf (streaming)."))
+        panels.append(_panel(next(pid), "KV-cache blocks used", "percent", [
+            (f"sum by ({by}) ({kv}{used_sel}) / "
+             f"sum by ({by}) ({kv}{max_sel}) * 100", "{{model}}"),
+        ], (12, 28, 12, 8), "Share of the paged KV cache in use: near 100 % new sequences wait."))
+
+    return {
+        "uid": o.uid,
+        "title": o.title,
+        "tags": ["triton", "tritonkit"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "refresh": "10s",
+        "time": {"from": "now-1h", "to": "now"},
+        "templating": {"list": [
+            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
+            {"name": "model", "type": "query", "label": "model", "multi": True, "includeAll": True,
+             "allValue": ".*", "current": {"text": "All", "value": "$__all"},
+             "datasource": {"type": "prometheus", "uid": "${datasource}"},
+             "query": {"query": f"label_values({ALWAYS['success']}{job_sel}, model)", "refId": "models"},
+             "definition": f"label_values({ALWAYS['success']}{job_sel}, model)", "refresh": 2, "sort": 1},
+        ]},
+        "panels": panels,
+    }
+
+
+def panel_queries(dashboard: dict[str, Any], *, model: str = ".*", rate_interval: str = "1m") -> dict[str, list[str]]:
+    """Every panel's queries with Grafana's variables resolved, by panel title (rows left out)."""
+    out: dict[str, list[str]] = {}
+    for panel in dashboard["panels"]:
+        if panel.get("type") == "row":
+            continue
+        out[panel["title"]] = [
+            t["expr"].replace("$model", model).replace("$__rate_interval", rate_interval) for t in panel["targets"]
+        ]
+    return out
+
+
+def write_dashboard(dashboard: dict[str, Any], path: str | Path) -> Path:
+    """Write the dashboard JSON atomically."""
+    return atomic_write(path, json.dumps(dashboard, indent=2) + "\n")

@@ -1,0 +1,156 @@
+"""What a deployment needs to know about a model repository, read from its configs.
+
+The repository is the single source: the sweep writes its winner (instance counts, max batch,
+batching window) into each ``config.pbtxt``, so reading the configs back gives the numbers the
+manifests, alert rules and dashboards are sized from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit.errors import ConfigError
+from tritonkit.planner import PlanAssumptions
+from tritonkit.repository import ModelRepository
+
+__all__ = [
+    "SCALE_OUT_UTILISATION",
+    "ModelFacts",
+    "RepositoryFacts",
+    "model_facts",
+    "read_repository",
+]
+
+#: Rule of thumb: start scaling out at 60–70 % utilisation, not at 100 %: a new replica takes
+#: minutes to schedule, pull and load, and the load keeps rising meanwhile. Taken from the
+#: planner's default so the fleet plan and the autoscaler agree.
+SCALE_OUT_UTILISATION: float = PlanAssumptions().scale_out_utilisation
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """One model as a deployment sees it."""
+
+    name: str
+    backend: str
+    max_batch_size: int
+    #: Execution instances per GPU (KIND_GPU/KIND_AUTO groups) or in all (KIND_CPU groups).
+    instances: int
+    uses_gpu: bool
+    decoupled: bool
+    ensemble: bool
+    #: ``dynamic_batching.default_queue_policy.max_queue_size`` (0: unbounded).
+    max_queue_size: int
+
+    @property
+    def concurrency_limit(self) -> int:
+        """Requests the model takes at once before its queue must hold them.
+
+        The server-enforced queue bound when the config sets one; otherwise what the model
+        executes at once, instances × max batch (a request beyond that only waits).
+        """
+        if self.max_queue_size > 0:
+            return self.max_queue_size
+        return max(1, self.instances) * max(1, self.max_batch_size)
+
+    @property
+    def is_llm(self) -> bool:
+        """A TensorRT-LLM engine (its backend exposes ``nv_trt_llm_*`` metrics)."""
+        return self.backend == "tensorrtllm"
+
+
+@dataclass(frozen=True)
+class RepositoryFacts:
+    """Every model of a repository, plus where it was read from."""
+
+    root: Path | None
+    models: tuple[ModelFacts, ...]
+
+    @property
+    def uses_gpu(self) -> bool:
+        """True when any model asks for a GPU instance (KIND_GPU, or KIND_AUTO on a GPU machine)."""
+        return any(m.uses_gpu for m in self.models)
+
+    @property
+    def has_llm(self) -> bool:
+        """True when any model runs the TensorRT-LLM backend."""
+        return any(m.is_llm for m in self.models)
+
+    def queued_models(self) -> tuple[ModelFacts, ...]:
+        """Models with a queue of their own (ensembles only forward to their steps)."""
+        return tuple(m for m in self.models if not m.ensemble)
+
+
+def _instances(config: mc.ModelConfig) -> tuple[int, bool]:
+    """(instances, whether any is on a GPU); a GPU group counts its instances per listed GPU."""
+    cpu_only = config.backend == "python"  # the python backend runs KIND_AUTO on the CPU
+    groups = list(config.instance_group)
+    if not groups:
+        # Triton's default: one instance per GPU (or one on the CPU).
+        return 1, not cpu_only
+    total, gpu = 0, False
+    for group in groups:
+        on_gpu = group.kind == mc.ModelInstanceGroup.KIND_GPU or (
+            group.kind == mc.ModelInstanceGroup.KIND_AUTO and not cpu_only
+        )
+        gpu = gpu or on_gpu
+        total += (group.count or 1) * (max(1, len(group.gpus)) if on_gpu else 1)
+    return total, gpu
+
+
+def model_facts(config: mc.ModelConfig) -> ModelFacts:
+    """The deployment's view of one parsed config."""
+    instances, gpu = _instances(config)
+    queue = 0
+    if config.HasField("dynamic_batching") and config.dynamic_batching.HasField("default_queue_policy"):
+        queue = int(config.dynamic_batching.default_queue_policy.max_queue_size)
+    ensemble = config.platform == "ensemble"
+    return ModelFacts(
+        name=config.name,
+        backend=config.backend or config.platform,
+        max_batch_size=int(config.max_batch_size),
+        instances=0 if ensemble else instances,
+        uses_gpu=False if ensemble else gpu,
+        decoupled=bool(config.model_transaction_policy.decoupled),
+        ensemble=ensemble,
+        max_queue_size=queue,
+    )
+
+
+def read_repository(root: str | Path, *, models: Sequence[str] = ()) -> RepositoryFacts:
+    """Read every model's ``config.pbtxt`` under ``root`` (or only ``models``)."""
+    path = Path(root)
+    if not path.is_dir():
+        raise ConfigError(
+            f"model repository {path} is not a folder",
+            hint="pass the folder that holds one sub-folder per model (e.g. model_repository)",
+        )
+    repo = ModelRepository(path)
+    names = repo.model_names()
+    if models:
+        missing = [m for m in models if m not in names]
+        if missing:
+            raise ConfigError(
+                f"{path}: no model named {', '.join(missing)}",
+                hint=f"models here: {', '.join(names) or '(none)'}",
+            )
+        names = [n for n in names if n in models]
+    facts = []
+    for name in names:
+        entry = repo.model(name)
+        if not entry.config_path.is_file():
+            continue  # a folder without a config is not a model Triton serves from this repository
+        config = entry.read_config()
+        if not config.name:
+            config.name = name
+        facts.append(model_facts(config))
+    if not facts:
+        raise ConfigError(
+            f"{path}: no model with a config.pbtxt",
+            hint="build one first, e.g. tritonkit build onnx model.onnx --name mlp --repo " + str(path),
+        )
+    return RepositoryFacts(root=path.resolve(), models=tuple(facts))
