@@ -1,4 +1,4 @@
-"""Typed specs build Triton's own ModelConfig; defaults follow the brief; mistakes fail early."""
+"""Typed specs build Triton's own ModelConfig; defaults follow the rules of thumb; mistakes fail early."""
 
 from __future__ import annotations
 

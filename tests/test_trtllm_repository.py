@@ -7,6 +7,7 @@ here: their repositories are checked as written, with an engine config.json made
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from tritonkit.builders.trtllm import (
     trtllm_model_specs,
     write_trtllm_repository,
 )
+from tritonkit.builders.trtllm.interface import KNOB_TO_ENGINE
+from tritonkit.builders.trtllm.repository import PYMODELS
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError
 from tritonkit.repository import lint_repository, read_config
@@ -194,3 +197,12 @@ def test_hf_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
     (tmp_path / "hf" / "config.json").write_text(json.dumps(LLAMA3_8B))
     with pytest.raises(ConfigError, match="no tokenizer.json"):
         build_trtllm(tmp_path / "hf", repo=tmp_path / "r", run_build=False)
+
+
+def test_bls_model_passes_through_the_same_knobs_as_the_ensemble() -> None:
+    """The BLS model.py runs inside the server without tritonkit, so it keeps its own copy of the map."""
+    tree = ast.parse((PYMODELS / "bls.py").read_text(encoding="utf-8"))
+    assigned = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "_PASS_THROUGH" for t in node.targets)]
+    assert len(assigned) == 1
+    assert ast.literal_eval(assigned[0]) == KNOB_TO_ENGINE

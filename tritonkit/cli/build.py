@@ -39,6 +39,27 @@ def _progress(verbose: bool, as_json: bool) -> Callable[[str], None] | None:
 _WINDOW_TEXT = f"{WINDOW_RANGE_US[0] // 1000}ms–{WINDOW_RANGE_US[1] // 1000}ms"
 
 
+def _model_into_repository(command: Callable[..., None]) -> Callable[..., None]:
+    """The MODEL file argument and where it goes (``--name``, ``--repo``), alike for every file builder."""
+    decorators = (
+        click.argument("model", type=_INPUT),
+        click.option("--name", required=True, help="Model name: its folder in the repository."),
+        click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+                     show_default=True, help="Repository folder (created if missing)."),
+    )
+    # Applied last-first, as stacked decorators are, so --help lists them in this order.
+    for decorate in reversed(decorators):
+        command = decorate(command)
+    return command
+
+
+def _version_option(command: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--version", "model_version", type=int, default=1, show_default=True,
+        help="Version folder to write; a new version is added beside the model's others.",
+    )(command)
+
+
 def _batch_axis_option(command: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--batch-axis/--no-batch-axis", "batch_axis", default=None,
@@ -63,10 +84,7 @@ def build() -> None:
 
 
 @build.command("onnx")
-@click.argument("model", type=_INPUT)
-@click.option("--name", required=True, help="Model name: its folder in the repository.")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
-              show_default=True, help="Repository folder (created if missing).")
+@_model_into_repository
 @click.option("--max-batch-size", type=int, default=None,
               help=f"Largest batch Triton may form; 0 turns batching off. Default: {DEFAULT_MAX_BATCH_SIZE} when the "
                    "model can batch (or the model's other versions' value), else 0.")
@@ -86,8 +104,7 @@ def build() -> None:
               help="Check numbers against the reference and batch consistency with ONNX Runtime.")
 @click.option("--samples", type=_INPUT, default=None,
               help="An .npz with one array per input (first axis = samples when batching) to verify with.")
-@click.option("--version", "model_version", type=int, default=1, show_default=True,
-              help="Version folder to write; a new version is added beside the model's others.")
+@_version_option
 @click.option("--force", is_flag=True, help="Replace this version if it exists (others stay); accept any batch window.")
 @click.option("--no-warmup", is_flag=True, help="Do not add a model_warmup entry.")
 @click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
@@ -148,10 +165,7 @@ def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
 
 
 @build.command("tensorrt")
-@click.argument("model", type=_INPUT)
-@click.option("--name", required=True, help="Model name: its folder in the repository.")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
-              show_default=True, help="Repository folder (created if missing).")
+@_model_into_repository
 @click.option("--max-batch-size", type=int, default=None,
               help=f"Batch axis max (profile max); default {DEFAULT_MAX_BATCH_SIZE} when the model can batch, else 0.")
 @_batch_axis_option
@@ -167,8 +181,7 @@ def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
               help=f"Dynamic-batching window with its unit ({_WINDOW_TEXT}).")
 @click.option("--instances", type=int, default=DEFAULT_INSTANCES, show_default=True, help="Instances per GPU.")
 @click.option("--cuda-graphs", is_flag=True, help="Enable CUDA graphs in the TensorRT backend.")
-@click.option("--version", "model_version", type=int, default=1, show_default=True,
-              help="Version folder to write; a new version is added beside the model's others.")
+@_version_option
 @click.option("--force", is_flag=True, help="Replace this version if it exists (others stay).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_tensorrt_command(

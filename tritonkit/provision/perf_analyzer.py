@@ -11,7 +11,8 @@ system's libssl 3, libcrypto 3 and zlib. ``install_perf_analyzer`` therefore:
    ``libgcc-s1`` (plus ``libssl3t64`` / ``zlib1g`` only when the system lacks them) with
    ``apt-get download`` against a *private* sources list, state and cache folder, unpacks them
    with ``dpkg-deb -x`` into a private folder and runs the binary through that folder's
-   loader: mode ``private-runtime``. The system's libraries and apt state are never touched.
+   loader: mode ``private-runtime`` (see :mod:`tritonkit.provision._glibc_runtime`). The
+   system's libraries and apt state are never touched.
 
 Everything lands in ``<sys.prefix>/share/tritonkit/perf_analyzer/`` with an ``install.json``
 record and a ``perf_analyzer`` wrapper script. Re-running is fast (the record is checked,
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import re
 import shlex
 import shutil
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,11 +39,21 @@ from typing import Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import MissingComponentError, PerfError
+from tritonkit.provision._glibc_runtime import (
+    DEBIAN_MIRROR_ENV,
+    debian_archive_uri,
+    loader_argv,
+    loader_layout,
+    provision_runtime,
+)
+from tritonkit.provision._steps import INSTALL_HINT, Progress, run_step, say, tail
 
 __all__ = [
+    "DEBIAN_MIRROR_ENV",
     "PERF_ANALYZER_ENV",
     "PERF_ANALYZER_VERSION",
     "PerfAnalyzerInstall",
+    "debian_archive_uri",
     "default_install_dir",
     "install_perf_analyzer",
     "locate_perf_analyzer",
@@ -51,8 +61,6 @@ __all__ = [
 
 #: Environment variable naming another perf_analyzer (binary or wrapper script) to run.
 PERF_ANALYZER_ENV = "TRITONKIT_PERF_ANALYZER"
-#: Environment variable overriding the Debian archive the private runtime libraries come from.
-DEBIAN_MIRROR_ENV = "TRITONKIT_DEBIAN_MIRROR"
 #: The perf-analyzer wheel version ``install_perf_analyzer`` fetches by default.
 PERF_ANALYZER_VERSION = "2.60.0"
 
@@ -60,17 +68,6 @@ _WHEEL_PLATFORM = "manylinux_2_38_x86_64"
 _WHEEL_MEMBER = "perf_analyzer/bin/perf_analyzer"
 _RECORD = "install.json"
 _RECORD_SCHEMA = 1
-_RUNTIME_PACKAGES = ("libc6", "libstdc++6", "libgcc-s1")
-# Shared objects the binary links beyond the C/C++ runtime, and the Debian packages that
-# provide them (newest name first: trixie renamed libssl3 for the 64-bit time_t transition).
-_EXTRA_PROVIDERS: dict[str, tuple[str, ...]] = {
-    "libssl.so.3": ("libssl3t64", "libssl3"),
-    "libcrypto.so.3": ("libssl3t64", "libssl3"),
-    "libz.so.1": ("zlib1g",),
-}
-_INSTALL_HINT = "run 'tritonkit perf install', or pass --perf-analyzer PATH / set TRITONKIT_PERF_ANALYZER"
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -104,23 +101,6 @@ class PerfAnalyzerInstall:
 def default_install_dir(prefix: str | os.PathLike[str] | None = None) -> Path:
     """``<prefix>/share/tritonkit/perf_analyzer`` (prefix: this environment's ``sys.prefix``)."""
     return Path(prefix or sys.prefix) / "share" / "tritonkit" / "perf_analyzer"
-
-
-def _say(progress: Progress | None, message: str) -> None:
-    if progress is not None:
-        progress(message)
-
-
-def _run(argv: Sequence[str], *, timeout_s: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=timeout_s, cwd=cwd, check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except FileNotFoundError as exc:
-        raise MissingComponentError(f"cannot run {argv[0]}: not found", hint=_INSTALL_HINT) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise PerfError(f"{' '.join(argv[:3])} ... did not finish within {timeout_s:.0f} s") from exc
 
 
 def _probe_version(argv: Sequence[str]) -> tuple[bool, str]:
@@ -183,7 +163,7 @@ def locate_perf_analyzer(
         directory = default_install_dir(prefix)
         record = _read_record(directory)
         if record is None:
-            raise MissingComponentError(f"perf_analyzer is not installed in {directory}", hint=_INSTALL_HINT)
+            raise MissingComponentError(f"perf_analyzer is not installed in {directory}", hint=INSTALL_HINT)
         found = _from_record(directory, record)
         missing = [p for p in (found.binary, Path(found.argv[0])) if not p.exists()]
         if missing:
@@ -225,7 +205,7 @@ def install_perf_analyzer(
     if record is not None and not force and record.get("wheel_version") == wanted:
         existing = _from_record(directory, record)
         if existing.binary.is_file() and _probe_version(existing.argv)[0]:
-            _say(progress, f"perf_analyzer already installed: {existing.describe()}")
+            say(progress, f"perf_analyzer already installed: {existing.describe()}")
             return existing
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".perf_analyzer-", dir=directory.parent))
@@ -238,24 +218,24 @@ def install_perf_analyzer(
         notes: list[str] = []
         native_ok, native_detail = _probe_version([str(binary)])
         if native_ok:
-            _say(progress, "perf_analyzer runs natively here")
+            say(progress, "perf_analyzer runs natively here")
             mode = "native"
             argv_final = [str(final_binary)]
             packages: dict[str, str] = {}
             binary_version = native_detail
         else:
-            _say(progress, f"perf_analyzer does not run natively here ({_why_not_native(native_detail)})")
+            say(progress, f"perf_analyzer does not run natively here ({_why_not_native(native_detail)})")
             mode = "private-runtime"
             runtime = staging / "runtime"
-            packages = _provision_runtime(binary, runtime, staging / "apt", progress)
-            loader_rel, libpath_rel = _loader_layout(runtime)
-            ok, binary_version = _probe_version(_loader_argv(runtime, loader_rel, libpath_rel, binary))
+            packages = provision_runtime(binary, runtime, staging / "apt", progress)
+            loader_rel, libpath_rel = loader_layout(runtime)
+            ok, binary_version = _probe_version(loader_argv(runtime, loader_rel, libpath_rel, binary))
             if not ok:
                 raise PerfError(
                     f"perf_analyzer does not start even through the private runtime: {binary_version}",
                     hint="pass a perf_analyzer that runs here with --perf-analyzer PATH",
                 )
-            argv_final = _loader_argv(directory / "runtime", loader_rel, libpath_rel, final_binary)
+            argv_final = loader_argv(directory / "runtime", loader_rel, libpath_rel, final_binary)
             notes.append("system libraries and apt state untouched; runtime from Debian stable")
         shutil.rmtree(staging / "apt", ignore_errors=True)
         shutil.rmtree(staging / "wheel", ignore_errors=True)
@@ -281,7 +261,7 @@ def install_perf_analyzer(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     installed = _from_record(directory, new_record)
-    _say(progress, f"installed {installed.describe()}")
+    say(progress, f"installed {installed.describe()}")
     return installed
 
 
@@ -311,7 +291,7 @@ def _replace_dir(staging: Path, directory: Path) -> None:
 def _download_wheel(version: str, dest: Path, progress: Progress | None) -> Path:
     """Fetch the manylinux_2_38 wheel with this interpreter's pip (any Python version may run this)."""
     dest.mkdir(parents=True, exist_ok=True)
-    _say(progress, f"downloading perf-analyzer {version} ({_WHEEL_PLATFORM} wheel) with pip")
+    say(progress, f"downloading perf-analyzer {version} ({_WHEEL_PLATFORM} wheel) with pip")
     argv = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
         # WAR: the real binary is only in wheels that declare Requires-Python >= 3.12; on other
@@ -319,11 +299,11 @@ def _download_wheel(version: str, dest: Path, progress: Progress | None) -> Path
         "--python-version", "3.12", "--platform", _WHEEL_PLATFORM,
         "--disable-pip-version-check", "-q", "-d", str(dest), f"perf-analyzer=={version}",
     ]
-    proc = _run(argv, timeout_s=600)
+    proc = run_step(argv, timeout_s=600)
     wheels = sorted(dest.glob("perf_analyzer-*.whl"))
     if proc.returncode != 0 or not wheels:
         raise MissingComponentError(
-            f"pip could not download perf-analyzer=={version}: {_tail(proc.stderr or proc.stdout)}",
+            f"pip could not download perf-analyzer=={version}: {tail(proc.stderr or proc.stdout)}",
             hint="check network access to PyPI, or pass a downloaded wheel: tritonkit perf install --wheel FILE",
         )
     return wheels[0]
@@ -350,167 +330,3 @@ def _extract_binary(wheel: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     target.chmod(0o755)
-
-
-def _tail(text: str, lines: int = 5) -> str:
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
-
-
-def debian_archive_uri() -> str:
-    """The Debian archive this machine's own apt uses (read only), or deb.debian.org."""
-    override = os.environ.get(DEBIAN_MIRROR_ENV)
-    if override:
-        return override.rstrip("/")
-    candidates: list[str] = []
-    sources_d = Path("/etc/apt/sources.list.d")
-    files = sorted(sources_d.glob("*.sources")) if sources_d.is_dir() else []
-    for file in files:
-        try:
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for match in re.finditer(r"^URIs:\s*(.+)$", text, re.MULTILINE):
-            candidates.extend(match.group(1).split())
-    for legacy in [Path("/etc/apt/sources.list"), *(sorted(sources_d.glob("*.list")) if sources_d.is_dir() else [])]:
-        try:
-            text = legacy.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for match in re.finditer(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)", text, re.MULTILINE):
-            candidates.append(match.group(1))
-    for uri in candidates:
-        if uri.startswith(("http://", "https://")) and "security" not in uri and "/debian" in uri:
-            return uri.rstrip("/")
-    return "http://deb.debian.org/debian"
-
-
-def _apt_options(apt_dir: Path) -> list[str]:
-    """apt-get options that confine every file apt reads or writes (besides keys) to ``apt_dir``."""
-    options = {
-        "Dir::Etc::SourceList": str(apt_dir / "sources.list"),
-        "Dir::Etc::SourceParts": "/dev/null",
-        "Dir::Etc::Preferences": "/dev/null",
-        "Dir::Etc::PreferencesParts": "/dev/null",
-        "Dir::State": str(apt_dir / "state"),
-        "Dir::State::Lists": str(apt_dir / "state" / "lists"),
-        "Dir::Cache": str(apt_dir / "cache"),
-        "APT::Get::List-Cleanup": "false",
-    }
-    if os.getuid() == 0:
-        # apt would drop to user _apt, who cannot write our private folder; stay who we are.
-        options["APT::Sandbox::User"] = pwd.getpwuid(os.getuid()).pw_name
-    flat: list[str] = []
-    for key, value in options.items():
-        flat += ["-o", f"{key}={value}"]
-    return flat
-
-
-def _provision_runtime(binary: Path, runtime: Path, apt_dir: Path, progress: Progress | None) -> dict[str, str]:
-    """Fetch and unpack Debian stable's C/C++ runtime (and any missing linked library) into ``runtime``."""
-    for tool in ("apt-get", "dpkg-deb"):
-        if shutil.which(tool) is None:
-            raise MissingComponentError(
-                f"perf_analyzer needs glibc >= 2.38 here and '{tool}' is not available to fetch a private copy",
-                hint="run on Debian/Ubuntu, use a glibc >= 2.38 system, or pass a build with --perf-analyzer",
-            )
-    for sub in ("state/lists/partial", "cache/archives/partial", "debs"):
-        (apt_dir / sub).mkdir(parents=True, exist_ok=True)
-    uri = debian_archive_uri()
-    (apt_dir / "sources.list").write_text(f"deb [arch=amd64] {uri} stable main\n")
-    options = _apt_options(apt_dir)
-    _say(progress, f"fetching the Debian stable package index from {uri} (private apt state in {apt_dir})")
-    proc = _run(["apt-get", *options, "-q", "update"], timeout_s=600)
-    if proc.returncode != 0:
-        raise MissingComponentError(
-            f"apt-get update against {uri} (private state) failed: {_tail(proc.stderr or proc.stdout)}",
-            hint=f"check network access to {uri}, or set {DEBIAN_MIRROR_ENV} to a reachable Debian mirror",
-        )
-    packages: dict[str, str] = {}
-    _download_debs(list(_RUNTIME_PACKAGES), apt_dir, options, packages, progress)
-    runtime.mkdir(parents=True, exist_ok=True)
-    _unpack(apt_dir / "debs", runtime)
-    missing = _missing_libraries(binary, runtime)
-    if missing:
-        _say(progress, f"the system lacks {', '.join(missing)}: fetching them privately too")
-        wanted: list[tuple[str, ...]] = []
-        for soname in missing:
-            providers = _EXTRA_PROVIDERS.get(soname)
-            if providers is None:
-                raise MissingComponentError(
-                    f"perf_analyzer needs {soname}, which neither the system nor the private runtime provides",
-                    hint="install the library that provides it, or pass a build with --perf-analyzer",
-                )
-            if providers not in wanted:
-                wanted.append(providers)
-        for providers in wanted:
-            _download_first(providers, apt_dir, options, packages, progress)
-        _unpack(apt_dir / "debs", runtime)
-        still = _missing_libraries(binary, runtime)
-        if still:
-            raise MissingComponentError(
-                f"perf_analyzer still cannot find {', '.join(still)} after fetching {', '.join(packages)}",
-                hint="install the libraries, or pass a build with --perf-analyzer",
-            )
-    return packages
-
-
-def _download_debs(
-    names: list[str], apt_dir: Path, options: list[str], packages: dict[str, str], progress: Progress | None
-) -> None:
-    _say(progress, f"downloading {', '.join(names)} from Debian stable")
-    proc = _run(["apt-get", *options, "-q", "download", *names], timeout_s=600, cwd=apt_dir / "debs")
-    if proc.returncode != 0:
-        raise MissingComponentError(
-            f"apt-get download {' '.join(names)} failed: {_tail(proc.stderr or proc.stdout)}",
-            hint=f"check network access, or set {DEBIAN_MIRROR_ENV} to a reachable Debian mirror",
-        )
-    for deb in (apt_dir / "debs").glob("*.deb"):
-        name, _, rest = deb.name.partition("_")
-        packages[name] = rest.rsplit("_", 1)[0].replace("%3a", ":")
-
-
-def _download_first(
-    providers: tuple[str, ...], apt_dir: Path, options: list[str], packages: dict[str, str], progress: Progress | None
-) -> None:
-    errors = []
-    for name in providers:
-        try:
-            _download_debs([name], apt_dir, options, packages, progress)
-            return
-        except MissingComponentError as exc:
-            errors.append(exc.message)
-    raise MissingComponentError("; ".join(errors), hint="install the library on the system instead")
-
-
-def _unpack(debs: Path, runtime: Path) -> None:
-    for deb in sorted(debs.glob("*.deb")):
-        proc = _run(["dpkg-deb", "-x", str(deb), str(runtime)], timeout_s=300)
-        if proc.returncode != 0:
-            raise PerfError(f"dpkg-deb -x {deb.name} failed: {_tail(proc.stderr)}")
-
-
-def _loader_layout(runtime: Path) -> tuple[str, list[str]]:
-    """(loader, library dirs) relative to ``runtime``, plus the system's own dirs (absolute)."""
-    for rel in ("usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "usr/lib64/ld-linux-x86-64.so.2",
-                "lib64/ld-linux-x86-64.so.2", "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"):
-        if (runtime / rel).exists():
-            loader = rel
-            break
-    else:
-        raise PerfError(f"the private runtime in {runtime} has no ld-linux-x86-64.so.2 (libc6 unpacked wrongly?)")
-    libdirs = [rel for rel in ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu") if (runtime / rel).is_dir()]
-    return loader, libdirs
-
-
-def _loader_argv(runtime: Path, loader_rel: str, libdirs_rel: list[str], binary: Path) -> list[str]:
-    # Private dirs first, then the system's for what the private runtime does not carry (libssl, zlib).
-    library_path = [str(runtime / rel) for rel in libdirs_rel] + ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"]
-    return [str(runtime / loader_rel), "--library-path", ":".join(library_path), str(binary)]
-
-
-def _missing_libraries(binary: Path, runtime: Path) -> list[str]:
-    """Sonames the loader cannot resolve for ``binary`` (``ld.so --list``)."""
-    loader_rel, libdirs = _loader_layout(runtime)
-    argv = _loader_argv(runtime, loader_rel, libdirs, binary)
-    proc = _run([argv[0], "--list", *argv[1:]], timeout_s=60)
-    return sorted({m.group(1) for m in re.finditer(r"^\s*(\S+) => not found", proc.stdout + proc.stderr, re.MULTILINE)})

@@ -3,19 +3,18 @@
 Every class here is an immutable value whose ``to_proto()`` returns the matching
 message from ``tritonclient.grpc.model_config_pb2``; nothing is a dict of strings.
 Rendering to text and writing to disk live in :mod:`tritonkit.repository.pbtxt`.
+The schedulers live in :mod:`tritonkit.repository.scheduling` and instance groups in
+:mod:`tritonkit.repository.instances`; both are re-exported here.
 
-Defaults follow the project brief: dynamic batching is on for batching models,
-with a 5 ms window (the brief's 5–20 ms range, low end because longer windows
-hurt latency at low traffic), and no ``preferred_batch_size`` unless asked —
-Triton's own guidance is to let the batcher form the largest batch it can.
-Instance groups can be sized to the hardware with :func:`instance_groups_for`.
+Defaults are rules of thumb: dynamic batching is on for batching models, with a 5 ms
+window (the low end of 5–20 ms, because longer windows hurt latency at low traffic),
+and no ``preferred_batch_size`` unless asked — Triton's own guidance is to let the
+batcher form the largest batch it can. Instance groups can be sized to the hardware
+with :func:`instance_groups_for`.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -23,7 +22,18 @@ from typing import Literal
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ConfigError
-from tritonkit.repository.units import DTypeLike, Duration, dtype_to_triton, to_microseconds
+from tritonkit.repository.instances import Hardware, InstanceGroup, RateLimiterResource, instance_groups_for
+from tritonkit.repository.scheduling import (
+    DEFAULT_WINDOW,
+    WINDOW_RANGE_US,
+    ControlInput,
+    DynamicBatching,
+    EnsembleStep,
+    QueuePolicy,
+    SequenceBatching,
+    SequenceState,
+)
+from tritonkit.repository.units import DTypeLike, dtype_to_triton
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -46,36 +56,6 @@ __all__ = [
     "WarmupInput",
     "instance_groups_for",
 ]
-
-#: Default dynamic-batching window: the low end of the brief's 5–20 ms range.
-DEFAULT_WINDOW = "5ms"
-#: The brief's dynamic-batching window range, in µs: shorter merges little, longer hurts latency at low traffic.
-WINDOW_RANGE_US = (5_000, 20_000)
-
-InstanceKind = Literal["KIND_AUTO", "KIND_GPU", "KIND_CPU", "KIND_MODEL", "auto", "gpu", "cpu", "model"]
-
-
-def _resolve_us(value: Duration | None, value_us: int | None, *, field: str) -> int | None:
-    """One of ``value`` (with units) or ``value_us`` (an explicit int), never both."""
-    if value is not None and value_us is not None:
-        raise ConfigError(f"{field}: give either {field}= (with units) or {field}_us=, not both")
-    if value_us is not None:
-        if isinstance(value_us, bool) or not isinstance(value_us, int) or value_us < 0:
-            raise ConfigError(f"{field}_us: expected a non-negative int of microseconds, got {value_us!r}")
-        return value_us
-    if value is None:
-        return None
-    return to_microseconds(value, field=field)
-
-
-def _kind(kind: str) -> int:
-    name = kind.strip().upper()
-    if not name.startswith("KIND_"):
-        name = "KIND_" + name
-    if name not in list(mc.ModelInstanceGroup.Kind.keys()):
-        raise ConfigError(f"instance_group.kind: unknown kind {kind!r}",
-                          hint="use KIND_CPU, KIND_GPU, KIND_AUTO or KIND_MODEL (or cpu/gpu/auto/model)")
-    return int(mc.ModelInstanceGroup.Kind.Value(name))
 
 
 # ---------------------------------------------------------------------------- tensors
@@ -135,298 +115,6 @@ class TensorSpec:
                 raise ConfigError(f"tensor {self.name!r}: dimension {d} in {dims} is invalid",
                                   hint="use a positive size, or -1 for a variable-size dimension")
         return dims
-
-
-# ---------------------------------------------------------------------------- batching
-
-
-@dataclass(frozen=True, kw_only=True)
-class QueuePolicy:
-    """What the scheduler does with queued requests (``ModelQueuePolicy``).
-
-    ``timeout_action`` applies once a request waited longer than ``default_timeout``:
-    REJECT fails it, DELAY keeps it behind the others. ``max_queue_size`` 0 means unbounded;
-    the brief asks for bounded queues, so set it.
-    """
-
-    max_queue_size: int = 0
-    timeout_action: Literal["REJECT", "DELAY"] = "REJECT"
-    default_timeout: Duration | None = None
-    default_timeout_us: int | None = None
-    allow_timeout_override: bool = False
-
-    def to_proto(self) -> mc.ModelQueuePolicy:
-        """The ``ModelQueuePolicy`` message."""
-        timeout_us = _resolve_us(self.default_timeout, self.default_timeout_us, field="default_timeout")
-        if self.timeout_action not in ("REJECT", "DELAY"):
-            raise ConfigError(f"queue policy: timeout_action {self.timeout_action!r} must be REJECT or DELAY")
-        if self.max_queue_size < 0:
-            raise ConfigError("queue policy: max_queue_size must be >= 0")
-        return mc.ModelQueuePolicy(
-            timeout_action=mc.ModelQueuePolicy.TimeoutAction.Value(self.timeout_action),
-            default_timeout_microseconds=timeout_us or 0,
-            allow_timeout_override=self.allow_timeout_override,
-            max_queue_size=self.max_queue_size,
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class DynamicBatching:
-    """Dynamic batcher settings; the window is given with units (``"5ms"``) or as ``window_us=``.
-
-    >>> DynamicBatching(window="10ms").to_proto().max_queue_delay_microseconds
-    10000
-    """
-
-    window: Duration | None = None
-    window_us: int | None = None
-    preferred_batch_sizes: Sequence[int] = ()
-    preserve_ordering: bool = False
-    priority_levels: int = 0
-    default_priority_level: int = 0
-    default_queue_policy: QueuePolicy | None = None
-    priority_queue_policy: Mapping[int, QueuePolicy] = field(default_factory=dict)
-
-    def window_microseconds(self) -> int:
-        """The window in µs (``DEFAULT_WINDOW`` when neither form was given)."""
-        us = _resolve_us(self.window, self.window_us, field="window")
-        return to_microseconds(DEFAULT_WINDOW) if us is None else us
-
-    def to_proto(self) -> mc.ModelDynamicBatching:
-        """The ``ModelDynamicBatching`` message; priority settings Triton would refuse raise ``ConfigError``."""
-        levels = self.priority_levels
-        if levels > 0 and not 1 <= self.default_priority_level <= levels:
-            raise ConfigError(f"dynamic_batching: default_priority_level {self.default_priority_level} is outside "
-                              f"1..{levels}", hint="priority 1 is highest; pick the level unmarked requests get")
-        bad_keys = [k for k in self.priority_queue_policy if not 1 <= k <= levels]
-        if bad_keys:
-            raise ConfigError(f"dynamic_batching: priority_queue_policy levels {sorted(bad_keys)} are outside "
-                              f"1..{levels}", hint="set priority_levels, and key policies by level 1..priority_levels")
-        if self.preserve_ordering and levels > 1:
-            raise ConfigError("dynamic_batching: preserve_ordering allows only one priority level",
-                              hint="drop preserve_ordering or the priority levels")
-        msg = mc.ModelDynamicBatching(
-            max_queue_delay_microseconds=self.window_microseconds(),
-            preserve_ordering=self.preserve_ordering,
-            priority_levels=self.priority_levels,
-            default_priority_level=self.default_priority_level,
-        )
-        msg.preferred_batch_size.extend(int(b) for b in self.preferred_batch_sizes)
-        if self.default_queue_policy is not None:
-            msg.default_queue_policy.CopyFrom(self.default_queue_policy.to_proto())
-        for level, policy in sorted(self.priority_queue_policy.items()):
-            msg.priority_queue_policy[int(level)].CopyFrom(policy.to_proto())
-        return msg
-
-
-@dataclass(frozen=True, kw_only=True)
-class ControlInput:
-    """A sequence-batcher control tensor (START, READY, END, CORRID)."""
-
-    name: str
-    kind: Literal["CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_READY", "CONTROL_SEQUENCE_END",
-                  "CONTROL_SEQUENCE_CORRID"]
-    dtype: DTypeLike | None = None
-    int32_false_true: Sequence[int] = ()
-    fp32_false_true: Sequence[float] = ()
-    bool_false_true: Sequence[bool] = ()
-
-    def to_proto(self) -> mc.ModelSequenceBatching.ControlInput:
-        """The ``ControlInput`` message."""
-        control = mc.ModelSequenceBatching.Control(kind=mc.ModelSequenceBatching.Control.Kind.Value(self.kind))
-        control.int32_false_true.extend(self.int32_false_true)
-        control.fp32_false_true.extend(self.fp32_false_true)
-        control.bool_false_true.extend(self.bool_false_true)
-        if self.dtype is not None:
-            control.data_type = dtype_to_triton(self.dtype, field=f"control {self.name!r}")
-        msg = mc.ModelSequenceBatching.ControlInput(name=self.name)
-        msg.control.append(control)
-        return msg
-
-
-@dataclass(frozen=True, kw_only=True)
-class SequenceState:
-    """An implicit state tensor carried between requests of one sequence."""
-
-    input_name: str
-    output_name: str
-    dtype: DTypeLike
-    dims: Sequence[int]
-    zero_initial_state: bool = False
-
-    def to_proto(self) -> mc.ModelSequenceBatching.State:
-        """The ``State`` message."""
-        msg = mc.ModelSequenceBatching.State(
-            input_name=self.input_name, output_name=self.output_name,
-            data_type=dtype_to_triton(self.dtype, field=f"state {self.input_name!r}"))
-        msg.dims.extend(int(d) for d in self.dims)
-        if self.zero_initial_state:
-            init = msg.initial_state.add(name=f"{self.input_name}_init", data_type=msg.data_type, zero_data=True)
-            init.dims.extend(int(d) for d in self.dims)
-        return msg
-
-
-@dataclass(frozen=True, kw_only=True)
-class SequenceBatching:
-    """Sequence batcher (stateful models); ``strategy`` is ``"direct"`` or ``"oldest"``."""
-
-    max_sequence_idle: Duration | None = None
-    max_sequence_idle_us: int | None = None
-    control_inputs: Sequence[ControlInput] = ()
-    states: Sequence[SequenceState] = ()
-    strategy: Literal["direct", "oldest"] = "direct"
-    window: Duration | None = None
-    window_us: int | None = None
-    max_candidate_sequences: int = 0
-    preferred_batch_sizes: Sequence[int] = ()
-    preserve_ordering: bool = False
-    iterative_sequence: bool = False
-
-    def to_proto(self) -> mc.ModelSequenceBatching:
-        """The ``ModelSequenceBatching`` message."""
-        idle = _resolve_us(self.max_sequence_idle, self.max_sequence_idle_us, field="max_sequence_idle")
-        window = _resolve_us(self.window, self.window_us, field="window") or 0
-        msg = mc.ModelSequenceBatching(max_sequence_idle_microseconds=idle or 0,
-                                       iterative_sequence=self.iterative_sequence)
-        msg.control_input.extend(c.to_proto() for c in self.control_inputs)
-        msg.state.extend(s.to_proto() for s in self.states)
-        if self.strategy == "oldest":
-            msg.oldest.SetInParent()
-            msg.oldest.max_candidate_sequences = self.max_candidate_sequences
-            msg.oldest.max_queue_delay_microseconds = window
-            msg.oldest.preserve_ordering = self.preserve_ordering
-            msg.oldest.preferred_batch_size.extend(self.preferred_batch_sizes)
-        elif self.strategy == "direct":
-            if self.preferred_batch_sizes or self.max_candidate_sequences or self.preserve_ordering:
-                raise ConfigError("sequence_batching: preferred sizes, candidates and ordering need strategy='oldest'")
-            msg.direct.SetInParent()
-            msg.direct.max_queue_delay_microseconds = window
-        else:
-            raise ConfigError(f"sequence_batching.strategy: {self.strategy!r} must be 'direct' or 'oldest'")
-        return msg
-
-
-@dataclass(frozen=True, kw_only=True)
-class EnsembleStep:
-    """One step of an ensemble: ``input_map`` maps the step model's input → ensemble tensor,
-    ``output_map`` maps the step model's output → ensemble tensor."""
-
-    model_name: str
-    model_version: int = -1
-    input_map: Mapping[str, str] = field(default_factory=dict)
-    output_map: Mapping[str, str] = field(default_factory=dict)
-
-    def to_proto(self) -> mc.ModelEnsembling.Step:
-        """The ``Step`` message."""
-        msg = mc.ModelEnsembling.Step(model_name=self.model_name, model_version=self.model_version)
-        for k, v in self.input_map.items():
-            msg.input_map[k] = v
-        for k, v in self.output_map.items():
-            msg.output_map[k] = v
-        return msg
-
-
-# ---------------------------------------------------------------------------- instances
-
-
-@dataclass(frozen=True, kw_only=True)
-class RateLimiterResource:
-    """A rate-limiter resource an instance needs to run (``is_global`` = shared across devices)."""
-
-    name: str
-    count: int
-    is_global: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class InstanceGroup:
-    """``count`` instances of ``kind``; ``gpus`` only with KIND_GPU (or AUTO)."""
-
-    count: int = 1
-    kind: InstanceKind = "KIND_CPU"
-    gpus: Sequence[int] = ()
-    name: str = ""
-    resources: Sequence[RateLimiterResource] = ()
-    priority: int = 0
-    profiles: Sequence[str] = ()
-    passive: bool = False
-    host_policy: str = ""
-
-    def to_proto(self) -> mc.ModelInstanceGroup:
-        """The ``ModelInstanceGroup`` message."""
-        if self.count < 1:
-            raise ConfigError(f"instance_group: count {self.count} must be >= 1")
-        kind = _kind(self.kind)
-        if self.gpus and kind not in (mc.ModelInstanceGroup.KIND_GPU, mc.ModelInstanceGroup.KIND_AUTO):
-            raise ConfigError(f"instance_group: gpus {list(self.gpus)} given with {mc.ModelInstanceGroup.Kind.Name(kind)}",
-                              hint="gpus only applies to KIND_GPU (or KIND_AUTO); drop gpus or change kind")
-        msg = mc.ModelInstanceGroup(name=self.name, kind=kind, count=self.count, passive=self.passive,
-                                    host_policy=self.host_policy)
-        msg.gpus.extend(int(g) for g in self.gpus)
-        msg.profile.extend(self.profiles)
-        if self.resources or self.priority:
-            msg.rate_limiter.priority = self.priority
-            for res in self.resources:
-                msg.rate_limiter.resources.add(name=res.name, count=res.count, **{"global": res.is_global})
-        return msg
-
-
-@dataclass(frozen=True, kw_only=True)
-class Hardware:
-    """What a model will run on: CPU cores and GPU ids. ``Hardware.detect()`` reads this machine."""
-
-    cpu_cores: int
-    gpus: Sequence[int] = ()
-
-    @classmethod
-    def cpu(cls, cores: int | None = None) -> Hardware:
-        """A CPU-only target (``cores`` defaults to this machine's usable cores)."""
-        return cls(cpu_cores=cores or _usable_cores())
-
-    @classmethod
-    def detect(cls) -> Hardware:
-        """This machine: usable CPU cores, and GPUs listed by ``nvidia-smi -L`` (none if it is absent)."""
-        return cls(cpu_cores=_usable_cores(), gpus=tuple(range(_count_gpus())))
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _count_gpus() -> int:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return 0
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
-
-
-def instance_groups_for(
-    hardware: Hardware,
-    *,
-    instances_per_gpu: int = 1,
-    threads_per_instance: int = 1,
-    max_cpu_instances: int | None = None,
-) -> list[InstanceGroup]:
-    """Instance groups sized to ``hardware``.
-
-    With GPUs: one KIND_GPU group of ``instances_per_gpu`` on every listed GPU (the brief
-    allocates whole GPUs; a second instance per GPU overlaps copies with compute).
-    Without: KIND_CPU with ``cpu_cores // threads_per_instance`` instances, because
-    workers beyond the physical cores only slow each other down (brief §3).
-    """
-    if hardware.gpus:
-        return [InstanceGroup(kind="KIND_GPU", count=max(1, instances_per_gpu), gpus=tuple(hardware.gpus))]
-    count = max(1, hardware.cpu_cores // max(1, threads_per_instance))
-    if max_cpu_instances is not None:
-        count = max(1, min(count, max_cpu_instances))
-    return [InstanceGroup(kind="KIND_CPU", count=count)]
 
 
 # ---------------------------------------------------------------------------- optimization

@@ -61,21 +61,21 @@ class MetricsSnapshot:
 
     def total(self, name: str, **labels: str) -> float | None:
         """Sum of the family's samples whose labels include ``labels``; ``None`` if absent."""
-        found = [
-            value
-            for (family, pairs), value in self.values.items()
-            if family == name and all((k, v) in pairs for k, v in labels.items())
-        ]
+        found = self._samples(name, labels)
         return sum(found) if found else None
 
     def maximum(self, name: str, **labels: str) -> float | None:
         """Largest sample of the family matching ``labels`` (e.g. across GPUs); ``None`` if absent."""
-        found = [
+        found = self._samples(name, labels)
+        return max(found) if found else None
+
+    def _samples(self, name: str, labels: dict[str, str]) -> list[float]:
+        """The values of family ``name`` whose labels include every pair of ``labels``."""
+        return [
             value
             for (family, pairs), value in self.values.items()
             if family == name and all((k, v) in pairs for k, v in labels.items())
         ]
-        return max(found) if found else None
 
 
 def parse_metrics(text: str, *, monotonic_s: float | None = None) -> MetricsSnapshot:

@@ -255,12 +255,16 @@ def _positive(name: str, value: int | None) -> None:
         raise ConfigError(f"{name} must be >= 1, got {value}")
 
 
+def _option(flag: str, value: object | None) -> list[str]:
+    """``[flag, value]`` for a setting that is given; nothing (perf_analyzer's default) when it is ``None``."""
+    return [] if value is None else [flag, str(value)]
+
+
 def to_argv(spec: PerfSpec) -> list[str]:
     """perf_analyzer's arguments for ``spec`` (pure: same spec, same list). Validates first."""
     spec.validate()
     argv = ["-m", spec.model]
-    if spec.model_version is not None:
-        argv += ["-x", str(spec.model_version)]
+    argv += _option("-x", spec.model_version)
     argv += ["-u", spec.url, "-i", spec.protocol]
     argv += spec.load.argv()
     argv += ["-b", str(spec.batch_size)]
@@ -270,34 +274,22 @@ def to_argv(spec: PerfSpec) -> list[str]:
         argv.append("--sync")
     if spec.streaming:
         argv.append("--streaming")
-    if spec.max_threads is not None:
-        argv += ["--max-threads", str(spec.max_threads)]
-    if spec.measurement_mode is not None:
-        argv += ["--measurement-mode", spec.measurement_mode]
-    if spec.measurement_interval_ms is not None:
-        argv += ["--measurement-interval", str(spec.measurement_interval_ms)]
-    if spec.measurement_request_count is not None:
-        argv += ["--measurement-request-count", str(spec.measurement_request_count)]
+    argv += _option("--max-threads", spec.max_threads)
+    argv += _option("--measurement-mode", spec.measurement_mode)
+    argv += _option("--measurement-interval", spec.measurement_interval_ms)
+    argv += _option("--measurement-request-count", spec.measurement_request_count)
     if spec.stability_percentage is not None:
         argv += ["--stability-percentage", _fmt(spec.stability_percentage)]
-    if spec.max_trials is not None:
-        argv += ["--max-trials", str(spec.max_trials)]
-    if spec.percentile is not None:
-        argv += ["--percentile", str(spec.percentile)]
-    if spec.warmup_request_count is not None:
-        argv += ["--warmup-request-count", str(spec.warmup_request_count)]
-    if spec.input_data is not None:
-        argv += ["--input-data", str(spec.input_data)]
+    argv += _option("--max-trials", spec.max_trials)
+    argv += _option("--percentile", spec.percentile)
+    argv += _option("--warmup-request-count", spec.warmup_request_count)
+    argv += _option("--input-data", spec.input_data)
     for name in sorted(spec.shapes):
         argv += ["--shape", f"{name}:{','.join(str(int(d)) for d in spec.shapes[name])}"]
-    if spec.shared_memory is not None:
-        argv += ["--shared-memory", spec.shared_memory]
-    if spec.output_shared_memory_size_bytes is not None:
-        argv += ["--output-shared-memory-size", str(spec.output_shared_memory_size_bytes)]
-    if spec.latency_report_file is not None:
-        argv += ["-f", str(spec.latency_report_file)]
-    if spec.profile_export_file is not None:
-        argv += ["--profile-export-file", str(spec.profile_export_file)]
+    argv += _option("--shared-memory", spec.shared_memory)
+    argv += _option("--output-shared-memory-size", spec.output_shared_memory_size_bytes)
+    argv += _option("-f", spec.latency_report_file)
+    argv += _option("--profile-export-file", spec.profile_export_file)
     # perf_analyzer refuses --collect-metrics without --verbose-csv.
     if spec.verbose_csv or spec.collect_metrics:
         argv.append("--verbose-csv")

@@ -111,24 +111,16 @@ def _plot_throughput_vs_load(steps: list[StepResult], verdict: Verdict | None) -
     x = [s.load_value for s in ordered]
     ax.plot(x, [s.throughput_per_s or 0.0 for s in ordered], "o-", label="throughput")
     if verdict is not None:
-        passing = [s for s in ordered if (j := step_status(s, verdict)) is not None and j.status == "pass"]
-        failing = [s for s in ordered if (j := step_status(s, verdict)) is not None and j.status == "fail"]
-        if passing:
-            ax.plot(
-                [s.load_value for s in passing],
-                [s.throughput_per_s or 0.0 for s in passing],
-                "o",
-                color="green",
-                label="meets SLA",
-            )
-        if failing:
-            ax.plot(
-                [s.load_value for s in failing],
-                [s.throughput_per_s or 0.0 for s in failing],
-                "o",
-                color="red",
-                label="misses SLA",
-            )
+        for status, color, label in (("pass", "green", "meets SLA"), ("fail", "red", "misses SLA")):
+            marked = [s for s in ordered if (j := step_status(s, verdict)) is not None and j.status == status]
+            if marked:
+                ax.plot(
+                    [s.load_value for s in marked],
+                    [s.throughput_per_s or 0.0 for s in marked],
+                    "o",
+                    color=color,
+                    label=label,
+                )
         floor = _sla_limit(verdict, "throughput")
         if floor is not None:
             ax.axhline(

@@ -224,6 +224,14 @@ class ModelInfo:
         self.versions = sorted(int(n) for n in self.subdirs if is_version_name(n))
 
     @property
+    def parsed_config(self) -> mc.ModelConfig:
+        """The parsed config, for rules registered with ``needs_config`` (the default): they run only
+        on models whose config parsed, so this is never ``None`` there."""
+        if self.config is None:
+            raise AssertionError(f"{self.rel_config} did not parse; only needs_config=False rules see it")
+        return self.config
+
+    @property
     def rel_config(self) -> str:
         """``<model>/config.pbtxt`` relative to the repository root (for messages)."""
         return f"{self.name}/{CONFIG_FILENAME}"

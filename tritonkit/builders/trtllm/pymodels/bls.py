@@ -17,7 +17,9 @@ import triton_python_backend_utils as pb_utils
 
 _FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 
-# BLS input name → tensorrt_llm input name, for the inputs passed straight through.
+# BLS input name → tensorrt_llm input name, for the inputs passed straight through. The same map as
+# tritonkit.builders.trtllm.interface.KNOB_TO_ENGINE: this file runs inside the server, where tritonkit
+# may not be installed, so it carries its own copy (a test keeps the two equal).
 _PASS_THROUGH = {
     "top_k": "runtime_top_k",
     "top_p": "runtime_top_p",

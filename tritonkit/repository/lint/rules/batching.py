@@ -17,8 +17,7 @@ WINDOW_MIN_US, WINDOW_MAX_US = WINDOW_RANGE_US
 
 @rule("TK101", ERROR, "preferred_batch_size must be > 0 and <= max_batch_size", family=FAMILY)
 def preferred_sizes(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     sched = cfg.WhichOneof("scheduling_choice")
     if sched == "dynamic_batching":
         sizes, base = list(cfg.dynamic_batching.preferred_batch_size), "dynamic_batching.preferred_batch_size"
@@ -40,16 +39,15 @@ def preferred_sizes(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK102", ERROR, "max_batch_size is negative", family=FAMILY)
 def max_batch_negative(ctx: LintContext, m: ModelInfo) -> None:
-    assert m.config is not None
-    if m.config.max_batch_size < 0:
-        ctx.report(m, f"max_batch_size {m.config.max_batch_size} is negative", field="max_batch_size",
+    cfg = m.parsed_config
+    if cfg.max_batch_size < 0:
+        ctx.report(m, f"max_batch_size {cfg.max_batch_size} is negative", field="max_batch_size",
                    hint="use 0 for a model without a batch dimension, or the largest batch it accepts")
 
 
 @rule("TK103", WARNING, "dynamic batching on a model that does not batch", family=FAMILY)
 def dynamic_without_batching(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.HasField("dynamic_batching") and cfg.max_batch_size == 0:
         ctx.report(m, "dynamic_batching is set but max_batch_size is 0, so no requests are ever merged",
                    field="dynamic_batching", hint="set max_batch_size > 0 (and a batch dimension), or drop dynamic_batching")
@@ -57,8 +55,7 @@ def dynamic_without_batching(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK104", ERROR, "priority levels out of range", family=FAMILY)
 def priority_levels(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("dynamic_batching"):
         return
     db = cfg.dynamic_batching
@@ -87,8 +84,7 @@ def priority_levels(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK105", WARNING, "dynamic batching window outside 5-20 ms", family=FAMILY)
 def window_range(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("dynamic_batching") or cfg.max_batch_size == 0:
         return
     us = cfg.dynamic_batching.max_queue_delay_microseconds
@@ -96,15 +92,14 @@ def window_range(ctx: LintContext, m: ModelInfo) -> None:
         return  # TK106 says why more precisely
     if not WINDOW_MIN_US <= us <= WINDOW_MAX_US:
         what = "0 (no waiting: batches only form under backlog)" if us == 0 else format_duration_us(us)
-        ctx.report(m, f"max_queue_delay_microseconds is {what}; the project's window is 5-20 ms",
+        ctx.report(m, f"max_queue_delay_microseconds is {what}; the rule-of-thumb window is 5-20 ms",
                    field="dynamic_batching.max_queue_delay_microseconds",
                    hint="use 5000-20000 us; longer windows add latency at low traffic, shorter ones batch little")
 
 
 @rule("TK106", WARNING, "window looks like milliseconds written as microseconds", family=FAMILY)
 def window_units(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     fields = []
     if cfg.HasField("dynamic_batching"):
         fields.append(("dynamic_batching.max_queue_delay_microseconds",
@@ -129,8 +124,7 @@ def window_units(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK107", INFO, "preferred_batch_size set", family=FAMILY)
 def preferred_set(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.HasField("dynamic_batching") and cfg.dynamic_batching.preferred_batch_size:
         ctx.report(m, "preferred_batch_size is set; Triton advises leaving it unset unless a measurement shows "
                    "a size runs faster", field="dynamic_batching.preferred_batch_size",
@@ -139,8 +133,7 @@ def preferred_set(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK108", INFO, "batching model without dynamic batching", family=FAMILY)
 def batching_without_batcher(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.max_batch_size > 0 and cfg.WhichOneof("scheduling_choice") is None and cfg.platform != "ensemble":
         ctx.report(m, f"max_batch_size is {cfg.max_batch_size} but no scheduler merges requests",
                    field="max_batch_size",
@@ -149,8 +142,7 @@ def batching_without_batcher(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK109", INFO, "queue is unbounded", family=FAMILY)
 def unbounded_queue(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.HasField("dynamic_batching") and cfg.max_batch_size > 0:
         policy = cfg.dynamic_batching.default_queue_policy
         if policy.max_queue_size == 0:
@@ -161,8 +153,7 @@ def unbounded_queue(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK110", INFO, "timeout override allowed without a default timeout", family=FAMILY)
 def queue_timeout(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("dynamic_batching"):
         return
     db = cfg.dynamic_batching
@@ -177,8 +168,7 @@ def queue_timeout(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK111", ERROR, "preserve_ordering with more than one priority level", family=FAMILY)
 def preserve_ordering_priorities(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     db = cfg.dynamic_batching
     if cfg.HasField("dynamic_batching") and db.preserve_ordering and db.priority_levels > 1:
         ctx.report(m, f"preserve_ordering is true with {db.priority_levels} priority levels; "
@@ -189,8 +179,7 @@ def preserve_ordering_priorities(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK112", ERROR, "preserve_ordering with a DELAY timeout action", family=FAMILY)
 def preserve_ordering_delay(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     db = cfg.dynamic_batching
     if not cfg.HasField("dynamic_batching") or not db.preserve_ordering:
         return

@@ -20,8 +20,7 @@ def _is_ensemble(cfg: mc.ModelConfig) -> bool:
 
 @rule("TK401", ERROR, "ensemble with instance groups, optimization or warmup", family=FAMILY)
 def ensemble_forbidden_fields(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not _is_ensemble(cfg):
         return
     if cfg.instance_group:
@@ -37,8 +36,7 @@ def ensemble_forbidden_fields(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK402", ERROR, "ensemble scheduling missing, empty, or on a non-ensemble", family=FAMILY)
 def ensemble_scheduling(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     has = cfg.HasField("ensemble_scheduling")
     if _is_ensemble(cfg) and not has:
         ctx.report(m, 'platform is "ensemble" but there is no ensemble_scheduling', field="platform",
@@ -64,8 +62,8 @@ def _steps(cfg: mc.ModelConfig) -> Sequence[mc.ModelEnsembling.Step]:
 
 @rule("TK403", ERROR, "ensemble step refers to a missing model or version", family=FAMILY)
 def step_models_exist(ctx: LintContext, m: ModelInfo) -> None:
-    assert m.config is not None
-    for i, step in enumerate(_steps(m.config)):
+    cfg = m.parsed_config
+    for i, step in enumerate(_steps(cfg)):
         target = ctx.models.get(step.model_name)
         if target is None:
             ctx.report(m, f"step {i} uses model {step.model_name!r}, which is not in the repository",
@@ -81,8 +79,8 @@ def step_models_exist(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK404", ERROR, "ensemble step maps inputs/outputs the model does not have, or misses some", family=FAMILY)
 def step_mapping(ctx: LintContext, m: ModelInfo) -> None:
-    assert m.config is not None
-    for i, step in enumerate(_steps(m.config)):
+    cfg = m.parsed_config
+    for i, step in enumerate(_steps(cfg)):
         base = f"ensemble_scheduling.step[{i}]"
         if not step.input_map:
             ctx.report(m, f"step {i} ({step.model_name}) has no input_map", field=base,
@@ -116,8 +114,7 @@ def step_mapping(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK405", ERROR, "ensemble tensor written twice, never written, or never used", family=FAMILY)
 def tensor_flow(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     steps = _steps(cfg)
     if not steps:
         return
@@ -179,8 +176,7 @@ def _compatible(a: Sequence[int], b: Sequence[int]) -> bool:
 
 @rule("TK406", ERROR, "data types or shapes disagree across ensemble steps", family=FAMILY)
 def types_and_shapes(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     steps = _steps(cfg)
     if not steps:
         return
@@ -223,8 +219,7 @@ def types_and_shapes(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK407", ERROR, "ensemble max_batch_size above a composing model's", family=FAMILY)
 def batch_sizes(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     for step in _steps(cfg):
         info = ctx.models.get(step.model_name)
         composing = info.config if info is not None else None
@@ -237,8 +232,8 @@ def batch_sizes(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK408", ERROR, "ensembles refer to each other in a cycle", family=FAMILY)
 def cycles(ctx: LintContext, m: ModelInfo) -> None:
-    assert m.config is not None
-    if not _steps(m.config):
+    cfg = m.parsed_config
+    if not _steps(cfg):
         return
     path = _find_cycle(ctx, m.name, [m.name])
     if path:

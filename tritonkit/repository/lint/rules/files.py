@@ -71,9 +71,9 @@ def placeholders(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK004", ERROR, "name in config does not match the model folder", family=FAMILY)
 def name_matches_folder(ctx: LintContext, m: ModelInfo) -> None:
-    assert m.config is not None
-    if m.config.name and m.config.name != m.name:
-        ctx.report(m, f"name {m.config.name!r} does not match folder {m.name!r}", field="name",
+    cfg = m.parsed_config
+    if cfg.name and cfg.name != m.name:
+        ctx.report(m, f"name {cfg.name!r} does not match folder {m.name!r}", field="name",
                    hint=f'set name: "{m.name}" or rename the folder; Triton identifies the model by its folder')
 
 
@@ -102,8 +102,7 @@ def non_integer_dirs(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK007", WARNING, "neither backend nor platform set", family=FAMILY)
 def backend_or_platform(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.backend and not cfg.platform:
         # Triton 2.51 guesses the backend from the model file's name (model.py -> python) and loads it.
         ctx.report(m, "neither backend nor platform is set: Triton has to guess the backend from the "
@@ -113,8 +112,7 @@ def backend_or_platform(ctx: LintContext, m: ModelInfo) -> None:
 
 def _guessable(m: ModelInfo) -> bool:
     """Whether tritonserver can work out the backend of a config that names none."""
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.default_model_filename:
         return cfg.default_model_filename in GUESSABLE_FILES
     if "." in m.name:
@@ -132,8 +130,7 @@ def _guessable(m: ModelInfo) -> bool:
 
 @rule("TK011", ERROR, "backend cannot be worked out", family=FAMILY)
 def backend_guessable(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.backend or cfg.platform or _guessable(m):
         return
     known = ", ".join(sorted(GUESSABLE_FILES))
@@ -144,8 +141,7 @@ def backend_guessable(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK008", ERROR, "unknown platform, or platform and backend disagree", family=FAMILY)
 def platform_known(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.platform:
         return
     if cfg.platform not in PLATFORM_BACKENDS:
@@ -170,8 +166,7 @@ def platform_known(ctx: LintContext, m: ModelInfo) -> None:
 
 def _served_versions(m: ModelInfo) -> list[int]:
     """The versions Triton will try to load under the config's version policy."""
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     policy = cfg.version_policy
     choice = policy.WhichOneof("policy_choice")
     if choice == "all":
@@ -184,8 +179,7 @@ def _served_versions(m: ModelInfo) -> list[int]:
 
 @rule("TK009", ERROR, "the model file the backend needs is missing", family=FAMILY)
 def model_file_present(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     filename = expected_model_filename(cfg)
     if filename is None:
         return
@@ -201,8 +195,7 @@ def model_file_present(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK010", ERROR, "version policy selects no existing version", family=FAMILY)
 def version_policy(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     policy = cfg.version_policy
     choice = policy.WhichOneof("policy_choice")
     if choice == "specific" and not policy.specific.versions:

@@ -57,8 +57,7 @@ def read_onnx_io(path: Path) -> OnnxIO:
 
 
 def _onnx_file(m: ModelInfo) -> Path | None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     # The backend decides when both are set (Triton 2.51 runs platform onnxruntime_onnx + backend python as python).
     backend = cfg.backend or ("onnxruntime" if cfg.platform == "onnxruntime_onnx" else "")
     if backend != "onnxruntime" or not m.versions:
@@ -70,8 +69,7 @@ def _onnx_file(m: ModelInfo) -> Path | None:
 
 @rule("TK701", ERROR, "config disagrees with the ONNX model file", family=FAMILY)
 def onnx_io(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     path = _onnx_file(m)
     if path is None:
         return

@@ -36,10 +36,14 @@ def _kind(control: mc.ModelSequenceBatching.Control) -> str:
     return str(_CONTROL.Kind.Name(control.kind))
 
 
+def _value_fields_given(control: mc.ModelSequenceBatching.Control) -> list[str]:
+    """Which of the false/true value lists the control fills in, in declaration order."""
+    return [f for f in _VALUE_FIELDS if len(getattr(control, f))]
+
+
 @rule("TK510", ERROR, "sequence control tensor has no name", family=FAMILY)
 def control_names(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     for i, tensor in enumerate(cfg.sequence_batching.control_input):
@@ -51,8 +55,7 @@ def control_names(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK511", ERROR, "sequence control tensor listed twice", family=FAMILY)
 def control_tensor_once(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     seen: set[str] = set()
@@ -66,8 +69,7 @@ def control_tensor_once(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK512", ERROR, "sequence control kind given more than once", family=FAMILY)
 def control_kind_once(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     first: dict[int, str] = {}
@@ -82,14 +84,13 @@ def control_kind_once(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK513", ERROR, "sequence control without exactly one false/true pair", family=FAMILY)
 def control_values(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     for path, name, control in _controls(cfg):
         if control.kind == _CORRID:
             continue  # TK514: the correlation id carries a data type, not values
-        given = [f for f in _VALUE_FIELDS if len(getattr(control, f))]
+        given = _value_fields_given(control)
         kind = _kind(control)
         if not given:
             ctx.report(m, f"{kind} on tensor {name!r} gives no value: Triton does not know what to send for "
@@ -107,14 +108,13 @@ def control_values(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK514", ERROR, "correlation-id control with values or a type Triton does not accept", family=FAMILY)
 def corrid_control(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     for path, name, control in _controls(cfg):
         if control.kind != _CORRID:
             continue
-        given = [f for f in _VALUE_FIELDS if len(getattr(control, f))]
+        given = _value_fields_given(control)
         if given:
             ctx.report(m, f"CONTROL_SEQUENCE_CORRID on tensor {name!r} gives {given[0]}; the correlation id is "
                        "sent as it is, so it takes a data_type instead", field=f"{path}.{given[0]}",
@@ -128,8 +128,7 @@ def corrid_control(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK515", ERROR, "minimum_slot_utilization outside 0..1", family=FAMILY)
 def slot_utilization(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     sb = cfg.sequence_batching
     if cfg.HasField("sequence_batching") and sb.HasField("direct"):
         value = sb.direct.minimum_slot_utilization
@@ -154,8 +153,7 @@ def _states(cfg: mc.ModelConfig) -> Iterator[tuple[str, mc.ModelSequenceBatching
 
 @rule("TK516", ERROR, "implicit state's initial_state is incomplete or given twice", family=FAMILY)
 def initial_state_present(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     with_initial: set[str] = set()
@@ -182,8 +180,7 @@ def initial_state_present(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK517", ERROR, "initial_state type or dims disagree with its state", family=FAMILY)
 def initial_state_shape(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     for base, state in _states(cfg):
@@ -209,8 +206,7 @@ def initial_state_shape(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK518", ERROR, "initial_state data file missing or too small", family=FAMILY)
 def initial_state_file(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not cfg.HasField("sequence_batching"):
         return
     for base, state in _states(cfg):

@@ -98,6 +98,12 @@ def _build(engine: dict[str, Any]) -> dict[str, Any]:
     return build if isinstance(build, dict) else {}
 
 
+def _engine_build_config(m: ModelInfo, cfg: mc.ModelConfig) -> dict[str, Any] | None:
+    """The engine's ``build_config`` when ``m`` is the engine model and its ``config.json`` is here."""
+    engine = engine_config(m) if is_engine_model(cfg) else None
+    return None if engine is None else _build(engine)
+
+
 def _int(value: Any) -> int | None:
     try:
         return int(value)
@@ -107,12 +113,11 @@ def _int(value: Any) -> int | None:
 
 @rule("TK901", ERROR, "Triton max_batch_size above the engine's", family=FAMILY)
 def batch_above_engine(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
-    engine = engine_config(m) if is_engine_model(cfg) else None
-    if engine is None:
+    cfg = m.parsed_config
+    build = _engine_build_config(m, cfg)
+    if build is None:
         return
-    engine_batch = _int(_build(engine).get("max_batch_size"))
+    engine_batch = _int(build.get("max_batch_size"))
     if engine_batch is not None and cfg.max_batch_size > engine_batch:
         ctx.report(m, f"max_batch_size {cfg.max_batch_size} exceeds the engine's max_batch_size {engine_batch}; "
                    "the engine cannot run batches that large", field="max_batch_size",
@@ -121,15 +126,14 @@ def batch_above_engine(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK902", ERROR, "KV-cache reuse without paged context FMHA in the engine", family=FAMILY)
 def reuse_needs_paged_fmha(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     value = _param(cfg, "enable_kv_cache_reuse")
     if not is_engine_model(cfg) or value not in CPP_TRUE:
         return
-    engine = engine_config(m)
-    if engine is None:
+    build = _engine_build_config(m, cfg)
+    if build is None:
         return
-    plugin = _build(engine).get("plugin_config", {})
+    plugin = build.get("plugin_config", {})
     if not (isinstance(plugin, dict) and plugin.get("use_paged_context_fmha")):
         ctx.report(m, "enable_kv_cache_reuse is on but the engine was built without use_paged_context_fmha, so "
                    "cached prefixes cannot be reused", field='parameters["enable_kv_cache_reuse"]',
@@ -139,8 +143,7 @@ def reuse_needs_paged_fmha(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK903", ERROR, "GPU ids do not match the engine's world size (tp × pp)", family=FAMILY)
 def world_size(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     value = _param(cfg, "gpu_device_ids")
     if not is_engine_model(cfg) or not value or _unfilled(value):
         return
@@ -166,8 +169,7 @@ def world_size(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK904", ERROR, "streaming BLS and its tensorrt_llm model disagree on decoupled", family=FAMILY)
 def bls_decoupled(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     target = _param(cfg, "tensorrt_llm_model_name")
     if target is None or _unfilled(target):
         return
@@ -185,8 +187,7 @@ def bls_decoupled(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK905", ERROR, "enum or boolean parameter spelled as the backend does not expect", family=FAMILY)
 def spelling(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     checks: list[tuple[str, tuple[str, ...]]] = []
     if is_engine_model(cfg):
         checks += [("gpt_model_type", (*BATCHING_STRATEGIES, "inflight_batching", "v1")),
@@ -208,8 +209,7 @@ def spelling(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK906", WARNING, "parameter the TensorRT-LLM backend does not read (misspelled?)", family=FAMILY)
 def unknown_keys(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if cfg.backend != "tensorrtllm":
         return
     for key in cfg.parameters:
@@ -222,12 +222,11 @@ def unknown_keys(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK907", ERROR, "token limits beyond the engine's max_seq_len", family=FAMILY)
 def token_limits(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
-    engine = engine_config(m) if is_engine_model(cfg) else None
-    if engine is None:
+    cfg = m.parsed_config
+    build = _engine_build_config(m, cfg)
+    if build is None:
         return
-    max_seq = _int(_build(engine).get("max_seq_len"))
+    max_seq = _int(build.get("max_seq_len"))
     if max_seq is None:
         return
     window = _int(_param(cfg, "max_attention_window_size"))
@@ -245,8 +244,7 @@ def token_limits(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK908", ERROR, "tokenizer files missing", family=FAMILY)
 def tokenizer_files(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     value = _param(cfg, "tokenizer_dir")
     if not value or _unfilled(value):
         return
@@ -267,8 +265,7 @@ def tokenizer_files(ctx: LintContext, m: ModelInfo) -> None:
 
 @rule("TK909", INFO, "engine folder not found here: engine checks skipped", family=FAMILY)
 def engine_missing(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.config
-    assert cfg is not None
+    cfg = m.parsed_config
     if not is_engine_model(cfg):
         return
     folder = _engine_dir(m, cfg)
