@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -18,6 +20,7 @@ from tritonkit.perf.judge.sla import parse_sla
 from tritonkit.perf.judge.verdict import evaluate_result
 from tritonkit.perf.measure.analyzer import AnalyzerOutcome, PerfAnalyzer
 from tritonkit.perf.measure.ladder import run_ladder
+from tritonkit.perf.measure.metrics import host_cpu_count, parse_smi_gpus, read_server_hardware
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir, doubling_levels, levels_from_text
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.measure.spec import PerfSpec
@@ -67,6 +70,61 @@ def test_ladder_warms_up_unrecorded_then_measures_each_level_and_saves_result(se
     assert result.metadata.tool_version and result.metadata.finished_utc
     assert result.metadata.command[-1] == str(tmp_path / "step02-c2.json")
     assert any("warming up" in line for line in lines)
+
+
+def test_a_ladder_records_the_servers_hardware_and_the_config_it_loaded(server: TritonServer, tmp_path: Path) -> None:
+    """The server here is CPU-only and on loopback: no GPU series, this host's cores, the loaded config."""
+    result = run_ladder(_spec(server), _plan(1, 2), results_dir=tmp_path, metrics_url=server.metrics_url).result
+    hardware, config = result.metadata.server_hardware, result.metadata.model_config
+    assert hardware is not None and config is not None
+    assert hardware.gpu_count == 0 and hardware.gpus == []
+    assert hardware.cpu_cores == host_cpu_count() and "loopback" in hardware.source
+    assert (config.max_batch_size, config.dynamic_batching, config.max_queue_delay_us) == (8, True, 1000)
+    assert [(g.count, g.kind) for g in config.instance_groups] == [(1, "KIND_CPU")]
+    assert config.instance_count == 1 and server.grpc_url in config.source
+    assert PerfResult.load(tmp_path / "result.json").metadata == result.metadata
+    http = run_ladder(replace(_spec(server, "flat"), url=server.http_url, protocol="http"), _plan(1),
+                      results_dir=tmp_path / "http").result.metadata
+    assert http.model_config is not None and not http.model_config.dynamic_batching
+    assert http.model_config.max_queue_delay_us is None and http.server_hardware is not None
+    assert http.server_hardware.gpu_count is None  # no metrics URL: GPUs unknown, not "none"
+
+
+def test_gpus_are_counted_from_the_metrics_and_named_by_nvidia_smi_on_the_servers_host() -> None:
+    """No GPU here: a local HTTP endpoint serves the nv_gpu_* series a GPU server exports, and the
+    nvidia-smi answer is given as text, so only the GPU itself is faked."""
+    text = (
+        "# TYPE nv_gpu_utilization gauge\n"
+        'nv_gpu_utilization{gpu_uuid="GPU-aaa"} 0.5\nnv_gpu_utilization{gpu_uuid="GPU-bbb"} 0.1\n'
+        "# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.2\n"
+    )
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the handler's protocol
+            body = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+        smi = parse_smi_gpus("GPU-aaa, NVIDIA H200, 143771\nGPU-bbb, NVIDIA H200, 143771\n")
+        local = read_server_hardware(url, "127.0.0.1:8001", smi=smi)
+        remote = read_server_hardware(url, "10.0.0.5:8001", smi=smi)
+    finally:
+        httpd.shutdown()
+        thread.join()
+    assert local.gpu_count == 2 and local.gpu_names == ["NVIDIA H200"]
+    assert local.gpus[0].memory_total_bytes == 143771 * 1024 * 1024 and local.cpu_cores == host_cpu_count()
+    assert remote.gpu_count == 2 and remote.gpu_names == [] and remote.cpu_cores is None
+    assert "GPU model unknown" in remote.source and "not on this host" in remote.source
 
 
 def test_ladder_stops_after_two_steps_that_break_the_sla(server: TritonServer, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from tritonkit.cli import main
 from tritonkit.perf import LadderPlan, PerfSpec, run_perf
+from tritonkit.perf.measure.metrics import host_cpu_count
 from tritonkit.server import TritonServer
 
 # Each execution sleeps 4 ms + 2 ms per batch item: a cost the test knows.
@@ -67,6 +68,14 @@ def test_a_plan_predicts_a_later_real_run_of_a_model_of_known_cost(
     assert "2-core CPU host" in result.output or "-core CPU host" in result.output
     assert "lower bound" in result.output  # concurrency 1–8 never flattened: batches kept growing
     assert "max_batch_size                            8" in result.output
+    # Without --model-config the plan stands on what the run recorded from the server itself.
+    recorded = CliRunner().invoke(main, ["plan", "--from-result", str(calib), "--qps", "500",
+                                         "--predict-concurrency", "16", "--json"])
+    assert recorded.exit_code == 0, recorded.output
+    plan = json.loads(recorded.output)
+    assert plan["title"].endswith(f"(per {host_cpu_count()}-core CPU host)")
+    assert plan["serving"]["max_batch_size"] == 8 and plan["explain"]["measured_config"]["basis"] == "measured"
+    assert plan["predictions"]["predictions"]
 
     later = _ladder(server, (16.0,), tmp_path / "later")
     result = CliRunner().invoke(main, ["plan", "--check", str(later), "--predictions", str(plan_json), "--json"])

@@ -6,13 +6,18 @@ objects ``tritonkit perf run`` saves); nothing is hand-written JSON.
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from tritonkit.cli import main
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.perf import PerfResult, evaluate_result, parse_sla
 from tritonkit.perf.measure import LatencyStats, RunMetadata, ServerBreakdown, StepMetrics, StepResult
+from tritonkit.perf.measure.result import ServedInstanceGroup, ServedModelConfig, ServerGpu, ServerHardware
 from tritonkit.planner import (
     PlanAssumptions,
     ServedConfig,
@@ -146,6 +151,66 @@ def test_serving_parameters_never_exceed_the_measured_config(tmp_path: Path) -> 
     assert plan.suggestion.max_batch_size == 8  # the ladder reached concurrency 16, the config allowed 8
     assert plan.suggestion.instance_count == 1 and plan.suggestion.max_queue_delay_us == 5000
     assert "never measured" in plan.suggestion.notes["max_batch_size"]
+
+
+# What a ladder on this machine records: a CPU-only server on loopback, the demo's loaded config.
+RECORDED_CPU = ServerHardware(gpu_count=0, cpu_cores=2, cpu_model="Test CPU", source="0 GPU(s) in the metrics")
+RECORDED_CONFIG = ServedModelConfig(
+    max_batch_size=8, dynamic_batching=True, max_queue_delay_us=5000, preferred_batch_sizes=[4, 8],
+    instance_groups=[ServedInstanceGroup(count=1, kind="KIND_CPU")], source="the server at 127.0.0.1:8001",
+)
+
+
+def _recorded(tmp_path: Path, hardware: ServerHardware | None = RECORDED_CPU,
+              config: ServedModelConfig | None = RECORDED_CONFIG, url: str = "10.0.0.5:8001") -> Path:
+    result = _result(DEMO_LIKE, url=url, cpus=None)
+    result.metadata.server_hardware, result.metadata.model_config = hardware, config
+    return result.save(tmp_path / "result.json")
+
+
+def test_a_recorded_cpu_run_plans_per_cpu_host_and_caps_the_batch_without_options(tmp_path: Path) -> None:
+    path = _recorded(tmp_path)  # a remote URL: only the recorded hardware can say "CPU host"
+    out = CliRunner().invoke(main, ["plan", "--from-result", str(path), "--qps", "20000", "--json"])
+    assert out.exit_code == 0, out.output
+    plan = json.loads(out.output)
+    assert plan["title"].endswith("(per 2-core CPU host)")
+    measurement, explain, serving = plan["measurement"], plan["explain"], plan["serving"]
+    assert measurement["measured_on"] == "2-core CPU host (Test CPU)"
+    assert "recorded by the run" in explain["measured_on"]["note"]
+    assert explain["measured_config"]["basis"] == "measured"
+    assert "preferred batch sizes 4, 8" in measurement["measured_config"]
+    assert serving["max_batch_size"] == 8  # the ladder reached concurrency 16; the server allowed 8
+    assert serving["max_queue_delay_us"] == 5000 and serving["gpus"] is None
+
+
+def test_options_override_what_the_run_recorded(tmp_path: Path) -> None:
+    demo_config = Path(__file__).parents[1] / "model_repository" / "demo_mlp" / "config.pbtxt"
+    given = served_config_from_proto(read_config(demo_config), str(demo_config))
+    recorded = replace(RECORDED_CONFIG, max_batch_size=4)
+    m = load_measurement(_recorded(tmp_path, config=recorded), config=given, gpu_name="L4")
+    assert m.config == given and m.hardware.describe() == "1 × GPU (L4)"
+    assert load_measurement(tmp_path / "result.json").config.max_batch_size == 4  # type: ignore[union-attr]
+
+
+def test_recorded_gpus_name_the_unit_and_a_nameless_gpu_asks_for_gpu(tmp_path: Path) -> None:
+    two = ServerHardware(gpu_count=2, gpus=[ServerGpu("GPU-a", "NVIDIA H200"), ServerGpu("GPU-b", "NVIDIA H200")])
+    hardware = load_measurement(_recorded(tmp_path, hardware=two)).hardware
+    assert (hardware.kind, hardware.unit, hardware.describe()) == ("gpu", "2-GPU server", "2-GPU server (NVIDIA H200)")
+    nameless = ServerHardware(gpu_count=1, gpus=[ServerGpu("GPU-a")], source="names not in metrics")
+    hardware = load_measurement(_recorded(tmp_path, hardware=nameless)).hardware
+    assert hardware.unit == "GPU" and hardware.model is None and "--gpu" in hardware.source
+    named = load_measurement(_recorded(tmp_path, hardware=two), gpu_name="H200").hardware
+    assert named.describe() == "2-GPU server (H200)"  # the name is given, the count still recorded
+
+
+def test_an_old_result_without_recorded_hardware_or_config_loads_and_plans_as_before(tmp_path: Path) -> None:
+    data = _result(DEMO_LIKE).to_dict()
+    for key in ("server_hardware", "model_config"):
+        del data["metadata"][key]
+    (tmp_path / "result.json").write_text(json.dumps(data))
+    m = load_measurement(tmp_path / "result.json")
+    assert m.config is None and m.hardware.unit == "2-core CPU host" and "loopback URL" in m.hardware.source
+    assert plan_from_measurement(m, Workload(target_qps=1000)).suggestion.max_batch_size is None
 
 
 def test_without_the_measured_config_no_batch_size_is_suggested(tmp_path: Path) -> None:

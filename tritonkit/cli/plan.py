@@ -183,7 +183,8 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
 @click.option("--from-result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A perf result.json: measured throughput replaces theory (or sizes a non-LLM model).")
 @click.option("--model-config", type=click.Path(exists=True, path_type=Path), default=None,
-              help="The measured model's config.pbtxt (or its folder): serving parameters stay within it.")
+              help="The measured model's config.pbtxt (or its folder): serving parameters stay within it "
+              "(default: the config the run recorded from the server).")
 @click.option("--instances-per-gpu", type=int, callback=_positive_int, default=None,
               help="Model instances in the measured deployment, when --model-config is not given (default 1).")
 # prediction
@@ -233,8 +234,9 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         if o["predictions"] is None:
             raise ConfigError("--check needs the saved predictions to score",
                               hint="pass --predictions plan.json (written by a predicting 'tritonkit plan ... --out')")
-        check = check_predictions(load_predictions(o["predictions"]), load_measurement(o["check_result"]),
-                                  Scenario.from_served(served) if served is not None else None)
+        later = load_measurement(o["check_result"], config=served)
+        check = check_predictions(load_predictions(o["predictions"]), later,
+                                  Scenario.from_served(later.config) if later.config is not None else None)
         if as_json:
             echo_json(check.to_dict())
         else:
@@ -286,13 +288,14 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
     loads = [("concurrency", v) for v in levels_from_text(o["predict_concurrency"])] if o["predict_concurrency"] else []
     loads += [("request_rate", v) for v in levels_from_text(o["predict_rate"])] if o["predict_rate"] else []
     if loads or o["predict_instances"] or o["predict_window_us"]:
-        if measurement is None or served is None:
+        if measurement is None or measurement.config is None:
             raise ConfigError("predictions need a measured run and the config it was measured with",
-                              hint="pass --from-result result.json and --model-config config.pbtxt")
+                              hint="pass --from-result result.json (a run that recorded its model config), "
+                              "or add --model-config config.pbtxt")
         if not loads:
             loads = [(s.load_mode, s.load_value) for s in measurement.steps if s.measured]
         result = replace(result, predictions=predict_loads(
-            measurement, config=served, loads=loads, instances=o["predict_instances"],
+            measurement, config=measurement.config, loads=loads, instances=o["predict_instances"],
             windows_us=o["predict_window_us"], arrivals=o["arrivals"]))
     if out is not None:
         result.save(out)

@@ -188,6 +188,16 @@ def _resources(gpus: int) -> dict[str, Any]:
     return {"limits": {"nvidia.com/gpu": str(gpus)}, "requests": {"nvidia.com/gpu": str(gpus)}}
 
 
+def _add_resources_and_credentials(container: dict[str, Any], o: K8sOptions, gpus: int) -> None:
+    """The GPU requests and the object-store credentials of the tritonserver container (a
+    Deployment's or a KServe predictor's: the same container either way)."""
+    resources = _resources(gpus)
+    if resources:
+        container["resources"] = resources
+    if o.credentials_secret:
+        container["envFrom"] = [{"secretRef": {"name": o.credentials_secret}}]
+
+
 def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions) -> Manifests:
     """Every manifest for serving ``facts`` under ``sla`` (pure: nothing is written)."""
     o = options
@@ -250,11 +260,7 @@ def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grac
         "lifecycle": {"preStop": {"exec": {"command": ["sleep", str(PRESTOP_PAUSE_S)]}}},
         "volumeMounts": mounts,
     }
-    resources = _resources(gpus)
-    if resources:
-        container["resources"] = resources
-    if o.credentials_secret:
-        container["envFrom"] = [{"secretRef": {"name": o.credentials_secret}}]
+    _add_resources_and_credentials(container, o, gpus)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -356,11 +362,7 @@ def _inference_service(o: K8sOptions, labels: dict[str, str], exit_timeout_s: in
         "args": ["--allow-metrics=true", "--metrics-config=summary_latencies=true",
                  f"--exit-timeout-secs={exit_timeout_s}"],
     }
-    resources = _resources(gpus)
-    if resources:
-        model["resources"] = resources
-    if o.credentials_secret:
-        model["envFrom"] = [{"secretRef": {"name": o.credentials_secret}}]
+    _add_resources_and_credentials(model, o, gpus)
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",

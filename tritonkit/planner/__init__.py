@@ -41,6 +41,7 @@ from tritonkit.planner.capacity import (
     weights_bytes,
 )
 from tritonkit.planner.catalogue import GPUS, Figure, GpuSpec, custom_gpu, find_gpu, gpu_names, override_gpu
+from tritonkit.planner.hf_config import load_hf_config, model_from_hf_config, model_from_values
 from tritonkit.planner.llm import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, plan_llm
 from tritonkit.planner.llm_calibrate import (
     LlmCosts,
@@ -59,16 +60,10 @@ from tritonkit.planner.measured import (
     ServedConfig,
     load_measurement,
     served_config_from_proto,
+    served_config_from_run,
 )
 from tritonkit.planner.measured_plan import plan_from_measurement
-from tritonkit.planner.model import (
-    ModelOverrides,
-    TransformerShape,
-    load_hf_config,
-    model_from_hf_config,
-    model_from_values,
-    parse_param_count,
-)
+from tritonkit.planner.model import ModelOverrides, TransformerShape, parse_param_count
 from tritonkit.planner.precision import (
     KV_DTYPES,
     PRECISIONS,
@@ -156,6 +151,7 @@ __all__ = [
     "check_predictions",
     "serial_qps",
     "served_config_from_proto",
+    "served_config_from_run",
     "simulate",
     "streamed_requests",
     "size_fleet",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from tritonkit.errors import ConfigError
 
@@ -128,6 +128,14 @@ def _dense(value: float | None, unit: str, source: str) -> Figure:
     return Figure(value, unit, source, dense=True if value is not None else None)
 
 
+class _TensorFigures(TypedDict):
+    """The three tensor figures of one GPU, for GPUs that share their tensor cores."""
+
+    fp16: Figure
+    fp8: Figure
+    int8: Figure
+
+
 # Each figure below was read from the vendor's datasheet named in its source string. "sparse X
 # halved" means the datasheet prints X with 2:4 sparsity and X/2 is the dense rate.
 _T4 = "NVIDIA T4 Tensor Core GPU datasheet"
@@ -140,6 +148,13 @@ _L40S = "NVIDIA L40S datasheet"
 _ADA = "NVIDIA Ada Lovelace GPU architecture whitepaper (GeForce RTX 4090 column)"
 _ORIN = "NVIDIA Jetson AGX Orin Series technical brief / module datasheet (Jetson AGX Orin 64GB)"
 _JEDEC = "label as printed; DRAM 'GB' is binary (JEDEC), i.e. GiB"
+_NO_FP8_AMPERE = _dense(None, "TFLOPS", "Ampere has no FP8 tensor cores")
+# Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
+_A100_TENSOR: _TensorFigures = {
+    "fp16": _dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
+    "fp8": _NO_FP8_AMPERE,
+    "int8": _dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+}
 
 GPUS: tuple[GpuSpec, ...] = (
     GpuSpec(
@@ -164,25 +179,21 @@ GPUS: tuple[GpuSpec, ...] = (
         memory=_mem(24, f"{_A10}: 24 GB GDDR6 ({_JEDEC})"),
         bandwidth=_bw(600, f"{_A10}: 600 GB/s"),
         fp16=_dense(125, "TFLOPS", f"{_A10}: FP16 tensor 125 TFLOPS dense (250 with sparsity)"),
-        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
+        fp8=_NO_FP8_AMPERE,
         int8=_dense(250, "TOPS", f"{_A10}: INT8 tensor 250 TOPS dense (500 with sparsity)"),
     ),
     GpuSpec(
         name="A100-40GB",
         memory=_mem(40, f"{_A100}: 40 GB HBM2 ({_JEDEC})"),
         bandwidth=_bw(1555, f"{_A100}: A100 40GB SXM/PCIe 1,555 GB/s"),
-        fp16=_dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
-        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
-        int8=_dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+        **_A100_TENSOR,
         aliases=("A100-40GB-SXM", "A100-SXM4-40GB", "A100-40G"),
     ),
     GpuSpec(
         name="A100-80GB",
         memory=_mem(80, f"{_A100}: 80 GB HBM2e ({_JEDEC})"),
         bandwidth=_bw(2039, f"{_A100}: A100 80GB SXM 2,039 GB/s"),
-        fp16=_dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
-        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
-        int8=_dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+        **_A100_TENSOR,
         aliases=("A100", "A100-80GB-SXM", "A100-SXM4-80GB", "A100-80G"),
         notes=("SXM figures; the A100 80GB PCIe has 1,935 GB/s (use A100-80GB-PCIE).",),
     ),
@@ -190,9 +201,7 @@ GPUS: tuple[GpuSpec, ...] = (
         name="A100-80GB-PCIE",
         memory=_mem(80, f"{_A100}: 80 GB HBM2e ({_JEDEC})"),
         bandwidth=_bw(1935, f"{_A100}: A100 80GB PCIe 1,935 GB/s"),
-        fp16=_dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
-        fp8=_dense(None, "TFLOPS", "Ampere has no FP8 tensor cores"),
-        int8=_dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
+        **_A100_TENSOR,
         aliases=("A100-PCIE-80GB",),
     ),
     GpuSpec(

@@ -42,7 +42,7 @@ from tritonkit.planner.measured import Measurement
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.placement import choose_tensor_parallel, does_not_fit, kv_dtype_for
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
-from tritonkit.planner.result import CapacityPlan, PlanLine, ServingSuggestion
+from tritonkit.planner.result import CapacityPlan, PlanDraft, ServingSuggestion
 
 __all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "plan_llm"]
 
@@ -155,12 +155,8 @@ def plan_llm(
     """
     a = assumptions or PlanAssumptions()
     w = workload
-    lines: list[PlanLine] = []
-    warnings: list[str] = []
-
-    def add(section: str, key: str, label: str, value: float | int | str | None, unit: str, basis: str,
-            note: str = "") -> None:
-        lines.append(PlanLine(section, key, label, value, unit, basis, note))
+    draft = PlanDraft()
+    add, lines, warnings = draft.add, draft.lines, draft.warnings
 
     tp_note = ""
     if a.tensor_parallel is None:
@@ -441,15 +437,9 @@ def plan_llm(
     if gpu.kind == "consumer":
         warnings.append(f"{gpu.name} is a consumer card: no ECC memory")
     title = f"Capacity plan: {model.name} ({precision.name}) on {gpu.name}" + (f" × TP {tp}" if tp > 1 else "")
-    return CapacityPlan(
-        kind="llm",
-        title=title,
-        lines=tuple(lines),
-        suggestion=suggestion,
-        warnings=tuple(warnings),
-        inputs={"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
-                "kv_dtype": kv_dtype, "tensor_parallel": tp, "workload": _workload_dict(w)},
-    )
+    return draft.finish("llm", title, suggestion,
+                        {"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
+                         "kv_dtype": kv_dtype, "tensor_parallel": tp, "workload": _workload_dict(w)})
 
 
 def _round_up(value: float, multiple: int) -> int:

@@ -16,13 +16,14 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from tritonclient.grpc import model_config_pb2
 
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.perf import PerfResult, StepResult
 from tritonkit.perf.judge import stored_verdict
+from tritonkit.perf.measure.metrics import is_loopback
+from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
 
 __all__ = [
     "PLATEAU_GAIN",
@@ -33,6 +34,7 @@ __all__ = [
     "ServedConfig",
     "load_measurement",
     "served_config_from_proto",
+    "served_config_from_run",
 ]
 
 #: A step that raises throughput by less than this over the best earlier step means throughput
@@ -46,16 +48,20 @@ _STOPPED_BY_TOOL = {"perf_error", "interrupted", "timeout"}
 
 @dataclass(frozen=True)
 class ServedConfig:
-    """What the measured model's ``config.pbtxt`` allowed: the ceiling for suggested parameters.
+    """What the measured model's config allowed: the ceiling for suggested parameters.
 
     ``max_queue_delay_us`` is ``None`` when the model has no dynamic batcher (each request
     executes alone); ``max_batch_size`` 0 (no batching dimension) is reported as 1.
+    ``basis`` is ``"measured"`` when the run recorded the config the server loaded, ``"input"``
+    when it came from a ``config.pbtxt`` given with the run.
     """
 
     max_batch_size: int
     instance_count: int
     max_queue_delay_us: int | None
     source: str
+    preferred_batch_sizes: tuple[int, ...] = ()
+    basis: str = "input"
 
     @property
     def batching(self) -> bool:
@@ -64,7 +70,9 @@ class ServedConfig:
     def describe(self) -> str:
         window = (f"dynamic batching window {self.max_queue_delay_us} µs" if self.max_queue_delay_us is not None
                   else "no dynamic batching")
-        return f"max_batch_size {self.max_batch_size}, {self.instance_count} instance(s), {window}"
+        preferred = (f" (preferred batch sizes {', '.join(map(str, self.preferred_batch_sizes))})"
+                     if self.preferred_batch_sizes else "")
+        return f"max_batch_size {self.max_batch_size}, {self.instance_count} instance(s), {window}{preferred}"
 
 
 def served_config_from_proto(config: model_config_pb2.ModelConfig, source: str) -> ServedConfig:
@@ -73,7 +81,20 @@ def served_config_from_proto(config: model_config_pb2.ModelConfig, source: str) 
     delay: int | None = None
     if config.HasField("dynamic_batching"):
         delay = int(config.dynamic_batching.max_queue_delay_microseconds)
-    return ServedConfig(max(1, int(config.max_batch_size)), instances, delay, source)
+    preferred = tuple(int(b) for b in config.dynamic_batching.preferred_batch_size) if delay is not None else ()
+    return ServedConfig(max(1, int(config.max_batch_size)), instances, delay, source, preferred)
+
+
+def served_config_from_run(config: ServedModelConfig) -> ServedConfig:
+    """The bounds of a plan from the config a perf run recorded (as the server loaded it)."""
+    return ServedConfig(
+        max_batch_size=max(1, config.max_batch_size),
+        instance_count=config.instance_count,
+        max_queue_delay_us=config.max_queue_delay_us if config.dynamic_batching else None,
+        source=f"recorded by the run from {config.source}",
+        preferred_batch_sizes=tuple(config.preferred_batch_sizes),
+        basis="measured",
+    )
 
 
 @dataclass(frozen=True)
@@ -91,25 +112,43 @@ class MeasuredHardware:
     source: str
 
     def describe(self) -> str:
-        what = self.unit if self.count is None or self.kind == "cpu" else f"{self.count} × {self.unit}"
+        # A CPU host's and a multi-GPU server's unit already names its size ("2-core CPU host").
+        what = self.unit if self.count is None or self.kind == "cpu" or self.count > 1 else f"1 × {self.unit}"
         return f"{what}" + (f" ({self.model})" if self.model else "")
+
+
+def _recorded_hardware(hw: ServerHardware) -> MeasuredHardware | None:
+    """The unit a run's recorded server hardware names (``None``: it does not say enough)."""
+    source = f"recorded by the run: {hw.source}"
+    if hw.gpu_count:
+        names = ", ".join(hw.gpu_names) or None
+        unit = "GPU" if hw.gpu_count == 1 else f"{hw.gpu_count}-GPU server"
+        return MeasuredHardware("gpu", hw.gpu_count, names, unit,
+                                source if names else f"{source}: pass --gpu to name the model")
+    if hw.gpu_count == 0 and hw.cpu_cores:
+        return MeasuredHardware("cpu", hw.cpu_cores, hw.cpu_model, f"{hw.cpu_cores}-core CPU host", source)
+    return None
 
 
 def _hardware(result: PerfResult, gpu_name: str | None) -> MeasuredHardware:
     meta = result.metadata
+    recorded = _recorded_hardware(meta.server_hardware) if meta.server_hardware is not None else None
+    if gpu_name is not None:
+        # The name is given; how many the run used is still what it recorded.
+        count = recorded.count if recorded is not None and recorded.kind == "gpu" and recorded.count else 1
+        return MeasuredHardware("gpu", count, gpu_name, "GPU" if count == 1 else f"{count}-GPU server",
+                                "given (--gpu)" + (f"; {count} GPUs recorded by the run" if count > 1 else ""))
+    if recorded is not None:
+        return recorded
     saw_gpu = any(
         s.metrics is not None and (s.metrics.gpu_utilization_max is not None
                                    or s.metrics.gpu_memory_used_bytes_max is not None)
         for s in result.steps
     )
-    if gpu_name is not None:
-        return MeasuredHardware("gpu", 1, gpu_name, "GPU", "given (--gpu)")
     if saw_gpu:
         return MeasuredHardware("gpu", None, None, "GPU", "the server exported GPU metrics during the run; "
                                 "model and count not recorded: pass --gpu to name it")
-    host = urlsplit("//" + meta.url).hostname or meta.url
-    local = host in ("127.0.0.1", "localhost", "::1")
-    if local and meta.generator_cpu_count:
+    if is_loopback(meta.url) and meta.generator_cpu_count:
         cores = meta.generator_cpu_count
         return MeasuredHardware(
             "cpu", cores, meta.generator_cpu_model, f"{cores}-core CPU host",
@@ -219,7 +258,13 @@ class Measurement:
         config: ServedConfig | None = None,
         gpu_name: str | None = None,
     ) -> Measurement:
-        """Reduce a typed perf result; steps are judged by the run's stored SLA verdict if any."""
+        """Reduce a typed perf result; steps are judged by the run's stored SLA verdict if any.
+
+        ``config`` (a ``config.pbtxt`` given with the run) and ``gpu_name`` override what the run
+        recorded (the config the server loaded, the server's hardware).
+        """
+        if config is None and result.metadata.model_config is not None:
+            config = served_config_from_run(result.metadata.model_config)
         verdict_status: dict[float, str] = {}
         sla_text: str | None = None
         verdict = stored_verdict(result)

@@ -13,7 +13,7 @@ from tritonkit.planner.capacity import PlanAssumptions, Workload, plan_fleet
 from tritonkit.planner.catalogue import GpuSpec
 from tritonkit.planner.measured import Measurement
 from tritonkit.planner.queueing import Scenario, fit_service_model, simulate
-from tritonkit.planner.result import CapacityPlan, PlanLine, ServingSuggestion
+from tritonkit.planner.result import CapacityPlan, PlanDraft, PlanLine, ServingSuggestion
 
 __all__ = ["plan_from_measurement"]
 
@@ -57,12 +57,8 @@ def plan_from_measurement(
     instances = config.instance_count if config is not None else (instances_per_unit or 1)
     hw = measurement.hardware
     unit = gpu.name if gpu is not None else hw.unit
-    lines: list[PlanLine] = []
-    warnings: list[str] = []
-
-    def add(section: str, key: str, label: str, value: float | int | str | None, unit_: str, basis: str,
-            note: str = "") -> None:
-        lines.append(PlanLine(section, key, label, value, unit_, basis, note))
+    draft = PlanDraft()
+    add, lines, warnings = draft.add, draft.lines, draft.warnings
 
     add("measurement", "measured_source", "measurement", measurement.source, "", "measured",
         f"{len(measurement.steps)} step(s), stopped: {measurement.stop_reason}"
@@ -73,7 +69,7 @@ def plan_from_measurement(
         warnings.append(f"measured on a {hw.unit} without a GPU: the plan sizes hosts like it, not GPUs; measure on "
                         "the serving hardware to plan for it")
     if config is not None:
-        add("measurement", "measured_config", "measured config", config.describe(), "", "input", config.source)
+        add("measurement", "measured_config", "measured config", config.describe(), "", config.basis, config.source)
     else:
         add("measurement", "instances_per_unit", f"model instances per {unit} (as measured)", instances, "",
             "input" if instances_per_unit else "assumption", "--instances-per-gpu, or --model-config to read it")
@@ -164,12 +160,6 @@ def plan_from_measurement(
         notes=notes,
     )
     title = f"Capacity plan from measurement: {measurement.model or measurement.source} (per {unit})"
-    return CapacityPlan(
-        kind="measured",
-        title=title,
-        lines=tuple(lines),
-        suggestion=suggestion,
-        warnings=tuple(warnings),
-        inputs={"measurement": measurement.source, "hardware": hw.describe(), "capacity_bound": reading.bound,
-                "workload": {"target_qps": w.target_qps, "p99_ms": w.p99_ms, "mode": w.mode}},
-    )
+    return draft.finish("measured", title, suggestion,
+                        {"measurement": measurement.source, "hardware": hw.describe(), "capacity_bound": reading.bound,
+                         "workload": {"target_qps": w.target_qps, "p99_ms": w.p99_ms, "mode": w.mode}})

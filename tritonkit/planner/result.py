@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASES",
     "CapacityPlan",
+    "PlanDraft",
     "PlanLine",
     "ServingSuggestion",
 ]
@@ -196,3 +197,22 @@ class CapacityPlan:
             out.append("[warnings]")
             out.extend(f"  ! {w}" for w in self.warnings)
         return "\n".join(out) + "\n"
+
+
+@dataclass
+class PlanDraft:
+    """A plan being written: its lines in the order they are added and its warnings, finished
+    into a :class:`CapacityPlan` (the LLM plan and the measured plan are both written this way)."""
+
+    lines: list[PlanLine] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, section: str, key: str, label: str, value: float | int | str | None, unit: str, basis: str,
+            note: str = "") -> None:
+        """Add one line (see :class:`PlanLine` for the fields)."""
+        self.lines.append(PlanLine(section, key, label, value, unit, basis, note))
+
+    def finish(self, kind: str, title: str, suggestion: ServingSuggestion, inputs: dict[str, Any]) -> CapacityPlan:
+        """The finished plan, with the lines and warnings added so far."""
+        return CapacityPlan(kind=kind, title=title, lines=tuple(self.lines), suggestion=suggestion,
+                            warnings=tuple(self.warnings), inputs=inputs)

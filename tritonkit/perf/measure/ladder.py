@@ -32,13 +32,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
-from tritonkit.perf.measure.metrics import host_cpu_count
+from tritonkit.perf.measure.metrics import host_cpu_count, host_cpu_model, read_server_hardware
 from tritonkit.perf.measure.plan import LadderPlan
-from tritonkit.perf.measure.result import PerfResult, RunMetadata, StepResult, WarmupInfo
+from tritonkit.perf.measure.result import PerfResult, RunMetadata, ServedModelConfig, StepResult, WarmupInfo
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange
-from tritonkit.perf.measure.target import check_target, server_answers
+from tritonkit.perf.measure.target import check_target, served_model_config, server_answers
 
 __all__ = [
     "WARMUP_NAME",
@@ -70,16 +70,6 @@ STOP_SERVER_LOST = "server_lost"
 WARMUP_NAME = "warmup"
 
 
-def _cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
 def _tritonkit_version() -> str | None:
     try:
         from tritonkit import __version__
@@ -87,6 +77,14 @@ def _tritonkit_version() -> str | None:
         return str(__version__)
     except ImportError:  # pragma: no cover - the package always has it
         return None
+
+
+def _loaded_config(spec: PerfSpec) -> ServedModelConfig | None:
+    """The model's config as the server loaded it; ``None`` (not recorded) if it cannot be asked."""
+    try:
+        return served_model_config(spec)
+    except (TritonKitError, OSError):
+        return None  # the ladder itself reports an unreachable server; the record just lacks it
 
 
 def _load(plan: LadderPlan, value: float) -> ConcurrencyRange | RequestRateRange:
@@ -232,9 +230,11 @@ def run_ladder(
             metrics_url=analyzer.metrics_url,
             generator_host=socket.gethostname(),
             generator_cpu_count=host_cpu_count(),
-            generator_cpu_model=_cpu_model(),
+            generator_cpu_model=host_cpu_model(),
             batch_size=spec.batch_size,
             measurement_interval_ms=plan.step_window_ms,
+            server_hardware=read_server_hardware(analyzer.metrics_url, spec.url),
+            model_config=_loaded_config(spec),
         ),
         extra={
             **(extra or {}),

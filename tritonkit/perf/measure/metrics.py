@@ -10,16 +10,20 @@ cores measures itself, not the server, and the step gets a warning saying so.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tritonkit.perf.measure.result import StepMetrics
+from tritonkit.perf.measure.result import ServerGpu, ServerHardware, StepMetrics
 
 __all__ = [
     "GENERATOR_CPU_WARN_FRACTION",
@@ -28,7 +32,12 @@ __all__ = [
     "ProcessCpu",
     "generator_cpu_warning",
     "host_cpu_count",
+    "host_cpu_model",
+    "is_loopback",
     "parse_metrics",
+    "parse_smi_gpus",
+    "read_server_hardware",
+    "server_gpus",
     "scrape_metrics",
     "step_metrics",
 ]
@@ -200,6 +209,102 @@ def host_cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def host_cpu_model() -> str | None:
+    """This host's CPU model name from ``/proc/cpuinfo`` (``None`` where it is not there)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` (``host:port`` or ``scheme://host:port``) names this host."""
+    host = urlsplit(url if "://" in url else "//" + url).hostname or url
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+
+def server_gpus(snapshot: MetricsSnapshot) -> list[str]:
+    """The ``gpu_uuid`` labels of the server's ``nv_gpu_*`` series, in order: the GPUs it uses."""
+    uuids = (dict(pairs).get("gpu_uuid") for family, pairs in snapshot.values if family.startswith("nv_gpu_"))
+    return list(dict.fromkeys(u for u in uuids if u))
+
+
+def parse_smi_gpus(text: str) -> dict[str, tuple[str, int | None]]:
+    """``nvidia-smi --query-gpu=uuid,name,memory.total --format=csv,noheader,nounits`` output as
+    ``{uuid: (name, memory in bytes)}`` (memory is reported in MiB)."""
+    found: dict[str, tuple[str, int | None]] = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 3 or not parts[0]:
+            continue
+        try:
+            memory: int | None = int(float(parts[2]) * 1024 * 1024)
+        except ValueError:
+            memory = None
+        found[parts[0]] = (parts[1], memory)
+    return found
+
+
+def _smi_gpus() -> dict[str, tuple[str, int | None]]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {}
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=uuid,name,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_smi_gpus(out.stdout) if out.returncode == 0 else {}
+
+
+def read_server_hardware(
+    metrics_url: str | None, server_url: str, *, smi: dict[str, tuple[str, int | None]] | None = None
+) -> ServerHardware:
+    """What the server at ``server_url`` runs on, as far as it can be told from here.
+
+    GPUs: counted from the ``gpu_uuid`` labels of the server's ``nv_gpu_*`` metrics (unknown
+    without ``metrics_url``). Their model names are not in the metrics: when the server is on
+    this host (loopback URL) ``nvidia-smi`` names them (``smi`` replaces its answer); otherwise
+    they stay unknown. CPU cores and model are recorded only for a server on this host.
+    """
+    local = is_loopback(server_url)
+    notes: list[str] = []
+    gpu_count: int | None = None
+    gpus: list[ServerGpu] = []
+    if metrics_url is None:
+        notes.append("GPUs unknown: no metrics URL")
+    else:
+        try:
+            uuids = server_gpus(scrape_metrics(metrics_url))
+        except (OSError, ValueError) as exc:
+            uuids = None
+            notes.append(f"GPUs unknown: the metrics at {metrics_url} did not answer ({exc})")
+        if uuids is not None:
+            gpu_count = len(uuids)
+            named = (_smi_gpus() if smi is None else smi) if uuids and local else {}
+            gpus = [ServerGpu(u, *named.get(u, (None, None))) for u in uuids]
+            notes.append(f"{gpu_count} GPU(s) in the server's nv_gpu_* metrics")
+            if uuids:
+                notes.append("names from nvidia-smi on this host (the server's: loopback URL)"
+                             if any(g.name for g in gpus) else
+                             "GPU model unknown: metrics carry no names"
+                             + ("" if local else " and the server is not on this host"))
+    if local:
+        notes.append("CPU cores of this host, which runs the server (loopback URL) and the load generator")
+    else:
+        notes.append("CPU unknown: the server is not on this host")
+    return ServerHardware(
+        gpu_count=gpu_count, gpus=gpus,
+        cpu_cores=host_cpu_count() if local else None, cpu_model=host_cpu_model() if local else None,
+        source="; ".join(notes),
+    )
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -4,7 +4,8 @@ Shape (``PerfResult.to_dict()``)::
 
     {
       "schema_version": 1,
-      "metadata":  RunMetadata   -- model, url, protocol, UTC start/end, tool + version, generator CPU
+      "metadata":  RunMetadata   -- model, url, protocol, UTC start/end, tool + version, generator CPU,
+                                    the server's hardware and the model config as the server loaded it
       "steps":     [StepResult]  -- one per measured load step, in the order they were run
       "warmup":    WarmupInfo | null -- what was done before recording (never a measured step)
       "stop_reason": str         -- why the ladder ended ("completed", "sla_broken_twice",
@@ -26,17 +27,15 @@ within a version); missing optional keys take their defaults.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import types
-import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import atomic_write, read_json
 from tritonkit.errors import ConfigError
+from tritonkit.perf.measure._json_dataclass import JsonDataclass, check_types
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -44,7 +43,11 @@ __all__ = [
     "LatencyStats",
     "RunMetadata",
     "PerfResult",
+    "ServedInstanceGroup",
+    "ServedModelConfig",
     "ServerBreakdown",
+    "ServerGpu",
+    "ServerHardware",
     "StepMetrics",
     "StepResult",
     "WarmupInfo",
@@ -54,14 +57,8 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 
-def _from_known(cls: type[Any], data: dict[str, Any]) -> dict[str, Any]:
-    """The subset of ``data`` whose keys are fields of dataclass ``cls`` (ignore unknown keys)."""
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
-
-
 @dataclass
-class LatencyStats:
+class LatencyStats(JsonDataclass):
     """End-to-end request latency as the client saw it, in milliseconds.
 
     ``source`` says where the numbers come from: ``"profile_export"`` (per-request latencies
@@ -79,13 +76,9 @@ class LatencyStats:
     count: int = 0
     source: str = "csv"
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LatencyStats:
-        return cls(**_from_known(cls, data))
-
 
 @dataclass
-class ServerBreakdown:
+class ServerBreakdown(JsonDataclass):
     """Where a request spent its time inside the server, per request, in microseconds.
 
     perf_analyzer's CSV columns Server Queue / Compute Input / Compute Infer / Compute Output;
@@ -97,13 +90,9 @@ class ServerBreakdown:
     compute_infer_us: float | None = None
     compute_output_us: float | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServerBreakdown:
-        return cls(**_from_known(cls, data))
-
 
 @dataclass
-class ClientBreakdown:
+class ClientBreakdown(JsonDataclass):
     """Client-side time per request, in microseconds (CSV: Client Send, Network+Server
     Send/Recv, Client Recv)."""
 
@@ -111,13 +100,9 @@ class ClientBreakdown:
     network_server_us: float | None = None
     recv_us: float | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClientBreakdown:
-        return cls(**_from_known(cls, data))
-
 
 @dataclass
-class StepMetrics:
+class StepMetrics(JsonDataclass):
     """What the server's Prometheus ``/metrics`` said during one step (deltas over the step
     unless named ``*_max`` / ``*_last``); ``None`` where the server does not export it.
 
@@ -136,15 +121,9 @@ class StepMetrics:
     server_memory_used_bytes_max: float | None = None
     raw: dict[str, float] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StepMetrics:
-        kwargs = _from_known(cls, data)
-        kwargs["raw"] = {str(k): float(v) for k, v in (kwargs.get("raw") or {}).items()}
-        return cls(**kwargs)
-
 
 @dataclass
-class StepResult:
+class StepResult(JsonDataclass):
     """One measured load step.
 
     ``load_mode`` is ``"concurrency"`` (``load_value`` = in-flight requests) or
@@ -186,41 +165,94 @@ class StepResult:
         """True when this step holds a valid measurement (stable, no errors, numbers present)."""
         return self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StepResult:
-        kwargs = _from_known(cls, data)
-        for key, sub in (("latency", LatencyStats), ("latency_csv", LatencyStats)):
-            if kwargs.get(key) is not None:
-                kwargs[key] = sub.from_dict(kwargs[key])
-        kwargs["server"] = ServerBreakdown.from_dict(kwargs.get("server") or {})
-        kwargs["client"] = ClientBreakdown.from_dict(kwargs.get("client") or {})
-        if kwargs.get("metrics") is not None:
-            kwargs["metrics"] = StepMetrics.from_dict(kwargs["metrics"])
-        kwargs["raw_files"] = list(kwargs.get("raw_files") or [])
-        kwargs["warnings"] = list(kwargs.get("warnings") or [])
-        return cls(**kwargs)
-
 
 @dataclass
-class WarmupInfo:
+class WarmupInfo(JsonDataclass):
     """The warm-up done before recording; its numbers are deliberately not steps."""
 
     load_mode: str
     load_value: float
     duration_s: float
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WarmupInfo:
-        return cls(**_from_known(cls, data))
+
+@dataclass
+class ServerGpu(JsonDataclass):
+    """One GPU the server reported in its metrics (``gpu_uuid`` label); ``name`` and memory are
+    ``None`` where they could not be read (metrics carry neither; ``nvidia-smi`` needs the server's host)."""
+
+    uuid: str
+    name: str | None = None
+    memory_total_bytes: int | None = None
 
 
 @dataclass
-class RunMetadata:
+class ServerHardware(JsonDataclass):
+    """What the measured server ran on, as seen from the server.
+
+    ``gpu_count`` is the number of GPUs in the server's ``nv_gpu_*`` metrics (``None``: the metrics
+    could not be read, so unknown; 0: the server exported none). ``cpu_cores`` and ``cpu_model``
+    are set only when the server was on the load generator's host (a loopback URL), where this
+    host's cores are the server's. ``source`` says how each figure was read.
+    """
+
+    gpu_count: int | None = None
+    gpus: list[ServerGpu] = field(default_factory=list)
+    cpu_cores: int | None = None
+    cpu_model: str | None = None
+    source: str = ""
+
+    @property
+    def gpu_names(self) -> list[str]:
+        """The distinct GPU model names known, in the order first seen."""
+        return list(dict.fromkeys(g.name for g in self.gpus if g.name))
+
+
+@dataclass
+class ServedInstanceGroup(JsonDataclass):
+    """One ``instance_group`` of the loaded config: ``count`` instances on each of ``gpus``
+    (KIND_GPU), or ``count`` in all (KIND_CPU / KIND_MODEL)."""
+
+    count: int
+    kind: str
+    gpus: list[int] = field(default_factory=list)
+
+    @property
+    def instances(self) -> int:
+        """Instances this group runs in all (Triton places ``count`` on every listed GPU)."""
+        return max(1, self.count) * max(1, len(self.gpus))
+
+
+@dataclass
+class ServedModelConfig(JsonDataclass):
+    """The measured model's config as the server loaded it (read over HTTP/gRPC, not the file:
+    the server fills in what the file left out, e.g. instance groups and their GPUs).
+
+    ``max_queue_delay_us`` and ``preferred_batch_sizes`` describe the dynamic batcher and are
+    ``None`` / empty when ``dynamic_batching`` is False. ``source`` names the server it came from.
+    """
+
+    max_batch_size: int
+    dynamic_batching: bool = False
+    max_queue_delay_us: int | None = None
+    preferred_batch_sizes: list[int] = field(default_factory=list)
+    instance_groups: list[ServedInstanceGroup] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def instance_count(self) -> int:
+        """Model instances in all (at least 1: a config without groups gets one)."""
+        return sum(g.instances for g in self.instance_groups) or 1
+
+
+@dataclass
+class RunMetadata(JsonDataclass):
     """Who measured what, where and when.
 
     Timestamps are UTC, ISO 8601 with a ``Z`` suffix. ``generator_cpu_count`` is the number of
     cores the load generator's host has (the 90 %-of-cores warning is relative to it).
-    ``command`` is the last perf_analyzer argv run (for reproduction).
+    ``command`` is the last perf_analyzer argv run (for reproduction). ``server_hardware`` and
+    ``model_config`` are what the server said before the first step (``None`` in runs recorded
+    before they were kept, or when the server could not be asked).
     """
 
     model: str
@@ -240,12 +272,8 @@ class RunMetadata:
     batch_size: int = 1
     measurement_interval_ms: int | None = None
     command: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunMetadata:
-        kwargs = _from_known(cls, data)
-        kwargs["command"] = list(kwargs.get("command") or [])
-        return cls(**kwargs)
+    server_hardware: ServerHardware | None = None
+    model_config: ServedModelConfig | None = None
 
 
 @dataclass
@@ -335,84 +363,6 @@ class PerfResult:
                 f"perf result {source} does not match schema version {SCHEMA_VERSION}: {exc}",
                 hint="pass a result.json written by 'tritonkit perf run'",
             ) from exc
-
-
-def _describe_type(hint: Any) -> str:
-    if hint is int:
-        return "a whole number"
-    if hint is float:
-        return "a number"
-    if hint is str:
-        return "text"
-    if hint is bool:
-        return "true or false"
-    origin = typing.get_origin(hint)
-    if origin is list:
-        return "a list"
-    return "an object"
-
-
-def _type_error(hint: Any, value: Any, where: str) -> str | None:
-    """Why ``value`` at ``where`` does not fit the annotation ``hint`` (``None``: it fits)."""
-    if hint is Any:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(hint)
-        if value is None and type(None) in options:
-            return None
-        real = [o for o in options if o is not type(None)]
-        errors = [_type_error(o, value, where) for o in real]
-        return None if any(e is None for e in errors) else errors[0]
-    if hint in (int, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if hint is int:
-            ok = ok and float(value).is_integer()
-    elif hint in (str, bool):
-        ok = isinstance(value, hint)
-    elif origin is list:
-        if not isinstance(value, list):
-            ok = False
-        else:
-            (item,) = typing.get_args(hint)
-            for index, entry in enumerate(value):
-                wrong = _type_error(item, entry, f"{where}[{index}]")
-                if wrong is not None:
-                    return wrong
-            return None
-    elif origin is dict:
-        if not isinstance(value, dict):
-            ok = False
-        else:
-            _key, item = typing.get_args(hint)
-            for key, entry in value.items():
-                wrong = _type_error(item, entry, f"{where}.{key}")
-                if wrong is not None:
-                    return wrong
-            return None
-    elif dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return check_types(hint, value, where) if isinstance(value, dict) else (
-            f"field '{where}' is {json.dumps(value)}, not an object"
-        )
-    else:
-        return None
-    return None if ok else f"field '{where}' is {json.dumps(value)}, not {_describe_type(hint)}"
-
-
-def check_types(cls: type[Any], data: dict[str, Any], where: str = "") -> str | None:
-    """The first field of ``data`` whose value does not fit dataclass ``cls``'s annotation, described.
-
-    Unknown keys are ignored (as ``from_dict`` ignores them); ``None`` means every known field fits.
-    """
-    if not isinstance(data, dict):
-        return f"'{where or cls.__name__}' is {json.dumps(data)}, not an object"
-    hints = typing.get_type_hints(cls)
-    for f in fields(cls):
-        if f.name in data:
-            wrong = _type_error(hints[f.name], data[f.name], f"{where}.{f.name}" if where else f.name)
-            if wrong is not None:
-                return wrong
-    return None
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

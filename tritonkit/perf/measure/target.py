@@ -6,9 +6,10 @@ import time
 from typing import Any
 
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, TritonKitError
+from tritonkit.perf.measure.result import ServedInstanceGroup, ServedModelConfig
 from tritonkit.perf.measure.spec import PerfSpec
 
-__all__ = ["check_target", "server_answers"]
+__all__ = ["check_target", "served_model_config", "server_answers"]
 
 
 def check_target(spec: PerfSpec, *, timeout_s: float = 5.0) -> dict[str, Any]:
@@ -103,3 +104,58 @@ def server_answers(spec: PerfSpec, *, attempts: int = 3, timeout_s: float = 5.0,
             continue
         return True
     return False
+
+
+def served_model_config(spec: PerfSpec, *, timeout_s: float = 5.0) -> ServedModelConfig:
+    """The model's config as the server loaded it, asked over ``spec.protocol``.
+
+    The loaded config, not the file: the server fills in what the file left out (instance
+    groups and their GPUs, a default batcher). Raises ``ConnectError`` / ``ModelNotReadyError``
+    when the server or the model does not answer.
+    """
+    config = _config_grpc(spec, timeout_s) if spec.protocol == "grpc" else _config_http(spec, timeout_s)
+    batcher = config.get("dynamic_batching")
+    return ServedModelConfig(
+        max_batch_size=int(config.get("max_batch_size", 0)),
+        dynamic_batching=batcher is not None,
+        max_queue_delay_us=int(batcher.get("max_queue_delay_microseconds", 0)) if batcher is not None else None,
+        # JSON renders protobuf's 64-bit integers as text over gRPC, as numbers over HTTP: int() takes both.
+        preferred_batch_sizes=[int(b) for b in (batcher or {}).get("preferred_batch_size", [])],
+        instance_groups=[
+            ServedInstanceGroup(count=int(g.get("count", 1)), kind=str(g.get("kind", "KIND_AUTO")),
+                                gpus=[int(i) for i in g.get("gpus", [])])
+            for g in config.get("instance_group", [])
+        ],
+        source=f"the server at {spec.url} ({'gRPC' if spec.protocol == 'grpc' else 'HTTP'} model config)",
+    )
+
+
+def _config_grpc(spec: PerfSpec, timeout_s: float) -> dict[str, Any]:
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    client = grpcclient.InferenceServerClient(spec.url)
+    try:
+        answer = client.get_model_config(spec.model, spec.model_version or "", as_json=True, client_timeout=timeout_s)
+    except InferenceServerException as exc:
+        raise ModelNotReadyError(f"model '{spec.model}' at {spec.url}: no config: {exc}", model=spec.model,
+                                 hint="check the model name, or wait until it has loaded") from exc
+    finally:
+        client.close()
+    config = answer.get("config", {}) if isinstance(answer, dict) else {}
+    return config if isinstance(config, dict) else {}
+
+
+def _config_http(spec: PerfSpec, timeout_s: float) -> dict[str, Any]:
+    import tritonclient.http as httpclient
+    from tritonclient.utils import InferenceServerException
+
+    client = httpclient.InferenceServerClient(spec.url, connection_timeout=timeout_s, network_timeout=timeout_s)
+    try:
+        config = client.get_model_config(spec.model, spec.model_version or "")
+    except (OSError, InferenceServerException) as exc:
+        raise ModelNotReadyError(f"model '{spec.model}' at {spec.url}: no config: {exc}", model=spec.model,
+                                 hint="check the model name, or wait until it has loaded") from exc
+    finally:
+        client.close()
+    return config if isinstance(config, dict) else {}

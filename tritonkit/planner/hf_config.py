@@ -1,0 +1,374 @@
+"""Read a transformer's shape from a Hugging Face ``config.json``, or from values given one by one.
+
+Read from a Hugging Face ``config.json`` (:func:`model_from_hf_config`) or given field by field
+(:func:`model_from_values`, the CLI's explicit flags). Parameters are counted from the config
+for the Llama family (Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE and anything shaped like them):
+
+* embeddings ``vocab × hidden`` (and an untied LM head of the same size);
+* per layer: attention ``hidden × (heads + 2·kv_heads) · head_dim + heads · head_dim × hidden``
+  (+ q/k/v biases where the architecture has them), MLP ``3 · hidden × intermediate`` when gated
+  (SwiGLU) or ``2 ·`` otherwise, two RMSNorm weight vectors; plus the final norm;
+* MoE: every routed expert is one MLP, plus the router ``hidden × experts`` (and a shared
+  expert where the config has one). *Active* parameters count ``experts_per_token`` experts.
+
+Checked by hand in the tests: Llama-2-7B 6,738,415,616; Llama-3-8B 8,030,261,248;
+Mistral-7B 7,241,732,096; Mixtral-8x7B 46,702,792,704 total / 12,879,925,248 active;
+Qwen2-7B 7,615,616,512.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tritonkit._fs import read_json
+from tritonkit.errors import ConfigError
+from tritonkit.planner.model import ModelOverrides, TransformerShape
+
+__all__ = ["FLAG_FOR_FIELD", "load_hf_config", "model_from_hf_config", "model_from_values"]
+
+#: Where each field may live in a config.json (first match wins), by canonical HF name.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "n_heads"),
+    "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "head_dim": ("head_dim",),
+    "intermediate_size": ("intermediate_size", "n_inner", "ffn_dim"),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),
+}
+
+#: The flag that supplies each field when the config lacks it.
+FLAG_FOR_FIELD: dict[str, str] = {
+    "num_hidden_layers": "--num-layers",
+    "num_attention_heads": "--num-heads",
+    "num_key_value_heads": "--num-kv-heads",
+    "hidden_size": "--hidden-size",
+    "head_dim": "--head-dim",
+    "intermediate_size": "--params",
+    "vocab_size": "--params",
+}
+
+# Architectures whose MLP is gated (three matrices: gate, up, down).
+_GATED = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+    "phi3", "internlm2", "olmo", "olmo2", "yi", "granite", "cohere",
+}
+# Architectures with bias on the q/k/v projections only.
+_QKV_BIAS = {"qwen2", "qwen2_moe"}
+# Untied LM head unless the config says otherwise (their HF config classes default to False).
+_UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3"}
+# Sliding window on *some* layers only: the window is not applied (full context is conservative).
+_PARTIAL_SLIDING = {"gemma2", "gemma3", "cohere2", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}
+
+
+
+def load_hf_config(path: str | Path) -> dict[str, Any]:
+    """Read a Hugging Face ``config.json`` (or a model folder holding one) as a dict."""
+    source = Path(path)
+    if source.is_dir():
+        source = source / "config.json"
+    data = read_json(source, what="model config", hint="pass the path of a Hugging Face config.json")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} does not hold a JSON object", hint="pass a Hugging Face config.json")
+    return data
+
+
+def _get(config: Mapping[str, Any], canonical: str) -> Any:
+    for key in _ALIASES[canonical]:
+        if config.get(key) is not None:
+            return config[key]
+    return None
+
+
+def _int_field(config: Mapping[str, Any], canonical: str, source: str) -> int | None:
+    value = _get(config, canonical)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+        raise ConfigError(
+            f"{source}: '{canonical}' must be a positive integer, got {value!r}",
+            hint=f"fix the config, or pass {FLAG_FOR_FIELD[canonical]}",
+        )
+    return int(value)
+
+
+def _missing(canonical: str, source: str, why: str) -> ConfigError:
+    keys = " / ".join(repr(k) for k in _ALIASES[canonical])
+    return ConfigError(
+        f"{source} has no {keys} ({why})",
+        hint=f"add '{canonical}' to the config, or pass {FLAG_FOR_FIELD[canonical]}",
+    )
+
+
+def model_from_hf_config(
+    config: Mapping[str, Any],
+    *,
+    source: str = "config.json",
+    overrides: ModelOverrides | None = None,
+) -> TransformerShape:
+    """Build a :class:`TransformerShape` from a HF config dict; ``overrides`` fill or replace fields.
+
+    A field that is missing and not given raises ``ConfigError`` naming the field and the flag
+    that supplies it.
+    """
+    ov = overrides or ModelOverrides()
+    notes: list[str] = []
+    if _get(config, "num_hidden_layers") is None and isinstance(config.get("text_config"), Mapping):
+        notes.append("read the language model's shape from the config's text_config")
+        config = {**config["text_config"], "torch_dtype": config.get("torch_dtype")}
+    if config.get("kv_lora_rank") is not None:
+        raise ConfigError(
+            f"{source}: multi-head latent attention (kv_lora_rank, DeepSeek-V2/V3) has a KV-cache layout "
+            "the planner does not model",
+            hint="pass --num-layers, --num-kv-heads and --head-dim that give the same KV bytes per token, "
+            "and --params / --active-params",
+        )
+    model_type = str(config.get("model_type") or "").lower()
+
+    layers = ov.num_layers or _int_field(config, "num_hidden_layers", source)
+    if layers is None:
+        raise _missing("num_hidden_layers", source, "needed for the KV cache")
+    heads = ov.num_attention_heads or _int_field(config, "num_attention_heads", source)
+    hidden = ov.hidden_size or _int_field(config, "hidden_size", source)
+    head_dim = ov.head_dim or _int_field(config, "head_dim", source)
+    if head_dim is None:
+        if heads is None:
+            raise _missing("num_attention_heads", source, "needed for head_dim and the KV cache")
+        if hidden is None:
+            raise _missing("hidden_size", source, "needed for head_dim = hidden_size / num_attention_heads")
+        if hidden % heads:
+            raise ConfigError(
+                f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}",
+                hint="pass --head-dim",
+            )
+        head_dim = hidden // heads
+        notes.append(f"head_dim = hidden_size / num_attention_heads = {hidden} / {heads} = {head_dim}")
+    if heads is None:
+        raise _missing("num_attention_heads", source, "needed for the KV cache and attention FLOPs")
+    kv_heads = ov.num_kv_heads or _int_field(config, "num_key_value_heads", source)
+    if kv_heads is None:
+        if config.get("multi_query") is True:
+            kv_heads = 1
+            notes.append("multi_query: true → 1 KV head")
+        else:
+            kv_heads = heads
+            notes.append(f"no num_key_value_heads: HF default = num_attention_heads = {heads} (no GQA)")
+
+    window, window_note = _sliding_window(config, model_type, ov.sliding_window)
+    if window_note:
+        notes.append(window_note)
+
+    num_experts = _first_int(config, ("num_local_experts", "num_experts", "n_routed_experts"))
+    experts_per_token = _first_int(config, ("num_experts_per_tok", "moe_top_k", "top_k_experts"))
+    if num_experts is not None and num_experts <= 1:
+        num_experts = None
+
+    total = ov.total_params
+    active = ov.active_params
+    expert_params = 0
+    basis = "given (--params)" if total is not None else ""
+    intermediate = _int_field(config, "intermediate_size", source)
+    vocab = _int_field(config, "vocab_size", source)
+    if total is None:
+        counted = _count_params(
+            config, model_type, source, layers, heads, kv_heads, head_dim, hidden, intermediate, vocab,
+            num_experts, experts_per_token, notes,
+        )
+        total, counted_active, expert_params = counted
+        active = active or counted_active
+        basis = "counted from the config"
+    else:
+        if num_experts and experts_per_token and active is not None and active < total:
+            # Given both counts: recover the routed-expert share so batched MoE reads can be modelled.
+            expert_params = int((total - active) / (1 - experts_per_token / num_experts))
+        if active is None:
+            active = total
+            if num_experts:
+                notes.append("MoE config with --params but no --active-params: active = total (pessimistic)")
+    if ov.active_params is not None:
+        basis += "; active given (--active-params)"
+
+    name = ov.name or _name_from(config, source)
+    return TransformerShape(
+        name=name,
+        num_layers=layers,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        total_params=int(total),
+        active_params=int(active),
+        params_basis=basis,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        vocab_size=vocab,
+        num_experts=num_experts,
+        experts_per_token=experts_per_token if num_experts else None,
+        expert_params=min(expert_params, int(total)),
+        sliding_window=window,
+        torch_dtype=str(config["torch_dtype"]) if config.get("torch_dtype") else None,
+        source=source,
+        assumptions=tuple(notes),
+    )
+
+
+def model_from_values(
+    *,
+    num_layers: int | None,
+    num_kv_heads: int | None,
+    head_dim: int | None = None,
+    num_attention_heads: int | None = None,
+    hidden_size: int | None = None,
+    total_params: int | None = None,
+    active_params: int | None = None,
+    sliding_window: int | None = None,
+    name: str = "model",
+) -> TransformerShape:
+    """A model given field by field (no config.json); the parameter count must be given."""
+    source = "flags"
+    if num_layers is None:
+        raise ConfigError("no model: the number of layers is unknown", hint="pass --hf-config or --num-layers")
+    if num_attention_heads is None and num_kv_heads is None:
+        raise ConfigError("the number of KV heads is unknown", hint="pass --num-kv-heads (and --num-heads)")
+    if total_params is None:
+        raise ConfigError(
+            "the parameter count is unknown (there is no config.json to count it from)",
+            hint="pass --params, e.g. --params 7B, or --hf-config",
+        )
+    config: dict[str, Any] = {
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_attention_heads or num_kv_heads,
+        "num_key_value_heads": num_kv_heads,
+        "hidden_size": hidden_size,
+        "head_dim": head_dim,
+    }
+    if head_dim is None and (hidden_size is None or num_attention_heads is None):
+        raise ConfigError("head_dim is unknown", hint="pass --head-dim, or --hidden-size with --num-heads")
+    return model_from_hf_config(
+        {k: v for k, v in config.items() if v is not None},
+        source=source,
+        overrides=ModelOverrides(
+            name=name, total_params=total_params, active_params=active_params, sliding_window=sliding_window
+        ),
+    )
+
+
+def _first_int(config: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _sliding_window(config: Mapping[str, Any], model_type: str, given: int | None) -> tuple[int | None, str]:
+    if given is not None:
+        return given, f"sliding window {given} tokens (given)"
+    window = config.get("sliding_window")
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        return None, ""
+    if config.get("use_sliding_window") is False:
+        return None, f"sliding_window {window} present but use_sliding_window is false: full context kept"
+    if model_type in _PARTIAL_SLIDING:
+        return None, (
+            f"{model_type} uses sliding_window {window} on some layers only: full context assumed for all "
+            "layers (conservative)"
+        )
+    return window, f"sliding window {window} tokens on every layer: KV per sequence capped at {window} tokens"
+
+
+def _count_params(
+    config: Mapping[str, Any],
+    model_type: str,
+    source: str,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    hidden: int | None,
+    intermediate: int | None,
+    vocab: int | None,
+    num_experts: int | None,
+    experts_per_token: int | None,
+    notes: list[str],
+) -> tuple[int, int, int]:
+    """(total, active, routed-expert) parameter counts for a Llama-shaped decoder."""
+    why = "needed to count parameters"
+    if hidden is None:
+        raise _missing("hidden_size", source, why)
+    if vocab is None:
+        raise _missing("vocab_size", source, why)
+    moe_intermediate = _first_int(config, ("moe_intermediate_size",))
+    expert_intermediate = moe_intermediate or intermediate
+    if num_experts:
+        if expert_intermediate is None:
+            raise ConfigError(
+                f"{source} has no 'moe_intermediate_size' or 'intermediate_size' ({why})",
+                hint="add it to the config, or pass --params and --active-params",
+            )
+        if experts_per_token is None:
+            raise ConfigError(
+                f"{source} has MoE experts but no 'num_experts_per_tok' ({why})",
+                hint="add it to the config, or pass --params and --active-params",
+            )
+    elif intermediate is None:
+        raise _missing("intermediate_size", source, why)
+
+    act = str(config.get("hidden_act") or config.get("activation_function") or "").lower()
+    gated = model_type in _GATED or act in ("silu", "swish", "swiglu")
+    if not model_type:
+        notes.append("config has no model_type: counted as a Llama-style decoder")
+    elif model_type not in _GATED and gated:
+        notes.append(f"model_type {model_type!r}: gated MLP assumed from hidden_act {act!r}")
+    elif not gated:
+        notes.append(f"model_type {model_type!r}: non-gated MLP (2 matrices) assumed; pass --params to be exact")
+    mlp_mats = 3 if gated else 2
+
+    q_out = heads * head_dim
+    kv_out = kv_heads * head_dim
+    attn = hidden * q_out + 2 * hidden * kv_out + q_out * hidden
+    if config.get("attention_bias") is True:
+        attn += q_out + 2 * kv_out + hidden
+    elif model_type in _QKV_BIAS or config.get("qkv_bias") is True:
+        attn += q_out + 2 * kv_out
+    norms = 2 * hidden
+
+    if num_experts:
+        assert expert_intermediate is not None and experts_per_token is not None
+        one_expert = mlp_mats * hidden * expert_intermediate
+        router = hidden * num_experts
+        shared_intermediate = _first_int(config, ("shared_expert_intermediate_size",))
+        shared = mlp_mats * hidden * shared_intermediate + hidden if shared_intermediate else 0  # + its gate
+        experts_all = layers * num_experts * one_expert
+        per_layer_fixed = attn + norms + router + shared
+        total_layers = layers * per_layer_fixed + experts_all
+        active_layers = layers * (per_layer_fixed + experts_per_token * one_expert)
+        notes.append(
+            f"MoE: {num_experts} experts of {expert_intermediate} intermediate, {experts_per_token} active per "
+            "token, every layer MoE"
+        )
+    else:
+        assert intermediate is not None
+        total_layers = active_layers = layers * (attn + norms + mlp_mats * hidden * intermediate)
+        experts_all = 0
+
+    tied = config.get("tie_word_embeddings")
+    if tied is None:
+        tied = model_type not in _UNTIED_BY_DEFAULT
+        notes.append(f"no tie_word_embeddings: {'tied' if tied else 'untied'} assumed for {model_type or 'this model'}")
+    embeddings = vocab * hidden * (1 if tied else 2)
+    final_norm = hidden
+    total = total_layers + embeddings + final_norm
+    active = active_layers + embeddings + final_norm
+    return total, active, experts_all
+
+
+def _name_from(config: Mapping[str, Any], source: str) -> str:
+    declared = config.get("_name_or_path")
+    if isinstance(declared, str) and declared:
+        return declared
+    path = Path(source)
+    if path.name == "config.json" and path.parent.name:
+        return path.parent.name
+    return path.stem or "model"
