@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import threading
@@ -19,9 +20,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.support.client_models import write_counter
+from tests.support.client_models import ECHO_INPUT as X
+from tests.support.client_models import registered_regions, write_counter, write_echo
 from tests.support.pymodels import write_python_model
-from tests.test_client_shm import ECHO_CONFIG, ECHO_PY, X, _registered_regions
 from tritonkit.cli import main
 from tritonkit.client import AsyncClient, Client, RetryPolicy
 from tritonkit.errors import (
@@ -68,6 +69,27 @@ instance_group [ {{ count: 1 kind: KIND_CPU }} ]
 """
 # Requests wait at most 100 ms in the queue, then are rejected (no size limit).
 QUEUE_TIMEOUT = "dynamic_batching { default_queue_policy { default_timeout_microseconds: 100000 timeout_action: REJECT } }"
+# Refuses every request with UNAVAILABLE from a live server, and no queue policy explains it:
+# only a readiness probe tells "not ready" from "overloaded".
+REFUSER_CONFIG = """
+name: "refuser"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+REFUSER_PY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        error = pb_utils.TritonError("busy elsewhere", pb_utils.TritonError.UNAVAILABLE)
+        return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
+"""
+# tritonserver's verbose log: one line per ModelReady RPC it starts to process.
+READY_PROBE_LINE = re.compile(r"Process for ModelReady, rpc_ok=1, \d+ step START")
 RESIZED_CONFIG = """
 name: "resized"
 backend: "python"
@@ -125,9 +147,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         config_pbtxt=LEDGER_CONFIG.format(name="queued", extra=QUEUE_TIMEOUT),
         model_py=LEDGER_PY,
     )
-    write_python_model(repo, "echo", config_pbtxt=ECHO_CONFIG, model_py=ECHO_PY)
+    write_echo(repo)
     write_counter(repo, "counter", instances=2)
-    with TritonServer(repo) as started:
+    write_python_model(repo, "refuser", config_pbtxt=REFUSER_CONFIG, model_py=REFUSER_PY)
+    # Verbose: its log records every readiness check the clients send.
+    log = tmp_path_factory.mktemp("client_faults_log") / "server.log"
+    with TritonServer(repo, log_path=log, log_verbose=1) as started:
         yield started
 
 
@@ -202,6 +227,39 @@ def test_a_queue_timeout_is_reported_as_a_queue_timeout_not_a_full_queue(server:
         assert "full" not in str(error)
 
 
+def test_readiness_probes_after_unavailable_are_sent_at_most_once_a_second_per_model(
+    server: TritonServer,
+) -> None:
+    x = {"X": np.zeros(1, np.float32)}
+
+    def probes_seen() -> int:
+        time.sleep(0.2)  # let the server write its log line
+        return len(READY_PROBE_LINE.findall(server.log_path.read_text()))
+
+    async def refused_twice() -> None:
+        async with AsyncClient(server.grpc_url) as client:
+            for _ in range(2):
+                with pytest.raises(OverloadedError, match="server is up but unavailable"):
+                    await client.infer("refuser", x)
+
+    with Client(server.grpc_url) as client:
+        client.model_metadata("refuser")
+        before = probes_seen()
+        started = time.monotonic()
+        for _ in range(5):
+            with pytest.raises(OverloadedError, match="server is up but unavailable"):
+                client.infer("refuser", x)
+        assert time.monotonic() - started < 1.0, "the refusals should come within the probe interval"
+        assert probes_seen() - before == 1, "five refusals within a second should send one readiness probe"
+        time.sleep(1.0)
+        with pytest.raises(OverloadedError):
+            client.infer("refuser", x)
+        assert probes_seen() - before == 2, "a refusal a second later should probe again"
+    # Another client keeps its own record: one probe for its two refusals.
+    asyncio.run(refused_twice())
+    assert probes_seen() - before == 3
+
+
 # ---- 2. shared memory released when the request really ends ---------------------
 def test_close_right_after_a_deadline_still_releases_the_shared_memory_the_server_held(
     server: TritonServer,
@@ -210,9 +268,9 @@ def test_close_right_after_a_deadline_still_releases_the_shared_memory_the_serve
     client.model_metadata("echo")
     with pytest.raises(DeadlineExceededError):
         client.infer("echo", {"X": X}, parameters={"sleep_ms": 1500}, timeout_s=0.3)
-    assert _registered_regions(server.grpc_url), "the server should still hold the region while it runs"
+    assert registered_regions(server.grpc_url), "the server should still hold the region while it runs"
     client.close()  # the server still runs the request for about a second
-    assert _registered_regions(server.grpc_url) == []
+    assert registered_regions(server.grpc_url) == []
 
 
 def test_a_cancelled_async_call_releases_its_shared_memory_after_the_client_is_gone(
@@ -229,7 +287,7 @@ def test_a_cancelled_async_call_releases_its_shared_memory_after_the_client_is_g
         await client.close()
 
     asyncio.run(run())
-    assert _registered_regions(server.grpc_url) == []
+    assert registered_regions(server.grpc_url) == []
 
 
 # ---- 3. metadata refreshed after a reload ---------------------------------------------

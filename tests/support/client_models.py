@@ -4,9 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.pymodels import write_python_model
+import numpy as np
+import tritonclient.grpc as grpcclient
 
-__all__ = ["COUNTER_CONFIG", "COUNTER_PY", "write_counter"]
+from tests.support.pymodels import write_python_model
+from tritonkit.client import SEGMENT_PREFIX
+
+__all__ = [
+    "COUNTER_CONFIG",
+    "COUNTER_PY",
+    "ECHO_CONFIG",
+    "ECHO_INPUT",
+    "ECHO_PY",
+    "ECHO_WIDTH",
+    "registered_regions",
+    "write_counter",
+    "write_echo",
+]
 
 COUNTER_CONFIG = """
 name: "{name}"
@@ -55,3 +69,51 @@ def write_counter(repo: Path, name: str = "counter", *, instances: int = 1) -> P
     return write_python_model(
         repo, name, config_pbtxt=COUNTER_CONFIG.format(name=name, instances=instances), model_py=COUNTER_PY
     )
+
+
+ECHO_WIDTH = 262_144  # FP32 elements: 1 MiB per batch item, the client's default threshold
+
+# Fixed dims, so the client can also place the output in shared memory. Request
+# parameters: "sleep_ms" holds the request, "fail" makes it fail.
+ECHO_CONFIG = f"""
+name: "echo"
+backend: "python"
+max_batch_size: 4
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ {ECHO_WIDTH} ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ {ECHO_WIDTH} ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+ECHO_PY = """
+import json
+import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            params = json.loads(request.parameters() or "{}")
+            time.sleep(params.get("sleep_ms", 0) / 1000.0)
+            if params.get("fail"):
+                out.append(pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError("echo failed")))
+                continue
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x * 2)]))
+        return out
+"""
+
+#: Two batch items of the echo model's input: 2 MiB, over the client's shared memory threshold.
+ECHO_INPUT = np.random.default_rng(0).random((2, ECHO_WIDTH), dtype=np.float32)
+
+
+def write_echo(repo: Path) -> Path:
+    """The model "echo": ``Y = 2 * X`` on 1 MiB rows; request parameters "sleep_ms" hold it, "fail" fails it."""
+    return write_python_model(repo, "echo", config_pbtxt=ECHO_CONFIG, model_py=ECHO_PY)
+
+
+def registered_regions(url: str) -> list[str]:
+    """The system shared memory regions of this toolkit the server at ``url`` holds registered."""
+    with grpcclient.InferenceServerClient(url) as raw:
+        status = raw.get_system_shared_memory_status()
+    return [name for name in status.regions if name.startswith(SEGMENT_PREFIX)]

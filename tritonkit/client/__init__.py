@@ -14,9 +14,9 @@ Failures raise the ``ClientError`` tree of ``tritonkit.errors``.
 from __future__ import annotations
 
 from tritonkit.client._async import AsyncClient, AsyncResponseStream
-from tritonkit.client._base import DEFAULT_SHM_THRESHOLD_BYTES, DEFAULT_TIMEOUT_S
 from tritonkit.client._model import ModelMetadata, TensorMetadata
 from tritonkit.client._retry import RetryPolicy
+from tritonkit.client._settings import DEFAULT_SHM_THRESHOLD_BYTES, DEFAULT_TIMEOUT_S
 from tritonkit.client._shm import SEGMENT_PREFIX, SharedMemoryMode
 from tritonkit.client._sync import Client, ResponseStream
 

@@ -9,46 +9,25 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar
 
-import grpc
 import tritonclient.grpc.aio as aioclient
 
 from tritonkit.client._async_stream import AsyncResponseStream
-from tritonkit.client._base import (
-    CONFIRM_READY_S,
-    PROBE_TIMEOUT_S,
-    RPC_ERRORS,
-    SHM_CLOSE_WAIT_S,
-    UNSET,
-    Array,
-    ClientBase,
-    ReadyWait,
-    ShmUnusable,
-    Unset,
-)
-from tritonkit.client._channel import aio_connect, aio_is_ready
-from tritonkit.client._errors import status_of
+from tritonkit.client._base import ClientBase
+from tritonkit.client._channel import aio_connect, aio_is_ready, aio_still_connected
+from tritonkit.client._errors import RPC_ERRORS, FailedCall
+from tritonkit.client._health import ProbeLog, ReadyWait
 from tritonkit.client._model import ModelMetadata
-from tritonkit.client._request import PreparedRequest, decode_response
+from tritonkit.client._request import Array, PreparedRequest
+from tritonkit.client._response import decode_response
 from tritonkit.client._retry import Deadline, RetryPolicy
-from tritonkit.client._shm import Segment, SharedMemoryMode
-from tritonkit.errors import (
-    ClientClosedError,
-    ClientError,
-    ConnectError,
-    InvalidInputError,
-)
+from tritonkit.client._settings import PROBE_TIMEOUT_S, SHM_CLOSE_WAIT_S, UNSET, Unset
+from tritonkit.client._shm import Segment, SharedMemoryMode, ShmCall, ShmUnusable
+from tritonkit.client._streaming import StreamRequest
+from tritonkit.errors import ClientError, ConnectError, InvalidInputError
 
 __all__ = ["AsyncClient", "AsyncResponseStream"]
 
 T = TypeVar("T")
-
-# How a call ended when the server may still be running it (and so holds its region).
-_STILL_RUNNING = (
-    grpc.StatusCode.DEADLINE_EXCEEDED,
-    grpc.StatusCode.CANCELLED,
-    grpc.StatusCode.UNAVAILABLE,
-    None,
-)
 
 
 def _own_cancellation() -> bool:
@@ -132,70 +111,33 @@ class AsyncClient(ClientBase):
     # ---- errors ----------------------------------------------------------
     async def _connect(self, deadline: Deadline, operation: str, model: str | None) -> None:
         """Wait for a connection; the request is sent only after this (see ``_channel``)."""
-        await aio_connect(
-            self._tc._channel,
-            self._connect_state,
-            url=self.url,
-            operation=operation,
-            model=model,
-            deadline=deadline,
-            connect_timeout_s=self.connect_timeout_s,
-        )
+        await aio_connect(self._tc._channel, self._connect_wait(deadline, operation, model))
 
-    async def _probe_ready(self, model: str, version: str, deadline: Deadline) -> bool | None:
-        try:
-            ready: bool | None = bool(
-                await self._tc.is_model_ready(model, version, client_timeout=self._probe_timeout_s(deadline))
-            )
-        except RPC_ERRORS:
-            ready = None
-        self._remember_probe(model, version, ready)
-        return ready
-
-    async def _translate(
-        self,
-        exc: BaseException,
-        *,
-        model: str | None,
-        version: str,
-        operation: str,
-        deadline: Deadline,
-        meta: ModelMetadata | None = None,
-        server_timeout_us: int | None = None,
-        started: float = 0.0,
-    ) -> ClientError:
-        status = status_of(exc)
+    async def _translate(self, failed: FailedCall) -> ClientError:
+        """The ``ClientError`` for ``failed``."""
         # First, before anything else: whether the connection outlived the error.
-        connected = self._tc_aio is not None and aio_is_ready(self._tc_aio._channel)
-        if connected and self._tc_aio is not None and status is grpc.StatusCode.UNAVAILABLE:
-            # Confirm: a connection that broke may take a moment to leave READY.
+        channel = None if self._tc_aio is None else self._tc_aio._channel
+        cause, probe = self._explain(failed, connected=await aio_still_connected(channel, failed.status))
+        if probe is not None:
             try:
-                await asyncio.wait_for(
-                    self._tc_aio._channel.wait_for_state_change(grpc.ChannelConnectivity.READY),
-                    CONFIRM_READY_S,
+                ready: bool | None = bool(
+                    await self._tc.is_model_ready(
+                        probe, failed.version, client_timeout=ProbeLog.timeout_s(failed.deadline)
+                    )
                 )
-                connected = False
-            except asyncio.TimeoutError:
-                pass
-        self._forget_stale(status, model, version)
-        cause, probe = self._cause(
-            status,
-            connected=connected,
-            model=model,
-            version=version,
-            meta=meta,
-            server_timeout_us=server_timeout_us,
-            started=started,
-        )
-        if probe and model is not None:
-            cause = self._cause_from_ready(model, version, await self._probe_ready(model, version, deadline))
-        return self._translated(exc, model=model, operation=operation, cause=cause, deadline=deadline)
+            except RPC_ERRORS:
+                ready = None
+            cause = self._probed(probe, failed.version, ready)
+        return self._error(failed, cause)
 
-    def _cancelled(self, operation: str, model: str | None) -> ClientClosedError | None:
-        """The typed error for a call whose gRPC call was cancelled by ``close()``; None for a task cancel."""
+    def _raise_if_closed(self, operation: str, model: str | None) -> None:
+        """Raise ``ClientClosedError`` for a gRPC call cancelled by ``close()``; return for a task cancel.
+
+        grpc.aio cancels the calls in flight when the channel closes: that is our
+        close(), not a cancellation of the caller's task, which gets it as raised.
+        """
         if self._closed and not _own_cancellation():
-            return self._closed_during(operation, model)
-        return None
+            raise self._closed_during(operation, model) from None
 
     async def _call(
         self,
@@ -222,17 +164,15 @@ class AsyncClient(ClientBase):
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=retry, deadline=deadline)
             except RPC_ERRORS as exc:
                 error = await self._translate(
-                    exc, model=model, version=version, operation=operation, deadline=deadline, started=started
+                    FailedCall(exc, operation, model, version, deadline, started=started)
                 )
                 # A read: sending it again is harmless even if it was lost mid-call.
                 delay = self._retry_or_raise(
                     error, exc, attempt=attempt, retry=retry, deadline=deadline, sent=False
                 )
             except asyncio.CancelledError:
-                closed = self._cancelled(operation, model)
-                if closed is None:
-                    raise
-                raise closed from None
+                self._raise_if_closed(operation, model)
+                raise
             await asyncio.sleep(delay)
 
     # ---- model metadata --------------------------------------------------
@@ -318,35 +258,24 @@ class AsyncClient(ClientBase):
                 fetched = meta is None
                 if meta is None:
                     meta = await self._metadata_once(model, version, deadline)
-                try:
-                    prepared = self._request(
-                        meta,
-                        inputs,
-                        version=version,
-                        outputs=outputs,
-                        request_id=request_id,
-                        priority=priority,
-                        parameters=parameters,
-                        server_timeout_us=server_timeout_us,
-                        shared_memory=shared_memory,
-                    )
-                except InvalidInputError:
-                    # Checked against cached metadata: the model may have been reloaded with
-                    # another config since. Fetch it again and check once more.
-                    if fetched or not self._stale(model, version, meta):
-                        raise
-                    meta = await self._metadata_once(model, version, deadline)
-                    prepared = self._request(
-                        meta,
-                        inputs,
-                        version=version,
-                        outputs=outputs,
-                        request_id=request_id,
-                        priority=priority,
-                        parameters=parameters,
-                        server_timeout_us=server_timeout_us,
-                        shared_memory=shared_memory,
-                    )
+                while True:  # once more only after fetching the metadata again (see _refetch)
+                    try:
+                        prepared = self._prepare_unary(
+                            meta,
+                            inputs,
+                            version=version,
+                            outputs=outputs,
+                            request_id=request_id,
+                            priority=priority,
+                            parameters=parameters,
+                            server_timeout_us=server_timeout_us,
+                            shared_memory=shared_memory,
+                        )
+                        break
+                    except InvalidInputError:
+                        if not self._refetch(model, version, meta, fetched):
+                            raise
+                        meta, fetched = await self._metadata_once(model, version, deadline), True
                 sent = True
                 if prepared.shm is None:
                     result = await tc.infer(
@@ -368,88 +297,61 @@ class AsyncClient(ClientBase):
             except ConnectError as not_sent:
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=policy, deadline=deadline)
             except RPC_ERRORS as exc:
-                error = await self._translate(
-                    exc,
-                    model=model,
-                    version=version,
-                    operation="infer",
-                    deadline=deadline,
-                    meta=meta,
-                    server_timeout_us=server_timeout_us,
-                    started=started,
-                )
+                failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started)
                 delay = self._retry_or_raise(
-                    error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent
+                    await self._translate(failed),
+                    exc,
+                    attempt=attempt,
+                    retry=policy,
+                    deadline=deadline,
+                    sent=sent,
                 )
             except asyncio.CancelledError:
-                # grpc.aio cancels the calls in flight when the channel closes: that is our
-                # close(), not a cancellation of the caller's task, which gets it as raised.
-                closed = self._cancelled("infer", model)
-                if closed is None:
-                    raise
-                raise closed from None
+                self._raise_if_closed("infer", model)
+                raise
             await asyncio.sleep(delay)
 
     async def _send(
         self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
     ) -> dict[str, Array]:
-        model = prepared.meta.name
-        # The same call as the one inlined in infer(); used with shared memory and for
-        # the in-band fallback.
+        # The call inlined in infer(), for shared memory and the in-band fallback (not the hot path).
         result = await self._tc.infer(
-            model,
-            prepared.inputs,
-            model_version=prepared.model_version,
-            outputs=prepared.outputs,
-            request_id=prepared.request_id,
-            priority=prepared.priority,
-            timeout=prepared.server_timeout_us,
-            parameters=prepared.parameters,
-            client_timeout=self._timeout(deadline, "infer", model),
+            **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", prepared.meta.name)
         )
-        return decode_response(result.get_response(), segment=segment, model=model)
+        return decode_response(result.get_response(), segment=segment, model=prepared.meta.name)
 
     async def _send_shm(
         self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool
     ) -> dict[str, Array]:
         plan = prepared.shm
         assert plan is not None
-        model = prepared.meta.name
-        segment = Segment(plan)
-        # True from the moment the server may hold the registration: a call cut short
-        # (deadline, cancellation) cannot know whether it landed.
-        maybe_registered = False
-        # True once the server answered the inference call: it is done with the region.
-        answered = False
+        call = ShmCall(plan)
         try:
             try:
-                maybe_registered = True
                 await self._tc.register_system_shared_memory(
                     plan.region,
                     plan.key,
                     plan.byte_size,
-                    client_timeout=self._timeout(deadline, "infer", model),
+                    client_timeout=self._timeout(deadline, "infer", prepared.meta.name),
                 )
             except RPC_ERRORS as exc:
                 if not self._registration_refused(exc, strict=strict):
                     raise
-                maybe_registered = False  # the server refused it outright
-                raise ShmUnusable from exc
+                raise call.refused() from exc
             try:
-                outputs = await self._send(prepared, deadline, segment)
+                outputs = await self._send(prepared, deadline, call.segment)
             except RPC_ERRORS as exc:
-                answered = status_of(exc) not in _STILL_RUNNING
+                call.ended(exc)
                 raise
-            answered = True
+            call.ended(None)
             return outputs
         finally:
             # Local segment first, synchronously: it must never outlive the call, even
             # when the task is cancelled.
-            segment.destroy()
-            if maybe_registered:
+            if call.release_local():
                 released = False
                 try:
-                    if answered and not self._closed:
+                    if call.answered and not self._closed:
                         await self._tc.unregister_system_shared_memory(
                             plan.region, client_timeout=PROBE_TIMEOUT_S
                         )
@@ -494,13 +396,7 @@ class AsyncClient(ClientBase):
         self._check_open()
         stream = AsyncResponseStream(
             self,
-            model,
-            inputs,
-            version=version,
-            outputs=outputs,
-            request_id=request_id,
-            priority=priority,
-            parameters=parameters,
+            StreamRequest(model, inputs, version, outputs, request_id, priority, parameters),
             timeout_s=timeout_s,
             idle_timeout_s=self.stream_idle_timeout_s if idle_timeout_s is UNSET else idle_timeout_s,
         )
@@ -536,17 +432,12 @@ class AsyncClient(ClientBase):
         wait = ReadyWait(self.url, timeout_s, model)
         while True:
             try:
-                wait.server_ready = bool(
-                    await self._tc.is_server_ready(client_timeout=wait.probe_timeout_s())
-                )
-                wait.reached = True
-                if wait.server_ready and (
+                ready = bool(await self._tc.is_server_ready(client_timeout=wait.probe_timeout_s()))
+                if wait.server_answered(ready) and (
                     model is None
                     or await self._tc.is_model_ready(model, version, client_timeout=wait.probe_timeout_s())
                 ):
                     return
             except RPC_ERRORS as exc:
                 wait.failed(exc)
-            if wait.deadline.expired():
-                raise wait.error() from wait.last
-            await asyncio.sleep(wait.deadline.cap(poll_interval_s))
+            await asyncio.sleep(wait.pause_s(poll_interval_s))

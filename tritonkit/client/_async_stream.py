@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from tritonkit.client._base import RPC_ERRORS, Array
-from tritonkit.client._model import ModelMetadata
-from tritonkit.client._request import PreparedRequest, decode_response, is_final_response
+from tritonkit.client._errors import RPC_ERRORS, FailedCall
+from tritonkit.client._request import Array
+from tritonkit.client._response import decode_response, is_final_response
 from tritonkit.client._retry import Deadline
-from tritonkit.errors import DeadlineExceededError, InvalidInputError, ServerSideError
+from tritonkit.client._streaming import StreamRequest, idle_timeout_error, in_band_error
 
 if TYPE_CHECKING:
     from tritonkit.client._async import AsyncClient
@@ -40,25 +40,14 @@ class AsyncResponseStream:
     def __init__(
         self,
         client: AsyncClient,
-        model: str,
-        inputs: Mapping[str, Array],
+        request: StreamRequest,
         *,
-        version: str,
-        outputs: Sequence[str] | None,
-        request_id: str,
-        priority: int,
-        parameters: Mapping[str, str | int | float | bool] | None,
         timeout_s: float | None,
         idle_timeout_s: float | None,
     ) -> None:
         self._client = client
-        self._model = model
-        self._inputs = inputs
-        self._version = version
-        self._outputs = outputs
-        self._request_id = request_id
-        self._priority = priority
-        self._parameters = parameters
+        self._request = request
+        self._model = request.model
         self._deadline = Deadline(timeout_s)
         self._idle_timeout_s = idle_timeout_s
         # The call lives in a one-slot holder that a finalizer can reach without the stream.
@@ -71,19 +60,18 @@ class AsyncResponseStream:
         return self._holder[0]
 
     async def _open(self) -> None:
-        client = self._client
+        client, request = self._client, self._request
         client._check_open()
         timeout_s = self._deadline.timeout_s or client.timeout_s
-        meta = await client.model_metadata(self._model, version=self._version, timeout_s=timeout_s)
-        try:
-            prepared = self._prepare(meta)
-        except InvalidInputError:
-            if not client._stale(self._model, self._version, meta):
-                raise
-            prepared = self._prepare(
-                await client.model_metadata(self._model, version=self._version, timeout_s=timeout_s)
+        metadata = client.model_metadata
+        prepared = client._prepare_stream(
+            request, await metadata(request.model, version=request.version, timeout_s=timeout_s)
+        )
+        if prepared is None:  # the model changed since its metadata was cached
+            prepared = request.prepare(
+                await metadata(request.model, version=request.version, timeout_s=timeout_s)
             )
-        request = {**prepared.send_kwargs(), "enable_empty_final_response": True}
+        send_kwargs = StreamRequest.send_kwargs(prepared)
 
         async def requests() -> AsyncIterator[dict[str, Any]]:
             # WAR: tritonclient 2.73's asyncio stream_infer drops enable_empty_final_response,
@@ -91,20 +79,9 @@ class AsyncResponseStream:
             # half-closes after the one request: Triton then ends the stream (status OK)
             # once that request is complete, i.e. right after its final response.
             # Should a later tritonclient pass the flag on, is_final_response() sees it.
-            yield request
+            yield send_kwargs
 
         self._holder[0] = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s())
-
-    def _prepare(self, meta: ModelMetadata) -> PreparedRequest:
-        return self._client._stream_request(
-            meta,
-            self._inputs,
-            version=self._version,
-            outputs=self._outputs,
-            request_id=self._request_id,
-            priority=self._priority,
-            parameters=self._parameters,
-        )
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Array]]:
         # An async generator, so that leaving the loop early (break, an exception) cancels
@@ -128,12 +105,8 @@ class AsyncResponseStream:
             return await asyncio.wait_for(self._call.__anext__(), self._idle_timeout_s)
         except asyncio.TimeoutError:
             self._cancel()
-            raise DeadlineExceededError(
-                f"stream from model '{self._model}' at {self._client.url}: no response for "
-                f"{self._idle_timeout_s:g} s; the request was cancelled",
-                model=self._model,
-                hint="the server may be frozen or overloaded; raise idle_timeout_s "
-                "(AsyncClient(stream_idle_timeout_s=...)) for models that think longer between responses",
+            raise idle_timeout_error(
+                self._model, self._client.url, self._idle_timeout_s, "AsyncClient"
             ) from None
 
     async def __anext__(self) -> dict[str, Array]:
@@ -151,11 +124,7 @@ class AsyncResponseStream:
                     self._finalizer.detach()
                     raise
                 if error is not None:
-                    raise ServerSideError(
-                        f"model '{self._model}' at {self._client.url} reported an error in its stream: {error}",
-                        model=self._model,
-                        hint="read the server log for this model",
-                    ) from error
+                    raise in_band_error(self._model, self._client.url, error) from error
                 response = result.get_response()
                 outputs = decode_response(response, model=self._model)
                 if is_final_response(response):
@@ -167,17 +136,14 @@ class AsyncResponseStream:
                     return outputs
         except RPC_ERRORS as exc:
             self._cancel()
-            raise await self._client._translate(
-                exc, model=self._model, version=self._version, operation="stream", deadline=self._deadline
-            ) from exc
+            failed = FailedCall(exc, "stream", self._model, self._request.version, self._deadline)
+            raise await self._client._translate(failed) from exc
         except StopAsyncIteration:
             raise
         except asyncio.CancelledError:
             self._cancel()
-            closed = self._client._cancelled("stream", self._model)
-            if closed is None:
-                raise
-            raise closed from None
+            self._client._raise_if_closed("stream", self._model)
+            raise
         except BaseException:
             # Errors above, Ctrl-C: the call must not outlive us.
             self._cancel()

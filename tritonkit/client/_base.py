@@ -1,8 +1,9 @@
-"""State and decisions both clients share; no I/O happens here."""
+"""State and decisions both clients share: options, metadata cache, request building, error and retry
+decisions. No I/O happens here; ``Client`` and ``AsyncClient`` add it.
+"""
 
 from __future__ import annotations
 
-import enum
 import logging
 import random
 import time
@@ -10,162 +11,46 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
-import numpy as np
-from tritonclient.utils import InferenceServerException
 
-from tritonkit.client._channel import ConnectState
-from tritonkit.client._errors import UnavailableCause, status_of, translate, unavailable_cause
+from tritonkit.client._channel import ConnectState, ConnectWait
+from tritonkit.client._errors import FailedCall, UnavailableCause, status_of, translate, unavailable_cause
+from tritonkit.client._health import ProbeLog
 from tritonkit.client._model import ModelMetadata
 from tritonkit.client._request import PreparedRequest, prepare_request
 from tritonkit.client._retry import Deadline, RetryPolicy
+from tritonkit.client._settings import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_KEEPALIVE_TIME_S,
+    DEFAULT_KEEPALIVE_TIMEOUT_S,
+    DEFAULT_SHM_THRESHOLD_BYTES,
+    DEFAULT_STREAM_IDLE_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    UNSET,
+    Unset,
+    channel_args,
+    normalize_url,
+)
 from tritonkit.client._shm import SharedMemoryMode, ShmJanitor, is_local_url
+from tritonkit.client._streaming import StreamRequest
 from tritonkit.errors import (
     ClientClosedError,
     ClientError,
     ConfigError,
     ConnectError,
     ConnectionLostError,
-    ConnectTimeoutError,
     DeadlineExceededError,
     InvalidInputError,
     ModelNotReadyError,
     OverloadedError,
 )
 
-__all__ = [
-    "DEFAULT_CONNECT_TIMEOUT_S",
-    "DEFAULT_KEEPALIVE_TIMEOUT_S",
-    "DEFAULT_KEEPALIVE_TIME_S",
-    "DEFAULT_SHM_THRESHOLD_BYTES",
-    "DEFAULT_STREAM_IDLE_TIMEOUT_S",
-    "DEFAULT_TIMEOUT_S",
-    "SHM_CLOSE_WAIT_S",
-    "PROBE_TIMEOUT_S",
-    "RPC_ERRORS",
-    "UNSET",
-    "Array",
-    "ClientBase",
-    "ReadyWait",
-    "ShmUnusable",
-    "Unset",
-    "normalize_url",
-]
+__all__ = ["ClientBase"]
 
 log = logging.getLogger("tritonkit.client")
 
-# tritonclient's own limit for both directions (2 GiB - 1): tensors travel in one message.
-_MAX_MESSAGE_BYTES = 2**31 - 1
-
-#: Deadline of a unary call when neither the client nor the call sets one.
-DEFAULT_TIMEOUT_S = 60.0
-#: Tensors at least this large go through system shared memory when the server is local.
-DEFAULT_SHM_THRESHOLD_BYTES = 1 << 20
-#: How long a follow-up health probe may take when resolving an UNAVAILABLE status.
-PROBE_TIMEOUT_S = 1.0
-#: At most one readiness probe per model in this many seconds: under overload every
-#: refusal would otherwise add one more call to the server's load.
-PROBE_INTERVAL_S = 1.0
-#: How long a connection (TCP and the HTTP/2 handshake) may take; the request is not
-#: sent before. A server on a working network answers in milliseconds.
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
-#: gRPC keepalive ping interval while calls are in flight. Rule of thumb: not below the
-#: server's minimum ping interval, which is 300 s in Triton's defaults
-#: (--grpc-http2-min-recv-ping-interval-without-data): measured on tritonserver 2.51, a
-#: client pinging more often during a silent call gets the connection closed
-#: ("too_many_pings"), and the call with it. Lower it when the server allows it.
-DEFAULT_KEEPALIVE_TIME_S = 330.0
-#: How long a keepalive ping may go unanswered before the connection is declared dead.
-DEFAULT_KEEPALIVE_TIMEOUT_S = 20.0
-#: A stream with no response for this long is cancelled (the server froze or the path
-#: died): token streams answer every few hundred milliseconds at most.
-DEFAULT_STREAM_IDLE_TIMEOUT_S = 60.0
-#: How long a READY channel is watched after an UNAVAILABLE, to be sure the connection
-#: survived it (a broken one leaves READY within microseconds, more on a loaded machine).
-CONFIRM_READY_S = 0.02
-#: How long ``close()`` waits for the server to release shared memory regions of calls
-#: that ended early; what is left is released in the background after that.
-SHM_CLOSE_WAIT_S = 5.0
-
-Array = np.ndarray[Any, Any]
-#: What a tritonclient call raises: its own exception (sync) or gRPC's (asyncio).
-RPC_ERRORS = (InferenceServerException, grpc.RpcError)
-
-
-class ShmUnusable(Exception):
-    """The server refused a registration in "auto" mode: resend the request in-band."""
-
-
-class Unset(enum.Enum):
-    """Marks a keyword left to the client's default (``None`` already means "no deadline")."""
-
-    UNSET = "unset"
-
-
-UNSET = Unset.UNSET
-
-
-def normalize_url(url: str) -> str:
-    """``host:port`` as gRPC wants it; accepts ``grpc://host:port``, adds port 8001 when missing."""
-    text = url.strip()
-    for scheme in ("grpc://", "dns:///"):
-        if text.startswith(scheme):
-            text = text[len(scheme) :]
-    if "://" in text:
-        raise ConfigError(
-            f"client URL {url!r} is not a gRPC address",
-            hint="pass host:port of Triton's gRPC endpoint (default port 8001), e.g. 127.0.0.1:8001",
-        )
-    text = text.rstrip("/")
-    if not text:
-        raise ConfigError("client URL is empty", hint="pass host:port, e.g. 127.0.0.1:8001")
-    if text.startswith("["):
-        return text if "]:" in text else text + ":8001"
-    colons = text.count(":")
-    if colons == 0:
-        return text + ":8001"
-    if colons > 1:  # a bare IPv6 address
-        return f"[{text}]:8001"
-    return text
-
-
-def channel_args(
-    *,
-    reconnect_backoff_max_s: float,
-    connect_timeout_s: float,
-    keepalive_time_s: float,
-    keepalive_timeout_s: float,
-) -> list[tuple[str, Any]]:
-    """The gRPC channel options both clients use.
-
-    Reconnect backoff: gRPC's default grows to 120 s; while it waits, every call
-    fails at once even after the server is back, so it is capped (default 1 s).
-    Connect timeout: gRPC takes ``min_reconnect_backoff_ms`` as the time one
-    connection attempt may take (measured: an attempt against a listener that
-    never answers ends after exactly that long), so it is set from
-    ``connect_timeout_s``, apart from the backoff. Keepalive pings go out while
-    calls are in flight, never on an idle connection (Triton's default refuses
-    those), and keep going during a long silent call (no limit on pings without data).
-    """
-    backoff_ms = max(100, int(reconnect_backoff_max_s * 1000))
-    return [
-        ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-        ("grpc.keepalive_time_ms", max(1, int(keepalive_time_s * 1000))),
-        ("grpc.keepalive_timeout_ms", max(1, int(keepalive_timeout_s * 1000))),
-        # WAR: grpcio 1.85 waits for a ping's answer for ping_timeout_ms (default 60 s), not
-        # keepalive_timeout_ms: measured against a SIGSTOPped server, a call failed after 61 s
-        # without it and after 2 s with it (keepalive 1 s, timeout 1 s).
-        ("grpc.http2.ping_timeout_ms", max(1, int(keepalive_timeout_s * 1000))),
-        ("grpc.keepalive_permit_without_calls", 0),
-        ("grpc.http2.max_pings_without_data", 0),
-        ("grpc.initial_reconnect_backoff_ms", min(backoff_ms, 1000)),
-        ("grpc.max_reconnect_backoff_ms", backoff_ms),
-        ("grpc.min_reconnect_backoff_ms", max(100, int(connect_timeout_s * 1000))),
-    ]
-
 
 class ClientBase:
-    """Configuration, model cache, request building and retry arithmetic shared by both clients.
+    """Configuration, model cache, request building and error and retry decisions shared by both clients.
 
     Subclasses add the I/O: ``_open_io`` (called at the end of ``__init__``)
     and the methods that call tritonclient.
@@ -220,8 +105,7 @@ class ClientBase:
         self._closed = False
         self._rng = random.Random()
         self._connect_state = ConnectState()
-        # (model, version) -> (monotonic time of the probe, model ready?)
-        self._ready_probes: dict[tuple[str, str], tuple[float, bool | None]] = {}
+        self._probes = ProbeLog()
         self._janitor = ShmJanitor(self.url, self._channel_args)
         # Set when the server refused a registration in "auto" mode (e.g. it runs in
         # a container with its own /dev/shm): from then on tensors travel in-band.
@@ -263,6 +147,17 @@ class ClientBase:
             raise self._expired(deadline, operation, model)
         return left
 
+    def _connect_wait(self, deadline: Deadline, operation: str, model: str | None) -> ConnectWait:
+        """The bookkeeping of one wait for a connection (see ``_channel``)."""
+        return ConnectWait(
+            self._connect_state,
+            url=self.url,
+            operation=operation,
+            model=model,
+            deadline=deadline,
+            connect_timeout_s=self.connect_timeout_s,
+        )
+
     def _retry_policy(self, retry: RetryPolicy | None | Unset) -> RetryPolicy | None:
         return self.retry if retry is UNSET else retry
 
@@ -299,8 +194,16 @@ class ClientBase:
             return True
         return False
 
+    def _refetch(self, model: str, version: str, meta: ModelMetadata, fetched: bool) -> bool:
+        """After a request failed the local check: True to fetch the metadata again and check once more.
+
+        Only when ``meta`` came from the cache (not ``fetched`` for this call) and
+        is still the cached one: the model may have been reloaded with another config.
+        """
+        return not fetched and self._stale(model, version, meta)
+
     # ---- requests --------------------------------------------------------
-    def _request(
+    def _prepare_unary(
         self,
         meta: ModelMetadata,
         inputs: Mapping[str, Any],
@@ -328,29 +231,17 @@ class ClientBase:
             model_version=version,
         )
 
-    @staticmethod
-    def _stream_request(
-        meta: ModelMetadata,
-        inputs: Mapping[str, Any],
-        *,
-        version: str,
-        outputs: Sequence[str] | None,
-        request_id: str,
-        priority: int,
-        parameters: Mapping[str, Any] | None,
-    ) -> PreparedRequest:
-        """A checked streaming request: every tensor in the message (a stream outlives a segment)."""
-        return prepare_request(
-            meta,
-            inputs,
-            outputs=outputs,
-            request_id=request_id,
-            priority=priority,
-            parameters=parameters,
-            server_timeout_us=None,
-            shm_threshold_bytes=None,
-            model_version=version,
-        )
+    def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None:
+        """``request`` checked against ``meta``; None when that failed on stale cached metadata.
+
+        On None the caller fetches the metadata again and prepares once more.
+        """
+        try:
+            return request.prepare(meta)
+        except InvalidInputError:
+            if not self._stale(request.model, request.version, meta):
+                raise
+            return None
 
     @staticmethod
     def _decoupled_error(meta: ModelMetadata) -> InvalidInputError:
@@ -381,53 +272,38 @@ class ClientBase:
         return True
 
     # ---- errors and retries ----------------------------------------------
-    @staticmethod
-    def _probe_timeout_s(deadline: Deadline) -> float:
-        # At least 0.1 s even when the deadline is spent: a starved probe would say nothing.
-        return max(0.1, deadline.cap(PROBE_TIMEOUT_S))
+    def _explain(self, failed: FailedCall, *, connected: bool) -> tuple[UnavailableCause | None, str | None]:
+        """The cause of an UNAVAILABLE (None for other statuses), or the model whose readiness must decide it.
 
-    def _recent_probe(self, model: str, version: str) -> tuple[bool, bool | None]:
-        """(fresh, ready): a readiness probe of this model less than ``PROBE_INTERVAL_S`` old, if any."""
-        seen = self._ready_probes.get((model, version))
-        if seen is not None and time.monotonic() - seen[0] < PROBE_INTERVAL_S:
-            return True, seen[1]
-        return False, None
-
-    def _remember_probe(self, model: str, version: str, ready: bool | None) -> None:
-        self._ready_probes[(model, version)] = (time.monotonic(), ready)
-
-    def _forget_stale(self, status: grpc.StatusCode | None, model: str | None, version: str) -> None:
+        ``connected``: the channel was still READY right after the error. A
+        readiness probe is asked for only when neither the connection nor the
+        model's queue policy explains the status, and not again within
+        ``PROBE_INTERVAL_S`` of the last one (its answer is reused).
+        """
+        status, model, version = failed.status, failed.model, failed.version
         # The server says the model is gone or the request no longer fits: it may have
         # been reloaded with another config. Fetch its metadata again next time.
         if model is not None and status in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
             self._metadata.pop((model, version), None)
-
-    def _cause(
-        self,
-        status: grpc.StatusCode | None,
-        *,
-        connected: bool,
-        model: str | None,
-        version: str,
-        meta: ModelMetadata | None,
-        server_timeout_us: int | None,
-        started: float,
-    ) -> tuple[UnavailableCause | None, bool]:
-        """The cause of an UNAVAILABLE (or None), and whether a readiness probe must decide it."""
         if status is not grpc.StatusCode.UNAVAILABLE:
-            return None, False
+            return None, None
         cause = unavailable_cause(
             connected=connected,
-            meta=meta,
-            server_timeout_us=server_timeout_us,
-            elapsed_s=time.monotonic() - started,
+            meta=failed.meta,
+            server_timeout_us=failed.server_timeout_us,
+            elapsed_s=time.monotonic() - failed.started,
         )
         if cause is not None or model is None:
-            return cause or UnavailableCause.OVERLOADED, False
-        fresh, ready = self._recent_probe(model, version)
+            return cause or UnavailableCause.OVERLOADED, None
+        fresh, ready = self._probes.recent(model, version)
         if fresh:
-            return self._cause_from_ready(model, version, ready), False
-        return None, True
+            return self._cause_from_ready(model, version, ready), None
+        return None, model
+
+    def _probed(self, model: str, version: str, ready: bool | None) -> UnavailableCause:
+        """The cause a readiness probe (``ready``; None: no answer) gives; remembered for ``PROBE_INTERVAL_S``."""
+        self._probes.remember(model, version, ready)
+        return self._cause_from_ready(model, version, ready)
 
     def _cause_from_ready(self, model: str, version: str, ready: bool | None) -> UnavailableCause:
         if ready is False:
@@ -439,19 +315,17 @@ class ClientBase:
             return UnavailableCause.CONNECTION_LOST
         return UnavailableCause.OVERLOADED
 
-    def _translated(
-        self,
-        exc: BaseException,
-        *,
-        model: str | None,
-        operation: str,
-        cause: UnavailableCause | None,
-        deadline: Deadline,
-    ) -> ClientError:
-        if self._closed and status_of(exc) is grpc.StatusCode.CANCELLED:
-            return self._closed_during(operation, model)
+    def _error(self, failed: FailedCall, cause: UnavailableCause | None) -> ClientError:
+        """The ``ClientError`` for ``failed`` once its cause is known."""
+        if self._closed and failed.status is grpc.StatusCode.CANCELLED:
+            return self._closed_during(failed.operation, failed.model)
         return translate(
-            exc, url=self.url, model=model, operation=operation, cause=cause, timeout_s=deadline.timeout_s
+            failed.exc,
+            url=self.url,
+            model=failed.model,
+            operation=failed.operation,
+            cause=cause,
+            timeout_s=failed.deadline.timeout_s,
         )
 
     def _retry_or_raise(
@@ -514,60 +388,4 @@ class ClientBase:
             f"{operation} on {where} did not finish within the deadline of {deadline.timeout_s:g} s",
             model=model,
             hint="raise timeout_s, or make the model faster / less loaded",
-        )
-
-
-class ReadyWait:
-    """What ``wait_until_ready`` saw while polling, and the error to raise when time ran out."""
-
-    def __init__(self, url: str, timeout_s: float, model: str | None) -> None:
-        self.url = url
-        self.timeout_s = timeout_s
-        self.model = model
-        self.deadline = Deadline(timeout_s)
-        #: Something answered (even with an error other than UNAVAILABLE).
-        self.reached = False
-        self.server_ready = False
-        #: A probe ran out of time without an answer (something accepted TCP but stayed silent).
-        self.silent = False
-        self.last: BaseException | None = None
-
-    def probe_timeout_s(self) -> float:
-        return self.deadline.cap(PROBE_TIMEOUT_S)
-
-    def failed(self, exc: BaseException) -> None:
-        self.last = exc
-        status = status_of(exc)
-        if status is grpc.StatusCode.DEADLINE_EXCEEDED:
-            self.silent = True
-        elif status is not grpc.StatusCode.UNAVAILABLE:
-            self.reached = True
-
-    def error(self) -> ClientError:
-        """Connect error if nothing answered, model-not-ready if only the model was missing, else timeout."""
-        url, timeout_s, model = self.url, self.timeout_s, self.model
-        if not self.reached and self.silent:
-            return ConnectTimeoutError(
-                f"no answer from Triton at {url} within {timeout_s:g} s: something accepted the "
-                "connection but did not answer as a gRPC server",
-                model=model,
-                hint="check that host:port is Triton's gRPC port (default 8001) and that the server "
-                "is not frozen",
-            )
-        if not self.reached:
-            return ConnectError(
-                f"cannot connect to Triton at {url}: nothing accepted the connection within {timeout_s:g} s",
-                model=model,
-                hint="start the server, or check the host:port given as --url / Client(url)",
-            )
-        if self.server_ready and model is not None:
-            return ModelNotReadyError(
-                f"model '{model}' at {url} was not ready within {timeout_s:g} s",
-                model=model,
-                hint="check that the model is in the repository and loads (server log), or load it",
-            )
-        return DeadlineExceededError(
-            f"server {url} answered but was not ready within {timeout_s:g} s",
-            model=model,
-            hint="wait longer (models may still be loading), or read the server log",
         )

@@ -24,15 +24,19 @@ from typing import Any
 import grpc
 
 from tritonkit.client._retry import Deadline
+from tritonkit.client._settings import CONFIRM_READY_S
 from tritonkit.errors import ConnectError, ConnectTimeoutError
 
 __all__ = [
     "READY",
     "ConnectState",
+    "ConnectWait",
     "aio_connect",
     "aio_is_ready",
+    "aio_still_connected",
     "cygrpc_channel",
     "sync_connect",
+    "sync_still_connected",
 ]
 
 # gRPC core's connectivity states, as the low-level channel reports them.
@@ -63,89 +67,98 @@ class ConnectState:
         self.timed_out = False
 
 
-def _not_connected(
-    *,
-    url: str,
-    operation: str,
-    model: str | None,
-    timed_out: bool,
-    waited_s: float,
-    deadline: Deadline,
-    connect_timeout_s: float,
-) -> ConnectError:
-    never = "the request was not sent"
-    if timed_out:
-        by_deadline = deadline.timeout_s is not None and waited_s < connect_timeout_s * 0.9
-        limit = (
-            f"the deadline of {deadline.timeout_s:g} s"
-            if by_deadline
-            else f"the connect timeout of {connect_timeout_s:g} s"
-        )
-        return ConnectTimeoutError(
-            f"no connection to Triton at {url} for {operation} within {limit}: something accepted the "
-            f"TCP connection but did not answer as a gRPC server; {never}",
+class ConnectWait:
+    """The bookkeeping of one wait for a connection: how long is left, and the error when there is none."""
+
+    __slots__ = ("connect_timeout_s", "deadline", "limit_s", "model", "operation", "started", "state", "url")
+
+    def __init__(
+        self,
+        state: ConnectState,
+        *,
+        url: str,
+        operation: str,
+        model: str | None,
+        deadline: Deadline,
+        connect_timeout_s: float,
+    ) -> None:
+        self.state = state
+        self.url = url
+        self.operation = operation
+        self.model = model
+        self.deadline = deadline
+        self.connect_timeout_s = connect_timeout_s
+        self.started = time.monotonic()
+        self.limit_s = deadline.cap(connect_timeout_s)
+
+    def left_s(self, *, failed: bool) -> float:
+        """Seconds left to wait for the channel's next state; raise ``ConnectError`` when it will not connect."""
+        waited_s = time.monotonic() - self.started
+        if failed:
+            raise self.failed(waited_s)
+        left_s = self.limit_s - waited_s
+        if left_s <= 0:
+            self.state.timed_out = True
+            raise self._error(timed_out=True, waited_s=waited_s)
+        return left_s
+
+    def failed(self, waited_s: float) -> ConnectError:
+        """The error for a channel that failed to connect after ``waited_s`` (0: at once, between attempts)."""
+        # The channel's own connect timer is connect_timeout_s: an attempt that failed only
+        # after about that long timed out (nothing answered); a quick failure was refused.
+        if waited_s > 0:
+            self.state.timed_out = waited_s >= self.connect_timeout_s * 0.9
+        return self._error(timed_out=self.state.timed_out, waited_s=waited_s)
+
+    def connected(self) -> None:
+        self.state.timed_out = False
+
+    def _error(self, *, timed_out: bool, waited_s: float) -> ConnectError:
+        url, operation, model, deadline = self.url, self.operation, self.model, self.deadline
+        never = "the request was not sent"
+        if timed_out:
+            by_deadline = deadline.timeout_s is not None and waited_s < self.connect_timeout_s * 0.9
+            limit = (
+                f"the deadline of {deadline.timeout_s:g} s"
+                if by_deadline
+                else f"the connect timeout of {self.connect_timeout_s:g} s"
+            )
+            return ConnectTimeoutError(
+                f"no connection to Triton at {url} for {operation} within {limit}: something accepted the "
+                f"TCP connection but did not answer as a gRPC server; {never}",
+                model=model,
+                hint="check that host:port is Triton's gRPC port (default 8001) and that the server is not "
+                "frozen or overloaded; raise Client(connect_timeout_s=...) for slow networks",
+            )
+        return ConnectError(
+            f"cannot connect to Triton at {url} for {operation}: nothing accepted the connection; {never}",
             model=model,
-            hint="check that host:port is Triton's gRPC port (default 8001) and that the server is not "
-            "frozen or overloaded; raise Client(connect_timeout_s=...) for slow networks",
+            hint="start the server, or check the host:port given as --url / Client(url)",
         )
-    return ConnectError(
-        f"cannot connect to Triton at {url} for {operation}: nothing accepted the connection; {never}",
-        model=model,
-        hint="start the server, or check the host:port given as --url / Client(url)",
-    )
 
 
-def sync_connect(
-    channel: Any,
-    state: ConnectState,
-    *,
-    url: str,
-    operation: str,
-    model: str | None,
-    deadline: Deadline,
-    connect_timeout_s: float,
-) -> None:
+def sync_connect(channel: Any, wait: ConnectWait) -> None:
     """Block until ``channel`` (a cygrpc channel) is READY; raise ``ConnectError`` if it will not be."""
-    started = time.monotonic()
     current = channel.check_connectivity_state(True)
     if current == TRANSIENT_FAILURE:
         # gRPC is between attempts (its reconnect backoff): fail fast, as a call would.
-        raise _failed(state, url, operation, model, 0.0, deadline, connect_timeout_s)
-    limit_s = deadline.cap(connect_timeout_s)
+        raise wait.failed(0.0)
     while current != READY:
-        waited_s = time.monotonic() - started
-        if current in (TRANSIENT_FAILURE, SHUTDOWN):
-            raise _failed(state, url, operation, model, waited_s, deadline, connect_timeout_s)
-        left_s = limit_s - waited_s
-        if left_s <= 0:
-            state.timed_out = True
-            raise _not_connected(
-                url=url, operation=operation, model=model, timed_out=True, waited_s=waited_s,
-                deadline=deadline, connect_timeout_s=connect_timeout_s,
-            )  # fmt: skip
+        left_s = wait.left_s(failed=current in (TRANSIENT_FAILURE, SHUTDOWN))
         event = channel.watch_connectivity_state(current, time.time() + min(left_s, _WATCH_SLICE_S))
         if event.success:
             current = channel.check_connectivity_state(False)
-    state.timed_out = False
+    wait.connected()
 
 
-def _failed(
-    state: ConnectState,
-    url: str,
-    operation: str,
-    model: str | None,
-    waited_s: float,
-    deadline: Deadline,
-    connect_timeout_s: float,
-) -> ConnectError:
-    # The channel's own connect timer is connect_timeout_s: an attempt that failed only
-    # after about that long timed out (nothing answered); a quick failure was refused.
-    if waited_s > 0:
-        state.timed_out = waited_s >= connect_timeout_s * 0.9
-    return _not_connected(
-        url=url, operation=operation, model=model, timed_out=state.timed_out, waited_s=waited_s,
-        deadline=deadline, connect_timeout_s=connect_timeout_s,
-    )  # fmt: skip
+def sync_still_connected(channel: Any, status: grpc.StatusCode | None) -> bool:
+    """Whether the connection of ``channel`` (a cygrpc channel) outlived a call's error with ``status``."""
+    connected: bool = channel.check_connectivity_state(False) == READY
+    if connected and status is grpc.StatusCode.UNAVAILABLE:
+        # Confirm: a connection that broke may take a moment to leave READY.
+        event = channel.watch_connectivity_state(READY, time.time() + CONFIRM_READY_S)
+        connected = not event.success
+    return connected
 
 
 def aio_is_ready(channel: grpc.aio.Channel) -> bool:
@@ -153,36 +166,29 @@ def aio_is_ready(channel: grpc.aio.Channel) -> bool:
     return channel.get_state(False) is _AIO_READY
 
 
-async def aio_connect(
-    channel: grpc.aio.Channel,
-    state: ConnectState,
-    *,
-    url: str,
-    operation: str,
-    model: str | None,
-    deadline: Deadline,
-    connect_timeout_s: float,
-) -> None:
+async def aio_connect(channel: grpc.aio.Channel, wait: ConnectWait) -> None:
     """Wait until the asyncio ``channel`` is READY; raise ``ConnectError`` if it will not be."""
-    started = time.monotonic()
     current = channel.get_state(True)
     if current is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
-        raise _failed(state, url, operation, model, 0.0, deadline, connect_timeout_s)
-    limit_s = deadline.cap(connect_timeout_s)
+        raise wait.failed(0.0)
     while current is not _AIO_READY:
-        waited_s = time.monotonic() - started
-        if current in _AIO_FAILURE:
-            raise _failed(state, url, operation, model, waited_s, deadline, connect_timeout_s)
-        left_s = limit_s - waited_s
-        if left_s <= 0:
-            state.timed_out = True
-            raise _not_connected(
-                url=url, operation=operation, model=model, timed_out=True, waited_s=waited_s,
-                deadline=deadline, connect_timeout_s=connect_timeout_s,
-            )  # fmt: skip
+        left_s = wait.left_s(failed=current in _AIO_FAILURE)
         try:
             await asyncio.wait_for(channel.wait_for_state_change(current), left_s)
         except asyncio.TimeoutError:
             continue
         current = channel.get_state(False)
-    state.timed_out = False
+    wait.connected()
+
+
+async def aio_still_connected(channel: grpc.aio.Channel | None, status: grpc.StatusCode | None) -> bool:
+    """Whether the connection of the asyncio ``channel`` (None: never opened) outlived a call's error."""
+    connected = channel is not None and aio_is_ready(channel)
+    if connected and channel is not None and status is grpc.StatusCode.UNAVAILABLE:
+        # Confirm: a connection that broke may take a moment to leave READY.
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(_AIO_READY), CONFIRM_READY_S)
+            connected = False
+        except asyncio.TimeoutError:
+            pass
+    return connected

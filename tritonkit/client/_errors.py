@@ -28,11 +28,13 @@ time) fails before it is sent, in the client's connect step, as
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass, field
 
 import grpc
 from tritonclient.utils import InferenceServerException
 
 from tritonkit.client._model import ModelMetadata
+from tritonkit.client._retry import Deadline
 from tritonkit.errors import (
     ClientError,
     ConnectionLostError,
@@ -44,9 +46,12 @@ from tritonkit.errors import (
     ServerSideError,
 )
 
-__all__ = ["UnavailableCause", "status_of", "translate", "unavailable_cause"]
+__all__ = ["RPC_ERRORS", "FailedCall", "UnavailableCause", "status_of", "translate", "unavailable_cause"]
 
 _BY_NAME = {code.name: code for code in grpc.StatusCode}
+
+#: What a tritonclient call raises: its own exception (sync) or gRPC's (asyncio).
+RPC_ERRORS = (InferenceServerException, grpc.RpcError)
 
 
 def status_of(exc: BaseException) -> grpc.StatusCode | None:
@@ -74,6 +79,29 @@ def _details(exc: BaseException) -> str:
     if isinstance(exc, grpc.RpcError) and hasattr(exc, "details"):
         return str(exc.details() or "").strip()
     return str(exc).strip()
+
+
+@dataclass(slots=True)
+class FailedCall:
+    """What a client knows about one failed RPC: enough to explain it, once it has seen the channel.
+
+    Built only when a call failed (never on the hot path). ``meta`` (the model's
+    cached metadata, for its queue policy) and ``server_timeout_us`` are given for
+    inference; ``started`` is when the attempt began (``time.monotonic()``).
+    """
+
+    exc: BaseException
+    operation: str
+    model: str | None
+    version: str
+    deadline: Deadline
+    meta: ModelMetadata | None = None
+    server_timeout_us: int | None = None
+    started: float = 0.0
+    status: grpc.StatusCode | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.status = status_of(self.exc)
 
 
 class UnavailableCause(enum.Enum):
@@ -128,6 +156,90 @@ def unavailable_cause(
     return None
 
 
+# What each status (and each cause of UNAVAILABLE) becomes: (error class, message, hint).
+# Message fields: {url}, {where} (the model, or the server), {operation}, {said} (the
+# server's own words), {limit} (the deadline, for DEADLINE_EXCEEDED).
+_Meaning = tuple[type[ClientError], str, str | None]
+_BY_CAUSE: dict[UnavailableCause, _Meaning] = {
+    UnavailableCause.CONNECTION_LOST: (
+        ConnectionLostError,
+        "the connection to Triton at {url} broke during {operation} on {where}: "
+        "the server may have executed the request{said}",
+        "check that the server is still running (its log says why it stopped); "
+        "send the request again only if the model is idempotent "
+        "(RetryPolicy(idempotent=True) does that)",
+    ),
+    UnavailableCause.MODEL_NOT_READY: (
+        ModelNotReadyError,
+        "{where} is not ready for {operation}{said}",
+        "wait until the model is loaded (Client.wait_until_ready(model=...)) or load it",
+    ),
+    UnavailableCause.QUEUE_TIMEOUT: (
+        QueueTimeoutError,
+        "{where} dropped the {operation} request unexecuted: it waited in the model's queue "
+        "past its queue timeout{said}",
+        "send less load, raise the queue timeout (server_timeout_us, or the queue policy's "
+        "default_timeout_microseconds), or add instances in the model's config",
+    ),
+    UnavailableCause.QUEUE_FULL: (
+        OverloadedError,
+        "{where} refused {operation} unexecuted: the model's queue is full{said}",
+        "send less load, retry later with backoff (Client(retry=RetryPolicy())), "
+        "or raise max_queue_size / add instances in the model's config",
+    ),
+    UnavailableCause.OVERLOADED: (
+        OverloadedError,
+        "{where} refused {operation}: the server is up but unavailable for it (overloaded?){said}",
+        "send less load, retry later with backoff (Client(retry=RetryPolicy())), and read the server log",
+    ),
+}
+_INVALID: _Meaning = (
+    InvalidInputError,
+    "{where} rejected the {operation} request as invalid{said}",
+    "compare the request with the model's inputs (Client.model_metadata(model))",
+)
+_NOT_AUTHORISED: _Meaning = (
+    ClientError,
+    "{operation} on {where} was refused: not authorised{said}",
+    "pass the credentials / headers the endpoint expects",
+)
+_BY_STATUS: dict[grpc.StatusCode, _Meaning] = {
+    grpc.StatusCode.DEADLINE_EXCEEDED: (
+        DeadlineExceededError,
+        "{operation} on {where} did not finish within the deadline{limit}{said}",
+        "raise timeout_s, or make the model faster / less loaded",
+    ),
+    grpc.StatusCode.NOT_FOUND: (
+        ModelNotReadyError,
+        "{where} is unknown to the server or has no ready version{said}",
+        "check the model name and version; list the repository with the server's index, "
+        "or load the model (explicit model control)",
+    ),
+    grpc.StatusCode.INVALID_ARGUMENT: _INVALID,
+    grpc.StatusCode.OUT_OF_RANGE: _INVALID,
+    grpc.StatusCode.FAILED_PRECONDITION: _INVALID,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: (
+        OverloadedError,
+        "{where} refused {operation}: a resource is exhausted{said}",
+        "send less load or smaller requests; large tensors can go through shared memory",
+    ),
+    grpc.StatusCode.CANCELLED: (
+        ClientError,
+        "{operation} on {where} was cancelled{said}",
+        "the call was cancelled locally (client closed?) or by the server",
+    ),
+    grpc.StatusCode.UNAUTHENTICATED: _NOT_AUTHORISED,
+    grpc.StatusCode.PERMISSION_DENIED: _NOT_AUTHORISED,
+}
+_NO_STATUS: _Meaning = (ClientError, "{operation} on {where} failed{said}", None)
+# INTERNAL, UNKNOWN, UNIMPLEMENTED, ABORTED, DATA_LOSS, ALREADY_EXISTS
+_SERVER_SIDE: _Meaning = (
+    ServerSideError,
+    "{where} failed while handling {operation}{said}",
+    "read the server log for this model; the message above is the server's own",
+)
+
+
 def translate(
     exc: BaseException,
     *,
@@ -146,90 +258,19 @@ def translate(
     """
     code = status_of(exc)
     details = _details(exc)
-    where = f"model '{model}' at {url}" if model else f"server {url}"
+    if code is grpc.StatusCode.UNAVAILABLE:
+        meaning = _BY_CAUSE[cause or UnavailableCause.CONNECTION_LOST]
+    elif code is None:
+        meaning = _NO_STATUS
+    else:
+        meaning = _BY_STATUS.get(code, _SERVER_SIDE)
+    error_class, message, hint = meaning
     said = f" (gRPC {code.name}: {details})" if code is not None else (f" ({details})" if details else "")
-    S = grpc.StatusCode
-
-    if code is S.UNAVAILABLE:
-        if cause is None or cause is UnavailableCause.CONNECTION_LOST:
-            return ConnectionLostError(
-                f"the connection to Triton at {url} broke during {operation} on {where}: "
-                f"the server may have executed the request{said}",
-                model=model,
-                hint="check that the server is still running (its log says why it stopped); "
-                "send the request again only if the model is idempotent "
-                "(RetryPolicy(idempotent=True) does that)",
-            )
-        if cause is UnavailableCause.MODEL_NOT_READY:
-            return ModelNotReadyError(
-                f"{where} is not ready for {operation}{said}",
-                model=model,
-                hint="wait until the model is loaded (Client.wait_until_ready(model=...)) or load it",
-            )
-        if cause is UnavailableCause.QUEUE_TIMEOUT:
-            return QueueTimeoutError(
-                f"{where} dropped the {operation} request unexecuted: it waited in the model's queue "
-                f"past its queue timeout{said}",
-                model=model,
-                hint="send less load, raise the queue timeout (server_timeout_us, or the queue policy's "
-                "default_timeout_microseconds), or add instances in the model's config",
-            )
-        if cause is UnavailableCause.QUEUE_FULL:
-            return OverloadedError(
-                f"{where} refused {operation} unexecuted: the model's queue is full{said}",
-                model=model,
-                hint="send less load, retry later with backoff (Client(retry=RetryPolicy())), "
-                "or raise max_queue_size / add instances in the model's config",
-            )
-        return OverloadedError(
-            f"{where} refused {operation}: the server is up but unavailable for it (overloaded?){said}",
-            model=model,
-            hint="send less load, retry later with backoff (Client(retry=RetryPolicy())), "
-            "and read the server log",
-        )
-    if code is S.DEADLINE_EXCEEDED:
-        limit = f" of {timeout_s:g} s" if timeout_s is not None else ""
-        return DeadlineExceededError(
-            f"{operation} on {where} did not finish within the deadline{limit}{said}",
-            model=model,
-            hint="raise timeout_s, or make the model faster / less loaded",
-        )
-    if code is S.NOT_FOUND:
-        return ModelNotReadyError(
-            f"{where} is unknown to the server or has no ready version{said}",
-            model=model,
-            hint="check the model name and version; list the repository with the server's index, "
-            "or load the model (explicit model control)",
-        )
-    if code in (S.INVALID_ARGUMENT, S.OUT_OF_RANGE, S.FAILED_PRECONDITION):
-        return InvalidInputError(
-            f"{where} rejected the {operation} request as invalid{said}",
-            model=model,
-            hint="compare the request with the model's inputs (Client.model_metadata(model))",
-        )
-    if code is S.RESOURCE_EXHAUSTED:
-        return OverloadedError(
-            f"{where} refused {operation}: a resource is exhausted{said}",
-            model=model,
-            hint="send less load or smaller requests; large tensors can go through shared memory",
-        )
-    if code is S.CANCELLED:
-        return ClientError(
-            f"{operation} on {where} was cancelled{said}",
-            model=model,
-            hint="the call was cancelled locally (client closed?) or by the server",
-        )
-    if code in (S.UNAUTHENTICATED, S.PERMISSION_DENIED):
-        return ClientError(
-            f"{operation} on {where} was refused: not authorised{said}",
-            model=model,
-            hint="pass the credentials / headers the endpoint expects",
-        )
-    if code is None:
-        return ClientError(f"{operation} on {where} failed{said}", model=model)
-    # INTERNAL, UNKNOWN, UNIMPLEMENTED, ABORTED, DATA_LOSS, ALREADY_EXISTS
-    return ServerSideError(
-        f"{where} failed while handling {operation}{said}",
-        model=model,
-        hint="read the server log for this model; the message above is the server's own",
+    text = message.format(
+        url=url,
+        where=f"model '{model}' at {url}" if model else f"server {url}",
+        operation=operation,
+        said=said,
+        limit=f" of {timeout_s:g} s" if timeout_s is not None else "",
     )
+    return error_class(text, model=model, hint=hint)

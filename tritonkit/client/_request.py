@@ -1,4 +1,4 @@
-"""The shared request builder: check a request against the model, build it, decode the reply.
+"""The shared request builder: check a request against the model and build it.
 
 Both clients call exactly these functions; only sending differs between them.
 Nothing here does I/O.
@@ -11,27 +11,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tritonclient.grpc import InferInput, InferRequestedOutput, service_pb2
+from tritonclient.grpc import InferInput, InferRequestedOutput
 from tritonclient.utils import (
     TRITON_RESERVED_REQUEST_PARAMS,
     TRITON_RESERVED_REQUEST_PARAMS_PREFIX,
-    deserialize_bytes_tensor,
     np_to_triton_dtype,
     triton_to_np_dtype,
 )
 
 from tritonkit.client._model import ModelMetadata, TensorMetadata
-from tritonkit.client._shm import Segment, ShmOutput, ShmPlan, new_region_name
-from tritonkit.errors import InvalidInputError, ServerSideError
+from tritonkit.client._shm import ShmOutput, ShmPlan, new_region_name
+from tritonkit.errors import InvalidInputError
 
-__all__ = ["ParamValue", "PreparedRequest", "decode_response", "is_final_response", "prepare_request"]
+__all__ = ["Array", "ParamValue", "PreparedRequest", "prepare_request"]
 
 ParamValue = str | int | float | bool
 Array = np.ndarray[Any, Any]
-
-#: Response parameter the server sets on a decoupled model's last response
-#: (when the request asked for it with ``enable_empty_final_response``).
-FINAL_RESPONSE_PARAM = "triton_final_response"
 
 
 @dataclass(slots=True)
@@ -445,83 +440,3 @@ def prepare_request(
         source_inputs=inputs,
         source_outputs=outputs,
     )
-
-
-_NP_TYPES: dict[str, Any] = {}
-
-
-def _np_type(datatype: str) -> Any:
-    """``triton_to_np_dtype``, memoised: it walks a chain of comparisons on every call."""
-    try:
-        return _NP_TYPES[datatype]
-    except KeyError:
-        np_type = _NP_TYPES[datatype] = triton_to_np_dtype(datatype)
-        return np_type
-
-
-def is_final_response(response: service_pb2.ModelInferResponse) -> bool:
-    """True on a decoupled model's last response (asked for with ``enable_empty_final_response``)."""
-    param = response.parameters.get(FINAL_RESPONSE_PARAM)
-    return bool(param is not None and param.bool_param)
-
-
-def decode_response(
-    response: service_pb2.ModelInferResponse, *, segment: Segment | None = None, model: str = ""
-) -> dict[str, Array]:
-    """Every output of ``response`` as a numpy array, in the server's order.
-
-    Outputs written to shared memory are copied out of ``segment``; the rest
-    come from the message. Decoded here rather than by ``InferResult.as_numpy``
-    because that indexes raw contents by output position, which is off by one
-    for each output placed in shared memory before it.
-    """
-    placed: dict[str, ShmOutput] = {}
-    if segment is not None:
-        placed = {item.name: item for item in segment.plan.outputs}
-    # Hot path: kept flat on purpose (it runs once per response).
-    raw = response.raw_output_contents
-    raw_index = 0
-    decoded: dict[str, Array] = {}
-    for output in response.outputs:
-        name = output.name
-        shape = list(output.shape)
-        where = placed.get(name) if segment is not None else None
-        if where is not None and segment is not None:
-            decoded[name] = segment.read_output(where, shape)
-            continue
-        datatype = output.datatype
-        if raw_index < len(raw):
-            data = raw[raw_index]
-            raw_index += 1
-            if datatype == "BYTES":
-                array = deserialize_bytes_tensor(data)
-            else:
-                np_type = _np_type(datatype)
-                if np_type is None:
-                    raise ServerSideError(
-                        f"model '{model}': output '{name}' has datatype {datatype}, which numpy cannot hold",
-                        model=model,
-                    )
-                try:
-                    array = np.frombuffer(data, dtype=np_type)
-                except ValueError as exc:
-                    raise ServerSideError(
-                        f"model '{model}': output '{name}' carries {len(data)} bytes, not a whole number of "
-                        f"{datatype} elements",
-                        model=model,
-                        hint="the server sent a malformed response; read its log",
-                    ) from exc
-        elif output.contents.bytes_contents:
-            array = np.array(list(output.contents.bytes_contents), dtype=object)
-        else:
-            np_type = _np_type(datatype)
-            array = np.empty(0, dtype=np_type if np_type is not None else object)
-        try:
-            decoded[name] = array.reshape(shape)
-        except ValueError as exc:
-            raise ServerSideError(
-                f"model '{model}': output '{name}' carries {array.size} elements for shape {shape}",
-                model=model,
-                hint="the server sent a malformed response; read its log",
-            ) from exc
-    return decoded

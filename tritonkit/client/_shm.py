@@ -41,10 +41,12 @@ __all__ = [
     "SEGMENT_PREFIX",
     "Segment",
     "SharedMemoryMode",
+    "ShmCall",
     "ShmInput",
     "ShmOutput",
     "ShmJanitor",
     "ShmPlan",
+    "ShmUnusable",
     "is_local_url",
     "new_region_name",
 ]
@@ -58,6 +60,13 @@ SEGMENT_PREFIX = "tritonkit-"
 _ALIGN_BYTES = 64
 # Statuses of an unregister that mean "no answer" rather than "still in use".
 _SERVER_GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# How a call ended when the server may still be running it (and so holds its region).
+_STILL_RUNNING = (
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.UNAVAILABLE,
+    None,
+)
 # tritonclient keeps a module-global table of open segments; guard it across threads.
 _LOCK = threading.Lock()
 
@@ -170,6 +179,45 @@ class Segment:
             return
         with _LOCK, contextlib.suppress(FileNotFoundError):
             tshm.destroy_shared_memory_region(handle)
+
+
+class ShmUnusable(Exception):
+    """The server refused a registration in "auto" mode: resend the request in-band."""
+
+
+class ShmCall:
+    """One call through a segment: the local segment, and what the server may still hold of it.
+
+    The client's I/O registers ``plan``, sends the request, and at the end calls
+    ``release_local()`` (in a ``finally``); when that says the server may hold
+    the registration, the client drops it at once if ``answered``, else hands it
+    to its ``ShmJanitor``.
+    """
+
+    __slots__ = ("answered", "may_be_registered", "plan", "segment")
+
+    def __init__(self, plan: ShmPlan) -> None:
+        self.plan = plan
+        self.segment = Segment(plan)
+        #: True from the moment the registration may be sent: a call cut short (deadline,
+        #: Ctrl-C, cancellation) cannot know whether it landed.
+        self.may_be_registered = True
+        #: True once the server answered the inference call: it is done with the region.
+        self.answered = False
+
+    def refused(self) -> ShmUnusable:
+        """The server refused the registration outright: nothing to drop; send in-band instead."""
+        self.may_be_registered = False
+        return ShmUnusable()
+
+    def ended(self, exc: BaseException | None) -> None:
+        """The inference call returned (``exc`` None) or failed with ``exc``."""
+        self.answered = exc is None or status_of(exc) not in _STILL_RUNNING
+
+    def release_local(self) -> bool:
+        """Destroy the local segment (it must never outlive the call); True when the server may hold it."""
+        self.segment.destroy()
+        return self.may_be_registered
 
 
 class ShmJanitor:

@@ -9,45 +9,25 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar
 
-import grpc
 import tritonclient.grpc as grpcclient
 
-from tritonkit.client._base import (
-    CONFIRM_READY_S,
-    PROBE_TIMEOUT_S,
-    RPC_ERRORS,
-    SHM_CLOSE_WAIT_S,
-    UNSET,
-    Array,
-    ClientBase,
-    ReadyWait,
-    ShmUnusable,
-    Unset,
-)
-from tritonkit.client._channel import READY, cygrpc_channel, sync_connect
-from tritonkit.client._errors import status_of
+from tritonkit.client._base import ClientBase
+from tritonkit.client._channel import READY, cygrpc_channel, sync_connect, sync_still_connected
+from tritonkit.client._errors import RPC_ERRORS, FailedCall
+from tritonkit.client._health import ProbeLog, ReadyWait
 from tritonkit.client._model import ModelMetadata
-from tritonkit.client._request import PreparedRequest, decode_response
+from tritonkit.client._request import Array, PreparedRequest
+from tritonkit.client._response import decode_response
 from tritonkit.client._retry import Deadline, RetryPolicy
-from tritonkit.client._shm import Segment, SharedMemoryMode
+from tritonkit.client._settings import PROBE_TIMEOUT_S, SHM_CLOSE_WAIT_S, UNSET, Unset
+from tritonkit.client._shm import Segment, SharedMemoryMode, ShmCall, ShmUnusable
+from tritonkit.client._streaming import StreamRequest
 from tritonkit.client._sync_stream import ResponseStream
-from tritonkit.errors import (
-    ClientError,
-    ConnectError,
-    InvalidInputError,
-)
+from tritonkit.errors import ClientError, ConnectError, InvalidInputError
 
 __all__ = ["Client", "ResponseStream"]
 
 T = TypeVar("T")
-
-# How a call ended when the server may still be running it (and so holds its region).
-_STILL_RUNNING = (
-    grpc.StatusCode.DEADLINE_EXCEEDED,
-    grpc.StatusCode.CANCELLED,
-    grpc.StatusCode.UNAVAILABLE,
-    None,
-)
 
 
 class Client(ClientBase):
@@ -108,60 +88,25 @@ class Client(ClientBase):
     # ---- errors ----------------------------------------------------------
     def _connect(self, deadline: Deadline, operation: str, model: str | None) -> None:
         """Wait for a connection; the request is sent only after this (see ``_channel``)."""
-        sync_connect(
-            self._cy,
-            self._connect_state,
-            url=self.url,
-            operation=operation,
-            model=model,
-            deadline=deadline,
-            connect_timeout_s=self.connect_timeout_s,
-        )
+        sync_connect(self._cy, self._connect_wait(deadline, operation, model))
 
-    def _probe_ready(self, model: str, version: str, deadline: Deadline) -> bool | None:
-        try:
-            ready: bool | None = bool(
-                self._tc.is_model_ready(model, version, client_timeout=self._probe_timeout_s(deadline))
-            )
-        except RPC_ERRORS:
-            ready = None
-        self._remember_probe(model, version, ready)
-        return ready
-
-    def _translate(
-        self,
-        exc: BaseException,
-        *,
-        model: str | None,
-        version: str,
-        operation: str,
-        deadline: Deadline,
-        meta: ModelMetadata | None = None,
-        server_timeout_us: int | None = None,
-        started: float = 0.0,
-        connected: bool | None = None,
-    ) -> ClientError:
-        status = status_of(exc)
+    def _translate(self, failed: FailedCall, *, connected: bool | None = None) -> ClientError:
+        """The ``ClientError`` for ``failed``; ``connected``: the channel state if already seen."""
         if connected is None:
             # First, before anything else: whether the connection outlived the error.
-            connected = self._cy.check_connectivity_state(False) == READY
-            if connected and status is grpc.StatusCode.UNAVAILABLE:
-                # Confirm: a connection that broke may take a moment to leave READY.
-                event = self._cy.watch_connectivity_state(READY, time.time() + CONFIRM_READY_S)
-                connected = not event.success
-        self._forget_stale(status, model, version)
-        cause, probe = self._cause(
-            status,
-            connected=connected,
-            model=model,
-            version=version,
-            meta=meta,
-            server_timeout_us=server_timeout_us,
-            started=started,
-        )
-        if probe and model is not None:
-            cause = self._cause_from_ready(model, version, self._probe_ready(model, version, deadline))
-        return self._translated(exc, model=model, operation=operation, cause=cause, deadline=deadline)
+            connected = sync_still_connected(self._cy, failed.status)
+        cause, probe = self._explain(failed, connected=connected)
+        if probe is not None:
+            try:
+                ready: bool | None = bool(
+                    self._tc.is_model_ready(
+                        probe, failed.version, client_timeout=ProbeLog.timeout_s(failed.deadline)
+                    )
+                )
+            except RPC_ERRORS:
+                ready = None
+            cause = self._probed(probe, failed.version, ready)
+        return self._error(failed, cause)
 
     def _call(
         self,
@@ -187,9 +132,7 @@ class Client(ClientBase):
             except ConnectError as not_sent:
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=retry, deadline=deadline)
             except RPC_ERRORS as exc:
-                error = self._translate(
-                    exc, model=model, version=version, operation=operation, deadline=deadline, started=started
-                )
+                error = self._translate(FailedCall(exc, operation, model, version, deadline, started=started))
                 # A read: sending it again is harmless even if it was lost mid-call.
                 delay = self._retry_or_raise(
                     error, exc, attempt=attempt, retry=retry, deadline=deadline, sent=False
@@ -276,35 +219,24 @@ class Client(ClientBase):
                 fetched = meta is None
                 if meta is None:
                     meta = self._metadata_once(model, version, deadline)
-                try:
-                    prepared = self._request(
-                        meta,
-                        inputs,
-                        version=version,
-                        outputs=outputs,
-                        request_id=request_id,
-                        priority=priority,
-                        parameters=parameters,
-                        server_timeout_us=server_timeout_us,
-                        shared_memory=shared_memory,
-                    )
-                except InvalidInputError:
-                    # Checked against cached metadata: the model may have been reloaded with
-                    # another config since. Fetch it again and check once more.
-                    if fetched or not self._stale(model, version, meta):
-                        raise
-                    meta = self._metadata_once(model, version, deadline)
-                    prepared = self._request(
-                        meta,
-                        inputs,
-                        version=version,
-                        outputs=outputs,
-                        request_id=request_id,
-                        priority=priority,
-                        parameters=parameters,
-                        server_timeout_us=server_timeout_us,
-                        shared_memory=shared_memory,
-                    )
+                while True:  # once more only after fetching the metadata again (see _refetch)
+                    try:
+                        prepared = self._prepare_unary(
+                            meta,
+                            inputs,
+                            version=version,
+                            outputs=outputs,
+                            request_id=request_id,
+                            priority=priority,
+                            parameters=parameters,
+                            server_timeout_us=server_timeout_us,
+                            shared_memory=shared_memory,
+                        )
+                        break
+                    except InvalidInputError:
+                        if not self._refetch(model, version, meta, fetched):
+                            raise
+                        meta, fetched = self._metadata_once(model, version, deadline), True
                 sent = True
                 if prepared.shm is None:
                     result = self._tc.infer(
@@ -326,75 +258,46 @@ class Client(ClientBase):
             except ConnectError as not_sent:
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=policy, deadline=deadline)
             except RPC_ERRORS as exc:
-                error = self._translate(
-                    exc,
-                    model=model,
-                    version=version,
-                    operation="infer",
-                    deadline=deadline,
-                    meta=meta,
-                    server_timeout_us=server_timeout_us,
-                    started=started,
-                )
+                failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started)
                 delay = self._retry_or_raise(
-                    error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent
+                    self._translate(failed), exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent
                 )
             time.sleep(delay)
 
     def _send(
         self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
     ) -> dict[str, Array]:
-        model = prepared.meta.name
-        # The same call as the one inlined in infer(); used with shared memory and for
-        # the in-band fallback.
+        # The call inlined in infer(), for shared memory and the in-band fallback (not the hot path).
         result = self._tc.infer(
-            model,
-            prepared.inputs,
-            model_version=prepared.model_version,
-            outputs=prepared.outputs,
-            request_id=prepared.request_id,
-            priority=prepared.priority,
-            timeout=prepared.server_timeout_us,
-            parameters=prepared.parameters,
-            client_timeout=self._timeout(deadline, "infer", model),
+            **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", prepared.meta.name)
         )
-        return decode_response(result.get_response(), segment=segment, model=model)
+        return decode_response(result.get_response(), segment=segment, model=prepared.meta.name)
 
     def _send_shm(self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool) -> dict[str, Array]:
         plan = prepared.shm
         assert plan is not None
-        model = prepared.meta.name
-        segment = Segment(plan)
-        # True from the moment the server may hold the registration: a call cut short
-        # (deadline, Ctrl-C) cannot know whether it landed.
-        maybe_registered = False
-        # True once the server answered the inference call: it is done with the region.
-        answered = False
+        call = ShmCall(plan)
         try:
             try:
-                maybe_registered = True
                 self._tc.register_system_shared_memory(
                     plan.region,
                     plan.key,
                     plan.byte_size,
-                    client_timeout=self._timeout(deadline, "infer", model),
+                    client_timeout=self._timeout(deadline, "infer", prepared.meta.name),
                 )
             except RPC_ERRORS as exc:
                 if not self._registration_refused(exc, strict=strict):
                     raise
-                maybe_registered = False  # the server refused it outright
-                raise ShmUnusable from exc
+                raise call.refused() from exc
             try:
-                outputs = self._send(prepared, deadline, segment)
+                outputs = self._send(prepared, deadline, call.segment)
             except RPC_ERRORS as exc:
-                answered = status_of(exc) not in _STILL_RUNNING
+                call.ended(exc)
                 raise
-            answered = True
+            call.ended(None)
             return outputs
         finally:
-            # Local segment first: it must never outlive the call, whatever the server does.
-            segment.destroy()
-            if maybe_registered and not (answered and self._unregister_now(plan.region)):
+            if call.release_local() and not (call.answered and self._unregister_now(plan.region)):
                 # The server still runs the request (deadline, Ctrl-C) or has not let go yet:
                 # the janitor unregisters it when the request really ended.
                 self._janitor.add(plan.region)
@@ -439,20 +342,15 @@ class Client(ClientBase):
         """
         self._check_open()
         deadline = Deadline(timeout_s)
-        meta = self.model_metadata(model, version=version, timeout_s=timeout_s or self.timeout_s)
-        try:
-            prepared = self._stream_request(
-                meta, inputs, version=version, outputs=outputs, request_id=request_id,
-                priority=priority, parameters=parameters,
-            )  # fmt: skip
-        except InvalidInputError:
-            if not self._stale(model, version, meta):
-                raise
-            meta = self.model_metadata(model, version=version, timeout_s=timeout_s or self.timeout_s)
-            prepared = self._stream_request(
-                meta, inputs, version=version, outputs=outputs, request_id=request_id,
-                priority=priority, parameters=parameters,
-            )  # fmt: skip
+        request = StreamRequest(model, inputs, version, outputs, request_id, priority, parameters)
+        metadata_timeout_s = timeout_s or self.timeout_s
+        prepared = self._prepare_stream(
+            request, self.model_metadata(model, version=version, timeout_s=metadata_timeout_s)
+        )
+        if prepared is None:  # the model changed since its metadata was cached
+            prepared = request.prepare(
+                self.model_metadata(model, version=version, timeout_s=metadata_timeout_s)
+            )
         idle = self.stream_idle_timeout_s if idle_timeout_s is UNSET else idle_timeout_s
         stream = ResponseStream(self, prepared, deadline, idle)
         self._streams.add(stream)
@@ -492,15 +390,13 @@ class Client(ClientBase):
         wait = ReadyWait(self.url, timeout_s, model)
         while True:
             try:
-                wait.server_ready = bool(self._tc.is_server_ready(client_timeout=wait.probe_timeout_s()))
-                wait.reached = True
-                if wait.server_ready and (
+                if wait.server_answered(
+                    bool(self._tc.is_server_ready(client_timeout=wait.probe_timeout_s()))
+                ) and (
                     model is None
                     or self._tc.is_model_ready(model, version, client_timeout=wait.probe_timeout_s())
                 ):
                     return
             except RPC_ERRORS as exc:
                 wait.failed(exc)
-            if wait.deadline.expired():
-                raise wait.error() from wait.last
-            time.sleep(wait.deadline.cap(poll_interval_s))
+            time.sleep(wait.pause_s(poll_interval_s))

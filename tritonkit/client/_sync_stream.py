@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import tritonclient.grpc as grpcclient
 
-from tritonkit.client._base import Array
 from tritonkit.client._channel import READY, cygrpc_channel
-from tritonkit.client._errors import status_of
-from tritonkit.client._request import PreparedRequest, decode_response, is_final_response
+from tritonkit.client._errors import FailedCall, status_of
+from tritonkit.client._request import Array, PreparedRequest
+from tritonkit.client._response import decode_response, is_final_response
 from tritonkit.client._retry import Deadline
-from tritonkit.errors import DeadlineExceededError, ServerSideError
+from tritonkit.client._streaming import StreamRequest, idle_timeout_error, in_band_error
 
 if TYPE_CHECKING:
     from tritonkit.client._sync import Client
@@ -85,7 +85,7 @@ class ResponseStream:
             tc.start_stream(
                 callback=functools.partial(_hand_over, self._queue), stream_timeout=deadline.remaining_s()
             )
-            tc.async_stream_infer(**prepared.send_kwargs(), enable_empty_final_response=True)
+            tc.async_stream_infer(**StreamRequest.send_kwargs(prepared))
         except BaseException:
             self.close()
             raise
@@ -111,31 +111,16 @@ class ResponseStream:
                 result, error = self._queue.get(timeout=self._idle_timeout_s)
             except queue.Empty:
                 self.close()
-                raise DeadlineExceededError(
-                    f"stream from model '{model}' at {self._client.url}: no response for "
-                    f"{self._idle_timeout_s:g} s; the request was cancelled",
-                    model=model,
-                    hint="the server may be frozen or overloaded; raise idle_timeout_s "
-                    "(Client(stream_idle_timeout_s=...)) for models that think longer between responses",
-                ) from None
+                assert self._idle_timeout_s is not None  # the queue waits forever without one
+                raise idle_timeout_error(model, self._client.url, self._idle_timeout_s, "Client") from None
             if error is not None:
                 connected = self._handle.connected()
                 self.close()
                 if status_of(error) is None:
                     # An in-band error the model sent in a response: it carries no status code.
-                    raise ServerSideError(
-                        f"model '{model}' at {self._client.url} reported an error in its stream: {error}",
-                        model=model,
-                        hint="read the server log for this model",
-                    ) from error
-                raise self._client._translate(
-                    error,
-                    model=model,
-                    version=self._prepared.model_version,
-                    operation="stream",
-                    deadline=self._deadline,
-                    connected=connected,
-                ) from error
+                    raise in_band_error(model, self._client.url, error) from error
+                failed = FailedCall(error, "stream", model, self._prepared.model_version, self._deadline)
+                raise self._client._translate(failed, connected=connected) from error
             response = result.get_response()
             outputs = decode_response(response, model=model)
             if is_final_response(response):

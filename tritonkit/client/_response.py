@@ -1,0 +1,101 @@
+"""Decoding Triton's replies: outputs into numpy arrays (from the message or a shared memory segment).
+
+Both clients call exactly these functions on what they received. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import service_pb2
+from tritonclient.utils import deserialize_bytes_tensor, triton_to_np_dtype
+
+from tritonkit.client._request import Array
+from tritonkit.client._shm import Segment, ShmOutput
+from tritonkit.errors import ServerSideError
+
+__all__ = ["decode_response", "is_final_response"]
+
+#: Response parameter the server sets on a decoupled model's last response
+#: (when the request asked for it with ``enable_empty_final_response``).
+FINAL_RESPONSE_PARAM = "triton_final_response"
+
+_NP_TYPES: dict[str, Any] = {}
+
+
+def _np_type(datatype: str) -> Any:
+    """``triton_to_np_dtype``, memoised: it walks a chain of comparisons on every call."""
+    try:
+        return _NP_TYPES[datatype]
+    except KeyError:
+        np_type = _NP_TYPES[datatype] = triton_to_np_dtype(datatype)
+        return np_type
+
+
+def is_final_response(response: service_pb2.ModelInferResponse) -> bool:
+    """True on a decoupled model's last response (asked for with ``enable_empty_final_response``)."""
+    param = response.parameters.get(FINAL_RESPONSE_PARAM)
+    return bool(param is not None and param.bool_param)
+
+
+def decode_response(
+    response: service_pb2.ModelInferResponse, *, segment: Segment | None = None, model: str = ""
+) -> dict[str, Array]:
+    """Every output of ``response`` as a numpy array, in the server's order.
+
+    Outputs written to shared memory are copied out of ``segment``; the rest
+    come from the message. Decoded here rather than by ``InferResult.as_numpy``
+    because that indexes raw contents by output position, which is off by one
+    for each output placed in shared memory before it.
+    """
+    placed: dict[str, ShmOutput] = {}
+    if segment is not None:
+        placed = {item.name: item for item in segment.plan.outputs}
+    # Hot path: kept flat on purpose (it runs once per response).
+    raw = response.raw_output_contents
+    raw_index = 0
+    decoded: dict[str, Array] = {}
+    for output in response.outputs:
+        name = output.name
+        shape = list(output.shape)
+        where = placed.get(name) if segment is not None else None
+        if where is not None and segment is not None:
+            decoded[name] = segment.read_output(where, shape)
+            continue
+        datatype = output.datatype
+        if raw_index < len(raw):
+            data = raw[raw_index]
+            raw_index += 1
+            if datatype == "BYTES":
+                array = deserialize_bytes_tensor(data)
+            else:
+                np_type = _np_type(datatype)
+                if np_type is None:
+                    raise ServerSideError(
+                        f"model '{model}': output '{name}' has datatype {datatype}, which numpy cannot hold",
+                        model=model,
+                    )
+                try:
+                    array = np.frombuffer(data, dtype=np_type)
+                except ValueError as exc:
+                    raise ServerSideError(
+                        f"model '{model}': output '{name}' carries {len(data)} bytes, not a whole number of "
+                        f"{datatype} elements",
+                        model=model,
+                        hint="the server sent a malformed response; read its log",
+                    ) from exc
+        elif output.contents.bytes_contents:
+            array = np.array(list(output.contents.bytes_contents), dtype=object)
+        else:
+            np_type = _np_type(datatype)
+            array = np.empty(0, dtype=np_type if np_type is not None else object)
+        try:
+            decoded[name] = array.reshape(shape)
+        except ValueError as exc:
+            raise ServerSideError(
+                f"model '{model}': output '{name}' carries {array.size} elements for shape {shape}",
+                model=model,
+                hint="the server sent a malformed response; read its log",
+            ) from exc
+    return decoded
