@@ -27,6 +27,9 @@ def test_doctor_reports_the_real_server_its_python_and_perf_analyzer() -> None:
     assert Path(models["data"]["executable"]).parent == Path(sys.executable).parent
     assert any(Path(p).is_relative_to(Path(sys.prefix)) for p in models["data"]["site_packages"])
 
+    # A request went through the probe model and its output came back intact.
+    assert checks["python-backend outputs"]["ok"], checks["python-backend outputs"]
+
     perf = checks["perf_analyzer"]
     assert perf["ok"] and perf["data"]["version"]
 
@@ -39,3 +42,16 @@ def test_doctor_with_a_missing_server_binary_names_it_and_the_fix(tmp_path: Path
     assert result.exit_code == 1
     assert "does not exist or is not executable" in result.output
     assert "fix:" in result.output
+
+
+def test_empty_python_backend_outputs_with_numpy_2_name_the_numpy_version_and_the_fix() -> None:
+    """The failure seen on a machine whose model environment had numpy 2 (this one pins numpy<2)."""
+    from tritonkit.provision.doctor import _round_trip_check
+
+    check = _round_trip_check([], {"numpy": "2.5.2", "executable": "/opt/env/bin/python3"})
+    assert not check.ok
+    assert "numpy 2.5.2" in check.detail and "came back as []" in check.detail
+    assert check.fix is not None and "numpy<2" in check.fix and "/opt/env/bin/python3" in check.fix
+    assert _round_trip_check([3.0], {"numpy": "2.5.2"}).ok
+    other = _round_trip_check("HTTP 500: boom", {"numpy": "1.26.4"})
+    assert not other.ok and "numpy" not in (other.fix or "")

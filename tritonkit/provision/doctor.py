@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import urllib.error
+import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +80,15 @@ class TritonPythonModel:
             json.dump(info, handle)
 
     def execute(self, requests):
-        return []
+        # Doubles X: the doctor checks the answer to see that outputs survive the trip back.
+        import numpy as np
+
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            y = pb_utils.Tensor("Y", (x * 2).astype(np.float32))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[y]))
+        return responses
 '''
 
 _PROBE_CONFIG = """
@@ -122,6 +132,7 @@ def _server_checks(server_bin: str | None) -> list[Check]:
         (model / "config.pbtxt").write_text(textwrap.dedent(_PROBE_CONFIG.format(report=report)))
         (model / "1" / "model.py").write_text(_PROBE_PY)
         has_python = "python" in install.backends()
+        round_trip: list[Any] | str = "not sent"
         try:
             with TritonServer(
                 repo, server_bin=server_bin, model_control="explicit", startup_timeout_s=60
@@ -133,6 +144,7 @@ def _server_checks(server_bin: str | None) -> list[Check]:
                 )
                 if has_python:
                     server.load_model("tritonkit_probe")
+                    round_trip = _probe_round_trip(server.http_url)
         except TritonKitError as exc:
             checks.append(Check("tritonserver start", False, exc.message, exc.hint))
             return checks
@@ -150,7 +162,41 @@ def _server_checks(server_bin: str | None) -> list[Check]:
                     data=info,
                 )
             )
+            checks.append(_round_trip_check(round_trip, info))
     return checks
+
+
+def _probe_round_trip(http_url: str) -> list[Any] | str:
+    """Send X = [1.5] to the probe over HTTP/JSON; the Y values it answered, or why there are none."""
+    body = json.dumps({"inputs": [{"name": "X", "shape": [1], "datatype": "FP32", "data": [1.5]}]}).encode()
+    request = urllib.request.Request(f"http://{http_url}/v2/models/tritonkit_probe/infer", data=body,
+                                     method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback URL we built
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}: {exc.read().decode(errors='replace').strip()}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return str(exc)
+    outputs = {o.get("name"): o.get("data", []) for o in answer.get("outputs", [])}
+    return list(outputs.get("Y", []))
+
+
+def _round_trip_check(round_trip: list[Any] | str, info: dict[str, Any]) -> Check:
+    """Whether a python-backend model's output arrives intact (1.5 doubled is 3.0)."""
+    if round_trip == [3.0]:
+        return Check("python-backend outputs", True, "a probe request came back intact (1.5 × 2 = 3.0)")
+    numpy_version = str(info.get("numpy", ""))
+    detail = f"a probe request for 1.5 × 2 came back as {round_trip!r}, not [3.0]"
+    if numpy_version[:1].isdigit() and int(numpy_version.split(".")[0]) >= 2:
+        # WAR: the python backend of Triton 2.51 (and older) predates numpy 2: with numpy 2 in the
+        # model's environment its outputs reach the client empty, without any error on the server.
+        return Check("python-backend outputs", False,
+                     f"{detail}; the models' environment has numpy {numpy_version}, which this server's "
+                     "python backend does not support",
+                     f"install numpy<2 into the environment models run in ({info.get('executable')} -m pip "
+                     "install 'numpy<2'), or use a server whose python backend supports numpy 2")
+    return Check("python-backend outputs", False, detail, "read the server log; run `tritonkit doctor` again")
 
 
 def _perf_analyzer_check() -> Check:

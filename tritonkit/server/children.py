@@ -9,6 +9,12 @@ The kernel sends the signal when the *thread* that forked the child ends, not th
 Children are therefore forked from one long-lived daemon thread (the spawner), which lives
 exactly as long as the process: a server started from a worker thread that later exits
 (``asyncio.to_thread``, a thread pool) keeps running.
+
+The signal is set by util-linux's ``setpriv --pdeathsig`` in front of the command, so the fork
+runs no Python code in the child: a Python ``preexec_fn`` forks the whole interpreter, and with
+gRPC's threads running (a client in the same process) such a child was seen to crash with
+SIGSEGV before it could exec. Where ``setpriv`` is missing, :func:`die_with_parent` does the same
+from a ``preexec_fn``.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import ctypes
 import ctypes.util
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,6 +69,26 @@ def die_with_parent(death_signal: int = signal.SIGKILL) -> Callable[[], None]:
     return _preexec
 
 
+def _setpriv() -> str | None:
+    """util-linux ``setpriv`` when it is there and knows ``--pdeathsig`` (util-linux 2.33 and later)."""
+    global _SETPRIV_CHECKED, _SETPRIV
+    if not _SETPRIV_CHECKED:
+        path = shutil.which("setpriv") if _PRCTL is not None else None
+        if path is not None:
+            try:
+                help_text = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                help_text = ""
+            if "--pdeathsig" not in help_text:
+                path = None
+        _SETPRIV, _SETPRIV_CHECKED = path, True
+    return _SETPRIV
+
+
+_SETPRIV: str | None = None
+_SETPRIV_CHECKED = False
+
+
 # ---- the spawner thread ---------------------------------------------------------------------
 _Request = tuple[Callable[[], "subprocess.Popen[bytes]"], "Future[subprocess.Popen[bytes]]"]
 _requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
@@ -102,10 +129,18 @@ def spawn(
     """
     if "preexec_fn" in popen_kwargs or "start_new_session" in popen_kwargs:
         raise TypeError("spawn() sets preexec_fn and start_new_session itself")
-    preexec = die_with_parent(death_signal)
+    setpriv = _setpriv()
+    if setpriv is not None:
+        # setpriv sets the signal, then execs the command in the same process (same pid).
+        command = [setpriv, f"--pdeathsig={signal.Signals(death_signal).name}", "--", *argv]
 
-    def make() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=preexec, **popen_kwargs)  # noqa: PLW1509
+        def make() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(command, start_new_session=True, **popen_kwargs)
+    else:
+        preexec = die_with_parent(death_signal)
+
+        def make() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=preexec, **popen_kwargs)  # noqa: PLW1509
 
     _ensure_spawner()
     future: Future[subprocess.Popen[bytes]] = Future()
