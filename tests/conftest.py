@@ -38,3 +38,50 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+# ---- markers that say what a test starts ---------------------------------------------------
+# `pytest -m "not server and not perf_analyzer"` promises the pure tests. A test that starts a
+# tritonserver or perf_analyzer in this process without its marker fails, naming the marker.
+# The check wraps the two entry points once and asks which test is running, so servers that
+# module-scoped fixtures start are held to the marker of the test that first needed them.
+# TRITONKIT_MARKER_AUDIT=FILE records offenders in FILE instead of failing them.
+_RUNNING: list[pytest.Item] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _RUNNING[:] = [item]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    _RUNNING.clear()
+
+
+def _held_to_marker(owner: type, method: str, marker: str, what: str) -> None:
+    original = getattr(owner, method)
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        item = _RUNNING[0] if _RUNNING else None
+        if item is not None and item.get_closest_marker(marker) is None:
+            audit = os.environ.get("TRITONKIT_MARKER_AUDIT")
+            if audit:
+                with open(audit, "a") as log:
+                    log.write(f"{marker} {item.nodeid}\n")
+            else:
+                pytest.fail(f"{item.nodeid} starts {what} but is not marked `{marker}`: add "
+                            f"`pytestmark = pytest.mark.{marker}` to its module (or mark the test)", pytrace=False)
+        return original(*args, **kwargs)
+
+    setattr(owner, method, guarded)
+
+
+def _guard_markers() -> None:
+    from tritonkit.perf.measure.analyzer import PerfAnalyzer
+
+    _held_to_marker(TritonServer, "start", "server", "a tritonserver")
+    _held_to_marker(PerfAnalyzer, "run", "perf_analyzer", "perf_analyzer")
+
+
+_guard_markers()

@@ -26,6 +26,8 @@ from tritonkit.builders.staging import STAGING_PREFIX
 from tritonkit.repository import read_config
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 
 class _TorchMLP(torch.nn.Module):
     def __init__(self) -> None:

@@ -15,6 +15,8 @@ from tests.support.pymodels import write_add_sub
 from tritonkit.cli import main
 from tritonkit.server import TritonServer, free_ports
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:

@@ -22,6 +22,8 @@ from tritonkit.errors import (
 )
 from tritonkit.server import TritonServer, free_ports
 
+pytestmark = pytest.mark.server
+
 SLEEP_PY = """
 import time
 import triton_python_backend_utils as pb_utils

@@ -37,6 +37,8 @@ from tritonkit.errors import (
 )
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 # Sleeps DELAY_MS, and appends one line per execution to the file named by the request
 # parameter "ledger": the server's own record of how often it ran a request.
 LEDGER_PY = """

@@ -19,6 +19,8 @@ from tritonkit.client import AsyncClient, Client, ModelMetadata
 from tritonkit.errors import ClientError, ConfigError, InvalidInputError
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 # Echoes what the server passed on: request id and custom parameters (as JSON in a BYTES output).
 INSPECT_CONFIG = """
 name: "inspect"

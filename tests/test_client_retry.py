@@ -15,6 +15,8 @@ from tritonkit.client import AsyncClient, Client, RetryPolicy
 from tritonkit.errors import ConfigError, ConnectError, InvalidInputError
 from tritonkit.server import TritonServer, free_ports
 
+pytestmark = pytest.mark.server
+
 A = np.arange(4, dtype=np.float32).reshape(1, 4)
 
 RESHAPE_CONFIG = """

@@ -18,6 +18,8 @@ from tritonkit.client._shm import is_local_url
 from tritonkit.errors import DeadlineExceededError, ServerSideError
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:

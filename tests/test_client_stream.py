@@ -17,6 +17,8 @@ from tritonkit.client import AsyncClient, Client
 from tritonkit.errors import DeadlineExceededError, InvalidInputError, ServerSideError
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 # A decoupled model that fails in-band on its first response.
 FAULTY_CONFIG = """
 name: "faulty"

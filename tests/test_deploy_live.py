@@ -44,7 +44,7 @@ from tritonkit.perf.measure import ConcurrencyRange, LadderPlan, run_ladder
 from tritonkit.server import TritonServer, free_ports
 from tritonkit.server.children import spawn
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420), pytest.mark.server, pytest.mark.perf_analyzer]
 
 SLA_TEXT = "p99<=100ms"
 FIRING = {"TritonLatencyP99AboveSla", "TritonQueueDeep", "TritonScaleOut"}

@@ -7,9 +7,12 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tritonkit.cli import main
+
+pytestmark = pytest.mark.server
 
 
 def test_doctor_reports_the_real_server_its_python_and_perf_analyzer() -> None:

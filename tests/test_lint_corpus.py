@@ -24,6 +24,8 @@ from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 CORPUS = Path(__file__).parent / "lint_corpus"
 
 #: Copies its first input to every declared output (cast to the output's type); streams when decoupled.

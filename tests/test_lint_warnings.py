@@ -17,6 +17,8 @@ from tests.support.pymodels import ADD_SUB_PY
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 IO = """
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]

@@ -28,6 +28,8 @@ from tritonkit.perf.measure.result import PerfResult
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.server import TritonServer, free_ports
 
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
 # Short steps: 3 windows of 0.5 s; no warm-up unless a test wants one.
 FAST = ["--duration-s", "1.5", "--warmup-s", "0", "--max-trials", "5"]
 

@@ -27,6 +27,8 @@ from tritonkit.perf.measure.spec import PerfSpec
 from tritonkit.provision.perf_analyzer import install_perf_analyzer
 from tritonkit.server import TritonServer
 
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:

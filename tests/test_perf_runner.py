@@ -19,6 +19,8 @@ from tritonkit.perf.measure.target import check_target
 from tritonkit.provision.perf_analyzer import install_perf_analyzer
 from tritonkit.server import TritonServer
 
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
 _CONFIG = """
 name: "{name}"
 backend: "python"

@@ -20,6 +20,8 @@ from tritonkit.perf import LadderPlan, PerfSpec, run_perf
 from tritonkit.perf.measure.metrics import host_cpu_count
 from tritonkit.server import TritonServer
 
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
 # Each execution sleeps 4 ms + 2 ms per batch item: a cost the test knows.
 CONFIG = """
 name: "cost"

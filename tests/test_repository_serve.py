@@ -29,6 +29,8 @@ from tritonkit.repository import (
 from tritonkit.repository.lint import Severity, lint_repository, target_from_server
 from tritonkit.server import TritonServer
 
+pytestmark = pytest.mark.server
+
 TENSORS = {
     "inputs": [TensorSpec(name="INPUT0", dtype=np.float32, dims=[4]), TensorSpec(name="INPUT1", dtype="FP32", dims=[4])],
     "outputs": [TensorSpec(name="OUTPUT0", dtype="TYPE_FP32", dims=[4]), TensorSpec(name="OUTPUT1", dtype="FP32", dims=[4])],

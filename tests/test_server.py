@@ -22,6 +22,8 @@ from tests.support.pymodels import ADD_SUB_PY, write_add_sub, write_python_model
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
 from tritonkit.server import TritonServer, find_load_failures, locate_server, server_argv
 
+pytestmark = pytest.mark.server
+
 
 def _inputs(module, a: np.ndarray, b: np.ndarray) -> list:  # type: ignore[no-untyped-def]
     first = module.InferInput("INPUT0", list(a.shape), "FP32")

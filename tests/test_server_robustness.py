@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -20,6 +21,8 @@ from tests.conftest import pid_alive
 from tests.support.pymodels import write_add_sub, write_python_model
 from tritonkit.errors import ConfigError, ServerError
 from tritonkit.server import TritonServer, port_is_free
+
+pytestmark = pytest.mark.server
 
 def _cli(args: list[str]):  # type: ignore[no-untyped-def]
     from tritonkit.cli import main
@@ -69,10 +72,8 @@ def _wait_gone(pids: list[int], timeout_s: float) -> list[int]:
 
 def _kill_all(pids: list[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _start_and_sigkill_parent(script: str, tmp_path: Path) -> tuple[list[int], int]:

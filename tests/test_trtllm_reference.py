@@ -23,6 +23,8 @@ from tritonkit.client import AsyncClient, Client
 from tritonkit.errors import ClientError
 from tritonkit.server import TritonServer
 
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
 PROMPT = "The server loads every model"
 
 
