@@ -22,6 +22,7 @@ from tritonkit.builders.plan import (
     WINDOW_RANGE_US,
 )
 from tritonkit.cli._common import echo_json, sigterm_as_interrupt
+from tritonkit.cli.build_trtllm import build_trtllm_command
 from tritonkit.errors import VerificationError
 
 _INPUT = click.Path(dir_okay=False, path_type=Path)
@@ -218,6 +219,6 @@ def build_tensorrt_command(
         click.echo(result.summary())
 
 
-from tritonkit.cli import build_trtllm as _build_trtllm  # noqa: E402, F401  (registers `build trtllm`)
+build.add_command(build_trtllm_command)
 
 COMMANDS: list[click.Command] = [build]

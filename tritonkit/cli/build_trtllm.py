@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from tritonkit.cli._common import echo_json
-from tritonkit.cli.build import build
 
 
 def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[int] | None:
@@ -23,7 +22,7 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     return ids
 
 
-@build.command("trtllm")
+@click.command("trtllm")
 @click.option("--hf-model", type=click.Path(exists=True, path_type=Path), default=None,
               help="Hugging Face model folder (config.json, tokenizer, weights). Optional with --engine reference.")
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
