@@ -1,4 +1,5 @@
-"""The main job, end to end: build the default model, serve it, load-test it, judge it."""
+"""The main job, end to end: build the default model, serve it, sweep its configurations, keep the
+winner in a copy, print the verdict. Real server, real perf_analyzer."""
 
 from __future__ import annotations
 
@@ -13,25 +14,45 @@ from tritonclient.grpc import model_config_pb2
 from tritonkit.cli import main
 
 
-def test_demo_builds_serves_measures_and_passes_a_generous_sla(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _config(path: Path) -> model_config_pb2.ModelConfig:
+    config = model_config_pb2.ModelConfig()
+    text_format.Parse(path.read_text(), config)
+    return config
+
+
+@pytest.mark.server
+@pytest.mark.perf_analyzer
+def test_demo_sweeps_a_copy_writes_the_winner_there_and_leaves_the_built_repository_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(
-        main, ["demo", "--sla", "p99<=2000ms,errors==0", "--concurrency", "1,2", "--duration-s", "1.5"]
+        main, ["demo", "--sla", "p99<=2000ms,errors==0", "--concurrency", "1,2", "--window-ms", "300"]
     )
     assert result.exit_code == 0, result.output
     assert "verdict status=pass" in result.output
+    assert "sweep_result exit_code=0" in result.output
 
-    config = model_config_pb2.ModelConfig()
-    text_format.Parse((tmp_path / "model_repository/demo_mlp/config.pbtxt").read_text(), config)
-    assert config.name == "demo_mlp"
+    built = tmp_path / "model_repository" / "demo_mlp" / "config.pbtxt"
+    config = _config(built)
+    assert config.name == "demo_mlp" and config.instance_group[0].count == 1
     assert 5000 <= config.dynamic_batching.max_queue_delay_microseconds <= 20000
 
-    runs = list((tmp_path / "results").glob("*-demo_mlp"))
-    assert len(runs) == 1
-    saved = json.loads((runs[0] / "result.json").read_text())
-    assert [step["load_value"] for step in saved["steps"] if step["stable"]][:2] == [1.0, 2.0]
-    assert all(step["throughput_per_s"] > 0 for step in saved["steps"] if step["stable"])
-    assert (runs[0] / "report.html").stat().st_size > 1000
+    sweeps = list((tmp_path / "results").glob("*-demo_mlp-sweep"))
+    assert len(sweeps) == 1
+    summary = json.loads((sweeps[0] / "sweep.json").read_text())
+    winner = summary["winner"]
+    assert winner is not None and summary["ratio_to_default"] > 0
+    assert summary["default"]["throughput_per_s"] > 0  # the default config was one of the variants
+    tuned = sweeps[0] / "model_repository" / "demo_mlp"
+    written = _config(tuned / "config.pbtxt")
+    assert written.instance_group[0].count == winner["instances"]
+    assert written.dynamic_batching.max_queue_delay_microseconds == winner["window_us"]
+    backups = list(tuned.glob("config.pbtxt.orig-*"))
+    # The sweep never touched the built repository: what it replaced in the copy is the builder's file.
+    original = backups[0] if backups else tuned / "config.pbtxt"
+    assert original.read_bytes() == built.read_bytes()
+    assert (sweeps[0] / "report.md").is_file() and (sweeps[0] / "sweep.png").is_file()
 
 
 def test_demo_with_an_sla_typo_fails_before_building_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

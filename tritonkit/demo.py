@@ -1,39 +1,68 @@
-"""The main job on the built-in default model: build → serve → load-test → SLA verdict.
+"""The main job on the built-in default model: build → serve → sweep → write back the winner → verdict.
 
 Everything here is the public library, composed: ``builders.make_demo_model`` and
-``builders.build_onnx`` write ``model_repository/demo_mlp``, ``server.TritonServer``
-serves it on the bundled tritonserver, ``perf.run_perf`` climbs a short ladder with
-the real perf_analyzer and judges it against the SLA.
+``builders.build_onnx`` write ``model_repository/demo_mlp``; the model folder is copied into the
+run's folder (``results/<UTC>-demo_mlp-sweep/model_repository``) and
+``perf.sweep.run_sweep`` serves that copy on one bundled tritonserver, tries the default config
+and its variants (instances × batching window) with the real perf_analyzer, writes the winner
+back into the copy and judges it against the SLA. ``model_repository/`` itself is left exactly
+as the builder wrote it: the tuned configuration is a measurement of this machine, not source.
 """
 
 from __future__ import annotations
 
+import shutil
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model
-from tritonkit.perf import LadderPlan, PerfRun, PerfSpec, StepEvent, parse_sla, run_perf
+from tritonkit.perf import parse_sla
+from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, run_sweep
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import DEFAULT_WINDOW
-from tritonkit.server import TritonServer
 
-__all__ = ["DEFAULT_DEMO_LEVELS", "DEFAULT_DEMO_MODEL", "DEFAULT_DEMO_SLA", "DemoRun", "run_demo"]
+__all__ = [
+    "DEFAULT_DEMO_INSTANCES",
+    "DEFAULT_DEMO_LEVELS",
+    "DEFAULT_DEMO_MODEL",
+    "DEFAULT_DEMO_SLA",
+    "DEFAULT_DEMO_WINDOWS_US",
+    "DemoRun",
+    "run_demo",
+]
 
 DEFAULT_DEMO_MODEL = "demo_mlp"
 #: Interactive-service SLA for a small CPU model: tail latency bounded, no failed request.
 DEFAULT_DEMO_SLA = "p99<=50ms,errors==0"
 DEFAULT_DEMO_LEVELS = (1, 2, 4, 8, 16)
+#: One or two CPU instances (this machine has two cores), ...
+DEFAULT_DEMO_INSTANCES = (1, 2)
+#: ... and the builder's 5 ms batching window against none: below concurrency 8 the default
+#: config's requests spend most of their time waiting in the batcher.
+DEFAULT_DEMO_WINDOWS_US = (0, 5000)
 
 
 @dataclass
 class DemoRun:
-    """What the demo built and measured."""
+    """What the demo built, swept and wrote."""
 
     build: OnnxBuildResult
-    perf: PerfRun
-    server_version: str
+    sweep: SweepResult
+    tuned_repository: Path
+
+    @property
+    def exit_code(self) -> int:
+        """0 a configuration meets the SLA, 1 none does, 2 nothing could be measured."""
+        return self.sweep.exit_code
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit demo --json``)."""
+        return {"exit_code": self.exit_code, "model": DEFAULT_DEMO_MODEL, "built": str(self.build.model_dir),
+                "tuned_repository": str(self.tuned_repository), "sweep": self.sweep.to_dict()}
 
 
 def run_demo(
@@ -41,21 +70,23 @@ def run_demo(
     repo: Path = Path("model_repository"),
     results_root: Path = Path("results"),
     sla: str = DEFAULT_DEMO_SLA,
-    levels: tuple[int, ...] = DEFAULT_DEMO_LEVELS,
-    duration_s: float = 6.0,
-    warmup_s: float = 2.0,
+    levels: str | Sequence[float] = DEFAULT_DEMO_LEVELS,
+    instances: Sequence[int] = DEFAULT_DEMO_INSTANCES,
+    windows_us: Sequence[int] = DEFAULT_DEMO_WINDOWS_US,
+    step_window_ms: int = 500,
+    warmup_s: float = 0.5,
     batch_window: str = DEFAULT_WINDOW,
     progress: Callable[[str], None] | None = None,
-    on_step: Callable[[StepEvent], None] | None = None,
+    on_event: Callable[[SweepEvent], None] | None = None,
 ) -> DemoRun:
-    """Build the default model into ``repo``, serve it, load-test it and judge it against ``sla``.
+    """Build the default model into ``repo``, copy it into the run folder, sweep the copy within ``sla``.
 
     Checks everything cheap first (SLA syntax, perf_analyzer present) so a bad option costs
-    nothing. The server is stopped however this ends.
+    nothing. The server is stopped however this ends; ``repo`` is never changed by the sweep.
     """
     say = progress or (lambda _message: None)
-    parsed_sla = parse_sla(sla)
-    tool = locate_perf_analyzer()
+    parse_sla(sla)
+    locate_perf_analyzer()
     repo.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tritonkit-demo-") as tmp:
         source = make_demo_model(Path(tmp) / f"{DEFAULT_DEMO_MODEL}.onnx")
@@ -65,22 +96,19 @@ def run_demo(
         )
     for line in build.summary().splitlines():
         say(line)
-    say(f"serving {repo} on the bundled tritonserver")
-    with TritonServer(repo, model_control="explicit", models=[DEFAULT_DEMO_MODEL]) as server:
-        version = server.version()
-        say(f"tritonserver {version} ready: gRPC {server.grpc_url}, metrics {server.metrics_url}")
-        spec = PerfSpec(model=DEFAULT_DEMO_MODEL, url=server.grpc_url, protocol="grpc")
-        plan = LadderPlan.from_duration(
-            duration_s, concurrency=[float(level) for level in levels], warmup_s=warmup_s, total_timeout_s=600.0
-        )
-        run = run_perf(
-            spec,
-            plan,
-            sla=parsed_sla,
-            results_root=results_root,
-            perf_analyzer=tool,
-            metrics_url=server.metrics_url,
-            progress=say,
-            on_step=on_step,
-        )
-    return DemoRun(build=build, perf=run, server_version=version)
+    folder = Path(results_root) / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{DEFAULT_DEMO_MODEL}-sweep")
+    tuned = folder / "model_repository"
+    shutil.copytree(repo / DEFAULT_DEMO_MODEL, tuned / DEFAULT_DEMO_MODEL)
+    say(f"sweeping a copy, {tuned}/{DEFAULT_DEMO_MODEL}: the default config and its variants, one server")
+    sweep = run_sweep(
+        tuned,
+        DEFAULT_DEMO_MODEL,
+        sla=sla,
+        grid=SweepGrid(instances=list(instances), windows_us=list(windows_us)),
+        concurrency=levels if isinstance(levels, str) else [float(level) for level in levels],
+        step_window_ms=step_window_ms,
+        warmup_s=warmup_s,
+        out=folder,
+        on_event=on_event,
+    )
+    return DemoRun(build=build, sweep=sweep, tuned_repository=tuned)

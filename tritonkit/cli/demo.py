@@ -2,55 +2,79 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit
-from tritonkit.demo import DEFAULT_DEMO_LEVELS, DEFAULT_DEMO_SLA, run_demo
-from tritonkit.perf.measure.plan import levels_from_text
-from tritonkit.perf.report.terminal import Terminal
+from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit.cli.sweep import SweepPrinter
+from tritonkit.demo import (
+    DEFAULT_DEMO_INSTANCES,
+    DEFAULT_DEMO_LEVELS,
+    DEFAULT_DEMO_SLA,
+    DEFAULT_DEMO_WINDOWS_US,
+    run_demo,
+)
+from tritonkit.perf.sweep import EXIT_UNMEASURED, parse_instances, parse_windows
 
 
 @click.command("demo")
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
-              show_default=True, help="Repository to build the default model into.")
+              show_default=True, help="Repository to build the default model into (the sweep runs on a copy).")
 @click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
-              show_default=True, help="Where the timestamped run folder goes.")
-@click.option("--sla", "sla_text", default=DEFAULT_DEMO_SLA, show_default=True, help="SLA to judge against.")
+              show_default=True, help="Where the timestamped sweep folder goes.")
+@click.option("--sla", "sla_text", default=DEFAULT_DEMO_SLA, show_default=True, help="SLA the winner must meet.")
 @click.option("--concurrency", default=",".join(str(n) for n in DEFAULT_DEMO_LEVELS), show_default=True,
-              help="Concurrency levels of the ladder.")
-@click.option("--duration-s", type=float, default=6.0, show_default=True, help="Measuring time per step.")
+              help="Concurrency levels of each variant's ladder.")
+@click.option("--instances", default=",".join(str(n) for n in DEFAULT_DEMO_INSTANCES), show_default=True,
+              help="Instance counts to try.")
+@click.option("--batch-window", default="0,5ms", show_default=True, help="Batching windows to try.")
+@click.option("--window-ms", type=int, default=500, show_default=True,
+              help="perf_analyzer measurement window; a step needs three agreeing windows.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
-def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, duration_s: float, as_json: bool) -> None:
-    """Build the default ONNX model, serve it, load-test it with perf_analyzer, print the SLA verdict.
+def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instances: str, batch_window: str,
+         window_ms: int, as_json: bool) -> None:
+    """Build the default ONNX model, serve it, sweep its configurations, keep the winner, print the verdict.
 
-    Exit status: 0 SLA met, 1 SLA missed, 2 could not measure.
+    The model is built into --repo (model_repository/) exactly as the builder writes it; the sweep
+    runs on a copy in the sweep folder (results/<UTC>-demo_mlp-sweep/model_repository), where the
+    winner is written with the old config kept beside it. Prints how much load the winner carries
+    within the SLA and how that compares with the default config. Exit status: 0 a configuration
+    meets the SLA, 1 none does, 2 could not measure.
 
     \b
     Example:
       tritonkit demo --sla 'p99<=20ms,throughput>=100/s'
     """
-    out = Terminal(as_json=as_json, quiet=False)
+    printer = SweepPrinter(as_json=as_json, quiet=False)
 
     def say(message: str) -> None:
-        if not as_json:
+        if printer.tty:
             click.echo(f"[demo] {message}", err=True)
 
-    levels = tuple(int(level) for level in levels_from_text(concurrency))
-    result = run_demo(
-        repo=repo,
-        results_root=results_root,
-        sla=sla_text,
-        levels=levels,
-        duration_s=duration_s,
-        progress=say,
-        on_step=out.step,
-    )
-    out.run(result.perf)
-    if result.perf.error is not None:
-        raise result.perf.error
-    raise CommandExit(result.perf.exit_code)
+    counts = parse_instances(instances)
+    windows = [w for w in parse_windows(batch_window) if w is not None]
+    try:
+        with sigterm_as_interrupt():
+            result = run_demo(repo=repo, results_root=results_root, sla=sla_text, levels=concurrency, instances=counts,
+                              windows_us=windows or list(DEFAULT_DEMO_WINDOWS_US), step_window_ms=window_ms,
+                              progress=say, on_event=printer.event)
+    except KeyboardInterrupt:
+        click.echo("interrupted: the server and perf_analyzer are stopped; finished variants are kept under "
+                   f"{results_root}", err=True)
+        raise CommandExit(EXIT_UNMEASURED) from None
+    if as_json:
+        echo_json(result.to_dict())
+        raise CommandExit(result.exit_code)
+    printer.result(result.sweep)
+    verdict = {0: "pass", 1: "fail"}.get(result.exit_code, "unmeasured")
+    tuned = shlex.quote(str(result.tuned_repository))
+    if printer.lines:
+        click.echo(f"verdict status={verdict} tuned_repository={tuned}")
+    else:
+        click.echo(f"verdict: {verdict} — the tuned repository is {tuned} (serve it: tritonkit serve {tuned})")
+    raise CommandExit(result.exit_code)
 
 
 COMMANDS: list[click.Command] = [demo]

@@ -10,10 +10,20 @@ regression, 2 could not measure (or any other error).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json, sigterm_as_interrupt
+from tritonkit.cli.perf_llm import (
+    compare_llm_command,
+    find_llm_result,
+    llm_options,
+    options_from_kwargs,
+    reject_stray_llm_options,
+    report_llm_command,
+    run_llm_command,
+)
 from tritonkit.errors import MissingComponentError
 from tritonkit.perf.judge.compare import (
     DEFAULT_BASELINE_ROOT,
@@ -37,7 +47,8 @@ from tritonkit.provision.perf_analyzer import (
 
 _SLA_HELP = (
     "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0' "
-    "(metrics p50 p90 p95 p99 mean queue throughput errors error_rate; units ms us s, /s, %), "
+    "(metrics p50 p90 p95 p99 mean queue throughput errors error_rate; with --llm also ttft_p99 "
+    "itl_p99 (p50 p90 p95 mean too) tokens_per_s user_tokens_per_s goodput; units ms us s, /s, %), "
     "or a YAML file. errors==0 is added unless errors or error_rate is bounded."
 )
 
@@ -128,6 +139,7 @@ def perf() -> None:
 @click.option("--dry-run", is_flag=True, help="Print the perf_analyzer commands; run nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
+@llm_options
 def run_command(
     model: str,
     url: str | None,
@@ -153,6 +165,8 @@ def run_command(
     dry_run: bool,
     as_json: bool,
     quiet: bool,
+    llm: bool = False,
+    **llm_kwargs: Any,
 ) -> None:
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
@@ -164,7 +178,20 @@ def run_command(
     Example:
       tritonkit perf run resnet --url 127.0.0.1:8001 \\
           --sla 'p99<=50ms,throughput>=200/s,errors==0' --concurrency 1:16 --duration-s 6
+      tritonkit perf run ensemble --llm --sla 'ttft_p99<=500ms,itl_p99<=40ms' --concurrency 1,4
+
+    With --llm: a streaming LLM load test (TTFT, inter-token latency, tokens/s, goodput;
+    --traffic ramp/spike/soak/replay); results in llm_result.json and llm_report.md.
     """
+    if llm:
+        run_llm_command(
+            model=model, url=url, sla_text=sla_text, concurrency=concurrency, metrics_url=metrics_url,
+            out_dir=out_dir, results_root=results_root, perf_analyzer_path=perf_analyzer_path, dry_run=dry_run,
+            as_json=as_json, quiet=quiet, options=options_from_kwargs(llm_kwargs),
+            baseline_dir=baseline_dir if save_baseline else None, protocol=protocol, timeout_s=timeout_s,
+        )
+        return
+    reject_stray_llm_options(llm_kwargs)
     sla: SLA | None = load_sla(sla_text) if sla_text is not None else None
     spec = PerfSpec(
         model=model,
@@ -260,6 +287,10 @@ def compare_command(
     """
     drop = parse_percent(max_throughput_drop, option="--max-throughput-drop")
     rise = parse_percent(max_p99_rise, option="--max-p99-rise")
+    if find_llm_result(new) is not None:
+        # LLM runs: TTFT / ITL p99 may rise by --max-p99-rise, tokens/s and goodput drop by --max-throughput-drop.
+        compare_llm_command(base, new, max_rise=rise, max_drop=drop, save_baseline=save_baseline,
+                            baseline_dir=baseline_dir, as_json=as_json)
     base_result, base_path = load_result(base)
     new_result, new_path = load_result(new)
     comparison = compare_results(base_result, new_result, max_throughput_drop=drop, max_p99_rise=rise)
@@ -290,6 +321,8 @@ def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_
     Example:
       tritonkit perf report results/20261129T101500Z-resnet/result.json --sla 'p99<=40ms'
     """
+    if find_llm_result(result) is not None:
+        report_llm_command(result, sla_text=sla_text, out_dir=out_dir, as_json=as_json)
     sla = load_sla(sla_text) if sla_text is not None else None
     run = rejudge(result, sla, out_dir=out_dir)
     Terminal(as_json=as_json, quiet=True).run(run)

@@ -25,6 +25,11 @@ Metrics (canonical name, then the spellings accepted for it):
 ``error_rate`` failed / all requests                        ``%`` or a fraction
 =============  ==========================================  ==================
 
+Streaming LLM runs (``tritonkit.perf.llm``) add ``ttft_p50`` … ``ttft_p99``, ``ttft_mean`` and
+``itl_p50`` … ``itl_mean`` (time to first token, inter-token latency; time units), ``tokens_per_s``
+(output tokens per second), ``user_tokens_per_s`` (1 / ITL, median) and ``goodput`` (requests per
+second meeting every per-request objective).
+
 Values are kept in canonical units: milliseconds for times, inferences per second for
 throughput, a count for errors and a fraction for the error rate.
 
@@ -92,6 +97,17 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("throughput", "rate", "throughput", "lower", ("qps", "rps", "ips", "infer_per_s")),
         MetricSpec("errors", "count", "failed requests", "upper", ("error", "failures", "error_count")),
         MetricSpec("error_rate", "fraction", "error rate", "upper", ("errors_rate", "failure_rate")),
+        # Streaming LLM metrics (tritonkit.perf.llm): per-request TTFT / ITL statistics, token rates.
+        *(
+            MetricSpec(f"{short}_{stat}", "time", f"{stat} {long}", "upper", (f"{long.replace(' ', '_')}_{stat}",))
+            for short, long in (("ttft", "time to first token"), ("itl", "inter token latency"))
+            for stat in ("p50", "p90", "p95", "p99", "mean")
+        ),
+        MetricSpec("tokens_per_s", "rate", "output token throughput", "lower",
+                   ("output_tokens_per_s", "token_throughput")),
+        MetricSpec("user_tokens_per_s", "rate", "per-user tokens/s (1 / ITL, median)", "lower",
+                   ("tokens_per_s_per_user",)),
+        MetricSpec("goodput", "rate", "requests/s meeting every per-request objective", "lower", ("goodput_per_s",)),
     )
 }
 
@@ -101,7 +117,7 @@ _ALIASES: dict[str, str] = {
 
 # Multipliers into the canonical unit of each kind.
 _TIME_UNITS_TO_MS = {"ms": 1.0, "msec": 1.0, "us": 1e-3, "µs": 1e-3, "usec": 1e-3, "s": 1000.0, "sec": 1000.0}
-_RATE_UNITS = {"/s", "/sec", "qps", "rps", "infer/s", "req/s", "ips"}
+_RATE_UNITS = {"/s", "/sec", "qps", "rps", "infer/s", "req/s", "ips", "tok/s", "tokens/s"}
 
 _EXPR_RE = re.compile(
     r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|==|=<|=>|<|>|=|!=)\s*"
@@ -222,7 +238,8 @@ def format_metric(metric: str, value: float) -> str:
     if kind == "time":
         return f"{fmt_number(value)} ms"
     if kind == "rate":
-        return f"{fmt_number(value)} infer/s"
+        unit = {"tokens_per_s": "tokens/s", "user_tokens_per_s": "tokens/s", "goodput": "req/s"}.get(metric, "infer/s")
+        return f"{fmt_number(value)} {unit}"
     if kind == "fraction":
         return f"{fmt_number(value * 100)}%"
     return fmt_number(value)

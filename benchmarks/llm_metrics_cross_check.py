@@ -1,0 +1,241 @@
+"""tritonkit's LLM metrics against GenAI-Perf's, and what tritonkit costs over a bare perf_analyzer run.
+
+One served decoupled model (a simulated LLM streaming one token per response with ``output_ids``,
+first token after a set delay, then one per set interval), one load (closed loop at a
+concurrency, a fixed number of requests, the same prompts and output lengths):
+
+1. **Same load, two tools.** ``tritonkit`` (``run_llm``) and GenAI-Perf (``genai-perf profile``,
+   which drives the same perf_analyzer) each run it; TTFT, ITL, output token throughput and
+   request throughput side by side with their ratios (target: within 2 %). Two runs differ by
+   run-to-run noise as well as by definitions, so the script also reads **GenAI-Perf's own
+   profile export** with tritonkit's metric code: on the same requests the two must agree
+   to rounding, which checks the definitions alone.
+2. **Overhead.** tritonkit's run (prompts, input file, perf_analyzer, /metrics scraping, export
+   parsing, metrics) against a bare perf_analyzer run with the same options: wall time and CPU
+   seconds (this process plus its children).
+
+GenAI-Perf lives in its own environment (``.bench-venv-genai/``: ``python -m venv
+.bench-venv-genai && .bench-venv-genai/bin/pip install genai-perf``); it needs a tokenizer, and
+this machine reaches no model hub, so the script writes a word-level one (the simulated model's
+tokens and the prompt words, one token each) and points ``--tokenizer`` at it. Without that
+environment the script says why and prints tritonkit's side and the overhead.
+
+    .venv/bin/python benchmarks/llm_metrics_cross_check.py
+    .venv/bin/python benchmarks/llm_metrics_cross_check.py --concurrency 8 --requests 128 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))  # the simulated LLM is the tests' own model, reused, not copied
+
+from tests.support.llm_models import write_llm_sim  # noqa: E402
+from tritonkit.perf.llm.metrics import LLMMetrics, compute_metrics, load_export_records  # noqa: E402
+from tritonkit.perf.llm.prompts import WORDS, detect_layout, synthetic_prompts, write_llm_input_data  # noqa: E402
+from tritonkit.perf.llm.run import LLMPlan, llm_argv, run_llm  # noqa: E402
+from tritonkit.provision.perf_analyzer import locate_perf_analyzer  # noqa: E402
+from tritonkit.server import TritonServer  # noqa: E402
+
+GENAI_VENV = REPO_ROOT / ".bench-venv-genai"
+TARGET_RATIO_PCT = 2.0
+
+TOKENIZER_SCRIPT = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+words = sys.argv[2].split()
+vocab = {"[UNK]": 0, "!": 1}
+for w in words + ["w%d" % i for i in range(1000, 9000)]:
+    vocab.setdefault(w, len(vocab))
+tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+# Punctuation split: GenAI-Perf prefixes each response with "!" to count its tokens.
+tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(sys.argv[1])
+"""
+
+
+def _cpu_s() -> tuple[float, float]:
+    """(this process, its reaped children) CPU seconds, user + system."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _ours(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> tuple[LLMMetrics, float, float]:
+    own0, kids0 = _cpu_s()
+    start = time.perf_counter()
+    result = run_llm(args.model, server.grpc_url, prompts,
+                     LLMPlan(concurrency=(args.concurrency,), requests_per_level=args.requests, settle_s=0.0,
+                             warmup_rounds=0),  # the bare run sends no warm-up either
+                     results_dir=folder, metrics_url=server.metrics_url)
+    wall = time.perf_counter() - start
+    own1, kids1 = _cpu_s()
+    metrics = result.steps[0].metrics
+    if metrics is None:
+        raise SystemExit(f"tritonkit measured nothing: {result.steps[0].failures} {result.steps[0].warnings}")
+    return metrics, wall, (own1 - own0) + (kids1 - kids0)
+
+
+def _bare(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> tuple[float, float]:
+    folder.mkdir(parents=True, exist_ok=True)
+    layout = detect_layout(["text_input", "max_tokens", "stream"], max_batch_size=8, model=args.model)
+    data = write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=True)
+    argv = [*locate_perf_analyzer().argv,
+            *llm_argv(args.model, server.grpc_url, input_data=data, export_file=folder / "bare.json",
+                      request_count=args.requests, streaming=True, concurrency=args.concurrency)]
+    own0, kids0 = _cpu_s()
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    wall = time.perf_counter() - start
+    own1, kids1 = _cpu_s()
+    return wall, (own1 - own0) + (kids1 - kids0)
+
+
+def _genai_perf(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> dict[str, Any]:
+    """Run GenAI-Perf on the same load; its summary and the path of its profile export."""
+    exe = GENAI_VENV / "bin" / "genai-perf"
+    if not exe.exists():
+        raise RuntimeError(f"{exe} is missing: python -m venv {GENAI_VENV.name} && "
+                           f"{GENAI_VENV.name}/bin/pip install genai-perf")
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = folder / "tokenizer"
+    subprocess.run([str(GENAI_VENV / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(tokenizer), " ".join(WORDS)],
+                   check=True, capture_output=True, timeout=300)
+    prompt_file = folder / "prompts.jsonl"
+    prompt_file.write_text("".join(json.dumps({"text": p.text}) + "\n" for p in prompts))
+    # GenAI-Perf runs "perf_analyzer" from PATH: the same binary tritonkit runs, through a wrapper.
+    bindir = folder / "bin"
+    bindir.mkdir(exist_ok=True)
+    wrapper = bindir / "perf_analyzer"
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in locate_perf_analyzer().argv) + ' "$@"\n')
+    wrapper.chmod(0o755)
+    artifacts = folder / "artifacts"
+    cmd = [str(exe), "profile", "-m", args.model, "--endpoint-type", "kserve", "--backend", "tensorrtllm",
+           "--streaming", "-u", server.grpc_url, "--concurrency", str(args.concurrency),
+           "--request-count", str(args.requests), "--tokenizer", str(tokenizer), "--input-file", str(prompt_file),
+           "--output-tokens-mean", str(args.output_tokens), "--output-tokens-stddev", "0",
+           "--artifact-dir", str(artifacts)]
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"genai-perf exited {done.returncode}: {(done.stdout + done.stderr)[-1500:]}")
+    summary = next(artifacts.rglob("profile_export_genai_perf.json"))
+    return {"summary": json.loads(summary.read_text()), "export": summary.parent / "profile_export.json"}
+
+
+def _row(name: str, ours: float | None, theirs: float | None) -> dict[str, Any]:
+    ratio = None if not ours or not theirs else ours / theirs
+    return {"metric": name, "tritonkit": ours, "genai_perf": theirs, "ratio": ratio,
+            "within_target": None if ratio is None else abs(ratio - 1.0) * 100.0 <= TARGET_RATIO_PCT}
+
+
+def _compare(ours: LLMMetrics, g: dict[str, Any]) -> list[dict[str, Any]]:
+    def mean(key: str) -> float | None:
+        return g[key]["avg"] if key in g else None
+
+    def pct(key: str, q: str) -> float | None:
+        return g[key].get(q) if key in g else None
+
+    assert ours.ttft_ms is not None and ours.itl_ms is not None
+    return [
+        _row("TTFT mean (ms)", ours.ttft_ms.mean, mean("time_to_first_token")),
+        _row("TTFT p50 (ms)", ours.ttft_ms.p50, pct("time_to_first_token", "p50")),
+        _row("TTFT p99 (ms)", ours.ttft_ms.p99, pct("time_to_first_token", "p99")),
+        _row("ITL mean (ms)", ours.itl_ms.mean, mean("inter_token_latency")),
+        _row("ITL p99 (ms)", ours.itl_ms.p99, pct("inter_token_latency", "p99")),
+        _row("output tokens/s", ours.output_token_throughput_per_s, mean("output_token_throughput")),
+        _row("requests/s", ours.request_throughput_per_s, mean("request_throughput")),
+        _row("OSL mean (tokens)", ours.output_tokens.mean if ours.output_tokens else None,
+             mean("output_sequence_length")),
+    ]
+
+
+def _print_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n{title}")
+    print(f"  {'metric':<20} {'tritonkit':>12} {'genai-perf':>12} {'ratio':>8}  within {TARGET_RATIO_PCT:g} %")
+    for r in rows:
+        ours = "–" if r["tritonkit"] is None else f"{r['tritonkit']:.3f}"
+        theirs = "–" if r["genai_perf"] is None else f"{r['genai_perf']:.3f}"
+        ratio = "–" if r["ratio"] is None else f"{r['ratio']:.4f}"
+        ok = {True: "yes", False: "NO", None: "–"}[r["within_target"]]
+        print(f"  {r['metric']:<20} {ours:>12} {theirs:>12} {ratio:>8}  {ok}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--output-tokens", type=int, default=16)
+    parser.add_argument("--input-tokens", type=int, default=32)
+    parser.add_argument("--first-token-ms", type=float, default=100.0)
+    parser.add_argument("--token-interval-ms", type=float, default=20.0)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args()
+    args.model = "llm_sim"
+    prompts = synthetic_prompts(args.requests, input_tokens_mean=args.input_tokens,
+                                output_tokens_mean=args.output_tokens, seed=0)
+    report: dict[str, Any] = {"load": {"concurrency": args.concurrency, "requests": args.requests,
+                                       "input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
+                                       "first_token_ms": args.first_token_ms,
+                                       "token_interval_ms": args.token_interval_ms}}
+    with tempfile.TemporaryDirectory(prefix="tk-llm-bench-") as tmp:
+        root = Path(tmp)
+        repo = root / "repo"
+        write_llm_sim(repo, args.model, first_token_ms=args.first_token_ms, token_interval_ms=args.token_interval_ms,
+                      max_batch=8, concurrent=True)
+        with TritonServer(repo) as server:
+            _bare(server, args, prompts, root / "warmup")  # first requests pay for stub start-up
+            ours, our_wall, our_cpu = _ours(server, args, prompts, root / "ours")
+            bare_wall, bare_cpu = _bare(server, args, prompts, root / "bare")
+            report["overhead"] = {"tritonkit_wall_s": our_wall, "tritonkit_cpu_s": our_cpu,
+                                  "bare_perf_analyzer_wall_s": bare_wall, "bare_perf_analyzer_cpu_s": bare_cpu,
+                                  "wall_ratio": our_wall / bare_wall, "cpu_ratio": our_cpu / bare_cpu if bare_cpu else None}
+            report["tritonkit"] = ours.to_dict()
+            try:
+                genai = _genai_perf(server, args, prompts, root / "genai")
+            except (RuntimeError, OSError, subprocess.SubprocessError, StopIteration) as exc:
+                report["genai_perf_error"] = str(exc)
+                genai = None
+            if genai is not None:
+                report["independent_runs"] = _compare(ours, genai["summary"])
+                records, source = load_export_records(genai["export"])
+                same = compute_metrics(records, token_source=source)
+                report["same_export"] = _compare(same, genai["summary"])
+    if args.json:
+        print(json.dumps(report, indent=1, default=str))
+        return 0
+    load = report["load"]
+    print(f"load: concurrency {load['concurrency']}, {load['requests']} requests, {load['input_tokens']} input / "
+          f"{load['output_tokens']} output tokens; model: first token {load['first_token_ms']:g} ms, "
+          f"then one per {load['token_interval_ms']:g} ms")
+    m = LLMMetrics.from_dict(report["tritonkit"])
+    assert m.ttft_ms is not None and m.itl_ms is not None
+    print(f"\ntritonkit: TTFT mean {m.ttft_ms.mean:.2f} ms (p99 {m.ttft_ms.p99:.2f}), ITL mean {m.itl_ms.mean:.3f} ms, "
+          f"{m.output_token_throughput_per_s:.2f} output tokens/s, {m.request_throughput_per_s:.3f} requests/s")
+    if "genai_perf_error" in report:
+        print(f"\nGenAI-Perf could not run here: {report['genai_perf_error']}")
+    else:
+        _print_rows("Independent runs of the same load (run-to-run noise included):", report["independent_runs"])
+        _print_rows("tritonkit's metric code on GenAI-Perf's own profile export (definitions only):",
+                    report["same_export"])
+    o = report["overhead"]
+    cpu_ratio = "–" if o["cpu_ratio"] is None else f"{o['cpu_ratio']:.2f}"
+    print(f"\noverhead: tritonkit run {o['tritonkit_wall_s']:.2f} s wall, {o['tritonkit_cpu_s']:.2f} s CPU; bare "
+          f"perf_analyzer {o['bare_perf_analyzer_wall_s']:.2f} s wall, {o['bare_perf_analyzer_cpu_s']:.2f} s CPU; "
+          f"ratio wall {o['wall_ratio']:.2f}, CPU {cpu_ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The LLM result file and report: round trip, metric definitions, failures, recovery, time line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tritonkit.perf.llm.metrics import GoodputSLO, RequestRecord, compute_metrics, drift
+from tritonkit.perf.llm.report import METRIC_DEFINITIONS, render_llm_markdown, write_llm_report
+from tritonkit.perf.llm.result import LLMResult, LLMStep, TimelinePoint
+from tritonkit.perf.llm.timeline import FailureReport, ServerPoint, classify_failures, recovery
+
+MS = 1_000_000
+
+
+def _records() -> list[RequestRecord]:
+    return [
+        RequestRecord(i * 200 * MS, tuple((i * 200 + 100 + k * 20) * MS for k in range(5)), (1,) * 5, 12)
+        for i in range(10)
+    ]
+
+
+def _result() -> LLMResult:
+    records = _records()
+    metrics = compute_metrics(records, goodput_slo=GoodputSLO(ttft_ms=150))
+    points = [ServerPoint(-0.1, 0, None, None), ServerPoint(0.5, 4, 300.0, 2), ServerPoint(1.5, 0, 1.0, 3),
+              ServerPoint(2.5, 0, 1.0, 3)]
+    spike = LLMStep(
+        load_mode="spike", load_value=10, metrics=metrics,
+        failures=classify_failures(records, client_deadline_ms=150),
+        timeline=[TimelinePoint(p.t_s, p.pending, p.queue_ms, 1) for p in points],
+        requests=[((r.sent_ns - records[0].sent_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
+        recovery=recovery(points, load_start_s=0.0, load_end_s=1.0), drift=drift(records),
+        phases=[{"name": "burst", "start_s": 0.0, "end_s": 1.0}], wall_s=2.5, generator_cpu_pct=12.0,
+    )
+    failed = LLMStep(load_mode="concurrency", load_value=4, metrics=None,
+                     failures=classify_failures([], analyzer_stalled=True, max_queue_size=1))
+    return LLMResult(model="m", url="127.0.0.1:1", streaming=True, layout="text", prompt_source="synthetic",
+                     steps=[failed, spike], client_deadline_ms=150)
+
+
+def test_an_llm_result_survives_a_save_and_load(tmp_path: Path) -> None:
+    result = _result()
+    loaded = LLMResult.load(result.save(tmp_path / "llm_result.json"))
+    assert loaded.to_dict() == result.to_dict()
+    assert loaded.steps[1].metrics == result.steps[1].metrics
+
+
+def test_the_report_defines_every_metric_and_shows_failures_and_recovery(tmp_path: Path) -> None:
+    text = render_llm_markdown(_result())
+    for name, _ in METRIC_DEFINITIONS:
+        assert f"**{name}**" in text
+    assert "server_rejection ×1" in text  # the failed concurrency step
+    assert "this run hit **server_rejection**" in text
+    assert "Recovery after the load ended at 1.00 s: **0.50 s**" in text
+    assert "TTFT <= 150 ms" in text  # the goodput objective is stated
+    assert "| 100.0 / 100.0 |" in text  # TTFT p50 / p99 of the spike step
+
+
+def test_the_report_writes_a_time_line_plot_per_step_with_data(tmp_path: Path) -> None:
+    report = write_llm_report(_result(), tmp_path)
+    plots = sorted(p.name for p in tmp_path.glob("llm_timeline_*.png"))
+    assert plots == ["llm_timeline_2_spike.png"]  # the failed step has nothing to draw
+    assert (tmp_path / plots[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"![time line]({plots[0]})" in report.read_text()
+
+
+def test_failure_counts_survive_the_result_file(tmp_path: Path) -> None:
+    result = _result()
+    result.steps[0].failures = FailureReport(counts={"client_deadline": 0, "server_rejection": 3,
+                                                     "server_error": 0, "connection": 0},
+                                             hit="server_rejection", evidence=("queue full",))
+    loaded = LLMResult.load(result.save(tmp_path / "r.json"))
+    assert loaded.steps[0].failures.counts["server_rejection"] == 3 and loaded.steps[0].failures.hit == "server_rejection"

@@ -1,0 +1,125 @@
+"""``tritonkit perf sweep`` on the real server: JSON, exit codes for CI, and Ctrl-C.
+
+The Ctrl-C test runs the command as a subprocess and sends it SIGINT while a variant is being
+load-tested, as a terminal would (to the command, not to the server's or perf_analyzer's own
+process groups), then checks that nothing it started is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import pid_alive
+from tests.support.sweep_models import write_sleepy
+from tritonkit.cli import main
+from tritonkit.perf.sweep import SweepStore
+
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
+FAST = ["--concurrency", "1,2,4,8", "--window-ms", "300", "--warmup-s", "0.5"]
+
+
+def test_json_names_the_winner_and_exit_zero_when_a_config_meets_the_sla(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_sleepy")
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(tmp_path / "repo"), "cli_sleepy", "--sla", "p99<=60ms", "--instances", "1,2",
+        "--max-batch-size", "4", "--batch-window", "0", "--out", str(tmp_path / "out"), "--no-write-back",
+        "--json", *FAST,
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["winner"]["id"] == "i2-b4-w0" and data["winner"]["instances"] == 2
+    assert data["ratio_to_default"] > 1.0 and data["write_back"] is None
+    assert Path(data["report"]).is_file() and Path(data["plot"]).is_file()
+    assert json.loads((tmp_path / "out" / "sweep.json").read_text())["winner"]["id"] == "i2-b4-w0"
+
+
+def test_exit_one_when_no_config_meets_the_sla_and_the_repository_is_untouched(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_sleepy")
+    before = (tmp_path / "repo" / "cli_sleepy" / "config.pbtxt").read_bytes()
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(tmp_path / "repo"), "cli_sleepy", "--sla", "p99<=1ms",
+        "--out", str(tmp_path / "out"), *FAST,
+    ])
+    assert result.exit_code == 1, result.output
+    assert "sweep_result exit_code=1 winner=none" in result.output  # piped: key=value lines
+    assert (tmp_path / "repo" / "cli_sleepy" / "config.pbtxt").read_bytes() == before
+
+
+def test_exit_two_when_nothing_could_be_measured(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_sleepy", max_batch=4, max_batch_limit=2)  # the default cannot load
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(tmp_path / "repo"), "cli_sleepy", "--sla", "p99<=60ms",
+        "--out", str(tmp_path / "out"), *FAST,
+    ])
+    assert result.exit_code == 2, result.output
+    assert "sweep_load_failed variant=default" in result.output
+
+
+def test_a_bad_grid_value_is_one_error_line_before_any_server_starts(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_sleepy")
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(tmp_path / "repo"), "cli_sleepy", "--sla", "p99<=60ms", "--batch-window", "5",
+    ])
+    assert result.exit_code == 2
+    assert "error: --batch-window: '5' has no unit" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "results").exists()
+
+
+def _ours(marker: str, skip: int) -> list[int]:
+    """Live processes whose command line mentions ``marker`` (this test's own folder or model),
+    other than this one and ``skip`` (the sweep command itself)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in (os.getpid(), skip):
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_ctrl_c_stops_the_server_and_perf_analyzer_and_keeps_finished_variants(tmp_path: Path) -> None:
+    model = "sigint_sleepy"
+    write_sleepy(tmp_path / "repo", model)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", str(tmp_path / "repo"), model,
+               "--sla", "p99<=60ms", "--instances", "1,2", "--max-batch-size", "4", "--batch-window", "0",
+               "--exhaustive", "--out", str(out), *FAST]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        # Wait until the default is finished and the next variant is under load.
+        while time.monotonic() < deadline and proc.poll() is None:
+            if SweepStore(out).finished() and _ours(f"-m {model}", proc.pid):
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        started = _ours(str(tmp_path), proc.pid)
+        names = {Path(f"/proc/{pid}/exe").resolve().name for pid in started if pid_alive(pid)}
+        assert "tritonserver" in names, names  # perf_analyzer was seen by the loop above
+        finished = SweepStore(out).finished()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, stderr
+    assert "interrupted: finished variants are kept" in stderr and "Traceback" not in stderr
+    assert not [pid for pid in started if pid_alive(pid)]
+    assert not _ours(str(tmp_path), proc.pid)
+    kept = SweepStore(out).finished()
+    assert "i1-b4-w5ms" in finished  # the default config, measured first
+    assert {k: kept[k] for k in finished} == finished  # finished variants survive, unchanged

@@ -1,0 +1,124 @@
+"""Compare two LLM results (a baseline and a new run) and keep timestamped LLM baselines.
+
+Steps are paired by load (``concurrency 4`` with ``concurrency 4``, ``spike`` with ``spike``). A
+pair regresses when TTFT p99 or ITL p99 rose, or output token throughput or goodput fell, beyond
+the allowed fraction; a step the baseline measured and the new run did not is a regression too.
+Pure functions; the baseline files are ``llm_result.json`` copies.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonkit.perf.llm.result import LLMResult, LLMStep
+
+__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_results", "latest_llm_baseline", "save_llm_baseline"]
+
+
+@dataclass(frozen=True)
+class LLMComparisonRow:
+    """One metric of one step, base against new; ``change`` as a fraction of the base."""
+
+    step: str
+    metric: str
+    base: float | None
+    new: float | None
+    change: float | None
+    limit: float
+    worse_when: str  # "rise" or "drop"
+    regressed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class LLMComparison:
+    """Every compared row and the verdict: no regression → exit 0, else 1."""
+
+    rows: tuple[LLMComparisonRow, ...]
+
+    @property
+    def regressions(self) -> tuple[LLMComparisonRow, ...]:
+        return tuple(r for r in self.rows if r.regressed)
+
+    @property
+    def passed(self) -> bool:
+        return not self.regressions
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def summary(self) -> str:
+        if self.passed:
+            return f"no regression in {len(self.rows)} compared LLM metric(s)"
+        worst = ", ".join(
+            f"{r.step} {r.metric} {'unmeasured' if r.change is None else f'{r.change * 100:+.1f}%'}"
+            for r in self.regressions
+        )
+        return f"REGRESSION: {worst}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "summary": self.summary(), "rows": [r.to_dict() for r in self.rows]}
+
+
+def _label(step: LLMStep) -> str:
+    return f"concurrency {step.load_value:g}" if step.load_mode == "concurrency" else step.load_mode
+
+
+def _values(step: LLMStep | None) -> dict[str, float | None]:
+    if step is None or step.metrics is None:
+        return {}
+    return step.metrics.sla_values()
+
+
+def compare_llm_results(
+    base: LLMResult,
+    new: LLMResult,
+    *,
+    max_ttft_rise: float = 0.10,
+    max_itl_rise: float = 0.10,
+    max_tokens_drop: float = 0.05,
+) -> LLMComparison:
+    """Rows for TTFT p99, ITL p99 (rise is worse), output tokens/s and goodput (drop is worse)."""
+    checks = (("ttft_p99", max_ttft_rise, "rise"), ("itl_p99", max_itl_rise, "rise"),
+              ("tokens_per_s", max_tokens_drop, "drop"), ("goodput", max_tokens_drop, "drop"))
+    new_steps = {(s.load_mode, s.load_value): s for s in new.steps}
+    rows: list[LLMComparisonRow] = []
+    for base_step in base.steps:
+        new_step = new_steps.get((base_step.load_mode, base_step.load_value))
+        before, after = _values(base_step), _values(new_step)
+        for metric, limit, worse_when in checks:
+            b, n = before.get(metric), after.get(metric)
+            if b is None:
+                continue  # the baseline did not measure it: nothing to hold the new run to
+            change = None if n is None or b == 0 else (n - b) / b
+            if change is None:
+                regressed = True
+            elif worse_when == "rise":
+                regressed = change > limit
+            else:
+                regressed = -change > limit
+            rows.append(LLMComparisonRow(_label(base_step), metric, b, n, change, limit, worse_when, regressed))
+    return LLMComparison(tuple(rows))
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:
+    """Keep ``result`` as ``<root>/<model>/llm-<UTC start>.json``; return the path."""
+    stamp = re.sub(r"[^0-9TZ]", "", result.started_utc.split(".")[0]) or "unknown"
+    model = _UNSAFE.sub("_", result.model).strip("._") or "model"
+    return result.save(Path(root) / model / f"llm-{stamp}Z.json".replace("ZZ", "Z"))
+
+
+def latest_llm_baseline(model: str, root: str | Path) -> Path | None:
+    """The newest LLM baseline kept for ``model``, if any."""
+    folder = Path(root) / (_UNSAFE.sub("_", model).strip("._") or "model")
+    found = sorted(folder.glob("llm-*.json"))
+    return found[-1] if found else None

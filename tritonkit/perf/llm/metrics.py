@@ -1,0 +1,424 @@
+"""LLM serving metrics from perf_analyzer's per-request export, with GenAI-Perf's definitions.
+
+Every request in the export carries its send time and the time of each streamed response (ns),
+and each response's outputs. From those, per request:
+
+* **time to first token (TTFT)** = first response carrying a token − request sent;
+* **request latency** = last response − request sent (a final empty "complete" response counts,
+  as it does in GenAI-Perf: the stream is not over before it);
+* **inter-token latency (ITL)** = (request latency − TTFT) / (output tokens − 1), for requests
+  with at least two tokens;
+* **per-user tokens/s** = 1 / ITL (the speed one reader sees);
+* **input / output sequence length (ISL / OSL)** in tokens.
+
+Over the run: **output token throughput** = Σ output tokens / (last response − first request),
+**request throughput** = answered requests / the same span (GenAI-Perf divides every request of
+the export; the two differ only when some were never answered), and **goodput** = requests
+meeting *every* per-request objective given (``GoodputSLO``), each request judged on its own,
+per second of the same span.
+
+Token counts come from the responses, never from re-tokenising text: ``output_ids`` (its
+element count) where the model returns it; otherwise a response that carries any non-empty
+output counts as one token (what a streaming TensorRT-LLM model sends: one token per response).
+Input length: ``input_ids`` / ``input_lengths`` where the request carries them, else the prompt's
+whitespace-separated words (the synthetic generator makes each word one token by construction).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from tritonkit.errors import PerfError
+from tritonkit.perf.measure.percentiles import percentiles
+
+__all__ = [
+    "DISTRIBUTION_PERCENTILES",
+    "Distribution",
+    "Drift",
+    "DriftWindow",
+    "GoodputSLO",
+    "LLMMetrics",
+    "RequestRecord",
+    "TokenSource",
+    "compute_metrics",
+    "count_output_tokens",
+    "drift",
+    "records_from_export",
+    "load_export_records",
+]
+
+TokenSource = Literal["output_ids", "responses"]
+
+#: The percentiles each LLM distribution reports.
+DISTRIBUTION_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
+
+_ID_OUTPUTS = ("output_ids", "token_ids", "tokens")
+_INPUT_ID_FIELDS = ("input_ids",)
+_INPUT_LENGTH_FIELDS = ("input_lengths", "input_length")
+_TEXT_INPUTS = ("text_input", "prompt", "text")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as the export recorded it, reduced to times (ns) and token counts."""
+
+    sent_ns: int
+    response_ns: tuple[int, ...]
+    tokens_per_response: tuple[int, ...]
+    input_tokens: int | None = None
+
+    @property
+    def output_tokens(self) -> int:
+        return int(sum(self.tokens_per_response))
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.response_ns)
+
+    @property
+    def first_token_ns(self) -> int | None:
+        """Time of the first response that carried a token (an empty first response is not one)."""
+        for when, count in zip(self.response_ns, self.tokens_per_response, strict=True):
+            if count > 0:
+                return when
+        return None
+
+    @property
+    def ttft_ms(self) -> float | None:
+        first = self.first_token_ns
+        return None if first is None else (first - self.sent_ns) / 1e6
+
+    @property
+    def latency_ms(self) -> float | None:
+        return (self.response_ns[-1] - self.sent_ns) / 1e6 if self.response_ns else None
+
+    @property
+    def itl_ms(self) -> float | None:
+        """(latency − TTFT) / (tokens − 1); ``None`` below two tokens."""
+        ttft, latency, tokens = self.ttft_ms, self.latency_ms, self.output_tokens
+        if ttft is None or latency is None or tokens < 2:
+            return None
+        return (latency - ttft) / (tokens - 1)
+
+
+@dataclass(frozen=True)
+class GoodputSLO:
+    """Per-request objectives for goodput: a request is good when it meets every one given."""
+
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    latency_ms: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.ttft_ms is None and self.itl_ms is None and self.latency_ms is None
+
+    def met_by(self, record: RequestRecord) -> bool:
+        """Whether ``record`` meets every objective. An unanswered request meets none.
+
+        A one-token request has no inter-token latency: an ITL objective does not apply to it.
+        """
+        if not record.answered:
+            return False
+        checks = (
+            (self.ttft_ms, record.ttft_ms),
+            (self.latency_ms, record.latency_ms),
+        )
+        for limit, value in checks:
+            if limit is not None and (value is None or value > limit):
+                return False
+        if self.itl_ms is not None:
+            itl = record.itl_ms
+            if itl is not None and itl > self.itl_ms:
+                return False
+        return True
+
+    def describe(self) -> str:
+        parts = [
+            f"{name} <= {value:g} ms"
+            for name, value in (("TTFT", self.ttft_ms), ("ITL", self.itl_ms), ("latency", self.latency_ms))
+            if value is not None
+        ]
+        return ", ".join(parts) or "none"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Percentiles (50/90/95/99), mean, min, max and count of one per-request quantity."""
+
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    mean: float
+    min: float
+    max: float
+    count: int
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Distribution | None:
+        array = np.asarray(list(values), dtype=np.float64)
+        if array.size == 0:
+            return None
+        pct = percentiles(array, DISTRIBUTION_PERCENTILES)
+        return cls(
+            p50=pct[50.0], p90=pct[90.0], p95=pct[95.0], p99=pct[99.0],
+            mean=float(array.mean()), min=float(array.min()), max=float(array.max()), count=int(array.size),
+        )
+
+    def get(self, stat: str) -> float:
+        """``"p99"``, ``"mean"``, … by name."""
+        return float(getattr(self, stat))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Distribution | None:
+        return None if data is None else cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class LLMMetrics:
+    """The LLM metrics of one set of requests (a load step or a whole traffic shape).
+
+    Times in ms, throughputs per second; ``per_user_tokens_per_s`` is the distribution of 1/ITL.
+    """
+
+    request_count: int
+    answered_count: int
+    duration_s: float
+    ttft_ms: Distribution | None
+    itl_ms: Distribution | None
+    latency_ms: Distribution | None
+    per_user_tokens_per_s: Distribution | None
+    input_tokens: Distribution | None
+    output_tokens: Distribution | None
+    output_tokens_total: int
+    output_token_throughput_per_s: float | None
+    request_throughput_per_s: float | None
+    token_source: TokenSource
+    goodput_slo: GoodputSLO | None = None
+    good_count: int | None = None
+    goodput_per_s: float | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LLMMetrics:
+        dists = ("ttft_ms", "itl_ms", "latency_ms", "per_user_tokens_per_s", "input_tokens", "output_tokens")
+        kwargs: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+        for name in dists:
+            kwargs[name] = Distribution.from_dict(data.get(name))
+        slo = data.get("goodput_slo")
+        kwargs["goodput_slo"] = None if slo is None else GoodputSLO(**slo)
+        kwargs["notes"] = tuple(data.get("notes") or ())
+        return cls(**kwargs)
+
+    def sla_values(self) -> dict[str, float | None]:
+        """Canonical SLA metric names → values (``ttft_p99``, ``itl_mean``, ``tokens_per_s``, …)."""
+        values: dict[str, float | None] = {}
+        for prefix, dist in (("ttft", self.ttft_ms), ("itl", self.itl_ms), ("latency", self.latency_ms)):
+            for stat in ("p50", "p90", "p95", "p99", "mean"):
+                values[f"{prefix}_{stat}"] = None if dist is None else dist.get(stat)
+        values["tokens_per_s"] = self.output_token_throughput_per_s
+        values["requests_per_s"] = self.request_throughput_per_s
+        values["goodput"] = self.goodput_per_s
+        values["user_tokens_per_s"] = None if self.per_user_tokens_per_s is None else self.per_user_tokens_per_s.p50
+        return values
+
+
+def _count_value(value: Any) -> int:
+    """Elements in one exported output value: a list's length, one for a scalar, zero for ''."""
+    if value is None or value == "" or value == []:
+        return 0
+    if isinstance(value, list):
+        return len(value)
+    return 1
+
+
+def count_output_tokens(outputs: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, ...], TokenSource]:
+    """Tokens carried by each response, and where the count came from (see the module docstring)."""
+    if outputs and any(name in out for out in outputs for name in _ID_OUTPUTS):
+        name = next(n for n in _ID_OUTPUTS if any(n in out for out in outputs))
+        return tuple(_count_value(out.get(name)) for out in outputs), "output_ids"
+    counts = tuple(int(any(v not in (None, "", []) for v in out.values())) for out in outputs)
+    return counts, "responses"
+
+
+def _input_tokens(inputs: Mapping[str, Any]) -> int | None:
+    for name in _INPUT_ID_FIELDS:
+        if name in inputs:
+            return _count_value(inputs[name])
+    for name in _INPUT_LENGTH_FIELDS:
+        if name in inputs:
+            value = inputs[name]
+            value = value[0] if isinstance(value, list) and value else value
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                return None
+    for name in _TEXT_INPUTS:
+        if name in inputs:
+            value = inputs[name]
+            text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+            return len(text.split())
+    return None
+
+
+def records_from_export(data: Mapping[str, Any], *, where: str = "profile export") -> tuple[list[RequestRecord], TokenSource]:
+    """Every request of every experiment in a parsed ``--profile-export-file``, in send order."""
+    experiments = data.get("experiments") if isinstance(data, Mapping) else None
+    if not isinstance(experiments, list):
+        raise PerfError(f"{where} has no 'experiments' list", hint="was it written by perf_analyzer --profile-export-file?")
+    records: list[RequestRecord] = []
+    sources: set[TokenSource] = set()
+    for index, experiment in enumerate(experiments):
+        for request in experiment.get("requests") or []:
+            try:
+                responses = tuple(int(t) for t in request.get("response_timestamps") or [])
+                outputs = request.get("response_outputs") or [{} for _ in responses]
+                counts, source = count_output_tokens(outputs)
+                if len(counts) != len(responses):
+                    counts = tuple(1 for _ in responses)
+                    source = "responses"
+                if responses:
+                    sources.add(source)
+                records.append(
+                    RequestRecord(
+                        sent_ns=int(request["timestamp"]),
+                        response_ns=responses,
+                        tokens_per_response=counts,
+                        input_tokens=_input_tokens(request.get("request_inputs") or {}),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PerfError(f"{where}: a request of experiment {index} is malformed ({exc!r})") from exc
+    records.sort(key=lambda r: r.sent_ns)
+    return records, ("output_ids" if sources == {"output_ids"} else "responses" if sources else "output_ids")
+
+
+def load_export_records(path: str | Path) -> tuple[list[RequestRecord], TokenSource]:
+    """Read and reduce a profile export file."""
+    target = Path(path)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
+    return records_from_export(data, where=str(target))
+
+
+def compute_metrics(
+    records: Sequence[RequestRecord],
+    *,
+    goodput_slo: GoodputSLO | None = None,
+    token_source: TokenSource = "output_ids",
+) -> LLMMetrics:
+    """The run's metrics over ``records`` (see the module docstring for each definition)."""
+    answered = [r for r in records if r.answered]
+    notes: list[str] = []
+    if token_source == "responses":
+        notes.append("the model returns no token ids: each non-empty streamed response counted as one token")
+    duration_s = 0.0
+    if answered:
+        duration_s = (max(r.response_ns[-1] for r in answered) - min(r.sent_ns for r in answered)) / 1e9
+    rate = (lambda n: n / duration_s) if duration_s > 0 else (lambda n: None)  # noqa: E731 - tiny helper
+    itls = [v for r in answered if (v := r.itl_ms) is not None]
+    total_tokens = sum(r.output_tokens for r in answered)
+    good = None
+    goodput = None
+    if goodput_slo is not None and not goodput_slo.empty:
+        good = sum(1 for r in answered if goodput_slo.met_by(r))
+        goodput = rate(good)
+    return LLMMetrics(
+        request_count=len(records),
+        answered_count=len(answered),
+        duration_s=duration_s,
+        ttft_ms=Distribution.of(v for r in answered if (v := r.ttft_ms) is not None),
+        itl_ms=Distribution.of(itls),
+        latency_ms=Distribution.of(v for r in answered if (v := r.latency_ms) is not None),
+        per_user_tokens_per_s=Distribution.of(1000.0 / v for v in itls if v > 0),
+        input_tokens=Distribution.of(r.input_tokens for r in answered if r.input_tokens is not None),
+        output_tokens=Distribution.of(r.output_tokens for r in answered),
+        output_tokens_total=total_tokens,
+        output_token_throughput_per_s=rate(total_tokens),
+        request_throughput_per_s=rate(len(answered)),
+        token_source=token_source,
+        goodput_slo=goodput_slo if goodput_slo is not None and not goodput_slo.empty else None,
+        good_count=good,
+        goodput_per_s=goodput,
+        notes=tuple(notes),
+    )
+
+
+@dataclass(frozen=True)
+class DriftWindow:
+    """One slice of a long run: requests *sent* within ``[start_s, end_s)`` of the first request."""
+
+    start_s: float
+    end_s: float
+    request_count: int
+    latency_p50_ms: float | None
+    latency_p99_ms: float | None
+    ttft_p99_ms: float | None
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How latency moved over a long run: per-window percentiles and the first→last change."""
+
+    windows: tuple[DriftWindow, ...] = field(default_factory=tuple)
+    p99_change_pct: float | None = None
+    ttft_p99_change_pct: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    return percentiles(values, (q,))[q] if values else None
+
+
+def drift(records: Sequence[RequestRecord], *, windows: int = 5) -> Drift:
+    """Split the run into ``windows`` equal time slices by send time; compare first and last."""
+    answered = [r for r in records if r.answered]
+    if len(answered) < 2 or windows < 1:
+        return Drift()
+    t0 = min(r.sent_ns for r in answered)
+    span_ns = max(r.sent_ns for r in answered) - t0
+    width = span_ns / windows if span_ns > 0 else 1.0
+    buckets: list[list[RequestRecord]] = [[] for _ in range(windows)]
+    for record in answered:
+        buckets[min(windows - 1, int((record.sent_ns - t0) / width))].append(record)
+    out = []
+    for index, bucket in enumerate(buckets):
+        lat = [v for r in bucket if (v := r.latency_ms) is not None]
+        ttft = [v for r in bucket if (v := r.ttft_ms) is not None]
+        out.append(
+            DriftWindow(
+                start_s=index * width / 1e9, end_s=(index + 1) * width / 1e9, request_count=len(bucket),
+                latency_p50_ms=_pct(lat, 50.0), latency_p99_ms=_pct(lat, 99.0), ttft_p99_ms=_pct(ttft, 99.0),
+            )
+        )
+    filled = [w for w in out if w.request_count]
+
+    def change(first: float | None, last: float | None) -> float | None:
+        if first is None or last is None or first <= 0 or not math.isfinite(first):
+            return None
+        return 100.0 * (last - first) / first
+
+    return Drift(
+        windows=tuple(out),
+        p99_change_pct=change(filled[0].latency_p99_ms, filled[-1].latency_p99_ms) if filled else None,
+        ttft_p99_change_pct=change(filled[0].ttft_p99_ms, filled[-1].ttft_p99_ms) if filled else None,
+    )

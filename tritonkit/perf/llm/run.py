@@ -1,0 +1,373 @@
+"""Run an LLM load test with perf_analyzer and turn its export into an ``LLMResult``.
+
+Each step is one perf_analyzer invocation that sends an exact number of requests
+(``--request-count``) from the prompts we wrote (``--input-data``), streaming from decoupled
+models (``--streaming``), either closed-loop at a concurrency or on a traffic shape's schedule
+(``--request-intervals``). Its ``--profile-export-file`` holds every request's send time and
+every response's time and outputs; the metrics come from there (``tritonkit.perf.llm.metrics``).
+The server's ``/metrics`` is scraped during the step and for ``settle_s`` after it, for the time
+line, the recovery time and the failure classes.
+
+WAR: when a streamed request fails (e.g. a full queue), perf_analyzer 2.60 prints "Failed to
+retrieve results from inference request." and then waits forever for the missing response. The
+runner watches for that line, stops the process group, and classifies the failure from the
+server's counters and the model's queue policy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tritonkit._fs import atomic_write
+from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.perf.llm.metrics import GoodputSLO, compute_metrics, drift, load_export_records
+from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
+from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
+from tritonkit.perf.llm.shapes import Schedule, Shape, Spike, write_intervals
+from tritonkit.perf.llm.timeline import FailureReport, classify_failures, in_flight, recovery, server_timeline
+from tritonkit.perf.measure.analyzer import utc_now
+from tritonkit.perf.measure.metrics import (
+    MetricsSnapshot,
+    MetricsWatcher,
+    ProcessCpu,
+    generator_cpu_warning,
+    host_cpu_count,
+)
+from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
+
+__all__ = ["STALL_MARKER", "LLMPlan", "llm_argv", "run_llm"]
+
+#: What perf_analyzer prints before it hangs on a failed streamed request.
+STALL_MARKER = "Failed to retrieve results from inference request."
+
+_POLL_S = 0.1
+_ERROR_LINE_RE = re.compile(r"^(?:Thread \[\d+\] had error: .*|error: .*)$", re.MULTILINE | re.IGNORECASE)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LLMPlan:
+    """How to drive the model: closed-loop ``concurrency`` levels, or one traffic ``shape``.
+
+    ``requests_per_level`` requests are sent at each concurrency (a shape sends its schedule).
+    ``warmup_rounds`` × the concurrency requests go out before each level, unmeasured (not before a
+    shape: they would shift its schedule).
+    ``client_deadline_ms``: requests slower than this count as client time-outs.
+    ``settle_s``: how long the server is still watched after the load, for the recovery time.
+    """
+
+    concurrency: tuple[int, ...] = (1,)
+    requests_per_level: int = 32
+    shape: Shape | None = None
+    warmup_rounds: int = 1
+    goodput_slo: GoodputSLO | None = None
+    client_deadline_ms: float | None = None
+    settle_s: float = 2.0
+    metrics_interval_s: float = 0.25
+    step_timeout_s: float = 600.0
+
+
+def llm_argv(
+    model: str,
+    url: str,
+    *,
+    input_data: Path,
+    export_file: Path,
+    request_count: int,
+    streaming: bool,
+    concurrency: int | None = None,
+    intervals_file: Path | None = None,
+    warmup_requests: int = 0,
+) -> list[str]:
+    """perf_analyzer's options for one LLM step (pure; the binary is prepended by the runner)."""
+    if (concurrency is None) == (intervals_file is None):
+        raise ValueError("give exactly one of concurrency and intervals_file")
+    argv = ["-m", model, "-u", url, "-i", "grpc", "--async"]
+    if streaming:
+        argv.append("--streaming")
+    argv += ["--input-data", str(input_data)]
+    if concurrency is not None:
+        argv += ["--concurrency-range", f"{concurrency}:{concurrency}:1"]
+    else:
+        argv += ["--request-intervals", str(intervals_file)]
+    argv += ["--request-count", str(request_count)]
+    if warmup_requests:
+        argv += ["--warmup-request-count", str(warmup_requests)]
+    argv += ["--profile-export-file", str(export_file)]
+    return argv
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@dataclass
+class _Invocation:
+    returncode: int | None
+    stalled: bool
+    wall_s: float
+    cpu_pct: float | None
+    wall0_ns: int
+    mono0_s: float
+    snapshots: list[MetricsSnapshot]
+    scrape_errors: list[str]
+    console: str
+
+
+def _invoke(
+    argv: list[str],
+    folder: Path,
+    name: str,
+    *,
+    metrics_url: str | None,
+    interval_s: float,
+    settle_s: float,
+    timeout_s: float,
+) -> _Invocation:
+    stdout_path, stderr_path = folder / f"{name}.stdout", folder / f"{name}.stderr"
+    watcher = MetricsWatcher(metrics_url, interval_s=interval_s) if metrics_url else None
+    if watcher is not None:
+        watcher.start()
+    stalled = False
+    returncode: int | None = None
+    try:
+        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+            wall0_ns, mono0_s = time.time_ns(), time.monotonic()
+            try:
+                proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError as exc:
+                raise PerfError(f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}",
+                                hint="run 'tritonkit perf install --force' or pass --perf-analyzer PATH") from exc
+            cpu = ProcessCpu(proc.pid)
+            cpu.begin()
+            deadline = mono0_s + timeout_s
+            next_check = 0.0
+            try:
+                while True:
+                    try:
+                        exited = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                    except ChildProcessError:
+                        exited = None
+                    if exited is not None:
+                        cpu.sample()
+                        returncode = proc.wait()
+                        break
+                    now = time.monotonic()
+                    if now >= next_check:
+                        cpu.sample()
+                        next_check = now + 0.5
+                        text = stdout_path.read_text(errors="replace") + stderr_path.read_text(errors="replace")
+                        if STALL_MARKER in text:
+                            stalled = True
+                            time.sleep(0.5)  # let it print what it has
+                            break
+                    if now >= deadline:
+                        raise PerfTimeoutError(
+                            f"perf_analyzer step '{name}' did not finish within {timeout_s:g} s and was stopped",
+                            hint="lower the request count or the output length, or raise the step timeout",
+                        )
+                    time.sleep(_POLL_S)
+            finally:
+                _kill_group(proc)
+        wall_s = time.monotonic() - mono0_s
+        if watcher is not None and settle_s > 0:
+            time.sleep(settle_s)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+    console = stdout_path.read_text(errors="replace") + "\n" + stderr_path.read_text(errors="replace")
+    return _Invocation(
+        returncode=returncode, stalled=stalled, wall_s=wall_s, cpu_pct=cpu.cpu_pct, wall0_ns=wall0_ns,
+        mono0_s=mono0_s, snapshots=list(watcher.snapshots) if watcher else [],
+        scrape_errors=list(watcher.errors) if watcher else [], console=console,
+    )
+
+
+def _shape_windows(schedule: Schedule, shape: Shape) -> tuple[float, float]:
+    """(load start, load end) on the requests' clock (s from the first request) for the recovery."""
+    offset = schedule.intervals_us[0] / 1e6
+    if isinstance(shape, Spike):
+        burst = schedule.phase("burst")
+        if burst is not None:
+            return max(0.0, burst.start_s - offset), max(0.0, burst.end_s - offset)
+    return 0.0, max(0.0, schedule.duration_s - offset)
+
+
+def _counter_delta(snapshots: Sequence[MetricsSnapshot], name: str, model: str, **labels: str) -> float | None:
+    if len(snapshots) < 2:
+        return None
+    first, last = snapshots[0].total(name, model=model, **labels), snapshots[-1].total(name, model=model, **labels)
+    if first is None or last is None or last < first:
+        return None
+    return last - first
+
+
+def _mean_queue_ms(snapshots: Sequence[MetricsSnapshot], model: str) -> float | None:
+    queue = _counter_delta(snapshots, "nv_inference_queue_duration_us", model)
+    done = _counter_delta(snapshots, "nv_inference_request_success", model)
+    return queue / done / 1000.0 if queue is not None and done else None
+
+
+def run_llm(
+    model: str,
+    url: str,
+    prompts: Sequence[Prompt],
+    plan: LLMPlan,
+    *,
+    results_dir: str | os.PathLike[str],
+    metrics_url: str | None = None,
+    streaming: bool | None = None,
+    prompt_source: str = "synthetic",
+    perf_analyzer: PerfAnalyzerInstall | None = None,
+    progress: Progress | None = None,
+) -> LLMResult:
+    """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
+
+    ``streaming=None`` streams exactly when the model is decoupled. A traffic shape with
+    per-request lengths (a replay) replaces ``prompts`` with prompts of the recorded lengths.
+    """
+    from tritonkit.client import Client  # lazy: grpc is heavy
+    from tritonkit.perf.llm.prompts import prompts_for_lengths
+    from tritonkit.perf.measure.spec import PerfSpec
+    from tritonkit.perf.measure.target import check_target, server_answers
+
+    folder = Path(results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _m: None)
+    spec = PerfSpec(model=model, url=url)
+    check_target(spec)
+    with Client(url) as client:
+        meta = client.model_metadata(model)
+    layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model)
+    stream = meta.decoupled if streaming is None else streaming
+    pa = perf_analyzer or locate_perf_analyzer()
+    started = utc_now()
+    notes: list[str] = []
+    if meta.decoupled and not stream:
+        notes.append("the model is decoupled but streaming was turned off: perf_analyzer may refuse it")
+
+    runs: list[tuple[str, str, float, list[str], Schedule | None]] = []
+    if plan.shape is not None:
+        schedule = plan.shape.schedule()
+        if schedule.input_tokens is not None and schedule.output_tokens is not None:
+            prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens)
+        elif len(prompts) < schedule.request_count:
+            prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
+        intervals = write_intervals(folder / "intervals.txt", schedule)
+        input_data = write_llm_input_data(folder / "inputs.json", prompts[: schedule.request_count], layout, streaming=stream)
+        argv = llm_argv(model, url, input_data=input_data, export_file=folder / f"{plan.shape.kind}.json",
+                        request_count=schedule.request_count, streaming=stream, intervals_file=intervals)
+        runs.append((plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule))
+    else:
+        input_data = write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=stream)
+        for level in plan.concurrency:
+            name = f"c{level}"
+            count = max(plan.requests_per_level, level)
+            argv = llm_argv(model, url, input_data=input_data, export_file=folder / f"{name}.json",
+                            request_count=count, streaming=stream, concurrency=level,
+                            warmup_requests=plan.warmup_rounds * level)
+            runs.append((name, "concurrency", float(level), argv, None))
+
+    steps: list[LLMStep] = []
+    for name, mode, value, argv, step_schedule in runs:
+        full = [*pa.argv, *argv]
+        atomic_write(folder / f"{name}.argv.json", json.dumps(full, indent=1) + "\n")
+        export = folder / f"{name}.json"
+        export.unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
+        say(f"[{name}] {mode} {value:g}: sending {argv[argv.index('--request-count') + 1]} requests")
+        inv = _invoke(full, folder, name, metrics_url=metrics_url, interval_s=plan.metrics_interval_s,
+                      settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5),
+                      timeout_s=plan.step_timeout_s)
+        records, source = load_export_records(export) if export.exists() and inv.returncode == 0 else ([], "output_ids")
+        metrics = compute_metrics(records, goodput_slo=plan.goodput_slo, token_source=source) if records else None
+        errors = _ERROR_LINE_RE.findall(inv.console)
+        reachable = True
+        if errors or inv.stalled or inv.returncode not in (0, None):
+            reachable = server_answers(spec)
+        request_failed = inv.stalled or any("had error" in e for e in errors)
+        if inv.returncode not in (0, None) and not records and not request_failed and reachable:
+            # Nothing was sent: perf_analyzer refused its input or options — a usage error, not a load result.
+            raise PerfError(
+                f"perf_analyzer exited with status {inv.returncode}: {errors[-1] if errors else 'no message'}",
+                returncode=inv.returncode,
+                stderr_tail=inv.console[-2000:],
+                hint=f"see {folder / (name + '.stdout')}; the command is in {name}.argv.json",
+            )
+        failures: FailureReport = classify_failures(
+            records,
+            client_deadline_ms=plan.client_deadline_ms,
+            analyzer_errors=[e.strip() for e in errors],
+            analyzer_stalled=inv.stalled,
+            server_rejected=_counter_delta(inv.snapshots, "nv_inference_request_failure", model, reason="REJECTED"),
+            server_failed=_counter_delta(inv.snapshots, "nv_inference_request_failure", model),
+            server_reachable=reachable,
+            max_queue_size=meta.max_queue_size,
+            queue_timeout_rejects=meta.queue_timeout_rejects and meta.queue_timeout_us > 0,
+            mean_queue_ms=_mean_queue_ms(inv.snapshots, model),
+        )
+        first_ns = min((r.sent_ns for r in records), default=inv.wall0_ns)
+        t0_mono = inv.mono0_s + (first_ns - inv.wall0_ns) / 1e9
+        points = server_timeline(inv.snapshots, model, t0_monotonic_s=t0_mono)
+        step = LLMStep(
+            load_mode=mode, load_value=value, metrics=metrics, failures=failures,
+            timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
+            requests=[((r.sent_ns - first_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
+            wall_s=inv.wall_s, generator_cpu_pct=inv.cpu_pct, argv=full,
+            raw_files=[p.name for p in folder.glob(f"{name}.*")],
+        )
+        cpu_warning = generator_cpu_warning(inv.cpu_pct, host_cpu_count())
+        if cpu_warning:
+            step.warnings.append(cpu_warning)
+        if inv.scrape_errors:
+            step.warnings.append(f"could not scrape {metrics_url}: {inv.scrape_errors[-1]}")
+        if inv.returncode not in (0, None) and not records:
+            step.warnings.append(f"perf_analyzer exited with status {inv.returncode}; see {name}.stdout / {name}.stderr")
+        if step_schedule is not None and plan.shape is not None:
+            start_s, end_s = _shape_windows(step_schedule, plan.shape)
+            step.recovery = recovery(points, load_start_s=start_s, load_end_s=end_s) if points else None
+            step.drift = drift(records) if records else None
+            offset = step_schedule.intervals_us[0] / 1e6
+            step.phases = [
+                {**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
+                for p in step_schedule.phases
+            ]
+        steps.append(step)
+        say(_describe(name, step))
+    result = LLMResult(
+        model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
+        steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
+        notes=notes,
+    )
+    result.save(folder / "llm_result.json")
+    return result
+
+
+def _describe(name: str, step: LLMStep) -> str:
+    m = step.metrics
+    if m is None or m.ttft_ms is None:
+        hit = step.failures.hit or "nothing measured"
+        return f"[{name}] no metrics ({hit}; {step.wall_s:.1f} s)"
+    itl = f"ITL p50 {m.itl_ms.p50:.1f} ms, " if m.itl_ms else ""
+    tps = f"{m.output_token_throughput_per_s:.1f} tok/s" if m.output_token_throughput_per_s else "n/a tok/s"
+    fail = f", failures: {step.failures.hit} ×{step.failures.total}" if step.failures.total else ""
+    return f"[{name}] TTFT p50 {m.ttft_ms.p50:.1f} ms, {itl}{tps}{fail} ({step.wall_s:.1f} s)"

@@ -1,0 +1,297 @@
+"""Traffic shapes as send schedules for perf_analyzer's ``--request-intervals``.
+
+perf_analyzer's own load options are a fixed concurrency or a fixed rate. A ramp, a spike, a
+soak or the replay of a recorded log is a *schedule*: the gap before each request. A shape
+here is a typed value; ``schedule()`` turns it into those gaps (µs, one per request, what the
+intervals file holds: perf_analyzer waits the i-th gap before sending the i-th request) and the
+phases the report marks on its time line. Pure: the same shape gives the same schedule.
+
+* ``Ramp``: the rate rises from ``start_per_s`` to ``end_per_s`` in ``steps`` equal steps of
+  ``step_s`` seconds each;
+* ``Spike``: ``base_per_s`` for ``before_s``, ``burst_per_s`` for ``burst_s``, ``base_per_s``
+  again for ``after_s`` (the recovery is measured after the burst);
+* ``Soak``: ``rate_per_s`` for ``duration_s`` (latency drift over time is reported);
+* ``Replay``: the send times of a recorded log (JSONL, one request a line:
+  ``{"timestamp_ms": 0, "input_tokens": 120, "output_tokens": 40}``), optionally sped up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonkit._fs import atomic_write
+from tritonkit.errors import ConfigError
+
+__all__ = [
+    "MAX_SCHEDULED_REQUESTS",
+    "Phase",
+    "Ramp",
+    "Replay",
+    "ReplayEntry",
+    "Schedule",
+    "Shape",
+    "Soak",
+    "Spike",
+    "load_replay_log",
+    "parse_shape",
+    "write_intervals",
+]
+
+#: Upper bound on requests one shape may schedule: load stays bounded in count and time.
+MAX_SCHEDULED_REQUESTS = 100_000
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A named stretch of a schedule: requests ``[first, first + count)``, ``start_s``..``end_s``."""
+
+    name: str
+    start_s: float
+    end_s: float
+    first: int
+    count: int
+    rate_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Gaps before each request (µs) and the phases; per-request lengths for a replay."""
+
+    intervals_us: tuple[int, ...]
+    phases: tuple[Phase, ...]
+    input_tokens: tuple[int, ...] | None = None
+    output_tokens: tuple[int, ...] | None = None
+
+    @property
+    def request_count(self) -> int:
+        return len(self.intervals_us)
+
+    @property
+    def duration_s(self) -> float:
+        return sum(self.intervals_us) / 1e6
+
+    def phase(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+
+def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(f"traffic shape: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value:g}")
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.intervals: list[int] = []
+        self.phases: list[Phase] = []
+        self.clock_s = 0.0
+
+    def constant(self, name: str, rate_per_s: float, duration_s: float) -> None:
+        count = int(round(rate_per_s * duration_s))
+        gap_us = int(round(1e6 / rate_per_s))
+        start, first = self.clock_s, len(self.intervals)
+        self.intervals.extend([gap_us] * count)
+        if len(self.intervals) > MAX_SCHEDULED_REQUESTS:
+            raise ConfigError(
+                f"traffic shape schedules more than {MAX_SCHEDULED_REQUESTS} requests",
+                hint="shorten the phases or lower the rates",
+            )
+        self.clock_s += count * gap_us / 1e6
+        self.phases.append(Phase(name, start, self.clock_s, first, count, rate_per_s))
+
+    def build(self) -> Schedule:
+        if not self.intervals:
+            raise ConfigError("traffic shape schedules no request", hint="raise a rate or a duration")
+        return Schedule(tuple(self.intervals), tuple(self.phases))
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """Rate rising in ``steps`` equal steps from ``start_per_s`` to ``end_per_s``, ``step_s`` each."""
+
+    start_per_s: float
+    end_per_s: float
+    steps: int = 4
+    step_s: float = 10.0
+    kind: str = field(default="ramp", init=False)
+
+    def schedule(self) -> Schedule:
+        _positive("start rate", self.start_per_s)
+        _positive("end rate", self.end_per_s)
+        _positive("step duration", self.step_s)
+        if self.steps < 1:
+            raise ConfigError(f"traffic shape: ramp steps must be >= 1, got {self.steps}")
+        builder = _Builder()
+        for i in range(self.steps):
+            frac = 0.0 if self.steps == 1 else i / (self.steps - 1)
+            rate = self.start_per_s + frac * (self.end_per_s - self.start_per_s)
+            builder.constant(f"step{i + 1}", rate, self.step_s)
+        return builder.build()
+
+
+@dataclass(frozen=True)
+class Spike:
+    """``base_per_s`` for ``before_s``, ``burst_per_s`` for ``burst_s``, then base for ``after_s``."""
+
+    base_per_s: float
+    burst_per_s: float
+    before_s: float = 5.0
+    burst_s: float = 3.0
+    after_s: float = 10.0
+    kind: str = field(default="spike", init=False)
+
+    def schedule(self) -> Schedule:
+        for name, value in (("base rate", self.base_per_s), ("burst rate", self.burst_per_s),
+                            ("burst duration", self.burst_s), ("after duration", self.after_s)):
+            _positive(name, value)
+        _positive("before duration", self.before_s, allow_zero=True)
+        builder = _Builder()
+        if self.before_s > 0:
+            builder.constant("base", self.base_per_s, self.before_s)
+        builder.constant("burst", self.burst_per_s, self.burst_s)
+        builder.constant("after", self.base_per_s, self.after_s)
+        return builder.build()
+
+
+@dataclass(frozen=True)
+class Soak:
+    """A constant ``rate_per_s`` for ``duration_s``."""
+
+    rate_per_s: float
+    duration_s: float
+    kind: str = field(default="soak", init=False)
+
+    def schedule(self) -> Schedule:
+        _positive("rate", self.rate_per_s)
+        _positive("duration", self.duration_s)
+        builder = _Builder()
+        builder.constant("soak", self.rate_per_s, self.duration_s)
+        return builder.build()
+
+
+@dataclass(frozen=True)
+class ReplayEntry:
+    """One recorded request: when it was sent (ms from the log's start) and its lengths."""
+
+    timestamp_ms: float
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Send times (and lengths) of a recorded log, played ``speed`` times as fast."""
+
+    entries: tuple[ReplayEntry, ...]
+    speed: float = 1.0
+    source: str = ""
+    kind: str = field(default="replay", init=False)
+
+    def schedule(self) -> Schedule:
+        _positive("replay speed", self.speed)
+        if not self.entries:
+            raise ConfigError(f"replay log {self.source or ''} has no requests".replace("  ", " "))
+        if len(self.entries) > MAX_SCHEDULED_REQUESTS:
+            raise ConfigError(f"replay log has more than {MAX_SCHEDULED_REQUESTS} requests", hint="replay a slice")
+        entries = sorted(self.entries, key=lambda e: e.timestamp_ms)
+        t0 = entries[0].timestamp_ms
+        intervals: list[int] = []
+        previous = t0
+        for entry in entries:
+            # The first request goes out at once (a 1 µs gap: perf_analyzer wants positive gaps).
+            gap_ms = (entry.timestamp_ms - previous) / self.speed
+            intervals.append(max(1, int(round(gap_ms * 1000.0))))
+            previous = entry.timestamp_ms
+        end_s = sum(intervals) / 1e6
+        return Schedule(
+            tuple(intervals),
+            (Phase("replay", 0.0, end_s, 0, len(intervals)),),
+            input_tokens=tuple(e.input_tokens for e in entries),
+            output_tokens=tuple(e.output_tokens for e in entries),
+        )
+
+
+Shape = Ramp | Spike | Soak | Replay
+
+
+def _int_field(line: dict[str, Any], names: Sequence[str], where: str) -> int:
+    for name in names:
+        if name in line:
+            value = line[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
+                raise ConfigError(f"{where}: {name} must be a positive integer, got {value!r}")
+            return int(value)
+    raise ConfigError(f"{where}: missing {names[0]}", hint=f"each line needs {', '.join(names[:1])}")
+
+
+def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0) -> Replay:
+    """Read a JSONL request log: ``timestamp_ms`` (or ``timestamp`` in ms), input and output lengths."""
+    source = Path(path)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read replay log {source}: {exc.strerror}", hint="pass a JSONL file") from exc
+    entries = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where} is not JSON: {exc.msg}", hint='e.g. {"timestamp_ms": 0, "input_tokens": 100, "output_tokens": 20}') from exc
+        if not isinstance(line, dict):
+            raise ConfigError(f"{where} is not a JSON object")
+        stamp = line.get("timestamp_ms", line.get("timestamp"))
+        if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp) or stamp < 0:
+            raise ConfigError(f"{where}: timestamp_ms must be a number >= 0, got {stamp!r}")
+        entries.append(
+            ReplayEntry(
+                float(stamp),
+                _int_field(line, ("input_tokens", "input_length", "isl"), where),
+                _int_field(line, ("output_tokens", "output_length", "osl"), where),
+            )
+        )
+    return Replay(tuple(entries), speed=speed, source=str(source))
+
+
+def _float(text: str, where: str) -> float:
+    try:
+        return float(text.strip().removesuffix("/s").removesuffix("s"))
+    except ValueError as exc:
+        raise ConfigError(f"traffic shape: {where} {text!r} is not a number") from exc
+
+
+def parse_shape(text: str) -> Shape:
+    """``ramp:START-END/s,STEPS,STEP_S``, ``spike:BASE/s,BURST/s,BEFORE_S,BURST_S,AFTER_S``,
+    ``soak:RATE/s,DURATION_S`` or ``replay:FILE.jsonl[,SPEED]``."""
+    kind, _, rest = text.partition(":")
+    kind = kind.strip().lower()
+    parts = [p for p in rest.split(",")] if rest else []
+    examples = "ramp:1-8/s,4,10 | spike:2/s,20/s,5,3,10 | soak:4/s,600 | replay:log.jsonl,2"
+    try:
+        if kind == "ramp" and 1 <= len(parts) <= 3:
+            lo, _, hi = parts[0].removesuffix("/s").partition("-")
+            return Ramp(_float(lo, "start rate"), _float(hi or lo, "end rate"),
+                        int(_float(parts[1], "steps")) if len(parts) > 1 else 4,
+                        _float(parts[2], "step duration") if len(parts) > 2 else 10.0)
+        if kind == "spike" and 2 <= len(parts) <= 5:
+            nums = [_float(p, "value") for p in parts]
+            return Spike(nums[0], nums[1], *nums[2:])
+        if kind == "soak" and len(parts) == 2:
+            return Soak(_float(parts[0], "rate"), _float(parts[1], "duration"))
+        if kind == "replay" and 1 <= len(parts) <= 2:
+            return load_replay_log(parts[0], speed=_float(parts[1], "speed") if len(parts) > 1 else 1.0)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, hint=f"shapes look like: {examples}") from exc
+    raise ConfigError(f"cannot read traffic shape {text!r}", hint=f"use one of: {examples}")
+
+
+def write_intervals(path: str | os.PathLike[str], schedule: Schedule) -> Path:
+    """Write the schedule's gaps as perf_analyzer's ``--request-intervals`` file (µs, one a line)."""
+    return atomic_write(Path(path), "".join(f"{gap}\n" for gap in schedule.intervals_us))

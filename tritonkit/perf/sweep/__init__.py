@@ -1,0 +1,101 @@
+"""Find the configuration that carries the most load within an SLA, on one live server.
+
+A sweep serves the model's repository on one tritonserver with explicit model control and, for
+each variant of the model's config (instances × max batch × batching window × preferred batch
+sizes), loads it with that config, warms it up, climbs a load ladder that stops once the SLA
+breaks or throughput stops rising, and unloads it. It measures the default config first, then a
+first guess from the measured cost per execution and the hardware, then whatever could still
+win; variants that cannot beat the best are pruned (``exhaustive=True`` measures them all). The
+leaders are re-measured and a tie is a tie. The winner is written back beside a backup of the
+old config, and a report (table, throughput-vs-p99 plot with the Pareto front) is written.
+
+Example::
+
+    from tritonkit.perf.sweep import SweepGrid, run_sweep
+
+    result = run_sweep("model_repository", "resnet", sla="p99<=50ms",
+                       grid=SweepGrid(instances=[1, 2], max_batch_sizes=[1, 4, 8], windows_us=[0, 5000]))
+    print(result.headline(), result.exit_code)
+"""
+
+from __future__ import annotations
+
+from tritonkit.perf.sweep.driver import VariantMeter
+from tritonkit.perf.sweep.live import LiveModel, config_json, mean_exec_us
+from tritonkit.perf.sweep.report import render_sweep_markdown, render_sweep_plot, write_sweep_report
+from tritonkit.perf.sweep.run import (
+    EXIT_NONE_MEETS,
+    EXIT_OK,
+    EXIT_UNMEASURED,
+    SweepEvent,
+    SweepGrid,
+    SweepResult,
+    run_sweep,
+)
+from tritonkit.perf.sweep.search import (
+    SearchResult,
+    SearchSettings,
+    StepPoint,
+    VariantOutcome,
+    choose_winner,
+    first_guess,
+    interpolate_cost_us,
+    pareto_front,
+    search,
+    throughput_bound_per_s,
+    useful_loads,
+)
+from tritonkit.perf.sweep.store import SweepStore
+from tritonkit.perf.sweep.variants import (
+    DEFAULT_ID,
+    Variant,
+    apply_variant,
+    parse_instances,
+    parse_max_batch_sizes,
+    parse_preferred,
+    parse_windows,
+    variant_grid,
+    variant_of,
+)
+from tritonkit.perf.sweep.writeback import WriteBack, restore_command, write_winner
+
+__all__ = [
+    "DEFAULT_ID",
+    "EXIT_NONE_MEETS",
+    "EXIT_OK",
+    "EXIT_UNMEASURED",
+    "SweepEvent",
+    "SweepGrid",
+    "SweepResult",
+    "VariantMeter",
+    "render_sweep_markdown",
+    "render_sweep_plot",
+    "run_sweep",
+    "write_sweep_report",
+    "LiveModel",
+    "SearchResult",
+    "SearchSettings",
+    "StepPoint",
+    "SweepStore",
+    "Variant",
+    "VariantOutcome",
+    "WriteBack",
+    "apply_variant",
+    "choose_winner",
+    "config_json",
+    "first_guess",
+    "interpolate_cost_us",
+    "mean_exec_us",
+    "pareto_front",
+    "parse_instances",
+    "parse_max_batch_sizes",
+    "parse_preferred",
+    "parse_windows",
+    "restore_command",
+    "search",
+    "throughput_bound_per_s",
+    "useful_loads",
+    "variant_grid",
+    "variant_of",
+    "write_winner",
+]

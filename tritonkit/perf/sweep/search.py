@@ -1,0 +1,441 @@
+"""Which variant to measure next, which ones cannot win, and which one did: pure functions.
+
+Nothing here starts a server or perf_analyzer. :func:`search` is handed a ``measure`` callable
+(variant → :class:`VariantOutcome`) and a ``confirm`` callable (outcome → one more
+:class:`StepPoint` at its best load), so the same logic runs against a live server or over
+stored results.
+
+How the search decides:
+
+* **Cost.** The server's statistics give the mean time of one model execution per batch size.
+  No execution is shorter than the cheapest one measured (a larger batch never runs in less
+  time than a smaller one), so a variant with ``i`` instances and max batch ``b`` cannot carry
+  more than ``i × b`` requests per cheapest execution time, nor more than the ladder's highest
+  concurrency per cheapest execution time (a closed loop has that many requests in flight).
+  The bound gets a noise allowance (default 10 %) because the statistics themselves are noisy.
+* **First guess.** From the measured costs and the hardware: instances up to the CPU cores (or
+  as given on a GPU), the batch the ladder can fill, the cost per batch interpolated from what
+  was measured, and a latency estimate (window + two executions) that must fit the p99 limit.
+* **Pruning.** A variant whose bound is below the best measured throughput less the tie
+  tolerance cannot win and is never measured; the search stops when no variant is left that
+  could. The batching window and preferred sizes change when a batch is sent, not how much an
+  instance carries once saturated, so they share the bound of their instances × max batch.
+  The same bound per load skips the low rungs of a ladder: ``c`` requests in flight cannot
+  complete more than ``c`` per cheapest execution, so once a best is known, loads that cannot
+  reach it are not measured.
+* **Confirmation.** The top candidates are measured once more at their best load; the score is
+  the mean. Throughputs within the tie tolerance (default 5 %) are a tie, broken by lower p99
+  (again within the tolerance), then fewer instances, then the default config (nothing to
+  change), then the smaller max batch and window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonkit.perf.sweep.variants import Variant
+
+__all__ = [
+    "SearchResult",
+    "SearchSettings",
+    "StepPoint",
+    "VariantOutcome",
+    "choose_winner",
+    "first_guess",
+    "interpolate_cost_us",
+    "pareto_front",
+    "search",
+    "throughput_bound_per_s",
+    "useful_loads",
+]
+
+STATUS_MEASURED = "measured"
+STATUS_LOAD_FAILED = "load_failed"
+STATUS_FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One measured load step of one variant: load (concurrency or requests/s), what it carried,
+    its p99, failed requests, whether perf_analyzer called it stable, and whether it met the SLA."""
+
+    load: float
+    throughput_per_s: float
+    p99_ms: float
+    errors: int = 0
+    stable: bool = True
+    meets_sla: bool = True
+
+    @property
+    def counts(self) -> bool:
+        """True when the step may be a winner's operating point: SLA met, no errors, stable."""
+        return self.meets_sla and self.errors == 0 and self.stable
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"load": self.load, "throughput_per_s": self.throughput_per_s, "p99_ms": self.p99_ms,
+                "errors": self.errors, "stable": self.stable, "meets_sla": self.meets_sla}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepPoint:
+        return cls(load=float(data["load"]), throughput_per_s=float(data["throughput_per_s"]),
+                   p99_ms=float(data["p99_ms"]), errors=int(data.get("errors", 0)),
+                   stable=bool(data.get("stable", True)), meets_sla=bool(data.get("meets_sla", True)))
+
+
+@dataclass
+class VariantOutcome:
+    """What measuring one variant gave.
+
+    ``status`` is ``measured``, ``load_failed`` (``reason`` is the server's) or ``failed``
+    (perf_analyzer could not measure it; ``reason`` says why). ``exec_cost_us`` maps batch size
+    to the mean time of one model execution, from the server's statistics.
+    ``confirmations`` are re-measurements at the best step's load; ``skipped_loads`` are ladder
+    loads not measured because they could not carry the best throughput already found.
+    """
+
+    variant: Variant
+    status: str = STATUS_MEASURED
+    steps: list[StepPoint] = field(default_factory=list)
+    reason: str = ""
+    exec_cost_us: dict[int, float] = field(default_factory=dict)
+    duration_s: float = 0.0
+    stop_reason: str = ""
+    confirmations: list[StepPoint] = field(default_factory=list)
+    skipped_loads: list[float] = field(default_factory=list)
+
+    def best(self) -> StepPoint | None:
+        """The highest-throughput step that counts (SLA met, no errors, stable), first measurement only."""
+        good = [s for s in self.steps if s.counts]
+        return max(good, key=lambda s: s.throughput_per_s) if good else None
+
+    def score(self) -> StepPoint | None:
+        """The best step, averaged with its stable confirmations; if a re-measurement broke the SLA
+        (or failed requests), the best counting step below that load instead (measured once)."""
+        best = self.best()
+        # An unstable re-measurement says nothing either way; one with errors or over the SLA does.
+        judged = [c for c in self.confirmations if c.stable or c.errors]
+        if best is None or not judged:
+            return best
+        if not all(c.counts for c in judged):
+            lower = [s for s in self.steps if s.counts and s.load < best.load]
+            return max(lower, key=lambda s: s.throughput_per_s) if lower else None
+        points = [best, *judged]
+        return StepPoint(
+            load=best.load,
+            throughput_per_s=sum(p.throughput_per_s for p in points) / len(points),
+            p99_ms=sum(p.p99_ms for p in points) / len(points),
+        )
+
+    def saturated(self) -> bool:
+        """True when the ladder ended because throughput stopped rising."""
+        return self.stop_reason == "throughput_plateau"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant.to_dict(),
+            "status": self.status,
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "exec_cost_us": {str(b): us for b, us in sorted(self.exec_cost_us.items())},
+            "duration_s": self.duration_s,
+            "stop_reason": self.stop_reason,
+            "confirmations": [c.to_dict() for c in self.confirmations],
+            "skipped_loads": list(self.skipped_loads),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VariantOutcome:
+        return cls(
+            variant=Variant.from_dict(data["variant"]),
+            status=str(data.get("status", STATUS_MEASURED)),
+            steps=[StepPoint.from_dict(s) for s in data.get("steps", [])],
+            reason=str(data.get("reason", "")),
+            exec_cost_us={int(b): float(us) for b, us in (data.get("exec_cost_us") or {}).items()},
+            duration_s=float(data.get("duration_s", 0.0)),
+            stop_reason=str(data.get("stop_reason", "")),
+            confirmations=[StepPoint.from_dict(c) for c in data.get("confirmations", [])],
+            skipped_loads=[float(x) for x in data.get("skipped_loads", [])],
+        )
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Knobs of the search. ``max_concurrency`` is the ladder's top concurrency (``None`` for
+    request-rate ladders, which have no closed-loop bound); ``p99_limit_ms`` the SLA's p99 bound
+    when it has one. ``cpu_cores``/``gpus`` describe the serving hardware for the first guess.
+    ``confirm_top`` is the most variants re-measured per round. ``levels``/``load_mode`` are the
+    ladder's loads; with them, loads that cannot reach the best throughput found are skipped."""
+
+    exhaustive: bool = False
+    tie_tolerance: float = 0.05
+    noise_allowance: float = 0.10
+    confirm_top: int = 3
+    max_concurrency: float | None = None
+    levels: tuple[float, ...] = ()
+    load_mode: str = "concurrency"
+    p99_limit_ms: float | None = None
+    cpu_cores: int = 1
+    gpus: int = 0
+
+
+@dataclass
+class SearchResult:
+    """The search's record: every outcome in the order measured, the variants pruned (id →
+    the bound that ruled them out, infer/s), the first guess, the winner and whoever tied it."""
+
+    outcomes: list[VariantOutcome]
+    pruned: dict[str, float]
+    guess: Variant | None
+    winner: VariantOutcome | None
+    tied: list[VariantOutcome]
+
+    @property
+    def default(self) -> VariantOutcome | None:
+        return next((o for o in self.outcomes if o.variant.is_default), None)
+
+
+# ------------------------------------------------------------------------------------ pieces
+
+
+def _slots(variant: Variant) -> int:
+    return variant.instances * max(variant.max_batch_size, 1)
+
+
+def throughput_bound_per_s(
+    variant: Variant, min_exec_us: float, *, max_concurrency: float | None = None, allowance: float = 0.10
+) -> float:
+    """The most inferences per second ``variant`` could carry (see the module docstring)."""
+    if min_exec_us <= 0:
+        return math.inf
+    slots = float(_slots(variant))
+    if max_concurrency is not None:
+        slots = min(slots, float(max_concurrency))
+    return slots * 1e6 / min_exec_us * (1.0 + allowance)
+
+
+def useful_loads(
+    variant: Variant, settings: SearchSettings, min_exec_us: float | None, floor_per_s: float
+) -> tuple[float, ...]:
+    """The ladder loads at which ``variant`` could still carry ``floor_per_s``.
+
+    A closed loop of ``c`` requests cannot complete more than ``c`` (nor more than the variant's
+    slots) per cheapest execution time; an open loop cannot complete more than it offers. Loads
+    below the floor are skipped: whatever they meet, they cannot win. The top load is always kept.
+    """
+    levels = settings.levels
+    if not levels or floor_per_s <= 0 or min_exec_us is None or min_exec_us <= 0:
+        return levels
+    grow = 1.0 + settings.noise_allowance
+    slots = float(_slots(variant))
+
+    def bound(level: float) -> float:
+        if settings.load_mode == "concurrency":
+            return min(level, slots) * 1e6 / min_exec_us * grow
+        return level * grow
+
+    keep = tuple(level for level in levels if bound(level) >= floor_per_s)
+    return keep or levels[-1:]
+
+
+def _min_exec_us(outcomes: Iterable[VariantOutcome]) -> float | None:
+    costs = [us for o in outcomes for us in o.exec_cost_us.values() if us > 0]
+    return min(costs) if costs else None
+
+
+def interpolate_cost_us(costs: dict[int, float], batch: int) -> float:
+    """Execution time for ``batch`` from measured ``{batch: µs}``: measured, else linear between the
+    nearest measured sizes, else extended from the two largest (never below the largest measured)."""
+    if batch in costs:
+        return costs[batch]
+    sizes = sorted(costs)
+    below = [b for b in sizes if b < batch]
+    above = [b for b in sizes if b > batch]
+    if below and above:
+        lo, hi = below[-1], above[0]
+        return costs[lo] + (costs[hi] - costs[lo]) * (batch - lo) / (hi - lo)
+    if above:
+        return costs[above[0]]
+    if len(below) >= 2:
+        lo, hi = below[-2], below[-1]
+        slope = max(0.0, (costs[hi] - costs[lo]) / (hi - lo))
+        return costs[hi] + slope * (batch - hi)
+    return costs[below[-1]]
+
+
+def first_guess(candidates: Sequence[Variant], costs: dict[int, float], settings: SearchSettings) -> Variant | None:
+    """The variant a simple model of the server expects to carry the most within the p99 limit.
+
+    Throughput ≈ effective instances × batch the ladder can fill / execution time of that batch;
+    effective instances are capped by CPU cores when there is no GPU (workers beyond the cores
+    slow each other down). Latency ≈ window + two executions (wait for the running batch, then
+    run). ``None`` without costs or candidates.
+    """
+    if not candidates or not costs:
+        return None
+    concurrency = settings.max_concurrency or math.inf
+
+    def predict(v: Variant) -> tuple[float, float]:
+        instances = v.instances if settings.gpus else min(v.instances, max(1, settings.cpu_cores))
+        per_instance = max(1.0, math.floor(concurrency / v.instances)) if math.isfinite(concurrency) else math.inf
+        batch = int(min(max(v.max_batch_size, 1), per_instance))
+        exec_us = interpolate_cost_us(costs, batch)
+        throughput = instances * batch * 1e6 / exec_us if exec_us > 0 else 0.0
+        latency_ms = (v.window_us or 0) / 1000.0 + 2.0 * exec_us / 1000.0
+        return throughput, latency_ms
+
+    predicted = {v.id: predict(v) for v in candidates}
+    limit = settings.p99_limit_ms
+    feasible = [v for v in candidates if limit is None or predicted[v.id][1] <= limit] or list(candidates)
+    top = max(predicted[v.id][0] for v in feasible)
+    near = [v for v in feasible if predicted[v.id][0] >= top * (1.0 - settings.tie_tolerance)]
+    return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
+
+
+def _tie_key(outcome: VariantOutcome) -> tuple[int, bool, int, int, str]:
+    v = outcome.variant
+    return (v.instances, not v.is_default, v.max_batch_size, v.window_us or 0, v.id)
+
+
+def choose_winner(
+    outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05
+) -> tuple[VariantOutcome | None, list[VariantOutcome]]:
+    """The winner and every outcome tied with it (winner first), by the rule in the module docstring."""
+    scored = [(o, s) for o in outcomes if (s := o.score()) is not None]
+    if not scored:
+        return None, []
+    top = max(s.throughput_per_s for _, s in scored)
+    tied = [(o, s) for o, s in scored if s.throughput_per_s >= top * (1.0 - tie_tolerance)]
+    lowest_p99 = min(s.p99_ms for _, s in tied)
+    calm = [o for o, s in tied if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
+    winner = min(calm, key=_tie_key)
+    others = sorted((o for o, _ in tied if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
+    return winner, [winner, *others]
+
+
+def pareto_front(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The ``(p99_ms, throughput_per_s)`` points no other point beats on both (lower p99, higher
+    throughput), sorted by p99."""
+    front: list[tuple[float, float]] = []
+    best = -math.inf
+    for p99, throughput in sorted(points, key=lambda p: (p[0], -p[1])):
+        if throughput > best:
+            front.append((p99, throughput))
+            best = throughput
+    return front
+
+
+# ------------------------------------------------------------------------------------ search
+
+#: Measure one variant at the given ladder loads (all of them when the tuple is empty).
+Measure = Callable[[Variant, tuple[float, ...]], VariantOutcome]
+Confirm = Callable[[VariantOutcome], StepPoint | None]
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+def search(
+    grid: Sequence[Variant],
+    measure: Measure,
+    confirm: Confirm | None,
+    settings: SearchSettings,
+    *,
+    notify: Notify | None = None,
+) -> SearchResult:
+    """Measure the default first, then (unless ``exhaustive``) the first guess, then the
+    unmeasured variant with the highest bound, until no variant left could win; confirm the top.
+
+    ``notify(kind, data)`` hears ``guess``, ``pruned`` and ``confirm`` decisions as they happen.
+    """
+    say = notify or (lambda _kind, _data: None)
+    default = next((v for v in grid if v.is_default), grid[0])
+    outcomes: list[VariantOutcome] = [measure(default, settings.levels)]
+
+    def loads(variant: Variant) -> tuple[float, ...]:
+        scores = [s.throughput_per_s for o in outcomes if (s := o.score()) is not None]
+        floor = max(scores, default=0.0) * (1.0 - settings.tie_tolerance)
+        return useful_loads(variant, settings, _min_exec_us(outcomes), floor)
+
+    remaining = [v for v in grid if v is not default]
+    pruned: dict[str, float] = {}
+    guess: Variant | None = None
+
+    if settings.exhaustive:
+        for variant in remaining:
+            outcomes.append(measure(variant, settings.levels))
+        remaining = []
+    else:
+        guess = first_guess(remaining, _merged_costs(outcomes), settings)
+        if guess is not None:
+            say("guess", {"variant": guess.id})
+            outcomes.append(measure(guess, loads(guess)))
+            remaining.remove(guess)
+
+    while remaining:
+        min_exec = _min_exec_us(outcomes)
+        scores = [s.throughput_per_s for o in outcomes if (s := o.score()) is not None]
+        best = max(scores, default=0.0)
+        bounds = {
+            v.id: (throughput_bound_per_s(v, min_exec, max_concurrency=settings.max_concurrency,
+                                          allowance=settings.noise_allowance) if min_exec else math.inf)
+            for v in remaining
+        }
+        floor = best * (1.0 - settings.tie_tolerance)
+        for v in [v for v in remaining if bounds[v.id] < floor]:
+            pruned[v.id] = bounds[v.id]
+            remaining.remove(v)
+            say("pruned", {"variant": v.id, "bound_per_s": bounds[v.id], "best_per_s": best})
+        if not remaining:
+            break
+        near = guess or default
+        nxt = max(remaining, key=lambda v: (bounds[v.id], -_distance(v, near)))
+        outcomes.append(measure(nxt, loads(nxt)))
+        remaining.remove(nxt)
+
+    if confirm is not None:
+        _confirm_top(outcomes, confirm, settings, say)
+    winner, tied = choose_winner(outcomes, settings.tie_tolerance)
+    return SearchResult(outcomes=outcomes, pruned=pruned, guess=guess, winner=winner, tied=tied)
+
+
+def _merged_costs(outcomes: Iterable[VariantOutcome]) -> dict[int, float]:
+    """Per batch size, the cheapest execution time any outcome measured."""
+    merged: dict[int, float] = {}
+    for outcome in outcomes:
+        for batch, us in outcome.exec_cost_us.items():
+            if us > 0:
+                merged[batch] = min(us, merged.get(batch, math.inf))
+    return merged
+
+
+def _distance(variant: Variant, anchor: Variant) -> float:
+    """How far apart two variants are, in doublings of each knob (for ordering equal bounds)."""
+    def log2(a: float, b: float) -> float:
+        return abs(math.log2(max(a, 1.0)) - math.log2(max(b, 1.0)))
+
+    window = log2((variant.window_us or 0) / 1000.0 + 1, (anchor.window_us or 0) / 1000.0 + 1)
+    return log2(variant.instances, anchor.instances) + log2(variant.max_batch_size, anchor.max_batch_size) + window
+
+
+def _confirm_top(outcomes: list[VariantOutcome], confirm: Confirm, settings: SearchSettings, say: Notify) -> None:
+    """Re-measure the leader, and up to ``confirm_top`` variants close enough to it that noise could
+    reorder them, until each such variant has been re-measured once (a few rounds at most)."""
+    tried: set[str] = {o.variant.knobs_id for o in outcomes if o.confirmations}
+    for _ in range(3):
+        ranked = sorted(((o, s) for o in outcomes if (s := o.score()) is not None),
+                        key=lambda pair: -pair[1].throughput_per_s)
+        if not ranked:
+            return
+        top = ranked[0][1].throughput_per_s
+        # Within twice the tolerance: noise of that size could still reorder them.
+        contenders = [o for o, s in ranked if s.throughput_per_s >= top * (1.0 - 2 * settings.tie_tolerance)]
+        todo = [o for o in contenders[: settings.confirm_top] if o.variant.knobs_id not in tried]
+        if not todo:
+            return
+        for outcome in todo:
+            tried.add(outcome.variant.knobs_id)  # once, even when the re-measurement gave nothing
+            say("confirm", {"variant": outcome.variant.id})
+            point = confirm(outcome)
+            if point is not None:
+                outcome.confirmations.append(point)

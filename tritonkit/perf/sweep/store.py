@@ -1,0 +1,100 @@
+"""The sweep folder: one result per variant, so a re-run skips what is finished.
+
+Layout (``OUT`` is ``--out``)::
+
+    OUT/sweep.json                     settings the results depend on, then the whole summary
+    OUT/variants/<id>/outcome.json     a finished variant (measured, or refused by the server);
+                                       <id> names the knobs (i2-b4-w5ms), the default's included
+    OUT/variants/<id>/ladder/          its ladder: result.json and perf_analyzer's raw files
+    OUT/variants/<id>/confirm-<n>/     re-measurements of a leading variant
+    OUT/report.md, OUT/sweep.png       the report
+
+A variant without ``outcome.json`` (never started, or interrupted) is measured again; one with
+it is read back. Results are only reused under the same settings: a changed SLA, load ladder,
+step window or model config makes the folder refuse to resume rather than mix measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tritonkit._fs import atomic_write, read_json
+from tritonkit.errors import ConfigError
+from tritonkit.perf.sweep.search import VariantOutcome
+
+__all__ = ["SweepStore"]
+
+SWEEP_FILE = "sweep.json"
+OUTCOME_FILE = "outcome.json"
+_HINT = "delete the sweep folder (or pass another --out) to start afresh"
+
+
+def _read(path: Path, what: str) -> Any:
+    return read_json(path, what=what, hint=_HINT)
+
+
+class SweepStore:
+    """Reads and writes the per-variant files under ``root``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def variant_dir(self, variant_id: str) -> Path:
+        return self.root / "variants" / variant_id
+
+    def ladder_dir(self, variant_id: str) -> Path:
+        return self.variant_dir(variant_id) / "ladder"
+
+    def confirm_dir(self, variant_id: str, index: int) -> Path:
+        return self.variant_dir(variant_id) / f"confirm-{index}"
+
+    def begin(self, settings: dict[str, Any]) -> int:
+        """Check ``settings`` against a previous run here (``ConfigError`` if they differ), record them,
+        and return how many finished variants can be reused."""
+        path = self.root / SWEEP_FILE
+        if path.is_file():
+            previous = _read(path, "sweep record").get("settings", {})
+            changed = sorted(k for k in set(settings) | set(previous) if settings.get(k) != previous.get(k))
+            if changed:
+                raise ConfigError(
+                    f"{self.root} holds a sweep made with different {', '.join(changed)}; its results "
+                    "cannot be reused",
+                    hint="pass another --out folder, or delete that one to start afresh",
+                )
+        else:
+            self.write_summary({"settings": settings})
+        return len(self.finished())
+
+    def finished(self) -> dict[str, VariantOutcome]:
+        """Every finished variant's outcome, by its knobs id (the default config is stored under its
+        knobs too, so a sweep re-run after the winner was written back still finds it)."""
+        found: dict[str, VariantOutcome] = {}
+        for path in sorted((self.root / "variants").glob(f"*/{OUTCOME_FILE}")):
+            outcome = VariantOutcome.from_dict(_read(path, "sweep variant result"))
+            found[outcome.variant.knobs_id] = outcome
+        return found
+
+    def load(self, variant_id: str) -> VariantOutcome | None:
+        path = self.variant_dir(variant_id) / OUTCOME_FILE
+        return VariantOutcome.from_dict(_read(path, "sweep variant result")) if path.is_file() else None
+
+    def save(self, outcome: VariantOutcome) -> Path:
+        """Write ``outcome`` atomically: from now on a re-run reuses it."""
+        return atomic_write(self.variant_dir(outcome.variant.knobs_id) / OUTCOME_FILE,
+                            json.dumps(outcome.to_dict(), indent=2) + "\n")
+
+    def discard_partial(self, variant_id: str) -> None:
+        """Remove what an interrupted measurement of ``variant_id`` left (no outcome yet)."""
+        folder = self.variant_dir(variant_id)
+        if folder.is_dir() and not (folder / OUTCOME_FILE).is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        path = self.root / SWEEP_FILE
+        if path.is_file() and "settings" not in summary:
+            summary = {"settings": _read(path, "sweep record").get("settings", {}), **summary}
+        return atomic_write(path, json.dumps(summary, indent=2) + "\n")
