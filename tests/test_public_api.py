@@ -19,6 +19,9 @@ PACKAGES = [
     "tritonkit.perf.measure",
     "tritonkit.perf.judge",
     "tritonkit.perf.report",
+    "tritonkit.perf.llm",
+    "tritonkit.perf.sweep",
+    "tritonkit.deploy",
     "tritonkit.provision",
     "tritonkit.planner",
 ]

@@ -24,6 +24,7 @@ from tritonkit.cli.perf_llm import (
     report_llm_command,
     run_llm_command,
 )
+from tritonkit.cli.sweep import sweep_command
 from tritonkit.errors import MissingComponentError
 from tritonkit.perf.judge.compare import (
     DEFAULT_BASELINE_ROOT,
@@ -372,6 +373,6 @@ def install_command(version: str, wheel: Path | None, force: bool, as_json: bool
         click.echo(installed.describe())
 
 
-from tritonkit.cli import sweep as _sweep  # noqa: E402,F401  (adds `perf sweep` to the group above)
+perf.add_command(sweep_command)
 
 COMMANDS: list[click.Command] = [perf]

@@ -16,7 +16,6 @@ from pathlib import Path
 import click
 
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
-from tritonkit.cli.perf import perf
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
@@ -97,7 +96,7 @@ class SweepPrinter:
                    f"{len(result.resumed)} reused, {result.wall_s:.1f} s")
 
 
-@perf.command("sweep")
+@click.command("sweep")
 @click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("model")
 @click.option("--sla", "sla_text", required=True,
