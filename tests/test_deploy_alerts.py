@@ -244,11 +244,7 @@ def test_terms_without_a_server_metric_are_listed_with_the_reason() -> None:
 
 
 def test_llm_terms_the_sla_parser_reads_are_listed_without_an_alert() -> None:
-    try:
-        sla = parse_sla("p99<=2s,ttft_p99<=500ms,tokens_per_s>=20/s")
-    except ConfigError:
-        pytest.skip("this SLA parser does not read LLM terms yet")
-    rules = build_rules(sla)
+    rules = build_rules(parse_sla("p99<=2s,ttft_p99<=500ms,tokens_per_s>=20/s"))
     assert [m.alert for m in rules.mapped] == ["TritonLatencyP99AboveSla"]
     assert len(rules.unmapped) == 2 and all("tritonkit perf" in m.note for m in rules.unmapped)
 

@@ -66,6 +66,29 @@ def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:
         raise ConfigError(f"cannot read {what} {source}: {exc}", hint=hint) from exc
 
 
+def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list[tuple[str, Any]]:
+    """The values of a JSON Lines file, each with where it stands (``"FILE line N"``); blank lines skipped.
+
+    An unreadable file or a line that is not JSON is a ``ConfigError`` naming the file (and line);
+    ``what`` names the file in messages, ``example`` shows one good line.
+    """
+    source = Path(path)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what} {source}: {exc}", hint=f"pass a JSONL file, one line like {example}") from exc
+    values: list[tuple[str, Any]] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            values.append((where, json.loads(raw)))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where} is not JSON: {exc.msg}", hint=f"e.g. {example}") from exc
+    return values
+
+
 def path_error(exc: OSError, action: str, path: Path | str | None = None) -> ConfigError:
     """A :class:`ConfigError` for an ``OSError`` on a user's path: what failed, the path, and a fix.
 

@@ -19,6 +19,7 @@ from a ``preexec_fn``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -32,7 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["die_with_parent", "spawn"]
+__all__ = ["die_with_parent", "spawn", "stop_group"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -146,3 +147,20 @@ def spawn(
     future: Future[subprocess.Popen[bytes]] = Future()
     _requests.put((make, future))
     return future.result()
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """Stop a child started by :func:`spawn` and everything in its process group.
+
+    SIGTERM to the group, up to ``grace_s`` for the leader to exit, then SIGKILL to whatever is
+    left of the group (children that outlive their leader, such as python-backend stubs), and
+    reap the leader. Safe to call on a child that has already exited.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)

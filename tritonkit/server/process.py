@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
 from tritonkit.provision.server import ServerInstall, locate_server, model_python_env
-from tritonkit.server.children import spawn
+from tritonkit.server.children import spawn, stop_group
 from tritonkit.server.log import LoadFailure, find_load_failures, log_tail
 from tritonkit.server.ports import free_ports, port_is_free
 
@@ -318,7 +318,7 @@ class TritonServer:
         """Stop the server and its process group: SIGTERM, grace period, SIGKILL. Idempotent."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            _terminate_group(proc, self.stop_grace_s)
+            stop_group(proc, self.stop_grace_s)
             with _LIVE_LOCK:
                 _LIVE.discard(self)
         if self._log_file is not None:
@@ -429,15 +429,3 @@ def _error_text(body: bytes) -> str:
     except (ValueError, AttributeError):
         return body.decode(errors="replace").strip()
 
-
-def _terminate_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM the process group, wait up to ``grace_s``, then SIGKILL it; reap the leader."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace_s)
-    # Kill whatever remains of the group (stubs outliving the leader included).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)

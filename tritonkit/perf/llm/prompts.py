@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tritonkit._fs import atomic_write
+from tritonkit._fs import atomic_write, read_jsonl
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -118,19 +118,8 @@ def synthetic_prompts(
 def load_prompts(path: str | os.PathLike[str], *, default_output_tokens: int = 64) -> list[Prompt]:
     """Read a JSONL prompt file (see the module docstring)."""
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read prompt file {source}: {exc.strerror}", hint="pass a JSONL file") from exc
     prompts = []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        where = f"{source} line {number}"
-        try:
-            line = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where} is not JSON: {exc.msg}", hint='e.g. {"text": "Hello", "output_tokens": 32}') from exc
+    for where, line in read_jsonl(path, what="prompt file", example='{"text": "Hello", "output_tokens": 32}'):
         text = line.get("text", line.get("text_input", line.get("prompt"))) if isinstance(line, dict) else None
         if not isinstance(text, str) or not text.strip():
             raise ConfigError(f"{where} has no prompt text", hint='give each line a "text" string')

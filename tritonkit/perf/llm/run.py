@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from tritonkit.perf.measure.metrics import (
     host_cpu_count,
 )
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
+from tritonkit.server.children import spawn, stop_group
 
 __all__ = ["STALL_MARKER", "LLMPlan", "llm_argv", "run_llm"]
 
@@ -106,19 +106,6 @@ def llm_argv(
     return argv
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @dataclass
@@ -154,7 +141,7 @@ def _invoke(
         with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
             wall0_ns, mono0_s = time.time_ns(), time.monotonic()
             try:
-                proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+                proc = spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)  # dies with us
             except OSError as exc:
                 raise PerfError(f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}",
                                 hint="run 'tritonkit perf install --force' or pass --perf-analyzer PATH") from exc
@@ -188,7 +175,7 @@ def _invoke(
                         )
                     time.sleep(_POLL_S)
             finally:
-                _kill_group(proc)
+                stop_group(proc, 3.0)
         wall_s = time.monotonic() - mono0_s
         if watcher is not None and settle_s > 0:
             time.sleep(settle_s)

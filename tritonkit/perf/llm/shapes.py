@@ -17,7 +17,6 @@ phases the report marks on its time line. Pure: the same shape gives the same sc
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write
+from tritonkit._fs import atomic_write, read_jsonl
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -232,19 +231,9 @@ def _int_field(line: dict[str, Any], names: Sequence[str], where: str) -> int:
 def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0) -> Replay:
     """Read a JSONL request log: ``timestamp_ms`` (or ``timestamp`` in ms), input and output lengths."""
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read replay log {source}: {exc.strerror}", hint="pass a JSONL file") from exc
     entries = []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        where = f"{source} line {number}"
-        try:
-            line = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where} is not JSON: {exc.msg}", hint='e.g. {"timestamp_ms": 0, "input_tokens": 100, "output_tokens": 20}') from exc
+    example = '{"timestamp_ms": 0, "input_tokens": 100, "output_tokens": 20}'
+    for where, line in read_jsonl(path, what="replay log", example=example):
         if not isinstance(line, dict):
             raise ConfigError(f"{where} is not a JSON object")
         stamp = line.get("timestamp_ms", line.get("timestamp"))

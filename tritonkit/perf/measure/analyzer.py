@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -51,7 +50,7 @@ from tritonkit.perf.measure.parse import (
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
-from tritonkit.server.children import spawn
+from tritonkit.server.children import spawn, stop_group
 
 __all__ = [
     "EXIT_OK",
@@ -107,20 +106,6 @@ class AnalyzerOutcome:
         return bool(self.steps) and all(s.measured for s in self.steps)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the child's process group, SIGKILL it after a grace period; reap the child."""
-    if proc.poll() is not None:
-        return
-    for sig, wait_s in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -201,7 +186,7 @@ class PerfAnalyzer:
             try:
                 returncode = self._wait(proc, cpu, deadline, timeout_s, name, stderr_path)
             finally:
-                _kill_group(proc)  # no-op when it ended by itself; always on exception / Ctrl-C
+                stop_group(proc, _KILL_GRACE_S)  # no-op when it ended by itself; always on exception / Ctrl-C
                 if watcher is not None:
                     watcher.stop()
         duration_s = time.monotonic() - start
@@ -309,7 +294,7 @@ class PerfAnalyzer:
                 cpu.sample()
                 next_sample = now + 0.5
             if deadline is not None and now >= deadline:
-                _kill_group(proc)
+                stop_group(proc, _KILL_GRACE_S)
                 raise PerfTimeoutError(
                     f"perf_analyzer run '{name}' did not finish within {timeout_s:g} s and was stopped",
                     returncode=proc.returncode,
