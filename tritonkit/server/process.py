@@ -283,10 +283,12 @@ class TritonServer:
             if self._proc.poll() is not None:
                 self._raise_from_log(f"tritonserver exited with status {self._proc.returncode} during start-up")
             if self._http_status("/v2/health/ready") == 200:
+                self._wait_metrics(deadline)
                 return
             if not self.exit_on_error and self._http_status("/v2/health/live") == 200:
                 # The server loads every model before it opens its endpoints: once it is live,
                 # the models that are not ready have failed, and load_failures() says why.
+                self._wait_metrics(deadline)
                 return
             if self.exit_on_error and find_load_failures(log_tail(self.log_path, 400)):
                 # Named in the log already: no need to wait for the server's slow exit.
@@ -297,6 +299,23 @@ class TritonServer:
                     hint="raise startup_timeout_s for large models, or read the server log",
                 )
             time.sleep(0.1)
+
+    def _wait_metrics(self, deadline: float) -> None:
+        """Wait (within the start-up deadline) until the metrics endpoint answers too.
+
+        tritonserver opens its metrics service after HTTP and gRPC report ready; a scrape in
+        that gap is refused, and a load test started at once would miss its first requests.
+        """
+        if any(arg.replace(" ", "") in ("--allow-metrics=false", "--allow-metrics=0") for arg in self.extra_args):
+            return  # metrics turned off by the caller: nothing will ever answer there
+        while time.monotonic() < deadline and self._proc is not None and self._proc.poll() is None:
+            try:
+                with urllib.request.urlopen(self.metrics_url, timeout=1.0) as response:  # noqa: S310 - loopback URL we built
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.05)
 
     def _raise_from_log(self, what: str, *, hint: str | None = None) -> None:
         text = log_tail(self.log_path, 400)
