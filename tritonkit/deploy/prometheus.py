@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, MissingComponentError
+from tritonkit.provision._glibc_runtime import private_apt_options
 from tritonkit.provision.perf_analyzer import DEBIAN_MIRROR_ENV, debian_archive_uri
 
 __all__ = [
@@ -112,22 +112,6 @@ def _release_codename() -> str:
     return "stable"
 
 
-def _apt_options(apt_dir: Path) -> list[str]:
-    options = {
-        "Dir::Etc::SourceList": str(apt_dir / "sources.list"),
-        "Dir::Etc::SourceParts": "/dev/null",
-        "Dir::Etc::Preferences": "/dev/null",
-        "Dir::Etc::PreferencesParts": "/dev/null",
-        "Dir::State": str(apt_dir / "state"),
-        "Dir::State::Lists": str(apt_dir / "state" / "lists"),
-        "Dir::Cache": str(apt_dir / "cache"),
-        "APT::Get::List-Cleanup": "false",
-    }
-    if os.getuid() == 0:
-        # apt would drop to user _apt, who cannot write our private folder; stay who we are.
-        options["APT::Sandbox::User"] = pwd.getpwuid(os.getuid()).pw_name
-    return [arg for key, value in options.items() for arg in ("-o", f"{key}={value}")]
-
 
 def _run(argv: list[str], what: str, hint: str, cwd: Path | None = None) -> None:
     try:
@@ -162,7 +146,7 @@ def install_prometheus(*, force: bool = False, progress: Progress | None = None,
         (apt_dir / sub).mkdir(parents=True, exist_ok=True)
     uri, codename = debian_archive_uri(), _release_codename()
     (apt_dir / "sources.list").write_text(f"deb [arch=amd64] {uri} {codename} main\n")
-    options = _apt_options(apt_dir)
+    options = private_apt_options(apt_dir)
     hint = f"check network access to {uri}, or set {DEBIAN_MIRROR_ENV} to a reachable Debian mirror"
     say(f"fetching the Debian {codename} package index from {uri} (private apt state in {apt_dir})")
     _run(["apt-get", *options, "-q", "update"], f"apt-get update against {uri} (private state)", hint)

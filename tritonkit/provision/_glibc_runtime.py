@@ -59,7 +59,7 @@ def debian_archive_uri() -> str:
     return "http://deb.debian.org/debian"
 
 
-def _apt_options(apt_dir: Path) -> list[str]:
+def private_apt_options(apt_dir: Path) -> list[str]:
     """apt-get options that confine every file apt reads or writes (besides keys) to ``apt_dir``."""
     options = {
         "Dir::Etc::SourceList": str(apt_dir / "sources.list"),
@@ -92,7 +92,7 @@ def provision_runtime(binary: Path, runtime: Path, apt_dir: Path, progress: Prog
         (apt_dir / sub).mkdir(parents=True, exist_ok=True)
     uri = debian_archive_uri()
     (apt_dir / "sources.list").write_text(f"deb [arch=amd64] {uri} stable main\n")
-    options = _apt_options(apt_dir)
+    options = private_apt_options(apt_dir)
     say(progress, f"fetching the Debian stable package index from {uri} (private apt state in {apt_dir})")
     proc = run_step(["apt-get", *options, "-q", "update"], timeout_s=600)
     if proc.returncode != 0:
