@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.pymodels import ADD_SUB_PY, write_python_model
+from tests.support.pymodels import ADD_SUB_CONFIG, ADD_SUB_PY, write_python_model
 from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import Severity, lint_repository
 from tritonkit.repository.spec import Hardware
@@ -43,21 +43,11 @@ pytestmark = [
 
 
 def _gpu_config(name: str, gpus: str) -> str:
-    return f"""
-        name: "{name}"
-        backend: "python"
-        max_batch_size: 8
-        input [
-          {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }},
-          {{ name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }}
-        ]
-        output [
-          {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }},
-          {{ name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }}
-        ]
-        dynamic_batching {{ max_queue_delay_microseconds: 5000 }}
-        instance_group [ {{ count: 1 kind: KIND_GPU {gpus} }} ]
-    """
+    """The add/sub model's config with one KIND_GPU instance (``gpus`` names the devices)."""
+    cpu_group = "instance_group [ { count: 1 kind: KIND_CPU } ]"
+    config = ADD_SUB_CONFIG.format(name=name)
+    assert cpu_group in config
+    return config.replace(cpu_group, f"instance_group [ {{ count: 1 kind: KIND_GPU {gpus} }} ]")
 
 
 def test_this_machine_is_detected_with_its_gpus() -> None:
