@@ -23,7 +23,9 @@ def _repo(tmp_path: Path, *, engine: dict[str, object] | None = None, **options:
     build_reference_tokenizer(tokenizer)
     engine_dir = tmp_path / "engine"
     write_engine(engine_dir, **(engine or {"max_batch_size": 64}))
-    opts = {"engine_dir": str(engine_dir), "tokenizer_dir": str(tokenizer), "max_batch_size": 64, **options}
+    # The test engine records TensorRT-LLM 0.17.0.post1: the configs are written for that line.
+    opts = {"engine_dir": str(engine_dir), "tokenizer_dir": str(tokenizer), "max_batch_size": 64,
+            "trtllm_version": "0.17", **options}
     write_trtllm_repository(repo, TrtllmRepoOptions(**opts))  # type: ignore[arg-type]
     return repo
 

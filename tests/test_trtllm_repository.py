@@ -28,7 +28,7 @@ from tritonkit.builders.trtllm.interface import KNOB_TO_ENGINE
 from tritonkit.builders.trtllm.repository import PYMODELS
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError
-from tritonkit.repository import lint_repository, read_config
+from tritonkit.repository import LintReport, lint_repository, read_config
 
 
 @pytest.fixture()
@@ -124,11 +124,19 @@ def test_generated_repositories_lint_clean_against_their_engine(tmp_path: Path, 
                           overrides=None, triton_max_batch_size=16)
     write_engine(Path(result.options.engine_dir), max_batch_size=16, tp=2, max_seq_len=2560)
     report = lint_repository(tmp_path / "gpu", target="gpu:2")
-    assert report.errors == [] and report.warnings == [], report.to_text()
+    assert report.errors == [] and _unexpected_warnings(report) == [], report.to_text()
     assert "TK909" not in report.rule_ids()  # the engine was found, so its checks ran
     reference = build_reference_repository(tmp_path / "ref")
     ref_report = lint_repository(reference.repo, target="cpu")
-    assert ref_report.errors == [] and ref_report.warnings == [], ref_report.to_text()
+    assert ref_report.errors == [] and _unexpected_warnings(ref_report) == [], ref_report.to_text()
+
+
+def _unexpected_warnings(report: LintReport) -> list[str]:
+    """Warnings other than TK105's about the 0 µs queue delay of tensorrt_llm, pre- and postprocessing:
+    that delay is upstream's (the in-flight batcher schedules per step; a window in front of it or of
+    the per-token detokeniser only adds latency), and the generic 5-20 ms rule does not know it."""
+    zero_delay = {("TK105", m) for m in ("tensorrt_llm", "preprocessing", "postprocessing")}
+    return [f.message for f in report.warnings if (f.rule_id, f.model) not in zero_delay or "is 0" not in f.message]
 
 
 def test_an_existing_engine_of_another_release_is_refused_by_the_build(tmp_path: Path, hf_model: Path) -> None:

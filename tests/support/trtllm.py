@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 import tritonkit.builders.trtllm.pymodels as pymodels
 
 __all__ = ["LLAMA2_7B", "LLAMA3_8B", "engine_config_json", "expected_generation", "expected_text", "install_fake_gpu_toolchain",
-           "write_engine", "write_hf_model"]
+           "prompt_ids", "tiny_lm", "write_engine", "write_hf_model"]
 
 # Hugging Face config.json of the two models the derived parameters are checked on.
 LLAMA3_8B: dict[str, Any] = {
@@ -92,6 +92,13 @@ def write_engine(folder: Path, **kwargs: Any) -> Path:
     return folder
 
 
+def tiny_lm(repo: Path) -> Any:
+    """The reference engine's model, built here from the engine's config.json (same seed, same weights)."""
+    engine = json.loads((repo / "tensorrt_llm" / "1" / "engine" / "config.json").read_text())["reference"]
+    return _tiny_lm_class()(int(engine["vocab_size"]), hidden_size=int(engine["hidden_size"]),
+                            seed=int(engine["seed"]), allowed=list(engine["allowed_token_ids"]))
+
+
 def _tiny_lm_class() -> Any:
     path = Path(pymodels.__file__).parent / "tiny_lm.py"
     spec = importlib.util.spec_from_file_location("tk_test_tiny_lm", path)
@@ -106,13 +113,23 @@ def expected_text(repo: Path, prompt: str, max_tokens: int) -> str:
     return expected_generation(repo, prompt, max_tokens)[0]
 
 
+def prompt_ids(repo: Path, prompt: str) -> list[int]:
+    """What preprocessing must make of ``prompt``: its tokens, after the BOS id when the tokenizer's
+    config says ``add_bos_token`` (the reference tokenizer does, like Llama's)."""
+    folder = repo / "preprocessing" / "1" / "tokenizer"
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    ids = tokenizer.encode(prompt, add_special_tokens=False).ids
+    return [tokenizer.token_to_id(settings["bos_token"]), *ids] if settings.get("add_bos_token") else ids
+
+
 def expected_generation(repo: Path, prompt: str, max_tokens: int) -> tuple[str, list[float]]:
     """The reference engine's text and per-token log-probabilities for ``prompt``, computed here."""
     engine = json.loads((repo / "tensorrt_llm" / "1" / "engine" / "config.json").read_text())["reference"]
     tokenizer = Tokenizer.from_file(str(repo / "preprocessing" / "1" / "tokenizer" / "tokenizer.json"))
     lm = _tiny_lm_class()(int(engine["vocab_size"]), hidden_size=int(engine["hidden_size"]),
                           seed=int(engine["seed"]), allowed=list(engine["allowed_token_ids"]))
-    tokens, log_probs = lm.generate(tokenizer.encode(prompt, add_special_tokens=False).ids, max_tokens)
+    tokens, log_probs = lm.generate(prompt_ids(repo, prompt), max_tokens)
     return str(tokenizer.decode(tokens)), [float(x) for x in log_probs]
 
 

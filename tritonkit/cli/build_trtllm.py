@@ -39,8 +39,8 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
 @click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens.")
 @click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens.")
 @click.option("--precision", default=None, help="fp16, bf16, fp8, int8, int8-wo or int4 (default: torch_dtype).")
-@click.option("--kv-dtype", type=click.Choice(["fp16", "bf16", "fp8", "int8"]), default="fp16", show_default=True,
-              help="KV-cache element type.")
+@click.option("--kv-dtype", type=click.Choice(["fp16", "bf16", "fp8", "int8"]), default=None,
+              help="KV-cache element type (default: the model's activation dtype).")
 @click.option("--max-batch-size", type=click.IntRange(min=1), default=None, help="Override: engine max batch size.")
 @click.option("--max-input-len", type=click.IntRange(min=1), default=None, help="Override: engine max prompt tokens.")
 @click.option("--max-seq-len", type=click.IntRange(min=1), default=None, help="Override: prompt + output tokens.")
@@ -55,9 +55,14 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
 @click.option("--gpu-ids", callback=_gpu_ids, default=None, help="GPUs of the engine, e.g. 0,1 (default 0..tp×pp−1).")
 @click.option("--streaming/--no-streaming", default=True, show_default=True,
               help="Decoupled tensorrt_llm, BLS and ensemble: one response per token.")
-@click.option("--batch-window", default="5ms", show_default=True, help="Queue delay in front of tensorrt_llm.")
-@click.option("--tokenizer-instances", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Instances of preprocessing and of postprocessing (each detokenizes one streamed token at a time).")
+@click.option("--batch-window", default="0us", show_default=True,
+              help="Queue delay in front of tensorrt_llm (the in-flight batcher schedules per step itself).")
+@click.option("--tokenizer-instances", type=click.IntRange(min=1), default=None,
+              help="Instances of preprocessing and of postprocessing (each detokenizes one streamed token at a time; "
+                   "default: the Triton max batch size, as upstream recommends; 1 with --engine reference).")
+@click.option("--trtllm-version", default=None,
+              help="TensorRT-LLM line the configs are written for: 0.17, 0.18, 0.19 or 1.x (input names differ; "
+                   "default: the installed tensorrt_llm, else the newest).")
 @click.option("--bls-instances", type=click.IntRange(min=1), default=1, show_default=True,
               help="Instances of tensorrt_llm_bls.")
 @click.option("--engine-dir", default=None, help="Engine folder as the server sees it (default <repo>/tensorrt_llm/1/engine).")
@@ -73,11 +78,11 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
 def build_trtllm_command(
     hf_model: Path | None, repo: Path, engine_kind: str, gpu: str, tp: int, pp: int, input_tokens: float | None,
     output_tokens: float | None, input_tokens_p95: float | None, output_tokens_p95: float | None,
-    precision: str | None, kv_dtype: str, max_batch_size: int | None, max_input_len: int | None,
+    precision: str | None, kv_dtype: str | None, max_batch_size: int | None, max_input_len: int | None,
     max_seq_len: int | None, max_num_tokens: int | None, kv_cache_fraction: float | None, kv_reuse: bool | None,
     chunked_context: bool | None, paged_context_fmha: bool | None, triton_max_batch_size: int | None,
-    gpu_ids: list[int] | None, streaming: bool, batch_window: str, tokenizer_instances: int, bls_instances: int,
-    engine_dir: str | None,
+    gpu_ids: list[int] | None, streaming: bool, batch_window: str, tokenizer_instances: int | None,
+    trtllm_version: str | None, bls_instances: int, engine_dir: str | None,
     tokenizer_dir: str | None, build_hf_model: str | None, python_model_file: Path | None, no_build: bool,
     runtime_version: str | None, force: bool, as_json: bool,
 ) -> None:
@@ -92,7 +97,7 @@ def build_trtllm_command(
     \b
     Examples:
       tritonkit build trtllm --hf-model Llama-3-8B/ --repo llama_repo --gpu H100-80GB --tp 2
-      tritonkit build trtllm --engine reference --repo ref_repo
+      tritonkit build trtllm --engine reference --repo ref_repo --trtllm-version 0.19
     """
     from tritonkit.builders.trtllm import EngineOverrides, build_trtllm
     from tritonkit.planner import Workload
@@ -109,6 +114,7 @@ def build_trtllm_command(
         engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, hf_model_on_build_machine=build_hf_model,
         gpu_ids=gpu_ids, streaming=streaming, triton_max_batch_size=triton_max_batch_size,
         batch_window=batch_window, tokenizer_instances=tokenizer_instances, bls_instances=bls_instances,
+        trtllm_version=trtllm_version,
         python_model_file=python_model_file, run_build=not no_build,
         runtime=runtime_version, force=force,
     )
@@ -123,6 +129,7 @@ def build_trtllm_command(
             "engine_built": result.engine_built,
             "engine_version": result.engine_version or (result.engine_info.version if result.engine_info else None),
             "not_built_reason": result.not_built_reason,
+            "trtllm_version": result.options.trtllm_version,
         })
     else:
         click.echo(result.summary())

@@ -51,6 +51,13 @@ from tritonkit.builders.trtllm.repository import (
     write_trtllm_repository,
 )
 from tritonkit.builders.trtllm.tokenizer import TOKENIZER_FILES, build_reference_tokenizer
+from tritonkit.builders.trtllm.versions import (
+    SUPPORTED_TRTLLM_VERSIONS,
+    TRTLLM_INTERFACES,
+    TrtllmInterface,
+    find_interface,
+    resolve_trtllm_version,
+)
 
 __all__ = [
     "EngineInfo",
@@ -75,7 +82,12 @@ __all__ = [
     "MODEL_NAMES",
     "REFERENCE_VERSION",
     "SCHEDULER_POLICIES",
+    "SUPPORTED_TRTLLM_VERSIONS",
     "TOKENIZER_FILES",
+    "TRTLLM_INTERFACES",
+    "TrtllmInterface",
+    "find_interface",
+    "resolve_trtllm_version",
     "EngineKind",
     "ReferenceEngine",
     "ReferenceRepository",

@@ -10,6 +10,7 @@ repository is written with the CPU reference engine in place of the GPU one, and
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,13 @@ from tritonkit.builders.trtllm.engine import (
 )
 from tritonkit.builders.trtllm.params import EngineOverrides, EnginePlan, derive_engine_params
 from tritonkit.builders.trtllm.reference import ReferenceEngine, build_reference_repository
-from tritonkit.builders.trtllm.repository import EngineKind, TrtllmRepoOptions, write_trtllm_repository
+from tritonkit.builders.trtllm.repository import (
+    ENGINE_QUEUE_DELAY,
+    EngineKind,
+    TrtllmRepoOptions,
+    write_trtllm_repository,
+)
+from tritonkit.builders.trtllm.versions import resolve_trtllm_version
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.planner import GpuSpec, Workload, find_gpu, load_hf_config
 
@@ -53,6 +60,9 @@ class TrtllmBuildResult:
             lines += ["engine parameters (rule of thumb; every value can be overridden):", self.plan.render_text(), ""]
         lines.append(f"repository: {self.repo} (preprocessing, tensorrt_llm [{self.engine}], postprocessing, "
                      "ensemble, tensorrt_llm_bls)")
+        v = self.options.interface
+        lines.append(f"interface: TensorRT-LLM {v.version} ({v.min_tokens_input}, {v.seed_input}; also accepted: "
+                     f"{', '.join(v.renamed_inputs)}), from {v.source}")
         if self.engine == "reference":
             lines.append("engine: CPU reference engine (serves here; it tests the serving path, not text quality)")
         elif self.engine_built:
@@ -62,7 +72,8 @@ class TrtllmBuildResult:
                          "checked against the configs")
         else:
             lines.append(f"engine: not built — {self.not_built_reason}")
-            lines.append(f"  to build it on the GPU machine: {' '.join(self.build_argv)}")
+            # Quoted for a POSIX shell: a path holding spaces or $(...) is pasted as a path, not run.
+            lines.append(f"  to build it on the GPU machine: {shlex.join(self.build_argv)}")
         return "\n".join(lines)
 
 
@@ -75,7 +86,7 @@ def build_trtllm(
     pp: int = 1,
     workload: Workload | None = None,
     precision: str | None = None,
-    kv_dtype: str = "fp16",
+    kv_dtype: str | None = None,
     overrides: EngineOverrides | None = None,
     engine: EngineKind = "tensorrtllm",
     engine_dir: str | None = None,
@@ -84,9 +95,10 @@ def build_trtllm(
     gpu_ids: Sequence[int] | None = None,
     streaming: bool = True,
     triton_max_batch_size: int | None = None,
-    batch_window: str = "5ms",
-    tokenizer_instances: int = 1,
+    batch_window: str = ENGINE_QUEUE_DELAY,
+    tokenizer_instances: int | None = None,
     bls_instances: int = 1,
+    trtllm_version: str | None = None,
     python_model_file: str | Path | None = None,
     run_build: bool = True,
     runtime: str | None = None,
@@ -99,11 +111,15 @@ def build_trtllm(
     the build machine see them (default: this machine's absolute paths: ``<repo>/tensorrt_llm/1/engine``
     and the HF folder). ``gpu_ids`` default to ``0 … tp×pp−1``. ``runtime`` is the serving
     TensorRT-LLM version to check an existing engine against (default: the one installed here, if any).
-    ``tokenizer_instances`` (pre- and postprocessing each) and ``bls_instances`` are python-model
-    instance counts: each handles one request (or one streamed token) at a time.
+    ``tokenizer_instances`` (pre- and postprocessing each; default: the Triton max batch size, as
+    upstream recommends, and 1 for the reference engine, which shares this machine's CPUs) and
+    ``bls_instances`` are python-model instance counts: each handles one request (or one streamed
+    token) at a time. ``trtllm_version`` picks the TensorRT-LLM line whose interface the configs
+    follow (default: the installed ``tensorrt_llm``, else the newest supported line).
     """
     say = log or (lambda _line: None)
     root = Path(repo).resolve()
+    interface = resolve_trtllm_version(trtllm_version, installed=runtime_version())
     gpu_spec = gpu if isinstance(gpu, GpuSpec) else find_gpu(gpu)
     plan: EnginePlan | None = None
     hf_dir: Path | None = None
@@ -125,7 +141,8 @@ def build_trtllm(
                                          max_num_tokens=plan.params.max_num_tokens)
         ref = build_reference_repository(root, engine=ref_engine, streaming=streaming,
                                          max_batch_size=triton_max_batch_size, batch_window=batch_window,
-                                         tokenizer_instances=tokenizer_instances, overwrite=force)
+                                         tokenizer_instances=tokenizer_instances or 1,
+                                         trtllm_version=interface.version, overwrite=force)
         return TrtllmBuildResult(repo=root, engine="reference", plan=plan, options=ref.options, build_argv=[],
                                  engine_built=False, engine_version=None, not_built_reason=None, engine_info=None)
 
@@ -153,7 +170,7 @@ def build_trtllm(
         enable_kv_cache_reuse=params.enable_kv_cache_reuse, enable_chunked_context=params.enable_chunked_context,
         max_beam_width=params.max_beam_width, batch_window=batch_window,
         preprocessing_instances=tokenizer_instances, postprocessing_instances=tokenizer_instances,
-        bls_instances=bls_instances,
+        bls_instances=bls_instances, trtllm_version=interface.version,
     )
     write_trtllm_repository(root, options, python_model_file=python_model_file, overwrite=force)
     build_plan = engine_build_plan(params, hf_model=hf_model_on_build_machine or str(hf_dir), engine_dir=engine_path)

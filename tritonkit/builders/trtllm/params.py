@@ -15,7 +15,13 @@ The rules of thumb, all printed beside the numbers they give (every value can be
   when larger — without chunked context a whole prompt must fit in one step;
 * paged context FMHA on Ampere and newer (T4 is Turing: not supported there); KV-cache reuse and
   chunked context need it;
-* quantisation from ``--precision`` (default: the config's ``torch_dtype``) and ``--kv-dtype``.
+* quantisation from ``--precision`` (default: the config's ``torch_dtype``) and ``--kv-dtype``
+  (default: the activation dtype, so a bf16 model keeps a bf16 KV cache);
+* what TensorRT-LLM's builder would change is changed here, with the reason printed: an INT8 KV
+  cache, or an FP8 one without FP8 quantisation, turns paged context FMHA off (older builders
+  refuse the pair, "FP8 Paged Context FMHA only works with fp8 quantization workflow"; newer
+  ones turn it off silently), and then KV-cache reuse and chunked context, which need it, are
+  refused here instead of by the engine check after a build.
 """
 
 from __future__ import annotations
@@ -157,7 +163,7 @@ def derive_engine_params(
     pp: int = 1,
     workload: Workload | None = None,
     precision: str | None = None,
-    kv_dtype: str = "fp16",
+    kv_dtype: str | None = None,
     overrides: EngineOverrides | None = None,
     source: str = "config.json",
 ) -> EnginePlan:
@@ -193,6 +199,10 @@ def derive_engine_params(
     quant_algo, act_dtype = _QUANT[prec.name]
     if act_dtype is None:
         act_dtype = "bfloat16" if str(model.torch_dtype).lower() in ("bfloat16", "bf16") else "float16"
+    kv_note = f"KV cache in {kv_dtype} (--kv-dtype)"
+    if kv_dtype is None:
+        kv_dtype = "bf16" if act_dtype == "bfloat16" else "fp16"
+        kv_note = f"KV cache in {kv_dtype}: the activation dtype ({act_dtype})"
     if (quant_algo == "FP8" or kv_dtype == "fp8") and gpu.fp8_tflops is None:
         raise ConfigError(f"{gpu.name} has no FP8 tensor cores, so FP8 weights or KV cache cannot run on it",
                           hint="use --precision fp16/bf16/int8-wo/int4 and --kv-dtype fp16/int8")
@@ -201,7 +211,7 @@ def derive_engine_params(
     kv_quant = _KV_QUANT[kv_dtype]
     add("dtype", act_dtype, prec_note)
     add("quant_algo", quant_algo or "none", f"{prec.description} ({prec.bytes_per_weight:g} B/weight)")
-    add("kv_cache_quant_algo", kv_quant or "none", f"KV cache in {kv_dtype}")
+    add("kv_cache_quant_algo", kv_quant or "none", kv_note)
 
     # --- lengths -------------------------------------------------------------------------------
     mean_in = w.input_tokens if w.input_tokens is not None else 1024
@@ -287,6 +297,15 @@ def derive_engine_params(
     fmha_note = "Ampere or newer" if fmha else f"{gpu.name} (pre-Ampere) has no paged context FMHA"
     if ov.use_paged_context_fmha is not None:
         fmha, fmha_note = ov.use_paged_context_fmha, "given"
+    builder_off = (kv_quant == "INT8" or (kv_quant == "FP8" and quant_algo != "FP8"))
+    if fmha and builder_off:
+        what = "an INT8 KV cache" if kv_quant == "INT8" else "an FP8 KV cache without FP8 quantisation"
+        fmha_note = (f"turned off: TensorRT-LLM's builder does not build paged context FMHA with {what} "
+                     "(FP8 paged context FMHA only works in the fp8 quantisation workflow)")
+        if ov.use_paged_context_fmha:
+            fmha_note += "; --paged-context-fmha overridden"
+        fmha = False
+        warnings.append(f"use_paged_context_fmha changed to false: {fmha_note}")
     reuse = bool(ov.enable_kv_cache_reuse)
     chunked = bool(ov.enable_chunked_context)
     for name, on in (("KV-cache reuse", reuse), ("chunked context", chunked)):

@@ -22,8 +22,13 @@ from tokenizers import Tokenizer
 
 from tritonkit import __version__
 from tritonkit._fs import atomic_write
-from tritonkit.builders.trtllm.repository import TrtllmRepoOptions, write_trtllm_repository
+from tritonkit.builders.trtllm.repository import (
+    ENGINE_QUEUE_DELAY,
+    TrtllmRepoOptions,
+    write_trtllm_repository,
+)
 from tritonkit.builders.trtllm.tokenizer import REFERENCE_SPECIAL_TOKENS, build_reference_tokenizer
+from tritonkit.builders.trtllm.versions import NEWEST, TrtllmInterface, find_interface
 from tritonkit.errors import ConfigError
 
 __all__ = ["REFERENCE_VERSION", "ReferenceEngine", "ReferenceRepository", "build_reference_repository",
@@ -81,8 +86,12 @@ class ReferenceRepository:
         return "ensemble"
 
 
-def reference_engine_config(engine: ReferenceEngine, *, vocab_size: int, allowed_token_ids: list[int]) -> dict:
-    """The reference engine's ``config.json``: TensorRT-LLM's layout plus a ``reference`` section."""
+def reference_engine_config(engine: ReferenceEngine, *, vocab_size: int, allowed_token_ids: list[int],
+                            interface: TrtllmInterface | None = None) -> dict:
+    """The reference engine's ``config.json``: TensorRT-LLM's layout plus a ``reference`` section
+    (its cost model, and the input names of the TensorRT-LLM line it stands in for)."""
+    v = interface or find_interface(NEWEST)
+    assert v is not None
     return {
         "version": REFERENCE_VERSION,
         "pretrained_config": {
@@ -108,6 +117,9 @@ def reference_engine_config(engine: ReferenceEngine, *, vocab_size: int, allowed
                               "remove_input_padding": True, "tokens_per_block": 64},
         },
         "reference": {
+            "trtllm_version": v.version,
+            "min_tokens_input": v.min_tokens_input,
+            "seed_input": v.seed_input,
             "seed": engine.seed,
             "hidden_size": engine.hidden_size,
             "vocab_size": vocab_size,
@@ -142,14 +154,18 @@ def build_reference_repository(
     max_batch_size: int | None = None,
     max_tokens_in_paged_kv_cache: int | None = None,
     exclude_input_in_output: bool = True,
-    batch_window: str = "5ms",
+    batch_window: str = ENGINE_QUEUE_DELAY,
     tokenizer_instances: int = 1,
+    trtllm_version: str = NEWEST,
     overwrite: bool = False,
 ) -> ReferenceRepository:
     """Write a servable in-flight-batching repository with the CPU reference engine into ``repo``.
 
     ``max_batch_size`` is Triton's (default: the engine's); ``tokenizer_instances`` is the instance
-    count of preprocessing and of postprocessing (each detokenizes one streamed token at a time). The tokenizer goes to
+    count of preprocessing and of postprocessing (each detokenizes one streamed token at a time;
+    1 by default here, where the CPUs are shared with the engine and the client, not
+    ``max_batch_size`` as on a GPU machine). ``trtllm_version`` is the TensorRT-LLM line whose
+    input names the repository and the engine use. The tokenizer goes to
     ``<repo>/preprocessing/1/tokenizer`` and the engine to ``<repo>/tensorrt_llm/1/engine``; the
     configs name both by absolute path, as TensorRT-LLM's templates do.
     """
@@ -162,11 +178,12 @@ def build_reference_repository(
         max_batch_size=max_batch_size or eng.max_batch_size, streaming=streaming,
         max_tokens_in_paged_kv_cache=max_tokens_in_paged_kv_cache, exclude_input_in_output=exclude_input_in_output,
         batch_window=batch_window, gpu_ids=(0,), preprocessing_instances=tokenizer_instances,
-        postprocessing_instances=tokenizer_instances,
+        postprocessing_instances=tokenizer_instances, trtllm_version=trtllm_version,
     )
     write_trtllm_repository(root, options, overwrite=overwrite)
     vocab = build_reference_tokenizer(tokenizer_dir, vocab_size=eng.vocab_size)
-    config = reference_engine_config(eng, vocab_size=vocab, allowed_token_ids=printable_token_ids(tokenizer_dir))
+    config = reference_engine_config(eng, vocab_size=vocab, allowed_token_ids=printable_token_ids(tokenizer_dir),
+                                     interface=options.interface)
     engine_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(engine_dir / "config.json", json.dumps(config, indent=2) + "\n")
     return ReferenceRepository(repo=root, engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, options=options,

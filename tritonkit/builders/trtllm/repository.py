@@ -21,21 +21,25 @@ from pathlib import Path
 from typing import Literal
 
 from tritonkit.builders.trtllm.interface import (
-    BLS_INPUTS,
-    BLS_OUTPUTS,
-    ENGINE_INPUTS,
-    ENGINE_OUTPUTS,
-    ENSEMBLE_INPUTS,
-    ENSEMBLE_OUTPUTS,
     POST_INPUTS,
     POST_OUTPUTS,
-    PRE_INPUTS,
     PRE_OUTPUTS,
+    bls_inputs,
+    engine_inputs,
+    engine_outputs,
+    ensemble_inputs,
+    ensemble_outputs,
     ensemble_steps,
+    pre_inputs,
+)
+from tritonkit.builders.trtllm.versions import (
+    NEWEST,
+    SUPPORTED_TRTLLM_VERSIONS,
+    TrtllmInterface,
+    find_interface,
 )
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
-    DEFAULT_WINDOW,
     DynamicBatching,
     InstanceGroup,
     ModelRepository,
@@ -64,6 +68,10 @@ MODEL_NAMES = ("preprocessing", "tensorrt_llm", "postprocessing", "ensemble", "t
 PYMODELS = Path(__file__).parent / "pymodels"
 #: Where the C++ backend's executor worker lives in NGC TensorRT-LLM containers.
 EXECUTOR_WORKER_PATH = "/opt/tritonserver/backends/tensorrtllm/trtllmExecutorWorker"
+#: The queue delay in front of ``tensorrt_llm``: the templates' documented value (tensorrtllm_backend
+#: v0.19.0 README and docs fill max_queue_delay_microseconds with 0): the in-flight batcher
+#: schedules every step itself, so a window only delays each request's first token.
+ENGINE_QUEUE_DELAY = "0us"
 
 
 def _flag(value: bool) -> str:
@@ -78,9 +86,14 @@ class TrtllmRepoOptions:
     ``engine_dir`` and ``tokenizer_dir`` are written as given: paths as the *server* sees them
     (inside a container they are container paths). ``gpu_ids`` are the GPUs of one engine
     instance (tp × pp of them). ``max_batch_size`` is Triton's, and must not exceed the engine's.
+    ``trtllm_version`` is the TensorRT-LLM line the configs are written for (input names differ,
+    see :mod:`~tritonkit.builders.trtllm.versions`). Pre- and postprocessing instance counts
+    default to ``max_batch_size``: tensorrtllm_backend's README (v0.19.0) recommends matching them
+    to triton_max_batch_size, since every streamed token goes through one detokeniser call.
     """
 
     engine: EngineKind = "tensorrtllm"
+    trtllm_version: str = NEWEST
     engine_dir: str
     tokenizer_dir: str
     max_batch_size: int = 64
@@ -95,14 +108,14 @@ class TrtllmRepoOptions:
     exclude_input_in_output: bool = True
     max_beam_width: int = 1
     decoding_mode: str | None = None
-    batch_window: Duration = DEFAULT_WINDOW
+    batch_window: Duration = ENGINE_QUEUE_DELAY
     max_queue_size: int | None = None
-    preprocessing_instances: int = 1
-    postprocessing_instances: int = 1
+    preprocessing_instances: int | None = None
+    postprocessing_instances: int | None = None
     bls_instances: int = 1
     accumulate_tokens: bool = False
     skip_special_tokens: bool = True
-    add_special_tokens: bool = False
+    add_special_tokens: bool = True
     extra_engine_parameters: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -122,9 +135,30 @@ class TrtllmRepoOptions:
         if not 0 < self.kv_cache_free_gpu_mem_fraction <= 1:
             raise ConfigError(f"kv_cache_free_gpu_mem_fraction {self.kv_cache_free_gpu_mem_fraction} must be in "
                               "(0, 1]", hint="pass --kv-cache-fraction like 0.9")
+        if find_interface(self.trtllm_version) is None:
+            raise ConfigError(f"TensorRT-LLM {self.trtllm_version} is not in the supported matrix "
+                              f"({', '.join(SUPPORTED_TRTLLM_VERSIONS)}, any 1.x)",
+                              hint="pass --trtllm-version with the line your serving container ships")
+        for name, count in (("preprocessing_instances", self.preprocessing_instances),
+                            ("postprocessing_instances", self.postprocessing_instances),
+                            ("bls_instances", self.bls_instances)):
+            if count is not None and count < 1:
+                raise ConfigError(f"{name} {count} must be >= 1", hint="pass an instance count of 1 or more")
         if not self.gpu_ids or any(g < 0 for g in self.gpu_ids):
             raise ConfigError(f"gpu_ids {list(self.gpu_ids)} must be one or more non-negative GPU ids",
                               hint="pass --gpu-ids 0,1 (tp × pp of them)")
+
+    @property
+    def interface(self) -> TrtllmInterface:
+        """The request interface of :attr:`trtllm_version`'s line."""
+        found = find_interface(self.trtllm_version)
+        assert found is not None  # checked in __post_init__
+        return found
+
+    @property
+    def tokenizer_instances(self) -> tuple[int, int]:
+        """(preprocessing, postprocessing) instance counts: as given, else ``max_batch_size`` each."""
+        return (self.preprocessing_instances or self.max_batch_size, self.postprocessing_instances or self.max_batch_size)
 
     @property
     def queue_size(self) -> int:
@@ -159,40 +193,45 @@ def _engine_parameters(o: TrtllmRepoOptions) -> dict[str, str]:
 def trtllm_model_specs(o: TrtllmRepoOptions) -> list[ModelSpec]:
     """The five configs, in :data:`MODEL_NAMES` order."""
     batch = o.max_batch_size
-    cpu = [InstanceGroup(kind="KIND_CPU", count=1)]
+    v = o.interface
+    pre_count, post_count = o.tokenizer_instances
     tokenizer = {"tokenizer_dir": o.tokenizer_dir}
-    # Pre/postprocessing run once per request and once per streamed token: a batching window would
-    # add its delay to every token, and these python models handle requests one by one anyway.
+    # Pre/postprocessing take whatever is queued at once (no window: every streamed token passes
+    # through postprocessing, and a delay there would add to each token).
+    no_wait = DynamicBatching(window="0us")
     preprocessing = ModelSpec(
-        name="preprocessing", backend="python", max_batch_size=batch, inputs=PRE_INPUTS, outputs=PRE_OUTPUTS,
-        dynamic_batching=None, instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.preprocessing_instances)],
+        name="preprocessing", backend="python", max_batch_size=batch, inputs=pre_inputs(), outputs=PRE_OUTPUTS,
+        dynamic_batching=no_wait, instance_groups=[InstanceGroup(kind="KIND_CPU", count=pre_count)],
         parameters={**tokenizer, "add_special_tokens": _flag(o.add_special_tokens)},
     )
     postprocessing = ModelSpec(
         name="postprocessing", backend="python", max_batch_size=batch, inputs=POST_INPUTS, outputs=POST_OUTPUTS,
-        dynamic_batching=None, instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.postprocessing_instances)],
+        dynamic_batching=no_wait, instance_groups=[InstanceGroup(kind="KIND_CPU", count=post_count)],
         parameters={**tokenizer, "skip_special_tokens": _flag(o.skip_special_tokens)},
     )
     # The engine's own scheduler batches in flight; the dynamic batcher in front of it only hands
     # requests over and bounds the queue (the template's default_queue_policy).
     engine = ModelSpec(
         name="tensorrt_llm", backend="tensorrtllm" if o.engine == "tensorrtllm" else "python",
-        max_batch_size=batch, inputs=ENGINE_INPUTS, outputs=ENGINE_OUTPUTS,
+        max_batch_size=batch, inputs=engine_inputs(v), outputs=engine_outputs(v),
         dynamic_batching=DynamicBatching(window=o.batch_window,
                                          default_queue_policy=QueuePolicy(max_queue_size=o.queue_size)),
         # The C++ backend places the engine on gpu_device_ids itself; Triton sees one CPU instance.
-        instance_groups=cpu, decoupled=o.streaming, parameters=_engine_parameters(o),
+        instance_groups=[InstanceGroup(kind="KIND_CPU", count=1)], decoupled=o.streaming,
+        parameters=_engine_parameters(o),
     )
     ensemble = ModelSpec(
-        name="ensemble", platform="ensemble", max_batch_size=batch, inputs=ENSEMBLE_INPUTS,
-        outputs=ENSEMBLE_OUTPUTS, ensemble_steps=ensemble_steps("tensorrt_llm"), decoupled=o.streaming or None,
+        name="ensemble", platform="ensemble", max_batch_size=batch, inputs=ensemble_inputs(v),
+        outputs=ensemble_outputs(v), ensemble_steps=ensemble_steps(v, "tensorrt_llm"), decoupled=o.streaming or None,
     )
     bls = ModelSpec(
-        name="tensorrt_llm_bls", backend="python", max_batch_size=batch, inputs=BLS_INPUTS, outputs=BLS_OUTPUTS,
-        dynamic_batching=None, instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.bls_instances)],
-        decoupled=o.streaming,
+        name="tensorrt_llm_bls", backend="python", max_batch_size=batch, inputs=bls_inputs(v),
+        outputs=ensemble_outputs(v), dynamic_batching=None,
+        instance_groups=[InstanceGroup(kind="KIND_CPU", count=o.bls_instances)], decoupled=o.streaming,
         parameters={"accumulate_tokens": _flag(o.accumulate_tokens), "tensorrt_llm_model_name": "tensorrt_llm",
-                    "tensorrt_llm_draft_model_name": ""},
+                    "tensorrt_llm_draft_model_name": "",
+                    # This package's BLS hands the renamed knobs on under the names the engine's line reads.
+                    "engine_min_tokens_input": v.min_tokens_input, "engine_seed_input": v.seed_input},
     )
     return [preprocessing, engine, postprocessing, ensemble, bls]
 

@@ -70,7 +70,8 @@ def build_reference_tokenizer(folder: str | Path, *, vocab_size: int = 512) -> i
         "eos_token": eos,
         "pad_token": pad,
         "unk_token": unk,
-        "add_bos_token": False,
+        # Like Llama's: prompts start with <s> (preprocessing adds it, add_special_tokens being true by default).
+        "add_bos_token": True,
         "model_max_length": 1 << 20,
     }
     atomic_write(out / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")

@@ -49,17 +49,27 @@ class TinyLM:
         out[self.blocked] = -np.inf                          # never end early, never emit padding
         return out
 
-    def next_token(self, context: np.ndarray, generated: list[int] | None = None) -> tuple[int, float]:
+    def next_token(self, context: np.ndarray, generated: list[int] | None = None,
+                   banned: set[int] | None = None) -> tuple[int, float]:
         """Greedy next token and its log-probability; ``generated`` (this request's output so far)
-        is penalised over the last ``recent_window`` tokens."""
+        is penalised over the last ``recent_window`` tokens; ``banned`` ids are never chosen
+        (bad words)."""
+        token, log_prob, _ = self.step(context, generated, banned)
+        return token, log_prob
+
+    def step(self, context: np.ndarray, generated: list[int] | None = None,
+             banned: set[int] | None = None) -> tuple[int, float, np.ndarray]:
+        """:meth:`next_token` plus the step's logits (``-inf`` where blocked), for logits outputs."""
         logits = self.logits(context)
         if generated:
             recent = np.asarray(generated[-self.recent_window:], dtype=np.int64)
             logits[recent] -= self.recent_penalty
+        if banned:
+            logits[np.asarray(sorted(t % self.vocab_size for t in banned), dtype=np.int64)] = -np.inf
         token = int(np.argmax(logits))
         finite = logits[np.isfinite(logits)]
         log_z = finite.max() + np.log(np.exp(finite - finite.max()).sum())
-        return token, float(logits[token] - log_z)
+        return token, float(logits[token] - log_z), logits
 
     def generate(self, prompt: list[int], max_tokens: int) -> tuple[list[int], list[float]]:
         """The whole greedy continuation of ``prompt`` (what the served engine streams, token by token)."""

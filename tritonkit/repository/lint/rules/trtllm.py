@@ -273,3 +273,37 @@ def engine_missing(ctx: LintContext, m: ModelInfo) -> None:
         ctx.report(m, f"no readable engine config.json in {folder}; max batch, world size, FMHA and token limits "
                    "were not checked against the engine", field='parameters["gpt_model_path"]',
                    hint="build the engine (build_engine.py), or lint where the engine is")
+
+
+def _engine_line(engine: dict[str, Any]) -> str | None:
+    """The TensorRT-LLM version an engine folder records (the reference engine: the line it stands in for)."""
+    reference = engine.get("reference")
+    if isinstance(reference, dict) and isinstance(reference.get("trtllm_version"), str):
+        return str(reference["trtllm_version"])
+    version = engine.get("version")
+    return version if isinstance(version, str) else None
+
+
+@rule("TK910", WARNING, "input the engine's TensorRT-LLM version does not read", family=FAMILY)
+def input_not_read(ctx: LintContext, m: ModelInfo) -> None:
+    cfg = m.parsed_config
+    engine = engine_config(m) if is_engine_model(cfg) else None
+    line = None if engine is None else _engine_line(engine)
+    if line is None:
+        return
+    # Imported here: the builders import this module for the parameter spellings.
+    from tritonkit.builders.trtllm.versions import find_interface
+
+    interface = find_interface(line)
+    if interface is None:
+        return
+    renamed = interface.renamed_inputs
+    for tensor in cfg.input:
+        if interface.reads(tensor.name):
+            continue
+        hint = (f"TensorRT-LLM {interface.version} reads it as {renamed[tensor.name]!r}: rename the input (and the "
+                "ensemble/BLS mapping to it)" if tensor.name in renamed
+                else "remove it, or rebuild for the TensorRT-LLM version that reads it")
+        ctx.report(m, f"input {tensor.name!r} is declared, but the engine's TensorRT-LLM {line} does not read it: "
+                   "requests that send it are accepted and the value is silently ignored",
+                   field=f"input {tensor.name!r}", hint=hint)
