@@ -222,7 +222,7 @@ class TritonPythonModel:
                 "return_context_logits": bool(_row(_tensor(request, "return_context_logits"), row, False)),
                 "return_generation_logits": bool(_row(_tensor(request, "return_generation_logits"), row, False)),
                 "end_id": _row(_tensor(request, "end_id"), row, None),
-                "min_tokens": int(_row(_tensor(request, self.min_tokens_input), row, 1)),
+                "min_tokens": int(_row(_tensor(request, self.min_tokens_input), row, 0)),
                 "stop_words": [w for w in word_list(stop_words, row) if w],
                 "bad_words": [w for w in word_list(bad_words, row) if w],
                 "batch_index": row if rows > 1 else None,
