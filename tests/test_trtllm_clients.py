@@ -21,8 +21,12 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import np_to_triton_dtype
 
 from tests.support.trtllm import expected_text
-from tritonkit.builders.trtllm import SUPPORTED_TRTLLM_VERSIONS, ReferenceEngine, ReferenceRepository, \
-    build_reference_repository
+from tritonkit.builders.trtllm import (
+    SUPPORTED_TRTLLM_VERSIONS,
+    ReferenceEngine,
+    ReferenceRepository,
+    build_reference_repository,
+)
 from tritonkit.server import TritonServer
 
 pytestmark = [pytest.mark.server]

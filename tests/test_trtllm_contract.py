@@ -27,8 +27,13 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from tests.support.trtllm import expected_generation, prompt_ids, tiny_lm
-from tritonkit.builders.trtllm import SUPPORTED_TRTLLM_VERSIONS, ReferenceEngine, ReferenceRepository, \
-    build_reference_repository, find_interface
+from tritonkit.builders.trtllm import (
+    SUPPORTED_TRTLLM_VERSIONS,
+    ReferenceEngine,
+    ReferenceRepository,
+    build_reference_repository,
+    find_interface,
+)
 from tritonkit.client import Client
 from tritonkit.errors import ClientError
 from tritonkit.server import TritonServer

@@ -121,7 +121,7 @@ def test_python_engine_uses_tensorrt_llms_model_file(tmp_path: Path, hf_model: P
 def test_generated_repositories_lint_clean_against_their_engine(tmp_path: Path, hf_model: Path) -> None:
     """The engine config.json is made here (a real one needs a GPU to build)."""
     result = build_trtllm(hf_model, repo=tmp_path / "gpu", tp=2, run_build=False,
-                          overrides=None, triton_max_batch_size=16)
+                          overrides=None, triton_max_batch_size=16, trtllm_version="0.17")  # the engine's line
     write_engine(Path(result.options.engine_dir), max_batch_size=16, tp=2, max_seq_len=2560)
     report = lint_repository(tmp_path / "gpu", target="gpu:2")
     assert report.errors == [] and _unexpected_warnings(report) == [], report.to_text()

@@ -1,0 +1,162 @@
+"""The declared TensorRT-LLM version matrix, and the configs, plan and commands that follow it (no server).
+
+Facts checked against upstream: the renamed inputs (tensorrtllm_backend v0.19.0
+inflight_batcher_llm/src/utils.h reads ``min_length`` / ``random_seed``; commit c2e65b88 renamed
+them ``min_tokens`` / ``seed``); the template's 0 µs queue delay in front of tensorrt_llm and the
+pre/post instance counts matched to triton_max_batch_size (v0.19.0 README); postprocessing's
+``dynamic_batching {}`` (v0.19.0 postprocessing/config.pbtxt).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.support.trtllm import LLAMA2_7B, LLAMA3_8B, write_engine, write_hf_model
+from tritonkit.builders.trtllm import (
+    SUPPORTED_TRTLLM_VERSIONS,
+    TRTLLM_INTERFACES,
+    EngineOverrides,
+    TrtllmRepoOptions,
+    build_trtllm,
+    derive_engine_params,
+    find_interface,
+    resolve_trtllm_version,
+    trtllm_model_specs,
+)
+from tritonkit.cli import main
+from tritonkit.errors import ConfigError
+from tritonkit.planner import find_gpu
+from tritonkit.repository import lint_repository, read_config
+
+
+def test_the_matrix_covers_the_0_17_to_0_19_lines_and_1_x_each_with_its_upstream_source() -> None:
+    assert SUPPORTED_TRTLLM_VERSIONS == ("0.17", "0.18", "0.19", "1.0")
+    for interface in TRTLLM_INTERFACES.values():
+        assert "config.pbtxt" in interface.source and interface.reads("input_ids")
+    assert [(v.min_tokens_input, v.seed_input) for v in TRTLLM_INTERFACES.values()] == \
+        [("min_length", "random_seed")] * 3 + [("min_tokens", "seed")]
+    assert TRTLLM_INTERFACES["0.17"].reads("return_kv_cache_reuse_stats")
+    assert not TRTLLM_INTERFACES["0.19"].reads("return_kv_cache_reuse_stats")
+    assert TRTLLM_INTERFACES["0.19"].reads("return_perf_metrics")
+    assert TRTLLM_INTERFACES["1.0"].reads("return_num_output_tokens")
+
+
+@pytest.mark.parametrize(("given", "line"), [("0.17.0.post1", "0.17"), ("0.18.2", "0.18"), ("v0.19.0", "0.19"),
+                                             ("1.0.0rc4", "1.0"), ("1.1", "1.0"), ("0.19", "0.19")])
+def test_versions_map_to_their_line(given: str, line: str) -> None:
+    found = find_interface(given)
+    assert found is not None and found.version == line
+
+
+def test_the_default_is_the_installed_tensorrt_llm_else_the_newest_line() -> None:
+    assert resolve_trtllm_version(None, installed=None).version == "1.0"
+    assert resolve_trtllm_version(None, installed="0.18.1").version == "0.18"
+    assert resolve_trtllm_version("0.17", installed="0.18.1").version == "0.17"
+    with pytest.raises(ConfigError, match=r"TensorRT-LLM 0\.20\.0 \(--trtllm-version\) is not in the supported"):
+        resolve_trtllm_version("0.20.0")
+
+
+@pytest.mark.parametrize("version", SUPPORTED_TRTLLM_VERSIONS)
+def test_each_lines_configs_use_its_names_and_accept_both_spellings_at_the_front(version: str) -> None:
+    v = TRTLLM_INTERFACES[version]
+    specs = {s.name: s for s in trtllm_model_specs(TrtllmRepoOptions(engine_dir="/e", tokenizer_dir="/t",
+                                                                      trtllm_version=version))}
+    engine = specs["tensorrt_llm"].to_proto()
+    names = {t.name for t in engine.input}
+    assert all(v.reads(n) for n in names), sorted(n for n in names if not v.reads(n))
+    assert {v.min_tokens_input, v.seed_input} <= names and not names & set(v.renamed_inputs)
+    for front in ("ensemble", "tensorrt_llm_bls"):
+        front_names = {t.name for t in specs[front].to_proto().input}
+        assert {"min_length", "min_tokens", "random_seed", "seed"} <= front_names
+    steps = specs["ensemble"].to_proto().ensemble_scheduling.step
+    assert dict(steps[1].input_map)[v.min_tokens_input] == "_MIN_TOKENS"
+    assert dict(steps[1].input_map)[v.seed_input] == "_SEED"
+
+
+def test_queue_delay_instances_and_batching_are_sized_like_upstream() -> None:
+    specs = {s.name: s.to_proto() for s in trtllm_model_specs(TrtllmRepoOptions(engine_dir="/e", tokenizer_dir="/t",
+                                                                                  max_batch_size=32))}
+    assert specs["tensorrt_llm"].dynamic_batching.max_queue_delay_microseconds == 0
+    for name in ("preprocessing", "postprocessing"):
+        assert specs[name].instance_group[0].count == 32
+        assert specs[name].HasField("dynamic_batching")
+        assert specs[name].dynamic_batching.max_queue_delay_microseconds == 0
+    assert specs["preprocessing"].parameters["add_special_tokens"].string_value == "true"
+    given = TrtllmRepoOptions(engine_dir="/e", tokenizer_dir="/t", max_batch_size=32, preprocessing_instances=2)
+    assert given.tokenizer_instances == (2, 32)
+
+
+def test_an_int8_kv_cache_turns_paged_context_fmha_off_with_the_reason() -> None:
+    plan = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"), kv_dtype="int8")
+    assert plan.params.use_paged_context_fmha is False
+    reason = next(r for r in plan.reasons if r.key == "use_paged_context_fmha").why
+    assert "turned off" in reason and "INT8 KV cache" in reason
+    assert any("use_paged_context_fmha changed to false" in w for w in plan.warnings)
+
+
+def test_an_fp8_kv_cache_keeps_paged_context_fmha_only_with_fp8_quantisation() -> None:
+    gpu = find_gpu("H100-80GB")
+    assert derive_engine_params(LLAMA3_8B, gpu=gpu, kv_dtype="fp8").params.use_paged_context_fmha is False
+    assert derive_engine_params(LLAMA3_8B, gpu=gpu, kv_dtype="fp8", precision="fp8").params.use_paged_context_fmha
+
+
+def test_kv_reuse_with_an_int8_kv_cache_is_refused_before_the_build() -> None:
+    with pytest.raises(ConfigError, match="KV-cache reuse needs paged context FMHA, which is off .turned off"):
+        derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"), kv_dtype="int8",
+                             overrides=EngineOverrides(enable_kv_cache_reuse=True))
+
+
+def test_the_kv_cache_dtype_defaults_to_the_models_and_is_printed_so() -> None:
+    bf16 = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"))
+    assert "KV cache in bf16" in next(r for r in bf16.reasons if r.key == "kv_cache_quant_algo").why
+    fp16 = derive_engine_params(LLAMA2_7B, gpu=find_gpu("H100-80GB"))
+    assert "KV cache in fp16" in next(r for r in fp16.reasons if r.key == "kv_cache_quant_algo").why
+
+
+def test_the_printed_build_command_pastes_safely_into_a_shell(tmp_path: Path) -> None:
+    """A repository path holding $(...) must reach the command as text, never run."""
+    hf = write_hf_model(tmp_path / "hf")
+    marker = tmp_path / "ran"
+    repo = tmp_path / f"repo $(touch {marker})"
+    result = build_trtllm(hf, repo=repo, run_build=False)
+    line = next(x for x in result.summary().splitlines() if "to build it on the GPU machine:" in x)
+    pasted = line.split("to build it on the GPU machine: ", 1)[1]
+    assert shlex.split(pasted) == result.build_argv
+    echoed = subprocess.run(["sh", "-c", f'set -- {pasted}; printf "%s\\n" "$@"'], capture_output=True, text=True,
+                            check=True).stdout.splitlines()
+    assert echoed == result.build_argv and not marker.exists()
+
+
+def test_cli_writes_the_requested_lines_names(tmp_path: Path) -> None:
+    run = CliRunner().invoke(main, ["build", "trtllm", "--engine", "reference", "--repo", str(tmp_path / "r"),
+                                    "--trtllm-version", "0.19", "--json"])
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.output)["trtllm_version"] == "0.19"
+    names = {t.name for t in read_config(tmp_path / "r" / "tensorrt_llm" / "config.pbtxt").input}
+    assert {"min_length", "random_seed"} <= names and not {"min_tokens", "seed"} & names
+    bad = CliRunner().invoke(main, ["build", "trtllm", "--engine", "reference", "--repo", str(tmp_path / "s"),
+                                    "--trtllm-version", "0.20"])
+    assert bad.exit_code == 2 and "not in the supported matrix" in bad.output and "Traceback" not in bad.output
+
+
+def test_lint_warns_about_inputs_the_engines_version_ignores(tmp_path: Path) -> None:
+    """A repository written for 1.x (min_tokens, seed) in front of a 0.17 engine: both are accepted by
+    Triton and dropped by the C++ backend, which reads min_length / random_seed."""
+    from tritonkit.builders.trtllm import write_trtllm_repository
+    from tritonkit.builders.trtllm.tokenizer import build_reference_tokenizer
+
+    build_reference_tokenizer(tmp_path / "tok")
+    write_engine(tmp_path / "engine", version="0.17.0.post1", max_batch_size=64)
+    write_trtllm_repository(tmp_path / "repo", TrtllmRepoOptions(engine_dir=str(tmp_path / "engine"),
+                                                                 tokenizer_dir=str(tmp_path / "tok"),
+                                                                 trtllm_version="1.0"))
+    findings = [f for f in lint_repository(tmp_path / "repo").findings if f.rule_id == "TK910"]
+    assert sorted(f.field for f in findings) == ["input 'min_tokens'", "input 'seed'"]
+    assert all(f.model == "tensorrt_llm" and f.severity.name == "WARNING" for f in findings)
+    assert "reads it as 'min_length'" in next(f.hint for f in findings if "min_tokens" in f.field)
