@@ -137,11 +137,12 @@ def test_triton_cli_infer(served: tuple[ReferenceRepository, TritonServer], mode
 def test_openai_frontend_completion_requests(served: tuple[ReferenceRepository, TritonServer], model: str,
                                              seed_name: str, stream: bool) -> None:
     ref, server = served
-    tensors = {"text_input": np.array([[PROMPT]], dtype=object), "stream": np.bool_([[stream]]),
-               "max_tokens": np.int32([[7]]), "stop_words": np.array([["\n\n", "<|eot_id|>"]], dtype=object),
-               "top_p": np.float32([[1.0]]), "frequency_penalty": np.float32([[0.0]]),
-               "presence_penalty": np.float32([[0.0]]), seed_name: np.uint64([[42]]),
-               "temperature": np.float32([[1.0]])}
+    tensors = {"text_input": np.array([[PROMPT]], dtype=object), "stream": np.array([[stream]], dtype=np.bool_),
+               "max_tokens": np.array([[7]], dtype=np.int32),
+               "stop_words": np.array([["\n\n", "<|eot_id|>"]], dtype=object),
+               "top_p": np.array([[1.0]], dtype=np.float32), "frequency_penalty": np.array([[0.0]], dtype=np.float32),
+               "presence_penalty": np.array([[0.0]], dtype=np.float32), seed_name: np.array([[42]], dtype=np.uint64),
+               "temperature": np.array([[1.0]], dtype=np.float32)}
     responses = _grpc_stream(server, model, tensors)
     assert len(responses) == (7 if stream else 1)
     assert _text(responses) == expected_text(ref.repo, PROMPT, 7)

@@ -20,6 +20,7 @@ unless said otherwise; the 1.x line from TensorRT-LLM 1.0.0rc4 ``triton_backend/
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,11 +55,12 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield ref, server
 
 
-def _inputs(prompt: str | list[str], max_tokens: int, *, stream: bool = False, **extra: Any) -> dict[str, np.ndarray]:
+def _inputs(prompt: str | list[str], max_tokens: int, *, stream: bool = False,
+            extra: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     prompts = [prompt] if isinstance(prompt, str) else prompt
     return {"text_input": np.array([[p] for p in prompts], dtype=object),
             "max_tokens": np.array([[max_tokens]] * len(prompts), dtype=np.int32),
-            "stream": np.array([[stream]] * len(prompts), dtype=bool), **extra}
+            "stream": np.array([[stream]] * len(prompts), dtype=bool), **(extra or {})}
 
 
 def _text(response: dict[str, Any]) -> str:
@@ -89,7 +91,7 @@ def test_a_request_without_return_log_probs_gets_text_and_no_log_probs(
 def test_log_probs_and_logits_come_only_when_asked(served: tuple[ReferenceRepository, TritonServer], model: str) -> None:
     ref, server = served
     flags = {name: np.array([[True]]) for name in ("return_log_probs", "return_generation_logits")}
-    (response,) = _responses(server, model, _inputs(PROMPT, 4, **flags))
+    (response,) = _responses(server, model, _inputs(PROMPT, 4, extra=flags))
     _, log_probs = expected_generation(ref.repo, PROMPT, 4)
     np.testing.assert_allclose(response["output_log_probs"].reshape(-1), log_probs, rtol=1e-4)
     np.testing.assert_allclose(response["cum_log_probs"].reshape(-1), [sum(log_probs)], rtol=1e-4)
@@ -122,8 +124,8 @@ def test_both_names_of_the_minimum_length_reach_the_engine(served: tuple[Referen
     ref, server = served
     second = tiny_lm(ref.repo).generate(prompt_ids(ref.repo, PROMPT), 2)[0][1]
     end = {"end_id": np.array([[second]], dtype=np.int32)}
-    assert len(_responses(server, model, _inputs(PROMPT, 6, stream=True, **end))) == 1
-    held = _responses(server, model, _inputs(PROMPT, 6, stream=True, **end, **{name: np.array([[4]], dtype=np.int32)}))
+    assert len(_responses(server, model, _inputs(PROMPT, 6, stream=True, extra=end))) == 1
+    held = _responses(server, model, _inputs(PROMPT, 6, stream=True, extra={**end, name: np.array([[4]], dtype=np.int32)}))
     assert len(held) >= 4
 
 
@@ -132,7 +134,7 @@ def test_both_names_of_one_knob_at_once_are_refused(served: tuple[ReferenceRepos
     _, server = served
     seeds = {"seed": np.array([[1]], dtype=np.uint64), "random_seed": np.array([[2]], dtype=np.uint64)}
     with pytest.raises(ClientError, match="both random_seed and seed were given"):
-        _responses(server, model, _inputs(PROMPT, 3, **seeds))
+        _responses(server, model, _inputs(PROMPT, 3, extra=seeds))
 
 
 def test_the_engine_model_declares_only_its_lines_names(served: tuple[ReferenceRepository, TritonServer]) -> None:
@@ -165,7 +167,7 @@ def test_a_stop_word_that_tokenises_to_nothing_is_skipped(served: tuple[Referenc
     ref, server = served
     words = {"stop_words": np.array([["zzzqqq", "", "xxjj"]], dtype=object),
              "bad_words": np.array([[""]], dtype=object)}
-    (response,) = _responses(server, model, _inputs(PROMPT, 4, **words))
+    (response,) = _responses(server, model, _inputs(PROMPT, 4, extra=words))
     assert _text(response) == expected_generation(ref.repo, PROMPT, 4)[0]
 
 
@@ -205,3 +207,20 @@ def test_a_request_with_a_batch_of_prompts_is_answered_per_row(served: tuple[Ref
         row = int(response["batch_index"].reshape(-1)[0])
         by_row[row] = by_row.get(row, "") + _text(response)
     assert by_row == {i: expected_generation(ref.repo, p, 3)[0] for i, p in enumerate(prompts)}
+
+
+def test_without_decoupled_mode_batches_and_streams_are_refused_like_upstream(tmp_path: Path) -> None:
+    """src/utils.cc createRequestsFromInputTensors: batch > 1 and streaming both need decoupled mode."""
+    ref = build_reference_repository(tmp_path / "repo", streaming=False,
+                                     engine=ReferenceEngine(max_batch_size=4, max_input_len=64, max_seq_len=128))
+    with TritonServer(ref.repo) as server, Client(server.grpc_url) as client:
+        ids = prompt_ids(ref.repo, PROMPT)
+        one = {"input_ids": np.array([ids], dtype=np.int32), "input_lengths": np.array([[len(ids)]], dtype=np.int32),
+               "request_output_len": np.array([[3]], dtype=np.int32)}
+        assert client.infer("tensorrt_llm", one)["output_ids"].shape == (1, 1, 3)
+        assert _text(client.infer("ensemble", _inputs(PROMPT, 3))) == expected_generation(ref.repo, PROMPT, 3)[0]
+        two = {name: np.concatenate([value, value]) for name, value in one.items()}
+        with pytest.raises(ClientError, match="Batch size > 1 requires the tensorrt_llm backend to be using decoupled"):
+            client.infer("tensorrt_llm", two)
+        with pytest.raises(ClientError, match="Streaming is only supported if model is deployed using decoupled mode"):
+            client.infer("tensorrt_llm", {**one, "streaming": np.array([[True]])})
