@@ -218,7 +218,8 @@ def test_without_decoupled_mode_batches_and_streams_are_refused_like_upstream(tm
         one = {"input_ids": np.array([ids], dtype=np.int32), "input_lengths": np.array([[len(ids)]], dtype=np.int32),
                "request_output_len": np.array([[3]], dtype=np.int32)}
         assert client.infer("tensorrt_llm", one)["output_ids"].shape == (1, 1, 3)
-        assert _text(client.infer("ensemble", _inputs(PROMPT, 3))) == expected_generation(ref.repo, PROMPT, 3)[0]
+        for model in FRONT_ENDS:
+            assert _text(client.infer(model, _inputs(PROMPT, 3))) == expected_generation(ref.repo, PROMPT, 3)[0]
         two = {name: np.concatenate([value, value]) for name, value in one.items()}
         with pytest.raises(ClientError, match="Batch size > 1 requires the tensorrt_llm backend to be using decoupled"):
             client.infer("tensorrt_llm", two)
