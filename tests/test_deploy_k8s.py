@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.support.kserve import predictor_pod
 from tests.support.pymodels import write_python_model
 from tests.support.sweep_models import SLEEPY_PY, write_sleepy
 from tritonkit.cli import main
@@ -70,9 +71,11 @@ def test_every_manifest_passes_the_kubernetes_schemas(gpu_facts: RepositoryFacts
     manifests = build_manifests(gpu_facts, parse_sla("p99<=50ms"),
                                 K8sOptions(image=IMAGE, namespace="serving", min_replicas=2, max_replicas=8))
     docs = manifests.all()
-    assert [d["kind"] for d in docs] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    assert [d["kind"] for d in docs] == ["Deployment", "Service", "Service", "HorizontalPodAutoscaler",
+                                         "NetworkPolicy", "PodDisruptionBudget"]
     for doc in docs:
         _validate(doc)
+        assert doc["metadata"]["namespace"] == "serving"
 
 
 def test_the_schema_check_catches_a_misspelt_field(cpu_facts: RepositoryFacts) -> None:
@@ -96,7 +99,7 @@ def test_validation_needs_no_network(tmp_path: Path, cpu_facts: RepositoryFacts)
     if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
         pytest.skip("unshare --net is not permitted here")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "3"
+    assert proc.stdout.strip() == "6"
 
 
 def test_the_deployment_serves_the_repository_with_health_probes_and_scrape_annotations(
@@ -116,17 +119,17 @@ def test_the_deployment_serves_the_repository_with_health_probes_and_scrape_anno
     claim = next(v for v in pod["spec"]["volumes"] if v["name"] == "models")
     assert claim["persistentVolumeClaim"]["claimName"] == "triton-models"
     # KIND_GPU in the config → one GPU per pod by default.
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
 
 def test_gpus_follow_the_option_and_a_cpu_repository_asks_for_none(
     gpu_facts: RepositoryFacts, cpu_facts: RepositoryFacts,
 ) -> None:
     four = _kinds(build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, gpus=4)).all())["Deployment"]
-    assert four["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+    assert four["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4"
     cpu = _kinds(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all())["Deployment"]
     container = cpu["spec"]["template"]["spec"]["containers"][0]
-    assert "resources" not in container
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
     assert "--allow-gpu-metrics=true" not in container["args"]
 
 
@@ -150,25 +153,38 @@ def test_the_autoscaler_scales_on_pending_requests_and_gpu_at_the_rule_of_thumb(
 ) -> None:
     assert PlanAssumptions().scale_out_utilisation == SCALE_OUT_UTILISATION
     assert 0.6 <= SCALE_OUT_UTILISATION <= 0.7
-    manifests = build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, min_replicas=2, max_replicas=6))
+    manifests = build_manifests(gpu_facts, parse_sla("p99<=50ms"),
+                                K8sOptions(image=IMAGE, min_replicas=2, max_replicas=6))
     hpa = _kinds(manifests.all())["HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
-    targets = {m["pods"]["metric"]["name"]: m["pods"]["target"]["averageValue"] for m in hpa["spec"]["metrics"]}
+    targets = {m["pods"]["metric"]["name"]: m["pods"]["target"]["averageValue"]
+               for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
     # detector: 2 GPU instances × max batch 8 = 16; queue alert at 8; scale out at 65 % of that → 5.
-    assert targets == {"nv_inference_pending_request_count": "5", "nv_gpu_utilization": "650m"}
+    # Queue time: 65 % of half the p99 bound of 50 ms = 16.25 ms.
+    assert targets == {"nv_inference_pending_request_count": "5", "tritonkit_queue_time_ms": "16250m",
+                       "nv_gpu_utilization": "650m"}
+    # The alert rules' two-of-three decision: 1.5 lies between one firing signal and two.
+    external = [m["external"] for m in hpa["spec"]["metrics"] if m["type"] == "External"]
+    assert external == [{"metric": {"name": "tritonkit_scale_out_signals"},
+                         "target": {"type": "Value", "value": "1500m"}}]
     assert manifests.adapter_rules is not None
     served = {r["name"]["as"] for r in manifests.adapter_rules["rules"]["custom"]}
     assert served == set(targets)
+    assert [r["name"]["as"] for r in manifests.adapter_rules["rules"]["external"]] == ["tritonkit_scale_out_signals"]
+    assert manifests.adapter_rules["rules"]["external"][0]["seriesQuery"] == "tritonkit:scale_out_signals"
     given = build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, concurrency_limit=40))
     assert given.pending_target == 13  # 65 % of half of 40
     cpu_hpa = _kinds(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all())["HorizontalPodAutoscaler"]
-    assert [m["pods"]["metric"]["name"] for m in cpu_hpa["spec"]["metrics"]] == ["nv_inference_pending_request_count"]
+    # No SLA p99, no GPU: pending requests and the external signal only.
+    assert [m.get("pods", m.get("external"))["metric"]["name"] for m in cpu_hpa["spec"]["metrics"]] == \
+        ["nv_inference_pending_request_count", "tritonkit_scale_out_signals"]
 
 
 def test_fixed_replicas_need_no_autoscaler(cpu_facts: RepositoryFacts) -> None:
     manifests = build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, min_replicas=3, max_replicas=3))
     assert "HorizontalPodAutoscaler" not in _kinds(manifests.all())
+    assert "PodDisruptionBudget" in _kinds(manifests.all())
     assert manifests.adapter_rules is None
     assert _kinds(manifests.all())["Deployment"]["spec"]["replicas"] == 3
 
@@ -179,31 +195,56 @@ def test_an_object_store_repository_is_read_by_the_server_with_credentials(cpu_f
     _validate(deployment)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert "--model-repository=s3://models/prod" in container["args"]
-    assert container["envFrom"] == [{"secretRef": {"name": "s3-creds"}}]
-    assert all(v["name"] != "models" for v in deployment["spec"]["template"]["spec"]["volumes"])
+    # A file, not environment variables: tritonserver 2.51 reads TRITON_CLOUD_CREDENTIAL_PATH.
+    assert "envFrom" not in container
+    assert {"name": "TRITON_CLOUD_CREDENTIAL_PATH",
+            "value": "/var/run/secrets/tritonkit/cloud-credentials.json"} in container["env"]
+    assert {"name": "credentials", "mountPath": "/var/run/secrets/tritonkit", "readOnly": True} in \
+        container["volumeMounts"]
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["credentials"]["secret"]["secretName"] == "s3-creds"
+    assert "models" not in volumes
+    # The localised repository goes to /tmp: sized for it.
+    assert volumes["tmp"]["emptyDir"]["sizeLimit"].endswith("Mi")
 
 
 def test_kserve_gets_an_inference_service_on_the_triton_runtime(gpu_facts: RepositoryFacts) -> None:
     options = K8sOptions(image=IMAGE, repo_uri="gs://bucket/repo", kserve=True, min_replicas=1, max_replicas=3)
     docs = build_manifests(gpu_facts, parse_sla("p99<=50ms"), options).all()
-    assert [d["kind"] for d in docs] == ["InferenceService"]
+    assert [d["kind"] for d in docs] == ["InferenceService", "NetworkPolicy", "PodDisruptionBudget"]
     isvc = docs[0]
     assert isvc["apiVersion"] == "serving.kserve.io/v1beta1"
     with pytest.raises(kubernetes_validate.SchemaNotFoundError):
         _validate(isvc)  # a custom resource: the Kubernetes schemas do not cover it, so check it here
     predictor = isvc["spec"]["predictor"]
-    assert set(predictor) == {"minReplicas", "maxReplicas", "model"}
     model = predictor["model"]
     assert model["modelFormat"] == {"name": "triton"}
     assert model["runtime"] == "kserve-tritonserver"
     assert model["storageUri"] == "gs://bucket/repo"
-    assert model["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert model["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert model["resources"]["limits"] == model["resources"]["requests"]
     assert "--metrics-config=summary_latencies=true" in model["args"]
-    # The container fields KServe passes through are Kubernetes Container fields: check them so.
-    container = {"name": "kserve-container", "image": IMAGE, **{k: v for k, v in model.items()
-                                                              if k in ("args", "resources", "envFrom")}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [container]}}
-    _validate(pod)
+    # The same hardening as the Deployment, where KServe's schema has the field.
+    assert predictor["automountServiceAccountToken"] is False
+    assert predictor["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert model["securityContext"]["readOnlyRootFilesystem"] is True
+    # The same scaling signals, through KServe's KEDA integration (raw deployment mode).
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "keda"
+    queries = [m["external"]["metric"]["query"] for m in predictor["autoScaling"]["metrics"]]
+    assert queries[0] == 'sum(nv_inference_pending_request_count{namespace="triton",pod=~"triton-predictor-.*"})'
+    assert any("nv_inference_queue_duration_us" in q for q in queries)
+    assert any("nv_gpu_utilization" in q for q in queries)
+    assert queries[-1] == "max(tritonkit:scale_out_signals) or vector(0)"
+    targets = [m["external"]["target"] for m in predictor["autoScaling"]["metrics"]]
+    assert targets[0] == {"type": "AverageValue", "averageValue": "5"}
+    assert targets[-1] == {"type": "Value", "value": "1.5"}
+    # Every field KServe passes through is a PodSpec / Container field: check the Pod it makes.
+    _validate(predictor_pod(isvc, IMAGE))
+    # NetworkPolicy and PDB select the predictor's pods by KServe's own label.
+    for doc in docs[1:]:
+        _validate(doc)
+        selector = doc["spec"].get("podSelector", doc["spec"].get("selector"))
+        assert selector == {"matchLabels": {"serving.kserve.io/inferenceservice": "triton"}}
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
@@ -235,8 +276,9 @@ def test_cli_writes_one_valid_file_per_kind(tmp_path: Path, gpu_facts: Repositor
                                        "--replicas", "2:8", "--sla", "p99<=50ms", "--out", str(out)])
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["deployment.yaml", "hpa.yaml", "prometheus-adapter-values.yaml", "service.yaml"]
-    for name in ("deployment.yaml", "hpa.yaml", "service.yaml"):
+    assert names == ["deployment.yaml", "hpa.yaml", "networkpolicy.yaml", "pdb.yaml",
+                     "prometheus-adapter-values.yaml", "service.yaml"]
+    for name in set(names) - {"prometheus-adapter-values.yaml"}:
         for doc in yaml.safe_load_all((out / name).read_text()):
             _validate(doc)
     assert "exit timeout 30 s" in result.output
@@ -248,7 +290,7 @@ def test_cli_prints_one_stream_for_kubectl_without_out(cpu_facts: RepositoryFact
                                                        "--replicas", "2"])
     assert result.exit_code == 0, result.stderr
     docs = list(yaml.safe_load_all(result.stdout))
-    assert [d["kind"] for d in docs] == ["Deployment", "Service"]
+    assert [d["kind"] for d in docs] == ["Deployment", "Service", "Service", "NetworkPolicy", "PodDisruptionBudget"]
     json.dumps(docs)  # plain data all the way down
 
 
