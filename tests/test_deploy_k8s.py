@@ -19,11 +19,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.support import deploy_repos
 from tests.support.kserve import predictor_pod
-from tests.support.pymodels import write_python_model
-from tests.support.sweep_models import SLEEPY_PY, write_sleepy
 from tritonkit.cli import main
-from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, read_repository, render_yaml
+from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, render_yaml
 from tritonkit.deploy.k8s import MIN_EXIT_TIMEOUT_S, TAIL_FACTOR, parse_replicas
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
@@ -31,36 +30,14 @@ from tritonkit.perf import parse_sla
 from tritonkit.planner import PlanAssumptions
 
 K8S_VERSION = kubernetes_validate.latest_version()
+# The shared repositories, as fixtures of this module.
+cpu_facts, gpu_facts = deploy_repos.cpu_facts, deploy_repos.gpu_facts
 IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
 
-GPU_CONFIG = """
-name: "detector"
-backend: "onnxruntime"
-max_batch_size: 8
-input [ { name: "x" data_type: TYPE_FP32 dims: [ 3 ] } ]
-output [ { name: "y" data_type: TYPE_FP32 dims: [ 3 ] } ]
-dynamic_batching { max_queue_delay_microseconds: 5000 }
-instance_group [ { count: 2 kind: KIND_GPU } ]
-"""
 
 
 def _validate(doc: dict[str, Any]) -> None:
     kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
-
-
-@pytest.fixture
-def cpu_facts(tmp_path: Path) -> RepositoryFacts:
-    """The sweep's winner as written back to the config: 2 instances × max batch 4 → limit 8."""
-    repo = tmp_path / "cpu_repo"
-    write_sleepy(repo, "slow", instances=2, max_batch=4)
-    return read_repository(repo)
-
-
-@pytest.fixture
-def gpu_facts(tmp_path: Path) -> RepositoryFacts:
-    repo = tmp_path / "gpu_repo"
-    write_python_model(repo, "detector", config_pbtxt=GPU_CONFIG, model_py=SLEEPY_PY)
-    return read_repository(repo)
 
 
 def _kinds(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
