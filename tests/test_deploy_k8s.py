@@ -208,7 +208,8 @@ def test_kserve_gets_an_inference_service_on_the_triton_runtime(gpu_facts: Repos
     # The same scaling signals, through KServe's KEDA integration (raw deployment mode).
     assert isvc["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "keda"
     queries = [m["external"]["metric"]["query"] for m in predictor["autoScaling"]["metrics"]]
-    assert queries[0] == 'sum(nv_inference_pending_request_count{namespace="triton",pod=~"triton-predictor-.*"})'
+    assert queries[0] == \
+        'sum(nv_inference_pending_request_count{namespace="triton",pod=~"triton-predictor-.*"}) by (namespace)'
     assert any("nv_inference_queue_duration_us" in q for q in queries)
     assert any("nv_gpu_utilization" in q for q in queries)
     assert queries[-1] == "max(tritonkit:scale_out_signals) or vector(0)"

@@ -35,6 +35,8 @@ __all__ = [
     "adapter_rules",
     "hpa",
     "kserve_autoscaling",
+    "pending_query",
+    "queue_time_ms_query",
 ]
 
 #: The pod metric prometheus-adapter serves for mean queue time per request, in ms.
@@ -103,10 +105,15 @@ def hpa(o: K8sOptions, labels: dict[str, str], targets: ScaleTargets) -> dict[st
     }
 
 
-def _queue_time_ms_query(matchers: str, group_by: str) -> str:
+def queue_time_ms_query(matchers: str, group_by: str) -> str:
     """Mean queue time per request, ms, over ``RATE_WINDOW`` (0 without traffic)."""
     return (f"sum(rate({ALWAYS['queue_us']}{{{matchers}}}[{RATE_WINDOW}])) by ({group_by}) / "
             f"clamp_min(sum(rate({ALWAYS['success']}{{{matchers}}}[{RATE_WINDOW}])) by ({group_by}), 0.001) / 1000")
+
+
+def pending_query(matchers: str, group_by: str) -> str:
+    """Pending requests on a pod, every model's queue together (the pod is what scales)."""
+    return f"sum({ALWAYS['pending']}{{{matchers}}}) by ({group_by})"
 
 
 def adapter_rules(targets: ScaleTargets) -> dict[str, Any]:
@@ -117,11 +124,10 @@ def adapter_rules(targets: ScaleTargets) -> dict[str, Any]:
         return {"seriesQuery": f'{series}{{namespace!="",pod!=""}}', "resources": resources,
                 "name": {"matches": f"^{series}$", "as": served}, "metricsQuery": query}
 
-    # Every model's queue on the pod together: the pod is what scales.
-    custom = [pod_rule(ALWAYS["pending"], ALWAYS["pending"], "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)")]
+    custom = [pod_rule(ALWAYS["pending"], ALWAYS["pending"], pending_query("<<.LabelMatchers>>", "<<.GroupBy>>"))]
     if targets.queue_time_ms is not None:
         custom.append(pod_rule(ALWAYS["queue_us"], QUEUE_TIME_METRIC,
-                               _queue_time_ms_query("<<.LabelMatchers>>", "<<.GroupBy>>")))
+                               queue_time_ms_query("<<.LabelMatchers>>", "<<.GroupBy>>")))
     if targets.gpu_utilisation is not None:
         custom.append(pod_rule(GPU["utilization"], GPU["utilization"],
                                "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"))
@@ -146,10 +152,10 @@ def kserve_autoscaling(o: K8sOptions, targets: ScaleTargets) -> dict[str, Any]:
             "target": target}}
 
     # AverageValue: KEDA divides the sum over the pods by the replica count.
-    metrics = [external(f"sum({ALWAYS['pending']}{{{pods}}})",
+    metrics = [external(pending_query(pods, "namespace"),
                         {"type": "AverageValue", "averageValue": str(targets.pending)})]
     if targets.queue_time_ms is not None:
-        metrics.append(external(_queue_time_ms_query(pods, "namespace"),
+        metrics.append(external(queue_time_ms_query(pods, "namespace"),
                                 {"type": "Value", "value": f"{targets.queue_time_ms:g}"}))
     if targets.gpu_utilisation is not None:
         metrics.append(external(f"avg({GPU['utilization']}{{{pods}}})",
