@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from tests.support import deploy_repos
 from tests.support.kserve import predictor_pod
 from tritonkit.cli import main
-from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, render_yaml
+from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, render_yaml, write_manifests
 from tritonkit.deploy.k8s import MIN_EXIT_TIMEOUT_S, TAIL_FACTOR, parse_replicas
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
@@ -277,3 +277,16 @@ def test_cli_names_a_missing_model_with_the_ones_there(cpu_facts: RepositoryFact
     result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE, "--model", "nope"])
     assert result.exit_code != 0
     assert "nope" in result.output and "slow" in result.output and "Traceback" not in result.output
+
+
+def test_writing_again_removes_what_the_new_options_no_longer_produce(tmp_path: Path,
+                                                                      cpu_facts: RepositoryFacts) -> None:
+    """`kubectl apply -f k8s/` applies every file there: a stale hpa.yaml from an earlier run with
+    --replicas 1:4 would fight a fixed replica count, and a stale ingress.yaml would stay exposed."""
+    out = tmp_path / "k8s"
+    write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, grpc_ingress_host="t.example.com")), out)
+    assert {"hpa.yaml", "ingress.yaml", "prometheus-adapter-values.yaml"} <= {p.name for p in out.iterdir()}
+    (out / "notes.txt").write_text("mine")  # not ours: left alone
+    write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, min_replicas=2, max_replicas=2)), out)
+    assert sorted(p.name for p in out.iterdir()) == ["deployment.yaml", "networkpolicy.yaml", "notes.txt",
+                                                     "pdb.yaml", "service.yaml"]

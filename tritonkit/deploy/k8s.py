@@ -55,6 +55,7 @@ from tritonkit.perf.judge.sla import METRICS, SLA
 
 __all__ = [
     "ADAPTER_FILE",
+    "MANIFEST_FILES",
     "MIN_EXIT_TIMEOUT_S",
     "PRESTOP_PAUSE_S",
     "TAIL_FACTOR",
@@ -73,6 +74,9 @@ MODEL_MOUNT = "/models"
 CREDENTIALS_MOUNT = "/var/run/secrets/tritonkit"
 CREDENTIALS_KEY = "cloud-credentials.json"
 ADAPTER_FILE = "prometheus-adapter-values.yaml"
+#: Every file :func:`write_manifests` can write.
+MANIFEST_FILES = ("deployment.yaml", "service.yaml", "ingress.yaml", "hpa.yaml", "inferenceservice.yaml",
+                  "networkpolicy.yaml", "pdb.yaml", ADAPTER_FILE)
 
 #: Seconds the pod keeps serving after it is marked terminating, before tritonserver gets
 #: SIGTERM: endpoints controllers and kube-proxy need a moment to stop routing new requests to it.
@@ -208,6 +212,7 @@ def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions
             files["hpa.yaml"] = [hpa(o, labels, targets)]
     files["networkpolicy.yaml"] = [network_policy(o, labels, selector)]
     files["pdb.yaml"] = [disruption_budget(o, labels, selector)]
+    assert set(files) <= set(MANIFEST_FILES)  # write_manifests removes stale files by that list
     adapter = adapter_rules(targets) if "hpa.yaml" in files else None
     return Manifests(files, exit_timeout_s, grace_s, targets.pending, tuple(notes), adapter, resources)
 
@@ -325,10 +330,17 @@ def render_yaml(docs: list[dict[str, Any]]) -> str:
 
 
 def write_manifests(manifests: Manifests, folder: str | Path) -> list[Path]:
-    """One file per kind in ``folder`` (atomic writes); returns the paths."""
+    """One file per kind in ``folder`` (atomic writes); returns the paths.
+
+    Files this toolkit writes there but that these manifests do not include (an ``hpa.yaml``
+    from an earlier run with an autoscaler, say) are removed: ``kubectl apply -f FOLDER`` applies
+    whatever is in the folder. Other files are left alone.
+    """
     out = Path(folder)
     paths = [atomic_write(out / name, render_yaml(docs)) for name, docs in manifests.files.items()]
     if manifests.adapter_rules is not None:
         text = yaml.safe_dump(manifests.adapter_rules, sort_keys=False, width=1000)
         paths.append(atomic_write(out / ADAPTER_FILE, text))
+    for stale in sorted(set(MANIFEST_FILES) - {p.name for p in paths}):
+        (out / stale).unlink(missing_ok=True)
     return paths
