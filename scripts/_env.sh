@@ -21,4 +21,5 @@ fi
 # The real perf_analyzer binary (and, on glibc < 2.38, its private runtime); quick when present.
 "$VENV/bin/tritonkit" perf install --quiet
 "$VENV/bin/tritonkit" deploy install-prometheus --quiet  # promtool + Prometheus (Debian package, private) for the rule tests
+"$VENV/bin/tritonkit" deploy install-checkov --quiet  # checkov (pinned) in its own venv for the manifest tests
 export PATH="$VENV/bin:$PATH"

@@ -154,6 +154,19 @@ CASES: dict[str, tuple[list[dict[str, str]], list[dict[str, Any]]]] = {
          _alert("TritonScaleOut", "10m", None),
          {"expr": "tritonkit:scale_out", "eval_time": "10m", "exp_samples": []}],
     ),
+    "with nothing firing the signal count is 0, not absent (the autoscaler reads it)": (
+        [_series("nv_inference_count", _MODEL, "0+600x10")],
+        [{"expr": "tritonkit:scale_out_signals", "eval_time": "10m",
+          "exp_samples": [{"labels": 'tritonkit:scale_out_signals{job="triton"}', "value": 0}]},
+         {"expr": "tritonkit:scale_out", "eval_time": "10m", "exp_samples": []}],
+    ),
+    "under traffic the firing signals are counted once, not beside the zero": (
+        [_series("nv_inference_count", _MODEL, "0+600x10"),
+         _series("nv_gpu_utilization", _GPU, "0.9x10"),
+         _series("nv_inference_pending_request_count", _MODEL, "6x10")],
+        [{"expr": "tritonkit:scale_out_signals", "eval_time": "7m",
+          "exp_samples": [{"labels": 'tritonkit:scale_out_signals{job="triton"}', "value": 2}]}],
+    ),
     "two models over their p99 count as one signal": (
         [_series("nv_inference_request_summary_us", _Q99, "150000x10"),
          _series("nv_inference_request_summary_us", {**_Q99, "model": "bounded"}, "150000x10")],

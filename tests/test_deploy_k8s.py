@@ -19,10 +19,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.support.pymodels import write_python_model
-from tests.support.sweep_models import SLEEPY_PY, write_sleepy
+from tests.support import deploy_repos
+from tests.support.kserve import predictor_pod
 from tritonkit.cli import main
-from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, read_repository, render_yaml
+from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, render_yaml, write_manifests
 from tritonkit.deploy.k8s import MIN_EXIT_TIMEOUT_S, TAIL_FACTOR, parse_replicas
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
@@ -30,36 +30,14 @@ from tritonkit.perf import parse_sla
 from tritonkit.planner import PlanAssumptions
 
 K8S_VERSION = kubernetes_validate.latest_version()
+# The shared repositories, as fixtures of this module.
+cpu_facts, gpu_facts = deploy_repos.cpu_facts, deploy_repos.gpu_facts
 IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
 
-GPU_CONFIG = """
-name: "detector"
-backend: "onnxruntime"
-max_batch_size: 8
-input [ { name: "x" data_type: TYPE_FP32 dims: [ 3 ] } ]
-output [ { name: "y" data_type: TYPE_FP32 dims: [ 3 ] } ]
-dynamic_batching { max_queue_delay_microseconds: 5000 }
-instance_group [ { count: 2 kind: KIND_GPU } ]
-"""
 
 
 def _validate(doc: dict[str, Any]) -> None:
     kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
-
-
-@pytest.fixture
-def cpu_facts(tmp_path: Path) -> RepositoryFacts:
-    """The sweep's winner as written back to the config: 2 instances × max batch 4 → limit 8."""
-    repo = tmp_path / "cpu_repo"
-    write_sleepy(repo, "slow", instances=2, max_batch=4)
-    return read_repository(repo)
-
-
-@pytest.fixture
-def gpu_facts(tmp_path: Path) -> RepositoryFacts:
-    repo = tmp_path / "gpu_repo"
-    write_python_model(repo, "detector", config_pbtxt=GPU_CONFIG, model_py=SLEEPY_PY)
-    return read_repository(repo)
 
 
 def _kinds(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -70,9 +48,11 @@ def test_every_manifest_passes_the_kubernetes_schemas(gpu_facts: RepositoryFacts
     manifests = build_manifests(gpu_facts, parse_sla("p99<=50ms"),
                                 K8sOptions(image=IMAGE, namespace="serving", min_replicas=2, max_replicas=8))
     docs = manifests.all()
-    assert [d["kind"] for d in docs] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    assert [d["kind"] for d in docs] == ["Deployment", "Service", "Service", "HorizontalPodAutoscaler",
+                                         "NetworkPolicy", "PodDisruptionBudget"]
     for doc in docs:
         _validate(doc)
+        assert doc["metadata"]["namespace"] == "serving"
 
 
 def test_the_schema_check_catches_a_misspelt_field(cpu_facts: RepositoryFacts) -> None:
@@ -96,7 +76,7 @@ def test_validation_needs_no_network(tmp_path: Path, cpu_facts: RepositoryFacts)
     if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
         pytest.skip("unshare --net is not permitted here")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "3"
+    assert proc.stdout.strip() == "6"
 
 
 def test_the_deployment_serves_the_repository_with_health_probes_and_scrape_annotations(
@@ -116,17 +96,17 @@ def test_the_deployment_serves_the_repository_with_health_probes_and_scrape_anno
     claim = next(v for v in pod["spec"]["volumes"] if v["name"] == "models")
     assert claim["persistentVolumeClaim"]["claimName"] == "triton-models"
     # KIND_GPU in the config → one GPU per pod by default.
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
 
 def test_gpus_follow_the_option_and_a_cpu_repository_asks_for_none(
     gpu_facts: RepositoryFacts, cpu_facts: RepositoryFacts,
 ) -> None:
     four = _kinds(build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, gpus=4)).all())["Deployment"]
-    assert four["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+    assert four["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4"
     cpu = _kinds(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all())["Deployment"]
     container = cpu["spec"]["template"]["spec"]["containers"][0]
-    assert "resources" not in container
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
     assert "--allow-gpu-metrics=true" not in container["args"]
 
 
@@ -150,25 +130,38 @@ def test_the_autoscaler_scales_on_pending_requests_and_gpu_at_the_rule_of_thumb(
 ) -> None:
     assert PlanAssumptions().scale_out_utilisation == SCALE_OUT_UTILISATION
     assert 0.6 <= SCALE_OUT_UTILISATION <= 0.7
-    manifests = build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, min_replicas=2, max_replicas=6))
+    manifests = build_manifests(gpu_facts, parse_sla("p99<=50ms"),
+                                K8sOptions(image=IMAGE, min_replicas=2, max_replicas=6))
     hpa = _kinds(manifests.all())["HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
-    targets = {m["pods"]["metric"]["name"]: m["pods"]["target"]["averageValue"] for m in hpa["spec"]["metrics"]}
+    targets = {m["pods"]["metric"]["name"]: m["pods"]["target"]["averageValue"]
+               for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
     # detector: 2 GPU instances × max batch 8 = 16; queue alert at 8; scale out at 65 % of that → 5.
-    assert targets == {"nv_inference_pending_request_count": "5", "nv_gpu_utilization": "650m"}
+    # Queue time: 65 % of half the p99 bound of 50 ms = 16.25 ms.
+    assert targets == {"nv_inference_pending_request_count": "5", "tritonkit_queue_time_ms": "16250m",
+                       "nv_gpu_utilization": "650m"}
+    # The alert rules' two-of-three decision: 1.5 lies between one firing signal and two.
+    external = [m["external"] for m in hpa["spec"]["metrics"] if m["type"] == "External"]
+    assert external == [{"metric": {"name": "tritonkit_scale_out_signals"},
+                         "target": {"type": "Value", "value": "1500m"}}]
     assert manifests.adapter_rules is not None
     served = {r["name"]["as"] for r in manifests.adapter_rules["rules"]["custom"]}
     assert served == set(targets)
+    assert [r["name"]["as"] for r in manifests.adapter_rules["rules"]["external"]] == ["tritonkit_scale_out_signals"]
+    assert manifests.adapter_rules["rules"]["external"][0]["seriesQuery"] == "tritonkit:scale_out_signals"
     given = build_manifests(gpu_facts, None, K8sOptions(image=IMAGE, concurrency_limit=40))
     assert given.pending_target == 13  # 65 % of half of 40
     cpu_hpa = _kinds(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE)).all())["HorizontalPodAutoscaler"]
-    assert [m["pods"]["metric"]["name"] for m in cpu_hpa["spec"]["metrics"]] == ["nv_inference_pending_request_count"]
+    # No SLA p99, no GPU: pending requests and the external signal only.
+    assert [m.get("pods", m.get("external"))["metric"]["name"] for m in cpu_hpa["spec"]["metrics"]] == \
+        ["nv_inference_pending_request_count", "tritonkit_scale_out_signals"]
 
 
 def test_fixed_replicas_need_no_autoscaler(cpu_facts: RepositoryFacts) -> None:
     manifests = build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, min_replicas=3, max_replicas=3))
     assert "HorizontalPodAutoscaler" not in _kinds(manifests.all())
+    assert "PodDisruptionBudget" in _kinds(manifests.all())
     assert manifests.adapter_rules is None
     assert _kinds(manifests.all())["Deployment"]["spec"]["replicas"] == 3
 
@@ -179,31 +172,57 @@ def test_an_object_store_repository_is_read_by_the_server_with_credentials(cpu_f
     _validate(deployment)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert "--model-repository=s3://models/prod" in container["args"]
-    assert container["envFrom"] == [{"secretRef": {"name": "s3-creds"}}]
-    assert all(v["name"] != "models" for v in deployment["spec"]["template"]["spec"]["volumes"])
+    # A file, not environment variables: tritonserver 2.51 reads TRITON_CLOUD_CREDENTIAL_PATH.
+    assert "envFrom" not in container
+    assert {"name": "TRITON_CLOUD_CREDENTIAL_PATH",
+            "value": "/var/run/secrets/tritonkit/cloud-credentials.json"} in container["env"]
+    assert {"name": "credentials", "mountPath": "/var/run/secrets/tritonkit", "readOnly": True} in \
+        container["volumeMounts"]
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["credentials"]["secret"]["secretName"] == "s3-creds"
+    assert "models" not in volumes
+    # The localised repository goes to /tmp: sized for it.
+    assert volumes["tmp"]["emptyDir"]["sizeLimit"].endswith("Mi")
 
 
 def test_kserve_gets_an_inference_service_on_the_triton_runtime(gpu_facts: RepositoryFacts) -> None:
     options = K8sOptions(image=IMAGE, repo_uri="gs://bucket/repo", kserve=True, min_replicas=1, max_replicas=3)
     docs = build_manifests(gpu_facts, parse_sla("p99<=50ms"), options).all()
-    assert [d["kind"] for d in docs] == ["InferenceService"]
+    assert [d["kind"] for d in docs] == ["InferenceService", "NetworkPolicy", "PodDisruptionBudget"]
     isvc = docs[0]
     assert isvc["apiVersion"] == "serving.kserve.io/v1beta1"
     with pytest.raises(kubernetes_validate.SchemaNotFoundError):
         _validate(isvc)  # a custom resource: the Kubernetes schemas do not cover it, so check it here
     predictor = isvc["spec"]["predictor"]
-    assert set(predictor) == {"minReplicas", "maxReplicas", "model"}
     model = predictor["model"]
     assert model["modelFormat"] == {"name": "triton"}
     assert model["runtime"] == "kserve-tritonserver"
     assert model["storageUri"] == "gs://bucket/repo"
-    assert model["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert model["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert model["resources"]["limits"] == model["resources"]["requests"]
     assert "--metrics-config=summary_latencies=true" in model["args"]
-    # The container fields KServe passes through are Kubernetes Container fields: check them so.
-    container = {"name": "kserve-container", "image": IMAGE, **{k: v for k, v in model.items()
-                                                              if k in ("args", "resources", "envFrom")}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [container]}}
-    _validate(pod)
+    # The same hardening as the Deployment, where KServe's schema has the field.
+    assert predictor["automountServiceAccountToken"] is False
+    assert predictor["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert model["securityContext"]["readOnlyRootFilesystem"] is True
+    # The same scaling signals, through KServe's KEDA integration (raw deployment mode).
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "keda"
+    queries = [m["external"]["metric"]["query"] for m in predictor["autoScaling"]["metrics"]]
+    assert queries[0] == \
+        'sum(nv_inference_pending_request_count{namespace="triton",pod=~"triton-predictor-.*"}) by (namespace)'
+    assert any("nv_inference_queue_duration_us" in q for q in queries)
+    assert any("nv_gpu_utilization" in q for q in queries)
+    assert queries[-1] == "max(tritonkit:scale_out_signals) or vector(0)"
+    targets = [m["external"]["target"] for m in predictor["autoScaling"]["metrics"]]
+    assert targets[0] == {"type": "AverageValue", "averageValue": "5"}
+    assert targets[-1] == {"type": "Value", "value": "1.5"}
+    # Every field KServe passes through is a PodSpec / Container field: check the Pod it makes.
+    _validate(predictor_pod(isvc, IMAGE))
+    # NetworkPolicy and PDB select the predictor's pods by KServe's own label.
+    for doc in docs[1:]:
+        _validate(doc)
+        selector = doc["spec"].get("podSelector", doc["spec"].get("selector"))
+        assert selector == {"matchLabels": {"serving.kserve.io/inferenceservice": "triton"}}
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
@@ -235,8 +254,9 @@ def test_cli_writes_one_valid_file_per_kind(tmp_path: Path, gpu_facts: Repositor
                                        "--replicas", "2:8", "--sla", "p99<=50ms", "--out", str(out)])
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["deployment.yaml", "hpa.yaml", "prometheus-adapter-values.yaml", "service.yaml"]
-    for name in ("deployment.yaml", "hpa.yaml", "service.yaml"):
+    assert names == ["deployment.yaml", "hpa.yaml", "networkpolicy.yaml", "pdb.yaml",
+                     "prometheus-adapter-values.yaml", "service.yaml"]
+    for name in set(names) - {"prometheus-adapter-values.yaml"}:
         for doc in yaml.safe_load_all((out / name).read_text()):
             _validate(doc)
     assert "exit timeout 30 s" in result.output
@@ -248,7 +268,7 @@ def test_cli_prints_one_stream_for_kubectl_without_out(cpu_facts: RepositoryFact
                                                        "--replicas", "2"])
     assert result.exit_code == 0, result.stderr
     docs = list(yaml.safe_load_all(result.stdout))
-    assert [d["kind"] for d in docs] == ["Deployment", "Service"]
+    assert [d["kind"] for d in docs] == ["Deployment", "Service", "Service", "NetworkPolicy", "PodDisruptionBudget"]
     json.dumps(docs)  # plain data all the way down
 
 
@@ -257,3 +277,16 @@ def test_cli_names_a_missing_model_with_the_ones_there(cpu_facts: RepositoryFact
     result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE, "--model", "nope"])
     assert result.exit_code != 0
     assert "nope" in result.output and "slow" in result.output and "Traceback" not in result.output
+
+
+def test_writing_again_removes_what_the_new_options_no_longer_produce(tmp_path: Path,
+                                                                      cpu_facts: RepositoryFacts) -> None:
+    """`kubectl apply -f k8s/` applies every file there: a stale hpa.yaml from an earlier run with
+    --replicas 1:4 would fight a fixed replica count, and a stale ingress.yaml would stay exposed."""
+    out = tmp_path / "k8s"
+    write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, grpc_ingress_host="t.example.com")), out)
+    assert {"hpa.yaml", "ingress.yaml", "prometheus-adapter-values.yaml"} <= {p.name for p in out.iterdir()}
+    (out / "notes.txt").write_text("mine")  # not ours: left alone
+    write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, min_replicas=2, max_replicas=2)), out)
+    assert sorted(p.name for p in out.iterdir()) == ["deployment.yaml", "networkpolicy.yaml", "notes.txt",
+                                                     "pdb.yaml", "service.yaml"]

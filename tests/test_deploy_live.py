@@ -5,7 +5,9 @@ of at most 2) is loaded by the real perf_analyzer at concurrency 8 on 127.0.0.1:
 and p99 climbs far past the SLA's 100 ms. Prometheus (Debian's 2.42, on 127.0.0.1, its own data
 folder, 1 s scrape and rule evaluation) evaluates the generated rules with short ``for:`` windows:
 the p99 and queue alerts must fire under load, and with both of them the scale-out rule; all
-must resolve once the load stops. Every panel of the CPU dashboard must return data from that
+must resolve once the load stops. The autoscaler's queries (the prometheus-adapter rules of
+the HPA) must stand above the HPA's targets under that load, and the two-of-three signal count
+must read 0 (not vanish) once it stops. Every panel of the CPU dashboard must return data from that
 Prometheus while the load runs. GPU panels cannot have data on a machine without a GPU: the GPU
 dashboard's other panels are checked, and its GPU queries are checked for the metric names only.
 """
@@ -31,12 +33,23 @@ from tests.support.sweep_models import write_sleepy
 from tritonkit.deploy import (
     AlertOptions,
     DashboardOptions,
+    K8sOptions,
+    Manifests,
     build_dashboard,
+    build_manifests,
     build_rules,
     locate_prometheus,
     panel_queries,
     read_repository,
     write_rules,
+)
+from tritonkit.deploy.alerts import SCALE_OUT_SIGNALS_RECORD
+from tritonkit.deploy.k8s_scale import (
+    QUEUE_TIME_METRIC,
+    SIGNALS_TARGET,
+    ScaleTargets,
+    pending_query,
+    queue_time_ms_query,
 )
 from tritonkit.errors import MissingComponentError
 from tritonkit.perf import PerfSpec, parse_sla
@@ -47,6 +60,7 @@ from tritonkit.server.children import spawn
 pytestmark = [pytest.mark.timeout(420), pytest.mark.server, pytest.mark.perf_analyzer]
 
 SLA_TEXT = "p99<=100ms"
+IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
 FIRING = {"TritonLatencyP99AboveSla", "TritonQueueDeep", "TritonScaleOut"}
 
 
@@ -151,6 +165,16 @@ def served(tmp_path: Path) -> Iterator[TritonServer]:
         server.stop()
 
 
+def _scale_targets_of(manifests: Manifests) -> ScaleTargets:
+    """The HPA's per-pod targets, read back from the HPA written."""
+    hpa = next(d for d in manifests.all() if d["kind"] == "HorizontalPodAutoscaler")
+    pods = {m["pods"]["metric"]["name"]: m["pods"]["target"]["averageValue"]
+            for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
+    queue = pods.get(QUEUE_TIME_METRIC)
+    return ScaleTargets(int(pods["nv_inference_pending_request_count"]),
+                        int(queue.removesuffix("m")) / 1000 if queue else None, None)
+
+
 def _wait_for(what: str, check: Any, timeout_s: float, interval_s: float = 1.0) -> Any:
     deadline = time.monotonic() + timeout_s
     last = None
@@ -166,6 +190,8 @@ def test_p99_and_queue_alerts_fire_under_load_and_resolve_after_it_and_every_pan
     tmp_path: Path, served: TritonServer, prometheus_bin: None,
 ) -> None:
     facts = read_repository(served.repositories[0])
+    scaling = build_manifests(facts, parse_sla(SLA_TEXT), K8sOptions(image=IMAGE, max_replicas=4))
+    scale_targets = _scale_targets_of(scaling)
     rules = build_rules(parse_sla(SLA_TEXT), facts, AlertOptions(
         gpu_for="3s", p99_for="3s", queue_for="3s", sla_for="3s", rate_window="10s"))
     rule_file = write_rules(rules, tmp_path / "rules.yml")
@@ -193,6 +219,15 @@ def test_p99_and_queue_alerts_fire_under_load_and_resolve_after_it_and_every_pan
             assert scale and float(scale[0]["value"][1]) == 2.0
             p99 = prom.query("tritonkit:request_latency_p99:ms")
             assert p99 and float(p99[0]["value"][1]) > 100.0
+            # The autoscaler's own queries (prometheus-adapter's, with this scrape job's labels in
+            # place of a pod's) stand above the HPA's targets: it would be adding replicas.
+            for what, expr, target in (
+                ("pending requests", pending_query('job="triton"', "job"), scaling.pending_target),
+                ("mean queue time ms", queue_time_ms_query('job="triton"', "job"), scale_targets.queue_time_ms),
+                ("firing signals", SCALE_OUT_SIGNALS_RECORD, SIGNALS_TARGET),
+            ):
+                got = prom.query(expr)
+                assert got and float(got[0]["value"][1]) > (target or 0), f"{what}: {got} not above {target}"
 
             empty = [title for title, exprs in cpu_panels.items() for expr in exprs if not prom.query(expr)]
             assert not empty, f"CPU dashboard panels with no data under load: {empty}"
@@ -208,6 +243,9 @@ def test_p99_and_queue_alerts_fire_under_load_and_resolve_after_it_and_every_pan
                   lambda: not (prom.firing() & FIRING), timeout_s=150, interval_s=2.0)
         print(f"alerts resolved {time.monotonic() - stopped:.1f} s after the load stopped "
               f"({load.runs} perf_analyzer ladder(s))")
+        # Calm: the signal count the HPA reads is 0, not absent (an absent metric blocks scaling in).
+        signals = prom.query(SCALE_OUT_SIGNALS_RECORD)
+        assert signals and float(signals[0]["value"][1]) == 0.0, signals
     finally:
         prom.stop()
     assert prom.proc.poll() is not None

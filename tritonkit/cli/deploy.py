@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import ErrorHandlingGroup, echo_json
+from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json
 from tritonkit.deploy import (
     AlertOptions,
     DashboardOptions,
@@ -24,7 +24,9 @@ from tritonkit.deploy import (
     write_rules,
 )
 from tritonkit.deploy.alerts import limits_text
-from tritonkit.deploy.k8s import parse_replicas
+from tritonkit.deploy.checkov import CHECKOV_VERSION, accepted_checks, install_checkov, scan_manifests
+from tritonkit.deploy.k8s import ADAPTER_FILE, parse_replicas
+from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.perf.judge.compare import parse_percent
 from tritonkit.perf.judge.sla import SLA, load_sla
@@ -60,46 +62,66 @@ def deploy() -> None:
 
 @deploy.command("k8s")
 @click.argument("repo", type=_REPO)
-@click.option("--image", required=True, help="tritonserver container image.")
-@click.option("--name", default="triton", show_default=True, help="Name of the Deployment, Service and HPA.")
-@click.option("--namespace", default=None, help="Namespace to put in the manifests.")
+@click.option("--image", required=True,
+              help="tritonserver image, pinned: REPO:TAG (not latest) or REPO@sha256:DIGEST.")
+@click.option("--name", default="triton", show_default=True,
+              help="Name of the Deployment, Services, HPA, NetworkPolicy and PodDisruptionBudget.")
+@click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True,
+              help="Namespace of every object (`default` only when you ask for it).")
 @click.option("--gpus", type=click.IntRange(min=0), default=None,
               help="GPUs per pod [default: 1 when a model asks for a GPU, else 0].")
 @click.option("--replicas", default="1:4", show_default=True,
               help="N (fixed) or MIN:MAX (an autoscaler between them).")
 @click.option("--repo-uri", default=None, help="Object-store repository (s3://…, gs://…) instead of a volume.")
 @click.option("--pvc", default=None, help="PersistentVolumeClaim holding the repository [default: NAME-models].")
-@click.option("--credentials-secret", default=None, help="Secret with object-store credentials, as environment.")
-@click.option("--sla", "sla_text", default=None, help=_SLA_HELP + " Sizes the shutdown drain.")
+@click.option("--credentials-secret", default=None,
+              help="Secret with Triton's object-store credential file (key cloud-credentials.json), mounted as a file.")
+@click.option("--sla", "sla_text", default=None,
+              help=_SLA_HELP + " Sizes the shutdown drain and the queue-time scaling target.")
 @click.option("--max-request-s", type=float, default=None, help="Longest request, seconds (drained on shutdown).")
 @click.option("--scale-out-at", default=f"{SCALE_OUT_UTILISATION:.0%}", show_default=True,
               help="Utilisation at which to add replicas (rule of thumb: 60–70 %, not 100 %).")
 @click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
               help="Requests a pod takes at once [default: the models' limits from their configs, summed].")
+@click.option("--cpu", default=None, help="CPU per pod, e.g. 4 or 2500m [default: from the repository's instances].")
+@click.option("--memory", default=None, help="Memory per pod, e.g. 8Gi [default: from model sizes, instances, shm].")
+@click.option("--shm-size", default=None, help="/dev/shm size, e.g. 512Mi [default: from the python models' tensors].")
+@click.option("--grpc-ingress", "grpc_ingress_host", default=None,
+              help="Host name: add an ingress-nginx Ingress that balances gRPC calls over the pods.")
+@click.option("--ingress-tls-secret", default=None, help="TLS Secret of the gRPC Ingress [default: NAME-tls].")
+@click.option("--prometheus-url", default=K8sOptions.prometheus_url, show_default=True,
+              help="Prometheus that KServe's autoscaler (KEDA) queries (with --kserve).")
 @click.option("--kserve", is_flag=True, help="An InferenceService on KServe's Triton runtime instead.")
 @click.option("--model", "models", multiple=True, help="Only these models of the repository (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write one file per kind into this folder (default: print one YAML stream).")
-def k8s_command(repo: Path, image: str, name: str, namespace: str | None, gpus: int | None, replicas: str,
+def k8s_command(repo: Path, image: str, name: str, namespace: str, gpus: int | None, replicas: str,
                 repo_uri: str | None, pvc: str | None, credentials_secret: str | None, sla_text: str | None,
-                max_request_s: float | None, scale_out_at: str, concurrency_limit: int | None, kserve: bool,
+                max_request_s: float | None, scale_out_at: str, concurrency_limit: int | None, cpu: str | None,
+                memory: str | None, shm_size: str | None, grpc_ingress_host: str | None,
+                ingress_tls_secret: str | None, prometheus_url: str, kserve: bool,
                 models: tuple[str, ...], out: Path | None) -> None:
-    """Kubernetes manifests serving REPO: Deployment, Service, HPA (or a KServe InferenceService).
+    """Kubernetes manifests serving REPO: Deployment, Services, HPA, NetworkPolicy, PDB (or KServe).
 
-    Readiness and liveness use Triton's /v2/health endpoints; shutdown drains longer than the
-    longest request; the metrics port is annotated for scraping; the HPA scales on pending
-    requests and GPU utilisation through prometheus-adapter (whose rules are written too).
+    Hardened (non-root, read-only root filesystem, no capabilities, seccomp RuntimeDefault, no
+    service-account token), with CPU and memory derived from the repository; a headless Service
+    for gRPC clients that balance themselves (dns:///NAME-headless.NAMESPACE.svc.cluster.local:8001,
+    round_robin); the HPA scales on pending requests, queue time, GPU utilisation and the alert
+    rules' two-of-three signal through prometheus-adapter (whose rules are written too). Every
+    name and the image are checked before anything is written.
 
     \b
     Example:
       tritonkit deploy k8s model_repository --image nvcr.io/nvidia/tritonserver:24.10-py3 \\
-          --gpus 1 --replicas 2:8 --sla 'p99<=50ms' --out k8s/
+          --namespace serving --gpus 1 --replicas 2:8 --sla 'p99<=50ms' --out k8s/
     """
     low, high = parse_replicas(replicas)
     options = K8sOptions(image=image, name=name, namespace=namespace, gpus=gpus, min_replicas=low,
                          max_replicas=high, repo_uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret,
                          max_request_s=max_request_s, kserve=kserve, concurrency_limit=concurrency_limit,
-                         scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"))
+                         scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"),
+                         cpu=cpu, memory=memory, shm_size=shm_size, grpc_ingress_host=grpc_ingress_host,
+                         ingress_tls_secret=ingress_tls_secret, prometheus_url=prometheus_url)
     facts = read_repository(repo, models=models)
     manifests = build_manifests(facts, _sla(sla_text), options)
     for note in manifests.notes:
@@ -109,6 +131,37 @@ def k8s_command(repo: Path, image: str, name: str, namespace: str | None, gpus: 
         return
     for path in write_manifests(manifests, out):
         _say(f"wrote {path}")
+
+
+@deploy.command("check")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def check_command(folder: Path, as_json: bool) -> None:
+    """Run checkov's Kubernetes checks on the manifests in FOLDER (as `deploy k8s --out` wrote them).
+
+    Exit 0 when every failed check is on the accepted list (each with its reason), 1 otherwise.
+
+    \b
+    Example:
+      tritonkit deploy k8s model_repository --image nvcr.io/nvidia/tritonserver:24.10-py3 --out k8s/
+      tritonkit deploy check k8s/
+    """
+    paths = sorted(p for p in folder.glob("*.yaml") if p.name != ADAPTER_FILE)
+    report = scan_manifests(paths)
+    accepted = accepted_checks()
+    outside = report.outside(accepted)
+    if as_json:
+        echo_json({"passed": report.passed, "resources": report.resources, "checkov_version": report.version,
+                   "failed": [{"check": f.check_id, "name": f.check_name, "resource": f.resource, "file": f.file,
+                               "accepted": accepted.get(f.check_id, {}).get("reason")} for f in report.failed]})
+    else:
+        click.echo(f"checkov {report.version}: {report.passed} passed, {len(report.failed)} failed "
+                   f"({len(outside)} not accepted) on {report.resources} resources")
+        for f in report.failed:
+            why = accepted.get(f.check_id, {}).get("reason")
+            click.echo(f"  {f.check_id} {f.resource}: {f.check_name}" + (f" — accepted: {why}" if why else ""))
+    if outside:
+        raise CommandExit(1)
 
 
 @deploy.command("alerts")
@@ -205,6 +258,20 @@ def dashboard_command(repo: Path | None, sla_text: str | None, device: str, llm:
         return
     write_dashboard(dashboard, out)
     _say(f"wrote {out} ({sum(1 for p in dashboard['panels'] if p['type'] != 'row')} panels)")
+
+
+@deploy.command("install-checkov")
+@click.option("--force", is_flag=True, help="Install again even when installed.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def install_checkov_command(force: bool, quiet: bool) -> None:
+    """checkov (pinned) in its own venv under this environment's share/tritonkit/checkov. Idempotent.
+
+    \b
+    Example:
+      tritonkit deploy install-checkov
+    """
+    installed = install_checkov(force=force, progress=None if quiet else _say)
+    click.echo(f"checkov {CHECKOV_VERSION}: {installed}")
 
 
 @deploy.command("install-prometheus")

@@ -10,17 +10,26 @@ numbers the toolkit measured::
 
     facts = read_repository("model_repository")
     sla = parse_sla("p99<=50ms,throughput>=200/s")
-    manifests = build_manifests(facts, sla, K8sOptions(image="nvcr.io/nvidia/tritonserver:24.10-py3"))
+    manifests = build_manifests(facts, sla, K8sOptions(image="nvcr.io/nvidia/tritonserver:24.10-py3",
+                                                       namespace="serving"))
     rules = build_rules(sla, facts, AlertOptions())
     dashboard = build_dashboard(facts)
 
 Rendering is pure; ``write_manifests`` / ``write_rules`` / ``write_dashboard`` write atomically.
-``install_prometheus`` fetches Debian's Prometheus privately for ``promtool`` checks.
+``install_prometheus`` fetches Debian's Prometheus privately for ``promtool`` checks;
+``install_checkov`` gives checkov its own venv and ``scan_manifests`` runs it on written manifests.
 """
 
 from __future__ import annotations
 
 from tritonkit.deploy.alerts import AlertOptions, RuleSet, TermMapping, build_rules, write_rules
+from tritonkit.deploy.checkov import (
+    CheckovReport,
+    accepted_checks,
+    install_checkov,
+    locate_checkov,
+    scan_manifests,
+)
 from tritonkit.deploy.dashboard import DashboardOptions, build_dashboard, panel_queries, write_dashboard
 from tritonkit.deploy.k8s import K8sOptions, Manifests, build_manifests, render_yaml, write_manifests
 from tritonkit.deploy.prometheus import (
@@ -35,6 +44,7 @@ from tritonkit.deploy.source import SCALE_OUT_UTILISATION, ModelFacts, Repositor
 __all__ = [
     "SCALE_OUT_UTILISATION",
     "AlertOptions",
+    "CheckovReport",
     "DashboardOptions",
     "K8sOptions",
     "Manifests",
@@ -43,16 +53,20 @@ __all__ = [
     "RepositoryFacts",
     "RuleSet",
     "TermMapping",
+    "accepted_checks",
     "build_dashboard",
     "build_manifests",
     "build_rules",
     "check_rules",
+    "install_checkov",
     "install_prometheus",
+    "locate_checkov",
     "locate_prometheus",
     "panel_queries",
     "read_repository",
     "render_yaml",
     "run_rule_tests",
+    "scan_manifests",
     "write_dashboard",
     "write_manifests",
     "write_rules",

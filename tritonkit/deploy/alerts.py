@@ -318,11 +318,14 @@ def build_rules(sla: SLA | None, facts: RepositoryFacts | None = None,
     signal_re = "|".join(signals)
     need = min(options.scale_out_signals, len(signals))
     # ALERTS holds an alert's labels; count distinct firing signal alerts per job, so two
-    # models both over their p99 count once (one signal), not twice.
+    # models both over their p99 count once (one signal), not twice. With none firing the count
+    # is 0, not absent: the autoscaler reads this series, and a missing metric stops an HPA
+    # from ever scaling in.
     scale = [
         {"record": SCALE_OUT_SIGNALS_RECORD,
          "expr": f'count by (job) (count by (job, alertname) '
-                 f'(ALERTS{{alertstate="firing",alertname=~"{signal_re}"}}))'},
+                 f'(ALERTS{{alertstate="firing",alertname=~"{signal_re}"}})) '
+                 f"or 0 * count by (job) ({ALWAYS['count']}{sel})"},
         {"record": SCALE_OUT_RECORD, "expr": f"{SCALE_OUT_SIGNALS_RECORD} >= {need}"},
         {"alert": SCALE_OUT_ALERT, "expr": SCALE_OUT_RECORD,
          "labels": _labels("warning", "scale_out"),

@@ -1,21 +1,25 @@
 """Kubernetes (and KServe) manifests that serve a model repository with tritonserver.
 
 Generated, not templated: each manifest is a plain dict built from the repository's configs
-(instances, GPUs, concurrency limits — the sweep's winner once it wrote them back), the SLA
-(how long the longest request may take) and the options; :func:`render_yaml` turns them into one
-YAML stream for ``kubectl apply -f -``.
+(instances, GPUs, concurrency limits, model sizes — the sweep's winner once it wrote them back),
+the SLA (how long the longest request may take, the p99 the queue time is held under) and the
+options (:class:`K8sOptions`, which validates every name and the image first);
+:func:`render_yaml` turns them into one YAML stream for ``kubectl apply -f -``.
 
 * **Deployment**: tritonserver on the repository (a volume, or an ``s3://`` / ``gs://`` URI the
-  server reads itself); GPU limits; a startup probe (model loading takes minutes) then readiness
-  and liveness on Triton's ``/v2/health/ready`` and ``/v2/health/live``; graceful shutdown: a
-  short ``preStop`` pause so the Service stops routing, then ``--exit-timeout-secs`` longer than
-  the longest request, inside ``terminationGracePeriodSeconds``; the metrics port annotated for
-  scraping; ``/dev/shm`` in memory (the python backend passes tensors through it).
-* **Service** for HTTP, gRPC and metrics.
-* **HorizontalPodAutoscaler** (``autoscaling/v2``) on pending requests per pod and, with GPUs,
-  GPU utilisation — custom pod metrics served by prometheus-adapter (its rules are generated
-  too) — scaling out at the planner's rule of thumb: 60–70 % utilisation, not 100 %.
-* With ``kserve``: an **InferenceService** on KServe's Triton runtime instead.
+  server reads itself) in a hardened pod (:mod:`tritonkit.deploy.k8s_pod`) with CPU and memory
+  requests equal to limits derived from the repository (:mod:`tritonkit.deploy.k8s_sizing`);
+  GPU limits; a startup probe (model loading takes minutes) then readiness and liveness on
+  Triton's ``/v2/health/ready`` and ``/v2/health/live``; graceful shutdown: a short ``preStop``
+  pause so the Services stop routing, then ``--exit-timeout-secs`` longer than the longest
+  request, inside ``terminationGracePeriodSeconds``; the metrics port annotated for scraping.
+* **Services, Ingress, NetworkPolicy, PodDisruptionBudget** (:mod:`tritonkit.deploy.k8s_network`):
+  a ClusterIP Service, a headless one for gRPC clients that balance themselves, an optional
+  ingress-nginx gRPC Ingress.
+* **HorizontalPodAutoscaler** on the alert rules' signals, with its prometheus-adapter rules
+  (:mod:`tritonkit.deploy.k8s_scale`).
+* With ``kserve``: an **InferenceService** on KServe's Triton runtime instead, with the same
+  hardening, resources and scaling signals (through KServe's KEDA integration).
 """
 
 from __future__ import annotations
@@ -28,13 +32,30 @@ from typing import Any
 import yaml
 
 from tritonkit._fs import atomic_write
-from tritonkit.deploy.source import SCALE_OUT_UTILISATION, RepositoryFacts
-from tritonkit.deploy.triton_metrics import ALWAYS, GPU
+from tritonkit.deploy.k8s_names import image_has_digest
+from tritonkit.deploy.k8s_network import (
+    disruption_budget,
+    grpc_ingress,
+    headless_service,
+    network_policy,
+    service,
+)
+from tritonkit.deploy.k8s_options import GRPC_PORT, HTTP_PORT, METRICS_PORT, K8sOptions, object_meta
+from tritonkit.deploy.k8s_pod import (
+    container_security_context,
+    hardened_env,
+    pod_security_context,
+    writable_mounts,
+)
+from tritonkit.deploy.k8s_scale import ScaleTargets, adapter_rules, hpa, kserve_autoscaling
+from tritonkit.deploy.k8s_sizing import PodResources, pod_resources
+from tritonkit.deploy.source import RepositoryFacts
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.sla import METRICS, SLA
 
 __all__ = [
     "ADAPTER_FILE",
+    "MANIFEST_FILES",
     "MIN_EXIT_TIMEOUT_S",
     "PRESTOP_PAUSE_S",
     "TAIL_FACTOR",
@@ -47,9 +68,15 @@ __all__ = [
     "write_manifests",
 ]
 
-HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 MODEL_MOUNT = "/models"
+#: Where the credentials Secret is mounted, and the key holding Triton's credential file (JSON:
+#: ``{"s3": {"": {"key_id": …, "secret_key": …, "region": …}}}``, likewise ``"gs"`` and ``"as"``).
+CREDENTIALS_MOUNT = "/var/run/secrets/tritonkit"
+CREDENTIALS_KEY = "cloud-credentials.json"
 ADAPTER_FILE = "prometheus-adapter-values.yaml"
+#: Every file :func:`write_manifests` can write.
+MANIFEST_FILES = ("deployment.yaml", "service.yaml", "ingress.yaml", "hpa.yaml", "inferenceservice.yaml",
+                  "networkpolicy.yaml", "pdb.yaml", ADAPTER_FILE)
 
 #: Seconds the pod keeps serving after it is marked terminating, before tritonserver gets
 #: SIGTERM: endpoints controllers and kube-proxy need a moment to stop routing new requests to it.
@@ -59,55 +86,9 @@ PRESTOP_PAUSE_S = 5
 TAIL_FACTOR = 10
 #: …and never less than this (an SLA of milliseconds still needs time to drain queued requests).
 MIN_EXIT_TIMEOUT_S = 30
-
-
-@dataclass(frozen=True)
-class K8sOptions:
-    """What the manifests need besides the repository and the SLA."""
-
-    image: str
-    name: str = "triton"
-    namespace: str | None = None
-    #: GPUs per pod (None: one when a model asks for a GPU, else none).
-    gpus: int | None = None
-    min_replicas: int = 1
-    max_replicas: int = 4
-    #: ``s3://…`` / ``gs://…`` / ``as://…``: tritonserver reads the repository from there.
-    repo_uri: str | None = None
-    #: PersistentVolumeClaim holding the repository (when no URI): default ``<name>-models``.
-    pvc: str | None = None
-    #: Secret whose keys become the container's environment (object-store credentials).
-    credentials_secret: str | None = None
-    #: The longest request in seconds; None: from the SLA (see :func:`longest_request_s`).
-    max_request_s: float | None = None
-    shm_size: str = "1Gi"
-    #: Requests a pod takes at once before its queues hold them (None: the repository's
-    #: concurrency limits, summed over its models).
-    concurrency_limit: int | None = None
-    scale_out_utilisation: float = SCALE_OUT_UTILISATION
-    kserve: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.image.strip():
-            raise ConfigError("--image is empty", hint="name the tritonserver image, e.g. "
-                              "nvcr.io/nvidia/tritonserver:24.10-py3")
-        if self.concurrency_limit is not None and self.concurrency_limit < 1:
-            raise ConfigError(f"--concurrency-limit {self.concurrency_limit} must be at least 1")
-        if self.gpus is not None and self.gpus < 0:
-            raise ConfigError(f"--gpus {self.gpus} is negative", hint="give 0 for a CPU deployment")
-        if not 1 <= self.min_replicas <= self.max_replicas:
-            raise ConfigError(f"replicas {self.min_replicas}:{self.max_replicas} are not 1 <= min <= max",
-                              hint="write --replicas 2 or --replicas 1:8")
-        if self.repo_uri is not None and not self.repo_uri.startswith(("s3://", "gs://", "as://")):
-            raise ConfigError(f"--repo-uri {self.repo_uri!r} is not an object-store URI tritonserver reads",
-                              hint="use s3://bucket/path, gs://bucket/path or as://account/container/path; "
-                                   "for a volume leave --repo-uri out and pass --pvc")
-        if not 0 < self.scale_out_utilisation <= 1:
-            raise ConfigError(f"scale-out utilisation {self.scale_out_utilisation} is not in (0, 1]",
-                              hint="rule of thumb: 60–70 %, e.g. --scale-out-at 65%")
-        if self.kserve and self.repo_uri is None and self.pvc is None:
-            raise ConfigError("KServe loads the repository from a storage URI",
-                              hint="pass --repo-uri s3://bucket/repo, or --pvc CLAIM for pvc://CLAIM/")
+#: Clients may keepalive-ping this often (Triton's default minimum is 300 s; a client pinging
+#: more often is disconnected with "too_many_pings").
+MIN_PING_INTERVAL_S = 10
 
 
 @dataclass(frozen=True)
@@ -119,9 +100,10 @@ class Manifests:
     grace_period_s: int
     pending_target: int
     notes: tuple[str, ...]
-    #: prometheus-adapter rules serving the HPA's pod metrics (not a Kubernetes object: Helm
-    #: value ``rules.custom`` of the prometheus-adapter chart); None without an HPA.
+    #: prometheus-adapter rules serving the HPA's metrics (not a Kubernetes object: Helm values
+    #: ``rules.custom`` / ``rules.external`` of the prometheus-adapter chart); None without an HPA.
     adapter_rules: dict[str, Any] | None = None
+    resources: PodResources | None = None
 
     def all(self) -> list[dict[str, Any]]:
         """Every manifest, in apply order."""
@@ -159,43 +141,31 @@ def _labels(name: str) -> dict[str, str]:
             "app.kubernetes.io/managed-by": "tritonkit"}
 
 
-def _meta(name: str, namespace: str | None, labels: dict[str, str]) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": labels}
-    if namespace:
-        meta["namespace"] = namespace
-    return meta
-
-
-def _server_args(repository: str, exit_timeout_s: int, gpus: int) -> list[str]:
+def _server_args(exit_timeout_s: int, gpus: int, o: K8sOptions) -> list[str]:
+    """Flags besides the repository and ports (KServe's runtime sets those): metrics and gRPC connection handling."""
     args = [
-        f"--model-repository={repository}",
-        f"--http-port={HTTP_PORT}",
-        f"--grpc-port={GRPC_PORT}",
         "--allow-metrics=true",
-        f"--metrics-port={METRICS_PORT}",
         # p50…p99 for the alert rules and the dashboard: summaries are off by default in 2.51.
         "--metrics-config=summary_latencies=true",
         f"--exit-timeout-secs={exit_timeout_s}",
+        # Connections end after this age (calls in flight get the drain time to finish), so
+        # clients balancing over the headless Service re-resolve it and reach new replicas.
+        f"--grpc-max-connection-age={o.grpc_max_connection_age_s * 1000}",
+        f"--grpc-max-connection-age-grace={exit_timeout_s * 1000}",
+        f"--grpc-http2-min-recv-ping-interval-without-data={MIN_PING_INTERVAL_S * 1000}",
     ]
     if gpus:
         args.append("--allow-gpu-metrics=true")
     return args
 
 
-def _resources(gpus: int) -> dict[str, Any]:
-    if not gpus:
-        return {}
-    return {"limits": {"nvidia.com/gpu": str(gpus)}, "requests": {"nvidia.com/gpu": str(gpus)}}
-
-
-def _add_resources_and_credentials(container: dict[str, Any], o: K8sOptions, gpus: int) -> None:
-    """The GPU requests and the object-store credentials of the tritonserver container (a
-    Deployment's or a KServe predictor's: the same container either way)."""
-    resources = _resources(gpus)
-    if resources:
-        container["resources"] = resources
-    if o.credentials_secret:
-        container["envFrom"] = [{"secretRef": {"name": o.credentials_secret}}]
+def _scale_targets(o: K8sOptions, sla: SLA | None, queue_limit: int, gpus: int) -> ScaleTargets:
+    # The queue alert fires at half the concurrency limit; the autoscaler acts at 60–70 % of that
+    # depth (rule of thumb: scale out before the alarm, a replica takes minutes to arrive).
+    pending = max(1, math.floor(o.scale_out_utilisation * queue_limit / 2))
+    p99 = sla.constraint("p99") if sla else None
+    queue_ms = round(o.scale_out_utilisation * p99.value / 2, 3) if p99 else None
+    return ScaleTargets(pending, queue_ms, o.scale_out_utilisation if gpus else None)
 
 
 def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions) -> Manifests:
@@ -209,32 +179,74 @@ def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions
     notes = [f"exit timeout {exit_timeout_s} s from {source}; terminationGracePeriodSeconds {grace_s} s"]
     if gpus == 0 and facts.uses_gpu:
         notes.append("a model asks for KIND_GPU but --gpus 0: it will fail to load")
+    resources = pod_resources(facts, gpus, cpu=o.cpu, memory=o.memory, shm_size=o.shm_size)
+    notes += [f"resources per pod (requests = limits): {line}" for line in resources.basis]
+    if not image_has_digest(o.image):
+        notes.append(f"image {o.image} is pinned by tag only: pin its digest (…@sha256:…) for identical bytes "
+                     "on every node")
     labels = _labels(o.name)
     queue_limit = o.concurrency_limit or sum(m.concurrency_limit for m in facts.queued_models())
-    # The queue alert fires at half the concurrency limit; the autoscaler acts at 60–70 % of that
-    # depth (rule of thumb: scale out before the alarm, a replica takes minutes to arrive).
-    pending_target = max(1, math.floor(o.scale_out_utilisation * queue_limit / 2))
-    notes.append(f"HPA: scale out above {pending_target} pending requests per pod "
-                 f"({o.scale_out_utilisation:.0%} of half the pod's concurrency limit {queue_limit})"
-                 + (f" or {o.scale_out_utilisation:.0%} GPU utilisation" if gpus else ""))
+    targets = _scale_targets(o, sla, queue_limit, gpus)
+    scaling = o.max_replicas > o.min_replicas
+    if scaling:
+        notes.append(f"autoscaling at {o.scale_out_utilisation:.0%} of the alert thresholds: {targets.describe()} "
+                     f"(pod concurrency limit {queue_limit}); the external signal needs the rules of "
+                     "`tritonkit deploy alerts` loaded in Prometheus")
 
     files: dict[str, list[dict[str, Any]]] = {}
     if o.kserve:
-        files["inferenceservice.yaml"] = [_inference_service(o, labels, exit_timeout_s, gpus)]
-        notes.append("KServe: scaling follows the InferenceService's min/max replicas; queue and GPU "
-                     "signals still alert through the Prometheus rules")
+        selector = {"serving.kserve.io/inferenceservice": o.name}
+        files["inferenceservice.yaml"] = [_inference_service(o, labels, exit_timeout_s, grace_s, gpus, resources,
+                                                             targets if scaling else None, facts)]
     else:
-        files["deployment.yaml"] = [_deployment(o, labels, exit_timeout_s, grace_s, gpus)]
-        files["service.yaml"] = [_service(o, labels)]
-        if o.max_replicas > o.min_replicas:
-            files["hpa.yaml"] = [_hpa(o, labels, pending_target, gpus)]
-    adapter = _adapter_rules(gpus) if "hpa.yaml" in files else None
-    return Manifests(files, exit_timeout_s, grace_s, pending_target, tuple(notes), adapter)
+        selector = {"app.kubernetes.io/name": o.name}
+        files["deployment.yaml"] = [_deployment(o, labels, exit_timeout_s, grace_s, gpus, resources, facts)]
+        files["service.yaml"] = [service(o, labels, selector), headless_service(o, labels, selector)]
+        notes.append(f"gRPC clients that balance themselves: dns:///{o.headless_name}.{o.namespace}.svc.cluster.local:"
+                     f"{GRPC_PORT} with round_robin; label client pods {{tritonkit/client-of: {o.name}}}")
+        if o.grpc_ingress_host:
+            files["ingress.yaml"] = [grpc_ingress(o, labels)]
+            notes.append(f"Ingress: gRPC on {o.grpc_ingress_host}:443 through ingress-nginx; create the TLS secret "
+                         f"{o.tls_secret}")
+        if scaling:
+            files["hpa.yaml"] = [hpa(o, labels, targets)]
+    files["networkpolicy.yaml"] = [network_policy(o, labels, selector)]
+    files["pdb.yaml"] = [disruption_budget(o, labels, selector)]
+    assert set(files) <= set(MANIFEST_FILES)  # write_manifests removes stale files by that list
+    adapter = adapter_rules(targets) if "hpa.yaml" in files else None
+    return Manifests(files, exit_timeout_s, grace_s, targets.pending, tuple(notes), adapter, resources)
 
 
-def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grace_s: int, gpus: int) -> dict[str, Any]:
-    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": o.shm_size}}]
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+def _container(o: K8sOptions, args: list[str], gpus: int, resources: PodResources,
+               mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tritonserver container's hardening, resources, mounts and credentials (Deployment and KServe alike)."""
+    container: dict[str, Any] = {
+        "args": args,
+        "env": hardened_env(),
+        "resources": resources.as_k8s(gpus),
+        "securityContext": container_security_context(),
+        "volumeMounts": mounts,
+    }
+    if o.credentials_secret:
+        # As a file, not as environment (which leaks into crash dumps and child processes):
+        # tritonserver reads its object-store credentials from TRITON_CLOUD_CREDENTIAL_PATH.
+        container["env"].append({"name": "TRITON_CLOUD_CREDENTIAL_PATH",
+                                 "value": f"{CREDENTIALS_MOUNT}/{CREDENTIALS_KEY}"})
+        mounts.append({"name": "credentials", "mountPath": CREDENTIALS_MOUNT, "readOnly": True})
+    return container
+
+
+def _pod_spec(o: K8sOptions, volumes: list[dict[str, Any]], grace_s: int) -> dict[str, Any]:
+    if o.credentials_secret:
+        volumes.append({"name": "credentials", "secret": {"secretName": o.credentials_secret,
+                                                          "defaultMode": 0o440}})
+    return {"automountServiceAccountToken": False, "securityContext": pod_security_context(),
+            "terminationGracePeriodSeconds": grace_s, "volumes": volumes}
+
+
+def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grace_s: int, gpus: int,
+                resources: PodResources, facts: RepositoryFacts) -> dict[str, Any]:
+    volumes, mounts = writable_mounts(resources, facts.model_bytes if o.repo_uri else 0)
     if o.repo_uri:
         repository = o.repo_uri
     else:
@@ -242,11 +254,13 @@ def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grac
         volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": o.pvc or f"{o.name}-models",
                                                                      "readOnly": True}})
         mounts.append({"name": "models", "mountPath": MODEL_MOUNT, "readOnly": True})
+    args = [f"--model-repository={repository}", f"--http-port={HTTP_PORT}", f"--grpc-port={GRPC_PORT}",
+            f"--metrics-port={METRICS_PORT}", *_server_args(exit_timeout_s, gpus, o)]
     container: dict[str, Any] = {
         "name": "tritonserver",
         "image": o.image,
+        "imagePullPolicy": "Always",
         "command": ["tritonserver"],
-        "args": _server_args(repository, exit_timeout_s, gpus),
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
                   {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
                   {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
@@ -258,13 +272,12 @@ def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grac
         "livenessProbe": {"httpGet": {"path": "/v2/health/live", "port": "http"},
                           "periodSeconds": 10, "failureThreshold": 3},
         "lifecycle": {"preStop": {"exec": {"command": ["sleep", str(PRESTOP_PAUSE_S)]}}},
-        "volumeMounts": mounts,
+        **_container(o, args, gpus, resources, mounts),
     }
-    _add_resources_and_credentials(container, o, gpus)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(o.name, o.namespace, labels),
+        "metadata": object_meta(o.name, o.namespace, labels),
         "spec": {
             "replicas": o.min_replicas,
             "selector": {"matchLabels": {"app.kubernetes.io/name": o.name}},
@@ -276,100 +289,38 @@ def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grac
                     "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(METRICS_PORT),
                                     "prometheus.io/path": "/metrics"},
                 },
-                "spec": {
-                    "terminationGracePeriodSeconds": grace_s,
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+                "spec": {**_pod_spec(o, volumes, grace_s), "containers": [container]},
             },
         },
     }
 
 
-def _service(o: K8sOptions, labels: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(o.name, o.namespace, labels),
-        "spec": {
-            "selector": {"app.kubernetes.io/name": o.name},
-            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"},
-                      {"name": "grpc", "port": GRPC_PORT, "targetPort": "grpc", "protocol": "TCP",
-                       "appProtocol": "grpc"},
-                      {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP"}],
-        },
-    }
-
-
-def _hpa(o: K8sOptions, labels: dict[str, str], pending_target: int, gpus: int) -> dict[str, Any]:
-    metrics: list[dict[str, Any]] = [{
-        "type": "Pods",
-        "pods": {"metric": {"name": ALWAYS["pending"]},
-                 "target": {"type": "AverageValue", "averageValue": str(pending_target)}},
-    }]
-    if gpus:
-        metrics.append({
-            "type": "Pods",
-            "pods": {"metric": {"name": GPU["utilization"]},
-                     # nv_gpu_utilization is a fraction: 650m is 65 %.
-                     "target": {"type": "AverageValue",
-                                "averageValue": f"{round(o.scale_out_utilisation * 1000)}m"}},
-        })
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": _meta(o.name, o.namespace, labels),
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": o.name},
-            "minReplicas": o.min_replicas,
-            "maxReplicas": o.max_replicas,
-            "metrics": metrics,
-            # Scale out at once, scale in slowly: a burst that ends should not drop replicas that
-            # took minutes to load.
-            "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0},
-                         "scaleDown": {"stabilizationWindowSeconds": 300}},
-        },
-    }
-
-
-def _adapter_rules(gpus: int) -> dict[str, Any]:
-    """prometheus-adapter ``rules`` serving the HPA's pod metrics (Helm value ``rules.custom``)."""
-    resources = {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}}
-    rules = [{
-        "seriesQuery": f'{ALWAYS["pending"]}{{namespace!="",pod!=""}}',
-        "resources": resources,
-        "name": {"matches": ALWAYS["pending"], "as": ALWAYS["pending"]},
-        # Every model's queue on the pod together: the pod is what scales.
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }]
-    if gpus:
-        rules.append({
-            "seriesQuery": f'{GPU["utilization"]}{{namespace!="",pod!=""}}',
-            "resources": resources,
-            "name": {"matches": GPU["utilization"], "as": GPU["utilization"]},
-            "metricsQuery": "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-        })
-    return {"rules": {"custom": rules}}
-
-
-def _inference_service(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, gpus: int) -> dict[str, Any]:
-    storage = o.repo_uri or f"pvc://{o.pvc}/"
+def _inference_service(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grace_s: int, gpus: int,
+                       resources: PodResources, targets: ScaleTargets | None,
+                       facts: RepositoryFacts) -> dict[str, Any]:
+    """An InferenceService on ``kserve-tritonserver``: KServe's runtime sets the repository, ports and
+    probes; the predictor carries the pod's hardening (KServe passes PodSpec fields through) and the
+    model the container's."""
+    volumes, mounts = writable_mounts(resources, facts.model_bytes)
     model: dict[str, Any] = {
         "modelFormat": {"name": "triton"},
         "runtime": "kserve-tritonserver",
-        "storageUri": storage,
-        # KServe's runtime sets the repository and ports; these add what the alerts need.
-        "args": ["--allow-metrics=true", "--metrics-config=summary_latencies=true",
-                 f"--exit-timeout-secs={exit_timeout_s}"],
+        "storageUri": o.repo_uri or f"pvc://{o.pvc}/",
+        **_container(o, _server_args(exit_timeout_s, gpus, o), gpus, resources, mounts),
     }
-    _add_resources_and_credentials(model, o, gpus)
+    predictor: dict[str, Any] = {"minReplicas": o.min_replicas, "maxReplicas": o.max_replicas,
+                                 **_pod_spec(o, volumes, grace_s), "model": model}
+    annotations = {"serving.kserve.io/enable-prometheus-scraping": "true", "prometheus.io/port": str(METRICS_PORT)}
+    if targets is not None:
+        # KServe scales on custom metrics only through KEDA, which needs the raw-deployment mode.
+        annotations |= {"serving.kserve.io/deploymentMode": "RawDeployment",
+                        "serving.kserve.io/autoscalerClass": "keda"}
+        predictor["autoScaling"] = kserve_autoscaling(o, targets)
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",
-        "metadata": {**_meta(o.name, o.namespace, labels),
-                     "annotations": {"serving.kserve.io/enable-prometheus-scraping": "true",
-                                     "prometheus.io/port": str(METRICS_PORT)}},
-        "spec": {"predictor": {"minReplicas": o.min_replicas, "maxReplicas": o.max_replicas, "model": model}},
+        "metadata": object_meta(o.name, o.namespace, labels, annotations=annotations),
+        "spec": {"predictor": predictor},
     }
 
 
@@ -379,10 +330,17 @@ def render_yaml(docs: list[dict[str, Any]]) -> str:
 
 
 def write_manifests(manifests: Manifests, folder: str | Path) -> list[Path]:
-    """One file per kind in ``folder`` (atomic writes); returns the paths."""
+    """One file per kind in ``folder`` (atomic writes); returns the paths.
+
+    Files this toolkit writes there but that these manifests do not include (an ``hpa.yaml``
+    from an earlier run with an autoscaler, say) are removed: ``kubectl apply -f FOLDER`` applies
+    whatever is in the folder. Other files are left alone.
+    """
     out = Path(folder)
     paths = [atomic_write(out / name, render_yaml(docs)) for name, docs in manifests.files.items()]
     if manifests.adapter_rules is not None:
         text = yaml.safe_dump(manifests.adapter_rules, sort_keys=False, width=1000)
         paths.append(atomic_write(out / ADAPTER_FILE, text))
+    for stale in sorted(set(MANIFEST_FILES) - {p.name for p in paths}):
+        (out / stale).unlink(missing_ok=True)
     return paths

@@ -13,12 +13,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tritonkit._fs import atomic_write
+from tritonkit.deploy._tools import Progress, run_step, share_dir
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.provision._glibc_runtime import private_apt_options
 from tritonkit.provision.perf_analyzer import DEBIAN_MIRROR_ENV, debian_archive_uri
@@ -37,9 +36,6 @@ __all__ = [
 #: Folder holding ``usr/bin/prometheus`` and ``usr/bin/promtool`` (overrides the default).
 PROMETHEUS_DIR_ENV = "TRITONKIT_PROMETHEUS_DIR"
 
-Progress = Callable[[str], None]
-
-
 @dataclass(frozen=True)
 class PrometheusInstall:
     """Where ``prometheus`` and ``promtool`` are, and which version."""
@@ -56,7 +52,7 @@ class PrometheusInstall:
 
 def default_prometheus_dir(prefix: str | os.PathLike[str] | None = None) -> Path:
     """``<prefix>/share/tritonkit/prometheus`` (prefix: this environment's ``sys.prefix``)."""
-    return Path(prefix or sys.prefix) / "share" / "tritonkit" / "prometheus"
+    return share_dir("prometheus", prefix)
 
 
 def _version(promtool: Path) -> str:
@@ -113,16 +109,6 @@ def _release_codename() -> str:
 
 
 
-def _run(argv: list[str], what: str, hint: str, cwd: Path | None = None) -> None:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise MissingComponentError(f"{what} failed: {exc}", hint=hint) from exc
-    if proc.returncode != 0:
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-4:])
-        raise MissingComponentError(f"{what} failed: {tail}", hint=hint)
-
-
 def install_prometheus(*, force: bool = False, progress: Progress | None = None,
                        target: Path | None = None) -> PrometheusInstall:
     """Fetch and unpack Debian's ``prometheus`` package privately; quick when already there."""
@@ -149,15 +135,15 @@ def install_prometheus(*, force: bool = False, progress: Progress | None = None,
     options = private_apt_options(apt_dir)
     hint = f"check network access to {uri}, or set {DEBIAN_MIRROR_ENV} to a reachable Debian mirror"
     say(f"fetching the Debian {codename} package index from {uri} (private apt state in {apt_dir})")
-    _run(["apt-get", *options, "-q", "update"], f"apt-get update against {uri} (private state)", hint)
+    run_step(["apt-get", *options, "-q", "update"], f"apt-get update against {uri} (private state)", hint)
     say("downloading the prometheus package")
-    _run(["apt-get", *options, "-q", "download", "prometheus"], "apt-get download prometheus", hint,
-         cwd=apt_dir / "debs")
+    run_step(["apt-get", *options, "-q", "download", "prometheus"], "apt-get download prometheus", hint,
+             cwd=apt_dir / "debs")
     debs = sorted((apt_dir / "debs").glob("prometheus_*.deb"))
     if not debs:
         raise MissingComponentError("apt-get download prometheus produced no .deb", hint=hint)
     unpacked = staging / "root"
-    _run(["dpkg-deb", "-x", str(debs[0]), str(unpacked)], f"dpkg-deb -x {debs[0].name}", hint)
+    run_step(["dpkg-deb", "-x", str(debs[0]), str(unpacked)], f"dpkg-deb -x {debs[0].name}", hint)
     found = _from_dir(unpacked, "private copy of Debian's package")
     if found is None:
         raise MissingComponentError(f"{debs[0].name} unpacked, but its promtool does not run here",

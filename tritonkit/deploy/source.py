@@ -7,6 +7,7 @@ manifests, alert rules and dashboards are sized from.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit.errors import ConfigError
 from tritonkit.planner import PlanAssumptions
 from tritonkit.repository import ModelRepository
+from tritonkit.repository.units import dtype_to_numpy
 
 __all__ = [
     "SCALE_OUT_UTILISATION",
@@ -45,6 +47,11 @@ class ModelFacts:
     ensemble: bool
     #: ``dynamic_batching.default_queue_policy.max_queue_size`` (0: unbounded).
     max_queue_size: int
+    #: Bytes of the files in the model's folder (weights, engines, code): what each instance loads.
+    model_bytes: int = 0
+    #: Bytes of one request's inputs and outputs (one batch item), from the config's fixed dims
+    #: and data types; None when a dim is variable (-1) or a type has no fixed size (TYPE_STRING).
+    io_bytes: int | None = None
 
     @property
     def concurrency_limit(self) -> int:
@@ -80,6 +87,11 @@ class RepositoryFacts:
         """True when any model runs the TensorRT-LLM backend."""
         return any(m.is_llm for m in self.models)
 
+    @property
+    def model_bytes(self) -> int:
+        """Bytes of every model's folder together."""
+        return sum(m.model_bytes for m in self.models)
+
     def queued_models(self) -> tuple[ModelFacts, ...]:
         """Models with a queue of their own (ensembles only forward to their steps)."""
         return tuple(m for m in self.models if not m.ensemble)
@@ -102,8 +114,25 @@ def _instances(config: mc.ModelConfig) -> tuple[int, bool]:
     return total, gpu
 
 
-def model_facts(config: mc.ModelConfig) -> ModelFacts:
-    """The deployment's view of one parsed config."""
+def _tensor_bytes(dims: Sequence[int], data_type: int) -> int | None:
+    """Bytes of one tensor of these dims (one batch item), or None when that is not fixed."""
+    if any(d < 0 for d in dims) or data_type in (mc.TYPE_STRING, mc.TYPE_INVALID):
+        return None
+    size = 2 if data_type == mc.TYPE_BF16 else dtype_to_numpy(data_type).itemsize
+    return size * math.prod(dims)
+
+
+def _io_bytes(config: mc.ModelConfig) -> int | None:
+    sizes = [_tensor_bytes(list(t.dims), t.data_type) for t in (*config.input, *config.output)]
+    return None if not sizes or None in sizes else sum(s for s in sizes if s is not None)
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def model_facts(config: mc.ModelConfig, *, model_bytes: int = 0) -> ModelFacts:
+    """The deployment's view of one parsed config (``model_bytes``: its folder's size on disk)."""
     instances, gpu = _instances(config)
     queue = 0
     if config.HasField("dynamic_batching") and config.dynamic_batching.HasField("default_queue_policy"):
@@ -118,6 +147,8 @@ def model_facts(config: mc.ModelConfig) -> ModelFacts:
         decoupled=bool(config.model_transaction_policy.decoupled),
         ensemble=ensemble,
         max_queue_size=queue,
+        model_bytes=model_bytes,
+        io_bytes=_io_bytes(config),
     )
 
 
@@ -147,7 +178,7 @@ def read_repository(root: str | Path, *, models: Sequence[str] = ()) -> Reposito
         config = entry.read_config()
         if not config.name:
             config.name = name
-        facts.append(model_facts(config))
+        facts.append(model_facts(config, model_bytes=_folder_bytes(entry.root)))
     if not facts:
         raise ConfigError(
             f"{path}: no model with a config.pbtxt",

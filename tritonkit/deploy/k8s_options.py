@@ -1,0 +1,147 @@
+"""What the Kubernetes manifests need besides the repository and the SLA, checked on construction.
+
+Every name and the image are validated here, before anything is rendered or written: a bad one
+is a :class:`~tritonkit.errors.ConfigError` naming the option and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tritonkit.deploy.k8s_names import (
+    check_dns1035_label,
+    check_dns1123_label,
+    check_dns1123_subdomain,
+    check_image,
+)
+from tritonkit.deploy.k8s_sizing import check_quantity
+from tritonkit.deploy.source import SCALE_OUT_UTILISATION
+from tritonkit.errors import ConfigError
+
+__all__ = [
+    "CLIENT_LABEL",
+    "DEFAULT_NAMESPACE",
+    "GRPC_PORT",
+    "HEADLESS_SUFFIX",
+    "HTTP_PORT",
+    "INGRESS_NAMESPACE",
+    "METRICS_PORT",
+    "PROMETHEUS_LABELS",
+    "K8sOptions",
+    "object_meta",
+]
+
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
+#: Not ``default``: workloads there share it with everything nobody placed (and checkov
+#: CKV_K8S_21 refuses it). ``--namespace default`` still writes it when asked.
+DEFAULT_NAMESPACE = "triton"
+#: The headless Service's name is the Service's plus this (gRPC clients resolve it to every pod).
+HEADLESS_SUFFIX = "-headless"
+#: Pods with this label (value: the deployment's name) may call the inference ports.
+CLIENT_LABEL = "tritonkit/client-of"
+#: Pods with these labels (in any namespace) may scrape the metrics port: the label the
+#: Prometheus operator and the prometheus Helm charts put on Prometheus pods.
+PROMETHEUS_LABELS = {"app.kubernetes.io/name": "prometheus"}
+#: Where ingress-nginx runs by default (its controller pods may reach the gRPC port).
+INGRESS_NAMESPACE = "ingress-nginx"
+
+
+@dataclass(frozen=True)
+class K8sOptions:
+    """What the manifests need besides the repository and the SLA."""
+
+    image: str
+    name: str = "triton"
+    namespace: str = DEFAULT_NAMESPACE
+    #: GPUs per pod (None: one when a model asks for a GPU, else none).
+    gpus: int | None = None
+    min_replicas: int = 1
+    max_replicas: int = 4
+    #: ``s3://…`` / ``gs://…`` / ``as://…``: tritonserver reads the repository from there.
+    repo_uri: str | None = None
+    #: PersistentVolumeClaim holding the repository (when no URI): default ``<name>-models``.
+    pvc: str | None = None
+    #: Secret whose keys become the container's environment (object-store credentials).
+    credentials_secret: str | None = None
+    #: The longest request in seconds; None: from the SLA (see :func:`~tritonkit.deploy.k8s.longest_request_s`).
+    max_request_s: float | None = None
+    #: ``/dev/shm`` size (``256Mi``, ``2Gi``); None: from the python-backend models' tensors.
+    shm_size: str | None = None
+    #: CPU and memory per pod (Kubernetes quantities); None: derived from the repository.
+    cpu: str | None = None
+    memory: str | None = None
+    #: Requests a pod takes at once before its queues hold them (None: the repository's
+    #: concurrency limits, summed over its models).
+    concurrency_limit: int | None = None
+    scale_out_utilisation: float = SCALE_OUT_UTILISATION
+    kserve: bool = False
+    #: Host name of an ingress-nginx Ingress routing gRPC to the pods (None: no Ingress).
+    grpc_ingress_host: str | None = None
+    ingress_class: str = "nginx"
+    #: TLS Secret of the Ingress (gRPC through ingress-nginx needs HTTP/2, hence TLS): default ``<name>-tls``.
+    ingress_tls_secret: str | None = None
+    ingress_namespace: str = INGRESS_NAMESPACE
+    #: gRPC connections are closed after this many seconds (in-flight calls finish first), so
+    #: clients balancing over the headless Service re-resolve it and reach new replicas.
+    grpc_max_connection_age_s: int = 300
+    #: Prometheus the KServe autoscaler (KEDA) queries.
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
+
+    def __post_init__(self) -> None:
+        if not self.image.strip():
+            raise ConfigError("--image is empty", hint="name the tritonserver image, e.g. "
+                              "nvcr.io/nvidia/tritonserver:24.10-py3")
+        check_image(self.image)
+        # The headless Service's name (a DNS-1035 label) is the longest name made from it.
+        check_dns1035_label(self.name, "--name", max_len=63 - len(HEADLESS_SUFFIX))
+        check_dns1123_label(self.namespace, "--namespace")
+        for value, field in ((self.pvc, "--pvc"), (self.credentials_secret, "--credentials-secret"),
+                             (self.ingress_tls_secret, "--ingress-tls-secret"),
+                             (self.grpc_ingress_host, "--grpc-ingress")):
+            if value is not None:
+                check_dns1123_subdomain(value, field)
+        check_dns1123_label(self.ingress_namespace, "--ingress-namespace")
+        check_dns1123_subdomain(self.ingress_class, "--ingress-class")
+        for quantity, field in ((self.cpu, "--cpu"), (self.memory, "--memory")):
+            if quantity is not None:
+                check_quantity(quantity, field)
+        if self.concurrency_limit is not None and self.concurrency_limit < 1:
+            raise ConfigError(f"--concurrency-limit {self.concurrency_limit} must be at least 1")
+        if self.gpus is not None and self.gpus < 0:
+            raise ConfigError(f"--gpus {self.gpus} is negative", hint="give 0 for a CPU deployment")
+        if not 1 <= self.min_replicas <= self.max_replicas:
+            raise ConfigError(f"replicas {self.min_replicas}:{self.max_replicas} are not 1 <= min <= max",
+                              hint="write --replicas 2 or --replicas 1:8")
+        if self.repo_uri is not None and not self.repo_uri.startswith(("s3://", "gs://", "as://")):
+            raise ConfigError(f"--repo-uri {self.repo_uri!r} is not an object-store URI tritonserver reads",
+                              hint="use s3://bucket/path, gs://bucket/path or as://account/container/path; "
+                                   "for a volume leave --repo-uri out and pass --pvc")
+        if self.repo_uri is not None and any(c.isspace() for c in self.repo_uri):
+            raise ConfigError(f"--repo-uri {self.repo_uri!r} contains white space", hint="quote nothing into it")
+        if not 0 < self.scale_out_utilisation <= 1:
+            raise ConfigError(f"scale-out utilisation {self.scale_out_utilisation} is not in (0, 1]",
+                              hint="rule of thumb: 60–70 %, e.g. --scale-out-at 65%")
+        if self.grpc_max_connection_age_s < 1:
+            raise ConfigError(f"--grpc-max-connection-age-s {self.grpc_max_connection_age_s} must be at least 1")
+        if self.kserve and self.repo_uri is None and self.pvc is None:
+            raise ConfigError("KServe loads the repository from a storage URI",
+                              hint="pass --repo-uri s3://bucket/repo, or --pvc CLAIM for pvc://CLAIM/")
+        if not self.prometheus_url.startswith(("http://", "https://")):
+            raise ConfigError(f"--prometheus-url {self.prometheus_url!r} is not an http(s) URL",
+                              hint="e.g. http://prometheus-operated.monitoring.svc:9090")
+
+    @property
+    def headless_name(self) -> str:
+        """The headless Service's name."""
+        return self.name + HEADLESS_SUFFIX
+
+    @property
+    def tls_secret(self) -> str:
+        """The Ingress's TLS Secret."""
+        return self.ingress_tls_secret or f"{self.name}-tls"
+
+
+def object_meta(name: str, namespace: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
+    """``metadata`` of a namespaced object."""
+    return {"name": name, "namespace": namespace, "labels": dict(labels), **extra}
