@@ -86,7 +86,7 @@ def test_show_names_a_model_whose_config_does_not_parse_and_goes_on(tmp_path: Pa
     assert code == 0 and "broken" in out and "ERROR" in out and "add_one" in out
     rows = {row["name"]: row for row in json.loads(_run("repo", "show", str(repo), "--format", "json")[1])["models"]}
     assert rows["broken"]["versions"] == [1] and "error" in rows["broken"] and "backend" not in rows["broken"]
-    assert rows["add_one"]["instances"] == "default" and rows["add_one"]["window_us"] == 5000
+    assert rows["add_one"]["instances"] == 1 and rows["add_one"]["default_instances"] is True and rows["add_one"]["window_us"] == 5000
 
 
 def test_lint_clean_repository_exits_0(tmp_path: Path) -> None:

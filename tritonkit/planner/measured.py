@@ -24,6 +24,7 @@ from tritonkit.perf import PerfResult, StepResult
 from tritonkit.perf.judge import stored_verdict
 from tritonkit.perf.measure.metrics import is_loopback
 from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
+from tritonkit.repository.serving import serving_of
 
 __all__ = [
     "PLATEAU_GAIN",
@@ -77,12 +78,9 @@ class ServedConfig:
 
 def served_config_from_proto(config: model_config_pb2.ModelConfig, source: str) -> ServedConfig:
     """Read the batching and instance settings that bound a plan from a ``ModelConfig``."""
-    instances = sum(max(1, group.count) for group in config.instance_group) or 1
-    delay: int | None = None
-    if config.HasField("dynamic_batching"):
-        delay = int(config.dynamic_batching.max_queue_delay_microseconds)
-    preferred = tuple(int(b) for b in config.dynamic_batching.preferred_batch_size) if delay is not None else ()
-    return ServedConfig(max(1, int(config.max_batch_size)), instances, delay, source, preferred)
+    serving = serving_of(config)
+    return ServedConfig(max(1, serving.max_batch_size), max(1, serving.instances), serving.window_us, source,
+                        serving.preferred_batch_sizes)
 
 
 def served_config_from_run(config: ServedModelConfig) -> ServedConfig:
