@@ -157,6 +157,35 @@ def _hardware(result: PerfResult, gpu_name: str | None) -> MeasuredHardware:
                             "the run records no GPU metrics and the server was not on the generator's host")
 
 
+#: What a step's figures may be: (lowest, highest, unit). Beyond them a result is corrupt or absurd
+#: (a NaN p99, 1e12 req/s), and a plan sized from it would be wrong without saying so.
+_FIGURE_RANGES: dict[str, tuple[float, float, str]] = {
+    "load_value": (0.0, 1e7, ""),
+    "throughput_per_s": (0.0, 1e8, "req/s"),
+    "p50_ms": (0.0, 1e7, "ms"),
+    "p99_ms": (0.0, 1e7, "ms"),
+    "mean_ms": (0.0, 1e7, "ms"),
+    "service_ms": (0.0, 1e7, "ms"),
+    "queue_ms": (0.0, 1e7, "ms"),
+    "items_per_exec": (0.0, 1e6, "items"),
+}
+
+
+def _check_figures(step: MeasuredStep, source: str) -> None:
+    """Refuse a step whose figures are not finite or out of range, naming the file, step and field."""
+    for name, (low, high, unit) in _FIGURE_RANGES.items():
+        value = getattr(step, name)
+        if value is None:
+            continue
+        if not math.isfinite(value) or not low <= value <= high:
+            raise ConfigError(
+                f"perf result {source}: step {step.index} ({step.load_mode} {step.load_value:g}) has "
+                f"{name} = {value!r}{' ' + unit if unit else ''}, not a finite figure from {low:g} to {high:g}",
+                hint="the file is corrupt or was edited; re-run the perf ladder (tritonkit perf run) and plan from "
+                     "its result.json",
+            )
+
+
 @dataclass(frozen=True)
 class MeasuredStep:
     """One load step reduced to what planning and prediction need (times in ms).
@@ -296,6 +325,8 @@ class Measurement:
                 queue_ms=queue_ms,
                 items_per_exec=_items_per_exec(raw),
             ))
+        for step in steps:
+            _check_figures(step, source)
         if not steps:
             raise PlanError(f"perf result {source} holds no measured step", hint="re-run the perf ladder")
         batch = result.metadata.batch_size or 1

@@ -426,15 +426,28 @@ class TritonServer:
             raise self.no_answer("reading the repository index") from exc
 
     def load_failures(self) -> list[LoadFailure]:
-        """Every model that is in the repository but not ready, with the server's reason."""
+        """Every model that is in the repository but not ready, with the server's reason.
+
+        In explicit mode, a model asked for at start (``models``) that did not load counts too,
+        even when the server lists nothing for it (a name with no folder in the repository).
+        """
         logged = {f.model: f.reason for f in find_load_failures(log_tail(self.log_path, 400))}
         failures: dict[str, str] = {}
-        for entry in self.model_states():
+        states = self.model_states()
+        for entry in states:
             unloaded = entry.reason == "unloaded"  # explicit control: unloaded on request
             if entry.name and not unloaded and entry.state not in ("READY", "LOADING") and (
                 entry.state or entry.name in logged
             ):
                 failures.setdefault(entry.name, entry.reason or logged.get(entry.name) or entry.state or "not loaded")
+        if self.model_control == "explicit":
+            ready = {entry.name for entry in states if entry.ready}
+            known = sorted({entry.name for entry in states})
+            for name in self.models:
+                if name not in ready and name not in failures:
+                    failures[name] = logged.get(name) or (
+                        f"no model folder '{name}' in {', '.join(map(str, self.repositories))} "
+                        f"(models there: {', '.join(known) or 'none'})")
         return [LoadFailure(model, reason) for model, reason in failures.items()]
 
     def unload_model(self, name: str, *, wait: bool = False, timeout_s: float = 60.0) -> None:
