@@ -286,7 +286,12 @@ class TritonServer:
         while True:
             assert self._proc is not None
             if self._proc.poll() is not None:
-                self._raise_from_log(f"tritonserver exited with status {self._proc.returncode} during start-up")
+                code = self._proc.returncode
+                if _stopped_from_outside(code):
+                    # Killed, not failed: a model's load error in the log is not why it is gone.
+                    raise ServerError(f"tritonserver died during start-up: {_death(code)}{self._last_lines()}",
+                                      log_path=self.log_path, hint=_death_hint(code))
+                self._raise_from_log(f"tritonserver {_death(code)} during start-up")
             if self.admin.is_ready(timeout_s=1.0):
                 self._wait_metrics(deadline)
                 return
@@ -487,9 +492,14 @@ def _death(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def _stopped_from_outside(code: int | None) -> bool:
+    """True when the process was ended by a signal someone sends (kill, Ctrl-C, a supervisor), not a crash."""
+    return code is not None and -code in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def _death_hint(code: int | None) -> str:
     """What to do: a signal sent from outside is not the model's fault; a crash signal may be."""
-    if code is not None and -code in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    if _stopped_from_outside(code):
         return ("something outside stopped the server (the OOM killer, a user, a supervisor); "
                 "`dmesg` or the job's own log says who; start it again")
     if code is not None and -code in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE):
