@@ -3,6 +3,8 @@ unload, statistics, config, liveness — and tritonclient's / urllib's errors as
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
@@ -39,7 +41,7 @@ def _admins(server: TritonServer) -> list[ServerAdmin]:
 
 def test_health_index_and_config_read_the_same_over_both_protocols(server: TritonServer) -> None:
     for admin in _admins(server):
-        with admin:
+        with contextlib.closing(admin):
             assert admin.is_live() and admin.is_ready() and admin.model_ready("add_sub"), admin.protocol
             states = {s.name: s for s in admin.index()}
             assert states["add_sub"].ready and not states["broken"].ready, admin.protocol
@@ -51,7 +53,7 @@ def test_health_index_and_config_read_the_same_over_both_protocols(server: Trito
 
 def test_a_load_with_a_config_replaces_the_file_for_that_load_and_unload_waits(server: TritonServer) -> None:
     for admin in _admins(server):
-        with admin:
+        with contextlib.closing(admin):
             config = admin.model_config("add_sub")
             config.max_batch_size = 4
             del config.dynamic_batching.preferred_batch_size[:]  # the server filled in [8]: above 4
@@ -71,7 +73,7 @@ def test_statistics_count_executions_by_batch_size(server: TritonServer) -> None
         tensor.set_data_from_numpy(np.ones((3, 4), dtype=np.float32))
         inputs.append(tensor)
     for admin in _admins(server):
-        with admin:
+        with contextlib.closing(admin):
             before = admin.exec_stats("add_sub")
             client.infer("add_sub", inputs)
             after = admin.exec_stats("add_sub")
@@ -82,7 +84,7 @@ def test_statistics_count_executions_by_batch_size(server: TritonServer) -> None
 
 def test_an_unknown_model_is_model_not_ready_over_both_protocols(server: TritonServer) -> None:
     for admin in _admins(server):
-        with admin:
+        with contextlib.closing(admin):
             assert not admin.model_ready("no_such_model")
             with pytest.raises(ModelNotReadyError, match="no_such_model"):
                 admin.model_config("no_such_model")
@@ -92,7 +94,7 @@ def test_an_unknown_model_is_model_not_ready_over_both_protocols(server: TritonS
 
 def test_a_refused_load_carries_the_servers_reason_over_both_protocols(server: TritonServer) -> None:
     for admin in _admins(server):
-        with admin, pytest.raises(ModelLoadError) as info:
+        with contextlib.closing(admin), pytest.raises(ModelLoadError) as info:
             admin.load("broken")
         assert info.value.model == "broken" and info.value.reason, admin.protocol
     # The server wrapper adds the model's own words from the log.
@@ -103,7 +105,7 @@ def test_a_refused_load_carries_the_servers_reason_over_both_protocols(server: T
 def test_nothing_listening_is_a_connect_error_not_a_timeout() -> None:
     [port] = free_ports(1)
     for protocol in ("http", "grpc"):
-        with ServerAdmin(f"127.0.0.1:{port}", protocol=protocol, timeout_s=2.0) as admin:  # type: ignore[arg-type]
+        with contextlib.closing(ServerAdmin(f"127.0.0.1:{port}", protocol=protocol, timeout_s=2.0)) as admin:  # type: ignore[arg-type]
             assert not admin.is_live()
             with pytest.raises(ConnectError, match=f"127.0.0.1:{port}"):
                 admin.index()

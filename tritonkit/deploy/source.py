@@ -89,14 +89,9 @@ def model_facts(config: mc.ModelConfig) -> ModelFacts:
     """The deployment's view of one parsed config."""
     serving = serving_of(config)
     return ModelFacts(
-        name=config.name,
-        backend=config.backend or config.platform,
-        max_batch_size=serving.max_batch_size,
-        instances=serving.instances,
-        uses_gpu=serving.uses_gpu,
-        decoupled=serving.decoupled,
-        ensemble=serving.ensemble,
-        max_queue_size=serving.max_queue_size,
+        name=config.name, backend=config.backend or config.platform, max_batch_size=serving.max_batch_size,
+        instances=serving.instances, uses_gpu=serving.uses_gpu, decoupled=serving.decoupled,
+        ensemble=serving.ensemble, max_queue_size=serving.max_queue_size,
     )
 
 

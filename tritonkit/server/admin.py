@@ -25,7 +25,6 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from google.protobuf import json_format
@@ -91,6 +90,7 @@ class ServerAdmin:
 
     ``url`` is ``host:port`` of the endpoint ``protocol`` names. ``timeout_s`` bounds each call
     unless the call takes its own. ``log_path`` (the server's log, when known) is named in errors.
+    A gRPC admin holds a channel: ``with contextlib.closing(ServerAdmin(...)) as admin:``.
     """
 
     def __init__(
@@ -109,17 +109,8 @@ class ServerAdmin:
         self.log_path = log_path
         self._grpc: Any = None
 
-    # ---- context manager ---------------------------------------------------
-    def __enter__(self) -> ServerAdmin:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def close(self) -> None:
-        """Close the gRPC channel, if one was opened. Idempotent."""
+        """Close the gRPC channel, if one was opened (use ``contextlib.closing``). Idempotent."""
         client, self._grpc = self._grpc, None
         if client is not None:
             client.close()

@@ -244,17 +244,9 @@ class TritonServer:
             self.log_path = self._own_log_dir / "tritonserver.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = server_argv(
-            self.install,
-            self.repositories,
-            host=self.host,
-            http_port=self.http_port,
-            grpc_port=self.grpc_port,
-            metrics_port=self.metrics_port,
-            model_control=self.model_control,
-            models=self.models,
-            exit_on_error=self.exit_on_error,
-            log_verbose=self.log_verbose,
-            extra_args=self.extra_args,
+            self.install, self.repositories, host=self.host, http_port=self.http_port, grpc_port=self.grpc_port,
+            metrics_port=self.metrics_port, model_control=self.model_control, models=self.models,
+            exit_on_error=self.exit_on_error, log_verbose=self.log_verbose, extra_args=self.extra_args,
         )
         self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         # SIGTERM on our death: tritonserver then unloads its models, stops its stubs and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -50,8 +51,9 @@ def check_target(spec: PerfSpec, *, timeout_s: float = 5.0) -> dict[str, Any]:
     }
 
 
-def _admin(spec: PerfSpec, timeout_s: float) -> ServerAdmin:
-    return ServerAdmin(spec.url, protocol="grpc" if spec.protocol == "grpc" else "http", timeout_s=timeout_s)
+def _admin(spec: PerfSpec, timeout_s: float) -> contextlib.closing[ServerAdmin]:
+    return contextlib.closing(
+        ServerAdmin(spec.url, protocol="grpc" if spec.protocol == "grpc" else "http", timeout_s=timeout_s))
 
 
 def _protocol(spec: PerfSpec) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -89,7 +90,7 @@ def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: f
     notes: list[str] = []
     backends: set[str] = set()
     any_gpu_instance = False
-    with ServerAdmin(url, protocol="grpc", timeout_s=timeout_s) as admin:
+    with contextlib.closing(ServerAdmin(url, protocol="grpc", timeout_s=timeout_s)) as admin:
         if not admin.is_live():
             raise ConnectError(f"cannot read server at {url}: nothing answered, or the server there is not live",
                                hint="check the gRPC address (host:port) and that the server is running")
