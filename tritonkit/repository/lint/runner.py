@@ -53,6 +53,8 @@ def lint_repository(
         for r in selected:
             if r.needs_config and info.config is None:
                 continue
+            if r.needs_field is not None and info.config is not None and not info.config.HasField(r.needs_field):
+                continue
             ctx._current_rule = r
             r.check(ctx, info)
     ctx._current_rule = None
