@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.signals import default_sigint
 from tritonkit.builders import build_onnx, make_demo_model
 from tritonkit.builders.staging import STAGING_PREFIX
 
@@ -34,7 +35,8 @@ build_onnx(sys.argv[1], name="demo", repo=sys.argv[2], runtime="python", kind="c
 def _build_and_signal(model: Path, repo: Path, temp: Path, version: int, signum: int) -> int:
     env = {**os.environ, "TMPDIR": str(temp)}
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(model), str(repo), str(version)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             preexec_fn=default_sigint)  # SIGINT must not stay ignored in a background suite
     try:
         assert child.stdout is not None
         for line in child.stdout:

@@ -43,3 +43,19 @@ def test_serve_on_a_missing_folder_says_so() -> None:
     result = CliRunner().invoke(main, ["serve", "/nonexistent/repo"])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1", ":8001", "http://127.0.0.1:8001",
+                                 "::1:8001", "127.0.0.1:80a"])
+@pytest.mark.parametrize("command", [["infer", "m", "--url"], ["perf", "run", "m", "--url"], ["repo", "lint", ".", "--server"]])
+def test_a_url_that_is_not_host_port_is_refused_when_parsed(command: list[str], url: str) -> None:
+    result = CliRunner().invoke(main, [*command, url])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{url!r} is not host:port" in result.output
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8001", "localhost:1", "[::1]:65535", "triton.internal:8001"])
+def test_a_good_host_port_passes_the_shared_check(url: str) -> None:
+    from tritonkit.cli._common import host_port_problem
+
+    assert host_port_problem(url) is None

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import pid_alive
+from tests.support.signals import default_sigint
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.perf.sweep import SweepStore
@@ -98,7 +99,8 @@ def test_ctrl_c_stops_the_server_and_perf_analyzer_and_keeps_finished_variants(t
     command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", str(tmp_path / "repo"), model,
                "--sla", "p99<=60ms", "--instances", "1,2", "--max-batch-size", "4", "--batch-window", "0",
                "--exhaustive", "--out", str(out), *FAST]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # SIGINT must not stay ignored in a background suite
     try:
         deadline = time.monotonic() + 120
         # Wait until the default is finished and the next variant is under load.

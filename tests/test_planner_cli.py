@@ -242,3 +242,19 @@ def test_from_result_with_a_file_that_is_not_a_perf_result_says_so(tmp_path: Pat
 def test_plan_help_shows_an_example() -> None:
     code, out = _run("--help")
     assert code == 0 and "Example" in out and "--hf-config" in out
+
+
+@pytest.mark.parametrize(("field", "value"), [("p99_ms", float("nan")), ("p99_ms", float("inf")),
+                                              ("p99_ms", -3.0), ("throughput_per_s", 1e12)])
+def test_from_result_refuses_a_figure_that_is_not_finite_or_in_range(tmp_path: Path, field: str,
+                                                                      value: float) -> None:
+    result = PerfResult.load(_result_file(tmp_path / "r.json", ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0))))
+    step = result.steps[1]
+    if field == "p99_ms":
+        assert step.latency is not None
+        step.latency.p99_ms = value
+    else:
+        step.throughput_per_s = value
+    code, out = _run("--from-result", str(result.save(tmp_path / "result.json")), "--qps", "100")
+    assert code == 2, out
+    assert f"step 1 (concurrency 4) has {field} = " in out and "re-run the perf ladder" in out

@@ -86,7 +86,7 @@ def test_show_names_a_model_whose_config_does_not_parse_and_goes_on(tmp_path: Pa
     assert code == 0 and "broken" in out and "ERROR" in out and "add_one" in out
     rows = {row["name"]: row for row in json.loads(_run("repo", "show", str(repo), "--format", "json")[1])["models"]}
     assert rows["broken"]["versions"] == [1] and "error" in rows["broken"] and "backend" not in rows["broken"]
-    assert rows["add_one"]["instances"] == "default" and rows["add_one"]["window_us"] == 5000
+    assert rows["add_one"]["instances"] == 1 and rows["add_one"]["default_instances"] is True and rows["add_one"]["window_us"] == 5000
 
 
 def test_lint_clean_repository_exits_0(tmp_path: Path) -> None:
@@ -181,3 +181,17 @@ def test_diff_of_two_configs_and_two_repositories(tmp_path: Path) -> None:
     assert code == 1 and json.loads(out)["models"][0]["status"] == "changed"
     assert _run("repo", "diff", str(a), str(a))[0] == 0
     assert _run("repo", "diff", str(a), str(b / "add_one"))[0] == 2
+
+
+def test_add_refuses_a_name_that_leads_into_another_repository(tmp_path: Path) -> None:
+    other = tmp_path / "other" / "demo"
+    other.mkdir(parents=True)
+    (other / "config.pbtxt").write_text('name: "demo"\n')
+    repo = tmp_path / "a" / "b"
+    model_py = tmp_path / "model.py"
+    model_py.write_text("# echo model\n")
+    args = [a if a != "add_one" else "../../other/demo" for a in ADD_ARGS]
+    code, out = _run("repo", "add", str(repo), *args, "--file", str(model_py), "--force")
+    assert code == 2 and "'../../other/demo' is not a plain folder name inside the repository" in out
+    assert (other / "config.pbtxt").read_text() == 'name: "demo"\n'  # the other repository is untouched
+    assert not (other / "1").exists() and not repo.exists()

@@ -19,6 +19,7 @@ import tritonclient.http as httpclient
 
 from tests.conftest import pid_alive
 from tests.support.pymodels import ADD_SUB_PY, write_add_sub, write_python_model
+from tests.support.signals import default_sigint
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
 from tritonkit.server import TritonServer, find_load_failures, locate_server, server_argv
 
@@ -185,6 +186,7 @@ def test_sigterm_to_a_cli_serve_stops_the_whole_process_group(tmp_path: Path) ->
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,  # SIGINT is sent below: it must not stay ignored in a background suite
     )
     try:
         assert proc.stdout is not None

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from tests.conftest import pid_alive
 from tests.support.pymodels import write_add_sub, write_python_model
+from tests.support.signals import default_sigint
 from tritonkit.errors import ConfigError, ServerError
 from tritonkit.server import TritonServer, port_is_free
 
@@ -237,6 +238,7 @@ def _serve_until_ready(repo: Path, *args: str) -> tuple[subprocess.Popen[str], s
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,  # the tests send SIGINT: it must not stay ignored in a background suite
     )
     assert proc.stdout is not None
     text = ""
@@ -282,3 +284,56 @@ def test_serve_stops_with_status_1_when_no_model_loaded(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "model 'broken' failed to load" in result.output
     assert "no model loaded" in result.output
+
+
+SLOW_PY = """
+import time
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(60)
+
+    def execute(self, requests):
+        return []
+"""
+
+
+def test_a_server_killed_from_outside_is_named_as_killed_not_as_a_model_crash(tmp_path: Path) -> None:
+    write_add_sub(tmp_path)
+    with TritonServer(tmp_path, model_control="explicit") as server:
+        assert server.pid is not None
+        os.killpg(server.pid, signal.SIGKILL)
+        with pytest.raises(ServerError) as info:
+            server.load_model("add_sub", timeout_s=10)
+    assert type(info.value) is ServerError  # not a ModelLoadError: no model failed
+    message, hint = info.value.message, info.value.hint or ""
+    assert "tritonserver died while loading model 'add_sub': killed by SIGKILL" in message
+    assert "something outside stopped the server" in hint and "crash" not in (message + hint).lower()
+
+
+def test_a_server_killed_during_start_up_is_not_blamed_on_the_model_that_failed_before(tmp_path: Path) -> None:
+    write_python_model(tmp_path, "broken", config_pbtxt=BROKEN_CONFIG, model_py="")
+    write_python_model(tmp_path, "slow", config_pbtxt=BROKEN_CONFIG.replace('"broken"', '"slow"').replace(
+        "dynamic_batching { preferred_batch_size: [ 16 ] }", ""), model_py=SLOW_PY)
+    server = TritonServer(tmp_path, exit_on_error=False, startup_timeout_s=90)
+
+    def kill_once_broken_is_logged() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            log = server.log_path.read_text(errors="replace") if server.log_path.is_file() else ""
+            if "broken" in log and "preferred" in log and server.pid is not None:
+                os.killpg(server.pid, signal.SIGKILL)
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_once_broken_is_logged)
+    killer.start()
+    try:
+        with pytest.raises(ServerError) as info:
+            server.start()
+    finally:
+        killer.join()
+        server.stop()
+    assert type(info.value) is ServerError, info.value
+    assert "died during start-up: killed by SIGKILL" in info.value.message

@@ -1,15 +1,80 @@
 """tritonkit: Triton model repositories that are right the first time.
 
-Build a model into a repository (``tritonkit.builders``), describe and lint its
-configs (``tritonkit.repository``), serve it on a real tritonserver
-(``tritonkit.server``), call it (``tritonkit.client``), prove how much load it
-carries within an SLA (``tritonkit.perf``) and size the fleet (``tritonkit.planner``).
+The front door holds the README's flow; each name loads its subpackage on first use::
+
+    import tritonkit as tk
+
+    tk.build_onnx("model.onnx", name="mlp", repo="model_repository")      # builders
+    tk.lint_repository("model_repository", target="cpu")                  # repository
+    with tk.TritonServer("model_repository") as server:                   # server
+        with tk.Client(server.grpc_url) as client: ...                    # client
+        run = tk.run_perf(tk.PerfSpec(model="mlp", url=server.grpc_url),  # perf
+                          tk.LadderPlan(levels=(1, 2, 4)), sla=tk.parse_sla("p99<=50ms"))
+    tk.plan_from_measurement(tk.load_measurement("results/…/result.json"), tk.Workload(target_qps=500))
+
+Everything else lives in the subpackages (``tritonkit.builders``, ``tritonkit.repository``,
+``tritonkit.server``, ``tritonkit.client``, ``tritonkit.perf``, ``tritonkit.planner``,
+``tritonkit.deploy``); ``tritonkit.errors`` draws the error tree.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tritonkit._lazy import lazy_exports as _lazy_exports
 from tritonkit.errors import TritonKitError
 
 __version__ = "0.1.0"
 
-__all__ = ["TritonKitError", "__version__"]
+# Lazy: ``import tritonkit`` (or the CLI's start-up) must not pay for grpc, onnx or perf it does not use.
+_LAZY = {
+    "build_onnx": "tritonkit.builders",
+    "ModelSpec": "tritonkit.repository",
+    "TensorSpec": "tritonkit.repository",
+    "ModelRepository": "tritonkit.repository",
+    "lint_repository": "tritonkit.repository",
+    "TritonServer": "tritonkit.server",
+    "Client": "tritonkit.client",
+    "AsyncClient": "tritonkit.client",
+    "PerfSpec": "tritonkit.perf",
+    "LadderPlan": "tritonkit.perf",
+    "parse_sla": "tritonkit.perf",
+    "run_perf": "tritonkit.perf",
+    "run_ladder": "tritonkit.perf",
+    "run_sweep": "tritonkit.perf.sweep",
+    "Workload": "tritonkit.planner",
+    "load_measurement": "tritonkit.planner",
+    "plan_from_measurement": "tritonkit.planner",
+}
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:
+    from tritonkit.builders import build_onnx
+    from tritonkit.client import AsyncClient, Client
+    from tritonkit.perf import LadderPlan, PerfSpec, parse_sla, run_ladder, run_perf
+    from tritonkit.perf.sweep import run_sweep
+    from tritonkit.planner import Workload, load_measurement, plan_from_measurement
+    from tritonkit.repository import ModelRepository, ModelSpec, TensorSpec, lint_repository
+    from tritonkit.server import TritonServer
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "LadderPlan",
+    "ModelRepository",
+    "ModelSpec",
+    "PerfSpec",
+    "TensorSpec",
+    "TritonKitError",
+    "TritonServer",
+    "Workload",
+    "__version__",
+    "build_onnx",
+    "lint_repository",
+    "load_measurement",
+    "parse_sla",
+    "plan_from_measurement",
+    "run_ladder",
+    "run_perf",
+    "run_sweep",
+]

@@ -7,13 +7,18 @@ import errno
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tritonkit.errors import ConfigError
 
-__all__ = ["atomic_write", "path_error", "read_json", "user_path_errors"]
+__all__ = ["STALE_TEMP_S", "atomic_write", "clean_stale_temps", "path_error", "read_json", "user_path_errors"]
+
+#: A temp file of ours untouched this long belongs to a writer that died (a write takes well under a
+#: second to the rename, and the file's mtime moves while data is written).
+STALE_TEMP_S = 600.0
 
 
 def _current_umask() -> int:
@@ -35,8 +40,9 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(target)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
@@ -48,6 +54,36 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def clean_stale_temps(target: str | os.PathLike[str], *, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Remove the temp files :func:`atomic_write` left beside ``target`` when its writer was killed.
+
+    Only ours (``.<name>.<random>.tmp`` beside ``target``, and the ``.<name>.tmp`` of a copy) and
+    only stale (not modified for ``older_than_s``): a writer at work right now keeps its file.
+    Returns what was removed; a file that cannot be removed is left (the next write tries again).
+    """
+    path = Path(target)
+    prefix = _temp_prefix(path)
+    removed: list[Path] = []
+    cutoff = time.time() - older_than_s
+    try:
+        candidates = [p for p in path.parent.iterdir()
+                      if p.name.startswith(prefix) and p.name.endswith(".tmp") and p.name != path.name]
+    except OSError:
+        return removed
+    for candidate in candidates:
+        try:
+            if candidate.is_file() and not candidate.is_symlink() and candidate.stat().st_mtime < cutoff:
+                candidate.unlink()
+                removed.append(candidate)
+        except OSError:
+            continue
+    return removed
 
 
 def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:

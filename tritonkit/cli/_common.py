@@ -19,6 +19,42 @@ from tritonkit.errors import TritonKitError
 EXIT_ERROR = 2
 
 
+class HostPort(click.ParamType):
+    """A ``host:port`` option (``127.0.0.1:8001``, ``[::1]:8001``), checked when it is parsed.
+
+    A port outside 1–65535 or a missing host is refused at once, naming the option, rather than
+    failing later as "cannot reach the server".
+    """
+
+    name = "host:port"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """``value`` unchanged when it is a valid ``host:port``; a usage error (exit 2) otherwise."""
+        text = str(value).strip()
+        problem = host_port_problem(text)
+        if problem:
+            self.fail(f"{text!r} is not host:port ({problem}); e.g. 127.0.0.1:8001", param, ctx)
+        return text
+
+
+def host_port_problem(text: str) -> str | None:
+    """What is wrong with ``text`` as ``host:port``, or ``None`` when nothing is."""
+    if "://" in text:
+        return "give host:port without a scheme"
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        return "a host and a port are both needed"
+    if host.startswith("[") != host.endswith("]") or (":" in host and not host.startswith("[")):
+        return "write an IPv6 host in brackets, e.g. [::1]:8001"
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"port {port or '(none)'} is not a number from 1 to 65535"
+    return None
+
+
+#: The one ``--url``/``--server`` parameter type every command shares.
+HOST_PORT = HostPort()
+
+
 class CommandExit(Exception):
     """Raised by a command that has printed its result and wants a given exit status."""
 

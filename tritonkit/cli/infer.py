@@ -10,7 +10,7 @@ from typing import Any
 import click
 import numpy as np
 
-from tritonkit.cli._common import echo_json
+from tritonkit.cli._common import HOST_PORT, echo_json
 from tritonkit.client import Client, ModelMetadata
 from tritonkit.errors import ConfigError
 
@@ -74,7 +74,7 @@ def _print_outputs(outputs: dict[str, Array]) -> None:
 @click.command("infer")
 @click.argument("model")
 @click.option(
-    "--url", default="127.0.0.1:8001", show_default=True, help="host:port of Triton's gRPC endpoint."
+    "--url", type=HOST_PORT, default="127.0.0.1:8001", show_default=True, help="host:port of Triton's gRPC endpoint."
 )
 @click.option(
     "--input",

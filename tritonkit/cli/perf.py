@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import HOST_PORT, CommandExit, ErrorHandlingGroup, echo_json, sigterm_as_interrupt
 from tritonkit.cli.perf_llm import (
     compare_llm_command,
     find_llm_result,
@@ -67,7 +67,7 @@ def perf() -> None:
 @perf.command("run")
 @click.argument("model")
 @click.option(
-    "--url", default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
+    "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )
 @click.option("--protocol", type=click.Choice(["grpc", "http"]), default="grpc", show_default=True)
 @click.option("--sla", "sla_text", default=None, help=_SLA_HELP)

@@ -7,7 +7,7 @@ from typing import Literal
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json
+from tritonkit.cli._common import HOST_PORT, CommandExit, echo_json
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     CONFIG_FILENAME,
@@ -19,6 +19,7 @@ from tritonkit.repository import (
     diff_configs,
     diff_repositories,
     flatten_config,
+    model_folder,
     read_config,
     render_config,
 )
@@ -112,6 +113,7 @@ def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int,
         dynamic_batching=dynamic,
         instance_groups=[InstanceGroup(count=instances, kind=kind)] if instances is not None else (),  # type: ignore[arg-type]  # click.Choice guarantees the literal
     )
+    model_folder(path, name)  # before anything is created: a name must not lead out of the repository
     repository = ModelRepository.init(path)
     entry = repository.add_model(spec, files={f.name: f for f in files}, version=version, overwrite=force)
     click.echo(f"wrote {entry.config_path} and {entry.version_path(version)}/")
@@ -173,7 +175,7 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
 @click.argument("path", type=click.Path(path_type=Path), required=False)
 @click.option("--target", type=str, default=None,
               help="Hardware the repository is for: cpu, gpu or gpu:N (enables GPU rules).")
-@click.option("--server", default=None, help="gRPC address of a running server (host:port) to read its backends.")
+@click.option("--server", type=HOST_PORT, default=None, help="gRPC address of a running server (host:port) to read its backends.")
 @click.option("--metrics-url", default=None, help="With --server: its /metrics URL, to count its GPUs.")
 @click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="A local tritonserver binary: lint against the backends installed next to it.")

@@ -74,7 +74,7 @@ def serve(
                 exit_on_error=False,
             ) as server:
                 failures = server.load_failures()
-                ready = [e["name"] for e in server.model_states() if e.get("state") == "READY"]
+                ready = [e.name for e in server.model_states() if e.ready]
                 for failure in failures:
                     click.secho(f"error: model '{failure.model}' failed to load: {failure.reason}", fg="red", err=True)
                 if failures:

@@ -16,7 +16,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ConfigError
 from tritonkit.planner import PlanAssumptions
-from tritonkit.repository import ModelRepository
+from tritonkit.repository import ModelRepository, serving_of
 from tritonkit.repository.units import dtype_to_numpy
 
 __all__ = [
@@ -40,7 +40,7 @@ class ModelFacts:
     name: str
     backend: str
     max_batch_size: int
-    #: Execution instances per GPU (KIND_GPU/KIND_AUTO groups) or in all (KIND_CPU groups).
+    #: Execution instances in all (a GPU group counts on each GPU it spans; see ``serving_of``).
     instances: int
     uses_gpu: bool
     decoupled: bool
@@ -97,23 +97,6 @@ class RepositoryFacts:
         return tuple(m for m in self.models if not m.ensemble)
 
 
-def _instances(config: mc.ModelConfig) -> tuple[int, bool]:
-    """(instances, whether any is on a GPU); a GPU group counts its instances per listed GPU."""
-    cpu_only = config.backend == "python"  # the python backend runs KIND_AUTO on the CPU
-    groups = list(config.instance_group)
-    if not groups:
-        # Triton's default: one instance per GPU (or one on the CPU).
-        return 1, not cpu_only
-    total, gpu = 0, False
-    for group in groups:
-        on_gpu = group.kind == mc.ModelInstanceGroup.KIND_GPU or (
-            group.kind == mc.ModelInstanceGroup.KIND_AUTO and not cpu_only
-        )
-        gpu = gpu or on_gpu
-        total += (group.count or 1) * (max(1, len(group.gpus)) if on_gpu else 1)
-    return total, gpu
-
-
 def _tensor_bytes(dims: Sequence[int], data_type: int) -> int | None:
     """Bytes of one tensor of these dims (one batch item), or None when that is not fixed."""
     if any(d < 0 for d in dims) or data_type in (mc.TYPE_STRING, mc.TYPE_INVALID):
@@ -133,20 +116,11 @@ def _folder_bytes(folder: Path) -> int:
 
 def model_facts(config: mc.ModelConfig, *, model_bytes: int = 0) -> ModelFacts:
     """The deployment's view of one parsed config (``model_bytes``: its folder's size on disk)."""
-    instances, gpu = _instances(config)
-    queue = 0
-    if config.HasField("dynamic_batching") and config.dynamic_batching.HasField("default_queue_policy"):
-        queue = int(config.dynamic_batching.default_queue_policy.max_queue_size)
-    ensemble = config.platform == "ensemble"
+    serving = serving_of(config)
     return ModelFacts(
-        name=config.name,
-        backend=config.backend or config.platform,
-        max_batch_size=int(config.max_batch_size),
-        instances=0 if ensemble else instances,
-        uses_gpu=False if ensemble else gpu,
-        decoupled=bool(config.model_transaction_policy.decoupled),
-        ensemble=ensemble,
-        max_queue_size=queue,
+        name=config.name, backend=config.backend or config.platform, max_batch_size=serving.max_batch_size,
+        instances=serving.instances, uses_gpu=serving.uses_gpu, decoupled=serving.decoupled,
+        ensemble=serving.ensemble, max_queue_size=serving.max_queue_size,
         model_bytes=model_bytes,
         io_bytes=_io_bytes(config),
     )

@@ -21,6 +21,9 @@ decode step costs from a streaming run.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tritonkit._lazy import lazy_exports as _lazy_exports
 from tritonkit.planner.capacity import (
     GIB,
     KIB,
@@ -52,17 +55,6 @@ from tritonkit.planner.llm_calibrate import (
     predict_llm,
     streamed_requests,
 )
-from tritonkit.planner.measured import (
-    CapacityReading,
-    MeasuredHardware,
-    MeasuredStep,
-    Measurement,
-    ServedConfig,
-    load_measurement,
-    served_config_from_proto,
-    served_config_from_run,
-)
-from tritonkit.planner.measured_plan import plan_from_measurement
 from tritonkit.planner.model import ModelOverrides, TransformerShape, parse_param_count
 from tritonkit.planner.precision import (
     KV_DTYPES,
@@ -72,17 +64,44 @@ from tritonkit.planner.precision import (
     kv_dtype_bytes,
     precision_from_torch_dtype,
 )
-from tritonkit.planner.predict import (
-    CheckRow,
-    Prediction,
-    PredictionCheck,
-    PredictionSet,
-    check_predictions,
-    load_predictions,
-    predict_loads,
-)
-from tritonkit.planner.queueing import Scenario, ServiceModel, SimulatedLoad, fit_service_model, simulate
 from tritonkit.planner.result import BASES, CapacityPlan, PlanLine, ServingSuggestion
+
+# What reads perf results (measured, measured_plan, predict, queueing) loads on first use: importing
+# the planner for its formulas (the TensorRT-LLM builder does) must not import tritonkit.perf.
+_LAZY = {
+    **dict.fromkeys(("CapacityReading", "MeasuredHardware", "MeasuredStep", "Measurement", "ServedConfig",
+                     "load_measurement", "served_config_from_proto", "served_config_from_run"),
+                    "tritonkit.planner.measured"),
+    "plan_from_measurement": "tritonkit.planner.measured_plan",
+    **dict.fromkeys(("CheckRow", "Prediction", "PredictionCheck", "PredictionSet", "check_predictions",
+                     "load_predictions", "predict_loads"), "tritonkit.planner.predict"),
+    **dict.fromkeys(("Scenario", "ServiceModel", "SimulatedLoad", "fit_service_model", "simulate"),
+                    "tritonkit.planner.queueing"),
+}
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:
+    from tritonkit.planner.measured import (
+        CapacityReading,
+        MeasuredHardware,
+        MeasuredStep,
+        Measurement,
+        ServedConfig,
+        load_measurement,
+        served_config_from_proto,
+        served_config_from_run,
+    )
+    from tritonkit.planner.measured_plan import plan_from_measurement
+    from tritonkit.planner.predict import (
+        CheckRow,
+        Prediction,
+        PredictionCheck,
+        PredictionSet,
+        check_predictions,
+        load_predictions,
+        predict_loads,
+    )
+    from tritonkit.planner.queueing import Scenario, ServiceModel, SimulatedLoad, fit_service_model, simulate
 
 __all__ = [
     "BASES",

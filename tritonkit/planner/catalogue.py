@@ -150,6 +150,22 @@ _ORIN = "NVIDIA Jetson AGX Orin Series technical brief / module datasheet (Jetso
 _JEDEC = "label as printed; DRAM 'GB' is binary (JEDEC), i.e. GiB"
 _NO_FP8_AMPERE = _dense(None, "TFLOPS", "Ampere has no FP8 tensor cores")
 # Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
+def _halved(source: str, sparse_fp16: float, sparse_fp8: float, sparse_int8: float) -> _TensorFigures:
+    """Tensor figures from a datasheet that prints them with sparsity only: halved to dense.
+
+    ``source`` names the datasheet and the card (e.g. ``"NVIDIA H100 datasheet: H100 SXM"``).
+    """
+
+    def half(value: float) -> float:
+        return value // 2 if value % 2 == 0 else value / 2
+
+    return {
+        "fp16": _dense(half(sparse_fp16), "TFLOPS", f"{source} FP16 tensor {sparse_fp16:,g} TFLOPS with sparsity, halved"),
+        "fp8": _dense(half(sparse_fp8), "TFLOPS", f"{source} FP8 tensor {sparse_fp8:,g} TFLOPS with sparsity, halved"),
+        "int8": _dense(half(sparse_int8), "TOPS", f"{source} INT8 tensor {sparse_int8:,g} TOPS with sparsity, halved"),
+    }
+
+
 _A100_TENSOR: _TensorFigures = {
     "fp16": _dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
     "fp8": _NO_FP8_AMPERE,
@@ -170,9 +186,7 @@ GPUS: tuple[GpuSpec, ...] = (
         name="L4",
         memory=_mem(24, f"{_L4}: 24 GB GDDR6 ({_JEDEC})"),
         bandwidth=_bw(300, f"{_L4}: 300 GB/s"),
-        fp16=_dense(121, "TFLOPS", f"{_L4}: FP16 tensor 242 TFLOPS with sparsity, halved"),
-        fp8=_dense(242.5, "TFLOPS", f"{_L4}: FP8 tensor 485 TFLOPS with sparsity, halved"),
-        int8=_dense(242.5, "TOPS", f"{_L4}: INT8 tensor 485 TOPS with sparsity, halved"),
+        **_halved(f"{_L4}:", 242, 485, 485),
     ),
     GpuSpec(
         name="A10",
@@ -208,27 +222,21 @@ GPUS: tuple[GpuSpec, ...] = (
         name="H100-SXM",
         memory=_mem(80, f"{_H100}: H100 SXM 80 GB HBM3 ({_JEDEC})"),
         bandwidth=_bw(3350, f"{_H100}: H100 SXM 3.35 TB/s"),
-        fp16=_dense(989.5, "TFLOPS", f"{_H100}: H100 SXM FP16 tensor 1,979 TFLOPS with sparsity, halved"),
-        fp8=_dense(1979, "TFLOPS", f"{_H100}: H100 SXM FP8 tensor 3,958 TFLOPS with sparsity, halved"),
-        int8=_dense(1979, "TOPS", f"{_H100}: H100 SXM INT8 tensor 3,958 TOPS with sparsity, halved"),
+        **_halved(f"{_H100}: H100 SXM", 1979, 3958, 3958),
         aliases=("H100", "H100-80GB", "H100-SXM5", "H100-SXM-80GB"),
     ),
     GpuSpec(
         name="H100-PCIE",
         memory=_mem(80, f"{_H100}: H100 PCIe 80 GB HBM2e ({_JEDEC})"),
         bandwidth=_bw(2000, f"{_H100}: H100 PCIe 2 TB/s"),
-        fp16=_dense(756.5, "TFLOPS", f"{_H100}: H100 PCIe FP16 tensor 1,513 TFLOPS with sparsity, halved"),
-        fp8=_dense(1513, "TFLOPS", f"{_H100}: H100 PCIe FP8 tensor 3,026 TFLOPS with sparsity, halved"),
-        int8=_dense(1513, "TOPS", f"{_H100}: H100 PCIe INT8 tensor 3,026 TOPS with sparsity, halved"),
+        **_halved(f"{_H100}: H100 PCIe", 1513, 3026, 3026),
         aliases=("H100-PCIE-80GB",),
     ),
     GpuSpec(
         name="H200",
         memory=_mem(141, f"{_H200}: H200 SXM 141 GB HBM3e ({_JEDEC})"),
         bandwidth=_bw(4800, f"{_H200}: H200 SXM 4.8 TB/s"),
-        fp16=_dense(989.5, "TFLOPS", f"{_H200}: H200 SXM FP16 tensor 1,979 TFLOPS with sparsity, halved"),
-        fp8=_dense(1979, "TFLOPS", f"{_H200}: H200 SXM FP8 tensor 3,958 TFLOPS with sparsity, halved"),
-        int8=_dense(1979, "TOPS", f"{_H200}: H200 SXM INT8 tensor 3,958 TOPS with sparsity, halved"),
+        **_halved(f"{_H200}: H200 SXM", 1979, 3958, 3958),
         aliases=("H200-SXM", "H200-141GB"),
     ),
     GpuSpec(

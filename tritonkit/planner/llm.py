@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner.capacity import (
@@ -38,11 +39,13 @@ from tritonkit.planner.capacity import (
     weights_bytes,
 )
 from tritonkit.planner.catalogue import GPUS, GpuSpec
-from tritonkit.planner.measured import Measurement
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.placement import choose_tensor_parallel, does_not_fit, kv_dtype_for
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 from tritonkit.planner.result import CapacityPlan, PlanDraft, ServingSuggestion
+
+if TYPE_CHECKING:  # a measurement comes from perf; the formulas need not import it
+    from tritonkit.planner.measured import Measurement
 
 __all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "plan_llm"]
 

@@ -24,6 +24,7 @@ from tritonkit.perf import PerfResult, StepResult
 from tritonkit.perf.judge import stored_verdict
 from tritonkit.perf.measure.metrics import is_loopback
 from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
+from tritonkit.repository.serving import serving_of
 
 __all__ = [
     "PLATEAU_GAIN",
@@ -77,12 +78,9 @@ class ServedConfig:
 
 def served_config_from_proto(config: model_config_pb2.ModelConfig, source: str) -> ServedConfig:
     """Read the batching and instance settings that bound a plan from a ``ModelConfig``."""
-    instances = sum(max(1, group.count) for group in config.instance_group) or 1
-    delay: int | None = None
-    if config.HasField("dynamic_batching"):
-        delay = int(config.dynamic_batching.max_queue_delay_microseconds)
-    preferred = tuple(int(b) for b in config.dynamic_batching.preferred_batch_size) if delay is not None else ()
-    return ServedConfig(max(1, int(config.max_batch_size)), instances, delay, source, preferred)
+    serving = serving_of(config)
+    return ServedConfig(max(1, serving.max_batch_size), max(1, serving.instances), serving.window_us, source,
+                        serving.preferred_batch_sizes)
 
 
 def served_config_from_run(config: ServedModelConfig) -> ServedConfig:
@@ -157,6 +155,35 @@ def _hardware(result: PerfResult, gpu_name: str | None) -> MeasuredHardware:
         )
     return MeasuredHardware("unknown", None, None, "measured deployment",
                             "the run records no GPU metrics and the server was not on the generator's host")
+
+
+#: What a step's figures may be: (lowest, highest, unit). Beyond them a result is corrupt or absurd
+#: (a NaN p99, 1e12 req/s), and a plan sized from it would be wrong without saying so.
+_FIGURE_RANGES: dict[str, tuple[float, float, str]] = {
+    "load_value": (0.0, 1e7, ""),
+    "throughput_per_s": (0.0, 1e8, "req/s"),
+    "p50_ms": (0.0, 1e7, "ms"),
+    "p99_ms": (0.0, 1e7, "ms"),
+    "mean_ms": (0.0, 1e7, "ms"),
+    "service_ms": (0.0, 1e7, "ms"),
+    "queue_ms": (0.0, 1e7, "ms"),
+    "items_per_exec": (0.0, 1e6, "items"),
+}
+
+
+def _check_figures(step: MeasuredStep, source: str) -> None:
+    """Refuse a step whose figures are not finite or out of range, naming the file, step and field."""
+    for name, (low, high, unit) in _FIGURE_RANGES.items():
+        value = getattr(step, name)
+        if value is None:
+            continue
+        if not math.isfinite(value) or not low <= value <= high:
+            raise ConfigError(
+                f"perf result {source}: step {step.index} ({step.load_mode} {step.load_value:g}) has "
+                f"{name} = {value!r}{' ' + unit if unit else ''}, not a finite figure from {low:g} to {high:g}",
+                hint="the file is corrupt or was edited; re-run the perf ladder (tritonkit perf run) and plan from "
+                     "its result.json",
+            )
 
 
 @dataclass(frozen=True)
@@ -298,6 +325,8 @@ class Measurement:
                 queue_ms=queue_ms,
                 items_per_exec=_items_per_exec(raw),
             ))
+        for step in steps:
+            _check_figures(step, source)
         if not steps:
             raise PlanError(f"perf result {source} holds no measured step", hint="re-run the perf ladder")
         batch = result.metadata.batch_size or 1

@@ -44,6 +44,7 @@ from tritonkit.repository.layout import (
     ModelEntry,
     ModelRepository,
     expected_model_filename,
+    model_folder,
 )
 from tritonkit.repository.lint import (
     RULES,
@@ -63,6 +64,7 @@ from tritonkit.repository.pbtxt import (
     render_config,
     write_config,
 )
+from tritonkit.repository.serving import PlacedGroup, Serving, serving_of
 from tritonkit.repository.spec import (
     DEFAULT_WINDOW,
     WINDOW_RANGE_US,
@@ -117,11 +119,13 @@ __all__ = [
     "ModelRepository",
     "ModelSpec",
     "Optimization",
+    "PlacedGroup",
     "QueuePolicy",
     "RateLimiterResource",
     "Rule",
     "SequenceBatching",
     "SequenceState",
+    "Serving",
     "Severity",
     "Target",
     "TensorSpec",
@@ -138,9 +142,11 @@ __all__ = [
     "format_duration_us",
     "instance_groups_for",
     "lint_repository",
+    "model_folder",
     "parse_config",
     "read_config",
     "render_config",
+    "serving_of",
     "to_microseconds",
     "write_config",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "ModelEntry",
     "ModelRepository",
     "expected_model_filename",
+    "model_folder",
 ]
 
 #: The file (or folder) Triton looks for in a version folder, by backend or platform.
@@ -65,6 +66,26 @@ def expected_model_filename(config: mc.ModelConfig) -> str | None:
         if key in DEFAULT_MODEL_FILENAMES:
             return DEFAULT_MODEL_FILENAMES[key]
     return None
+
+
+def model_folder(root: Path | str, name: str) -> Path:
+    """``root/name``, refusing a model name that would not be one folder inside ``root``.
+
+    Every model name that becomes a path (from the command line, a spec, a load request) goes
+    through here: an empty or hidden name, ``.``/``..``, a path separator, or a symlink that
+    leads out of the repository would read or write another folder than the user named.
+    """
+    base = Path(root)
+    if not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+        raise ConfigError(
+            f"model name {name!r} is not a plain folder name inside the repository {base}",
+            hint="use the model's own folder name: no '/', no '..', not starting with '.'",
+        )
+    path = base / name
+    if path.resolve().parent != base.resolve():
+        raise ConfigError(f"model {name!r} leads outside the repository {base} (a symlink to {path.resolve()})",
+                          hint="keep model folders inside the repository, or serve that repository instead")
+    return path
 
 
 @dataclass(frozen=True)
@@ -146,14 +167,17 @@ class ModelRepository:
 
     def model(self, name: str) -> ModelEntry:
         """One model folder; :class:`ConfigError` if it is not there."""
-        path = self.root / name
+        path = model_folder(self.root, name)
         if not path.is_dir():
             raise ConfigError(f"model {name!r} not found in {self.root}",
                               hint=f"models here: {', '.join(self.model_names()) or '(none)'}")
         return ModelEntry(path)
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (self.root / name).is_dir()
+        try:
+            return isinstance(name, str) and model_folder(self.root, name).is_dir()
+        except ConfigError:
+            return False
 
     def add_model(
         self,
@@ -175,7 +199,7 @@ class ModelRepository:
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise ConfigError(f"model {proto.name!r}: version {version!r} must be a non-negative integer",
                               hint="use 1 for a first version")
-        entry = ModelEntry(self.root / proto.name)
+        entry = ModelEntry(model_folder(self.root, proto.name))
         if entry.config_path.exists() and not overwrite:
             raise ConfigError(f"model {proto.name!r} already exists in {self.root}",
                               hint="pass overwrite=True (CLI: --force) to replace its config and files")
@@ -191,7 +215,7 @@ class ModelRepository:
         """(Re)write only ``<name>/config.pbtxt``."""
         proto = config.to_proto() if isinstance(config, ModelSpec) else config
         with user_path_errors(f"write the config of model {proto.name!r}"):
-            return write_config(proto, self.root / proto.name / CONFIG_FILENAME)
+            return write_config(proto, model_folder(self.root, proto.name) / CONFIG_FILENAME)
 
     @staticmethod
     def _place(target: Path, source: FileSource) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import atomic_write
+from tritonkit._fs import atomic_write, clean_stale_temps
 from tritonkit.errors import ConfigError, ConfigSyntaxError
 
 __all__ = [
@@ -197,6 +197,8 @@ def read_config(path: Path | str) -> mc.ModelConfig:
     p = Path(path)
     if p.is_dir():
         p = p / CONFIG_FILENAME
+    # A writer killed between its temp file and the rename left one behind: the next reader cleans it.
+    clean_stale_temps(p)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

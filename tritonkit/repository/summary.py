@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit.errors import ConfigError
+from tritonkit.repository.instances import Hardware
 from tritonkit.repository.layout import ModelRepository
+from tritonkit.repository.serving import serving_of
 
 __all__ = ["ModelSummary", "summarize_repository"]
 
@@ -16,8 +18,9 @@ __all__ = ["ModelSummary", "summarize_repository"]
 class ModelSummary:
     """The essentials of one model's config, or why the config could not be read.
 
-    ``instances`` is the total instance count, or ``"default"`` when the config names no
-    instance group (Triton then picks one per GPU, or one or two on CPU by backend).
+    ``instances`` is the total instance count on this machine's GPUs (see
+    :func:`~tritonkit.repository.serving.serving_of`); ``default_instances`` says the config names
+    no instance group, so the count is Triton's default placement.
     """
 
     name: str
@@ -28,7 +31,8 @@ class ModelSummary:
     inputs: int = 0
     outputs: int = 0
     scheduling: str = "none"
-    instances: int | str = "default"
+    instances: int = 1
+    default_instances: bool = False
     window_us: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -39,6 +43,8 @@ class ModelSummary:
             return data
         data.update({"backend": self.backend, "max_batch_size": self.max_batch_size, "inputs": self.inputs,
                      "outputs": self.outputs, "scheduling": self.scheduling, "instances": self.instances})
+        if self.default_instances:
+            data["default_instances"] = True
         if self.window_us is not None:
             data["window_us"] = self.window_us
         return data
@@ -48,17 +54,19 @@ class ModelSummary:
         if self.error is not None:
             return f"{self.name:<24} ERROR {self.error}"
         window = f" window {self.window_us}us" if self.window_us is not None else ""
+        default = " (default)" if self.default_instances else ""
         return (f"{self.name:<24} {self.backend:<14} max_batch {self.max_batch_size:<4} "
-                f"versions {self.versions} {self.scheduling}{window} instances {self.instances}")
+                f"versions {self.versions} {self.scheduling}{window} instances {self.instances}{default}")
 
 
-def _summarize(repository: ModelRepository, name: str) -> ModelSummary:
+def _summarize(repository: ModelRepository, name: str, gpu_count: int) -> ModelSummary:
     entry = repository.model(name)
     versions = entry.versions()
     try:
         cfg = entry.read_config()
     except ConfigError as exc:
         return ModelSummary(name=name, versions=versions, error=exc.message)
+    serving = serving_of(cfg, gpu_count=gpu_count)
     return ModelSummary(
         name=name,
         versions=versions,
@@ -67,13 +75,17 @@ def _summarize(repository: ModelRepository, name: str) -> ModelSummary:
         inputs=len(cfg.input),
         outputs=len(cfg.output),
         scheduling=cfg.WhichOneof("scheduling_choice") or "none",
-        # A group without a count gets one instance from Triton.
-        instances=sum(max(g.count, 1) for g in cfg.instance_group) if cfg.instance_group else "default",
-        window_us=cfg.dynamic_batching.max_queue_delay_microseconds if cfg.HasField("dynamic_batching") else None,
+        instances=serving.instances,
+        default_instances=serving.default_groups,
+        window_us=serving.window_us,
     )
 
 
-def summarize_repository(path: Path | str) -> list[ModelSummary]:
-    """A summary of every model in the repository at ``path``, by name."""
+def summarize_repository(path: Path | str, *, gpu_count: int | None = None) -> list[ModelSummary]:
+    """A summary of every model in the repository at ``path``, by name.
+
+    Instances are counted for ``gpu_count`` visible GPUs (default: this machine's).
+    """
     repository = ModelRepository(Path(path))
-    return [_summarize(repository, name) for name in repository.model_names()]
+    gpus = gpu_count if gpu_count is not None else len(Hardware.detect().gpus)
+    return [_summarize(repository, name, gpus) for name in repository.model_names()]

@@ -17,6 +17,9 @@ _PATTERNS = (
     re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.+)"),
     re.compile(r"[Pp]oll failed for model directory '(?P<model>[^']+)': (?P<reason>.+)"),
     re.compile(r"failed to load model '(?P<model>[^']+)': (?P<reason>.+)"),
+    # Explicit control, a --load-model name with no folder (2.51):
+    #   "failed to poll model 'x': model not found in any model repository."
+    re.compile(r"failed to poll model '(?P<model>[^']+)': (?P<reason>.+)"),
     re.compile(r"^\|\s*(?P<model>\S+)\s*\|\s*\S+\s*\|\s*UNAVAILABLE: (?P<reason>.+?)\s*\|\s*$"),
 )
 

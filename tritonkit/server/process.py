@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import http.client
-import json
 import os
 import shutil
 import signal
@@ -21,8 +20,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from tritonkit.errors import ConfigError, ModelLoadError, ServerError
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelLoadError, ServerError
 from tritonkit.provision.server import ServerInstall, locate_server, model_python_env
+from tritonkit.repository.layout import model_folder
+from tritonkit.server.admin import ModelState, ServerAdmin
 from tritonkit.server.children import spawn, stop_group
 from tritonkit.server.log import LoadFailure, find_load_failures, log_tail
 from tritonkit.server.ports import free_ports, port_is_free
@@ -134,6 +137,8 @@ class TritonServer:
         if model_control not in ("none", "explicit", "poll"):
             raise ConfigError(f"model_control must be none, explicit or poll, not {model_control!r}")
         self.repositories = [r.resolve() for r in repos]
+        for name in models or []:
+            self._check_name(name)
         self.model_control: ModelControl = model_control
         self.models = list(models or [])
         self.host = host
@@ -239,17 +244,9 @@ class TritonServer:
             self.log_path = self._own_log_dir / "tritonserver.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = server_argv(
-            self.install,
-            self.repositories,
-            host=self.host,
-            http_port=self.http_port,
-            grpc_port=self.grpc_port,
-            metrics_port=self.metrics_port,
-            model_control=self.model_control,
-            models=self.models,
-            exit_on_error=self.exit_on_error,
-            log_verbose=self.log_verbose,
-            extra_args=self.extra_args,
+            self.install, self.repositories, host=self.host, http_port=self.http_port, grpc_port=self.grpc_port,
+            metrics_port=self.metrics_port, model_control=self.model_control, models=self.models,
+            exit_on_error=self.exit_on_error, log_verbose=self.log_verbose, extra_args=self.extra_args,
         )
         self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         # SIGTERM on our death: tritonserver then unloads its models, stops its stubs and
@@ -281,11 +278,16 @@ class TritonServer:
         while True:
             assert self._proc is not None
             if self._proc.poll() is not None:
-                self._raise_from_log(f"tritonserver exited with status {self._proc.returncode} during start-up")
-            if self._http_status("/v2/health/ready") == 200:
+                code = self._proc.returncode
+                if _stopped_from_outside(code):
+                    # Killed, not failed: a model's load error in the log is not why it is gone.
+                    raise ServerError(f"tritonserver died during start-up: {_death(code)}{self._last_lines()}",
+                                      log_path=self.log_path, hint=_death_hint(code))
+                self._raise_from_log(f"tritonserver {_death(code)} during start-up")
+            if self.admin.is_ready(timeout_s=1.0):
                 self._wait_metrics(deadline)
                 return
-            if not self.exit_on_error and self._http_status("/v2/health/live") == 200:
+            if not self.exit_on_error and self.admin.is_live(timeout_s=1.0):
                 # The server loads every model before it opens its endpoints: once it is live,
                 # the models that are not ready have failed, and load_failures() says why.
                 self._wait_metrics(deadline)
@@ -348,103 +350,150 @@ class TritonServer:
             shutil.rmtree(self._own_log_dir, ignore_errors=True)
             self._own_log_dir = None
 
-    # ---- HTTP helpers ----------------------------------------------------
-    def _http(self, method: str, path: str, body: bytes | None = None, timeout_s: float = 2.0) -> tuple[int, bytes]:
-        url = f"http://{self.http_url}{path}"
-        request = urllib.request.Request(url, data=body, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - loopback URL we built
-                return response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-        except (urllib.error.URLError, OSError, http.client.HTTPException):
-            # HTTPException: something that is not tritonserver answers on that port.
-            return 0, b""
-
-    def _http_status(self, path: str) -> int:
-        return self._http("GET", path, timeout_s=1.0)[0]
+    # ---- administration (through the one admin layer) ----------------------
+    @property
+    def admin(self) -> ServerAdmin:
+        """The administration API of this server, over its HTTP endpoint."""
+        return ServerAdmin(self.http_url, protocol="http", timeout_s=2.0, log_path=self.log_path)
 
     def metadata(self) -> dict[str, Any]:
         """The server's own metadata (``name``, ``version``, ``extensions``)."""
-        status, body = self._http("GET", "/v2")
-        if status != 200:
-            raise ServerError(f"server metadata request failed with HTTP {status}", log_path=self.log_path)
-        result: dict[str, Any] = json.loads(body)
-        return result
+        try:
+            return self.admin.server_metadata()
+        except (ConnectError, DeadlineExceededError) as exc:
+            raise self.no_answer("reading its metadata") from exc
 
     def version(self) -> str:
         """The server's version string, e.g. ``2.51.0``."""
         return str(self.metadata().get("version", "unknown"))
 
-    def load_model(self, name: str, *, timeout_s: float = 120.0) -> None:
-        """Load (or reload) ``name``; explicit model control only. Raises ``ModelLoadError`` with the server's reason."""
+    def load_model(self, name: str, *, config: mc.ModelConfig | None = None, timeout_s: float = 120.0) -> None:
+        """Load (or reload) ``name``, optionally with ``config`` replacing its ``config.pbtxt`` for this load.
+
+        Explicit model control only. Raises ``ModelLoadError`` with the server's reason (its log's
+        words when it wrote any), or ``ServerError`` saying the server died, and how.
+        """
         if self.model_control != "explicit":
             raise ServerError(
                 f"cannot load model '{name}': the server runs with model control '{self.model_control}'",
                 hint="start it with model_control='explicit' (tritonkit serve --explicit)",
             )
-        status, body = self._http("POST", f"/v2/repository/models/{name}/load", b"", timeout_s=timeout_s)
-        if status == 0:
-            self._raise_no_answer(f"loading model '{name}'", timeout_s)
-        if status != 200:
-            reason = _error_text(body) or f"HTTP {status}"
-            logged = {f.model: f.reason for f in find_load_failures(log_tail(self.log_path, 400))}
-            raise ModelLoadError(name, logged.get(name) or reason, log_path=self.log_path)
+        self._check_name(name)
+        offset = _size(self.log_path)
+        try:
+            self.admin.load(name, config=config, timeout_s=timeout_s)
+        except ModelLoadError as exc:
+            # The log often holds the more precise reason (e.g. the python model's own exception).
+            logged = {f.model: f.reason for f in find_load_failures(_text_since(self.log_path, offset))}
+            raise ModelLoadError(name, logged.get(name) or exc.reason, log_path=self.log_path) from exc
+        except (ConnectError, DeadlineExceededError) as exc:
+            raise self.no_answer(f"loading model '{name}'", timeout_s=timeout_s) from exc
 
-    def _raise_no_answer(self, doing: str, timeout_s: float) -> None:
-        """The server gave no HTTP answer: say whether it died (and how) or is still busy."""
+    def _check_name(self, name: str) -> None:
+        """Refuse a model name that is not one folder inside each repository (``../x`` would serve another)."""
+        for repo in self.repositories:
+            model_folder(repo, name)
+
+    def no_answer(self, doing: str, *, timeout_s: float | None = None) -> ServerError:
+        """Why the server gave no answer while ``doing``: it died (how, last log lines) or is still busy."""
         proc = self._proc
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=1.0)
-        if proc is None or proc.returncode is not None:
-            code = proc.returncode if proc is not None else None
-            how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited ({code})"
-            raise ServerError(
-                f"tritonserver {how} while {doing} (log: {self.log_path})",
-                log_path=self.log_path,
-                hint="read the log's last lines; `tritonkit repo lint` catches configs known to crash it",
-            )
-        raise ServerError(
-            f"no answer within {timeout_s:g} s while {doing}; the server is still running (log: {self.log_path})",
+        code = proc.returncode if proc is not None else None
+        if proc is None or code is not None:
+            return ServerError(f"tritonserver died while {doing}: {_death(code)}{self._last_lines()}",
+                               log_path=self.log_path, hint=_death_hint(code))
+        waited = f"within {timeout_s:g} s " if timeout_s is not None else ""
+        return ServerError(
+            f"no answer {waited}while {doing}; the server is still running (log: {self.log_path})",
             log_path=self.log_path,
             hint="a python model whose model.py is missing never finishes loading; otherwise raise timeout_s",
         )
 
-    def model_states(self) -> list[dict[str, str]]:
-        """The repository index: one ``{name, version, state, reason}`` entry per model version."""
-        status, body = self._http("POST", "/v2/repository/index", b"{}")
-        if status != 200:
-            raise ServerError(f"repository index request failed with HTTP {status}", log_path=self.log_path)
-        entries: list[dict[str, str]] = json.loads(body)
-        return entries
+    def _last_lines(self) -> str:
+        tail = log_tail(self.log_path, 8).strip()
+        return f" (log: {self.log_path}); last log lines:\n{tail}" if tail else f" (log: {self.log_path})"
+
+    def model_states(self) -> list[ModelState]:
+        """The repository index: one entry per model version, with its state and the server's reason."""
+        try:
+            return self.admin.index()
+        except (ConnectError, DeadlineExceededError) as exc:
+            raise self.no_answer("reading the repository index") from exc
 
     def load_failures(self) -> list[LoadFailure]:
-        """Every model that is in the repository but not ready, with the server's reason."""
+        """Every model that is in the repository but not ready, with the server's reason.
+
+        In explicit mode, a model asked for at start (``models``) that did not load counts too,
+        even when the server lists nothing for it (a name with no folder in the repository).
+        """
         logged = {f.model: f.reason for f in find_load_failures(log_tail(self.log_path, 400))}
         failures: dict[str, str] = {}
-        for entry in self.model_states():
-            name, state = entry.get("name", ""), entry.get("state", "")
-            unloaded = entry.get("reason") == "unloaded"  # explicit control: unloaded on request
-            if name and not unloaded and state not in ("READY", "LOADING") and (state or name in logged):
-                failures.setdefault(name, entry.get("reason") or logged.get(name) or state or "not loaded")
+        states = self.model_states()
+        for entry in states:
+            unloaded = entry.reason == "unloaded"  # explicit control: unloaded on request
+            if entry.name and not unloaded and entry.state not in ("READY", "LOADING") and (
+                entry.state or entry.name in logged
+            ):
+                failures.setdefault(entry.name, entry.reason or logged.get(entry.name) or entry.state or "not loaded")
+        if self.model_control == "explicit":
+            ready = {entry.name for entry in states if entry.ready}
+            known = sorted({entry.name for entry in states})
+            for name in self.models:
+                if name not in ready and name not in failures:
+                    failures[name] = logged.get(name) or (
+                        f"no model folder '{name}' in {', '.join(map(str, self.repositories))} "
+                        f"(models there: {', '.join(known) or 'none'})")
         return [LoadFailure(model, reason) for model, reason in failures.items()]
 
-    def unload_model(self, name: str, *, timeout_s: float = 60.0) -> None:
-        """Unload ``name``; explicit model control only."""
-        status, body = self._http("POST", f"/v2/repository/models/{name}/unload", b"", timeout_s=timeout_s)
-        if status != 200:
-            raise ServerError(f"could not unload model '{name}': {_error_text(body) or f'HTTP {status}'}")
+    def unload_model(self, name: str, *, wait: bool = False, timeout_s: float = 60.0) -> None:
+        """Unload ``name`` (explicit model control); with ``wait``, until the server has let it go."""
+        try:
+            self.admin.unload(name, wait=wait, timeout_s=timeout_s)
+        except (ConnectError, DeadlineExceededError) as exc:
+            raise self.no_answer(f"unloading model '{name}'", timeout_s=timeout_s) from exc
 
     def model_ready(self, name: str, version: str = "") -> bool:
         """True when ``name`` (optionally a given version) is loaded and ready."""
-        suffix = f"/versions/{version}" if version else ""
-        return self._http_status(f"/v2/models/{name}{suffix}/ready") == 200
+        return self.admin.model_ready(name, version)
 
 
-def _error_text(body: bytes) -> str:
+def _size(path: Path) -> int:
     try:
-        return str(json.loads(body).get("error", "")).strip()
-    except (ValueError, AttributeError):
-        return body.decode(errors="replace").strip()
+        return path.stat().st_size
+    except OSError:
+        return 0
 
+
+def _text_since(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _death(code: int | None) -> str:
+    """How a process ended, from its return code (negative: the signal that killed it)."""
+    if code is None:
+        return "it is gone"
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exited with status {code}"
+
+
+def _stopped_from_outside(code: int | None) -> bool:
+    """True when the process was ended by a signal someone sends (kill, Ctrl-C, a supervisor), not a crash."""
+    return code is not None and -code in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _death_hint(code: int | None) -> str:
+    """What to do: a signal sent from outside is not the model's fault; a crash signal may be."""
+    if _stopped_from_outside(code):
+        return ("something outside stopped the server (the OOM killer, a user, a supervisor); "
+                "`dmesg` or the job's own log says who; start it again")
+    if code is not None and -code in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE):
+        return "the server crashed: read the log's last lines; `tritonkit repo lint` catches configs known to crash it"
+    return "read the log's last lines"

@@ -33,9 +33,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit._fs import atomic_write, read_json
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass, check_types
+from tritonkit.repository.serving import serving_of
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -216,10 +219,15 @@ class ServedInstanceGroup(JsonDataclass):
     kind: str
     gpus: list[int] = field(default_factory=list)
 
+    def to_proto(self) -> mc.ModelInstanceGroup:
+        """The group as Triton's ``ModelInstanceGroup``."""
+        kind = self.kind if self.kind in list(mc.ModelInstanceGroup.Kind.keys()) else "KIND_AUTO"
+        return mc.ModelInstanceGroup(count=self.count, kind=mc.ModelInstanceGroup.Kind.Value(kind), gpus=self.gpus)
+
     @property
     def instances(self) -> int:
         """Instances this group runs in all (Triton places ``count`` on every listed GPU)."""
-        return max(1, self.count) * max(1, len(self.gpus))
+        return serving_of(mc.ModelConfig(instance_group=[self.to_proto()])).instances
 
 
 @dataclass
@@ -240,8 +248,8 @@ class ServedModelConfig(JsonDataclass):
 
     @property
     def instance_count(self) -> int:
-        """Model instances in all (at least 1: a config without groups gets one)."""
-        return sum(g.instances for g in self.instance_groups) or 1
+        """Model instances in all, by Triton's placement rule (:func:`~tritonkit.repository.serving_of`)."""
+        return serving_of(mc.ModelConfig(instance_group=[g.to_proto() for g in self.instance_groups])).instances
 
 
 @dataclass

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ConfigError
-from tritonkit.repository import format_duration_us, to_microseconds
+from tritonkit.repository import format_duration_us, serving_of, to_microseconds
 
 __all__ = [
     "DEFAULT_ID",
@@ -122,17 +122,13 @@ def _window_text(window_us: int) -> str:
 
 def variant_of(config: mc.ModelConfig) -> Variant:
     """The knobs of ``config`` as it stands, marked as the default."""
-    counts = [g.count or 1 for g in config.instance_group]
-    window: int | None = None
-    preferred: tuple[int, ...] = ()
-    if config.HasField("dynamic_batching"):
-        window = int(config.dynamic_batching.max_queue_delay_microseconds)
-        preferred = tuple(int(b) for b in config.dynamic_batching.preferred_batch_size)
+    serving = serving_of(config)
     return Variant(
-        instances=counts[0] if counts else 1,
-        max_batch_size=int(config.max_batch_size),
-        window_us=window,
-        preferred_batch_sizes=preferred,
+        # The knob apply_variant turns (every group's count), not the total: see Serving.instances for that.
+        instances=serving.group_count,
+        max_batch_size=serving.max_batch_size,
+        window_us=serving.window_us,
+        preferred_batch_sizes=serving.preferred_batch_sizes,
         is_default=True,
     )
 

@@ -66,6 +66,8 @@ class Rule:
     family: str
     check: CheckFn = field(repr=False, compare=False)
     needs_config: bool = True
+    #: A config field (``"sequence_batching"``) the rule is about: models without it are skipped.
+    needs_field: str | None = None
 
     def to_dict(self) -> dict[str, str]:
         """A JSON-ready dict (without the check function)."""
@@ -77,13 +79,14 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(rule_id: str, severity: Severity, title: str, *, family: str,
-         needs_config: bool = True) -> Callable[[CheckFn], CheckFn]:
-    """Register a check function under a stable rule id."""
+         needs_config: bool = True, needs_field: str | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Register a check function under a stable rule id (``needs_field``: run only where that field is set)."""
 
     def register(fn: CheckFn) -> CheckFn:
         if rule_id in RULES:
             raise RuntimeError(f"lint rule id {rule_id} registered twice")
-        RULES[rule_id] = Rule(rule_id, severity, title, family, fn, needs_config)
+        RULES[rule_id] = Rule(rule_id, severity, title, family, fn, needs_config or needs_field is not None,
+                              needs_field)
         return fn
 
     return register

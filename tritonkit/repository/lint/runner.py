@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,6 +53,8 @@ def lint_repository(
         for r in selected:
             if r.needs_config and info.config is None:
                 continue
+            if r.needs_field is not None and info.config is not None and not info.config.HasField(r.needs_field):
+                continue
             ctx._current_rule = r
             r.check(ctx, info)
     ctx._current_rule = None
@@ -83,34 +86,28 @@ def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: f
     - GPUs: the ``gpu_uuid`` labels on ``nv_gpu_*`` metrics when ``metrics_url`` is given
       (exact); otherwise a READY model with a KIND_GPU instance proves at least one GPU.
     """
-    import tritonclient.grpc as grpcclient
-    from tritonclient.utils import InferenceServerException
+    from tritonkit.errors import ModelNotReadyError
+    from tritonkit.server.admin import ServerAdmin
 
     notes: list[str] = []
-    try:
-        client = grpcclient.InferenceServerClient(url)
-        if not client.is_server_live(client_timeout=timeout_s):
-            raise ConnectError(f"server at {url} is not live", hint="start it, or check the address")
-        index = client.get_model_repository_index(as_json=True, client_timeout=timeout_s)
-    except InferenceServerException as exc:
-        raise ConnectError(f"cannot read server at {url}: {exc.message()}",
-                           hint="check the gRPC address (host:port) and that the server is running") from exc
     backends: set[str] = set()
     any_gpu_instance = False
-    for model in index.get("models", []):
-        if model.get("state") != "READY":
-            continue
-        try:
-            cfg = client.get_model_config(model["name"], as_json=True, client_timeout=timeout_s)["config"]
-        except InferenceServerException:
-            continue
-        backend = cfg.get("backend") or ""
-        if backend:
-            backends.add(backend)
-        platform = cfg.get("platform") or ""
-        if platform == "ensemble":
-            backends.add("ensemble")
-        any_gpu_instance |= any(g.get("kind") == "KIND_GPU" for g in cfg.get("instance_group", []))
+    with contextlib.closing(ServerAdmin(url, protocol="grpc", timeout_s=timeout_s)) as admin:
+        if not admin.is_live():
+            raise ConnectError(f"cannot read server at {url}: nothing answered, or the server there is not live",
+                               hint="check the gRPC address (host:port) and that the server is running")
+        for state in admin.index():
+            if not state.ready:
+                continue
+            try:
+                cfg = admin.model_config(state.name)
+            except ModelNotReadyError:
+                continue  # unloaded since the index was read
+            if cfg.backend:
+                backends.add(cfg.backend)
+            if cfg.platform == "ensemble":
+                backends.add("ensemble")
+            any_gpu_instance |= any(g.kind == g.KIND_GPU for g in cfg.instance_group)
     notes.append("backends: only those used by READY models (tritonserver has no API listing backends)")
     gpu_count: int | None = None
     if metrics_url:

@@ -53,11 +53,9 @@ def dynamic_without_batching(ctx: LintContext, m: ModelInfo) -> None:
                    field="dynamic_batching", hint="set max_batch_size > 0 (and a batch dimension), or drop dynamic_batching")
 
 
-@rule("TK104", ERROR, "priority levels out of range", family=FAMILY)
+@rule("TK104", ERROR, "priority levels out of range", family=FAMILY, needs_field="dynamic_batching")
 def priority_levels(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("dynamic_batching"):
-        return
     db = cfg.dynamic_batching
     levels = db.priority_levels
     if levels == 0:
@@ -151,11 +149,9 @@ def unbounded_queue(ctx: LintContext, m: ModelInfo) -> None:
                        hint="set default_queue_policy { max_queue_size: N } so overload is rejected early")
 
 
-@rule("TK110", INFO, "timeout override allowed without a default timeout", family=FAMILY)
+@rule("TK110", INFO, "timeout override allowed without a default timeout", family=FAMILY, needs_field="dynamic_batching")
 def queue_timeout(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("dynamic_batching"):
-        return
     db = cfg.dynamic_batching
     policies = [("dynamic_batching.default_queue_policy", db.default_queue_policy)]
     policies += [(f"dynamic_batching.priority_queue_policy[{k}]", v) for k, v in sorted(db.priority_queue_policy.items())]

@@ -41,11 +41,9 @@ def _value_fields_given(control: mc.ModelSequenceBatching.Control) -> list[str]:
     return [f for f in _VALUE_FIELDS if len(getattr(control, f))]
 
 
-@rule("TK510", ERROR, "sequence control tensor has no name", family=FAMILY)
+@rule("TK510", ERROR, "sequence control tensor has no name", family=FAMILY, needs_field="sequence_batching")
 def control_names(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     for i, tensor in enumerate(cfg.sequence_batching.control_input):
         if not tensor.name:
             ctx.report(m, f"control_input[{i}] has no name, so Triton cannot feed it to the model",
@@ -53,11 +51,9 @@ def control_names(ctx: LintContext, m: ModelInfo) -> None:
                        hint='name the model input that receives the control, e.g. name: "START"')
 
 
-@rule("TK511", ERROR, "sequence control tensor listed twice", family=FAMILY)
+@rule("TK511", ERROR, "sequence control tensor listed twice", family=FAMILY, needs_field="sequence_batching")
 def control_tensor_once(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     seen: set[str] = set()
     for i, tensor in enumerate(cfg.sequence_batching.control_input):
         if tensor.name and tensor.name in seen:
@@ -67,11 +63,9 @@ def control_tensor_once(ctx: LintContext, m: ModelInfo) -> None:
         seen.add(tensor.name)
 
 
-@rule("TK512", ERROR, "sequence control kind given more than once", family=FAMILY)
+@rule("TK512", ERROR, "sequence control kind given more than once", family=FAMILY, needs_field="sequence_batching")
 def control_kind_once(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     first: dict[int, str] = {}
     for path, name, control in _controls(cfg):
         if control.kind in first:
@@ -82,11 +76,9 @@ def control_kind_once(ctx: LintContext, m: ModelInfo) -> None:
             first[control.kind] = name
 
 
-@rule("TK513", ERROR, "sequence control without exactly one false/true pair", family=FAMILY)
+@rule("TK513", ERROR, "sequence control without exactly one false/true pair", family=FAMILY, needs_field="sequence_batching")
 def control_values(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     for path, name, control in _controls(cfg):
         if control.kind == _CORRID:
             continue  # TK514: the correlation id carries a data type, not values
@@ -106,11 +98,9 @@ def control_values(ctx: LintContext, m: ModelInfo) -> None:
                        if given[0] != "bool_false_true" else "write bool_false_true: [ false, true ]")
 
 
-@rule("TK514", ERROR, "correlation-id control with values or a type Triton does not accept", family=FAMILY)
+@rule("TK514", ERROR, "correlation-id control with values or a type Triton does not accept", family=FAMILY, needs_field="sequence_batching")
 def corrid_control(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     for path, name, control in _controls(cfg):
         if control.kind != _CORRID:
             continue
@@ -151,11 +141,9 @@ def _states(cfg: mc.ModelConfig) -> Iterator[tuple[str, mc.ModelSequenceBatching
         yield f"sequence_batching.state[{i}]", state
 
 
-@rule("TK516", ERROR, "implicit state's initial_state is incomplete or given twice", family=FAMILY)
+@rule("TK516", ERROR, "implicit state's initial_state is incomplete or given twice", family=FAMILY, needs_field="sequence_batching")
 def initial_state_present(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     with_initial: set[str] = set()
     for base, state in _states(cfg):
         count = len(state.initial_state)
@@ -178,11 +166,9 @@ def initial_state_present(ctx: LintContext, m: ModelInfo) -> None:
         with_initial.add(state.input_name)
 
 
-@rule("TK517", ERROR, "initial_state type or dims disagree with its state", family=FAMILY)
+@rule("TK517", ERROR, "initial_state type or dims disagree with its state", family=FAMILY, needs_field="sequence_batching")
 def initial_state_shape(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     for base, state in _states(cfg):
         if len(state.initial_state) != 1:
             continue  # TK516
@@ -204,11 +190,9 @@ def initial_state_shape(ctx: LintContext, m: ModelInfo) -> None:
                        field=path, hint=f"use dims: {want} (a -1 in the state may take any size)")
 
 
-@rule("TK518", ERROR, "initial_state data file missing or too small", family=FAMILY)
+@rule("TK518", ERROR, "initial_state data file missing or too small", family=FAMILY, needs_field="sequence_batching")
 def initial_state_file(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    if not cfg.HasField("sequence_batching"):
-        return
     for base, state in _states(cfg):
         if len(state.initial_state) != 1 or state.initial_state[0].WhichOneof("state_data") != "data_file":
             continue
