@@ -95,7 +95,7 @@ def _delay(ms: int, *, batched: bool = False) -> dict[str, np.ndarray]:
 
 def test_client_reports_server_not_running_as_connect_error_within_one_second(dead_url: str) -> None:
     started = time.monotonic()
-    with Client(dead_url, timeout_s=30) as client, pytest.raises(ConnectError) as caught:
+    with Client(dead_url, timeouts=30) as client, pytest.raises(ConnectError) as caught:
         client.infer("any_model", {"X": np.zeros(1, np.float32)})
     assert time.monotonic() - started < 1.0
     assert not isinstance(caught.value, DeadlineExceededError)
@@ -105,7 +105,7 @@ def test_client_reports_server_not_running_as_connect_error_within_one_second(de
 
 def test_async_client_reports_server_not_running_as_connect_error_within_one_second(dead_url: str) -> None:
     async def run() -> None:
-        async with AsyncClient(dead_url, timeout_s=30) as client:
+        async with AsyncClient(dead_url, timeouts=30) as client:
             await client.infer("any_model", {"X": np.zeros(1, np.float32)})
 
     started = time.monotonic()
@@ -120,7 +120,7 @@ def test_client_with_retries_still_reports_a_dead_server_as_connect_error_inside
     retry = RetryPolicy(max_attempts=1000, initial_backoff_s=0.02, max_backoff_s=0.1)
     started = time.monotonic()
     with (
-        Client(dead_url, timeout_s=0.6, retry=retry) as client,
+        Client(dead_url, timeouts=0.6, retry=retry) as client,
         pytest.raises(ConnectError, match="gave up after"),
     ):
         client.infer("any_model", {"X": np.zeros(1, np.float32)})
@@ -160,7 +160,7 @@ def test_async_client_reports_a_model_past_its_deadline_as_deadline_exceeded(ser
 
 def test_client_reports_a_full_queue_as_overloaded(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=20) as client:
+        async with AsyncClient(server.grpc_url, timeouts=20) as client:
             await client.model_metadata("queue1")
             calls = [client.infer("queue1", _delay(400, batched=True)) for _ in range(5)]
             return await asyncio.gather(*calls, return_exceptions=True)
@@ -180,7 +180,7 @@ def test_client_with_retries_gets_through_a_full_queue(server: TritonServer) -> 
     retry = RetryPolicy(max_attempts=50, initial_backoff_s=0.05, max_backoff_s=0.3)
 
     async def run() -> list[dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=20, retry=retry) as client:
+        async with AsyncClient(server.grpc_url, timeouts=20, retry=retry) as client:
             await client.model_metadata("queue1")
             return await asyncio.gather(
                 *(client.infer("queue1", _delay(150, batched=True)) for _ in range(4))

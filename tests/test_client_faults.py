@@ -24,7 +24,7 @@ from tests.support.client_models import ECHO_INPUT as X
 from tests.support.client_models import registered_regions, write_counter, write_echo
 from tests.support.pymodels import write_python_model
 from tritonkit.cli import main
-from tritonkit.client import AsyncClient, Client, RetryPolicy
+from tritonkit.client import AsyncClient, Client, RetryPolicy, Timeouts
 from tritonkit.errors import (
     ClientClosedError,
     ClientError,
@@ -165,7 +165,7 @@ def test_a_call_lost_when_the_server_dies_mid_flight_is_connection_lost_and_sent
 ) -> None:
     ledger = tmp_path / "ledger.txt"
     retry = RetryPolicy(max_attempts=3, initial_backoff_s=0.01, max_backoff_s=0.05, idempotent=idempotent)
-    with _ledger_server(tmp_path / "repo") as srv, Client(srv.grpc_url, timeout_s=20, retry=retry) as client:
+    with _ledger_server(tmp_path / "repo") as srv, Client(srv.grpc_url, timeouts=20, retry=retry) as client:
         client.model_metadata("ledger")
         pid = srv.pid
         assert pid is not None
@@ -196,7 +196,7 @@ def test_a_listener_that_accepts_but_never_answers_is_a_connect_timeout_not_a_re
     try:
         started = time.monotonic()
         with (
-            Client(url, timeout_s=10, connect_timeout_s=0.5) as client,
+            Client(url, timeouts=Timeouts(call_s=10, connect_s=0.5)) as client,
             pytest.raises(ConnectTimeoutError) as caught,
         ):
             client.infer("any", {"X": np.zeros(1, np.float32)})
@@ -213,7 +213,7 @@ def test_a_listener_that_accepts_but_never_answers_is_a_connect_timeout_not_a_re
 
 def test_a_queue_timeout_is_reported_as_a_queue_timeout_not_a_full_queue(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=20) as client:
+        async with AsyncClient(server.grpc_url, timeouts=20) as client:
             await client.model_metadata("queued")
             return await asyncio.gather(
                 *(client.infer("queued", _delay(400)) for _ in range(3)), return_exceptions=True
@@ -362,7 +362,7 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
 ) -> None:
     pid = server.pid
     assert pid is not None
-    with Client(server.grpc_url, timeout_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0) as client:
+    with Client(server.grpc_url, timeouts=Timeouts(call_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0)) as client:
         client.model_metadata("ledger")
         stream = client.stream("counter", _count(200, 50), idle_timeout_s=1.0)  # no overall deadline
         next(stream)
@@ -387,12 +387,12 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
 def test_streams_have_an_idle_timeout_and_channels_keepalive_by_default() -> None:
     client = Client("127.0.0.1:1")
     options = dict(client._channel_args)
-    assert client.stream_idle_timeout_s == 60.0
+    assert client.timeouts.stream_idle_s == 60.0
     assert options["grpc.keepalive_time_ms"] == 330_000
     assert options["grpc.keepalive_timeout_ms"] == options["grpc.http2.ping_timeout_ms"] == 20_000
     assert options["grpc.http2.max_pings_without_data"] == 0
     # The connect timeout and the reconnect backoff are separate options.
-    quick = Client("127.0.0.1:1", connect_timeout_s=2.5, reconnect_backoff_max_s=0.2)
+    quick = Client("127.0.0.1:1", timeouts=Timeouts(connect_s=2.5, reconnect_backoff_max_s=0.2))
     assert dict(quick._channel_args)["grpc.min_reconnect_backoff_ms"] == 2500
     assert dict(quick._channel_args)["grpc.max_reconnect_backoff_ms"] == 200
     client.close()

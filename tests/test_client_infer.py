@@ -69,7 +69,7 @@ B = np.ones((2, 4), dtype=np.float32)
 
 
 def test_client_round_trip_returns_every_output_as_numpy(server: TritonServer) -> None:
-    with Client(server.grpc_url, timeout_s=10) as client:
+    with Client(server.grpc_url, timeouts=10) as client:
         outputs = client.infer("add_sub", {"INPUT0": A, "INPUT1": B})
     assert set(outputs) == {"OUTPUT0", "OUTPUT1"}
     np.testing.assert_array_equal(outputs["OUTPUT0"], A + B)
@@ -86,7 +86,7 @@ def test_client_returns_only_the_selected_outputs(server: TritonServer) -> None:
 
 def test_async_client_round_trip_with_many_calls_in_flight(server: TritonServer) -> None:
     async def run() -> list[dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=10) as client:
+        async with AsyncClient(server.grpc_url, timeouts=10) as client:
             batches = [np.full((1, 4), i, dtype=np.float32) for i in range(16)]
             return await asyncio.gather(
                 *(client.infer("add_sub", {"INPUT0": b, "INPUT1": b}) for b in batches)

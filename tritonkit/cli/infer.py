@@ -110,7 +110,7 @@ def infer(
       tritonkit infer add_sub --url 127.0.0.1:8001 \\
         --input 'INPUT0=[[1, 2, 3, 4]]' --input INPUT1=b.npy --json
     """
-    with Client(url, timeout_s=timeout_s) as client:
+    with Client(url, timeouts=timeout_s) as client:
         meta = client.model_metadata(model, version=model_version)
         arrays = dict(parse_input(text, meta) for text in inputs)
         selected = list(outputs) or None

@@ -42,7 +42,7 @@ class AsyncClient(ClientBase):
 
     Example::
 
-        async with AsyncClient("127.0.0.1:8001", timeout_s=5.0) as client:
+        async with AsyncClient("127.0.0.1:8001", timeouts=Timeouts(call_s=5.0)) as client:
             outputs = await client.infer("add_sub", {"INPUT0": a, "INPUT1": b})
 
     Use it from one event loop (the one of its first call: another loop is
@@ -239,7 +239,7 @@ class AsyncClient(ClientBase):
             self._check_open()
         if self._loop is not asyncio.get_running_loop():
             self._bind_loop()
-        deadline = Deadline(self.timeout_s if timeout_s is UNSET else timeout_s)
+        deadline = Deadline(self._call_s if timeout_s is UNSET else timeout_s)
         policy = self.retry if retry is UNSET else retry
         key = (model, version)
         attempt = 0
@@ -398,7 +398,7 @@ class AsyncClient(ClientBase):
             self,
             StreamRequest(model, inputs, version, outputs, request_id, priority, parameters),
             timeout_s=timeout_s,
-            idle_timeout_s=self.stream_idle_timeout_s if idle_timeout_s is UNSET else idle_timeout_s,
+            idle_timeout_s=self.timeouts.stream_idle_s if idle_timeout_s is UNSET else idle_timeout_s,
         )
         self._streams.add(stream)
         return stream

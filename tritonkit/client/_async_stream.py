@@ -62,7 +62,7 @@ class AsyncResponseStream:
     async def _open(self) -> None:
         client, request = self._client, self._request
         client._check_open()
-        timeout_s = self._deadline.timeout_s or client.timeout_s
+        timeout_s = self._deadline.timeout_s or client._call_s
         metadata = client.model_metadata
         prepared = client._prepare_stream(
             request, await metadata(request.model, version=request.version, timeout_s=timeout_s)

@@ -128,7 +128,7 @@ class ConnectWait:
                 f"TCP connection but did not answer as a gRPC server; {never}",
                 model=model,
                 hint="check that host:port is Triton's gRPC port (default 8001) and that the server is not "
-                "frozen or overloaded; raise Client(connect_timeout_s=...) for slow networks",
+                "frozen or overloaded; raise Timeouts(connect_s=...) for slow networks",
             )
         return ConnectError(
             f"cannot connect to Triton at {url} for {operation}: nothing accepted the connection; {never}",

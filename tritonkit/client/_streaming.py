@@ -55,7 +55,7 @@ def idle_timeout_error(model: str, url: str, idle_timeout_s: float, client: str)
         f"stream from model '{model}' at {url}: no response for {idle_timeout_s:g} s; the request was cancelled",
         model=model,
         hint="the server may be frozen or overloaded; raise idle_timeout_s "
-        f"({client}(stream_idle_timeout_s=...)) for models that think longer between responses",
+        f"({client}(timeouts=Timeouts(stream_idle_s=...))) for models that think longer between responses",
     )
 
 

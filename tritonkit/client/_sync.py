@@ -35,20 +35,23 @@ class Client(ClientBase):
 
     Example::
 
-        with Client("127.0.0.1:8001", timeout_s=5.0) as client:
+        with Client("127.0.0.1:8001", timeouts=Timeouts(call_s=5.0)) as client:
             outputs = client.infer("add_sub", {"INPUT0": a, "INPUT1": b})
 
-    Every call has a deadline (``timeout_s``, default 60 s; ``None`` for none)
-    that bounds everything it does: fetching the model's metadata the first
+    Every limit is one ``Timeouts`` value (``timeouts=5.0`` is short for
+    ``Timeouts(call_s=5.0)``). Every call has a deadline (``Timeouts.call_s``,
+    default 60 s; ``None`` for none; ``timeout_s=`` per call) that bounds everything it does: fetching the model's metadata the first
     time, retries, shared memory registration. Requests are checked against the
     model's metadata and config before anything is sent (and that metadata is
     fetched again when a request fails the check, or the server says the model
-    changed). A request is sent only once a connection is up (``connect_timeout_s``),
+    changed). A request is sent only once a connection is up (``Timeouts.connect_s``),
     so ``ConnectError`` always means "never sent" and ``ConnectionLostError``
     "may have executed". Failures raise the ``ClientError`` tree
     (``tritonkit.errors``). Retries are off unless ``retry=RetryPolicy(...)`` is
     given. Keepalive pings and a stream idle timeout notice a server that froze.
-    Safe to share between threads.
+    ``url`` is one server (``host:port``) or a balanced target (``dns:///name:port``,
+    ``ipv4:a:p,b:p``: calls go round-robin over every address). Requests larger
+    than ``max_message_bytes`` are refused before sending. Safe to share between threads.
     """
 
     def _open_io(self) -> None:
@@ -201,7 +204,7 @@ class Client(ClientBase):
         # so the checks are written out and the in-band send is inlined.
         if self._closed:
             self._check_open()
-        deadline = Deadline(self.timeout_s if timeout_s is UNSET else timeout_s)
+        deadline = Deadline(self._call_s if timeout_s is UNSET else timeout_s)
         policy = self.retry if retry is UNSET else retry
         key = (model, version)
         attempt = 0
@@ -332,7 +335,7 @@ class Client(ClientBase):
         leaving its ``with`` block, leaving a ``for`` loop over it (``break``,
         an exception), or dropping the last reference to it. ``timeout_s``
         bounds the whole stream (default: no deadline, generation can be long);
-        ``idle_timeout_s`` (default: the client's ``stream_idle_timeout_s``)
+        ``idle_timeout_s`` (default: the client's ``timeouts.stream_idle_s``)
         ends it with ``DeadlineExceededError`` when no response came for that
         long. The request is checked before anything is sent::
 
@@ -343,7 +346,7 @@ class Client(ClientBase):
         self._check_open()
         deadline = Deadline(timeout_s)
         request = StreamRequest(model, inputs, version, outputs, request_id, priority, parameters)
-        metadata_timeout_s = timeout_s or self.timeout_s
+        metadata_timeout_s = timeout_s or self._call_s
         prepared = self._prepare_stream(
             request, self.model_metadata(model, version=version, timeout_s=metadata_timeout_s)
         )
@@ -351,7 +354,7 @@ class Client(ClientBase):
             prepared = request.prepare(
                 self.model_metadata(model, version=version, timeout_s=metadata_timeout_s)
             )
-        idle = self.stream_idle_timeout_s if idle_timeout_s is UNSET else idle_timeout_s
+        idle = self.timeouts.stream_idle_s if idle_timeout_s is UNSET else idle_timeout_s
         stream = ResponseStream(self, prepared, deadline, idle)
         self._streams.add(stream)
         return stream

@@ -33,7 +33,7 @@ def _check_grpc(spec: PerfSpec, timeout_s: float) -> dict[str, Any]:
     # Lazy: the client pulls in grpc; install / parse users need not pay for it.
     from tritonkit.client import Client
 
-    with Client(spec.url, timeout_s=timeout_s) as client:
+    with Client(spec.url, timeouts=timeout_s) as client:
         if not client.is_live(timeout_s=timeout_s):
             raise ConnectError(
                 f"cannot reach Triton over gRPC at {spec.url}: nothing answered",
