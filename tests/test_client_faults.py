@@ -362,7 +362,9 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
 ) -> None:
     pid = server.pid
     assert pid is not None
-    with Client(server.grpc_url, timeouts=Timeouts(call_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0)) as client:
+    with Client(
+        server.grpc_url, timeouts=Timeouts(call_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0)
+    ) as client:
         client.model_metadata("ledger")
         stream = client.stream("counter", _count(200, 50), idle_timeout_s=1.0)  # no overall deadline
         next(stream)

@@ -155,7 +155,9 @@ class Target:
 def _host_port(text: str, *, original: str) -> str:
     """``host:port`` with port 8001 added when missing (IPv6 in brackets)."""
     if not text:
-        raise ConfigError(f"client URL {original!r} names no host", hint="pass host:port, e.g. 127.0.0.1:8001")
+        raise ConfigError(
+            f"client URL {original!r} names no host", hint="pass host:port, e.g. 127.0.0.1:8001"
+        )
     if text.startswith("["):
         address = text if "]:" in text else text + ":8001"
     elif text.count(":") == 0:
