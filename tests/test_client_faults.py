@@ -32,6 +32,7 @@ from tritonkit.errors import (
     ConnectionLostError,
     ConnectTimeoutError,
     DeadlineExceededError,
+    InvalidInputError,
     OverloadedError,
     QueueTimeoutError,
 )
@@ -321,6 +322,47 @@ def test_the_client_follows_a_reload_that_renames_an_input_and_changes_the_batch
                 return (await async_client.infer("resized", {"W": a[:, :2]}))["Y"].tolist()
 
         assert asyncio.run(run()) == [[0, 1], [4, 5]]
+
+
+def test_after_a_reload_that_renames_inputs_the_same_client_accepts_the_new_names_and_lists_them(
+    tmp_path: Path,
+) -> None:
+    """Only the name changes (same dtype and shape): the new name must be checked against fresh metadata."""
+
+    def write(name: str) -> None:
+        config = RESIZED_CONFIG.format(name=name, width=4, max_batch=8)
+        write_python_model(
+            tmp_path, "resized", config_pbtxt=config, model_py=RESIZED_PY.replace("{name}", name)
+        )
+
+    write("X")
+    a = np.arange(4, dtype=np.float32).reshape(1, 4)
+    with (
+        TritonServer(tmp_path, model_control="explicit", models=["resized"]) as srv,
+        Client(srv.grpc_url) as client,
+    ):
+        assert client.infer("resized", {"X": a})["Y"].tolist() == a.tolist()
+        write("Z")
+        srv.load_model("resized")
+        for _ in range(3):  # not only once: every later call too
+            assert client.infer("resized", {"Z": a})["Y"].tolist() == a.tolist()
+        with pytest.raises(InvalidInputError) as caught:
+            client.infer("resized", {"NOPE": a})
+        assert "unknown input 'NOPE'" in str(caught.value)
+        assert caught.value.message.endswith("The model expects: Z FP32 [batch<=8, 4]"), caught.value
+        with client.stream("resized", {"Z": a}) as responses:
+            assert [r["Y"].tolist() for r in responses] == [a.tolist()]
+
+        async def run() -> list[list[float]]:
+            async with AsyncClient(srv.grpc_url) as async_client:
+                await async_client.infer("resized", {"Z": a})
+                write("W")
+                srv.load_model("resized")
+                with pytest.raises(InvalidInputError, match=r"The model expects: W FP32"):
+                    await async_client.infer("resized", {"Z2": a})
+                return (await async_client.infer("resized", {"W": a}))["Y"].tolist()
+
+        assert asyncio.run(run()) == a.tolist()
 
 
 # ---- 4. AsyncClient: typed errors on close, one event loop -------------------------

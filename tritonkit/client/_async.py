@@ -289,7 +289,7 @@ class AsyncClient(ClientBase):
                         parameters=prepared.parameters,
                         client_timeout=self._timeout(deadline, "infer", model),
                     )
-                    return decode_response(result.get_response(), model=meta.name)
+                    return decode_response(result.get_response(), prepared)
                 try:
                     return await self._send_shm(prepared, deadline, strict=self._strict_shm(shared_memory))
                 except ShmUnusable:
@@ -318,7 +318,7 @@ class AsyncClient(ClientBase):
         result = await self._tc.infer(
             **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", prepared.meta.name)
         )
-        return decode_response(result.get_response(), segment=segment, model=prepared.meta.name)
+        return decode_response(result.get_response(), prepared, segment)
 
     async def _send_shm(
         self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool

@@ -93,6 +93,7 @@ class ClientBase:
         self.max_message_bytes = max_message_bytes
         #: The target spreads calls over several servers (``dns:///``, ``ipv4:`` lists).
         self.balanced = target.balanced
+        self._addresses = target.addresses
         # Read on every call: kept as a plain attribute.
         self._call_s = self.timeouts.call_s
         self._channel_args = channel_args(
@@ -156,6 +157,7 @@ class ClientBase:
             model=model,
             deadline=deadline,
             connect_timeout_s=self.timeouts.connect_s,
+            addresses=self._addresses,
         )
 
     def _retry_policy(self, retry: RetryPolicy | None | Unset) -> RetryPolicy | None:
@@ -229,6 +231,7 @@ class ClientBase:
             server_timeout_us=server_timeout_us,
             shm_threshold_bytes=self._threshold(shared_memory),
             model_version=version,
+            max_message_bytes=self.max_message_bytes,
         )
 
     def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None:
@@ -237,7 +240,7 @@ class ClientBase:
         On None the caller fetches the metadata again and prepares once more.
         """
         try:
-            return request.prepare(meta)
+            return request.prepare(meta, self.max_message_bytes)
         except InvalidInputError:
             if not self._stale(request.model, request.version, meta):
                 raise

@@ -218,10 +218,17 @@ _BY_STATUS: dict[grpc.StatusCode, _Meaning] = {
     grpc.StatusCode.INVALID_ARGUMENT: _INVALID,
     grpc.StatusCode.OUT_OF_RANGE: _INVALID,
     grpc.StatusCode.FAILED_PRECONDITION: _INVALID,
+    # Triton reports a full queue as UNAVAILABLE; RESOURCE_EXHAUSTED comes from gRPC itself
+    # when a request or a response is larger than the channel's max message size (measured
+    # on grpcio 1.85 both ways: "Sent message larger than max", and after the model ran,
+    # "Received message larger than max"). Not an overload: sending it again cannot help,
+    # and for a response it would run the model again.
     grpc.StatusCode.RESOURCE_EXHAUSTED: (
-        OverloadedError,
-        "{where} refused {operation}: a resource is exhausted{said}",
-        "send less load or smaller requests; large tensors can go through shared memory",
+        InvalidInputError,
+        "{operation} on {where}: a message was larger than gRPC's max message size{said}",
+        "for a large request, send its tensors through shared memory (a server on this machine) or "
+        "split the batch; for a large response, ask for fewer outputs or a smaller batch; or raise "
+        "Client(max_message_bytes=...) and the server's limit",
     ),
     grpc.StatusCode.CANCELLED: (
         ClientError,

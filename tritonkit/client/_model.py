@@ -184,6 +184,19 @@ class ModelMetadata:
         }
 
     @cached_property
+    def output_checks(self) -> dict[str, tuple[TensorMetadata, int, tuple[tuple[int, int], ...]]]:
+        """Per output: its meta, the rank a response array must have, and its fixed axes as (axis, size)."""
+        offset = 1 if self.max_batch_size > 0 else 0
+        return {
+            meta.name: (
+                meta,
+                len(meta.dims) + offset,
+                tuple((axis + offset, size) for axis, size in enumerate(meta.dims) if size >= 0),
+            )
+            for meta in self.outputs
+        }
+
+    @cached_property
     def output_item_bytes(self) -> dict[str, int | None]:
         """Per output: bytes per batch item (the whole tensor without batching); None when not fixed."""
         sizes: dict[str, int | None] = {}

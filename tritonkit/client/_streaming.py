@@ -29,7 +29,7 @@ class StreamRequest:
     priority: int
     parameters: Mapping[str, ParamValue] | None
 
-    def prepare(self, meta: ModelMetadata) -> PreparedRequest:
+    def prepare(self, meta: ModelMetadata, max_message_bytes: int) -> PreparedRequest:
         """The checked request: every tensor in the message (a stream outlives a shared memory segment)."""
         return prepare_request(
             meta,
@@ -41,6 +41,7 @@ class StreamRequest:
             server_timeout_us=None,
             shm_threshold_bytes=None,
             model_version=self.version,
+            max_message_bytes=max_message_bytes,
         )
 
     @staticmethod

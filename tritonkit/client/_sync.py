@@ -253,7 +253,7 @@ class Client(ClientBase):
                         parameters=prepared.parameters,
                         client_timeout=self._timeout(deadline, "infer", model),
                     )
-                    return decode_response(result.get_response(), model=meta.name)
+                    return decode_response(result.get_response(), prepared)
                 try:
                     return self._send_shm(prepared, deadline, strict=self._strict_shm(shared_memory))
                 except ShmUnusable:
@@ -274,7 +274,7 @@ class Client(ClientBase):
         result = self._tc.infer(
             **prepared.send_kwargs(), client_timeout=self._timeout(deadline, "infer", prepared.meta.name)
         )
-        return decode_response(result.get_response(), segment=segment, model=prepared.meta.name)
+        return decode_response(result.get_response(), prepared, segment)
 
     def _send_shm(self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool) -> dict[str, Array]:
         plan = prepared.shm
@@ -352,7 +352,8 @@ class Client(ClientBase):
         )
         if prepared is None:  # the model changed since its metadata was cached
             prepared = request.prepare(
-                self.model_metadata(model, version=version, timeout_s=metadata_timeout_s)
+                self.model_metadata(model, version=version, timeout_s=metadata_timeout_s),
+                self.max_message_bytes,
             )
         idle = self.timeouts.stream_idle_s if idle_timeout_s is UNSET else idle_timeout_s
         stream = ResponseStream(self, prepared, deadline, idle)
