@@ -11,11 +11,9 @@ from collections.abc import Callable, Iterator
 import grpc
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 from click.testing import CliRunner
 
-from tests.support.client_models import ECHO_WIDTH, write_echo
-from tests.support.pymodels import write_python_model
+from tests.support.client_models import ECHO_WIDTH, requests_seen, write_echo, write_one_to_one
 from tests.support.tcp_proxy import TcpProxy
 from tritonkit.cli import main
 from tritonkit.client import AsyncClient, Client, RetryPolicy, Timeouts
@@ -26,60 +24,11 @@ from tritonkit.server import TritonServer
 pytestmark = pytest.mark.server
 
 # Returns N FP32 zeros: a small request with a response as large as asked.
-GROW_CONFIG = """
-name: "grow"
-backend: "python"
-max_batch_size: 0
-input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
-GROW_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            n = int(pb_utils.get_input_tensor_by_name(request, "N").as_numpy()[0])
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", np.zeros(n, np.float32))]))
-        return out
-"""
+GROW_BODY = "y = np.zeros(int(x[0]), np.float32)"
 # Declares Y FP32 [batch, 4]; the request parameter "break" makes it return something else.
-MISFIT_CONFIG = """
-name: "misfit"
-backend: "python"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
-MISFIT_PY = """
-import json
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
-            how = json.loads(request.parameters() or "{}").get("break", "")
-            if how == "shape":
-                y = x[:, :3]
-            elif how == "rank":
-                y = x.reshape(-1)
-            elif how == "batch":
-                y = np.concatenate([x, x])
-            elif how == "dtype":
-                y = x.astype(np.int32)
-            else:
-                y = x
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", y)]))
-        return out
+MISFIT_BODY = """
+how = params.get("break", "")
+y = {"shape": x[:, :3], "rank": x.reshape(-1), "batch": np.concatenate([x, x]), "dtype": x.astype(np.int32)}.get(how, x)
 """
 X = np.arange(8, dtype=np.float32).reshape(2, 4)
 
@@ -88,17 +37,19 @@ X = np.arange(8, dtype=np.float32).reshape(2, 4)
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_limits_repo")
     write_echo(repo)
-    write_python_model(repo, "grow", config_pbtxt=GROW_CONFIG, model_py=GROW_PY)
-    write_python_model(repo, "misfit", config_pbtxt=MISFIT_CONFIG, model_py=MISFIT_PY)
+    write_one_to_one(
+        repo, "grow", max_batch_size=0, input=("N", "INT32", "1"), output=("Y", "FP32", "-1"), body=GROW_BODY
+    )
+    write_one_to_one(
+        repo,
+        "misfit",
+        max_batch_size=8,
+        input=("X", "FP32", "4"),
+        output=("Y", "FP32", "4"),
+        body=MISFIT_BODY,
+    )
     with TritonServer(repo) as started:
         yield started
-
-
-def _executions(url: str, model: str) -> int:
-    """How many requests the server received for ``model`` (succeeded or failed)."""
-    with grpcclient.InferenceServerClient(url) as raw:
-        stats = raw.get_inference_statistics(model).model_stats[0].inference_stats
-        return int(stats.success.count + stats.fail.count)
 
 
 RETRY = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=0.02)
@@ -108,7 +59,7 @@ RETRY = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=0.02)
 def test_a_request_over_the_channel_limit_is_refused_locally_and_never_retried(server: TritonServer) -> None:
     """The 2 GiB case at a limit of 256 KiB: the same decision, without allocating 2 GiB."""
     big = np.zeros((1, ECHO_WIDTH), np.float32)  # 1 MiB in the message
-    before = _executions(server.grpc_url, "echo")
+    before = requests_seen(server.grpc_url, "echo")
     with Client(server.grpc_url, max_message_bytes=256 * 1024, shared_memory="never", retry=RETRY) as client:
         started = time.monotonic()
         with pytest.raises(InvalidInputError) as caught:
@@ -121,7 +72,7 @@ def test_a_request_over_the_channel_limit_is_refused_locally_and_never_retried(s
     assert "1048576 bytes" in str(error) and "262144" in str(error)
     assert "not sent" in str(error)
     assert error.hint is not None and "shared memory" in error.hint and "max_message_bytes" in error.hint
-    assert _executions(server.grpc_url, "echo") == before, "the request reached the server"
+    assert requests_seen(server.grpc_url, "echo") == before, "the request reached the server"
 
 
 def test_async_client_refuses_a_request_over_the_channel_limit_too(server: TritonServer) -> None:
@@ -145,7 +96,7 @@ def test_a_request_at_the_limit_goes_through_shared_memory_when_the_server_is_lo
 
 def test_a_response_over_the_channel_limit_is_not_overload_and_is_not_retried(server: TritonServer) -> None:
     """gRPC refuses it with RESOURCE_EXHAUSTED after the model ran: retrying would run it again."""
-    before = _executions(server.grpc_url, "grow")
+    before = requests_seen(server.grpc_url, "grow")
     with Client(server.grpc_url, max_message_bytes=256 * 1024, retry=RETRY) as client:
         with pytest.raises(InvalidInputError) as caught:
             client.infer("grow", {"N": np.array([ECHO_WIDTH], np.int32)})
@@ -156,7 +107,7 @@ def test_a_response_over_the_channel_limit_is_not_overload_and_is_not_retried(se
     assert "gave up" not in str(error)
     assert "message size" in str(error) and "RESOURCE_EXHAUSTED" in str(error)
     assert error.hint is not None and "max_message_bytes" in error.hint
-    assert _executions(server.grpc_url, "grow") == before + 2, "the large request should have run once"
+    assert requests_seen(server.grpc_url, "grow") == before + 2, "the large request should have run once"
 
 
 # ---- outputs checked against the model's declared dtype and shape ------------------------

@@ -18,8 +18,10 @@ __all__ = [
     "ECHO_PY",
     "ECHO_WIDTH",
     "registered_regions",
+    "requests_seen",
     "write_counter",
     "write_echo",
+    "write_one_to_one",
 ]
 
 COUNTER_CONFIG = """
@@ -112,8 +114,74 @@ def write_echo(repo: Path) -> Path:
     return write_python_model(repo, "echo", config_pbtxt=ECHO_CONFIG, model_py=ECHO_PY)
 
 
+def requests_seen(url: str, model: str) -> int:
+    """How many requests the server counted for ``model`` (succeeded or failed), from its statistics."""
+    with grpcclient.InferenceServerClient(url) as raw:
+        stats = raw.get_inference_statistics(model).model_stats[0].inference_stats
+        return int(stats.success.count + stats.fail.count)
+
+
 def registered_regions(url: str) -> list[str]:
     """The system shared memory regions of this toolkit the server at ``url`` holds registered."""
     with grpcclient.InferenceServerClient(url) as raw:
         status = raw.get_system_shared_memory_status()
     return [name for name in status.regions if name.startswith(SEGMENT_PREFIX)]
+
+
+_ONE_TO_ONE_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: {max_batch_size}
+input [ {{ name: "{input}" data_type: TYPE_{input_type} dims: [ {input_dims} ] }} ]
+output [ {{ name: "{output}" data_type: TYPE_{output_type} dims: [ {output_dims} ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+_ONE_TO_ONE_PY = """
+import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            params = json.loads(request.parameters() or "{{}}")
+            x = pb_utils.get_input_tensor_by_name(request, "{input}").as_numpy()
+{body}
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("{output}", y)]))
+        return responses
+"""
+
+
+def write_one_to_one(
+    repo: Path,
+    name: str,
+    *,
+    max_batch_size: int,
+    input: tuple[str, str, str],
+    output: tuple[str, str, str],
+    body: str,
+) -> Path:
+    """A model of one input and one output, each ``(name, config type, dims)`` like ``("X", "FP32", "4")``.
+
+    ``body`` computes ``y`` from ``x`` (the input array) and ``params`` (the request parameters).
+    """
+    (in_name, in_type, in_dims), (out_name, out_type, out_dims) = input, output
+    config = _ONE_TO_ONE_CONFIG.format(
+        name=name,
+        max_batch_size=max_batch_size,
+        input=in_name,
+        input_type=in_type,
+        input_dims=in_dims,
+        output=out_name,
+        output_type=out_type,
+        output_dims=out_dims,
+    )
+    indented = "\n".join(" " * 12 + line for line in body.strip().splitlines())
+    return write_python_model(
+        repo,
+        name,
+        config_pbtxt=config,
+        model_py=_ONE_TO_ONE_PY.format(input=in_name, output=out_name, body=indented),
+    )
