@@ -138,6 +138,9 @@ instance_group [ {{ count: 1 kind: KIND_CPU }} ]
 """
 _ONE_TO_ONE_PY = """
 import json
+import os
+import time
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -165,7 +168,8 @@ def write_one_to_one(
 ) -> Path:
     """A model of one input and one output, each ``(name, config type, dims)`` like ``("X", "FP32", "4")``.
 
-    ``body`` computes ``y`` from ``x`` (the input array) and ``params`` (the request parameters).
+    ``body`` computes ``y`` from ``x`` (the input array) and ``params`` (the request parameters);
+    ``json``, ``os``, ``time`` and ``np`` are imported.
     """
     (in_name, in_type, in_dims), (out_name, out_type, out_dims) = input, output
     config = _ONE_TO_ONE_CONFIG.format(

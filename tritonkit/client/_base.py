@@ -295,6 +295,7 @@ class ClientBase:
             meta=failed.meta,
             server_timeout_us=failed.server_timeout_us,
             elapsed_s=time.monotonic() - failed.started,
+            balanced=self.balanced,
         )
         if cause is not None or model is None:
             return cause or UnavailableCause.OVERLOADED, None

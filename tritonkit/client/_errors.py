@@ -125,6 +125,7 @@ def unavailable_cause(
     meta: ModelMetadata | None,
     server_timeout_us: int | None,
     elapsed_s: float,
+    balanced: bool = False,
 ) -> UnavailableCause | None:
     """Resolve ``UNAVAILABLE`` from what the client saw; None when only a readiness probe can tell.
 
@@ -133,12 +134,17 @@ def unavailable_cause(
     None for calls that are not inference. ``elapsed_s``: how long the call took.
     On None the caller asks whether the model is ready (rate-limited, so an
     overloaded server is not sent one more call per refusal) and picks
-    ``MODEL_NOT_READY`` or ``OVERLOADED``.
+    ``MODEL_NOT_READY`` or ``OVERLOADED``. ``balanced``: the channel spreads calls
+    over several servers; then it never returns None (see below).
     """
+    # A balanced channel stays READY while any of its servers is connected, so its state
+    # cannot tell a broken connection from a refusal, and a readiness probe may reach
+    # another server: only the model's queue policy can explain the status; otherwise
+    # the safe reading, the request may have run.
     if not connected:
         return UnavailableCause.CONNECTION_LOST
     if meta is None:
-        return None
+        return UnavailableCause.CONNECTION_LOST if balanced else None
     timeouts = [t for t in (meta.queue_timeout_us, server_timeout_us or 0) if t > 0]
     may_time_out = meta.queue_timeout_rejects and bool(timeouts)
     may_be_full = meta.max_queue_size > 0
@@ -153,7 +159,7 @@ def unavailable_cause(
         return UnavailableCause.QUEUE_TIMEOUT
     if may_be_full:
         return UnavailableCause.QUEUE_FULL
-    return None
+    return UnavailableCause.CONNECTION_LOST if balanced else None
 
 
 # What each status (and each cause of UNAVAILABLE) becomes: (error class, message, hint).
