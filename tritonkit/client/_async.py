@@ -130,13 +130,16 @@ class AsyncClient(
             self._raise_if_closed(operation, model)
             raise
 
+    def _channel_ready(self) -> bool:
+        return aio_is_ready(self._tc._channel)
+
     async def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
             return await getattr(self._tc, step.method)(*step.args, **step.kwargs)
         if type(step) is Connect:
-            channel = self._tc._channel
-            if not aio_is_ready(channel):
-                await aio_connect(channel, self._connect_wait(step.deadline, step.operation, step.model))
+            await aio_connect(
+                self._tc._channel, self._connect_wait(step.deadline, step.operation, step.model)
+            )
             return None
         if type(step) is Metadata:
             return await self._metadata_once(step.model, step.version, step.deadline)

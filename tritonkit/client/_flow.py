@@ -54,7 +54,10 @@ class Rpc:
 
 
 class Connect:
-    """Make sure the channel is connected before sending (see ``_channel``); raise ``ConnectError`` if not."""
+    """Wait until the channel is connected (see ``_channel``); raise ``ConnectError`` if it will not be.
+
+    Yielded only when ``_channel_ready()`` says it is not: not on the hot path.
+    """
 
     __slots__ = ("deadline", "model", "operation")
 
@@ -300,7 +303,8 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
                 raise self._expired(deadline, operation, model)
             started = time.monotonic()
             try:
-                yield Connect(deadline, operation, model)
+                if not self._channel_ready():
+                    yield Connect(deadline, operation, model)
                 return (yield from steps())
             except ConnectError as not_sent:
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=retry, deadline=deadline)
@@ -365,7 +369,8 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
             meta: ModelMetadata | None = None
             sent = False
             try:
-                yield Connect(deadline, "infer", model)
+                if not self._channel_ready():
+                    yield Connect(deadline, "infer", model)
                 meta = self._metadata.get(key)
                 fetched = meta is None
                 if meta is None:

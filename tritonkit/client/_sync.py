@@ -99,12 +99,14 @@ class Client(Flows[dict[str, Array], ModelMetadata, bool, None, ResponseStream])
             except BaseException as exc:  # noqa: BLE001 - the call decides; what it does not handle comes back
                 result, failure = None, exc
 
+    def _channel_ready(self) -> bool:
+        return bool(self._cy.check_connectivity_state(False) == READY)
+
     def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
             return getattr(self._tc, step.method)(*step.args, **step.kwargs)
         if type(step) is Connect:
-            if self._cy.check_connectivity_state(False) != READY:
-                sync_connect(self._cy, self._connect_wait(step.deadline, step.operation, step.model))
+            sync_connect(self._cy, self._connect_wait(step.deadline, step.operation, step.model))
             return None
         if type(step) is Metadata:
             return self._metadata_once(step.model, step.version, step.deadline)
