@@ -48,6 +48,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         output=("Y", "FP32", "4"),
         body=MISFIT_BODY,
     )
+    # Always returns 3 of its 4 declared columns.
+    write_one_to_one(
+        repo,
+        "narrow",
+        max_batch_size=8,
+        input=("X", "FP32", "4"),
+        output=("Y", "FP32", "4"),
+        body="y = x[:, :3]",
+    )
     with TritonServer(repo) as started:
         yield started
 
@@ -146,10 +155,12 @@ def test_async_client_and_the_cli_check_outputs_too(server: TritonServer) -> Non
     with pytest.raises(ServerSideError, match="declares FP32"):
         asyncio.run(run())
     result = CliRunner().invoke(
-        main, ["infer", "misfit", "--url", server.grpc_url, "--input", "X=[[1, 2, 3, 4]]"]
+        main, ["infer", "narrow", "--url", server.grpc_url, "--input", "X=[[1, 2, 3, 4]]"]
     )
-    assert result.exit_code == 0, result.output
-    # The CLI has no way to ask the model to misbehave; the library check is the same code.
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "output 'Y'" in result.output and "declares FP32 [batch<=8, 4]" in result.output
+    assert "returned FP32 [1, 3]" in result.output
 
 
 # ---- a server back while the channel still backs off -------------------------------------
