@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
+from tests.support.client_models import write_sleeper
 from tests.support.pymodels import write_python_model
 from tritonkit.client import AsyncClient, Client, RetryPolicy
 from tritonkit.errors import (
@@ -24,29 +25,6 @@ from tritonkit.server import TritonServer, free_ports
 
 pytestmark = pytest.mark.server
 
-SLEEP_PY = """
-import time
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            delay_ms = pb_utils.get_input_tensor_by_name(request, "DELAY_MS").as_numpy()
-            time.sleep(float(delay_ms.flat[0]) / 1000.0)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", delay_ms)]))
-        return out
-"""
-SLEEP_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: {max_batch_size}
-input [ {{ name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
-{extra}
-"""
 # One instance, at most one request waiting: the rest are refused (queue policy REJECT).
 QUEUE_POLICY = "dynamic_batching { default_queue_policy { max_queue_size: 1 timeout_action: REJECT } }"
 BOOM_CONFIG = """
@@ -73,10 +51,8 @@ class TritonPythonModel:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_errors_repo")
-    slow = SLEEP_CONFIG.format(name="slow", max_batch_size=0, extra="")
-    queue1 = SLEEP_CONFIG.format(name="queue1", max_batch_size=1, extra=QUEUE_POLICY)
-    write_python_model(repo, "slow", config_pbtxt=slow, model_py=SLEEP_PY)
-    write_python_model(repo, "queue1", config_pbtxt=queue1, model_py=SLEEP_PY)
+    write_sleeper(repo, "slow", max_batch_size=0)
+    write_sleeper(repo, "queue1", max_batch_size=1, extra=QUEUE_POLICY)
     write_python_model(repo, "boom", config_pbtxt=BOOM_CONFIG, model_py=BOOM_PY)
     with TritonServer(repo) as started:
         yield started

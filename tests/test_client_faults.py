@@ -21,7 +21,14 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.client_models import ECHO_INPUT as X
-from tests.support.client_models import registered_regions, write_counter, write_echo
+from tests.support.client_models import (
+    count_inputs,
+    registered_regions,
+    wait_for_file,
+    write_counter,
+    write_echo,
+    write_sleeper,
+)
 from tests.support.pymodels import write_python_model
 from tritonkit.cli import main
 from tritonkit.client import AsyncClient, Client, RetryPolicy, Timeouts
@@ -40,36 +47,6 @@ from tritonkit.server import TritonServer
 
 pytestmark = pytest.mark.server
 
-# Sleeps DELAY_MS, and appends one line per execution to the file named by the request
-# parameter "ledger": the server's own record of how often it ran a request.
-LEDGER_PY = """
-import json
-import time
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            ledger = json.loads(request.parameters() or "{}").get("ledger")
-            if ledger:
-                with open(ledger, "a") as f:
-                    f.write("ran\\n")
-            delay = pb_utils.get_input_tensor_by_name(request, "DELAY_MS").as_numpy()
-            time.sleep(float(delay.flat[0]) / 1000.0)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", delay)]))
-        return out
-"""
-LEDGER_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 1
-input [ {{ name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
-{extra}
-"""
 # Requests wait at most 100 ms in the queue, then are rejected (no size limit).
 QUEUE_TIMEOUT = "dynamic_batching { default_queue_policy { default_timeout_microseconds: 100000 timeout_action: REJECT } }"
 # Refuses every request with UNAVAILABLE from a live server, and no queue policy explains it:
@@ -118,38 +95,16 @@ def _delay(ms: int) -> dict[str, np.ndarray]:
     return {"DELAY_MS": np.array([[ms]], dtype=np.int32)}
 
 
-def _count(n: int, delay_ms: int) -> dict[str, np.ndarray]:
-    return {"N": np.array([n], dtype=np.int32), "DELAY_MS": np.array([delay_ms], dtype=np.int32)}
-
-
-def _wait_for(path: Path, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _ledger_server(repo: Path) -> TritonServer:
-    write_python_model(
-        repo, "ledger", config_pbtxt=LEDGER_CONFIG.format(name="ledger", extra=""), model_py=LEDGER_PY
-    )
+    write_sleeper(repo, "ledger")
     return TritonServer(repo)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_faults_repo")
-    write_python_model(
-        repo, "ledger", config_pbtxt=LEDGER_CONFIG.format(name="ledger", extra=""), model_py=LEDGER_PY
-    )
-    write_python_model(
-        repo,
-        "queued",
-        config_pbtxt=LEDGER_CONFIG.format(name="queued", extra=QUEUE_TIMEOUT),
-        model_py=LEDGER_PY,
-    )
+    write_sleeper(repo, "ledger")
+    write_sleeper(repo, "queued", extra=QUEUE_TIMEOUT)
     write_echo(repo)
     write_counter(repo, "counter", instances=2)
     write_python_model(repo, "refuser", config_pbtxt=REFUSER_CONFIG, model_py=REFUSER_PY)
@@ -371,7 +326,7 @@ def test_closing_an_async_client_ends_its_calls_in_flight_with_a_typed_error(ser
         client = AsyncClient(server.grpc_url)
         await client.model_metadata("ledger")
         calls = [asyncio.create_task(client.infer("ledger", _delay(1000))) for _ in range(3)]
-        stream = client.stream("counter", _count(100, 20))
+        stream = client.stream("counter", count_inputs(100, 20))
         reader = asyncio.create_task(stream.__anext__())
         await asyncio.sleep(0.3)
         await client.close()
@@ -408,7 +363,7 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
         server.grpc_url, timeouts=Timeouts(call_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0)
     ) as client:
         client.model_metadata("ledger")
-        stream = client.stream("counter", _count(200, 50), idle_timeout_s=1.0)  # no overall deadline
+        stream = client.stream("counter", count_inputs(200, 50), idle_timeout_s=1.0)  # no overall deadline
         next(stream)
         os.kill(pid, signal.SIGSTOP)
         try:
@@ -449,20 +404,20 @@ def test_leaving_a_for_loop_over_a_stream_cancels_the_request_on_the_server(
 ) -> None:
     left_loop, dropped = tmp_path / "left-loop", tmp_path / "dropped"
     with Client(server.grpc_url) as client:
-        stream = client.stream("counter", _count(200, 20), parameters={"marker": str(left_loop)})
+        stream = client.stream("counter", count_inputs(200, 20), parameters={"marker": str(left_loop)})
         for response in stream:  # still referenced by `stream` after the loop
             if int(response["I"][0]) == 2:
                 break
-        assert _wait_for(left_loop), "the model kept generating after the loop was left"
+        assert wait_for_file(left_loop), "the model kept generating after the loop was left"
         assert int(left_loop.read_text()) < 100
         assert stream.done
 
         seen = 0
-        for response in client.stream("counter", _count(200, 20), parameters={"marker": str(dropped)}):
+        for response in client.stream("counter", count_inputs(200, 20), parameters={"marker": str(dropped)}):
             seen = int(response["I"][0])
             if seen == 2:
                 break
-        assert _wait_for(dropped), "the model kept generating after the stream was dropped"
+        assert wait_for_file(dropped), "the model kept generating after the stream was dropped"
 
 
 def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_server(
@@ -472,7 +427,7 @@ def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_serv
 
     async def run() -> None:
         async with AsyncClient(server.grpc_url) as client:
-            stream = client.stream("counter", _count(200, 20), parameters={"marker": str(marker)})
+            stream = client.stream("counter", count_inputs(200, 20), parameters={"marker": str(marker)})
             async for response in stream:
                 if int(response["I"][0]) == 2:
                     break
@@ -482,4 +437,4 @@ def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_serv
                 await asyncio.sleep(0.05)
 
     asyncio.run(run())
-    assert _wait_for(marker, timeout_s=1.0), "the model kept generating after the loop was left"
+    assert wait_for_file(marker, timeout_s=1.0), "the model kept generating after the loop was left"
