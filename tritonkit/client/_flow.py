@@ -124,6 +124,10 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         """Perform the steps of one call (the result, or an awaitable of it)."""
         raise NotImplementedError
 
+    def _channel_ready(self) -> bool:
+        """Whether the channel is connected now (a state read, no I/O: a few hundred nanoseconds)."""
+        raise NotImplementedError
+
     def _open_stream(
         self, request: StreamRequest, timeout_s: float | None, idle_timeout_s: float | None
     ) -> StreamT:
