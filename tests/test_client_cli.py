@@ -110,3 +110,10 @@ def test_infer_command_help_has_an_example() -> None:
     assert result.exit_code == 0
     assert "Example:" in result.output
     assert "tritonkit infer add_sub" in result.output
+
+
+def test_infer_command_refuses_a_port_out_of_range_at_once() -> None:
+    result = CliRunner().invoke(main, ["infer", "add_sub", "--url", "127.0.0.1:99999"])
+    assert result.exit_code == 2
+    assert "port '99999' is not a number from 1 to 65535" in result.output
+    assert "Traceback" not in result.output

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
+from tests.support.client_models import write_sleeper
 from tests.support.pymodels import write_python_model
 from tritonkit.client import AsyncClient, Client, RetryPolicy
 from tritonkit.errors import (
@@ -24,29 +25,6 @@ from tritonkit.server import TritonServer, free_ports
 
 pytestmark = pytest.mark.server
 
-SLEEP_PY = """
-import time
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            delay_ms = pb_utils.get_input_tensor_by_name(request, "DELAY_MS").as_numpy()
-            time.sleep(float(delay_ms.flat[0]) / 1000.0)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", delay_ms)]))
-        return out
-"""
-SLEEP_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: {max_batch_size}
-input [ {{ name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
-{extra}
-"""
 # One instance, at most one request waiting: the rest are refused (queue policy REJECT).
 QUEUE_POLICY = "dynamic_batching { default_queue_policy { max_queue_size: 1 timeout_action: REJECT } }"
 BOOM_CONFIG = """
@@ -73,10 +51,8 @@ class TritonPythonModel:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_errors_repo")
-    slow = SLEEP_CONFIG.format(name="slow", max_batch_size=0, extra="")
-    queue1 = SLEEP_CONFIG.format(name="queue1", max_batch_size=1, extra=QUEUE_POLICY)
-    write_python_model(repo, "slow", config_pbtxt=slow, model_py=SLEEP_PY)
-    write_python_model(repo, "queue1", config_pbtxt=queue1, model_py=SLEEP_PY)
+    write_sleeper(repo, "slow", max_batch_size=0)
+    write_sleeper(repo, "queue1", max_batch_size=1, extra=QUEUE_POLICY)
     write_python_model(repo, "boom", config_pbtxt=BOOM_CONFIG, model_py=BOOM_PY)
     with TritonServer(repo) as started:
         yield started
@@ -95,7 +71,7 @@ def _delay(ms: int, *, batched: bool = False) -> dict[str, np.ndarray]:
 
 def test_client_reports_server_not_running_as_connect_error_within_one_second(dead_url: str) -> None:
     started = time.monotonic()
-    with Client(dead_url, timeout_s=30) as client, pytest.raises(ConnectError) as caught:
+    with Client(dead_url, timeouts=30) as client, pytest.raises(ConnectError) as caught:
         client.infer("any_model", {"X": np.zeros(1, np.float32)})
     assert time.monotonic() - started < 1.0
     assert not isinstance(caught.value, DeadlineExceededError)
@@ -105,7 +81,7 @@ def test_client_reports_server_not_running_as_connect_error_within_one_second(de
 
 def test_async_client_reports_server_not_running_as_connect_error_within_one_second(dead_url: str) -> None:
     async def run() -> None:
-        async with AsyncClient(dead_url, timeout_s=30) as client:
+        async with AsyncClient(dead_url, timeouts=30) as client:
             await client.infer("any_model", {"X": np.zeros(1, np.float32)})
 
     started = time.monotonic()
@@ -120,7 +96,7 @@ def test_client_with_retries_still_reports_a_dead_server_as_connect_error_inside
     retry = RetryPolicy(max_attempts=1000, initial_backoff_s=0.02, max_backoff_s=0.1)
     started = time.monotonic()
     with (
-        Client(dead_url, timeout_s=0.6, retry=retry) as client,
+        Client(dead_url, timeouts=0.6, retry=retry) as client,
         pytest.raises(ConnectError, match="gave up after"),
     ):
         client.infer("any_model", {"X": np.zeros(1, np.float32)})
@@ -160,7 +136,7 @@ def test_async_client_reports_a_model_past_its_deadline_as_deadline_exceeded(ser
 
 def test_client_reports_a_full_queue_as_overloaded(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=20) as client:
+        async with AsyncClient(server.grpc_url, timeouts=20) as client:
             await client.model_metadata("queue1")
             calls = [client.infer("queue1", _delay(400, batched=True)) for _ in range(5)]
             return await asyncio.gather(*calls, return_exceptions=True)
@@ -180,7 +156,7 @@ def test_client_with_retries_gets_through_a_full_queue(server: TritonServer) -> 
     retry = RetryPolicy(max_attempts=50, initial_backoff_s=0.05, max_backoff_s=0.3)
 
     async def run() -> list[dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=20, retry=retry) as client:
+        async with AsyncClient(server.grpc_url, timeouts=20, retry=retry) as client:
             await client.model_metadata("queue1")
             return await asyncio.gather(
                 *(client.infer("queue1", _delay(150, batched=True)) for _ in range(4))

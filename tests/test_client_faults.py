@@ -21,10 +21,17 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.client_models import ECHO_INPUT as X
-from tests.support.client_models import registered_regions, write_counter, write_echo
+from tests.support.client_models import (
+    count_inputs,
+    registered_regions,
+    wait_for_file,
+    write_counter,
+    write_echo,
+    write_sleeper,
+)
 from tests.support.pymodels import write_python_model
 from tritonkit.cli import main
-from tritonkit.client import AsyncClient, Client, RetryPolicy
+from tritonkit.client import AsyncClient, Client, RetryPolicy, Timeouts
 from tritonkit.errors import (
     ClientClosedError,
     ClientError,
@@ -32,6 +39,7 @@ from tritonkit.errors import (
     ConnectionLostError,
     ConnectTimeoutError,
     DeadlineExceededError,
+    InvalidInputError,
     OverloadedError,
     QueueTimeoutError,
 )
@@ -39,36 +47,6 @@ from tritonkit.server import TritonServer
 
 pytestmark = pytest.mark.server
 
-# Sleeps DELAY_MS, and appends one line per execution to the file named by the request
-# parameter "ledger": the server's own record of how often it ran a request.
-LEDGER_PY = """
-import json
-import time
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            ledger = json.loads(request.parameters() or "{}").get("ledger")
-            if ledger:
-                with open(ledger, "a") as f:
-                    f.write("ran\\n")
-            delay = pb_utils.get_input_tensor_by_name(request, "DELAY_MS").as_numpy()
-            time.sleep(float(delay.flat[0]) / 1000.0)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", delay)]))
-        return out
-"""
-LEDGER_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 1
-input [ {{ name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
-{extra}
-"""
 # Requests wait at most 100 ms in the queue, then are rejected (no size limit).
 QUEUE_TIMEOUT = "dynamic_batching { default_queue_policy { default_timeout_microseconds: 100000 timeout_action: REJECT } }"
 # Refuses every request with UNAVAILABLE from a live server, and no queue policy explains it:
@@ -117,38 +95,16 @@ def _delay(ms: int) -> dict[str, np.ndarray]:
     return {"DELAY_MS": np.array([[ms]], dtype=np.int32)}
 
 
-def _count(n: int, delay_ms: int) -> dict[str, np.ndarray]:
-    return {"N": np.array([n], dtype=np.int32), "DELAY_MS": np.array([delay_ms], dtype=np.int32)}
-
-
-def _wait_for(path: Path, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _ledger_server(repo: Path) -> TritonServer:
-    write_python_model(
-        repo, "ledger", config_pbtxt=LEDGER_CONFIG.format(name="ledger", extra=""), model_py=LEDGER_PY
-    )
+    write_sleeper(repo, "ledger")
     return TritonServer(repo)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("client_faults_repo")
-    write_python_model(
-        repo, "ledger", config_pbtxt=LEDGER_CONFIG.format(name="ledger", extra=""), model_py=LEDGER_PY
-    )
-    write_python_model(
-        repo,
-        "queued",
-        config_pbtxt=LEDGER_CONFIG.format(name="queued", extra=QUEUE_TIMEOUT),
-        model_py=LEDGER_PY,
-    )
+    write_sleeper(repo, "ledger")
+    write_sleeper(repo, "queued", extra=QUEUE_TIMEOUT)
     write_echo(repo)
     write_counter(repo, "counter", instances=2)
     write_python_model(repo, "refuser", config_pbtxt=REFUSER_CONFIG, model_py=REFUSER_PY)
@@ -165,7 +121,7 @@ def test_a_call_lost_when_the_server_dies_mid_flight_is_connection_lost_and_sent
 ) -> None:
     ledger = tmp_path / "ledger.txt"
     retry = RetryPolicy(max_attempts=3, initial_backoff_s=0.01, max_backoff_s=0.05, idempotent=idempotent)
-    with _ledger_server(tmp_path / "repo") as srv, Client(srv.grpc_url, timeout_s=20, retry=retry) as client:
+    with _ledger_server(tmp_path / "repo") as srv, Client(srv.grpc_url, timeouts=20, retry=retry) as client:
         client.model_metadata("ledger")
         pid = srv.pid
         assert pid is not None
@@ -196,7 +152,7 @@ def test_a_listener_that_accepts_but_never_answers_is_a_connect_timeout_not_a_re
     try:
         started = time.monotonic()
         with (
-            Client(url, timeout_s=10, connect_timeout_s=0.5) as client,
+            Client(url, timeouts=Timeouts(call_s=10, connect_s=0.5)) as client,
             pytest.raises(ConnectTimeoutError) as caught,
         ):
             client.infer("any", {"X": np.zeros(1, np.float32)})
@@ -213,7 +169,7 @@ def test_a_listener_that_accepts_but_never_answers_is_a_connect_timeout_not_a_re
 
 def test_a_queue_timeout_is_reported_as_a_queue_timeout_not_a_full_queue(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=20) as client:
+        async with AsyncClient(server.grpc_url, timeouts=20) as client:
             await client.model_metadata("queued")
             return await asyncio.gather(
                 *(client.infer("queued", _delay(400)) for _ in range(3)), return_exceptions=True
@@ -323,13 +279,54 @@ def test_the_client_follows_a_reload_that_renames_an_input_and_changes_the_batch
         assert asyncio.run(run()) == [[0, 1], [4, 5]]
 
 
+def test_after_a_reload_that_renames_inputs_the_same_client_accepts_the_new_names_and_lists_them(
+    tmp_path: Path,
+) -> None:
+    """Only the name changes (same dtype and shape): the new name must be checked against fresh metadata."""
+
+    def write(name: str) -> None:
+        config = RESIZED_CONFIG.format(name=name, width=4, max_batch=8)
+        write_python_model(
+            tmp_path, "resized", config_pbtxt=config, model_py=RESIZED_PY.replace("{name}", name)
+        )
+
+    write("X")
+    a = np.arange(4, dtype=np.float32).reshape(1, 4)
+    with (
+        TritonServer(tmp_path, model_control="explicit", models=["resized"]) as srv,
+        Client(srv.grpc_url) as client,
+    ):
+        assert client.infer("resized", {"X": a})["Y"].tolist() == a.tolist()
+        write("Z")
+        srv.load_model("resized")
+        for _ in range(3):  # not only once: every later call too
+            assert client.infer("resized", {"Z": a})["Y"].tolist() == a.tolist()
+        with pytest.raises(InvalidInputError) as caught:
+            client.infer("resized", {"NOPE": a})
+        assert "unknown input 'NOPE'" in str(caught.value)
+        assert caught.value.message.endswith("The model expects: Z FP32 [batch<=8, 4]"), caught.value
+        with client.stream("resized", {"Z": a}) as responses:
+            assert [r["Y"].tolist() for r in responses] == [a.tolist()]
+
+        async def run() -> list[list[float]]:
+            async with AsyncClient(srv.grpc_url) as async_client:
+                await async_client.infer("resized", {"Z": a})
+                write("W")
+                srv.load_model("resized")
+                with pytest.raises(InvalidInputError, match=r"The model expects: W FP32"):
+                    await async_client.infer("resized", {"Z2": a})
+                return (await async_client.infer("resized", {"W": a}))["Y"].tolist()
+
+        assert asyncio.run(run()) == a.tolist()
+
+
 # ---- 4. AsyncClient: typed errors on close, one event loop -------------------------
 def test_closing_an_async_client_ends_its_calls_in_flight_with_a_typed_error(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:
         client = AsyncClient(server.grpc_url)
         await client.model_metadata("ledger")
         calls = [asyncio.create_task(client.infer("ledger", _delay(1000))) for _ in range(3)]
-        stream = client.stream("counter", _count(100, 20))
+        stream = client.stream("counter", count_inputs(100, 20))
         reader = asyncio.create_task(stream.__anext__())
         await asyncio.sleep(0.3)
         await client.close()
@@ -362,9 +359,11 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
 ) -> None:
     pid = server.pid
     assert pid is not None
-    with Client(server.grpc_url, timeout_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0) as client:
+    with Client(
+        server.grpc_url, timeouts=Timeouts(call_s=None, keepalive_time_s=1.0, keepalive_timeout_s=1.0)
+    ) as client:
         client.model_metadata("ledger")
-        stream = client.stream("counter", _count(200, 50), idle_timeout_s=1.0)  # no overall deadline
+        stream = client.stream("counter", count_inputs(200, 50), idle_timeout_s=1.0)  # no overall deadline
         next(stream)
         os.kill(pid, signal.SIGSTOP)
         try:
@@ -387,12 +386,12 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
 def test_streams_have_an_idle_timeout_and_channels_keepalive_by_default() -> None:
     client = Client("127.0.0.1:1")
     options = dict(client._channel_args)
-    assert client.stream_idle_timeout_s == 60.0
+    assert client.timeouts.stream_idle_s == 60.0
     assert options["grpc.keepalive_time_ms"] == 330_000
     assert options["grpc.keepalive_timeout_ms"] == options["grpc.http2.ping_timeout_ms"] == 20_000
     assert options["grpc.http2.max_pings_without_data"] == 0
     # The connect timeout and the reconnect backoff are separate options.
-    quick = Client("127.0.0.1:1", connect_timeout_s=2.5, reconnect_backoff_max_s=0.2)
+    quick = Client("127.0.0.1:1", timeouts=Timeouts(connect_s=2.5, reconnect_backoff_max_s=0.2))
     assert dict(quick._channel_args)["grpc.min_reconnect_backoff_ms"] == 2500
     assert dict(quick._channel_args)["grpc.max_reconnect_backoff_ms"] == 200
     client.close()
@@ -405,20 +404,20 @@ def test_leaving_a_for_loop_over_a_stream_cancels_the_request_on_the_server(
 ) -> None:
     left_loop, dropped = tmp_path / "left-loop", tmp_path / "dropped"
     with Client(server.grpc_url) as client:
-        stream = client.stream("counter", _count(200, 20), parameters={"marker": str(left_loop)})
+        stream = client.stream("counter", count_inputs(200, 20), parameters={"marker": str(left_loop)})
         for response in stream:  # still referenced by `stream` after the loop
             if int(response["I"][0]) == 2:
                 break
-        assert _wait_for(left_loop), "the model kept generating after the loop was left"
+        assert wait_for_file(left_loop), "the model kept generating after the loop was left"
         assert int(left_loop.read_text()) < 100
         assert stream.done
 
         seen = 0
-        for response in client.stream("counter", _count(200, 20), parameters={"marker": str(dropped)}):
+        for response in client.stream("counter", count_inputs(200, 20), parameters={"marker": str(dropped)}):
             seen = int(response["I"][0])
             if seen == 2:
                 break
-        assert _wait_for(dropped), "the model kept generating after the stream was dropped"
+        assert wait_for_file(dropped), "the model kept generating after the stream was dropped"
 
 
 def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_server(
@@ -428,7 +427,7 @@ def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_serv
 
     async def run() -> None:
         async with AsyncClient(server.grpc_url) as client:
-            stream = client.stream("counter", _count(200, 20), parameters={"marker": str(marker)})
+            stream = client.stream("counter", count_inputs(200, 20), parameters={"marker": str(marker)})
             async for response in stream:
                 if int(response["I"][0]) == 2:
                     break
@@ -438,4 +437,4 @@ def test_leaving_an_async_for_loop_over_a_stream_cancels_the_request_on_the_serv
                 await asyncio.sleep(0.05)
 
     asyncio.run(run())
-    assert _wait_for(marker, timeout_s=1.0), "the model kept generating after the loop was left"
+    assert wait_for_file(marker, timeout_s=1.0), "the model kept generating after the loop was left"

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 
 import tritonkit.client as client_pkg
-from tests.support.client_models import write_counter
+from tests.support.client_models import requests_seen, write_counter
 from tests.support.pymodels import write_add_sub, write_python_model
 from tritonkit.client import AsyncClient, Client, ModelMetadata
 from tritonkit.errors import ClientError, ConfigError, InvalidInputError
@@ -57,19 +56,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         yield started
 
 
-def _requests_seen(url: str, model: str) -> int:
-    """How many requests the server counted for ``model`` (succeeded or failed)."""
-    with grpcclient.InferenceServerClient(url) as raw:
-        stats = raw.get_inference_statistics(model).model_stats[0].inference_stats
-        return int(stats.success.count + stats.fail.count)
-
-
 A = np.arange(8, dtype=np.float32).reshape(2, 4)
 B = np.ones((2, 4), dtype=np.float32)
 
 
 def test_client_round_trip_returns_every_output_as_numpy(server: TritonServer) -> None:
-    with Client(server.grpc_url, timeout_s=10) as client:
+    with Client(server.grpc_url, timeouts=10) as client:
         outputs = client.infer("add_sub", {"INPUT0": A, "INPUT1": B})
     assert set(outputs) == {"OUTPUT0", "OUTPUT1"}
     np.testing.assert_array_equal(outputs["OUTPUT0"], A + B)
@@ -86,7 +78,7 @@ def test_client_returns_only_the_selected_outputs(server: TritonServer) -> None:
 
 def test_async_client_round_trip_with_many_calls_in_flight(server: TritonServer) -> None:
     async def run() -> list[dict[str, np.ndarray]]:
-        async with AsyncClient(server.grpc_url, timeout_s=10) as client:
+        async with AsyncClient(server.grpc_url, timeouts=10) as client:
             batches = [np.full((1, 4), i, dtype=np.float32) for i in range(16)]
             return await asyncio.gather(
                 *(client.infer("add_sub", {"INPUT0": b, "INPUT1": b}) for b in batches)
@@ -154,7 +146,7 @@ def test_client_refuses_bad_input_before_sending_and_lists_what_the_model_expect
     server: TritonServer, case: str
 ) -> None:
     inputs, expected = BAD_REQUESTS[case]
-    before = _requests_seen(server.grpc_url, "add_sub")
+    before = requests_seen(server.grpc_url, "add_sub")
     with Client(server.grpc_url) as client, pytest.raises(InvalidInputError) as caught:
         client.infer("add_sub", inputs)
     message = str(caught.value)
@@ -162,7 +154,7 @@ def test_client_refuses_bad_input_before_sending_and_lists_what_the_model_expect
     assert "The model expects: INPUT0 FP32 [batch<=8, 4]; INPUT1 FP32 [batch<=8, 4]" in message
     assert caught.value.model == "add_sub"
     assert caught.value.hint
-    assert _requests_seen(server.grpc_url, "add_sub") == before, "a refused request reached the server"
+    assert requests_seen(server.grpc_url, "add_sub") == before, "a refused request reached the server"
 
 
 class _ArrayLookalike:
@@ -175,7 +167,7 @@ class _ArrayLookalike:
 def test_client_checks_every_request_after_a_good_one_with_the_same_names(server: TritonServer) -> None:
     # The builder reuses the layout of the request before when names, dtypes and shapes
     # match; a request that differs in any of them must still get the full check.
-    before = _requests_seen(server.grpc_url, "add_sub")
+    before = requests_seen(server.grpc_url, "add_sub")
     with Client(server.grpc_url) as client:
         good = {"INPUT0": A, "INPUT1": B}
         assert np.array_equal(client.infer("add_sub", good)["OUTPUT0"], A + B)
@@ -184,11 +176,11 @@ def test_client_checks_every_request_after_a_good_one_with_the_same_names(server
             client.infer("add_sub", good)  # the layout to reuse is the good one again
             with pytest.raises(InvalidInputError, match=re.escape(expected)):
                 client.infer("add_sub", inputs)
-    assert _requests_seen(server.grpc_url, "add_sub") == before + 1 + len(cases)
+    assert requests_seen(server.grpc_url, "add_sub") == before + 1 + len(cases)
 
 
 def test_async_client_refuses_bad_input_before_sending(server: TritonServer) -> None:
-    before = _requests_seen(server.grpc_url, "add_sub")
+    before = requests_seen(server.grpc_url, "add_sub")
 
     async def run() -> None:
         async with AsyncClient(server.grpc_url) as client:
@@ -196,7 +188,7 @@ def test_async_client_refuses_bad_input_before_sending(server: TritonServer) -> 
 
     with pytest.raises(InvalidInputError, match="missing input 'INPUT1'"):
         asyncio.run(run())
-    assert _requests_seen(server.grpc_url, "add_sub") == before
+    assert requests_seen(server.grpc_url, "add_sub") == before
 
 
 def test_client_refuses_unknown_output_and_reserved_parameter(server: TritonServer) -> None:

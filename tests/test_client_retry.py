@@ -88,8 +88,8 @@ def test_client_and_async_client_retry_succeeds_across_a_server_restart_on_the_s
     async def run() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float]:
         url = first.grpc_url
         loop = asyncio.get_running_loop()
-        async with AsyncClient(url, timeout_s=60, retry=retry) as async_client:
-            with Client(url, timeout_s=60, retry=retry) as client, Client(url) as no_retry:
+        async with AsyncClient(url, timeouts=60, retry=retry) as async_client:
+            with Client(url, timeouts=60, retry=retry) as client, Client(url) as no_retry:
                 client.infer("add_sub", {"INPUT0": A, "INPUT1": A})
                 await async_client.infer("add_sub", {"INPUT0": A, "INPUT1": A})
                 first.stop()

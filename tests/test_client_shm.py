@@ -14,7 +14,7 @@ import pytest
 from tests.support.client_models import ECHO_INPUT as X
 from tests.support.client_models import registered_regions, write_echo
 from tritonkit.client import SEGMENT_PREFIX, AsyncClient, Client
-from tritonkit.client._shm import is_local_url
+from tritonkit.client._settings import is_local_address
 from tritonkit.errors import DeadlineExceededError, ServerSideError
 from tritonkit.server import TritonServer
 
@@ -128,8 +128,8 @@ def test_small_tensors_and_never_mode_travel_in_band(server: TritonServer) -> No
 
 
 def test_shared_memory_is_automatic_only_for_a_local_server() -> None:
-    assert is_local_url("127.0.0.1:8001")
-    assert is_local_url("localhost:8001")
-    assert is_local_url("[::1]:8001")
-    assert not is_local_url("10.1.2.3:8001")
-    assert not is_local_url("triton.example.com:8001")
+    assert is_local_address("127.0.0.1:8001")
+    assert is_local_address("localhost:8001")
+    assert is_local_address("[::1]:8001")
+    assert not is_local_address("10.1.2.3:8001")
+    assert not is_local_address("triton.example.com:8001")

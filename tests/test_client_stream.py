@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.client_models import write_counter
+from tests.support.client_models import count_inputs, wait_for_file, write_counter
 from tests.support.pymodels import write_add_sub, write_python_model
 from tritonkit.client import AsyncClient, Client
 from tritonkit.errors import DeadlineExceededError, InvalidInputError, ServerSideError
@@ -55,21 +55,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         yield started
 
 
-def _count(n: int, delay_ms: int = 0) -> dict[str, np.ndarray]:
-    return {"N": np.array([n], dtype=np.int32), "DELAY_MS": np.array([delay_ms], dtype=np.int32)}
-
-
-def _wait_for(path: Path, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_stream_yields_every_response_in_order_and_ends_on_the_final_flag(server: TritonServer) -> None:
-    with Client(server.grpc_url) as client, client.stream("counter", _count(12)) as stream:
+    with Client(server.grpc_url) as client, client.stream("counter", count_inputs(12)) as stream:
         seen = [int(response["I"][0]) for response in stream]
         assert stream.done
         assert next(iter(stream), None) is None  # stays ended
@@ -77,13 +64,16 @@ def test_stream_yields_every_response_in_order_and_ends_on_the_final_flag(server
 
 
 def test_stream_with_zero_responses_ends_cleanly(server: TritonServer) -> None:
-    with Client(server.grpc_url) as client, client.stream("counter", _count(0)) as stream:
+    with Client(server.grpc_url) as client, client.stream("counter", count_inputs(0)) as stream:
         assert list(stream) == []
 
 
 def test_async_stream_yields_every_response_in_order_and_ends_cleanly(server: TritonServer) -> None:
     async def run() -> list[int]:
-        async with AsyncClient(server.grpc_url) as client, client.stream("counter", _count(12)) as stream:
+        async with (
+            AsyncClient(server.grpc_url) as client,
+            client.stream("counter", count_inputs(12)) as stream,
+        ):
             return [int(response["I"][0]) async for response in stream]
 
     assert asyncio.run(run()) == list(range(12))
@@ -91,7 +81,7 @@ def test_async_stream_yields_every_response_in_order_and_ends_cleanly(server: Tr
 
 def test_async_streams_run_side_by_side_on_one_client(server: TritonServer) -> None:
     async def collect(client: AsyncClient, n: int) -> list[int]:
-        return [int(r["I"][0]) async for r in client.stream("counter", _count(n, delay_ms=10))]
+        return [int(r["I"][0]) async for r in client.stream("counter", count_inputs(n, delay_ms=10))]
 
     async def run() -> list[list[int]]:
         async with AsyncClient(server.grpc_url) as client:
@@ -105,7 +95,7 @@ def test_closing_a_stream_early_cancels_the_request_on_the_server(
 ) -> None:
     marker = tmp_path / "cancelled-sync"
     with Client(server.grpc_url) as client:
-        stream = client.stream("counter", _count(200, delay_ms=50), parameters={"marker": str(marker)})
+        stream = client.stream("counter", count_inputs(200, delay_ms=50), parameters={"marker": str(marker)})
         first = [int(next(stream)["I"][0]) for _ in range(2)]
         started = time.monotonic()
         stream.close()
@@ -113,10 +103,10 @@ def test_closing_a_stream_early_cancels_the_request_on_the_server(
         assert stream.done
         assert list(stream) == []
         assert first == [0, 1]
-        assert _wait_for(marker), "the model never saw the cancellation"
+        assert wait_for_file(marker), "the model never saw the cancellation"
         assert int(marker.read_text()) < 50
         # The client is still usable after a cancelled stream.
-        assert [int(r["I"][0]) for r in client.stream("counter", _count(3))] == [0, 1, 2]
+        assert [int(r["I"][0]) for r in client.stream("counter", count_inputs(3))] == [0, 1, 2]
 
 
 def test_cancelling_the_task_reading_an_async_stream_cancels_the_request(
@@ -130,7 +120,7 @@ def test_cancelling_the_task_reading_an_async_stream_cancels_the_request(
 
             async def consume() -> None:
                 stream = client.stream(
-                    "counter", _count(200, delay_ms=50), parameters={"marker": str(marker)}
+                    "counter", count_inputs(200, delay_ms=50), parameters={"marker": str(marker)}
                 )
                 async for response in stream:
                     seen.append(int(response["I"][0]))
@@ -145,7 +135,7 @@ def test_cancelling_the_task_reading_an_async_stream_cancels_the_request(
 
     seen = asyncio.run(run())
     assert seen[:2] == [0, 1]
-    assert _wait_for(marker), "the model never saw the cancellation"
+    assert wait_for_file(marker), "the model never saw the cancellation"
 
 
 def test_stream_reports_an_in_band_model_error(server: TritonServer) -> None:
@@ -176,7 +166,7 @@ def test_stream_of_a_plain_model_yields_its_one_response(server: TritonServer) -
 
 def test_closing_the_client_closes_its_open_streams(server: TritonServer) -> None:
     client = Client(server.grpc_url)
-    stream = client.stream("counter", _count(100, delay_ms=20))
+    stream = client.stream("counter", count_inputs(100, delay_ms=20))
     next(stream)
     client.close()
     assert stream.done
@@ -184,12 +174,12 @@ def test_closing_the_client_closes_its_open_streams(server: TritonServer) -> Non
 
 def test_stream_past_its_deadline_raises_deadline_exceeded(server: TritonServer) -> None:
     with Client(server.grpc_url) as client, pytest.raises(DeadlineExceededError):
-        for _ in client.stream("counter", _count(20, delay_ms=100), timeout_s=0.3):
+        for _ in client.stream("counter", count_inputs(20, delay_ms=100), timeout_s=0.3):
             pass
 
     async def run() -> None:
         async with AsyncClient(server.grpc_url) as client:
-            async for _ in client.stream("counter", _count(20, delay_ms=100), timeout_s=0.3):
+            async for _ in client.stream("counter", count_inputs(20, delay_ms=100), timeout_s=0.3):
                 pass
 
     with pytest.raises(DeadlineExceededError):

@@ -65,6 +65,10 @@ def _describe(outputs: dict[str, Array]) -> dict[str, Any]:
     }
 
 
+def _echo_result(model: str, url: str, latency_ms: float, key: str, value: Any) -> None:
+    echo_json({"model": model, "url": url, "latency_ms": round(latency_ms, 3), key: value})
+
+
 def _print_outputs(outputs: dict[str, Array]) -> None:
     for name, array in outputs.items():
         click.echo(f"{name}  {array.dtype}  shape {list(array.shape)}")
@@ -110,7 +114,7 @@ def infer(
       tritonkit infer add_sub --url 127.0.0.1:8001 \\
         --input 'INPUT0=[[1, 2, 3, 4]]' --input INPUT1=b.npy --json
     """
-    with Client(url, timeout_s=timeout_s) as client:
+    with Client(url, timeouts=timeout_s) as client:
         meta = client.model_metadata(model, version=model_version)
         arrays = dict(parse_input(text, meta) for text in inputs)
         selected = list(outputs) or None
@@ -132,28 +136,14 @@ def infer(
                     responses.append(_describe(response))
             latency_ms = (time.perf_counter() - started) * 1000.0
             if as_json:
-                echo_json(
-                    {
-                        "model": model,
-                        "url": client.url,
-                        "latency_ms": round(latency_ms, 3),
-                        "responses": responses,
-                    }
-                )
+                _echo_result(model, client.url, latency_ms, "responses", responses)
             else:
                 click.echo(f"# {len(responses)} responses in {latency_ms:.1f} ms")
             return
         result = client.infer(model, arrays, outputs=selected, version=model_version, request_id=request_id)
         latency_ms = (time.perf_counter() - started) * 1000.0
     if as_json:
-        echo_json(
-            {
-                "model": model,
-                "url": client.url,
-                "latency_ms": round(latency_ms, 3),
-                "outputs": _describe(result),
-            }
-        )
+        _echo_result(model, client.url, latency_ms, "outputs", _describe(result))
     else:
         _print_outputs(result)
         click.echo(f"# {latency_ms:.1f} ms")

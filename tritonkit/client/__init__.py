@@ -3,9 +3,9 @@
 ``Client`` (blocking, thread-safe) and ``AsyncClient`` (asyncio) share one
 request builder and one error mapping; only their I/O differs::
 
-    from tritonkit.client import Client, RetryPolicy
+    from tritonkit.client import Client, RetryPolicy, Timeouts
 
-    with Client("127.0.0.1:8001", timeout_s=5.0, retry=RetryPolicy()) as client:
+    with Client("127.0.0.1:8001", timeouts=Timeouts(call_s=5.0), retry=RetryPolicy()) as client:
         outputs = client.infer("add_sub", {"INPUT0": a, "INPUT1": b})
 
 Failures raise the ``ClientError`` tree of ``tritonkit.errors``.
@@ -16,13 +16,19 @@ from __future__ import annotations
 from tritonkit.client._async import AsyncClient, AsyncResponseStream
 from tritonkit.client._model import ModelMetadata, TensorMetadata
 from tritonkit.client._retry import RetryPolicy
-from tritonkit.client._settings import DEFAULT_SHM_THRESHOLD_BYTES, DEFAULT_TIMEOUT_S
+from tritonkit.client._settings import (
+    DEFAULT_SHM_THRESHOLD_BYTES,
+    DEFAULT_TIMEOUT_S,
+    MAX_MESSAGE_BYTES,
+    Timeouts,
+)
 from tritonkit.client._shm import SEGMENT_PREFIX, SharedMemoryMode
 from tritonkit.client._sync import Client, ResponseStream
 
 __all__ = [
     "DEFAULT_SHM_THRESHOLD_BYTES",
     "DEFAULT_TIMEOUT_S",
+    "MAX_MESSAGE_BYTES",
     "SEGMENT_PREFIX",
     "AsyncClient",
     "AsyncResponseStream",
@@ -32,4 +38,5 @@ __all__ = [
     "RetryPolicy",
     "SharedMemoryMode",
     "TensorMetadata",
+    "Timeouts",
 ]

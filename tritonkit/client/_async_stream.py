@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tritonkit.client._errors import RPC_ERRORS, FailedCall
-from tritonkit.client._request import Array
+from tritonkit.client._request import Array, PreparedRequest
 from tritonkit.client._response import decode_response, is_final_response
 from tritonkit.client._retry import Deadline
 from tritonkit.client._streaming import StreamRequest, idle_timeout_error, in_band_error
@@ -54,6 +54,7 @@ class AsyncResponseStream:
         self._holder: list[Any] = [None]
         self._finalizer = weakref.finalize(self, _cancel_call, self._holder)
         self._done = False
+        self._prepared: PreparedRequest | None = None
 
     @property
     def _call(self) -> Any:
@@ -62,15 +63,17 @@ class AsyncResponseStream:
     async def _open(self) -> None:
         client, request = self._client, self._request
         client._check_open()
-        timeout_s = self._deadline.timeout_s or client.timeout_s
+        timeout_s = self._deadline.timeout_s or client._call_s
         metadata = client.model_metadata
         prepared = client._prepare_stream(
             request, await metadata(request.model, version=request.version, timeout_s=timeout_s)
         )
         if prepared is None:  # the model changed since its metadata was cached
             prepared = request.prepare(
-                await metadata(request.model, version=request.version, timeout_s=timeout_s)
+                await metadata(request.model, version=request.version, timeout_s=timeout_s),
+                client.max_message_bytes,
             )
+        self._prepared = prepared
         send_kwargs = StreamRequest.send_kwargs(prepared)
 
         async def requests() -> AsyncIterator[dict[str, Any]]:
@@ -126,7 +129,8 @@ class AsyncResponseStream:
                 if error is not None:
                     raise in_band_error(self._model, self._client.url, error) from error
                 response = result.get_response()
-                outputs = decode_response(response, model=self._model)
+                assert self._prepared is not None  # set by _open
+                outputs = decode_response(response, self._prepared)
                 if is_final_response(response):
                     self._done = True
                     self._finalizer.detach()

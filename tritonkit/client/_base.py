@@ -19,18 +19,15 @@ from tritonkit.client._model import ModelMetadata
 from tritonkit.client._request import PreparedRequest, prepare_request
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._settings import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_KEEPALIVE_TIME_S,
-    DEFAULT_KEEPALIVE_TIMEOUT_S,
     DEFAULT_SHM_THRESHOLD_BYTES,
-    DEFAULT_STREAM_IDLE_TIMEOUT_S,
-    DEFAULT_TIMEOUT_S,
+    MAX_MESSAGE_BYTES,
     UNSET,
+    Timeouts,
     Unset,
     channel_args,
-    normalize_url,
+    parse_target,
 )
-from tritonkit.client._shm import SharedMemoryMode, ShmJanitor, is_local_url
+from tritonkit.client._shm import SharedMemoryMode, ShmJanitor
 from tritonkit.client._streaming import StreamRequest
 from tritonkit.errors import (
     ClientClosedError,
@@ -48,6 +45,9 @@ __all__ = ["ClientBase"]
 
 log = logging.getLogger("tritonkit.client")
 
+#: The limits a client has when none are given (every field at its documented default).
+DEFAULT_TIMEOUTS = Timeouts()
+
 
 class ClientBase:
     """Configuration, model cache, request building and error and retry decisions shared by both clients.
@@ -60,47 +60,48 @@ class ClientBase:
         self,
         url: str = "127.0.0.1:8001",
         *,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        timeouts: Timeouts | float | None = DEFAULT_TIMEOUTS,
         retry: RetryPolicy | None = None,
         shared_memory: SharedMemoryMode = "auto",
         shm_threshold_bytes: int = DEFAULT_SHM_THRESHOLD_BYTES,
-        reconnect_backoff_max_s: float = 1.0,
-        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-        keepalive_time_s: float = DEFAULT_KEEPALIVE_TIME_S,
-        keepalive_timeout_s: float = DEFAULT_KEEPALIVE_TIMEOUT_S,
-        stream_idle_timeout_s: float | None = DEFAULT_STREAM_IDLE_TIMEOUT_S,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
-        self.url = normalize_url(url)
-        if timeout_s is not None and timeout_s <= 0:
-            raise ConfigError(f"timeout_s must be > 0 seconds or None, not {timeout_s}")
-        for option, value in (
-            ("reconnect_backoff_max_s", reconnect_backoff_max_s),
-            ("connect_timeout_s", connect_timeout_s),
-            ("keepalive_time_s", keepalive_time_s),
-            ("keepalive_timeout_s", keepalive_timeout_s),
-            ("stream_idle_timeout_s", stream_idle_timeout_s),
-        ):
-            if value is not None and value <= 0:
-                raise ConfigError(f"{option} must be > 0 seconds, not {value}")
+        target = parse_target(url)
+        self.url = target.target
+        #: Every time limit of this client (``timeouts=5.0`` is ``Timeouts(call_s=5.0)``).
+        self.timeouts = Timeouts.of(timeouts)
         if shared_memory not in ("auto", "always", "never"):
             raise ConfigError(f"shared_memory must be 'auto', 'always' or 'never', not {shared_memory!r}")
+        if target.balanced and shared_memory == "always":
+            raise ConfigError(
+                f"shared_memory='always' cannot work with the balanced target {url!r}: a region registered "
+                "on one server is unknown to the others the calls go to",
+                hint="use shared_memory='auto' (in-band for balanced targets) or one server's host:port",
+            )
         if shm_threshold_bytes < 0:
             raise ConfigError(f"shm_threshold_bytes must be >= 0, not {shm_threshold_bytes}")
+        if not 0 < max_message_bytes <= MAX_MESSAGE_BYTES:
+            raise ConfigError(
+                f"max_message_bytes must be from 1 to {MAX_MESSAGE_BYTES} (gRPC's limit), not {max_message_bytes}"
+            )
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigError(f"retry must be a RetryPolicy or None, not {type(retry).__name__}")
-        self.timeout_s = timeout_s
         self.retry = retry
         self.shared_memory: SharedMemoryMode = shared_memory
         self.shm_threshold_bytes = shm_threshold_bytes
-        self.connect_timeout_s = connect_timeout_s
-        self.stream_idle_timeout_s = stream_idle_timeout_s
+        #: The largest message either side may send on this client's channel.
+        self.max_message_bytes = max_message_bytes
+        #: The target spreads calls over several servers (``dns:///``, ``ipv4:`` lists).
+        self.balanced = target.balanced
+        self._addresses = target.addresses
+        # Read on every call: kept as a plain attribute.
+        self._call_s = self.timeouts.call_s
         self._channel_args = channel_args(
-            reconnect_backoff_max_s=reconnect_backoff_max_s,
-            connect_timeout_s=connect_timeout_s,
-            keepalive_time_s=keepalive_time_s,
-            keepalive_timeout_s=keepalive_timeout_s,
+            self.timeouts, balanced=target.balanced, max_message_bytes=max_message_bytes
         )
-        self._server_is_local = is_local_url(self.url)
+        # Shared memory only with one local server: with several, a region registered on
+        # one is unknown to the server the call lands on.
+        self._server_is_local = target.all_local and not target.balanced
         self._metadata: dict[tuple[str, str], ModelMetadata] = {}
         self._closed = False
         self._rng = random.Random()
@@ -138,7 +139,7 @@ class ClientBase:
         )
 
     def _deadline(self, timeout_s: float | None | Unset) -> Deadline:
-        return Deadline(self.timeout_s if timeout_s is UNSET else timeout_s)
+        return Deadline(self._call_s if timeout_s is UNSET else timeout_s)
 
     def _timeout(self, deadline: Deadline, operation: str, model: str | None) -> float | None:
         """What is left of ``deadline`` for the next RPC; expired: raise rather than send."""
@@ -155,7 +156,8 @@ class ClientBase:
             operation=operation,
             model=model,
             deadline=deadline,
-            connect_timeout_s=self.connect_timeout_s,
+            connect_timeout_s=self.timeouts.connect_s,
+            addresses=self._addresses,
         )
 
     def _retry_policy(self, retry: RetryPolicy | None | Unset) -> RetryPolicy | None:
@@ -229,6 +231,7 @@ class ClientBase:
             server_timeout_us=server_timeout_us,
             shm_threshold_bytes=self._threshold(shared_memory),
             model_version=version,
+            max_message_bytes=self.max_message_bytes,
         )
 
     def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None:
@@ -237,7 +240,7 @@ class ClientBase:
         On None the caller fetches the metadata again and prepares once more.
         """
         try:
-            return request.prepare(meta)
+            return request.prepare(meta, self.max_message_bytes)
         except InvalidInputError:
             if not self._stale(request.model, request.version, meta):
                 raise
@@ -292,6 +295,7 @@ class ClientBase:
             meta=failed.meta,
             server_timeout_us=failed.server_timeout_us,
             elapsed_s=time.monotonic() - failed.started,
+            balanced=self.balanced,
         )
         if cause is not None or model is None:
             return cause or UnavailableCause.OVERLOADED, None

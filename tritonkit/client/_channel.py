@@ -11,6 +11,15 @@ So both clients check the channel state before sending (a few hundred
 nanoseconds) and, when it is not READY, wait for a connection here first:
 refused or unknown hosts end as ``ConnectError``, no connection in time as
 ``ConnectTimeoutError``, and the request has not been sent in either case.
+
+A channel whose last attempt failed stays in TRANSIENT_FAILURE until its next
+attempt (its reconnect backoff), and shows no state change while further
+attempts fail (measured on grpcio 1.85: one IDLE -> TRANSIENT_FAILURE, then
+nothing). A call then fails at once even when the server is back, so a
+restarted server was refused for up to a backoff after it was ready. So in that
+state a TCP connection to the server's address tells "still down" (refused:
+``ConnectError`` at once) from "back" (accepted: wait, within the connect
+timeout, for the channel's next attempt to make it READY).
 After an ``UNAVAILABLE``, the state says whether the server answered (still
 READY) or the connection broke (not READY).
 """
@@ -18,6 +27,7 @@ READY) or the connection broke (not READY).
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from typing import Any
 
@@ -42,9 +52,44 @@ __all__ = [
 # gRPC core's connectivity states, as the low-level channel reports them.
 IDLE, CONNECTING, READY, TRANSIENT_FAILURE, SHUTDOWN = 0, 1, 2, 3, 4
 _AIO_READY = grpc.ChannelConnectivity.READY
-_AIO_FAILURE = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
-#: How long one wait for a state change may block a thread before it looks at the clock again.
+#: How long one wait for a state change may block a thread before it looks at the clock again
+#: (and, while the channel backs off, asks the server's address again whether it is up).
 _WATCH_SLICE_S = 0.25
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def tcp_probe(addresses: tuple[str, ...], timeout_s: float) -> bool | None:
+    """Whether one of ``addresses`` (``host:port``) accepts a TCP connection: True, False (refused), None (no answer)."""
+    answered = False
+    for address in addresses:
+        try:
+            with socket.create_connection(_host_port(address), timeout=timeout_s):
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            answered = True
+    return False if answered else None
+
+
+async def aio_tcp_probe(addresses: tuple[str, ...], timeout_s: float) -> bool | None:
+    """``tcp_probe`` without blocking the event loop."""
+    answered = False
+    for address in addresses:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(*_host_port(address)), timeout_s)
+        except asyncio.TimeoutError:
+            continue
+        except OSError:
+            answered = True
+            continue
+        writer.close()
+        return True
+    return False if answered else None
 
 
 def cygrpc_channel(tc: Any) -> Any:
@@ -70,7 +115,17 @@ class ConnectState:
 class ConnectWait:
     """The bookkeeping of one wait for a connection: how long is left, and the error when there is none."""
 
-    __slots__ = ("connect_timeout_s", "deadline", "limit_s", "model", "operation", "started", "state", "url")
+    __slots__ = (
+        "addresses",
+        "connect_timeout_s",
+        "deadline",
+        "limit_s",
+        "model",
+        "operation",
+        "started",
+        "state",
+        "url",
+    )
 
     def __init__(
         self,
@@ -81,9 +136,12 @@ class ConnectWait:
         model: str | None,
         deadline: Deadline,
         connect_timeout_s: float,
+        addresses: tuple[str, ...],
     ) -> None:
         self.state = state
         self.url = url
+        #: host:port of every address of the target, to ask while the channel backs off.
+        self.addresses = addresses
         self.operation = operation
         self.model = model
         self.deadline = deadline
@@ -113,6 +171,22 @@ class ConnectWait:
     def connected(self) -> None:
         self.state.timed_out = False
 
+    def probe_timeout_s(self) -> float:
+        """How long one TCP probe of the server's address may take: what is left of the wait."""
+        return max(0.001, self.limit_s - (time.monotonic() - self.started))
+
+    def probed(self, accepted: bool | None) -> None:
+        """Raise ``ConnectError`` unless the TCP probe of a backing-off channel was ``accepted``.
+
+        Refused: the server is still down (a refusal, at once). No answer within
+        what is left of the wait: no connection in time.
+        """
+        if accepted:
+            return
+        waited_s = time.monotonic() - self.started
+        self.state.timed_out = accepted is None
+        raise self._error(timed_out=accepted is None, waited_s=waited_s)
+
     def _error(self, *, timed_out: bool, waited_s: float) -> ConnectError:
         url, operation, model, deadline = self.url, self.operation, self.model, self.deadline
         never = "the request was not sent"
@@ -128,7 +202,7 @@ class ConnectWait:
                 f"TCP connection but did not answer as a gRPC server; {never}",
                 model=model,
                 hint="check that host:port is Triton's gRPC port (default 8001) and that the server is not "
-                "frozen or overloaded; raise Client(connect_timeout_s=...) for slow networks",
+                "frozen or overloaded; raise Timeouts(connect_s=...) for slow networks",
             )
         return ConnectError(
             f"cannot connect to Triton at {url} for {operation}: nothing accepted the connection; {never}",
@@ -140,11 +214,11 @@ class ConnectWait:
 def sync_connect(channel: Any, wait: ConnectWait) -> None:
     """Block until ``channel`` (a cygrpc channel) is READY; raise ``ConnectError`` if it will not be."""
     current = channel.check_connectivity_state(True)
-    if current == TRANSIENT_FAILURE:
-        # gRPC is between attempts (its reconnect backoff): fail fast, as a call would.
-        raise wait.failed(0.0)
     while current != READY:
-        left_s = wait.left_s(failed=current in (TRANSIENT_FAILURE, SHUTDOWN))
+        if current == TRANSIENT_FAILURE:
+            # Backing off after a failed attempt: fail fast if the server is still down.
+            wait.probed(tcp_probe(wait.addresses, wait.probe_timeout_s()))
+        left_s = wait.left_s(failed=current == SHUTDOWN)
         event = channel.watch_connectivity_state(current, time.time() + min(left_s, _WATCH_SLICE_S))
         if event.success:
             current = channel.check_connectivity_state(False)
@@ -169,12 +243,12 @@ def aio_is_ready(channel: grpc.aio.Channel) -> bool:
 async def aio_connect(channel: grpc.aio.Channel, wait: ConnectWait) -> None:
     """Wait until the asyncio ``channel`` is READY; raise ``ConnectError`` if it will not be."""
     current = channel.get_state(True)
-    if current is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
-        raise wait.failed(0.0)
     while current is not _AIO_READY:
-        left_s = wait.left_s(failed=current in _AIO_FAILURE)
+        if current is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+            wait.probed(await aio_tcp_probe(wait.addresses, wait.probe_timeout_s()))
+        left_s = wait.left_s(failed=current is grpc.ChannelConnectivity.SHUTDOWN)
         try:
-            await asyncio.wait_for(channel.wait_for_state_change(current), left_s)
+            await asyncio.wait_for(channel.wait_for_state_change(current), min(left_s, _WATCH_SLICE_S))
         except asyncio.TimeoutError:
             continue
         current = channel.get_state(False)

@@ -125,6 +125,7 @@ def unavailable_cause(
     meta: ModelMetadata | None,
     server_timeout_us: int | None,
     elapsed_s: float,
+    balanced: bool = False,
 ) -> UnavailableCause | None:
     """Resolve ``UNAVAILABLE`` from what the client saw; None when only a readiness probe can tell.
 
@@ -133,12 +134,17 @@ def unavailable_cause(
     None for calls that are not inference. ``elapsed_s``: how long the call took.
     On None the caller asks whether the model is ready (rate-limited, so an
     overloaded server is not sent one more call per refusal) and picks
-    ``MODEL_NOT_READY`` or ``OVERLOADED``.
+    ``MODEL_NOT_READY`` or ``OVERLOADED``. ``balanced``: the channel spreads calls
+    over several servers; then it never returns None (see below).
     """
+    # A balanced channel stays READY while any of its servers is connected, so its state
+    # cannot tell a broken connection from a refusal, and a readiness probe may reach
+    # another server: only the model's queue policy can explain the status; otherwise
+    # the safe reading, the request may have run.
     if not connected:
         return UnavailableCause.CONNECTION_LOST
     if meta is None:
-        return None
+        return UnavailableCause.CONNECTION_LOST if balanced else None
     timeouts = [t for t in (meta.queue_timeout_us, server_timeout_us or 0) if t > 0]
     may_time_out = meta.queue_timeout_rejects and bool(timeouts)
     may_be_full = meta.max_queue_size > 0
@@ -153,7 +159,7 @@ def unavailable_cause(
         return UnavailableCause.QUEUE_TIMEOUT
     if may_be_full:
         return UnavailableCause.QUEUE_FULL
-    return None
+    return UnavailableCause.CONNECTION_LOST if balanced else None
 
 
 # What each status (and each cause of UNAVAILABLE) becomes: (error class, message, hint).
@@ -218,10 +224,17 @@ _BY_STATUS: dict[grpc.StatusCode, _Meaning] = {
     grpc.StatusCode.INVALID_ARGUMENT: _INVALID,
     grpc.StatusCode.OUT_OF_RANGE: _INVALID,
     grpc.StatusCode.FAILED_PRECONDITION: _INVALID,
+    # Triton reports a full queue as UNAVAILABLE; RESOURCE_EXHAUSTED comes from gRPC itself
+    # when a request or a response is larger than the channel's max message size (measured
+    # on grpcio 1.85 both ways: "Sent message larger than max", and after the model ran,
+    # "Received message larger than max"). Not an overload: sending it again cannot help,
+    # and for a response it would run the model again.
     grpc.StatusCode.RESOURCE_EXHAUSTED: (
-        OverloadedError,
-        "{where} refused {operation}: a resource is exhausted{said}",
-        "send less load or smaller requests; large tensors can go through shared memory",
+        InvalidInputError,
+        "{operation} on {where}: a message was larger than gRPC's max message size{said}",
+        "for a large request, send its tensors through shared memory (a server on this machine) or "
+        "split the batch; for a large response, ask for fewer outputs or a smaller batch; or raise "
+        "Client(max_message_bytes=...) and the server's limit",
     ),
     grpc.StatusCode.CANCELLED: (
         ClientError,

@@ -167,12 +167,9 @@ class ModelMetadata:
     def _output_map(self) -> dict[str, TensorMetadata]:
         return {meta.name: meta for meta in self.outputs}
 
-    @cached_property
-    def input_checks(self) -> dict[str, tuple[TensorMetadata, int, tuple[tuple[int, int], ...]]]:
-        """Per input: its meta, the rank a request array must have, and its fixed axes as (axis, size).
-
-        Precomputed once so that checking a request costs a few comparisons.
-        """
+    def _checks(
+        self, tensors: tuple[TensorMetadata, ...]
+    ) -> dict[str, tuple[TensorMetadata, int, tuple[tuple[int, int], ...]]]:
         offset = 1 if self.max_batch_size > 0 else 0
         return {
             meta.name: (
@@ -180,8 +177,21 @@ class ModelMetadata:
                 len(meta.dims) + offset,
                 tuple((axis + offset, size) for axis, size in enumerate(meta.dims) if size >= 0),
             )
-            for meta in self.inputs
+            for meta in tensors
         }
+
+    @cached_property
+    def input_checks(self) -> dict[str, tuple[TensorMetadata, int, tuple[tuple[int, int], ...]]]:
+        """Per input: its meta, the rank a request array must have, and its fixed axes as (axis, size).
+
+        Precomputed once so that checking a request costs a few comparisons.
+        """
+        return self._checks(self.inputs)
+
+    @cached_property
+    def output_checks(self) -> dict[str, tuple[TensorMetadata, int, tuple[tuple[int, int], ...]]]:
+        """Per output: the same as ``input_checks``, for checking what the server returned."""
+        return self._checks(self.outputs)
 
     @cached_property
     def output_item_bytes(self) -> dict[str, int | None]:

@@ -11,7 +11,8 @@ import numpy as np
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import deserialize_bytes_tensor, triton_to_np_dtype
 
-from tritonkit.client._request import Array
+from tritonkit.client._model import ModelMetadata
+from tritonkit.client._request import Array, PreparedRequest
 from tritonkit.client._shm import Segment, ShmOutput
 from tritonkit.errors import ServerSideError
 
@@ -39,16 +40,38 @@ def is_final_response(response: service_pb2.ModelInferResponse) -> bool:
     return bool(param is not None and param.bool_param)
 
 
+def _misfit(
+    meta: ModelMetadata, name: str, datatype: str, shape: list[int], batch: int | None
+) -> ServerSideError:
+    declared = meta.output(name)
+    assert declared is not None
+    request = f" for a request of batch {batch}" if batch is not None else ""
+    return ServerSideError(
+        f"model '{meta.name}': output '{name}' is not what the model's config declares: it declares "
+        f"{declared.datatype} {declared.shape_text(meta.max_batch_size)}, the server returned "
+        f"{datatype} {shape}{request}",
+        model=meta.name,
+        hint="fix the model so that it returns what its config declares (the config's dims exclude the "
+        "batch dimension, which must match the request's), or correct the output in config.pbtxt",
+    )
+
+
 def decode_response(
-    response: service_pb2.ModelInferResponse, *, segment: Segment | None = None, model: str = ""
+    response: service_pb2.ModelInferResponse, prepared: PreparedRequest, segment: Segment | None = None
 ) -> dict[str, Array]:
     """Every output of ``response`` as a numpy array, in the server's order.
 
+    Each output is checked against the model's declared datatype and shape (and
+    its batch against the request's): the server passes on what a model returns.
     Outputs written to shared memory are copied out of ``segment``; the rest
     come from the message. Decoded here rather than by ``InferResult.as_numpy``
     because that indexes raw contents by output position, which is off by one
     for each output placed in shared memory before it.
     """
+    meta = prepared.meta
+    model = meta.name
+    checks = meta.output_checks
+    batch = prepared.batch
     placed: dict[str, ShmOutput] = {}
     if segment is not None:
         placed = {item.name: item for item in segment.plan.outputs}
@@ -59,6 +82,19 @@ def decode_response(
     for output in response.outputs:
         name = output.name
         shape = list(output.shape)
+        check = checks.get(name)
+        if check is not None:
+            tensor, rank, fixed_axes = check
+            fits = output.datatype == tensor.datatype and len(shape) == rank
+            if fits:
+                for axis, size in fixed_axes:
+                    if shape[axis] != size:
+                        fits = False
+                        break
+                if batch is not None and rank and shape[0] != batch:
+                    fits = False
+            if not fits:
+                raise _misfit(meta, name, output.datatype, shape, batch)
         where = placed.get(name) if segment is not None else None
         if where is not None and segment is not None:
             decoded[name] = segment.read_output(where, shape)

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ipaddress
 import logging
 import os
-import socket
 import threading
 import time
 import uuid
@@ -47,7 +45,6 @@ __all__ = [
     "ShmJanitor",
     "ShmPlan",
     "ShmUnusable",
-    "is_local_url",
     "new_region_name",
 ]
 
@@ -74,22 +71,6 @@ _LOCK = threading.Lock()
 def new_region_name() -> str:
     """A region name unique to this process and call (also the /dev/shm file name)."""
     return f"{SEGMENT_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
-
-
-def is_local_url(url: str) -> bool:
-    """True when ``host:port`` names this machine (loopback or its own host name)."""
-    if url.startswith("["):
-        host = url[1 : url.find("]")]
-    elif url.count(":") == 1:
-        host = url.split(":", 1)[0]
-    else:
-        host = url  # a bare name, or a bare IPv6 address
-    if host in ("localhost", socket.gethostname()):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _aligned(offset: int) -> int:

@@ -29,7 +29,7 @@ class StreamRequest:
     priority: int
     parameters: Mapping[str, ParamValue] | None
 
-    def prepare(self, meta: ModelMetadata) -> PreparedRequest:
+    def prepare(self, meta: ModelMetadata, max_message_bytes: int) -> PreparedRequest:
         """The checked request: every tensor in the message (a stream outlives a shared memory segment)."""
         return prepare_request(
             meta,
@@ -41,6 +41,7 @@ class StreamRequest:
             server_timeout_us=None,
             shm_threshold_bytes=None,
             model_version=self.version,
+            max_message_bytes=max_message_bytes,
         )
 
     @staticmethod
@@ -55,7 +56,7 @@ def idle_timeout_error(model: str, url: str, idle_timeout_s: float, client: str)
         f"stream from model '{model}' at {url}: no response for {idle_timeout_s:g} s; the request was cancelled",
         model=model,
         hint="the server may be frozen or overloaded; raise idle_timeout_s "
-        f"({client}(stream_idle_timeout_s=...)) for models that think longer between responses",
+        f"({client}(timeouts=Timeouts(stream_idle_s=...))) for models that think longer between responses",
     )
 
 

@@ -122,7 +122,7 @@ class ResponseStream:
                 failed = FailedCall(error, "stream", model, self._prepared.model_version, self._deadline)
                 raise self._client._translate(failed, connected=connected) from error
             response = result.get_response()
-            outputs = decode_response(response, model=model)
+            outputs = decode_response(response, self._prepared)
             if is_final_response(response):
                 self._finish(cancel=False)
             if outputs:
