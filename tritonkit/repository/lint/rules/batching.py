@@ -6,6 +6,7 @@ from __future__ import annotations
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.rules.trtllm import is_engine_model
 from tritonkit.repository.spec import WINDOW_RANGE_US
 from tritonkit.repository.units import format_duration_us
 
@@ -80,6 +81,15 @@ def priority_levels(ctx: LintContext, m: ModelInfo) -> None:
                        hint=f"use priority levels 1..{levels} as keys")
 
 
+def _schedules_per_token(cfg: mc.ModelConfig) -> bool:
+    """A TensorRT-LLM engine model, or a tokenizer step of its pipeline (it reads ``tokenizer_dir``).
+
+    The backend's own templates leave their queue delay at 0: the in-flight batcher schedules a new
+    step every token, so a window in front of it, or of the per-token detokeniser, only adds latency.
+    """
+    return is_engine_model(cfg) or "tokenizer_dir" in cfg.parameters
+
+
 @rule("TK105", WARNING, "dynamic batching window outside 5-20 ms", family=FAMILY)
 def window_range(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
@@ -88,6 +98,8 @@ def window_range(ctx: LintContext, m: ModelInfo) -> None:
     us = cfg.dynamic_batching.max_queue_delay_microseconds
     if us < 1000 and us != 0:
         return  # TK106 says why more precisely
+    if us == 0 and _schedules_per_token(cfg):
+        return
     if not WINDOW_MIN_US <= us <= WINDOW_MAX_US:
         what = "0 (no waiting: batches only form under backlog)" if us == 0 else format_duration_us(us)
         ctx.report(m, f"max_queue_delay_microseconds is {what}; the rule-of-thumb window is 5-20 ms",
