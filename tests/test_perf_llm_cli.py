@@ -108,7 +108,7 @@ def test_perf_compare_gates_on_llm_regressions_and_keeps_a_baseline(tmp_path: Pa
     ok = invoke(main, ["perf", "compare", str(base), str(same.parent), "--save-baseline",
                        "--baseline-dir", str(tmp_path / "baselines")], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output
-    assert "no regression" in ok.output and list((tmp_path / "baselines" / "llm").glob("llm-*.json"))
+    assert "no regression" in ok.output and list((tmp_path / "baselines" / "llm" / "llm").glob("*.json"))
     bad = invoke(main, ["perf", "compare", str(tmp_path / "baselines" / "llm"), str(slower), "--json"],
                  catch_exceptions=False)
     assert bad.exit_code == 1, bad.output

@@ -49,6 +49,6 @@ def test_a_step_the_new_run_did_not_measure_is_a_regression() -> None:
 def test_baselines_are_kept_per_model_and_the_latest_is_found(tmp_path: Path) -> None:
     first = save_llm_baseline(_result(100, 20, started="2026-11-30T10:00:00.1Z"), tmp_path)
     second = save_llm_baseline(_result(100, 20, started="2026-11-30T11:00:00.1Z"), tmp_path)
-    assert first != second and first.parent == second.parent == tmp_path / "m"
+    assert first != second and first.parent == second.parent == tmp_path / "m" / "llm"
     assert latest_llm_baseline("m", tmp_path) == second
     assert LLMResult.load(second).steps[0].metrics == _result(100, 20).steps[0].metrics

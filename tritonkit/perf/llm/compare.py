@@ -8,14 +8,16 @@ Pure functions; the baseline files are ``llm_result.json`` copies.
 
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
 from tritonkit.perf.llm.result import LLMResult, LLMStep
 
-__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_results", "latest_llm_baseline", "save_llm_baseline"]
+__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_results", "find_llm_result", "latest_llm_baseline",
+           "save_llm_baseline"]
 
 
 @dataclass(frozen=True)
@@ -107,18 +109,26 @@ def compare_llm_results(
     return LLMComparison(tuple(rows))
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
 def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:
-    """Keep ``result`` as ``<root>/<model>/llm-<UTC start>.json``; return the path."""
-    stamp = re.sub(r"[^0-9TZ]", "", result.started_utc.split(".")[0]) or "unknown"
-    model = _UNSAFE.sub("_", result.model).strip("._") or "model"
-    return result.save(Path(root) / model / f"llm-{stamp}Z.json".replace("ZZ", "Z"))
+    """Keep ``result`` as an LLM baseline: ``<root>/<model>/llm/<UTC start>.json``; return the path."""
+    return save_baseline(result, root)
 
 
 def latest_llm_baseline(model: str, root: str | Path) -> Path | None:
-    """The newest LLM baseline kept for ``model``, if any."""
-    folder = Path(root) / (_UNSAFE.sub("_", model).strip("._") or "model")
-    found = sorted(folder.glob("llm-*.json"))
+    """The newest LLM baseline kept for ``model``, if any (never a classic one)."""
+    return latest_baseline(model, root, kind="llm")
+
+
+def find_llm_result(path: Path) -> Path | None:
+    """The LLM result ``path`` names: the file itself, a run folder's ``llm_result.json``, or the
+    newest LLM baseline in a model's baseline folder (or its ``llm/``); ``None`` when it holds none."""
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return path if isinstance(data, dict) and data.get("kind") == "llm" else None
+    if (path / "llm_result.json").is_file():
+        return path / "llm_result.json"
+    found = baselines_in(path, "llm")
     return found[-1] if found else None

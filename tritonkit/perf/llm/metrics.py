@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tritonkit.errors import PerfError
+from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.percentiles import percentiles
 
 __all__ = [
@@ -109,7 +110,7 @@ class RequestRecord:
 
 
 @dataclass(frozen=True)
-class GoodputSLO:
+class GoodputSLO(JsonDataclass):
     """Per-request objectives for goodput: a request is good when it meets every one given."""
 
     ttft_ms: float | None = None
@@ -150,7 +151,7 @@ class GoodputSLO:
 
 
 @dataclass(frozen=True)
-class Distribution:
+class Distribution(JsonDataclass):
     """Percentiles (50/90/95/99), mean, min, max and count of one per-request quantity."""
 
     p50: float
@@ -177,13 +178,9 @@ class Distribution:
         """``"p99"``, ``"mean"``, … by name."""
         return float(getattr(self, stat))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Distribution | None:
-        return None if data is None else cls(**{k: data[k] for k in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class LLMMetrics:
+class LLMMetrics(JsonDataclass):
     """The LLM metrics of one set of requests (a load step or a whole traffic shape).
 
     Times in ms, throughputs per second; ``per_user_tokens_per_s`` is the distribution of 1/ITL.
@@ -208,20 +205,10 @@ class LLMMetrics:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (read back by ``from_dict``)."""
         data = asdict(self)
         data["notes"] = list(self.notes)
         return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LLMMetrics:
-        dists = ("ttft_ms", "itl_ms", "latency_ms", "per_user_tokens_per_s", "input_tokens", "output_tokens")
-        kwargs: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
-        for name in dists:
-            kwargs[name] = Distribution.from_dict(data.get(name))
-        slo = data.get("goodput_slo")
-        kwargs["goodput_slo"] = None if slo is None else GoodputSLO(**slo)
-        kwargs["notes"] = tuple(data.get("notes") or ())
-        return cls(**kwargs)
 
     def sla_values(self) -> dict[str, float | None]:
         """Canonical SLA metric names → values (``ttft_p99``, ``itl_mean``, ``tokens_per_s``, …)."""
@@ -362,7 +349,7 @@ def compute_metrics(
 
 
 @dataclass(frozen=True)
-class DriftWindow:
+class DriftWindow(JsonDataclass):
     """One slice of a long run: requests *sent* within ``[start_s, end_s)`` of the first request."""
 
     start_s: float
@@ -374,7 +361,7 @@ class DriftWindow:
 
 
 @dataclass(frozen=True)
-class Drift:
+class Drift(JsonDataclass):
     """How latency moved over a long run: per-window percentiles and the first→last change."""
 
     windows: tuple[DriftWindow, ...] = field(default_factory=tuple)

@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write, read_json
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.perf.measure._json_dataclass import JsonDataclass, check_types
+from tritonkit.perf.measure._json_dataclass import JsonDataclass, read_record
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -345,24 +345,11 @@ class PerfResult:
     def load(cls, path: str | os.PathLike[str]) -> PerfResult:
         """Read a ``result.json``; a missing or malformed file raises ``ConfigError``.
 
-        Every field's type is checked first: a value of the wrong type (a latency written as
-        text, say) is refused with the file and the field's path, before any arithmetic meets it.
+        Every field's type is checked first, and every number (finite, in range): a value of the
+        wrong type (a latency written as text, say) or a NaN throughput is refused with the file
+        and the field's path, before any arithmetic meets it.
         """
-        source = Path(path)
-        data = read_json(source, what="perf result", hint="pass a result.json written by 'tritonkit perf run'")
-        wrong = check_types(cls, data) if isinstance(data, dict) else None
-        if wrong is not None:
-            raise ConfigError(
-                f"perf result {source}: {wrong}",
-                hint="fix or remove that field, or pass a result.json written by 'tritonkit perf run'",
-            )
-        try:
-            return cls.from_dict(data)
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"perf result {source} does not match schema version {SCHEMA_VERSION}: {exc}",
-                hint="pass a result.json written by 'tritonkit perf run'",
-            ) from exc
+        return read_record(cls, path, what="perf result", hint="pass a result.json written by 'tritonkit perf run'")
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,59 @@
+"""One store for results and baselines: classic and LLM runs kept apart, verdicts kept on disk.
+
+Hand-made results (the measuring is tested elsewhere); what is checked is where files go and
+what reading them back gives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tritonkit.perf.judge.compare import latest_baseline, list_baselines, load_result, save_baseline
+from tritonkit.perf.llm.compare import latest_llm_baseline, save_llm_baseline
+from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
+from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.llm.timeline import FailureReport
+from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult
+
+MS = 1_000_000
+
+
+def _classic(started: str) -> PerfResult:
+    return PerfResult(
+        RunMetadata(model="m", url="127.0.0.1:1", protocol="grpc", started_utc=started),
+        steps=[StepResult("concurrency", 1, 100.0, LatencyStats(p50_ms=1, p90_ms=2, p95_ms=2, p99_ms=3))],
+    )
+
+
+def _llm(started: str) -> LLMResult:
+    records = [RequestRecord(i * 200 * MS, tuple((i * 200 + 50 + 10 * k) * MS for k in range(4)), (1,) * 4)
+               for i in range(4)]
+    return LLMResult("m", "u", True, "text", "synthetic",
+                     [LLMStep("concurrency", 1, compute_metrics(records), FailureReport())], started_utc=started)
+
+
+def test_the_latest_classic_baseline_is_never_an_llm_baseline_saved_later(tmp_path: Path) -> None:
+    classic = save_baseline(_classic("2026-11-30T10:00:00Z"), tmp_path)
+    llm = save_llm_baseline(_llm("2026-11-30T11:00:00.0Z"), tmp_path)
+    assert llm != classic
+    assert list_baselines("m", tmp_path) == [classic]
+    assert latest_baseline("m", tmp_path) == classic
+    loaded, source = load_result(tmp_path / "m")
+    assert source == classic and loaded.steps[0].throughput_per_s == 100.0
+    assert latest_llm_baseline("m", tmp_path) == llm
+
+
+def test_a_legacy_llm_baseline_beside_classic_ones_is_not_taken_for_a_classic_one(tmp_path: Path) -> None:
+    classic = save_baseline(_classic("2026-11-30T10:00:00Z"), tmp_path)
+    legacy = _llm("2026-11-30T11:00:00.0Z").save(tmp_path / "m" / "llm-20261130T110000Z.json")
+    assert latest_baseline("m", tmp_path) == classic
+    assert latest_llm_baseline("m", tmp_path) == legacy
+
+
+def test_an_llm_result_keeps_its_verdict_when_read_back(tmp_path: Path) -> None:
+    result = _llm("2026-11-30T11:00:00.0Z")
+    result.verdict = {"schema_version": 1, "status": "pass"}
+    path = result.save(tmp_path / "llm_result.json")
+    assert json.loads(path.read_text())["verdict"]["status"] == "pass"
+    assert LLMResult.load(path).verdict == {"schema_version": 1, "status": "pass"}
