@@ -57,3 +57,29 @@ def test_an_llm_result_keeps_its_verdict_when_read_back(tmp_path: Path) -> None:
     path = result.save(tmp_path / "llm_result.json")
     assert json.loads(path.read_text())["verdict"]["status"] == "pass"
     assert LLMResult.load(path).verdict == {"schema_version": 1, "status": "pass"}
+
+
+def test_a_report_that_cannot_be_written_loses_no_result_and_says_where_it_is(tmp_path: Path) -> None:
+    """A real write failure (a folder where report.md belongs) stands in for a full disk."""
+    from tritonkit.perf.run import _finish
+
+    (tmp_path / "report.md").mkdir()
+    run = _finish(_classic("2026-11-30T10:00:00Z"), tmp_path, None, baseline_root=tmp_path / "b", error=None,
+                  resumed_steps=0, notes=[])
+    assert run.exit_code == 2 and run.error is not None
+    assert "could not write the report" in str(run.error) and str(tmp_path / "result.json") in str(run.error)
+    assert PerfResult.load(tmp_path / "result.json").steps[0].throughput_per_s == 100.0
+    assert run.baseline_path is None and not (tmp_path / "b").exists()
+
+
+def test_perf_report_on_a_full_disk_keeps_the_llm_verdict_and_exits_2(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tritonkit.cli import main
+
+    path = _llm("2026-11-30T11:00:00.0Z").save(tmp_path / "llm_result.json")
+    (tmp_path / "llm_report.md").mkdir()
+    outcome = CliRunner().invoke(main, ["perf", "report", str(tmp_path), "--sla", "ttft_p99<=1ms"])
+    assert outcome.exit_code == 2, outcome.output
+    assert "could not write the report" in outcome.output and "Traceback" not in outcome.output
+    assert LLMResult.load(path).verdict is not None  # judged and kept before the report failed

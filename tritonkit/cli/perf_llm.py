@@ -217,5 +217,8 @@ def report_llm_command(result_path: Path, *, sla_text: str | None, out_dir: Path
     else:
         if run.verdict is not None:
             click.echo(run.verdict.summary())
-        click.echo(f"report: {run.report}")
+        if run.report is not None:
+            click.echo(f"report: {run.report}")
+    if run.error is not None:
+        raise run.error  # the verdict is saved; only the report is missing
     raise CommandExit(run.verdict.exit_code if run.verdict is not None else 0)

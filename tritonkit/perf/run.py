@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.judge.baselines import save_baseline
@@ -71,7 +71,6 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -201,25 +200,26 @@ def _report_error(exc: OSError, folder: Path, result_path: Path) -> TritonKitErr
     )
 
 
-def _keep(
-    save: Callable[[], Path],
-    report: Callable[[], R],
-    folder: Path,
-) -> tuple[Path, R | None, TritonKitError | None]:
-    """Save the result, then write its report: the result is on disk before anything else can fail.
+def _persist(run: PerfRun | LLMRun, save: Callable[[], Path], report: Callable[[], Any],
+             baseline_root: str | os.PathLike[str] | None) -> None:
+    """Save the result, write its report, keep a baseline, in that order, into ``run``.
 
-    An ``OSError`` on the report (a full disk) is returned as an error naming the saved result;
-    one on the result itself is raised as a ``TritonKitError`` (nothing could be kept).
+    The result is on disk before anything else can fail: an ``OSError`` on the report (a full
+    disk) becomes ``run.error`` naming the saved result (exit 2, no baseline); one on the result
+    itself is raised as a ``TritonKitError`` (nothing could be kept). A baseline is kept only for
+    a run that measured something and failed nowhere.
     """
     try:
-        result_path = save()
+        run.result_path = save()
     except OSError as exc:
-        raise TritonKitError(f"could not save the result into {folder}: {exc.strerror or exc}",
+        raise TritonKitError(f"could not save the result into {run.results_dir}: {exc.strerror or exc}",
                              hint="free some space or choose another --out folder") from exc
     try:
-        return result_path, report(), None
+        run.report = report()
     except OSError as exc:
-        return result_path, None, _report_error(exc, folder, result_path)
+        run.error = run.error or _report_error(exc, run.results_dir, run.result_path)
+    if baseline_root is not None and run.error is None and run.exit_code != EXIT_UNMEASURED:
+        run.baseline_path = save_baseline(run.result, Path(baseline_root))
 
 
 def _finish(
@@ -237,12 +237,8 @@ def _finish(
     result.verdict = verdict.to_dict() if verdict else None
     if error is not None:
         result.extra["error"] = str(error)
-    result_path, report, report_error = _keep(
-        lambda: result.save(folder / "result.json"), lambda: write_report(result, folder, verdict), folder
-    )
-    run = PerfRun(result, verdict, folder, result_path, report, None, resumed_steps, error or report_error, notes)
-    if baseline_root is not None and run.error is None and run.exit_code != EXIT_UNMEASURED:
-        run.baseline_path = save_baseline(result, Path(baseline_root))
+    run = PerfRun(result, verdict, folder, folder / "result.json", None, None, resumed_steps, error, notes)
+    _persist(run, lambda: result.save(run.result_path), lambda: write_report(result, folder, verdict), baseline_root)
     return run
 
 
@@ -345,7 +341,10 @@ def rejudge(
     if sla is not None and folder == source.parent:
         result.verdict = verdict.to_dict() if verdict else None
         result.save(source)
-    report = write_report(result, folder, verdict)
+    try:
+        report = write_report(result, folder, verdict)
+    except OSError as exc:
+        raise _report_error(exc, folder, source) from exc
     return PerfRun(result, verdict, folder, source, report)
 
 
@@ -400,7 +399,6 @@ def _finish_llm(
     *,
     baseline_root: str | os.PathLike[str] | None,
     error: TritonKitError | None = None,
-    out_dir: Path | None = None,
 ) -> LLMRun:
     """Judge, save llm_result.json with its verdict, write the report, keep a baseline (LLM mode)."""
     from tritonkit.perf.llm.judge import evaluate_llm
@@ -408,13 +406,9 @@ def _finish_llm(
 
     verdict = evaluate_llm(sla, result) if sla is not None else None
     result.verdict = verdict.to_dict() if verdict else None
-    target = out_dir or folder
-    result_path, report, report_error = _keep(
-        lambda: result.save(folder / "llm_result.json"), lambda: write_llm_report(result, target, verdict), target
-    )
-    run = LLMRun(result, verdict, folder, result_path, report, None, error or report_error)
-    if baseline_root is not None and run.error is None and run.exit_code != EXIT_UNMEASURED:
-        run.baseline_path = save_baseline(result, Path(baseline_root))
+    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, None, error)
+    _persist(run, lambda: result.save(run.result_path), lambda: write_llm_report(result, folder, verdict),
+             baseline_root)
     return run
 
 
