@@ -184,8 +184,17 @@ def test_a_model_without_an_llm_interface_is_refused_naming_its_inputs(server: T
     assert not list(tmp_path.glob("*.json"))  # refused before anything ran
 
 
-def test_a_library_run_keeps_its_verdict_on_disk_and_an_llm_baseline_apart(server: TritonServer, tmp_path: Path) -> None:
+def test_a_library_run_keeps_its_verdict_on_disk_and_an_llm_baseline_apart(
+    server: TritonServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tritonkit.perf.judge.baselines import latest_baseline
+    from tritonkit.perf.measure.analyzer import PerfAnalyzer
+
+    # LLM steps start perf_analyzer through the one supervisor the marker guard watches.
+    started: list[str] = []
+    supervise = PerfAnalyzer.invoke
+    monkeypatch.setattr(PerfAnalyzer, "invoke", lambda self, argv, name, **kw: (started.append(name),
+                                                                                 supervise(self, argv, name, **kw))[1])
     from tritonkit.perf.judge.sla import parse_sla
     from tritonkit.perf.llm.result import LLMResult
     from tritonkit.perf.llm.settings import LLMSettings
@@ -200,3 +209,4 @@ def test_a_library_run_keeps_its_verdict_on_disk_and_an_llm_baseline_apart(serve
     assert run.report is not None and "FAIL" in run.report.read_text()
     assert run.baseline_path is not None and run.baseline_path.parent == tmp_path / "baselines" / "llm" / "llm"
     assert latest_baseline("llm", tmp_path / "baselines") is None  # no classic baseline was made
+    assert started == ["c1"]
