@@ -15,6 +15,7 @@ from typing import Any
 
 from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
 from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.metric_registry import METRICS
 
 __all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_results", "find_llm_result", "latest_llm_baseline",
            "save_llm_baseline"]
@@ -87,8 +88,9 @@ def compare_llm_results(
     max_tokens_drop: float = 0.05,
 ) -> LLMComparison:
     """Rows for TTFT p99, ITL p99 (rise is worse), output tokens/s and goodput (drop is worse)."""
-    checks = (("ttft_p99", max_ttft_rise, "rise"), ("itl_p99", max_itl_rise, "rise"),
-              ("tokens_per_s", max_tokens_drop, "drop"), ("goodput", max_tokens_drop, "drop"))
+    limits = {"ttft_p99": max_ttft_rise, "itl_p99": max_itl_rise, "tokens_per_s": max_tokens_drop,
+              "goodput": max_tokens_drop}
+    checks = [(name, limit, METRICS[name].worse_when) for name, limit in limits.items()]
     new_steps = {(s.load_mode, s.load_value): s for s in new.steps}
     rows: list[LLMComparisonRow] = []
     for base_step in base.steps:

@@ -16,22 +16,24 @@ from typing import TYPE_CHECKING
 from tritonkit._fs import atomic_write
 from tritonkit.perf.llm.metrics import Distribution
 from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.metric_registry import METRICS, PER_REQUEST_TIMES
 
 if TYPE_CHECKING:
     from tritonkit.perf.judge.verdict import Verdict
 
 __all__ = ["METRIC_DEFINITIONS", "render_llm_markdown", "render_timeline_png", "write_llm_report"]
 
-#: What each reported metric means (GenAI-Perf's definitions), printed in every report.
+#: What each reported metric means (GenAI-Perf's definitions), printed in every report; the
+#: SLA metrics' definitions are the registry's (``tritonkit.perf.metric_registry``).
 METRIC_DEFINITIONS: tuple[tuple[str, str], ...] = (
-    ("TTFT", "time to first token: first response carrying a token − request sent"),
-    ("ITL", "inter-token latency: (request latency − TTFT) / (output tokens − 1), requests with ≥ 2 tokens"),
+    ("TTFT", "time to first token: " + PER_REQUEST_TIMES["ttft"][2]),
+    ("ITL", "inter-token latency: " + PER_REQUEST_TIMES["itl"][2]),
     ("request latency", "last response (the end of the stream) − request sent"),
-    ("output tokens/s", "Σ output tokens / (last response − first request sent), over the step"),
+    ("output tokens/s", METRICS["tokens_per_s"].definition),
     ("requests/s", "answered requests / the same span"),
-    ("per-user tokens/s", "1 / ITL: the speed one reader sees"),
+    ("per-user tokens/s", METRICS["user_tokens_per_s"].definition),
     ("ISL / OSL", "input / output sequence length in tokens (output counted from the responses' token ids)"),
-    ("goodput", "requests meeting every per-request objective, each judged on its own, / the same span"),
+    ("goodput", METRICS["goodput"].definition),
     ("recovery", "after the load (a spike's burst, or the whole shape) ends: time until the server's pending "
                  "requests and queue time are back at their level before the load"),
     ("client deadline", "a request slower than the client's deadline counts as a client time-out"),
