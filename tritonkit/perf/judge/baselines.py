@@ -13,13 +13,12 @@ as LLM baselines and never listed as classic ones.
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
+from tritonkit.perf.measure.folders import safe_name, utc_stamp
 from tritonkit.perf.measure.result import PerfResult
 
 if TYPE_CHECKING:
@@ -41,29 +40,8 @@ DEFAULT_BASELINE_ROOT = Path("results") / "baselines"
 
 BaselineKind = Literal["classic", "llm"]
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _LLM_FOLDER = "llm"
 _LEGACY_LLM_PREFIX = "llm-"
-
-
-def safe_name(model: str) -> str:
-    """``model`` as one path-safe folder name (model names may carry e.g. ``org/model``)."""
-    return _UNSAFE.sub("_", model).strip("._") or "model"
-
-
-def utc_stamp(utc_iso: str | None = None) -> str:
-    """``2026-11-29T10:15:00Z`` → ``20261129T101500Z``; now when missing or unreadable."""
-    moment: datetime | None = None
-    if utc_iso:
-        try:
-            moment = datetime.fromisoformat(utc_iso.replace("Z", "+00:00"))
-        except ValueError:
-            moment = None
-    if moment is None:
-        moment = datetime.now(timezone.utc)
-    elif moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _identity(result: PerfResult | LLMResult) -> tuple[str, str, BaselineKind]:
