@@ -13,8 +13,11 @@ while it runs, kills the whole group on timeout, exception or Ctrl-C, and turns 
   recorded as such (``AnalyzerOutcome.unstable_loads``) — the ladder may retry it with a longer window;
 * a failed request (perf_analyzer aborts the step, exit 99 "Thread [i] had error"): a step with
   ``error_count`` > 0 and the tool's message — a result, not a crash;
-* exit 3 or a rejected option: ``PerfError`` with perf_analyzer's own complaint;
-* anything else: ``PerfError`` with the return code and the stderr tail.
+* exit 3 or a rejected option: ``StepError`` (a ``PerfError``) with perf_analyzer's own complaint;
+* anything else: ``StepError`` with the return code, the stderr tail, and why
+  (:mod:`tritonkit.perf.measure.failures`: ``.failure`` and the server's or model's message).
+
+A step of an invocation that did not exit 0 (or 2, unstable) carries ``failure``: never measured.
 
 Raw files (``<name>.csv``, ``.json``, ``.stdout``, ``.stderr``, ``.argv.json``) are written as the
 run goes, so nothing measured is lost even when this process dies.
@@ -30,9 +33,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NoReturn
 
 from tritonkit._fs import atomic_write
-from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.errors import ConnectError, ModelNotReadyError, TritonKitError
+from tritonkit.perf.measure.failures import (
+    Failure,
+    StepError,
+    StepTimeoutError,
+    classify,
+    diagnose_request_errors,
+)
 from tritonkit.perf.measure.metrics import (
     MetricsSnapshot,
     MetricsWatcher,
@@ -209,12 +220,7 @@ class PerfAnalyzer:
         raw.append(f"{name}.argv.json")
         console = parse_console(invocation.stdout, invocation.stderr)
         if returncode == EXIT_OPTION_ERROR or (returncode != EXIT_OK and console.option_error):
-            raise PerfError(
-                f"perf_analyzer rejected its options: {console.option_error or _tail(stderr_path, 3)}",
-                returncode=returncode,
-                stderr_tail=_tail(stderr_path),
-                hint=f"check the perf options; the command is in {self.results_dir / (name + '.argv.json')}",
-            )
+            self._refuse(invocation, console, spec)
         steps = self._steps(csv_path, export_path, spec)
         cpu_pct = invocation.cpu_pct
         metrics = step_metrics(invocation.snapshots, model_for_metrics or spec.model) if self.metrics_url else None
@@ -226,6 +232,7 @@ class PerfAnalyzer:
             warnings.append(cpu_warning)
         loads = spec.load.values()
         if console.request_error_lines:
+            diagnosis = diagnose_request_errors(invocation.console)
             failed_load = self._failed_load(loads, steps)
             # One "had error" line per worker thread that failed. The server's failure counter is
             # only a lower bound too: tritonserver 2.51 counts a python-backend error response as
@@ -236,16 +243,17 @@ class PerfAnalyzer:
                     load_mode=_mode(spec), load_value=float(failed_load), throughput_per_s=None, latency=None,
                     error_count=max(len(console.request_error_lines), failures),
                     error_note="; ".join(console.request_error_lines),
+                    failure=diagnosis.failure.value if diagnosis else Failure.REQUEST_ERRORS.value,
+                    failure_note=diagnosis.message if diagnosis else None,
                 )
             )
         elif returncode not in (EXIT_OK, EXIT_UNSTABLE):
-            raise PerfError(
-                f"perf_analyzer exited with status {returncode}: "
-                f"{(console.error_lines[-1] if console.error_lines else _tail(stderr_path, 3)) or 'no message'}",
-                returncode=returncode,
-                stderr_tail=_tail(stderr_path),
-                hint=f"see {stdout_path} and {stderr_path}; the command is in {name}.argv.json",
-            )
+            self._refuse(invocation, console, spec)
+        if returncode not in (EXIT_OK, EXIT_UNSTABLE):
+            # A step of an invocation that failed is never a measurement, whatever its files hold.
+            diagnosis = classify(invocation.console, returncode=returncode, model=spec.model)
+            for step in steps:
+                step.failure, step.failure_note = diagnosis.failure.value, diagnosis.message
         unstable = list(console.unstable_loads)
         if returncode == EXIT_UNSTABLE and not unstable:
             unstable = [self._failed_load(loads, steps)]
@@ -316,8 +324,8 @@ class PerfAnalyzer:
                     # a SIGKILL of this process must not leave load running against the server.
                     proc = spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
                 except OSError as exc:
-                    raise PerfError(
-                        f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}",
+                    raise StepError(
+                        f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}", failure=Failure.TOOL_ERROR,
                         hint="run 'tritonkit perf install --force' or pass --perf-analyzer PATH",
                     ) from exc
                 cpu = ProcessCpu(proc.pid)
@@ -372,14 +380,30 @@ class PerfAnalyzer:
                     return None
             if deadline is not None and now >= deadline:
                 stop_group(proc, _KILL_GRACE_S)
-                raise PerfTimeoutError(
+                raise StepTimeoutError(
                     f"perf_analyzer run '{name}' did not finish within {timeout_s:g} s and was stopped",
+                    failure=Failure.TIMEOUT, server_message=f"no end within {timeout_s:g} s",
                     returncode=proc.returncode,
                     stderr_tail=_tail(stderr_path),
                     hint="raise the timeout, shorten the measurement interval or the request count, "
                     "or lower max trials",
                 )
             time.sleep(_POLL_S)
+
+    def _refuse(self, invocation: Invocation, console: ConsoleSummary, spec: PerfSpec) -> NoReturn:
+        """Raise the :class:`StepError` for an invocation that measured nothing, classified."""
+        reachable, ready = _server_state(spec)
+        diagnosis = classify(invocation.console, returncode=invocation.returncode, option_error=console.option_error,
+                             server_reachable=reachable, model_ready=ready, model=spec.model)
+        where = f"the command is in {self.results_dir / (invocation.name + '.argv.json')}"
+        if diagnosis.failure is Failure.REFUSED_OPTIONS:
+            message = f"perf_analyzer rejected its options: {diagnosis.message or _tail(invocation.stderr_path, 3)}"
+            hint = f"check the perf options; {where}"
+        else:
+            message = f"perf_analyzer step '{invocation.name}' failed ({diagnosis.failure}): {diagnosis.message}"
+            hint = f"see {invocation.stdout_path} and {invocation.stderr_path}; {where}"
+        raise StepError(message, failure=diagnosis.failure, server_message=diagnosis.message,
+                        returncode=invocation.returncode, stderr_tail=_tail(invocation.stderr_path), hint=hint)
 
     @staticmethod
     def _steps(csv_path: Path, export_path: Path, spec: PerfSpec) -> list[StepResult]:
@@ -392,6 +416,24 @@ class PerfAnalyzer:
         """The first load of the run that has no measured step: where perf_analyzer stopped."""
         done = {s.load_value for s in steps if s.throughput_per_s is not None and s.stable}
         return float(next((v for v in loads if float(v) not in done), loads[-1]))
+
+
+def _server_state(spec: PerfSpec) -> tuple[bool, bool | None]:
+    """(the server answers, it serves the model ready) — asked after a step failed, to say why."""
+    from tritonkit.perf.measure.target import check_target  # lazy: the client pulls in grpc
+
+    for attempt in range(2):  # an overloaded server may miss one probe
+        try:
+            check_target(spec)
+            return True, True
+        except ModelNotReadyError:
+            return True, False
+        except ConnectError:
+            if attempt == 0:
+                time.sleep(1.0)
+        except (TritonKitError, OSError):
+            return True, None  # it answered something: not this question's business
+    return False, None
 
 
 def _mode(spec: PerfSpec) -> str:

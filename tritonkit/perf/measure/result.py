@@ -136,6 +136,9 @@ class StepResult(JsonDataclass):
     A step with ``error_count > 0`` or ``throughput_per_s is None`` has no valid measurement.
     ``server_lost`` is True when the server stopped answering during the step (it was probed
     after the step failed): the failures then say the server went away, not how it bore the load.
+    ``failure`` (a :class:`~tritonkit.perf.measure.failures.Failure` value) and ``failure_note``
+    (the server's or model's own message) say why a step whose perf_analyzer failed is no
+    measurement; ``None`` when it ended cleanly.
     """
 
     load_mode: str
@@ -159,11 +162,15 @@ class StepResult(JsonDataclass):
     raw_files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     server_lost: bool = False
+    failure: str | None = None
+    failure_note: str | None = None
 
     @property
     def measured(self) -> bool:
-        """True when this step holds a valid measurement (stable, no errors, numbers present)."""
-        return self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
+        """True when this step holds a valid measurement (stable, no errors, numbers present, and
+        perf_analyzer ended it without failing)."""
+        return (self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
+                and self.failure is None)
 
 
 @dataclass
