@@ -244,7 +244,12 @@ def _row(
         base.error_count if base and same_load else None,
         new.error_count if new and same_load else None,
     )
-    problems = []
+    problems = [
+        f"{what} is {value}, not a finite number: cannot be compared"
+        for what, value in (("base throughput", row.base_throughput_per_s), ("new throughput", row.new_throughput_per_s),
+                            ("base p99", row.base_p99_ms), ("new p99", row.new_p99_ms))
+        if value is not None and not math.isfinite(value)
+    ]
     thr = row.throughput_change
     if thr is not None and -thr > max_throughput_drop + 1e-12:
         problems.append(f"throughput {thr * 100:+.1f}% (limit -{max_throughput_drop * 100:.1f}%)")

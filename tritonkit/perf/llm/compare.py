@@ -9,6 +9,7 @@ Pure functions; the baseline files are ``llm_result.json`` copies.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,8 @@ def compare_llm_results(
             if b is None:
                 continue  # the baseline did not measure it: nothing to hold the new run to
             change = None if n is None or b == 0 else (n - b) / b
-            if change is None:
-                regressed = True
+            if change is None or not math.isfinite(change):
+                regressed = True  # unmeasured, or NaN / inf on either side: never a pass
             elif worse_when == "rise":
                 regressed = change > limit
             else:

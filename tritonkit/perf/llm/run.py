@@ -23,13 +23,13 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
-from tritonkit.errors import PerfError
 from tritonkit.perf.llm.metrics import GoodputSLO, compute_metrics, drift, load_export_records
 from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
 from tritonkit.perf.llm.shapes import Schedule, Shape, Spike, write_intervals
 from tritonkit.perf.llm.timeline import FailureReport, classify_failures, in_flight, recovery, server_timeline
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, utc_now
+from tritonkit.perf.measure.failures import Failure, StepError, classify
 from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 
@@ -189,6 +189,11 @@ def run_llm(
             runs.append((name, "concurrency", float(level), argv, None))
 
     steps: list[LLMStep] = []
+    result = LLMResult(
+        model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
+        steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
+        notes=notes,
+    )
     for name, mode, value, argv, step_schedule in runs:
         full = [*pa.argv, *argv]
         export = folder / f"{name}.json"
@@ -206,8 +211,11 @@ def run_llm(
         request_failed = inv.stopped or any("had error" in e for e in errors)
         if inv.returncode not in (0, None) and not records and not request_failed and reachable:
             # Nothing was sent: perf_analyzer refused its input or options — a usage error, not a load result.
-            raise PerfError(
-                f"perf_analyzer exited with status {inv.returncode}: {errors[-1] if errors else 'no message'}",
+            found = classify(inv.console, returncode=inv.returncode, server_reachable=True, model=model,
+                             option_error=errors[-1].strip() if errors else None)
+            raise StepError(
+                f"perf_analyzer exited with status {inv.returncode} ({found.failure}): {found.message}",
+                failure=found.failure, server_message=found.message,
                 returncode=inv.returncode,
                 stderr_tail=inv.console[-2000:],
                 hint=f"see {folder / (name + '.stdout')}; the command is in {name}.argv.json",
@@ -239,7 +247,12 @@ def run_llm(
             step.warnings.append(cpu_warning)
         if inv.scrape_errors:
             step.warnings.append(f"could not scrape {metrics_url}: {inv.scrape_errors[-1]}")
-        if inv.returncode not in (0, None) and not records:
+        if inv.returncode not in (0, None) or inv.stopped:
+            # perf_analyzer did not end the step itself: whatever it wrote is no measurement.
+            found = classify(inv.console, returncode=inv.returncode, server_reachable=reachable, model=model)
+            step.failure = (found.failure if inv.returncode is not None else Failure.REQUEST_ERRORS).value
+            step.failure_note = found.message if inv.returncode is not None else (
+                f"a streamed request failed ({failures.hit or 'unknown class'}); perf_analyzer was stopped")
             step.warnings.append(f"perf_analyzer exited with status {inv.returncode}; see {name}.stdout / {name}.stderr")
         if step_schedule is not None and plan.shape is not None:
             start_s, end_s = _shape_windows(step_schedule, plan.shape)
@@ -252,12 +265,8 @@ def run_llm(
             ]
         steps.append(step)
         say(_describe(name, step))
-    result = LLMResult(
-        model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
-        steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
-        notes=notes,
-    )
-    result.save(folder / "llm_result.json")
+        result.steps, result.finished_utc = steps, utc_now()
+        result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
     return result
 
 

@@ -7,6 +7,8 @@ in ``report.md`` and ``report.html`` cannot disagree.
 from __future__ import annotations
 
 import math
+import shlex
+from collections.abc import Sequence
 
 from tritonkit.perf.judge.sla import format_metric
 from tritonkit.perf.judge.verdict import CheckResult, StepVerdict, Verdict
@@ -35,6 +37,12 @@ BREAKDOWN = (
 )
 
 
+
+
+def reproduce_line(command: Sequence[str]) -> str:
+    """The command a report prints under "Reproduce", quoted for a POSIX shell (``shlex.join``):
+    a path holding ``$(…)``, spaces or quotes is pasted back as the same arguments, never run."""
+    return shlex.join(command)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:

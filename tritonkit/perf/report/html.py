@@ -22,6 +22,7 @@ from tritonkit.perf.report._tables import (
     fmt,
     metadata_rows,
     notes_of,
+    reproduce_line,
     step_rows,
 )
 
@@ -70,7 +71,7 @@ def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes
             for name, caption in PLOT_NAMES.items()
             if plots and name in plots
         ],
-        "command": " ".join(m.command) if m.command else None,
+        "command": reproduce_line(m.command) if m.command else None,
         "marker": REPORT_MARKER,
     }
 
