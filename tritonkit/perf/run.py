@@ -33,18 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
 from tritonkit.perf.judge.baselines import save_baseline
-from tritonkit.perf.judge.sla import SLA
-from tritonkit.perf.judge.verdict import (
-    EXIT_PASS,
-    EXIT_UNMEASURED,
-    StepVerdict,
-    Verdict,
-    evaluate,
-    evaluate_result,
-    measurement_from_step,
-    stored_verdict,
-)
+from tritonkit.perf.judge.verdict import evaluate, evaluate_result, measurement_from_step, stored_verdict
 from tritonkit.perf.llm.result import LLMResult
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer

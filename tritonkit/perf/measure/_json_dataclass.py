@@ -234,6 +234,6 @@ def read_record(cls: type[R], path: str | os.PathLike[str], *, what: str, hint: 
     if wrong is not None:
         raise ConfigError(f"{what} {source}: {wrong}", hint=f"fix or remove that field, or {hint}")
     try:
-        return cls.from_dict(data)  # type: ignore[attr-defined,no-any-return]
+        return cls.from_dict(data)  # type: ignore[attr-defined]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{what} {source} does not match its schema: {exc!r}", hint=hint) from exc

@@ -14,17 +14,7 @@ import jinja2
 
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.measure.result import PerfResult
-from tritonkit.perf.report._tables import (
-    PLOT_NAMES,
-    REPORT_MARKER,
-    check_cells,
-    check_sentence,
-    fmt,
-    metadata_rows,
-    notes_of,
-    reproduce_line,
-    step_rows,
-)
+from tritonkit.perf.report import _tables as tables
 
 __all__ = ["render_html"]
 
@@ -47,14 +37,14 @@ def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes
     closest_miss = None
     if verdict is not None and verdict.knee is not None:
         knee_table = {
-            "header": ["constraint", "limit", f"measured at the knee ({fmt(verdict.knee.load)})", "headroom"],
-            "rows": [check_cells(c) for c in verdict.knee.checks],
+            "header": ["constraint", "limit", f"measured at the knee ({tables.fmt(verdict.knee.load)})", "headroom"],
+            "rows": [tables.check_cells(c) for c in verdict.knee.checks],
         }
     elif verdict is not None and verdict.binding is not None:
-        closest_miss = check_sentence(verdict.binding)
+        closest_miss = tables.check_sentence(verdict.binding)
     steps = None
     if result.steps:
-        header, rows = step_rows(result, verdict)
+        header, rows = tables.step_rows(result, verdict)
         steps = {"header": header, "rows": rows}
     return {
         "model": m.model,
@@ -63,16 +53,16 @@ def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes
         else {"status": verdict.status, "exit_code": verdict.exit_code, "summary": verdict.summary()},
         "knee_table": knee_table,
         "closest_miss": closest_miss,
-        "metadata": [list(r) for r in metadata_rows(result)],
+        "metadata": [list(r) for r in tables.metadata_rows(result)],
         "steps": steps,
-        "notes": notes_of(result),
+        "notes": tables.notes_of(result),
         "plots": [
             {"caption": caption, "data": base64.b64encode(plots[name]).decode("ascii")}
-            for name, caption in PLOT_NAMES.items()
+            for name, caption in tables.PLOT_NAMES.items()
             if plots and name in plots
         ],
-        "command": reproduce_line(m.command) if m.command else None,
-        "marker": REPORT_MARKER,
+        "command": tables.reproduce_line(m.command) if m.command else None,
+        "marker": tables.REPORT_MARKER,
     }
 
 
