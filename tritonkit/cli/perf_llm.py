@@ -54,6 +54,10 @@ _LLM_OPTIONS = [
     click.option("--goodput", "llm_goodput", default=None,
                  help="--llm: per-request objectives for goodput, e.g. 'ttft=500ms,itl=40ms' "
                       "(default: the SLA's TTFT / ITL / latency bounds)."),
+    click.option("--interface", "llm_interface", default=None,
+                 type=click.Choice(["text", "ids", "vllm", "text_io", "generic"]),
+                 help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
+                      "of them is timed per response as 'generic')."),
     click.option("--settle-s", "llm_settle_s", type=float, default=2.0, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
@@ -80,6 +84,7 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
         client_deadline=kwargs.pop("llm_client_deadline", None),
         goodput=kwargs.pop("llm_goodput", None),
         settle_s=kwargs.pop("llm_settle_s", 2.0),
+        interface=kwargs.pop("llm_interface", None),
     )
 
 

@@ -18,8 +18,11 @@ meeting *every* per-request objective given (``GoodputSLO``), each request judge
 per second of the same span.
 
 Token counts come from the responses, never from re-tokenising text: ``output_ids`` (its
-element count) where the model returns it; otherwise a response that carries any non-empty
-output counts as one token (what a streaming TensorRT-LLM model sends: one token per response).
+element count) where the model returns it; otherwise a response that carries new text
+(``text_output``) counts as one token (what a streaming TensorRT-LLM or vLLM model sends: one
+token per response) — a response with only log-prob outputs, or the final empty one, is none. For
+a decoupled model of unknown outputs, each response with any other non-empty output is one
+"token": TTFT is then the time to first response, ITL the inter-response latency.
 Input length: ``input_ids`` / ``input_lengths`` where the request carries them, else the prompt's
 whitespace-separated words (the synthetic generator makes each word one token by construction).
 """
@@ -61,6 +64,11 @@ TokenSource = Literal["output_ids", "responses"]
 DISTRIBUTION_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
 
 _ID_OUTPUTS = ("output_ids", "token_ids", "tokens")
+_TEXT_OUTPUTS = ("text_output", "output_text", "text")
+# Outputs sent beside a token (TensorRT-LLM's cum_log_probs / output_log_probs / *_logits /
+# sequence_length, vLLM's logprobs / cumulative_logprob / finish_reason / num_*_tokens).
+_NOT_TOKEN_MARKERS = ("log_prob", "logprob", "logits", "sequence_length", "finish_reason", "num_input_tokens",
+                      "num_output_tokens", "batch_index")
 _INPUT_ID_FIELDS = ("input_ids",)
 _INPUT_LENGTH_FIELDS = ("input_lengths", "input_length")
 _TEXT_INPUTS = ("text_input", "prompt", "text")
@@ -232,13 +240,34 @@ def _count_value(value: Any) -> int:
     return 1
 
 
+def _not_a_token(name: str) -> bool:
+    """Outputs that describe tokens (their log-probs, logits, lengths, finish reason) without carrying one."""
+    lowered = name.lower()
+    return any(marker in lowered for marker in _NOT_TOKEN_MARKERS)
+
+
 def count_output_tokens(outputs: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, ...], TokenSource]:
-    """Tokens carried by each response, and where the count came from (see the module docstring)."""
+    """Tokens carried by each response, and where the count came from (see the module docstring).
+
+    With token ids (``output_ids``…), their count. Otherwise a response is one token when it carries
+    new text (``text_output``…) — or, for a model of unknown outputs, any non-empty output that is
+    not only a log-prob / logits / length / finish-reason output; the final empty response that
+    closes a stream is never one.
+    """
     if outputs and any(name in out for out in outputs for name in _ID_OUTPUTS):
         name = next(n for n in _ID_OUTPUTS if any(n in out for out in outputs))
         return tuple(_count_value(out.get(name)) for out in outputs), "output_ids"
-    counts = tuple(int(any(v not in (None, "", []) for v in out.values())) for out in outputs)
+    text = next((n for n in _TEXT_OUTPUTS if any(n in out for out in outputs)), None)
+    if text is not None:
+        return tuple(int(_has_text(out.get(text))) for out in outputs), "responses"
+    counts = tuple(int(any(_count_value(v) > 0 for k, v in out.items() if not _not_a_token(k))) for out in outputs)
     return counts, "responses"
+
+
+def _has_text(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_text(v) for v in value)
+    return value not in (None, "", b"")
 
 
 def _input_tokens(inputs: Mapping[str, Any]) -> int | None:

@@ -69,7 +69,7 @@ def llm_argv(
     model: str,
     url: str,
     *,
-    input_data: Path,
+    input_data: Path | None,
     export_file: Path,
     request_count: int,
     streaming: bool,
@@ -83,7 +83,8 @@ def llm_argv(
     argv = ["-m", model, "-u", url, "-i", "grpc", "--async"]
     if streaming:
         argv.append("--streaming")
-    argv += ["--input-data", str(input_data)]
+    if input_data is not None:  # None: perf_analyzer makes inputs from the model's metadata
+        argv += ["--input-data", str(input_data)]
     if concurrency is not None:
         argv += ["--concurrency-range", f"{concurrency}:{concurrency}:1"]
     else:
@@ -95,6 +96,13 @@ def llm_argv(
     return argv
 
 
+
+
+def _input_data(folder: Path, prompts: Sequence[Prompt], layout: RequestLayout, stream: bool) -> Path | None:
+    """The ``--input-data`` file for ``layout`` (``None`` when perf_analyzer makes the inputs)."""
+    if not layout.sends_prompts:
+        return None
+    return write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=stream)
 
 
 def _stalled(paths: Sequence[Path]) -> bool:
@@ -139,10 +147,13 @@ def run_llm(
     prompt_source: str = "synthetic",
     perf_analyzer: PerfAnalyzerInstall | None = None,
     progress: Progress | None = None,
+    interface: str | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
-    ``streaming=None`` streams exactly when the model is decoupled. A traffic shape with
+    ``streaming=None`` streams exactly when the model is decoupled. ``interface`` names the request
+    interface (:data:`~tritonkit.perf.llm.prompts.INTERFACES`, or ``"generic"``) instead of choosing
+    it from the model's inputs; a decoupled model of no known interface is timed per response. A traffic shape with
     per-request lengths (a replay) replaces ``prompts`` with prompts of the recorded lengths.
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
@@ -157,7 +168,8 @@ def run_llm(
     check_target(spec)
     with Client(url) as client:
         meta = client.model_metadata(model)
-    layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model)
+    layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model,
+                                          decoupled=meta.decoupled, interface=interface)
     stream = meta.decoupled if streaming is None else streaming
     pa = perf_analyzer or locate_perf_analyzer()
     analyzer = PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url, metrics_interval_s=plan.metrics_interval_s)
@@ -174,12 +186,12 @@ def run_llm(
         elif len(prompts) < schedule.request_count:
             prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
         intervals = write_intervals(folder / "intervals.txt", schedule)
-        input_data = write_llm_input_data(folder / "inputs.json", prompts[: schedule.request_count], layout, streaming=stream)
+        input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
         argv = llm_argv(model, url, input_data=input_data, export_file=folder / f"{plan.shape.kind}.json",
                         request_count=schedule.request_count, streaming=stream, intervals_file=intervals)
         runs.append((plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule))
     else:
-        input_data = write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=stream)
+        input_data = _input_data(folder, prompts, layout, stream)
         for level in plan.concurrency:
             name = f"c{level}"
             count = max(plan.requests_per_level, level)

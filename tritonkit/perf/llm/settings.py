@@ -35,6 +35,8 @@ class LLMSettings:
     the model is decoupled. ``client_deadline`` (``'2s'``) and ``goodput``
     (``'ttft=500ms,itl=40ms'``; default: the SLA's bounds). ``settle_s``: how long the server is
     still watched after a shape; ``timeout_s``: the limit of one perf_analyzer step.
+    ``interface``: the request interface by name (``text``, ``ids``, ``vllm``, ``text_io``,
+    ``generic``; default: chosen from the model's inputs).
     """
 
     prompts: Path | None = None
@@ -50,6 +52,7 @@ class LLMSettings:
     settle_s: float = 2.0
     concurrency: str = "1"
     timeout_s: float = 600.0
+    interface: str | None = None
 
     def levels(self) -> tuple[int, ...]:
         """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
