@@ -58,6 +58,8 @@ _LLM_OPTIONS = [
                  type=click.Choice(["text", "ids", "vllm", "text_io", "generic"]),
                  help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
                       "of them is timed per response as 'generic')."),
+    click.option("--tokenizer", "llm_tokenizer", type=click.Path(exists=True, path_type=Path), default=None,
+                 help="--llm: the model's tokenizer.json (or its folder): prompt lengths in its tokens, not words."),
     click.option("--settle-s", "llm_settle_s", type=float, default=2.0, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
@@ -85,6 +87,7 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
         goodput=kwargs.pop("llm_goodput", None),
         settle_s=kwargs.pop("llm_settle_s", 2.0),
         interface=kwargs.pop("llm_interface", None),
+        tokenizer=kwargs.pop("llm_tokenizer", None),
     )
 
 

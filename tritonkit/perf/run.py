@@ -431,7 +431,7 @@ def run_llm_perf(
     folder = Path(results_dir) if results_dir is not None else default_results_dir(model, results_root)
     result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=metrics_url,
                      streaming=settings.stream, prompt_source=source, perf_analyzer=tool, progress=progress,
-                     interface=settings.interface)
+                     interface=settings.interface, tokenizer=settings.token_counter())
     return _finish_llm(result, folder, sla, baseline_root=baseline_root)
 
 

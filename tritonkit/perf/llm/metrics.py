@@ -24,14 +24,14 @@ token per response) — a response with only log-prob outputs, or the final empt
 a decoupled model of unknown outputs, each response with any other non-empty output is one
 "token": TTFT is then the time to first response, ITL the inter-response latency.
 Input length: ``input_ids`` / ``input_lengths`` where the request carries them, else the prompt's
-whitespace-separated words (the synthetic generator makes each word one token by construction).
+tokens as the model's tokenizer counts them when one is given, else its whitespace-separated words.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -270,7 +270,7 @@ def _has_text(value: Any) -> bool:
     return value not in (None, "", b"")
 
 
-def _input_tokens(inputs: Mapping[str, Any]) -> int | None:
+def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | None = None) -> int | None:
     for name in _INPUT_ID_FIELDS:
         if name in inputs:
             return _count_value(inputs[name])
@@ -286,12 +286,18 @@ def _input_tokens(inputs: Mapping[str, Any]) -> int | None:
         if name in inputs:
             value = inputs[name]
             text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
-            return len(text.split())
+            return count_text(text) if count_text is not None else len(text.split())
     return None
 
 
-def records_from_export(data: Mapping[str, Any], *, where: str = "profile export") -> tuple[list[RequestRecord], TokenSource]:
-    """Every request of every experiment in a parsed ``--profile-export-file``, in send order."""
+def records_from_export(
+    data: Mapping[str, Any], *, where: str = "profile export", count_text: Callable[[str], int] | None = None
+) -> tuple[list[RequestRecord], TokenSource]:
+    """Every request of every experiment in a parsed ``--profile-export-file``, in send order.
+
+    A text prompt's input length is ``count_text(text)`` (the model's tokenizer) when given, else
+    its whitespace-separated words.
+    """
     experiments = data.get("experiments") if isinstance(data, Mapping) else None
     if not isinstance(experiments, list):
         raise PerfError(f"{where} has no 'experiments' list", hint="was it written by perf_analyzer --profile-export-file?")
@@ -313,7 +319,7 @@ def records_from_export(data: Mapping[str, Any], *, where: str = "profile export
                         sent_ns=int(request["timestamp"]),
                         response_ns=responses,
                         tokens_per_response=counts,
-                        input_tokens=_input_tokens(request.get("request_inputs") or {}),
+                        input_tokens=_input_tokens(request.get("request_inputs") or {}, count_text),
                     )
                 )
             except (KeyError, TypeError, ValueError) as exc:
@@ -322,8 +328,10 @@ def records_from_export(data: Mapping[str, Any], *, where: str = "profile export
     return records, ("output_ids" if sources == {"output_ids"} else "responses" if sources else "output_ids")
 
 
-def load_export_records(path: str | Path) -> tuple[list[RequestRecord], TokenSource]:
-    """Read and reduce a profile export file."""
+def load_export_records(
+    path: str | Path, *, count_text: Callable[[str], int] | None = None
+) -> tuple[list[RequestRecord], TokenSource]:
+    """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts)."""
     target = Path(path)
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
@@ -331,7 +339,7 @@ def load_export_records(path: str | Path) -> tuple[list[RequestRecord], TokenSou
         raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
-    return records_from_export(data, where=str(target))
+    return records_from_export(data, where=str(target), count_text=count_text)
 
 
 def compute_metrics(

@@ -3,8 +3,9 @@
 Two sources:
 
 * ``synthetic_prompts``: seeded; input and output lengths drawn from normal distributions
-  (mean, standard deviation, at least 1 token), each prompt made of words from a fixed list so
-  that one word is one token for a word-level tokenizer (and a close estimate for others);
+  (mean, standard deviation, at least 1 token), each prompt made of words from a fixed list;
+  given the model's tokenizer (``tokenizer=``), each prompt is exactly that many of its tokens,
+  else one word stands for one token (right only for a word-level tokenizer);
 * ``load_prompts``: a JSONL file, one request a line: ``{"text": "...", "output_tokens": 64}``
   (``text_input``/``prompt`` are accepted for ``text``, ``max_tokens`` for ``output_tokens``;
   ``input_tokens`` is optional and otherwise counted as whitespace-separated words).
@@ -31,6 +32,7 @@ import numpy as np
 
 from tritonkit._fs import atomic_write, read_jsonl
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.tokens import TokenCounter, fit_prompt
 
 __all__ = [
     "INTERFACES",
@@ -136,11 +138,21 @@ def _lengths(rng: np.random.Generator, count: int, mean: float, stddev: float, w
     return np.maximum(1, np.round(draws)).astype(np.int64)
 
 
-def prompts_for_lengths(input_tokens: Sequence[int], output_tokens: Sequence[int], *, seed: int = 0) -> list[Prompt]:
-    """Prompts with exactly the given input lengths (words) asking for the given output lengths."""
+def prompts_for_lengths(
+    input_tokens: Sequence[int], output_tokens: Sequence[int], *, seed: int = 0, tokenizer: TokenCounter | None = None
+) -> list[Prompt]:
+    """Prompts with exactly the given input lengths asking for the given output lengths.
+
+    Lengths are tokens as ``tokenizer`` counts them (the model's own, see
+    :func:`~tritonkit.perf.llm.tokens.load_tokenizer`); without one, whitespace words.
+    """
     rng = np.random.default_rng(seed)
     prompts = []
     for isl, osl in zip(input_tokens, output_tokens, strict=True):
+        if tokenizer is not None:
+            text, counted = fit_prompt(int(isl), WORDS, tokenizer, rng)
+            prompts.append(Prompt(text, counted, int(osl)))
+            continue
         words = rng.integers(0, len(WORDS), size=int(isl))
         prompts.append(Prompt(" ".join(WORDS[i] for i in words), int(isl), int(osl)))
     return prompts
@@ -154,18 +166,24 @@ def synthetic_prompts(
     output_tokens_mean: float = 64,
     output_tokens_stddev: float = 0,
     seed: int = 0,
+    tokenizer: TokenCounter | None = None,
 ) -> list[Prompt]:
-    """``count`` seeded prompts with normally distributed input and output lengths (≥ 1 token)."""
+    """``count`` seeded prompts with normally distributed input and output lengths (≥ 1 token).
+
+    With ``tokenizer`` the input lengths are the model's tokens, not words.
+    """
     if count < 1:
         raise ConfigError(f"prompt count must be >= 1, got {count}")
     rng = np.random.default_rng(seed)
     isl = _lengths(rng, count, input_tokens_mean, input_tokens_stddev, "input tokens")
     osl = _lengths(rng, count, output_tokens_mean, output_tokens_stddev, "output tokens")
-    return prompts_for_lengths(isl.tolist(), osl.tolist(), seed=seed + 1)
+    return prompts_for_lengths(isl.tolist(), osl.tolist(), seed=seed + 1, tokenizer=tokenizer)
 
 
-def load_prompts(path: str | os.PathLike[str], *, default_output_tokens: int = 64) -> list[Prompt]:
-    """Read a JSONL prompt file (see the module docstring)."""
+def load_prompts(
+    path: str | os.PathLike[str], *, default_output_tokens: int = 64, tokenizer: TokenCounter | None = None
+) -> list[Prompt]:
+    """Read a JSONL prompt file (see the module docstring); ``tokenizer`` counts input lengths not given."""
     source = Path(path)
     prompts = []
     for where, line in read_jsonl(path, what="prompt file", example='{"text": "Hello", "output_tokens": 32}'):
@@ -175,7 +193,7 @@ def load_prompts(path: str | os.PathLike[str], *, default_output_tokens: int = 6
         out = line.get("output_tokens", line.get("max_tokens", default_output_tokens))
         if isinstance(out, bool) or not isinstance(out, int) or out < 1:
             raise ConfigError(f"{where}: output_tokens must be a positive integer, got {out!r}")
-        isl = line.get("input_tokens", len(text.split()))
+        isl = line.get("input_tokens", tokenizer(text) if tokenizer is not None else len(text.split()))
         if isinstance(isl, bool) or not isinstance(isl, int) or isl < 1:
             raise ConfigError(f"{where}: input_tokens must be a positive integer, got {isl!r}")
         prompts.append(Prompt(text, int(isl), int(out)))

@@ -28,6 +28,7 @@ from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, wri
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
 from tritonkit.perf.llm.shapes import Schedule, Shape, Spike, write_intervals
 from tritonkit.perf.llm.timeline import FailureReport, classify_failures, in_flight, recovery, server_timeline
+from tritonkit.perf.llm.tokens import TokenCounter
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, utc_now
 from tritonkit.perf.measure.failures import Failure, StepError, classify
 from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
@@ -148,12 +149,15 @@ def run_llm(
     perf_analyzer: PerfAnalyzerInstall | None = None,
     progress: Progress | None = None,
     interface: str | None = None,
+    tokenizer: TokenCounter | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
     ``streaming=None`` streams exactly when the model is decoupled. ``interface`` names the request
     interface (:data:`~tritonkit.perf.llm.prompts.INTERFACES`, or ``"generic"``) instead of choosing
-    it from the model's inputs; a decoupled model of no known interface is timed per response. A traffic shape with
+    it from the model's inputs; a decoupled model of no known interface is timed per response.
+    ``tokenizer`` (the model's, see :func:`~tritonkit.perf.llm.tokens.load_tokenizer`) counts input
+    lengths in its tokens, for replayed prompts and for the reported ISL. A traffic shape with
     per-request lengths (a replay) replaces ``prompts`` with prompts of the recorded lengths.
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
@@ -182,7 +186,7 @@ def run_llm(
     if plan.shape is not None:
         schedule = plan.shape.schedule()
         if schedule.input_tokens is not None and schedule.output_tokens is not None:
-            prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens)
+            prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer)
         elif len(prompts) < schedule.request_count:
             prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
         intervals = write_intervals(folder / "intervals.txt", schedule)
@@ -214,7 +218,7 @@ def run_llm(
         console_paths = (folder / f"{name}.stdout", folder / f"{name}.stderr")
         inv = analyzer.invoke(full, name, timeout_s=plan.step_timeout_s, stop_when=partial(_stalled, console_paths),
                               settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5))
-        records, source = load_export_records(export) if export.exists() and inv.returncode == 0 else ([], "output_ids")
+        records, source = load_export_records(export, count_text=tokenizer) if export.exists() and inv.returncode == 0 else ([], "output_ids")
         metrics = compute_metrics(records, goodput_slo=plan.goodput_slo, token_source=source) if records else None
         errors = _ERROR_LINE_RE.findall(inv.console)
         reachable = True

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tritonkit.perf.llm.metrics import GoodputSLO
     from tritonkit.perf.llm.prompts import Prompt
     from tritonkit.perf.llm.run import LLMPlan
+    from tritonkit.perf.llm.tokens import TokenCounter
 
 __all__ = ["LLMSettings", "parse_goodput"]
 
@@ -36,7 +37,8 @@ class LLMSettings:
     (``'ttft=500ms,itl=40ms'``; default: the SLA's bounds). ``settle_s``: how long the server is
     still watched after a shape; ``timeout_s``: the limit of one perf_analyzer step.
     ``interface``: the request interface by name (``text``, ``ids``, ``vllm``, ``text_io``,
-    ``generic``; default: chosen from the model's inputs).
+    ``generic``; default: chosen from the model's inputs). ``tokenizer``: the model's
+    ``tokenizer.json`` (or its folder): prompt lengths are then its tokens, not words.
     """
 
     prompts: Path | None = None
@@ -53,6 +55,7 @@ class LLMSettings:
     concurrency: str = "1"
     timeout_s: float = 600.0
     interface: str | None = None
+    tokenizer: Path | None = None
 
     def levels(self) -> tuple[int, ...]:
         """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
@@ -69,14 +72,23 @@ class LLMSettings:
         """The prompts to send and a line saying where they came from."""
         from tritonkit.perf.llm.prompts import load_prompts, synthetic_prompts
 
+        counter = self.token_counter()
+        counted = f"; lengths counted by {self.tokenizer}" if self.tokenizer is not None else "; lengths in words"
         if self.prompts is not None:
-            return load_prompts(self.prompts), str(self.prompts)
+            return load_prompts(self.prompts, tokenizer=counter), f"{self.prompts}{counted}"
         isl, isl_sd = _mean_spread(self.input_tokens, "--input-tokens")
         osl, osl_sd = _mean_spread(self.output_tokens, "--output-tokens")
         prompts = synthetic_prompts(self.num_prompts, input_tokens_mean=isl, input_tokens_stddev=isl_sd,
-                                    output_tokens_mean=osl, output_tokens_stddev=osl_sd, seed=self.seed)
+                                    output_tokens_mean=osl, output_tokens_stddev=osl_sd, seed=self.seed,
+                                    tokenizer=counter)
         return prompts, (f"synthetic (seed {self.seed}, {self.num_prompts} prompts, input {self.input_tokens}, "
-                         f"output {self.output_tokens} tokens)")
+                         f"output {self.output_tokens} tokens{counted})")
+
+    def token_counter(self) -> TokenCounter | None:
+        """The model's tokenizer as a counter (``None`` without ``tokenizer``)."""
+        from tritonkit.perf.llm.tokens import load_tokenizer
+
+        return load_tokenizer(self.tokenizer) if self.tokenizer is not None else None
 
     def plan(self, sla: SLA | None) -> LLMPlan:
         """The :class:`~tritonkit.perf.llm.run.LLMPlan` these settings ask for (checked)."""
