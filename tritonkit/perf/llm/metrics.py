@@ -40,6 +40,7 @@ import numpy as np
 
 from tritonkit.errors import PerfError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
+from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import percentiles
 
 __all__ = [
@@ -211,12 +212,19 @@ class LLMMetrics(JsonDataclass):
     good_count: int | None = None
     goodput_per_s: float | None = None
     notes: tuple[str, ...] = ()
+    #: 95 % bootstrap interval ``[low, high]`` of each headline figure, by SLA name (``ttft_p99``,
+    #: ``itl_p99``, ``tokens_per_s``, ``requests_per_s``, ``goodput``): its spread over the requests.
+    intervals: dict[str, list[float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (read back by ``from_dict``)."""
         data = asdict(self)
         data["notes"] = list(self.notes)
         return data
+
+    def sla_intervals(self) -> dict[str, tuple[float, float]]:
+        """The bootstrap interval of each headline figure, by SLA name."""
+        return {name: (pair[0], pair[1]) for name, pair in self.intervals.items() if len(pair) == 2}
 
     def sla_values(self) -> dict[str, float | None]:
         """Canonical SLA metric names → values (``ttft_p99``, ``itl_mean``, ``tokens_per_s``, …)."""
@@ -382,7 +390,29 @@ def compute_metrics(
         good_count=good,
         goodput_per_s=goodput,
         notes=tuple(notes),
+        intervals=_intervals(answered, duration_s, goodput_slo),
     )
+
+
+def _p99(values: np.ndarray) -> float:
+    return percentiles(values, (99.0,))[99.0]
+
+
+def _intervals(answered: Sequence[RequestRecord], duration_s: float, slo: GoodputSLO | None) -> dict[str, list[float]]:
+    """Bootstrap intervals of the headline figures, resampling the step's requests (same span)."""
+    found: dict[str, tuple[float, float] | None] = {
+        "ttft_p99": bootstrap_interval([v for r in answered if (v := r.ttft_ms) is not None], _p99),
+        "itl_p99": bootstrap_interval([v for r in answered if (v := r.itl_ms) is not None], _p99),
+    }
+    if duration_s > 0 and answered:
+        count = len(answered)
+        rows = [(r.output_tokens, 1.0 if slo is not None and not slo.empty and slo.met_by(r) else 0.0)
+                for r in answered]
+        found["tokens_per_s"] = bootstrap_interval(rows, lambda d: float(d[:, 0].sum()) / duration_s)
+        found["requests_per_s"] = (count / duration_s, count / duration_s)  # every request answered: no spread
+        if slo is not None and not slo.empty:
+            found["goodput"] = bootstrap_interval(rows, lambda d: float(d[:, 1].sum()) / duration_s)
+    return {name: [low, high] for name, pair in found.items() if pair is not None for low, high in [pair]}
 
 
 @dataclass(frozen=True)
