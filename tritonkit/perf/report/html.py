@@ -7,28 +7,42 @@ module only gathers the values it shows, from the same rows the Markdown report 
 from __future__ import annotations
 
 import base64
+import re
 from functools import cache
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.measure.result import PerfResult
 from tritonkit.perf.report import _tables as tables
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "render_page"]
 
 _TEMPLATE = "report.html.j2"
 
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("tritonkit.perf.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,  # a misspelt field fails the render, not the reader
         keep_trailing_newline=True,
     )
+    environment.filters["inline"] = _inline
+    return environment
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> markupsafe.Markup:
+    """The text a report shares with its Markdown twin, escaped, with ``**bold**`` and ```code``` kept."""
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(_CODE.sub(r"<code>\1</code>", _BOLD.sub(r"<strong>\1</strong>", escaped)))
 
 
 def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes] | None) -> dict[str, Any]:
@@ -71,4 +85,9 @@ def render_html(result: PerfResult, verdict: Verdict | None, plots: dict[str, by
 
     ``verdict`` is ``None`` for a run without an SLA.
     """
-    return _environment().get_template(_TEMPLATE).render(_context(result, verdict, plots))
+    return render_page(_TEMPLATE, _context(result, verdict, plots))
+
+
+def render_page(template: str, context: dict[str, Any]) -> str:
+    """Render one of the package's report templates (autoescaped, strict about missing fields)."""
+    return _environment().get_template(template).render(context)
