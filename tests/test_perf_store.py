@@ -83,3 +83,16 @@ def test_perf_report_on_a_full_disk_keeps_the_llm_verdict_and_exits_2(tmp_path: 
     assert outcome.exit_code == 2, outcome.output
     assert "could not write the report" in outcome.output and "Traceback" not in outcome.output
     assert LLMResult.load(path).verdict is not None  # judged and kept before the report failed
+
+
+def test_plan_from_a_result_with_a_nan_p99_is_refused_naming_the_field(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tritonkit.cli import main
+
+    data = json.loads(_classic("2026-11-30T10:00:00Z").to_json())
+    data["steps"][0]["latency"]["p99_ms"] = float("nan")
+    (tmp_path / "result.json").write_text(json.dumps(data))
+    outcome = CliRunner().invoke(main, ["plan", "--from-result", str(tmp_path / "result.json")])
+    assert outcome.exit_code == 2, outcome.output
+    assert "'steps[0].latency.p99_ms' is nan, not a finite number" in outcome.output
