@@ -93,7 +93,7 @@ _GENERIC = Interface("generic", frozenset(), None,
                      "any decoupled model: inputs perf_analyzer generates from the model's metadata; "
                      "time to first response, inter-response latency and responses/s (a response with new "
                      "output is one token)")
-_BY_NAME = {i.name: i for i in (*INTERFACES, _GENERIC)}
+_BY_NAME: dict[str, Interface] = {i.name: i for i in (*INTERFACES, _GENERIC)}
 
 
 @dataclass(frozen=True)

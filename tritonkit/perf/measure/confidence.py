@@ -18,7 +18,7 @@ DEFAULT_RESAMPLES = 1000
 
 
 def bootstrap_interval(
-    values: Sequence[float] | np.ndarray,
+    values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray,
     statistic: Callable[[np.ndarray], float],
     *,
     confidence: float = DEFAULT_CONFIDENCE,
