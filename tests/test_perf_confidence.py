@@ -54,3 +54,30 @@ def test_a_verdict_whose_limit_lies_inside_the_interval_says_its_margin_is_noise
     assert check.within_noise and check.to_dict()["within_noise"] is True
     far = evaluate_llm(parse_sla(f"ttft_p99<={high * 3:.0f}ms"), result)
     assert far.passed and "inside the noise" not in far.summary()
+
+
+def test_a_classic_step_carries_its_throughput_spread_over_the_measured_windows() -> None:
+    """perf_analyzer 2.60's real files (tests/data/perf), recorded against the bundled server."""
+    from pathlib import Path
+
+    from tritonkit.perf.judge.verdict import evaluate, measurement_from_step
+    from tritonkit.perf.measure.parse import build_steps, parse_csv, parse_profile_export
+
+    data = Path(__file__).parent / "data" / "perf"
+    experiments = parse_profile_export(data / "concurrency_verbose.json")
+    assert all(sum(e.window_counts) == e.request_count for e in experiments)
+    steps = build_steps(parse_csv(data / "concurrency_verbose.csv"), experiments)
+    measured = [s for s in steps if s.throughput_interval_per_s is not None]
+    assert measured
+    for step in measured:
+        low, high = step.throughput_interval_per_s or (0.0, 0.0)
+        assert step.throughput_per_s is not None and 0 < low <= high
+        # perf_analyzer's own figure is the requests of the same windows over their length.
+        assert low * 0.9 <= step.throughput_per_s <= high * 1.1
+    step = measured[0]
+    low, high = step.throughput_interval_per_s or (0.0, 0.0)
+    assert high > low  # three windows of 97, 104 and 105 requests: a real spread
+    close = evaluate(parse_sla(f"throughput>={(low + high) / 2:.6f}/s"), [measurement_from_step(step)])
+    assert close.steps[0].checks[0].within_noise
+    far = evaluate(parse_sla(f"throughput>={low / 2:.6f}/s"), [measurement_from_step(step)])
+    assert far.passed and not far.steps[0].checks[0].within_noise

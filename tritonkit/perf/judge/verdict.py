@@ -383,7 +383,8 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
     if total <= 0 and step.metrics is not None and step.metrics.success_count is not None:
         total = step.metrics.success_count + (step.metrics.failure_count or 0.0)
     latency = step.latency
-    clean = step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
+    clean = (step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
+             and step.failure is None)
     values: dict[str, float | None] = {
         "errors": errors,
         "error_rate": errors / total if total > 0 else (0.0 if clean else None),
@@ -408,12 +409,16 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
     elif not step.stable:
         note = f"unstable: {step.unstable_note}" if step.unstable_note else "unstable measurement"
+    elif step.failure is not None:
+        note = f"perf_analyzer failed ({step.failure}): {step.failure_note or 'no message'}"
     elif not clean:
         note = "no throughput or latency measured"
     else:
         note = ""
     measured = clean or errors > 0
-    return StepMeasurement(step.load_value, values, measured, note)
+    band = step.throughput_interval_per_s
+    intervals = {"throughput": (band[0], band[1])} if clean and band and len(band) == 2 else {}
+    return StepMeasurement(step.load_value, values, measured, note, intervals)
 
 
 def evaluate_result(sla: SLA, result: PerfResult) -> Verdict:

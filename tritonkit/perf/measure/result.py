@@ -164,6 +164,7 @@ class StepResult(JsonDataclass):
     server_lost: bool = False
     failure: str | None = None
     failure_note: str | None = None
+    throughput_interval_per_s: list[float] | None = None  # 95 % bootstrap over the measured windows
 
     @property
     def measured(self) -> bool:
