@@ -247,7 +247,8 @@ def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
                 latencies_ns.append(end - int(req["timestamp"]))
                 ends_ns.append(end)
             edges = boundaries[max(0, len(boundaries) - 1 - MEASURED_WINDOWS):]
-            counts = np.histogram(ends_ns, bins=np.asarray(edges, dtype=np.float64))[0] if len(edges) > 1 else []
+            counts: list[int] = (np.histogram(ends_ns, bins=np.asarray(edges, dtype=np.float64))[0].tolist()
+                                 if len(edges) > 1 else [])
             result.append(
                 ExportExperiment(
                     load_mode=_experiment_mode(info["mode"]),
