@@ -96,3 +96,19 @@ def test_plan_from_a_result_with_a_nan_p99_is_refused_naming_the_field(tmp_path:
     outcome = CliRunner().invoke(main, ["plan", "--from-result", str(tmp_path / "result.json")])
     assert outcome.exit_code == 2, outcome.output
     assert "'steps[0].latency.p99_ms' is nan, not a finite number" in outcome.output
+
+
+def test_perf_report_without_an_sla_reads_the_llm_verdict_back(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tritonkit.cli import main
+    from tritonkit.perf.judge.sla import parse_sla
+    from tritonkit.perf.run import rejudge_llm
+
+    _llm("2026-11-30T11:00:00.0Z").save(tmp_path / "llm_result.json")
+    judged = rejudge_llm(tmp_path, parse_sla("ttft_p99<=1ms"))  # judged into its own folder: kept with it
+    assert judged.verdict is not None and judged.verdict.status == "fail"
+    again = CliRunner().invoke(main, ["perf", "report", str(tmp_path), "--json"])
+    assert again.exit_code == 1, again.output
+    assert json.loads(again.output)["verdict"]["status"] == "fail"
+    assert "FAIL" in (tmp_path / "llm_report.html").read_text()
