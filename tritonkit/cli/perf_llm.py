@@ -186,18 +186,10 @@ def compare_llm_command(
 ) -> None:
     """``perf compare`` on LLM results: TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput
     fall by ``max_drop``; exits 0 (no regression) or 1."""
-    from tritonkit.perf.llm.compare import compare_llm_results, save_llm_baseline
-    from tritonkit.perf.llm.result import LLMResult
+    from tritonkit.perf.llm.compare import compare_llm_files
 
-    base_path, new_path = find_llm_result(base), find_llm_result(new)
-    if base_path is None or new_path is None:
-        missing = base if base_path is None else new
-        raise ConfigError(f"{missing} holds no LLM result (llm_result.json)",
-                          hint="compare two LLM runs, or two classic runs, not one of each")
-    base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
-    comparison = compare_llm_results(base_result, new_result, max_ttft_rise=max_rise, max_itl_rise=max_rise,
-                                     max_tokens_drop=max_drop)
-    saved = save_llm_baseline(new_result, baseline_dir) if save_baseline and comparison.passed else None
+    comparison, base_path, new_path, saved = compare_llm_files(
+        base, new, max_rise=max_rise, max_drop=max_drop, baseline_root=baseline_dir if save_baseline else None)
     if as_json:
         echo_json({**comparison.to_dict(), "base": str(base_path), "new": str(new_path),
                    "baseline": None if saved is None else str(saved)})

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
 from tritonkit.perf.llm.result import LLMResult, LLMStep
 from tritonkit.perf.metric_registry import METRICS
 
-__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_results", "find_llm_result", "latest_llm_baseline",
-           "save_llm_baseline"]
+__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results", "find_llm_result",
+           "latest_llm_baseline", "save_llm_baseline"]
 
 
 @dataclass(frozen=True)
@@ -135,3 +136,24 @@ def find_llm_result(path: Path) -> Path | None:
         return path / "llm_result.json"
     found = baselines_in(path, "llm")
     return found[-1] if found else None
+
+
+def compare_llm_files(
+    base: Path, new: Path, *, max_rise: float, max_drop: float, baseline_root: str | Path | None = None
+) -> tuple[LLMComparison, Path, Path, Path | None]:
+    """``perf compare`` on two stored LLM results (files, run folders or baseline folders).
+
+    TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput fall by ``max_drop``. With
+    ``baseline_root`` a new run without regression is kept as the newest LLM baseline. Returns the
+    comparison, the two files read, and the baseline written (``None`` when none was).
+    """
+    base_path, new_path = find_llm_result(base), find_llm_result(new)
+    if base_path is None or new_path is None:
+        missing = base if base_path is None else new
+        raise ConfigError(f"{missing} holds no LLM result (llm_result.json)",
+                          hint="compare two LLM runs, or two classic runs, not one of each")
+    base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
+    comparison = compare_llm_results(base_result, new_result, max_ttft_rise=max_rise, max_itl_rise=max_rise,
+                                     max_tokens_drop=max_drop)
+    saved = save_llm_baseline(new_result, baseline_root) if baseline_root is not None and comparison.passed else None
+    return comparison, base_path, new_path, saved
