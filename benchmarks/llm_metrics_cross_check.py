@@ -10,15 +10,23 @@ concurrency, a fixed number of requests, the same prompts and output lengths):
    run-to-run noise as well as by definitions, so the script also reads **GenAI-Perf's own
    profile export** with tritonkit's metric code: on the same requests the two must agree
    to rounding, which checks the definitions alone.
-2. **Overhead.** tritonkit's run (prompts, input file, perf_analyzer, /metrics scraping, export
+2. **Second anchor: AIPerf 0.13** (NVIDIA's successor of GenAI-Perf) on the same load and prompts.
+   Its transport is HTTP, so it reaches Triton through the generate_stream extension (a template
+   body, each server-sent event's ``text_output`` one chunk) while tritonkit streams over gRPC:
+   the two runs differ by transport as well as by noise. AIPerf defines TTFT, ITL (= (request
+   latency − TTFT) / (output tokens − 1), what GenAI-Perf calls it; vLLM's benchmark calls that
+   quantity TPOT and means by "ITL" the gap between consecutive chunks, which AIPerf reports as
+   "inter chunk latency"), output token throughput and request throughput as tritonkit does.
+3. **Overhead.** tritonkit's run (prompts, input file, perf_analyzer, /metrics scraping, export
    parsing, metrics) against a bare perf_analyzer run with the same options: wall time and CPU
    seconds (this process plus its children).
 
 GenAI-Perf lives in its own environment (``.bench-venv-genai/``: ``python -m venv
-.bench-venv-genai && .bench-venv-genai/bin/pip install genai-perf``); it needs a tokenizer, and
-this machine reaches no model hub, so the script writes a word-level one (the simulated model's
+.bench-venv-genai && .bench-venv-genai/bin/pip install genai-perf``), AIPerf in another
+(``.bench-venv-aiperf/``, ``pip install aiperf==0.13.0``); it needs a tokenizer, and
+this machine reaches no model hub, so the script writes a word-level one (for either tool) (the simulated model's
 tokens and the prompt words, one token each) and points ``--tokenizer`` at it. Without that
-environment the script says why and prints tritonkit's side and the overhead.
+environment the script says why and prints the rest.
 
     .venv/bin/python benchmarks/llm_metrics_cross_check.py
     .venv/bin/python benchmarks/llm_metrics_cross_check.py --concurrency 8 --requests 128 --json
@@ -48,6 +56,10 @@ from tritonkit.provision.perf_analyzer import locate_perf_analyzer  # noqa: E402
 from tritonkit.server import TritonServer  # noqa: E402
 
 GENAI_VENV = REPO_ROOT / ".bench-venv-genai"
+AIPERF_VENV = REPO_ROOT / ".bench-venv-aiperf"
+# AIPerf reaches Triton through its HTTP generate_stream extension: a template body in, each
+# server-sent event's text_output read as one streamed chunk.
+AIPERF_PAYLOAD = '{"text_input": {{ text|tojson }}, "max_tokens": %d, "stream": true}'
 TARGET_RATIO_PCT = 2.0
 
 TOKENIZER_SCRIPT = """
@@ -102,18 +114,44 @@ def _bare(server: TritonServer, args: argparse.Namespace, prompts: list[Any], fo
     return wall, (own1 - own0) + (kids1 - kids0)
 
 
-def _genai_perf(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> dict[str, Any]:
-    """Run GenAI-Perf on the same load; its summary and the path of its profile export."""
-    exe = GENAI_VENV / "bin" / "genai-perf"
+def _tool_inputs(venv: Path, exe_name: str, package: str, prompts: list[Any], folder: Path) -> tuple[Path, Path, Path]:
+    """(the tool, its word-level tokenizer, the prompts as JSONL) for a tool living in ``venv``."""
+    exe = venv / "bin" / exe_name
     if not exe.exists():
-        raise RuntimeError(f"{exe} is missing: python -m venv {GENAI_VENV.name} && "
-                           f"{GENAI_VENV.name}/bin/pip install genai-perf")
+        raise RuntimeError(f"{exe} is missing: python -m venv {venv.name} && {venv.name}/bin/pip install {package}")
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = folder / "tokenizer"
-    subprocess.run([str(GENAI_VENV / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(tokenizer), " ".join(WORDS)],
+    subprocess.run([str(venv / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(tokenizer), " ".join(WORDS)],
                    check=True, capture_output=True, timeout=300)
     prompt_file = folder / "prompts.jsonl"
     prompt_file.write_text("".join(json.dumps({"text": p.text}) + "\n" for p in prompts))
+    return exe, tokenizer, prompt_file
+
+
+def _aiperf(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> dict[str, Any]:
+    """Run AIPerf 0.13 on the same load over Triton's HTTP generate_stream; its summary."""
+    exe, tokenizer, prompt_file = _tool_inputs(AIPERF_VENV, "aiperf", "aiperf==0.13.0", prompts, folder)
+    template = folder / "payload.j2"  # a file: --extra-inputs splits an inline value on its commas
+    template.write_text(AIPERF_PAYLOAD % args.output_tokens)
+    artifacts = folder / "artifacts"
+    cmd = [str(exe), "profile", "--model", args.model, "--url", f"http://{server.http_url.removeprefix('http://')}",
+           "--endpoint-type", "template", "--custom-endpoint", f"/v2/models/{args.model}/generate_stream",
+           "--streaming", "--extra-inputs", f"payload_template:{template}", "--extra-inputs", "response_field:text_output",
+           "--input-file", str(prompt_file), "--custom-dataset-type", "single_turn",
+           "--output-tokens-mean", str(args.output_tokens), "--output-tokens-stddev", "0",
+           "--concurrency", str(args.concurrency), "--request-count", str(args.requests),
+           # Its own HTTP connections are new: warm them as tritonkit's side was warmed (not measured).
+           "--warmup-request-count", str(args.concurrency),
+           "--tokenizer", str(tokenizer), "--artifact-dir", str(artifacts), "--ui-type", "none"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"aiperf exited {done.returncode}: {(done.stdout + done.stderr)[-1500:]}")
+    return {"summary": json.loads(next(artifacts.rglob("profile_export_aiperf.json")).read_text())}
+
+
+def _genai_perf(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> dict[str, Any]:
+    """Run GenAI-Perf on the same load; its summary and the path of its profile export."""
+    exe, tokenizer, prompt_file = _tool_inputs(GENAI_VENV, "genai-perf", "genai-perf", prompts, folder)
     # GenAI-Perf runs "perf_analyzer" from PATH: the same binary tritonkit runs, through a wrapper.
     bindir = folder / "bin"
     bindir.mkdir(exist_ok=True)
@@ -136,7 +174,7 @@ def _genai_perf(server: TritonServer, args: argparse.Namespace, prompts: list[An
 
 def _row(name: str, ours: float | None, theirs: float | None) -> dict[str, Any]:
     ratio = None if not ours or not theirs else ours / theirs
-    return {"metric": name, "tritonkit": ours, "genai_perf": theirs, "ratio": ratio,
+    return {"metric": name, "tritonkit": ours, "anchor": theirs, "ratio": ratio,
             "within_target": None if ratio is None else abs(ratio - 1.0) * 100.0 <= TARGET_RATIO_PCT}
 
 
@@ -161,12 +199,12 @@ def _compare(ours: LLMMetrics, g: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _print_rows(title: str, rows: list[dict[str, Any]]) -> None:
+def _print_rows(title: str, rows: list[dict[str, Any]], anchor: str = "genai-perf") -> None:
     print(f"\n{title}")
-    print(f"  {'metric':<20} {'tritonkit':>12} {'genai-perf':>12} {'ratio':>8}  within {TARGET_RATIO_PCT:g} %")
+    print(f"  {'metric':<20} {'tritonkit':>12} {anchor:>12} {'ratio':>8}  within {TARGET_RATIO_PCT:g} %")
     for r in rows:
         ours = "–" if r["tritonkit"] is None else f"{r['tritonkit']:.3f}"
-        theirs = "–" if r["genai_perf"] is None else f"{r['genai_perf']:.3f}"
+        theirs = "–" if r["anchor"] is None else f"{r['anchor']:.3f}"
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.4f}"
         ok = {True: "yes", False: "NO", None: "–"}[r["within_target"]]
         print(f"  {r['metric']:<20} {ours:>12} {theirs:>12} {ratio:>8}  {ok}")
@@ -212,6 +250,10 @@ def main() -> int:
                 records, source = load_export_records(genai["export"])
                 same = compute_metrics(records, token_source=source)
                 report["same_export"] = _compare(same, genai["summary"])
+            try:
+                report["aiperf_runs"] = _compare(ours, _aiperf(server, args, prompts, root / "aiperf")["summary"])
+            except (RuntimeError, OSError, subprocess.SubprocessError, StopIteration) as exc:
+                report["aiperf_error"] = str(exc)
     if args.json:
         print(json.dumps(report, indent=1, default=str))
         return 0
@@ -229,6 +271,11 @@ def main() -> int:
         _print_rows("Independent runs of the same load (run-to-run noise included):", report["independent_runs"])
         _print_rows("tritonkit's metric code on GenAI-Perf's own profile export (definitions only):",
                     report["same_export"])
+    if "aiperf_error" in report:
+        print(f"\nAIPerf could not run here: {report['aiperf_error']}")
+    else:
+        _print_rows("AIPerf 0.13 on the same load, over HTTP generate_stream (tritonkit: gRPC streaming):",
+                    report["aiperf_runs"], anchor="aiperf")
     o = report["overhead"]
     cpu_ratio = "–" if o["cpu_ratio"] is None else f"{o['cpu_ratio']:.2f}"
     print(f"\noverhead: tritonkit run {o['tritonkit_wall_s']:.2f} s wall, {o['tritonkit_cpu_s']:.2f} s CPU; bare "

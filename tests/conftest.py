@@ -85,3 +85,13 @@ def _guard_markers() -> None:
 
 
 _guard_markers()
+
+
+def _guard_llm_runs() -> None:
+    # Every perf_analyzer process, classic step or LLM step, starts in PerfAnalyzer.invoke.
+    from tritonkit.perf.measure.analyzer import PerfAnalyzer
+
+    _held_to_marker(PerfAnalyzer, "invoke", "perf_analyzer", "perf_analyzer")
+
+
+_guard_llm_runs()

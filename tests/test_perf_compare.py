@@ -203,3 +203,30 @@ def test_a_non_numeric_field_is_a_clear_error_from_perf_compare_naming_the_file_
     assert outcome.exception is None or isinstance(outcome.exception, SystemExit)  # no traceback
     assert str(tmp_path / "new.json") in outcome.output
     assert "'steps[1].latency.p99_ms'" in outcome.output and "not a number" in outcome.output
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 1e12, -5.0])
+def test_a_baseline_with_an_absurd_throughput_is_refused_by_perf_compare_naming_file_and_field(
+    tmp_path: Path, bad: float
+) -> None:
+    from click.testing import CliRunner
+
+    from tritonkit.cli import main
+
+    data = json.loads(BASE.to_json())
+    data["steps"][0]["throughput_per_s"] = bad  # json writes NaN / Infinity, as Python's json reads them
+    (tmp_path / "base.json").write_text(json.dumps(data))
+    _run([(1, 50, 10), (2, 100, 20), (4, 150, 40)]).save(tmp_path / "new.json")  # a 50 % drop
+    outcome = CliRunner().invoke(main, ["perf", "compare", str(tmp_path / "base.json"), str(tmp_path / "new.json")])
+    assert outcome.exit_code == 2, outcome.output
+    assert "no regression" not in outcome.output and "Traceback" not in outcome.output
+    assert str(tmp_path / "base.json") in outcome.output and "'steps[0].throughput_per_s'" in outcome.output
+
+
+def test_a_nan_in_memory_is_a_regression_row_never_no_regression() -> None:
+    base = _run([(1, 100, 10), (2, 200, 20)])
+    base.steps[0].throughput_per_s = float("nan")
+    new = _run([(1, 50, 10), (2, 200, 20)])
+    comparison = compare_results(base, new)
+    assert comparison.regressed
+    assert any("not a finite number" in p for r in comparison.rows for p in r.problems)

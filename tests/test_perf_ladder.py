@@ -198,7 +198,9 @@ def test_a_perf_analyzer_failure_saves_the_result_and_hands_it_back_with_the_err
     assert ladder.error.returncode is not None  # the error declares what it carries
     saved = PerfResult.load(tmp_path / "result.json")
     assert saved.stop_reason == "perf_error" and "no-such-option" in saved.extra["error"]
-    assert [s.load_value for s in saved.steps] == [1.0]  # the step before the failure is kept
+    assert [s.load_value for s in saved.steps if s.measured] == [1.0]  # the step before the failure is kept
+    # The step perf_analyzer refused is recorded as failed, with why, and never as measured.
+    assert [(s.load_value, s.failure) for s in saved.steps if not s.measured] == [(2.0, "refused_options")]
     assert ladder.result == saved  # the same result, in memory
     assert not ladder.interrupted
 

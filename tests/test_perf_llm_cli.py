@@ -108,7 +108,7 @@ def test_perf_compare_gates_on_llm_regressions_and_keeps_a_baseline(tmp_path: Pa
     ok = invoke(main, ["perf", "compare", str(base), str(same.parent), "--save-baseline",
                        "--baseline-dir", str(tmp_path / "baselines")], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output
-    assert "no regression" in ok.output and list((tmp_path / "baselines" / "llm").glob("llm-*.json"))
+    assert "no regression" in ok.output and list((tmp_path / "baselines" / "llm" / "llm").glob("*.json"))
     bad = invoke(main, ["perf", "compare", str(tmp_path / "baselines" / "llm"), str(slower), "--json"],
                  catch_exceptions=False)
     assert bad.exit_code == 1, bad.output
@@ -131,3 +131,15 @@ def test_an_llm_option_without_llm_is_refused(tmp_path: Path) -> None:
     result = _run("m", "--traffic", "soak:2/s,30", "--requests", "4", "--dry-run", "--out", str(tmp_path / "x"))
     assert result.exit_code == 2
     assert "--traffic, --requests only apply to LLM load tests" in result.output
+
+
+def test_a_dry_run_with_the_models_tokenizer_says_its_lengths_are_that_tokenizers(tmp_path: Path) -> None:
+    from tritonkit.builders.trtllm.tokenizer import build_reference_tokenizer
+
+    build_reference_tokenizer(tmp_path / "tok", vocab_size=300)
+    result = _run("m", "--llm", "--interface", "vllm", "--tokenizer", str(tmp_path / "tok"), "--input-tokens", "24",
+                  "--num-prompts", "3", "--dry-run", "--out", str(tmp_path / "dry"))
+    assert result.exit_code == 0, result.output
+    assert f"lengths counted by {tmp_path / 'tok'}" in result.output and not (tmp_path / "dry").exists()
+    stray = _run("m", "--interface", "vllm", "--dry-run", "--out", str(tmp_path / "x"))
+    assert stray.exit_code == 2 and "--interface only apply to LLM load tests" in stray.output

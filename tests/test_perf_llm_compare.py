@@ -49,6 +49,32 @@ def test_a_step_the_new_run_did_not_measure_is_a_regression() -> None:
 def test_baselines_are_kept_per_model_and_the_latest_is_found(tmp_path: Path) -> None:
     first = save_llm_baseline(_result(100, 20, started="2026-11-30T10:00:00.1Z"), tmp_path)
     second = save_llm_baseline(_result(100, 20, started="2026-11-30T11:00:00.1Z"), tmp_path)
-    assert first != second and first.parent == second.parent == tmp_path / "m"
+    assert first != second and first.parent == second.parent == tmp_path / "m" / "llm"
     assert latest_llm_baseline("m", tmp_path) == second
     assert LLMResult.load(second).steps[0].metrics == _result(100, 20).steps[0].metrics
+
+
+def test_a_nan_metric_is_a_regression_never_a_pass() -> None:
+    from dataclasses import replace
+
+    base = _result(100, 20)
+    metrics = base.steps[0].metrics
+    assert metrics is not None
+    base.steps[0].metrics = replace(metrics, output_token_throughput_per_s=float("nan"))
+    assert not compare_llm_results(base, _result(100, 40)).passed
+    assert not compare_llm_results(_result(100, 20), base).passed
+
+
+def test_a_stored_llm_result_with_an_infinite_ttft_is_refused_naming_the_field(tmp_path: Path) -> None:
+    import json
+
+    import pytest
+
+    from tritonkit.errors import ConfigError
+
+    path = _result(100, 20).save(tmp_path / "llm_result.json")
+    data = json.loads(path.read_text())
+    data["steps"][0]["metrics"]["ttft_ms"]["p99"] = float("inf")
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.metrics\.ttft_ms\.p99"):
+        LLMResult.load(path)

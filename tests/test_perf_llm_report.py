@@ -71,3 +71,26 @@ def test_failure_counts_survive_the_result_file(tmp_path: Path) -> None:
                                              hit="server_rejection", evidence=("queue full",))
     loaded = LLMResult.load(result.save(tmp_path / "r.json"))
     assert loaded.steps[0].failures.counts["server_rejection"] == 3 and loaded.steps[0].failures.hit == "server_rejection"
+
+
+def test_the_html_report_is_self_contained_with_the_time_line_percentiles_and_the_same_tables(tmp_path: Path) -> None:
+    import base64
+    import re
+
+    from tritonkit.perf.judge.sla import parse_sla
+    from tritonkit.perf.llm.judge import evaluate_llm
+
+    result = _result()
+    result.model = "<script>alert(1)</script>"
+    write_llm_report(result, tmp_path, evaluate_llm(parse_sla("ttft_p99<=500ms"), result))
+    page = (tmp_path / "llm_report.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page  # the model name is escaped
+    assert "src=\"http" not in page  # nothing fetched from elsewhere
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 2  # the spike's time line and the percentile plot
+    assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+    assert "<strong>server_rejection</strong>" in page and "Recovery after the load ended at 1.00 s" in page
+    assert "100.0 / 100.0" in page and "95% bootstrap intervals" in page
+    markdown = (tmp_path / "llm_report.md").read_text()
+    assert "FAIL" in page and "FAIL" in markdown  # the stalled step has failures: errors==0 is broken
+    assert (tmp_path / "llm_percentiles.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -182,3 +182,31 @@ def test_a_model_without_an_llm_interface_is_refused_naming_its_inputs(server: T
         run_llm("add_sub", server.grpc_url, _prompts(), LLMPlan(), results_dir=tmp_path)
     assert caught.value.hint and "ensemble" in caught.value.hint
     assert not list(tmp_path.glob("*.json"))  # refused before anything ran
+
+
+def test_a_library_run_keeps_its_verdict_on_disk_and_an_llm_baseline_apart(
+    server: TritonServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tritonkit.perf.judge.baselines import latest_baseline
+    from tritonkit.perf.measure.analyzer import PerfAnalyzer
+
+    # LLM steps start perf_analyzer through the one supervisor the marker guard watches.
+    started: list[str] = []
+    supervise = PerfAnalyzer.invoke
+    monkeypatch.setattr(PerfAnalyzer, "invoke", lambda self, argv, name, **kw: (started.append(name),
+                                                                                 supervise(self, argv, name, **kw))[1])
+    from tritonkit.perf.judge.sla import parse_sla
+    from tritonkit.perf.llm.result import LLMResult
+    from tritonkit.perf.llm.settings import LLMSettings
+    from tritonkit.perf.run import run_llm_perf
+
+    settings = LLMSettings(input_tokens="8", output_tokens="4", num_prompts=4, requests=4)
+    run = run_llm_perf("llm", server.grpc_url, settings, sla=parse_sla("ttft_p99<=5ms"),
+                       results_dir=tmp_path / "run", baseline_root=tmp_path / "baselines")
+    assert run.exit_code == 1 and run.verdict is not None and run.verdict.status == "fail"
+    stored = LLMResult.load(tmp_path / "run" / "llm_result.json")
+    assert stored.verdict is not None and stored.verdict["status"] == "fail"
+    assert run.report is not None and "FAIL" in run.report.read_text()
+    assert run.baseline_path is not None and run.baseline_path.parent == tmp_path / "baselines" / "llm" / "llm"
+    assert latest_baseline("llm", tmp_path / "baselines") is None  # no classic baseline was made
+    assert started == ["c1"]

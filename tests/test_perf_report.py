@@ -175,3 +175,31 @@ def test_a_report_tritonkit_wrote_is_rewritten_by_the_next_run(tmp_path: Path) -
     assert "No SLA was given" in (tmp_path / "report.md").read_text()
     write_report(result, tmp_path, _verdict(result))
     assert "**PASS**" in (tmp_path / "report.md").read_text()
+
+
+def test_the_reproduce_line_pastes_back_as_the_same_arguments_and_runs_nothing_it_holds(tmp_path: Path) -> None:
+    """The report's command is pasted into a real shell; ``printf`` stands in for perf_analyzer."""
+    import re
+    import subprocess
+
+    from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult
+    from tritonkit.perf.report.files import write_report
+
+    planted = tmp_path / "pwned"
+    command = ["printf", "%s\\n", f"{tmp_path}/$(touch {planted})/s1.csv", "it's", "a b"]
+    result = PerfResult(
+        RunMetadata(model="m", url="127.0.0.1:1", protocol="grpc", started_utc="2026-11-30T10:00:00Z",
+                    command=command),
+        steps=[StepResult("concurrency", 1, 100.0, LatencyStats(p50_ms=1, p90_ms=2, p95_ms=2, p99_ms=3))],
+    )
+    files = write_report(result, tmp_path / "run", None)
+    markdown = files.markdown.read_text()
+    line = markdown.split("## Reproduce", 1)[1].split("```")[1].strip()
+    html_line = re.search(r"<h2>Reproduce</h2>\s*<pre>(.*?)</pre>", files.html.read_text(), re.S)
+    assert html_line is not None
+    import html as html_lib
+
+    for pasted in (line, html_lib.unescape(html_line.group(1))):
+        shown = subprocess.run(["bash", "-c", pasted], capture_output=True, text=True, check=True).stdout
+        assert shown.splitlines() == command[2:]
+    assert not planted.exists()

@@ -54,6 +54,13 @@ _SLA_HELP = (
 )
 
 
+
+
+def _out_option(help_text: str) -> Any:
+    """The ``--out FOLDER`` option (``out_dir``) of ``perf run`` and ``perf report``."""
+    return click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                        help=help_text)
+
 @click.group("perf", cls=ErrorHandlingGroup)
 def perf() -> None:
     """Load-test a served model with the real perf_analyzer and judge it against an SLA.
@@ -106,13 +113,7 @@ def perf() -> None:
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
 @click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
 @click.option("--metrics-url", default=None, help="Server /metrics URL to scrape during each step.")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Run folder (default results/<UTC>-<model>); an earlier run there is resumed.",
-)
+@_out_option("Run folder (default results/<UTC>-<model>); an earlier run there is resumed.")
 @click.option(
     "--results-root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -305,13 +306,7 @@ def compare_command(
 @perf.command("report")
 @click.argument("result", type=click.Path(exists=True, path_type=Path))
 @click.option("--sla", "sla_text", default=None, help="Judge the steps again against this SLA. " + _SLA_HELP)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where to write report.md / report.html (default: next to RESULT).",
-)
+@_out_option("Where to write report.md / report.html (default: next to RESULT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and paths as JSON.")
 def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
     """Re-render report.md and report.html from a saved RESULT (result.json or its run folder).

@@ -1,25 +1,24 @@
 """The ``--llm`` side of ``tritonkit perf run``: streaming LLM load tests.
 
-``llm_options`` adds the LLM options to a click command; ``run_llm_command`` does the work
-(prompts → perf_analyzer steps → metrics → SLA verdict → ``llm_result.json`` and
-``llm_report.md``) and raises ``CommandExit`` with the verdict's exit status.
+``llm_options`` adds the LLM options to a click command; ``options_from_kwargs`` turns them into
+the library's :class:`~tritonkit.perf.llm.settings.LLMSettings`; ``run_llm_command`` hands that to
+:func:`tritonkit.perf.run.run_llm_perf` (measure → judge → ``llm_result.json`` with its verdict →
+``llm_report.md`` → baseline), prints, and raises ``CommandExit`` with the run's exit status.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from tritonkit._fs import atomic_write
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.errors import ConfigError
-from tritonkit.repository.units import to_microseconds
+from tritonkit.perf.llm.compare import find_llm_result
+from tritonkit.perf.llm.settings import LLMSettings
 
 __all__ = ["LLMOptions", "compare_llm_command", "find_llm_result", "llm_options", "reject_stray_llm_options",
            "report_llm_command", "run_llm_command"]
@@ -27,21 +26,8 @@ __all__ = ["LLMOptions", "compare_llm_command", "find_llm_result", "llm_options"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class LLMOptions:
-    """The ``--llm`` options as given on the command line."""
-
-    prompts: Path | None = None
-    input_tokens: str = "128"
-    output_tokens: str = "64"
-    num_prompts: int = 100
-    seed: int = 0
-    traffic: str | None = None
-    requests: int = 32
-    stream: bool | None = None
-    client_deadline: str | None = None
-    goodput: str | None = None
-    settle_s: float = 2.0
+#: The ``--llm`` options as given: the library's settings value, built once from click's keywords.
+LLMOptions = LLMSettings
 
 
 _LLM_OPTIONS = [
@@ -68,6 +54,12 @@ _LLM_OPTIONS = [
     click.option("--goodput", "llm_goodput", default=None,
                  help="--llm: per-request objectives for goodput, e.g. 'ttft=500ms,itl=40ms' "
                       "(default: the SLA's TTFT / ITL / latency bounds)."),
+    click.option("--interface", "llm_interface", default=None,
+                 type=click.Choice(["text", "ids", "vllm", "text_io", "generic"]),
+                 help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
+                      "of them is timed per response as 'generic')."),
+    click.option("--tokenizer", "llm_tokenizer", type=click.Path(exists=True, path_type=Path), default=None,
+                 help="--llm: the model's tokenizer.json (or its folder): prompt lengths in its tokens, not words."),
     click.option("--settle-s", "llm_settle_s", type=float, default=2.0, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
@@ -94,6 +86,8 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
         client_deadline=kwargs.pop("llm_client_deadline", None),
         goodput=kwargs.pop("llm_goodput", None),
         settle_s=kwargs.pop("llm_settle_s", 2.0),
+        interface=kwargs.pop("llm_interface", None),
+        tokenizer=kwargs.pop("llm_tokenizer", None),
     )
 
 
@@ -103,32 +97,6 @@ def reject_stray_llm_options(kwargs: dict[str, Any]) -> None:
     stray = [f"--{f.name.replace('_', '-')}" for f in fields(LLMOptions) if getattr(given, f.name) != f.default]
     if stray:
         raise ConfigError(f"{', '.join(stray)} only apply to LLM load tests", hint="add --llm, or drop them")
-
-
-def _mean_spread(text: str, what: str) -> tuple[float, float]:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(?::\s*(\d+(?:\.\d*)?)\s*)?", text)
-    if match is None:
-        raise ConfigError(f"{what} {text!r} is not MEAN[:STDDEV]", hint="e.g. 128 or 128:16 (tokens)")
-    return float(match.group(1)), float(match.group(2) or 0.0)
-
-
-def _ms(text: str, what: str) -> float:
-    return to_microseconds(text.strip(), field=what) / 1000.0
-
-
-def parse_goodput(text: str) -> Any:
-    """``'ttft=500ms,itl=40ms,latency=2s'`` → ``GoodputSLO``."""
-    from tritonkit.perf.llm.metrics import GoodputSLO
-
-    fields = {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "latency_ms"}
-    values: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.strip().lower()
-        if not sep or key not in fields:
-            raise ConfigError(f"cannot read goodput objective {part!r}", hint="use ttft=500ms,itl=40ms,latency=2s")
-        values[fields[key]] = _ms(value, f"--goodput {key}")
-    return GoodputSLO(**values)
 
 
 def run_llm_command(
@@ -144,89 +112,53 @@ def run_llm_command(
     dry_run: bool,
     as_json: bool,
     quiet: bool,
-    options: LLMOptions,
+    options: LLMSettings,
     baseline_dir: Path | None = None,
     protocol: str = "grpc",
     timeout_s: float = 600.0,
 ) -> None:
-    """Run ``perf run MODEL --llm``: measure, judge, write the report, exit with the verdict's status."""
+    """Run ``perf run MODEL --llm``: parse, call :func:`~tritonkit.perf.run.run_llm_perf`, print, exit."""
     from tritonkit.perf.judge.sla import load_sla
     from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
-    from tritonkit.perf.llm.judge import evaluate_llm, goodput_slo_from_sla
-    from tritonkit.perf.llm.prompts import load_prompts, synthetic_prompts
-    from tritonkit.perf.llm.report import write_llm_report
-    from tritonkit.perf.llm.run import LLMPlan, run_llm
-    from tritonkit.perf.llm.shapes import parse_shape
-    from tritonkit.perf.measure.plan import default_results_dir, levels_from_text
+    from tritonkit.perf.measure.plan import default_results_dir
+    from tritonkit.perf.run import run_llm_perf
     from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 
     if protocol != "grpc":
         raise ConfigError("--llm streams over gRPC only", hint="drop --protocol http")
     sla = load_sla(sla_text) if sla_text is not None else None
-    if options.prompts is not None:
-        prompts = load_prompts(options.prompts)
-        source = str(options.prompts)
-    else:
-        isl, isl_sd = _mean_spread(options.input_tokens, "--input-tokens")
-        osl, osl_sd = _mean_spread(options.output_tokens, "--output-tokens")
-        prompts = synthetic_prompts(options.num_prompts, input_tokens_mean=isl, input_tokens_stddev=isl_sd,
-                                    output_tokens_mean=osl, output_tokens_stddev=osl_sd, seed=options.seed)
-        source = (f"synthetic (seed {options.seed}, {options.num_prompts} prompts, input {options.input_tokens}, "
-                  f"output {options.output_tokens} tokens)")
-    shape = parse_shape(options.traffic) if options.traffic else None
-    levels = tuple(int(v) for v in levels_from_text(concurrency or "1")) if shape is None else (1,)
-    if any(level < 1 for level in levels):
-        raise ConfigError(f"concurrency levels must be >= 1, got {list(levels)}", hint="e.g. --concurrency 1,2,4")
-    if options.requests < 1:
-        raise ConfigError(f"--requests must be >= 1, got {options.requests}")
-    goodput = parse_goodput(options.goodput) if options.goodput else goodput_slo_from_sla(sla)
-    deadline = _ms(options.client_deadline, "--client-deadline") if options.client_deadline else None
-    plan = LLMPlan(concurrency=levels, requests_per_level=options.requests, shape=shape, goodput_slo=goodput,
-                   client_deadline_ms=deadline, settle_s=options.settle_s, step_timeout_s=timeout_s)
+    settings = replace(options, concurrency=concurrency or "1", timeout_s=timeout_s)
+    _prompts, source = settings.load_prompts()
+    settings.plan(sla)  # bad options are refused before anything starts, dry run or not
     folder = out_dir or default_results_dir(model, results_root)
     target = url or "127.0.0.1:8001"
     if dry_run:
-        what = options.traffic or f"concurrency {', '.join(map(str, levels))} × {options.requests} requests"
-        click.echo(f"would run an LLM load test on {model} at {target}: {what}; prompts: {source}; into {folder}")
+        click.echo(f"would run an LLM load test on {model} at {target}: {settings.describe_load()}; "
+                   f"prompts: {source}; into {folder}")
         return
     tool = locate_perf_analyzer(perf_analyzer_path)
     say = (lambda _m: None) if quiet or as_json else (lambda m: click.echo(m, err=True))
     try:
         with sigterm_as_interrupt():
-            result = run_llm(model, target, prompts, plan, results_dir=folder, metrics_url=metrics_url,
-                             streaming=options.stream, prompt_source=source, perf_analyzer=tool, progress=say)
+            run = run_llm_perf(model, target, settings, sla=sla, results_dir=folder, perf_analyzer=tool,
+                               metrics_url=metrics_url, baseline_root=baseline_dir, progress=say)
     except KeyboardInterrupt:
         click.echo(f"interrupted: files so far are in {folder}", err=True)
         raise CommandExit(EXIT_UNMEASURED) from None
-    verdict = evaluate_llm(sla, result) if sla is not None else None
-    report = write_llm_report(result, folder, verdict)
-    if verdict is not None:
-        data = result.to_dict()
-        data["verdict"] = verdict.to_dict()
-        atomic_write(folder / "llm_result.json", json.dumps(data, indent=1) + "\n")
-    baseline = None
-    if baseline_dir is not None:
-        from tritonkit.perf.llm.compare import save_llm_baseline
-
-        baseline = save_llm_baseline(result, baseline_dir)
     if as_json:
-        echo_json({"result": str(folder / "llm_result.json"), "report": str(report),
-                   "baseline": None if baseline is None else str(baseline),
-                   "verdict": None if verdict is None else verdict.to_dict(), "steps": [s.to_dict() for s in result.steps]})
+        echo_json(run.to_dict())
     else:
-        for step in result.steps:
+        for step in run.result.steps:
             click.echo(_summary_line(step))
-        if verdict is not None:
-            click.echo(verdict.summary())
-        click.echo(f"report: {report}")
-        if baseline is not None:
-            click.echo(f"baseline: {baseline}")
-    if verdict is not None:
-        raise CommandExit(verdict.exit_code)
-    # Without an SLA: 0 clean, 1 measured but some requests failed, 2 nothing measured.
-    if not any(s.metrics is not None for s in result.steps):
-        raise CommandExit(EXIT_UNMEASURED)
-    raise CommandExit(0 if all(s.failures.total == 0 for s in result.steps) else 1)
+        if run.verdict is not None:
+            click.echo(run.verdict.summary())
+        if run.report is not None:
+            click.echo(f"report: {run.report}")
+        if run.baseline_path is not None:
+            click.echo(f"baseline: {run.baseline_path}")
+    if run.error is not None:
+        raise run.error  # reported after the results were saved and printed
+    raise CommandExit(run.exit_code)
 
 
 def _summary_line(step: Any) -> str:
@@ -249,38 +181,15 @@ def _summary_line(step: Any) -> str:
     return " ".join(parts)
 
 
-def find_llm_result(path: Path) -> Path | None:
-    """The LLM result ``path`` names: the file itself, a run folder's ``llm_result.json``, or the
-    newest ``llm-*.json`` baseline in a model's baseline folder; ``None`` when it holds none."""
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            return None
-        return path if isinstance(data, dict) and data.get("kind") == "llm" else None
-    if (path / "llm_result.json").is_file():
-        return path / "llm_result.json"
-    found = sorted(path.glob("llm-*.json"))
-    return found[-1] if found else None
-
-
 def compare_llm_command(
     base: Path, new: Path, *, max_rise: float, max_drop: float, save_baseline: bool, baseline_dir: Path, as_json: bool
 ) -> None:
     """``perf compare`` on LLM results: TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput
     fall by ``max_drop``; exits 0 (no regression) or 1."""
-    from tritonkit.perf.llm.compare import compare_llm_results, save_llm_baseline
-    from tritonkit.perf.llm.result import LLMResult
+    from tritonkit.perf.llm.compare import compare_llm_files
 
-    base_path, new_path = find_llm_result(base), find_llm_result(new)
-    if base_path is None or new_path is None:
-        missing = base if base_path is None else new
-        raise ConfigError(f"{missing} holds no LLM result (llm_result.json)",
-                          hint="compare two LLM runs, or two classic runs, not one of each")
-    base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
-    comparison = compare_llm_results(base_result, new_result, max_ttft_rise=max_rise, max_itl_rise=max_rise,
-                                     max_tokens_drop=max_drop)
-    saved = save_llm_baseline(new_result, baseline_dir) if save_baseline and comparison.passed else None
+    comparison, base_path, new_path, saved = compare_llm_files(
+        base, new, max_rise=max_rise, max_drop=max_drop, baseline_root=baseline_dir if save_baseline else None)
     if as_json:
         echo_json({**comparison.to_dict(), "base": str(base_path), "new": str(new_path),
                    "baseline": None if saved is None else str(saved)})
@@ -300,21 +209,16 @@ def compare_llm_command(
 def report_llm_command(result_path: Path, *, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
     """``perf report`` on an LLM result: re-render ``llm_report.md`` (judged again with ``--sla``)."""
     from tritonkit.perf.judge.sla import load_sla
-    from tritonkit.perf.judge.verdict import Verdict
-    from tritonkit.perf.llm.judge import evaluate_llm
-    from tritonkit.perf.llm.report import write_llm_report
-    from tritonkit.perf.llm.result import LLMResult
+    from tritonkit.perf.run import rejudge_llm
 
-    path = find_llm_result(result_path)
-    if path is None:
-        raise ConfigError(f"{result_path} holds no LLM result", hint="pass an llm_result.json or its run folder")
-    result = LLMResult.load(path)
-    verdict: Verdict | None = evaluate_llm(load_sla(sla_text), result) if sla_text is not None else None
-    report = write_llm_report(result, out_dir or path.parent, verdict)
+    run = rejudge_llm(result_path, load_sla(sla_text) if sla_text is not None else None, out_dir=out_dir)
     if as_json:
-        echo_json({"report": str(report), "verdict": None if verdict is None else verdict.to_dict()})
+        echo_json({"report": str(run.report), "verdict": None if run.verdict is None else run.verdict.to_dict()})
     else:
-        if verdict is not None:
-            click.echo(verdict.summary())
-        click.echo(f"report: {report}")
-    raise CommandExit(verdict.exit_code if verdict is not None else 0)
+        if run.verdict is not None:
+            click.echo(run.verdict.summary())
+        if run.report is not None:
+            click.echo(f"report: {run.report}")
+    if run.error is not None:
+        raise run.error  # the verdict is saved; only the report is missing
+    raise CommandExit(run.verdict.exit_code if run.verdict is not None else 0)

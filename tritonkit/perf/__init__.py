@@ -7,7 +7,13 @@ Four steps, each its own subpackage, data flowing one way:
 * :mod:`tritonkit.perf.judge`: an :class:`SLA` judges a result (:func:`evaluate_result` →
   :class:`Verdict`); baselines and regressions (:func:`compare_results`);
 * :mod:`tritonkit.perf.report`: Markdown, HTML and plots from (result, verdict);
-* :func:`run_perf` (:mod:`tritonkit.perf.run`): all three in order, into one results folder.
+* :func:`run_perf` (:mod:`tritonkit.perf.run`): all three in order, into one results folder;
+  :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`);
+* :mod:`tritonkit.perf.metric_registry`: every metric's name, unit, definition, SLA key, report
+  column and Prometheus quantile, read by all of the above.
+
+The names below are imported on first use, so ``import tritonkit.perf.metric_registry`` (or any
+one subpackage) does not load the whole of perf (its templates, plots and clients).
 
 Installing perf_analyzer lives in :mod:`tritonkit.provision`.
 
@@ -22,38 +28,71 @@ Example::
 
 from __future__ import annotations
 
-from tritonkit.perf.judge import (
-    SLA,
-    BaselineComparison,
-    Verdict,
-    compare_results,
-    evaluate_result,
-    load_sla,
-    parse_sla,
-)
-from tritonkit.perf.measure import (
-    ConcurrencyRange,
-    LadderPlan,
-    LadderResult,
-    PerfResult,
-    PerfSpec,
-    RequestRateRange,
-    StepResult,
-    run_ladder,
-)
-from tritonkit.perf.report import write_report
-from tritonkit.perf.run import PerfRun, StepEvent, run_perf
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tritonkit.perf.judge import (
+        SLA,
+        BaselineComparison,
+        Verdict,
+        compare_results,
+        evaluate_result,
+        load_sla,
+        parse_sla,
+    )
+    from tritonkit.perf.llm.settings import LLMSettings
+    from tritonkit.perf.measure import (
+        ConcurrencyRange,
+        LadderPlan,
+        LadderResult,
+        PerfResult,
+        PerfSpec,
+        RequestRateRange,
+        StepResult,
+        run_ladder,
+    )
+    from tritonkit.perf.report import write_report
+    from tritonkit.perf.run import LLMRun, PerfRun, StepEvent, run_llm_perf, run_perf
+
+# Public name → the module that defines it (imported when the name is first asked for).
+_EXPORTS: dict[str, str] = {
+    "SLA": "tritonkit.perf.judge",
+    "BaselineComparison": "tritonkit.perf.judge",
+    "Verdict": "tritonkit.perf.judge",
+    "compare_results": "tritonkit.perf.judge",
+    "evaluate_result": "tritonkit.perf.judge",
+    "load_sla": "tritonkit.perf.judge",
+    "parse_sla": "tritonkit.perf.judge",
+    "ConcurrencyRange": "tritonkit.perf.measure",
+    "LadderPlan": "tritonkit.perf.measure",
+    "LadderResult": "tritonkit.perf.measure",
+    "PerfResult": "tritonkit.perf.measure",
+    "PerfSpec": "tritonkit.perf.measure",
+    "RequestRateRange": "tritonkit.perf.measure",
+    "StepResult": "tritonkit.perf.measure",
+    "run_ladder": "tritonkit.perf.measure",
+    "write_report": "tritonkit.perf.report",
+    "PerfRun": "tritonkit.perf.run",
+    "StepEvent": "tritonkit.perf.run",
+    "run_perf": "tritonkit.perf.run",
+    "LLMRun": "tritonkit.perf.run",
+    "run_llm_perf": "tritonkit.perf.run",
+    "LLMSettings": "tritonkit.perf.llm.settings",
+}
 
 __all__ = [
-    "SLA",
     "BaselineComparison",
     "ConcurrencyRange",
+    "LLMRun",
+    "LLMSettings",
     "LadderPlan",
     "LadderResult",
     "PerfResult",
     "PerfRun",
     "PerfSpec",
     "RequestRateRange",
+    "SLA",
     "StepEvent",
     "StepResult",
     "Verdict",
@@ -62,6 +101,20 @@ __all__ = [
     "load_sla",
     "parse_sla",
     "run_ladder",
+    "run_llm_perf",
     "run_perf",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tritonkit.perf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

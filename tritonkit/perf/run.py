@@ -7,6 +7,12 @@
       → write_report (report)      report.md, report.html, plots/
       → save_baseline (judge)      optional: results/baselines/<model>/<UTC>.json
 
+An LLM load test is a mode of the same pipeline (:func:`run_llm_perf`): ``run_llm`` measures
+(the same perf_analyzer supervisor), then the same steps in the same order — judge, save
+``llm_result.json`` with its verdict, ``llm_report.md``, an LLM baseline under
+``results/baselines/<model>/llm/``. Each result is saved before its report is written: a full
+disk loses no measurement and comes back as an error (exit 2) naming the saved file.
+
 A perf_analyzer failure after launch comes back in :attr:`PerfRun.error` (exit code 2) together
 with every step measured before it, the verdict on those steps and the report; a Ctrl-C keeps,
 judges and reports the same, then re-raises ``KeyboardInterrupt``.
@@ -26,19 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonkit.errors import TritonKitError
-from tritonkit.perf.judge.compare import save_baseline
-from tritonkit.perf.judge.sla import SLA
-from tritonkit.perf.judge.verdict import (
-    EXIT_PASS,
-    EXIT_UNMEASURED,
-    StepVerdict,
-    Verdict,
-    evaluate,
-    evaluate_result,
-    measurement_from_step,
-    stored_verdict,
-)
+from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
+from tritonkit.perf.judge.baselines import save_baseline
+from tritonkit.perf.judge.verdict import evaluate, evaluate_result, measurement_from_step, stored_verdict
+from tritonkit.perf.llm.result import LLMResult
+from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.ladder import ladder_commands, run_ladder
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
@@ -49,6 +48,7 @@ from tritonkit.perf.resume import Resume, combine, plan_resume, run_settings
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 
 __all__ = [
+    "LLMRun",
     "PerfRun",
     "PlannedCommand",
     "StepEvent",
@@ -56,6 +56,8 @@ __all__ = [
     "ladder_check",
     "planned_commands",
     "rejudge",
+    "rejudge_llm",
+    "run_llm_perf",
     "run_perf",
 ]
 
@@ -180,6 +182,37 @@ def planned_commands(
     ]
 
 
+def _report_error(exc: OSError, folder: Path, result_path: Path) -> TritonKitError:
+    """A report (or baseline) write that failed after the result was saved: say so, keep exit 2."""
+    return TritonKitError(
+        f"could not write the report into {folder}: {exc.strerror or exc}; "
+        f"the measured steps are saved in {result_path}",
+        hint=f"free some space, then re-render it with 'tritonkit perf report {result_path}'",
+    )
+
+
+def _persist(run: PerfRun | LLMRun, save: Callable[[], Path], report: Callable[[], Any],
+             baseline_root: str | os.PathLike[str] | None) -> None:
+    """Save the result, write its report, keep a baseline, in that order, into ``run``.
+
+    The result is on disk before anything else can fail: an ``OSError`` on the report (a full
+    disk) becomes ``run.error`` naming the saved result (exit 2, no baseline); one on the result
+    itself is raised as a ``TritonKitError`` (nothing could be kept). A baseline is kept only for
+    a run that measured something and failed nowhere.
+    """
+    try:
+        run.result_path = save()
+    except OSError as exc:
+        raise TritonKitError(f"could not save the result into {run.results_dir}: {exc.strerror or exc}",
+                             hint="free some space or choose another --out folder") from exc
+    try:
+        run.report = report()
+    except OSError as exc:
+        run.error = run.error or _report_error(exc, run.results_dir, run.result_path)
+    if baseline_root is not None and run.error is None and run.exit_code != EXIT_UNMEASURED:
+        run.baseline_path = save_baseline(run.result, Path(baseline_root))
+
+
 def _finish(
     result: PerfResult,
     folder: Path,
@@ -195,11 +228,8 @@ def _finish(
     result.verdict = verdict.to_dict() if verdict else None
     if error is not None:
         result.extra["error"] = str(error)
-    result_path = result.save(folder / "result.json")
-    report = write_report(result, folder, verdict)
-    run = PerfRun(result, verdict, folder, result_path, report, None, resumed_steps, error, notes)
-    if baseline_root is not None and error is None and run.exit_code != EXIT_UNMEASURED:
-        run.baseline_path = save_baseline(result, Path(baseline_root))
+    run = PerfRun(result, verdict, folder, folder / "result.json", None, None, resumed_steps, error, notes)
+    _persist(run, lambda: result.save(run.result_path), lambda: write_report(result, folder, verdict), baseline_root)
     return run
 
 
@@ -302,6 +332,136 @@ def rejudge(
     if sla is not None and folder == source.parent:
         result.verdict = verdict.to_dict() if verdict else None
         result.save(source)
-    report = write_report(result, folder, verdict)
+    try:
+        report = write_report(result, folder, verdict)
+    except OSError as exc:
+        raise _report_error(exc, folder, source) from exc
     return PerfRun(result, verdict, folder, source, report)
 
+
+
+# --------------------------------------------------------------------------- LLM mode
+
+
+@dataclass
+class LLMRun:
+    """What :func:`run_llm_perf` did and where it put it (the LLM mode's :class:`PerfRun`)."""
+
+    result: LLMResult
+    verdict: Verdict | None
+    results_dir: Path
+    result_path: Path
+    report: Path | None
+    baseline_path: Path | None = None
+    error: TritonKitError | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 SLA met, 1 SLA missed, 2 could not measure (or a file could not be written).
+
+        Without an SLA: 0 clean, 1 measured but some requests failed, 2 nothing measured.
+        """
+        if self.error is not None:
+            return EXIT_UNMEASURED
+        if self.verdict is not None:
+            return self.verdict.exit_code
+        steps = self.result.steps
+        if not any(s.metrics is not None and s.failure is None for s in steps):
+            return EXIT_UNMEASURED
+        return EXIT_PASS if all(s.failures.total == 0 and s.failure is None for s in steps) else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (``tritonkit perf run --llm --json``)."""
+        return {
+            "exit_code": self.exit_code,
+            "result": str(self.result_path),
+            "report": None if self.report is None else str(self.report),
+            "baseline": None if self.baseline_path is None else str(self.baseline_path),
+            "error": None if self.error is None else str(self.error),
+            "verdict": None if self.verdict is None else self.verdict.to_dict(),
+            "steps": [s.to_dict() for s in self.result.steps],
+        }
+
+
+def _finish_llm(
+    result: LLMResult,
+    folder: Path,
+    sla: SLA | None,
+    *,
+    baseline_root: str | os.PathLike[str] | None,
+    error: TritonKitError | None = None,
+) -> LLMRun:
+    """Judge, save llm_result.json with its verdict, write the report, keep a baseline (LLM mode)."""
+    from tritonkit.perf.llm.judge import evaluate_llm
+    from tritonkit.perf.llm.report import write_llm_report
+
+    verdict = evaluate_llm(sla, result) if sla is not None else None
+    result.verdict = verdict.to_dict() if verdict else None
+    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, None, error)
+    _persist(run, lambda: result.save(run.result_path), lambda: write_llm_report(result, folder, verdict),
+             baseline_root)
+    return run
+
+
+def run_llm_perf(
+    model: str,
+    url: str,
+    settings: LLMSettings,
+    *,
+    sla: SLA | None = None,
+    results_dir: str | os.PathLike[str] | None = None,
+    results_root: str | os.PathLike[str] = "results",
+    perf_analyzer: PerfAnalyzerInstall | None = None,
+    metrics_url: str | None = None,
+    baseline_root: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> LLMRun:
+    """An LLM load test end to end: measure (``run_llm``), judge against ``sla``, save
+    ``llm_result.json`` with the verdict, write ``llm_report.md``, keep an LLM baseline.
+
+    The same order and guarantees as :func:`run_perf`: the result is on disk before the report
+    is written; a report that cannot be written comes back in :attr:`LLMRun.error` (exit 2).
+    ``results_dir`` defaults to :func:`~tritonkit.perf.measure.plan.default_results_dir`.
+    """
+    from tritonkit.perf.llm.run import run_llm
+
+    prompts, source = settings.load_prompts()
+    plan = settings.plan(sla)
+    tool = perf_analyzer or locate_perf_analyzer()
+    folder = Path(results_dir) if results_dir is not None else default_results_dir(model, results_root)
+    result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=metrics_url,
+                     streaming=settings.stream, prompt_source=source, perf_analyzer=tool, progress=progress,
+                     interface=settings.interface, tokenizer=settings.token_counter())
+    return _finish_llm(result, folder, sla, baseline_root=baseline_root)
+
+
+def rejudge_llm(
+    result_path: str | os.PathLike[str], sla: SLA | None = None, *, out_dir: str | os.PathLike[str] | None = None
+) -> LLMRun:
+    """Re-render ``llm_report.md`` of a saved LLM result (``tritonkit perf report``).
+
+    With ``sla`` the steps are judged again and the verdict stored with the result (when the
+    report goes to the result's own folder); without, the stored verdict is used.
+    """
+    from tritonkit.perf.llm.compare import find_llm_result
+    from tritonkit.perf.llm.report import write_llm_report
+
+    path = find_llm_result(Path(result_path))
+    if path is None:
+        raise ConfigError(f"{result_path} holds no LLM result", hint="pass an llm_result.json or its run folder")
+    result = LLMResult.load(path)
+    folder = Path(out_dir) if out_dir is not None else path.parent
+    if sla is not None and folder == path.parent:
+        return _finish_llm(result, path.parent, sla, baseline_root=None)
+    verdict = None
+    if sla is not None:
+        from tritonkit.perf.llm.judge import evaluate_llm
+
+        verdict = evaluate_llm(sla, result)
+    elif result.verdict is not None:
+        verdict = Verdict.from_dict(result.verdict)
+    try:
+        report = write_llm_report(result, folder, verdict)
+    except OSError as exc:
+        raise _report_error(exc, folder, path) from exc
+    return LLMRun(result, verdict, folder, path, report)

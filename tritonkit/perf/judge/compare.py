@@ -1,9 +1,6 @@
 """Baselines and regressions: keep every run's result, and compare a new run against an old one.
 
-Baselines live at fixed, predictable paths, one folder per model, one file per run, named by the
-run's UTC start time so they sort in time order::
-
-    results/baselines/<model>/20261129T101500Z.json
+Baselines are kept by :mod:`tritonkit.perf.judge.baselines` (classic and LLM runs apart).
 
 :func:`compare_results` matches the two runs' steps by load (the same concurrency or request
 rate) and flags a regression when, at any matched load, throughput dropped by more than
@@ -15,15 +12,20 @@ still judged.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
+from tritonkit.perf.judge.baselines import (
+    DEFAULT_BASELINE_ROOT,
+    baseline_path,
+    baselines_in,
+    latest_baseline,
+    list_baselines,
+    save_baseline,
+)
 from tritonkit.perf.measure.result import PerfResult, StepResult
 
 __all__ = [
@@ -39,11 +41,6 @@ __all__ = [
     "save_baseline",
 ]
 
-#: Where baselines are kept unless told otherwise (relative to the working directory).
-DEFAULT_BASELINE_ROOT = Path("results") / "baselines"
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 def parse_percent(text: str | float, *, option: str = "threshold") -> float:
     """A percentage as a fraction: ``"5%"`` and ``"5"`` are both 0.05."""
@@ -58,59 +55,6 @@ def parse_percent(text: str | float, *, option: str = "threshold") -> float:
     return value / 100.0
 
 
-# --------------------------------------------------------------------------- baselines
-
-
-def _safe_name(model: str) -> str:
-    # Model names may carry characters a folder name should not (e.g. "org/model").
-    return _UNSAFE.sub("_", model).strip("._") or "model"
-
-
-def _stamp(utc_iso: str | None) -> str:
-    """``2026-11-29T10:15:00Z`` → ``20261129T101500Z``; now when missing or unreadable."""
-    moment: datetime | None = None
-    if utc_iso:
-        try:
-            moment = datetime.fromisoformat(utc_iso.replace("Z", "+00:00"))
-        except ValueError:
-            moment = None
-    if moment is None:
-        moment = datetime.now(timezone.utc)
-    elif moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-
-
-def baseline_path(result: PerfResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
-    """Where :func:`save_baseline` keeps ``result``: ``<root>/<model>/<UTC start>.json``."""
-    return Path(root) / _safe_name(result.metadata.model) / f"{_stamp(result.metadata.started_utc)}.json"
-
-
-def save_baseline(result: PerfResult, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path:
-    """Keep ``result`` as a timestamped baseline for its model (atomic; same run → same file)."""
-    target = baseline_path(result, root)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, result.to_json())
-    except OSError as exc:
-        raise ConfigError(f"cannot write the baseline {target}: {exc.strerror or exc}") from exc
-    return target
-
-
-def list_baselines(model: str, root: str | Path = DEFAULT_BASELINE_ROOT) -> list[Path]:
-    """The model's baselines, oldest first."""
-    folder = Path(root) / _safe_name(model)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
-
-
-def latest_baseline(model: str, root: str | Path = DEFAULT_BASELINE_ROOT) -> Path | None:
-    """The model's newest baseline, or ``None`` when it has none."""
-    baselines = list_baselines(model, root)
-    return baselines[-1] if baselines else None
-
-
 def load_result(path: str | Path) -> tuple[PerfResult, Path]:
     """A run result from a ``result.json``, a run folder, or a model's baseline folder.
 
@@ -122,7 +66,7 @@ def load_result(path: str | Path) -> tuple[PerfResult, Path]:
         if (source / "result.json").is_file():
             source = source / "result.json"
         else:
-            candidates = sorted(p for p in source.glob("*.json") if not p.name.startswith("."))
+            candidates = baselines_in(source, "classic")
             if not candidates:
                 raise ConfigError(
                     f"{source} holds neither a result.json nor any baseline (*.json)",
@@ -300,7 +244,12 @@ def _row(
         base.error_count if base and same_load else None,
         new.error_count if new and same_load else None,
     )
-    problems = []
+    problems = [
+        f"{what} is {value}, not a finite number: cannot be compared"
+        for what, value in (("base throughput", row.base_throughput_per_s), ("new throughput", row.new_throughput_per_s),
+                            ("base p99", row.base_p99_ms), ("new p99", row.new_p99_ms))
+        if value is not None and not math.isfinite(value)
+    ]
     thr = row.throughput_change
     if thr is not None and -thr > max_throughput_drop + 1e-12:
         problems.append(f"throughput {thr * 100:+.1f}% (limit -{max_throughput_drop * 100:.1f}%)")

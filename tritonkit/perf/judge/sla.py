@@ -49,6 +49,7 @@ from typing import Any, Literal
 import yaml
 
 from tritonkit.errors import ConfigError
+from tritonkit.perf.metric_registry import METRICS, Metric
 
 __all__ = [
     "METRICS",
@@ -61,55 +62,13 @@ __all__ = [
 ]
 
 Operator = Literal["<=", "<", ">=", ">", "=="]
-Kind = Literal["time", "rate", "count", "fraction"]
 
 _OPERATORS: tuple[Operator, ...] = ("<=", ">=", "==", "<", ">")
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """What one SLA metric means: its kind (which units apply) and which bounds make sense."""
-
-    name: str
-    kind: Kind
-    description: str
-    #: ``"upper"``: only ``<=``, ``<`` and ``==`` make sense (latency, errors);
-    #: ``"lower"``: only ``>=``, ``>`` (throughput).
-    bound: Literal["upper", "lower"]
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def unit(self) -> str:
-        """The canonical unit values are stored and printed in."""
-        return {"time": "ms", "rate": "/s", "count": "", "fraction": ""}[self.kind]
-
-
-#: Every metric an SLA may constrain, by canonical name.
-METRICS: dict[str, MetricSpec] = {
-    spec.name: spec
-    for spec in (
-        MetricSpec("p50", "time", "p50 latency", "upper", ("p50_latency", "latency_p50", "median")),
-        MetricSpec("p90", "time", "p90 latency", "upper", ("p90_latency", "latency_p90")),
-        MetricSpec("p95", "time", "p95 latency", "upper", ("p95_latency", "latency_p95")),
-        MetricSpec("p99", "time", "p99 latency", "upper", ("p99_latency", "latency_p99")),
-        MetricSpec("mean", "time", "mean latency", "upper", ("avg", "average", "latency", "mean_latency")),
-        MetricSpec("queue", "time", "mean server queue time", "upper", ("queue_time", "server_queue")),
-        MetricSpec("throughput", "rate", "throughput", "lower", ("qps", "rps", "ips", "infer_per_s")),
-        MetricSpec("errors", "count", "failed requests", "upper", ("error", "failures", "error_count")),
-        MetricSpec("error_rate", "fraction", "error rate", "upper", ("errors_rate", "failure_rate")),
-        # Streaming LLM metrics (tritonkit.perf.llm): per-request TTFT / ITL statistics, token rates.
-        *(
-            MetricSpec(f"{short}_{stat}", "time", f"{stat} {long}", "upper", (f"{long.replace(' ', '_')}_{stat}",))
-            for short, long in (("ttft", "time to first token"), ("itl", "inter token latency"))
-            for stat in ("p50", "p90", "p95", "p99", "mean")
-        ),
-        MetricSpec("tokens_per_s", "rate", "output token throughput", "lower",
-                   ("output_tokens_per_s", "token_throughput")),
-        MetricSpec("user_tokens_per_s", "rate", "per-user tokens/s (1 / ITL, median)", "lower",
-                   ("tokens_per_s_per_user",)),
-        MetricSpec("goodput", "rate", "requests/s meeting every per-request objective", "lower", ("goodput_per_s",)),
-    )
-}
+#: What one SLA metric means: its kind (which units apply) and which bounds make sense — the
+#: registry's entry (:mod:`tritonkit.perf.metric_registry`), under the name this module has always used.
+MetricSpec = Metric
 
 _ALIASES: dict[str, str] = {
     alias: spec.name for spec in METRICS.values() for alias in (spec.name, *spec.aliases)

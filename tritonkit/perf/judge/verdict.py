@@ -67,6 +67,7 @@ class StepMeasurement:
     values: Mapping[str, float | None]
     measured: bool = True
     note: str = ""
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,19 @@ class CheckResult:
     measured: float | None
     passed: bool | None
     headroom: float | None
+    interval: tuple[float, float] | None = None
+
+    @property
+    def within_noise(self) -> bool:
+        """The limit lies inside the value's 95 % interval: measured again, the verdict could flip."""
+        return self.interval is not None and self.interval[0] <= self.constraint.value <= self.interval[1]
+
+    def noise_note(self) -> str:
+        """``"; the margin is inside the noise (…)"`` when :attr:`within_noise`, else ``""``."""
+        if not self.within_noise or self.interval is None:
+            return ""
+        low, high = (format_metric(self.constraint.metric, v) for v in self.interval)
+        return f"; the margin to {self.constraint} is inside the noise (95% interval {low} – {high})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; read back by :meth:`from_dict`."""
@@ -88,6 +102,8 @@ class CheckResult:
             "measured": self.measured,
             "passed": self.passed,
             "headroom": self.headroom,
+            "interval": None if self.interval is None else list(self.interval),
+            "within_noise": self.within_noise,
         }
 
     @classmethod
@@ -99,11 +115,13 @@ class CheckResult:
         measured = data.get("measured")
         headroom = data.get("headroom")
         passed = data.get("passed")
+        interval = data.get("interval")
         return cls(
             constraint,
             None if measured is None else float(measured),
             None if passed is None else bool(passed),
             None if headroom is None else float(headroom),
+            None if not interval else (float(interval[0]), float(interval[1])),
         )
 
 
@@ -227,7 +245,7 @@ class Verdict:
                 detail = (
                     f"; closest step missed {b.constraint}"
                     f" (measured {format_metric(b.constraint.metric, b.measured)})"
-                )
+                ) + b.noise_note()
             return f"SLA {self.sla}: MISSED at every measured load{detail}"
         assert self.knee is not None  # a pass always has a knee
         parts = [f"SLA {self.sla}: PASS up to {self.load_kind} {fmt_number(self.knee.load)}{unit}"]
@@ -237,7 +255,7 @@ class Verdict:
             bound = f"binding {self.binding.constraint}"
             if self.headroom is not None:
                 bound += f" ({self.headroom * 100:+.1f}% headroom at the knee)"
-            parts.append(bound)
+            parts.append(bound + self.binding.noise_note())
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -301,7 +319,7 @@ def _judge_step(sla: SLA, step: StepMeasurement) -> StepVerdict:
             checks_list.append(CheckResult(c, None, None, None))
             missing.append(c.metric)
         else:
-            checks_list.append(CheckResult(c, value, c.holds(value), c.headroom(value)))
+            checks_list.append(CheckResult(c, value, c.holds(value), c.headroom(value), step.intervals.get(c.metric)))
     checks = tuple(checks_list)
     if any(c.passed is False for c in checks):
         status: Status = "fail"
@@ -365,7 +383,8 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
     if total <= 0 and step.metrics is not None and step.metrics.success_count is not None:
         total = step.metrics.success_count + (step.metrics.failure_count or 0.0)
     latency = step.latency
-    clean = step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
+    clean = (step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
+             and step.failure is None)
     values: dict[str, float | None] = {
         "errors": errors,
         "error_rate": errors / total if total > 0 else (0.0 if clean else None),
@@ -390,12 +409,16 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
     elif not step.stable:
         note = f"unstable: {step.unstable_note}" if step.unstable_note else "unstable measurement"
+    elif step.failure is not None:
+        note = f"perf_analyzer failed ({step.failure}): {step.failure_note or 'no message'}"
     elif not clean:
         note = "no throughput or latency measured"
     else:
         note = ""
     measured = clean or errors > 0
-    return StepMeasurement(step.load_value, values, measured, note)
+    band = step.throughput_interval_per_s
+    intervals = {"throughput": (band[0], band[1])} if clean and band and len(band) == 2 else {}
+    return StepMeasurement(step.load_value, values, measured, note, intervals)
 
 
 def evaluate_result(sla: SLA, result: PerfResult) -> Verdict:

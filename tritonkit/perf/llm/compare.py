@@ -8,14 +8,19 @@ Pure functions; the baseline files are ``llm_result.json`` copies.
 
 from __future__ import annotations
 
-import re
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonkit.errors import ConfigError
+from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
 from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.metric_registry import METRICS
 
-__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_results", "latest_llm_baseline", "save_llm_baseline"]
+__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results", "find_llm_result",
+           "latest_llm_baseline", "save_llm_baseline"]
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,9 @@ def compare_llm_results(
     max_tokens_drop: float = 0.05,
 ) -> LLMComparison:
     """Rows for TTFT p99, ITL p99 (rise is worse), output tokens/s and goodput (drop is worse)."""
-    checks = (("ttft_p99", max_ttft_rise, "rise"), ("itl_p99", max_itl_rise, "rise"),
-              ("tokens_per_s", max_tokens_drop, "drop"), ("goodput", max_tokens_drop, "drop"))
+    limits = {"ttft_p99": max_ttft_rise, "itl_p99": max_itl_rise, "tokens_per_s": max_tokens_drop,
+              "goodput": max_tokens_drop}
+    checks = [(name, limit, METRICS[name].worse_when) for name, limit in limits.items()]
     new_steps = {(s.load_mode, s.load_value): s for s in new.steps}
     rows: list[LLMComparisonRow] = []
     for base_step in base.steps:
@@ -97,8 +103,8 @@ def compare_llm_results(
             if b is None:
                 continue  # the baseline did not measure it: nothing to hold the new run to
             change = None if n is None or b == 0 else (n - b) / b
-            if change is None:
-                regressed = True
+            if change is None or not math.isfinite(change):
+                regressed = True  # unmeasured, or NaN / inf on either side: never a pass
             elif worse_when == "rise":
                 regressed = change > limit
             else:
@@ -107,18 +113,47 @@ def compare_llm_results(
     return LLMComparison(tuple(rows))
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
 def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:
-    """Keep ``result`` as ``<root>/<model>/llm-<UTC start>.json``; return the path."""
-    stamp = re.sub(r"[^0-9TZ]", "", result.started_utc.split(".")[0]) or "unknown"
-    model = _UNSAFE.sub("_", result.model).strip("._") or "model"
-    return result.save(Path(root) / model / f"llm-{stamp}Z.json".replace("ZZ", "Z"))
+    """Keep ``result`` as an LLM baseline: ``<root>/<model>/llm/<UTC start>.json``; return the path."""
+    return save_baseline(result, root)
 
 
 def latest_llm_baseline(model: str, root: str | Path) -> Path | None:
-    """The newest LLM baseline kept for ``model``, if any."""
-    folder = Path(root) / (_UNSAFE.sub("_", model).strip("._") or "model")
-    found = sorted(folder.glob("llm-*.json"))
+    """The newest LLM baseline kept for ``model``, if any (never a classic one)."""
+    return latest_baseline(model, root, kind="llm")
+
+
+def find_llm_result(path: Path) -> Path | None:
+    """The LLM result ``path`` names: the file itself, a run folder's ``llm_result.json``, or the
+    newest LLM baseline in a model's baseline folder (or its ``llm/``); ``None`` when it holds none."""
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return path if isinstance(data, dict) and data.get("kind") == "llm" else None
+    if (path / "llm_result.json").is_file():
+        return path / "llm_result.json"
+    found = baselines_in(path, "llm")
     return found[-1] if found else None
+
+
+def compare_llm_files(
+    base: Path, new: Path, *, max_rise: float, max_drop: float, baseline_root: str | Path | None = None
+) -> tuple[LLMComparison, Path, Path, Path | None]:
+    """``perf compare`` on two stored LLM results (files, run folders or baseline folders).
+
+    TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput fall by ``max_drop``. With
+    ``baseline_root`` a new run without regression is kept as the newest LLM baseline. Returns the
+    comparison, the two files read, and the baseline written (``None`` when none was).
+    """
+    base_path, new_path = find_llm_result(base), find_llm_result(new)
+    if base_path is None or new_path is None:
+        missing = base if base_path is None else new
+        raise ConfigError(f"{missing} holds no LLM result (llm_result.json)",
+                          hint="compare two LLM runs, or two classic runs, not one of each")
+    base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
+    comparison = compare_llm_results(base_result, new_result, max_ttft_rise=max_rise, max_itl_rise=max_rise,
+                                     max_tokens_drop=max_drop)
+    saved = save_llm_baseline(new_result, baseline_root) if baseline_root is not None and comparison.passed else None
+    return comparison, base_path, new_path, saved

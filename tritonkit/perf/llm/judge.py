@@ -61,7 +61,9 @@ def llm_measurement(step: LLMStep) -> StepMeasurement:
                 values[stat] = m.latency_ms.get(stat)
         values["throughput"] = m.request_throughput_per_s
     note = "" if measured else f"nothing answered ({step.failures.hit or 'no requests'})"
-    return StepMeasurement(load=_offered_load(step), values=values, measured=measured or errors > 0, note=note)
+    intervals = m.sla_intervals() if m is not None and measured else {}
+    return StepMeasurement(load=_offered_load(step), values=values, measured=measured or errors > 0, note=note,
+                           intervals=intervals)
 
 
 def _offered_load(step: LLMStep) -> float:

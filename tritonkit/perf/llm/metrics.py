@@ -18,17 +18,20 @@ meeting *every* per-request objective given (``GoodputSLO``), each request judge
 per second of the same span.
 
 Token counts come from the responses, never from re-tokenising text: ``output_ids`` (its
-element count) where the model returns it; otherwise a response that carries any non-empty
-output counts as one token (what a streaming TensorRT-LLM model sends: one token per response).
+element count) where the model returns it; otherwise a response that carries new text
+(``text_output``) counts as one token (what a streaming TensorRT-LLM or vLLM model sends: one
+token per response) — a response with only log-prob outputs, or the final empty one, is none. For
+a decoupled model of unknown outputs, each response with any other non-empty output is one
+"token": TTFT is then the time to first response, ITL the inter-response latency.
 Input length: ``input_ids`` / ``input_lengths`` where the request carries them, else the prompt's
-whitespace-separated words (the synthetic generator makes each word one token by construction).
+tokens as the model's tokenizer counts them when one is given, else its whitespace-separated words.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +39,8 @@ from typing import Any, Literal
 import numpy as np
 
 from tritonkit.errors import PerfError
+from tritonkit.perf.measure._json_dataclass import JsonDataclass
+from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import percentiles
 
 __all__ = [
@@ -60,6 +65,11 @@ TokenSource = Literal["output_ids", "responses"]
 DISTRIBUTION_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
 
 _ID_OUTPUTS = ("output_ids", "token_ids", "tokens")
+_TEXT_OUTPUTS = ("text_output", "output_text", "text")
+# Outputs sent beside a token (TensorRT-LLM's cum_log_probs / output_log_probs / *_logits /
+# sequence_length, vLLM's logprobs / cumulative_logprob / finish_reason / num_*_tokens).
+_NOT_TOKEN_MARKERS = ("log_prob", "logprob", "logits", "sequence_length", "finish_reason", "num_input_tokens",
+                      "num_output_tokens", "batch_index")
 _INPUT_ID_FIELDS = ("input_ids",)
 _INPUT_LENGTH_FIELDS = ("input_lengths", "input_length")
 _TEXT_INPUTS = ("text_input", "prompt", "text")
@@ -109,7 +119,7 @@ class RequestRecord:
 
 
 @dataclass(frozen=True)
-class GoodputSLO:
+class GoodputSLO(JsonDataclass):
     """Per-request objectives for goodput: a request is good when it meets every one given."""
 
     ttft_ms: float | None = None
@@ -150,7 +160,7 @@ class GoodputSLO:
 
 
 @dataclass(frozen=True)
-class Distribution:
+class Distribution(JsonDataclass):
     """Percentiles (50/90/95/99), mean, min, max and count of one per-request quantity."""
 
     p50: float
@@ -177,13 +187,9 @@ class Distribution:
         """``"p99"``, ``"mean"``, … by name."""
         return float(getattr(self, stat))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Distribution | None:
-        return None if data is None else cls(**{k: data[k] for k in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class LLMMetrics:
+class LLMMetrics(JsonDataclass):
     """The LLM metrics of one set of requests (a load step or a whole traffic shape).
 
     Times in ms, throughputs per second; ``per_user_tokens_per_s`` is the distribution of 1/ITL.
@@ -206,22 +212,19 @@ class LLMMetrics:
     good_count: int | None = None
     goodput_per_s: float | None = None
     notes: tuple[str, ...] = ()
+    #: 95 % bootstrap interval ``[low, high]`` of each headline figure, by SLA name (``ttft_p99``,
+    #: ``itl_p99``, ``tokens_per_s``, ``requests_per_s``, ``goodput``): its spread over the requests.
+    intervals: dict[str, list[float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (read back by ``from_dict``)."""
         data = asdict(self)
         data["notes"] = list(self.notes)
         return data
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LLMMetrics:
-        dists = ("ttft_ms", "itl_ms", "latency_ms", "per_user_tokens_per_s", "input_tokens", "output_tokens")
-        kwargs: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
-        for name in dists:
-            kwargs[name] = Distribution.from_dict(data.get(name))
-        slo = data.get("goodput_slo")
-        kwargs["goodput_slo"] = None if slo is None else GoodputSLO(**slo)
-        kwargs["notes"] = tuple(data.get("notes") or ())
-        return cls(**kwargs)
+    def sla_intervals(self) -> dict[str, tuple[float, float]]:
+        """The bootstrap interval of each headline figure, by SLA name."""
+        return {name: (pair[0], pair[1]) for name, pair in self.intervals.items() if len(pair) == 2}
 
     def sla_values(self) -> dict[str, float | None]:
         """Canonical SLA metric names → values (``ttft_p99``, ``itl_mean``, ``tokens_per_s``, …)."""
@@ -245,16 +248,37 @@ def _count_value(value: Any) -> int:
     return 1
 
 
+def _not_a_token(name: str) -> bool:
+    """Outputs that describe tokens (their log-probs, logits, lengths, finish reason) without carrying one."""
+    lowered = name.lower()
+    return any(marker in lowered for marker in _NOT_TOKEN_MARKERS)
+
+
 def count_output_tokens(outputs: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, ...], TokenSource]:
-    """Tokens carried by each response, and where the count came from (see the module docstring)."""
+    """Tokens carried by each response, and where the count came from (see the module docstring).
+
+    With token ids (``output_ids``…), their count. Otherwise a response is one token when it carries
+    new text (``text_output``…) — or, for a model of unknown outputs, any non-empty output that is
+    not only a log-prob / logits / length / finish-reason output; the final empty response that
+    closes a stream is never one.
+    """
     if outputs and any(name in out for out in outputs for name in _ID_OUTPUTS):
         name = next(n for n in _ID_OUTPUTS if any(n in out for out in outputs))
         return tuple(_count_value(out.get(name)) for out in outputs), "output_ids"
-    counts = tuple(int(any(v not in (None, "", []) for v in out.values())) for out in outputs)
+    text = next((n for n in _TEXT_OUTPUTS if any(n in out for out in outputs)), None)
+    if text is not None:
+        return tuple(int(_has_text(out.get(text))) for out in outputs), "responses"
+    counts = tuple(int(any(_count_value(v) > 0 for k, v in out.items() if not _not_a_token(k))) for out in outputs)
     return counts, "responses"
 
 
-def _input_tokens(inputs: Mapping[str, Any]) -> int | None:
+def _has_text(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_text(v) for v in value)
+    return value not in (None, "", b"")
+
+
+def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | None = None) -> int | None:
     for name in _INPUT_ID_FIELDS:
         if name in inputs:
             return _count_value(inputs[name])
@@ -270,12 +294,18 @@ def _input_tokens(inputs: Mapping[str, Any]) -> int | None:
         if name in inputs:
             value = inputs[name]
             text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
-            return len(text.split())
+            return count_text(text) if count_text is not None else len(text.split())
     return None
 
 
-def records_from_export(data: Mapping[str, Any], *, where: str = "profile export") -> tuple[list[RequestRecord], TokenSource]:
-    """Every request of every experiment in a parsed ``--profile-export-file``, in send order."""
+def records_from_export(
+    data: Mapping[str, Any], *, where: str = "profile export", count_text: Callable[[str], int] | None = None
+) -> tuple[list[RequestRecord], TokenSource]:
+    """Every request of every experiment in a parsed ``--profile-export-file``, in send order.
+
+    A text prompt's input length is ``count_text(text)`` (the model's tokenizer) when given, else
+    its whitespace-separated words.
+    """
     experiments = data.get("experiments") if isinstance(data, Mapping) else None
     if not isinstance(experiments, list):
         raise PerfError(f"{where} has no 'experiments' list", hint="was it written by perf_analyzer --profile-export-file?")
@@ -297,7 +327,7 @@ def records_from_export(data: Mapping[str, Any], *, where: str = "profile export
                         sent_ns=int(request["timestamp"]),
                         response_ns=responses,
                         tokens_per_response=counts,
-                        input_tokens=_input_tokens(request.get("request_inputs") or {}),
+                        input_tokens=_input_tokens(request.get("request_inputs") or {}, count_text),
                     )
                 )
             except (KeyError, TypeError, ValueError) as exc:
@@ -306,8 +336,10 @@ def records_from_export(data: Mapping[str, Any], *, where: str = "profile export
     return records, ("output_ids" if sources == {"output_ids"} else "responses" if sources else "output_ids")
 
 
-def load_export_records(path: str | Path) -> tuple[list[RequestRecord], TokenSource]:
-    """Read and reduce a profile export file."""
+def load_export_records(
+    path: str | Path, *, count_text: Callable[[str], int] | None = None
+) -> tuple[list[RequestRecord], TokenSource]:
+    """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts)."""
     target = Path(path)
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
@@ -315,7 +347,7 @@ def load_export_records(path: str | Path) -> tuple[list[RequestRecord], TokenSou
         raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
-    return records_from_export(data, where=str(target))
+    return records_from_export(data, where=str(target), count_text=count_text)
 
 
 def compute_metrics(
@@ -358,11 +390,33 @@ def compute_metrics(
         good_count=good,
         goodput_per_s=goodput,
         notes=tuple(notes),
+        intervals=_intervals(answered, duration_s, goodput_slo),
     )
 
 
+def _p99(values: np.ndarray) -> float:
+    return percentiles(values, (99.0,))[99.0]
+
+
+def _intervals(answered: Sequence[RequestRecord], duration_s: float, slo: GoodputSLO | None) -> dict[str, list[float]]:
+    """Bootstrap intervals of the headline figures, resampling the step's requests (same span)."""
+    found: dict[str, tuple[float, float] | None] = {
+        "ttft_p99": bootstrap_interval([v for r in answered if (v := r.ttft_ms) is not None], _p99),
+        "itl_p99": bootstrap_interval([v for r in answered if (v := r.itl_ms) is not None], _p99),
+    }
+    if duration_s > 0 and answered:
+        count = len(answered)
+        rows = [(r.output_tokens, 1.0 if slo is not None and not slo.empty and slo.met_by(r) else 0.0)
+                for r in answered]
+        found["tokens_per_s"] = bootstrap_interval(rows, lambda d: float(d[:, 0].sum()) / duration_s)
+        found["requests_per_s"] = (count / duration_s, count / duration_s)  # every request answered: no spread
+        if slo is not None and not slo.empty:
+            found["goodput"] = bootstrap_interval(rows, lambda d: float(d[:, 1].sum()) / duration_s)
+    return {name: [low, high] for name, pair in found.items() if pair is not None for low, high in [pair]}
+
+
 @dataclass(frozen=True)
-class DriftWindow:
+class DriftWindow(JsonDataclass):
     """One slice of a long run: requests *sent* within ``[start_s, end_s)`` of the first request."""
 
     start_s: float
@@ -374,7 +428,7 @@ class DriftWindow:
 
 
 @dataclass(frozen=True)
-class Drift:
+class Drift(JsonDataclass):
     """How latency moved over a long run: per-window percentiles and the first→last change."""
 
     windows: tuple[DriftWindow, ...] = field(default_factory=tuple)

@@ -3,16 +3,20 @@
 Two sources:
 
 * ``synthetic_prompts``: seeded; input and output lengths drawn from normal distributions
-  (mean, standard deviation, at least 1 token), each prompt made of words from a fixed list so
-  that one word is one token for a word-level tokenizer (and a close estimate for others);
+  (mean, standard deviation, at least 1 token), each prompt made of words from a fixed list;
+  given the model's tokenizer (``tokenizer=``), each prompt is exactly that many of its tokens,
+  else one word stands for one token (right only for a word-level tokenizer);
 * ``load_prompts``: a JSONL file, one request a line: ``{"text": "...", "output_tokens": 64}``
   (``text_input``/``prompt`` are accepted for ``text``, ``max_tokens`` for ``output_tokens``;
   ``input_tokens`` is optional and otherwise counted as whitespace-separated words).
 
-The request layout follows the model: the TensorRT-LLM ensemble / BLS interface (``text_input``,
-``max_tokens``, optional ``stream``) or the engine model itself (``input_ids``,
-``input_lengths``, ``request_output_len``, optional ``streaming``). ``write_llm_input_data``
-writes one perf_analyzer data entry per prompt, in order.
+The request layout follows the model (:data:`INTERFACES`, data, not code paths): the TensorRT-LLM
+ensemble / BLS interface (``text_input``, ``max_tokens``, optional ``stream``), the engine model
+itself (``input_ids``, ``input_lengths``, ``request_output_len``, optional ``streaming``), the
+vLLM backend (``text_input``, ``sampling_parameters`` JSON, ``stream``,
+``exclude_input_in_output``), any ``text_input`` → ``text_output`` model, or — for any other
+decoupled model — ``generic``: perf_analyzer makes the inputs from the model's metadata and each
+response is timed. ``write_llm_input_data`` writes one perf_analyzer data entry per prompt.
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ import numpy as np
 
 from tritonkit._fs import atomic_write, read_jsonl
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.tokens import TokenCounter, fit_prompt
 
 __all__ = [
+    "INTERFACES",
     "WORDS",
+    "Interface",
     "Prompt",
     "RequestLayout",
     "detect_layout",
@@ -51,7 +58,42 @@ _WORDS_TEXT = (
 )
 WORDS: tuple[str, ...] = tuple(_WORDS_TEXT.split())
 
-LayoutName = Literal["text", "ids"]
+LayoutName = Literal["text", "ids", "vllm", "text_io", "generic"]
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One known request interface, as data: the inputs that identify it and what it is.
+
+    ``required``: inputs a model must have to speak it; ``stream_input``: the boolean input that
+    switches streaming on (when the model has it); ``description`` is what reports print.
+    Tried in order; the first whose ``required`` inputs the model has wins (or the one named).
+    """
+
+    name: LayoutName
+    required: frozenset[str]
+    stream_input: str | None
+    description: str
+
+
+#: The interfaces tritonkit knows, most specific first.
+#: TensorRT-LLM: the tensorrtllm_backend's ensemble / BLS and the ``tensorrt_llm`` model;
+#: vLLM: triton-inference-server/vllm_backend ``src/model.py`` (``text_input``, optional ``stream``,
+#: ``sampling_parameters`` as JSON text and ``exclude_input_in_output``; output ``text_output``).
+INTERFACES: tuple[Interface, ...] = (
+    Interface("text", frozenset({"text_input", "max_tokens"}), "stream",
+              "text_input / max_tokens (TensorRT-LLM ensemble interface)"),
+    Interface("ids", frozenset({"input_ids", "input_lengths", "request_output_len"}), "streaming",
+              "input_ids / input_lengths / request_output_len (TensorRT-LLM engine interface)"),
+    Interface("vllm", frozenset({"text_input", "sampling_parameters"}), "stream",
+              "text_input / sampling_parameters JSON / exclude_input_in_output (vLLM backend interface)"),
+    Interface("text_io", frozenset({"text_input"}), "stream", "text_input → text_output (a text-in, text-out model)"),
+)
+_GENERIC = Interface("generic", frozenset(), None,
+                     "any decoupled model: inputs perf_analyzer generates from the model's metadata; "
+                     "time to first response, inter-response latency and responses/s (a response with new "
+                     "output is one token)")
+_BY_NAME: dict[str, Interface] = {i.name: i for i in (*INTERFACES, _GENERIC)}
 
 
 @dataclass(frozen=True)
@@ -65,17 +107,26 @@ class Prompt:
 
 @dataclass(frozen=True)
 class RequestLayout:
-    """Which inputs carry the prompt, the output length and the streaming switch."""
+    """Which inputs carry the prompt, the output length and the streaming switch.
+
+    ``optional``: the interface's optional inputs the model has (e.g. vLLM's
+    ``exclude_input_in_output``), filled in every request.
+    """
 
     name: LayoutName
     stream_input: str | None = None
     batched: bool = True
+    optional: tuple[str, ...] = ()
 
     @property
     def description(self) -> str:
-        if self.name == "text":
-            return "text_input / max_tokens (TensorRT-LLM ensemble interface)"
-        return "input_ids / input_lengths / request_output_len (TensorRT-LLM engine interface)"
+        """What reports print for it."""
+        return _BY_NAME[self.name].description
+
+    @property
+    def sends_prompts(self) -> bool:
+        """Whether requests carry our prompts (``False``: perf_analyzer makes the inputs itself)."""
+        return self.name != "generic"
 
 
 def _lengths(rng: np.random.Generator, count: int, mean: float, stddev: float, what: str) -> np.ndarray:
@@ -87,11 +138,21 @@ def _lengths(rng: np.random.Generator, count: int, mean: float, stddev: float, w
     return np.maximum(1, np.round(draws)).astype(np.int64)
 
 
-def prompts_for_lengths(input_tokens: Sequence[int], output_tokens: Sequence[int], *, seed: int = 0) -> list[Prompt]:
-    """Prompts with exactly the given input lengths (words) asking for the given output lengths."""
+def prompts_for_lengths(
+    input_tokens: Sequence[int], output_tokens: Sequence[int], *, seed: int = 0, tokenizer: TokenCounter | None = None
+) -> list[Prompt]:
+    """Prompts with exactly the given input lengths asking for the given output lengths.
+
+    Lengths are tokens as ``tokenizer`` counts them (the model's own, see
+    :func:`~tritonkit.perf.llm.tokens.load_tokenizer`); without one, whitespace words.
+    """
     rng = np.random.default_rng(seed)
     prompts = []
     for isl, osl in zip(input_tokens, output_tokens, strict=True):
+        if tokenizer is not None:
+            text, counted = fit_prompt(int(isl), WORDS, tokenizer, rng)
+            prompts.append(Prompt(text, counted, int(osl)))
+            continue
         words = rng.integers(0, len(WORDS), size=int(isl))
         prompts.append(Prompt(" ".join(WORDS[i] for i in words), int(isl), int(osl)))
     return prompts
@@ -105,18 +166,24 @@ def synthetic_prompts(
     output_tokens_mean: float = 64,
     output_tokens_stddev: float = 0,
     seed: int = 0,
+    tokenizer: TokenCounter | None = None,
 ) -> list[Prompt]:
-    """``count`` seeded prompts with normally distributed input and output lengths (≥ 1 token)."""
+    """``count`` seeded prompts with normally distributed input and output lengths (≥ 1 token).
+
+    With ``tokenizer`` the input lengths are the model's tokens, not words.
+    """
     if count < 1:
         raise ConfigError(f"prompt count must be >= 1, got {count}")
     rng = np.random.default_rng(seed)
     isl = _lengths(rng, count, input_tokens_mean, input_tokens_stddev, "input tokens")
     osl = _lengths(rng, count, output_tokens_mean, output_tokens_stddev, "output tokens")
-    return prompts_for_lengths(isl.tolist(), osl.tolist(), seed=seed + 1)
+    return prompts_for_lengths(isl.tolist(), osl.tolist(), seed=seed + 1, tokenizer=tokenizer)
 
 
-def load_prompts(path: str | os.PathLike[str], *, default_output_tokens: int = 64) -> list[Prompt]:
-    """Read a JSONL prompt file (see the module docstring)."""
+def load_prompts(
+    path: str | os.PathLike[str], *, default_output_tokens: int = 64, tokenizer: TokenCounter | None = None
+) -> list[Prompt]:
+    """Read a JSONL prompt file (see the module docstring); ``tokenizer`` counts input lengths not given."""
     source = Path(path)
     prompts = []
     for where, line in read_jsonl(path, what="prompt file", example='{"text": "Hello", "output_tokens": 32}'):
@@ -126,7 +193,7 @@ def load_prompts(path: str | os.PathLike[str], *, default_output_tokens: int = 6
         out = line.get("output_tokens", line.get("max_tokens", default_output_tokens))
         if isinstance(out, bool) or not isinstance(out, int) or out < 1:
             raise ConfigError(f"{where}: output_tokens must be a positive integer, got {out!r}")
-        isl = line.get("input_tokens", len(text.split()))
+        isl = line.get("input_tokens", tokenizer(text) if tokenizer is not None else len(text.split()))
         if isinstance(isl, bool) or not isinstance(isl, int) or isl < 1:
             raise ConfigError(f"{where}: input_tokens must be a positive integer, got {isl!r}")
         prompts.append(Prompt(text, int(isl), int(out)))
@@ -135,24 +202,59 @@ def load_prompts(path: str | os.PathLike[str], *, default_output_tokens: int = 6
     return prompts
 
 
-def detect_layout(input_names: Iterable[str], *, max_batch_size: int, model: str) -> RequestLayout:
-    """The request layout of ``model`` from its input names (``Client.model_metadata(...).inputs``)."""
+def detect_layout(
+    input_names: Iterable[str],
+    *,
+    max_batch_size: int,
+    model: str,
+    decoupled: bool = False,
+    interface: str | None = None,
+) -> RequestLayout:
+    """The request layout of ``model`` from its input names (``Client.model_metadata(...).inputs``).
+
+    ``interface`` names one of :data:`INTERFACES` (or ``"generic"``) instead of choosing from the
+    inputs. A decoupled model that speaks none of them is driven as ``generic`` (per-response timing).
+    """
     inputs = set(input_names)
     batched = max_batch_size > 0
-    if {"text_input", "max_tokens"} <= inputs:
-        return RequestLayout("text", "stream" if "stream" in inputs else None, batched)
-    if {"input_ids", "input_lengths", "request_output_len"} <= inputs:
-        return RequestLayout("ids", "streaming" if "streaming" in inputs else None, batched)
-    raise ConfigError(
-        f"model {model!r} has neither the TensorRT-LLM ensemble inputs (text_input, max_tokens) nor the "
-        f"engine's (input_ids, input_lengths, request_output_len); it has {', '.join(sorted(inputs)) or 'none'}",
-        hint="point --llm at the ensemble, the BLS model or the tensorrt_llm model",
-    )
+    if interface is not None:
+        chosen = _BY_NAME.get(interface)
+        if chosen is None:
+            raise ConfigError(f"unknown LLM interface {interface!r}",
+                              hint=f"use one of {', '.join(sorted(_BY_NAME))}")
+        missing = sorted(chosen.required - inputs)
+        if missing:
+            raise ConfigError(f"model {model!r} lacks the {interface} interface's inputs {', '.join(missing)}; "
+                              f"it has {', '.join(sorted(inputs)) or 'none'}", hint="name another --interface")
+    else:
+        chosen = next((i for i in INTERFACES if i.required <= inputs), _GENERIC if decoupled else None)
+    if chosen is None:
+        raise ConfigError(
+            f"model {model!r} has neither the TensorRT-LLM ensemble inputs (text_input, max_tokens) nor the "
+            f"engine's (input_ids, input_lengths, request_output_len), nor vLLM's (text_input, sampling_parameters), "
+            f"and it is not decoupled; it has {', '.join(sorted(inputs)) or 'none'}",
+            hint="point --llm at the ensemble, the BLS model or the tensorrt_llm model, or at a decoupled model",
+        )
+    stream = chosen.stream_input if chosen.stream_input in inputs else None
+    optional = tuple(name for name in _OPTIONAL.get(chosen.name, ()) if name in inputs)
+    return RequestLayout(chosen.name, stream, batched, optional)
+
+
+# Optional inputs filled when the model has them: vLLM would echo the prompt into text_output
+# (and so into the token count) unless told not to.
+_OPTIONAL: dict[str, tuple[str, ...]] = {"vllm": ("exclude_input_in_output",)}
 
 
 def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -> dict[str, Any]:
+    entry: dict[str, Any]
     if layout.name == "text":
-        entry: dict[str, Any] = {"text_input": [prompt.text], "max_tokens": [prompt.output_tokens]}
+        entry = {"text_input": [prompt.text], "max_tokens": [prompt.output_tokens]}
+    elif layout.name == "vllm":
+        # ignore_eos: a model may stop early; the load asks for exactly this many tokens.
+        params = {"max_tokens": prompt.output_tokens, "ignore_eos": True}
+        entry = {"text_input": [prompt.text], "sampling_parameters": [json.dumps(params)]}
+    elif layout.name == "text_io":
+        entry = {"text_input": [prompt.text]}
     else:
         # Token ids are synthetic (the engine sees ids, not words): a deterministic ramp per prompt.
         ids = [(index * 7919 + k) % 30000 + 1 for k in range(prompt.input_tokens)]
@@ -163,6 +265,8 @@ def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -
         }
     if layout.stream_input is not None:
         entry[layout.stream_input] = [streaming]
+    for name in layout.optional:
+        entry[name] = [True]
     return entry
 
 
@@ -170,6 +274,8 @@ def write_llm_input_data(
     path: str | os.PathLike[str], prompts: Sequence[Prompt], layout: RequestLayout, *, streaming: bool
 ) -> Path:
     """One perf_analyzer data entry per prompt, in order (atomically); returns the path."""
+    if not layout.sends_prompts:
+        raise ConfigError(f"the {layout.name} layout sends no prompts: perf_analyzer makes its inputs")
     if not prompts:
         raise ConfigError("an LLM load test needs at least one prompt")
     data = {"data": [_entry(p, layout, streaming, i) for i, p in enumerate(prompts)]}

@@ -8,30 +8,35 @@ canvas, never ``pyplot``). ``write_llm_report`` writes ``llm_report.md`` and one
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.perf.llm.metrics import Distribution
 from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.metric_registry import METRICS, PER_REQUEST_TIMES
+from tritonkit.perf.report._tables import REPORT_MARKER
 
 if TYPE_CHECKING:
     from tritonkit.perf.judge.verdict import Verdict
 
-__all__ = ["METRIC_DEFINITIONS", "render_llm_markdown", "render_timeline_png", "write_llm_report"]
+__all__ = ["METRIC_DEFINITIONS", "render_llm_html", "render_llm_markdown", "render_percentiles_png", "render_timeline_png",
+           "write_llm_report"]
 
-#: What each reported metric means (GenAI-Perf's definitions), printed in every report.
+#: What each reported metric means (GenAI-Perf's definitions), printed in every report; the
+#: SLA metrics' definitions are the registry's (``tritonkit.perf.metric_registry``).
 METRIC_DEFINITIONS: tuple[tuple[str, str], ...] = (
-    ("TTFT", "time to first token: first response carrying a token − request sent"),
-    ("ITL", "inter-token latency: (request latency − TTFT) / (output tokens − 1), requests with ≥ 2 tokens"),
+    ("TTFT", "time to first token: " + PER_REQUEST_TIMES["ttft"][2]),
+    ("ITL", "inter-token latency: " + PER_REQUEST_TIMES["itl"][2]),
     ("request latency", "last response (the end of the stream) − request sent"),
-    ("output tokens/s", "Σ output tokens / (last response − first request sent), over the step"),
+    ("output tokens/s", METRICS["tokens_per_s"].definition),
     ("requests/s", "answered requests / the same span"),
-    ("per-user tokens/s", "1 / ITL: the speed one reader sees"),
+    ("per-user tokens/s", METRICS["user_tokens_per_s"].definition),
     ("ISL / OSL", "input / output sequence length in tokens (output counted from the responses' token ids)"),
-    ("goodput", "requests meeting every per-request objective, each judged on its own, / the same span"),
+    ("goodput", METRICS["goodput"].definition),
     ("recovery", "after the load (a spike's burst, or the whole shape) ends: time until the server's pending "
                  "requests and queue time are back at their level before the load"),
     ("client deadline", "a request slower than the client's deadline counts as a client time-out"),
@@ -50,80 +55,157 @@ def _label(step: LLMStep) -> str:
     return f"c{step.load_value:g}" if step.load_mode == "concurrency" else f"{step.load_mode} ({step.load_value:g} req)"
 
 
-def render_llm_markdown(result: LLMResult, verdict: Verdict | None = None, *, plots: dict[str, str] | None = None) -> str:
-    """The report as Markdown; ``plots`` maps a step label to its PNG's file name."""
-    lines = [
-        f"# LLM load test: {result.model}",
-        "",
-        f"- server: `{result.url}`, streaming: {'on' if result.streaming else 'off'}, request layout: {result.layout}",
-        f"- prompts: {result.prompt_source}; started {result.started_utc}, finished {result.finished_utc}",
-    ]
+Block = tuple[str, Any]  # ("p", text) | ("li", text) | ("table", (header, rows)) | ("img", label); **bold** in text
+
+
+def _facts(result: LLMResult, verdict: Verdict | None) -> list[str]:
+    lines = [f"server: `{result.url}`, streaming: {'on' if result.streaming else 'off'}, request layout: {result.layout}",
+             f"prompts: {result.prompt_source}; started {result.started_utc}, finished {result.finished_utc}"]
     if result.client_deadline_ms is not None:
-        lines.append(f"- client deadline: {result.client_deadline_ms:g} ms")
-    lines += [f"- note: {n}" for n in result.notes]
-    if verdict is not None:
-        lines += ["", f"**Verdict: {verdict.status.upper()}** — {verdict.summary()}"]
-    lines += [
-        "",
-        "## Results",
-        "",
-        "| load | requests | TTFT p50 / p99 ms | ITL p50 / p99 ms | latency p50 / p99 ms | output tok/s | req/s "
-        "| per-user tok/s p50 | ISL / OSL mean | goodput /s | failures |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
+        lines.append(f"client deadline: {result.client_deadline_ms:g} ms")
+    return lines + [f"note: {n}" for n in result.notes]
+
+
+def _results_table(result: LLMResult) -> tuple[list[str], list[list[str]]]:
+    """The results table both reports print: one row per step."""
+    header = ["load", "requests", "TTFT p50 / p99 ms", "ITL p50 / p99 ms", "latency p50 / p99 ms", "output tok/s",
+              "req/s", "per-user tok/s p50", "ISL / OSL mean", "goodput /s", "failures"]
+    rows = []
     for step in result.steps:
         m = step.metrics
         failures = "none" if not step.failures.total else f"{step.failures.hit} ×{step.failures.total}"
+        if step.failure is not None:
+            failures += f"; step failed ({step.failure})"
         if m is None:
-            lines.append(f"| {_label(step)} | 0 | – | – | – | – | – | – | – | – | {failures} |")
+            rows.append([_label(step), "0", *(["–"] * 8), failures])
             continue
         goodput = "–" if m.goodput_per_s is None else f"{m.goodput_per_s:.2f} ({m.good_count}/{m.answered_count})"
         lens = f"{_f(m.input_tokens.mean if m.input_tokens else None)} / {_f(m.output_tokens.mean if m.output_tokens else None)}"
-        lines.append(
-            f"| {_label(step)} | {m.answered_count} | {_pair(m.ttft_ms)} | {_pair(m.itl_ms)} | {_pair(m.latency_ms)} "
-            f"| {_f(m.output_token_throughput_per_s)} | {_f(m.request_throughput_per_s, 2)} "
-            f"| {_f(m.per_user_tokens_per_s.p50 if m.per_user_tokens_per_s else None)} | {lens} | {goodput} | {failures} |"
-        )
+        rows.append([_label(step), str(m.answered_count), _pair(m.ttft_ms), _pair(m.itl_ms), _pair(m.latency_ms),
+                     _f(m.output_token_throughput_per_s), _f(m.request_throughput_per_s, 2),
+                     _f(m.per_user_tokens_per_s.p50 if m.per_user_tokens_per_s else None), lens, goodput, failures])
+    return header, rows
+
+
+def _intervals_table(result: LLMResult) -> tuple[list[str], list[list[str]]] | None:
+    """The 95 % bootstrap interval of each headline figure, per step (``None``: none known)."""
+    names = ("ttft_p99", "itl_p99", "tokens_per_s", "goodput")
+    rows = []
+    for step in result.steps:
+        found = step.metrics.sla_intervals() if step.metrics is not None else {}
+        if found:
+            rows.append([_label(step), *(f"{found[n][0]:.4g} – {found[n][1]:.4g}" if n in found else "–" for n in names)])
+    return (["load", *names], rows) if rows else None
+
+
+def render_llm_markdown(result: LLMResult, verdict: Verdict | None = None, *, plots: dict[str, str] | None = None) -> str:
+    """The report as Markdown; ``plots`` maps a step label to its PNG's file name."""
+    lines = [f"# LLM load test: {result.model}", ""] + [f"- {fact}" for fact in _facts(result, verdict)]
+    if verdict is not None:
+        lines += ["", f"**Verdict: {verdict.status.upper()}** — {verdict.summary()}"]
+    lines += ["", "## Results", ""] + _markdown_table(*_results_table(result), text_last=True)
+    intervals = _intervals_table(result)
+    if intervals is not None:
+        lines += ["", "95% bootstrap intervals (resampling each step's requests):", ""] + _markdown_table(*intervals)
     slos = {m.goodput_slo.describe() for s in result.steps if (m := s.metrics) and m.goodput_slo}
     if slos:
         lines += ["", f"Goodput objectives (per request): {'; '.join(sorted(slos))}."]
     for step in result.steps:
-        lines += _step_details(step, (plots or {}).get(_label(step)))
+        lines += ["", f"## {_label(step)}", ""]
+        for kind, value in _step_blocks(step):
+            if kind == "table":
+                lines += ["", *_markdown_table(*value)]
+            elif kind == "img":
+                plot = (plots or {}).get(_label(step))
+                lines += ["", f"![time line]({plot})"] if plot else []
+            else:
+                lines.append(f"- {value}" if kind == "li" else f"\n{value}" if lines[-1] else value)
     lines += ["", "## Definitions", ""]
     lines += [f"- **{name}**: {text}" for name, text in METRIC_DEFINITIONS]
     return "\n".join(lines) + "\n"
 
 
-def _step_details(step: LLMStep, plot: str | None) -> list[str]:
-    out = ["", f"## {_label(step)}", ""]
-    out.append(f"perf_analyzer ran {step.wall_s:.1f} s, using {_f(step.generator_cpu_pct)} % of one core.")
+def _markdown_table(header: list[str], rows: list[list[str]], *, text_last: bool = False) -> list[str]:
+    """A Markdown table: the first column (and the last, ``text_last``) left-aligned, numbers right."""
+    align = ["---"] + ["---:"] * (len(header) - 1)
+    if text_last and len(header) > 1:
+        align[-1] = "---"
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _step_blocks(step: LLMStep) -> list[Block]:
+    """What each report says about one step, as blocks both renderers lay out."""
+    out: list[Block] = [("p", f"perf_analyzer ran {step.wall_s:.1f} s, using {_f(step.generator_cpu_pct)} % of one core.")]
     if step.metrics is not None:
-        out += [f"- {note}" for note in step.metrics.notes]
+        out += [("li", note) for note in step.metrics.notes]
+    if step.failure is not None:
+        out.append(("p", f"**The step failed ({step.failure})**: {step.failure_note or 'no message'}"))
     if step.failures.total:
         counts = ", ".join(f"{k} {v}" for k, v in step.failures.counts.items() if v)
-        out += ["", f"**Failures: {counts}** — this run hit **{step.failures.hit}**."]
-        out += [f"- {e}" for e in step.failures.evidence]
+        out.append(("p", f"**Failures: {counts}** — this run hit **{step.failures.hit}**."))
+        out += [("li", e) for e in step.failures.evidence]
     if step.recovery is not None:
         r = step.recovery
         value = f"**{r.recovery_s:.2f} s**" if r.recovery_s is not None else f"**not recovered** ({r.note})"
-        out += [
-            "",
-            f"Recovery after the load ended at {r.load_end_s:.2f} s: {value} "
-            f"(baseline: ≤ {max(r.baseline_pending, 1.0):g} pending, queue ≤ {r.baseline_queue_ms:.1f} ms + slack; "
-            f"peak: {_f(r.peak_pending, 0)} pending, {_f(r.peak_queue_ms)} ms queue).",
-        ]
+        out.append(("p", f"Recovery after the load ended at {r.load_end_s:.2f} s: {value} "
+                         f"(baseline: ≤ {max(r.baseline_pending, 1.0):g} pending, queue ≤ {r.baseline_queue_ms:.1f} ms "
+                         f"+ slack; peak: {_f(r.peak_pending, 0)} pending, {_f(r.peak_queue_ms)} ms queue)."))
     if step.drift is not None and step.drift.windows:
-        out += ["", "Latency drift over the run (by send time):", "",
-                "| window | requests | latency p50 ms | latency p99 ms | TTFT p99 ms |", "| --- | ---: | ---: | ---: | ---: |"]
-        for w in step.drift.windows:
-            out.append(f"| {w.start_s:.1f}–{w.end_s:.1f} s | {w.request_count} | {_f(w.latency_p50_ms)} "
-                       f"| {_f(w.latency_p99_ms)} | {_f(w.ttft_p99_ms)} |")
-        out.append(f"\nFirst → last window: p99 latency {_f(step.drift.p99_change_pct)} %, "
-                   f"TTFT p99 {_f(step.drift.ttft_p99_change_pct)} %.")
-    out += [f"- warning: {w}" for w in step.warnings]
-    if plot:
-        out += ["", f"![time line]({plot})"]
+        out.append(("p", "Latency drift over the run (by send time):"))
+        out.append(("table", (["window", "requests", "latency p50 ms", "latency p99 ms", "TTFT p99 ms"],
+                              [[f"{w.start_s:.1f}–{w.end_s:.1f} s", str(w.request_count), _f(w.latency_p50_ms),
+                                _f(w.latency_p99_ms), _f(w.ttft_p99_ms)] for w in step.drift.windows])))
+        out.append(("p", f"First → last window: p99 latency {_f(step.drift.p99_change_pct)} %, "
+                         f"TTFT p99 {_f(step.drift.ttft_p99_change_pct)} %."))
+    out += [("li", f"warning: {w}") for w in step.warnings]
+    out.append(("img", _label(step)))
     return out
+
+
+def render_llm_html(result: LLMResult, verdict: Verdict | None = None, *, plots: dict[str, bytes] | None = None,
+                    percentiles_png: bytes | None = None) -> str:
+    """The same report as one self-contained HTML page (the classic report's template machinery);
+    ``plots`` maps a step label to its time line PNG, embedded inline."""
+    from tritonkit.perf.report.html import render_page
+
+    images = {label: base64.b64encode(png).decode("ascii") for label, png in (plots or {}).items()}
+    return render_page("llm_report.html.j2", {
+        "model": result.model, "facts": _facts(result, verdict), "marker": REPORT_MARKER,
+        "verdict": None if verdict is None else {"status": verdict.status, "summary": verdict.summary(),
+                                                 "exit_code": verdict.exit_code},
+        "results": _results_table(result), "intervals": _intervals_table(result),
+        "percentiles": None if percentiles_png is None else base64.b64encode(percentiles_png).decode("ascii"),
+        "steps": [{"label": _label(s), "blocks": _step_blocks(s), "image": images.get(_label(s))} for s in result.steps],
+        "definitions": METRIC_DEFINITIONS,
+    })
+
+
+def render_percentiles_png(result: LLMResult) -> bytes | None:
+    """TTFT and ITL at p50 / p90 / p95 / p99, one line per step; ``None`` when nothing was measured."""
+    measured = [s for s in result.steps if s.metrics is not None and s.metrics.ttft_ms is not None]
+    if not measured:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8.0, 3.5), dpi=100)
+    FigureCanvasAgg(figure)
+    ttft_axis, itl_axis = figure.subplots(1, 2)
+    stats = ("p50", "p90", "p95", "p99")
+    for step in measured:
+        m = step.metrics
+        assert m is not None and m.ttft_ms is not None
+        ttft_axis.plot(stats, [m.ttft_ms.get(k) for k in stats], "o-", label=_label(step))
+        if m.itl_ms is not None:
+            itl_axis.plot(stats, [m.itl_ms.get(k) for k in stats], "o-", label=_label(step))
+    ttft_axis.set_title("time to first token (ms)")
+    itl_axis.set_title("inter-token latency (ms)")
+    ttft_axis.legend(fontsize="small")
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def render_timeline_png(step: LLMStep) -> bytes | None:
@@ -168,13 +250,20 @@ def render_timeline_png(step: LLMStep) -> bytes | None:
 
 
 def write_llm_report(result: LLMResult, folder: str | os.PathLike[str], verdict: Verdict | None = None) -> Path:
-    """Write ``llm_report.md`` and ``llm_timeline_<label>.png`` per step into ``folder``; return the Markdown path."""
+    """Write ``llm_report.md``, ``llm_report.html`` and ``llm_timeline_<label>.png`` per step into
+    ``folder``, each atomically; return the Markdown path."""
     target = Path(folder)
     plots: dict[str, str] = {}
+    pngs: dict[str, bytes] = {}
     for index, step in enumerate(result.steps):
         png = render_timeline_png(step)
         if png is not None:
             name = f"llm_timeline_{index + 1}_{step.load_mode}.png"
             atomic_write(target / name, png)
-            plots[_label(step)] = name
-    return atomic_write(target / "llm_report.md", render_llm_markdown(result, verdict, plots=plots))
+            plots[_label(step)], pngs[_label(step)] = name, png
+    percentiles_png = render_percentiles_png(result)
+    if percentiles_png is not None:
+        atomic_write(target / "llm_percentiles.png", percentiles_png)
+    markdown = atomic_write(target / "llm_report.md", render_llm_markdown(result, verdict, plots=plots))
+    atomic_write(target / "llm_report.html", render_llm_html(result, verdict, plots=pngs, percentiles_png=percentiles_png))
+    return markdown

@@ -16,39 +16,29 @@ server's counters and the model's queue policy.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
-from tritonkit._fs import atomic_write
-from tritonkit.errors import PerfError, PerfTimeoutError
 from tritonkit.perf.llm.metrics import GoodputSLO, compute_metrics, drift, load_export_records
 from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
 from tritonkit.perf.llm.shapes import Schedule, Shape, Spike, write_intervals
 from tritonkit.perf.llm.timeline import FailureReport, classify_failures, in_flight, recovery, server_timeline
-from tritonkit.perf.measure.analyzer import utc_now
-from tritonkit.perf.measure.metrics import (
-    MetricsSnapshot,
-    MetricsWatcher,
-    ProcessCpu,
-    generator_cpu_warning,
-    host_cpu_count,
-)
+from tritonkit.perf.llm.tokens import TokenCounter
+from tritonkit.perf.measure.analyzer import PerfAnalyzer, utc_now
+from tritonkit.perf.measure.failures import Failure, StepError, classify
+from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
-from tritonkit.server.children import spawn, stop_group
 
 __all__ = ["STALL_MARKER", "LLMPlan", "llm_argv", "run_llm"]
 
 #: What perf_analyzer prints before it hangs on a failed streamed request.
 STALL_MARKER = "Failed to retrieve results from inference request."
 
-_POLL_S = 0.1
 _ERROR_LINE_RE = re.compile(r"^(?:Thread \[\d+\] had error: .*|error: .*)$", re.MULTILINE | re.IGNORECASE)
 
 Progress = Callable[[str], None]
@@ -80,7 +70,7 @@ def llm_argv(
     model: str,
     url: str,
     *,
-    input_data: Path,
+    input_data: Path | None,
     export_file: Path,
     request_count: int,
     streaming: bool,
@@ -94,7 +84,8 @@ def llm_argv(
     argv = ["-m", model, "-u", url, "-i", "grpc", "--async"]
     if streaming:
         argv.append("--streaming")
-    argv += ["--input-data", str(input_data)]
+    if input_data is not None:  # None: perf_analyzer makes inputs from the model's metadata
+        argv += ["--input-data", str(input_data)]
     if concurrency is not None:
         argv += ["--concurrency-range", f"{concurrency}:{concurrency}:1"]
     else:
@@ -108,86 +99,16 @@ def llm_argv(
 
 
 
-@dataclass
-class _Invocation:
-    returncode: int | None
-    stalled: bool
-    wall_s: float
-    cpu_pct: float | None
-    wall0_ns: int
-    mono0_s: float
-    snapshots: list[MetricsSnapshot]
-    scrape_errors: list[str]
-    console: str
+def _input_data(folder: Path, prompts: Sequence[Prompt], layout: RequestLayout, stream: bool) -> Path | None:
+    """The ``--input-data`` file for ``layout`` (``None`` when perf_analyzer makes the inputs)."""
+    if not layout.sends_prompts:
+        return None
+    return write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=stream)
 
 
-def _invoke(
-    argv: list[str],
-    folder: Path,
-    name: str,
-    *,
-    metrics_url: str | None,
-    interval_s: float,
-    settle_s: float,
-    timeout_s: float,
-) -> _Invocation:
-    stdout_path, stderr_path = folder / f"{name}.stdout", folder / f"{name}.stderr"
-    watcher = MetricsWatcher(metrics_url, interval_s=interval_s) if metrics_url else None
-    if watcher is not None:
-        watcher.start()
-    stalled = False
-    returncode: int | None = None
-    try:
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            wall0_ns, mono0_s = time.time_ns(), time.monotonic()
-            try:
-                proc = spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)  # dies with us
-            except OSError as exc:
-                raise PerfError(f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}",
-                                hint="run 'tritonkit perf install --force' or pass --perf-analyzer PATH") from exc
-            cpu = ProcessCpu(proc.pid)
-            cpu.begin()
-            deadline = mono0_s + timeout_s
-            next_check = 0.0
-            try:
-                while True:
-                    try:
-                        exited = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                    except ChildProcessError:
-                        exited = None
-                    if exited is not None:
-                        cpu.sample()
-                        returncode = proc.wait()
-                        break
-                    now = time.monotonic()
-                    if now >= next_check:
-                        cpu.sample()
-                        next_check = now + 0.5
-                        text = stdout_path.read_text(errors="replace") + stderr_path.read_text(errors="replace")
-                        if STALL_MARKER in text:
-                            stalled = True
-                            time.sleep(0.5)  # let it print what it has
-                            break
-                    if now >= deadline:
-                        raise PerfTimeoutError(
-                            f"perf_analyzer step '{name}' did not finish within {timeout_s:g} s and was stopped",
-                            hint="lower the request count or the output length, or raise the step timeout",
-                        )
-                    time.sleep(_POLL_S)
-            finally:
-                stop_group(proc, 3.0)
-        wall_s = time.monotonic() - mono0_s
-        if watcher is not None and settle_s > 0:
-            time.sleep(settle_s)
-    finally:
-        if watcher is not None:
-            watcher.stop()
-    console = stdout_path.read_text(errors="replace") + "\n" + stderr_path.read_text(errors="replace")
-    return _Invocation(
-        returncode=returncode, stalled=stalled, wall_s=wall_s, cpu_pct=cpu.cpu_pct, wall0_ns=wall0_ns,
-        mono0_s=mono0_s, snapshots=list(watcher.snapshots) if watcher else [],
-        scrape_errors=list(watcher.errors) if watcher else [], console=console,
-    )
+def _stalled(paths: Sequence[Path]) -> bool:
+    """perf_analyzer printed the line after which it waits forever (see the module's WAR)."""
+    return any(STALL_MARKER in p.read_text(errors="replace") for p in paths if p.exists())
 
 
 def _shape_windows(schedule: Schedule, shape: Shape) -> tuple[float, float]:
@@ -227,10 +148,16 @@ def run_llm(
     prompt_source: str = "synthetic",
     perf_analyzer: PerfAnalyzerInstall | None = None,
     progress: Progress | None = None,
+    interface: str | None = None,
+    tokenizer: TokenCounter | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
-    ``streaming=None`` streams exactly when the model is decoupled. A traffic shape with
+    ``streaming=None`` streams exactly when the model is decoupled. ``interface`` names the request
+    interface (:data:`~tritonkit.perf.llm.prompts.INTERFACES`, or ``"generic"``) instead of choosing
+    it from the model's inputs; a decoupled model of no known interface is timed per response.
+    ``tokenizer`` (the model's, see :func:`~tritonkit.perf.llm.tokens.load_tokenizer`) counts input
+    lengths in its tokens, for replayed prompts and for the reported ISL. A traffic shape with
     per-request lengths (a replay) replaces ``prompts`` with prompts of the recorded lengths.
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
@@ -245,9 +172,11 @@ def run_llm(
     check_target(spec)
     with Client(url) as client:
         meta = client.model_metadata(model)
-    layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model)
+    layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model,
+                                          decoupled=meta.decoupled, interface=interface)
     stream = meta.decoupled if streaming is None else streaming
     pa = perf_analyzer or locate_perf_analyzer()
+    analyzer = PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url, metrics_interval_s=plan.metrics_interval_s)
     started = utc_now()
     notes: list[str] = []
     if meta.decoupled and not stream:
@@ -257,16 +186,16 @@ def run_llm(
     if plan.shape is not None:
         schedule = plan.shape.schedule()
         if schedule.input_tokens is not None and schedule.output_tokens is not None:
-            prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens)
+            prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer)
         elif len(prompts) < schedule.request_count:
             prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
         intervals = write_intervals(folder / "intervals.txt", schedule)
-        input_data = write_llm_input_data(folder / "inputs.json", prompts[: schedule.request_count], layout, streaming=stream)
+        input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
         argv = llm_argv(model, url, input_data=input_data, export_file=folder / f"{plan.shape.kind}.json",
                         request_count=schedule.request_count, streaming=stream, intervals_file=intervals)
         runs.append((plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule))
     else:
-        input_data = write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=stream)
+        input_data = _input_data(folder, prompts, layout, stream)
         for level in plan.concurrency:
             name = f"c{level}"
             count = max(plan.requests_per_level, level)
@@ -276,26 +205,33 @@ def run_llm(
             runs.append((name, "concurrency", float(level), argv, None))
 
     steps: list[LLMStep] = []
+    result = LLMResult(
+        model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
+        steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
+        notes=notes,
+    )
     for name, mode, value, argv, step_schedule in runs:
         full = [*pa.argv, *argv]
-        atomic_write(folder / f"{name}.argv.json", json.dumps(full, indent=1) + "\n")
         export = folder / f"{name}.json"
         export.unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
         say(f"[{name}] {mode} {value:g}: sending {argv[argv.index('--request-count') + 1]} requests")
-        inv = _invoke(full, folder, name, metrics_url=metrics_url, interval_s=plan.metrics_interval_s,
-                      settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5),
-                      timeout_s=plan.step_timeout_s)
-        records, source = load_export_records(export) if export.exists() and inv.returncode == 0 else ([], "output_ids")
+        console_paths = (folder / f"{name}.stdout", folder / f"{name}.stderr")
+        inv = analyzer.invoke(full, name, timeout_s=plan.step_timeout_s, stop_when=partial(_stalled, console_paths),
+                              settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5))
+        records, source = load_export_records(export, count_text=tokenizer) if export.exists() and inv.returncode == 0 else ([], "output_ids")
         metrics = compute_metrics(records, goodput_slo=plan.goodput_slo, token_source=source) if records else None
         errors = _ERROR_LINE_RE.findall(inv.console)
         reachable = True
-        if errors or inv.stalled or inv.returncode not in (0, None):
+        if errors or inv.stopped or inv.returncode not in (0, None):
             reachable = server_answers(spec)
-        request_failed = inv.stalled or any("had error" in e for e in errors)
+        request_failed = inv.stopped or any("had error" in e for e in errors)
         if inv.returncode not in (0, None) and not records and not request_failed and reachable:
             # Nothing was sent: perf_analyzer refused its input or options — a usage error, not a load result.
-            raise PerfError(
-                f"perf_analyzer exited with status {inv.returncode}: {errors[-1] if errors else 'no message'}",
+            found = classify(inv.console, returncode=inv.returncode, server_reachable=True, model=model,
+                             option_error=errors[-1].strip() if errors else None)
+            raise StepError(
+                f"perf_analyzer exited with status {inv.returncode} ({found.failure}): {found.message}",
+                failure=found.failure, server_message=found.message,
                 returncode=inv.returncode,
                 stderr_tail=inv.console[-2000:],
                 hint=f"see {folder / (name + '.stdout')}; the command is in {name}.argv.json",
@@ -304,7 +240,7 @@ def run_llm(
             records,
             client_deadline_ms=plan.client_deadline_ms,
             analyzer_errors=[e.strip() for e in errors],
-            analyzer_stalled=inv.stalled,
+            analyzer_stalled=inv.stopped,
             server_rejected=_counter_delta(inv.snapshots, "nv_inference_request_failure", model, reason="REJECTED"),
             server_failed=_counter_delta(inv.snapshots, "nv_inference_request_failure", model),
             server_reachable=reachable,
@@ -319,7 +255,7 @@ def run_llm(
             load_mode=mode, load_value=value, metrics=metrics, failures=failures,
             timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
             requests=[((r.sent_ns - first_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
-            wall_s=inv.wall_s, generator_cpu_pct=inv.cpu_pct, argv=full,
+            wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=full,
             raw_files=[p.name for p in folder.glob(f"{name}.*")],
         )
         cpu_warning = generator_cpu_warning(inv.cpu_pct, host_cpu_count())
@@ -327,7 +263,12 @@ def run_llm(
             step.warnings.append(cpu_warning)
         if inv.scrape_errors:
             step.warnings.append(f"could not scrape {metrics_url}: {inv.scrape_errors[-1]}")
-        if inv.returncode not in (0, None) and not records:
+        if inv.returncode not in (0, None) or inv.stopped:
+            # perf_analyzer did not end the step itself: whatever it wrote is no measurement.
+            found = classify(inv.console, returncode=inv.returncode, server_reachable=reachable, model=model)
+            step.failure = (found.failure if inv.returncode is not None else Failure.REQUEST_ERRORS).value
+            step.failure_note = found.message if inv.returncode is not None else (
+                f"a streamed request failed ({failures.hit or 'unknown class'}); perf_analyzer was stopped")
             step.warnings.append(f"perf_analyzer exited with status {inv.returncode}; see {name}.stdout / {name}.stderr")
         if step_schedule is not None and plan.shape is not None:
             start_s, end_s = _shape_windows(step_schedule, plan.shape)
@@ -340,12 +281,8 @@ def run_llm(
             ]
         steps.append(step)
         say(_describe(name, step))
-    result = LLMResult(
-        model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
-        steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
-        notes=notes,
-    )
-    result.save(folder / "llm_result.json")
+        result.steps, result.finished_utc = steps, utc_now()
+        result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
     return result
 
 

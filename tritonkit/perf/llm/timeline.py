@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from tritonkit.perf.llm.metrics import RequestRecord
+from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.metrics import MetricsSnapshot
 
 __all__ = [
@@ -110,7 +111,7 @@ def in_flight(records: Sequence[RequestRecord], times_s: Sequence[float]) -> lis
 
 
 @dataclass(frozen=True)
-class Recovery:
+class Recovery(JsonDataclass):
     """Time from the end of the load until the server was back at its baseline."""
 
     load_end_s: float
@@ -163,7 +164,7 @@ def recovery(points: Sequence[ServerPoint], *, load_start_s: float, load_end_s: 
 
 
 @dataclass(frozen=True)
-class FailureReport:
+class FailureReport(JsonDataclass):
     """Failures by class, which class the run hit first, and the evidence behind each count."""
 
     counts: dict[str, int] = field(default_factory=lambda: {c: 0 for c in FAILURE_CLASSES})

@@ -1,5 +1,10 @@
 """Dataclasses read back from JSON dicts: checked against their annotations, then built.
 
+:func:`read_record` is the one way a stored record (``result.json``, ``llm_result.json``, a
+baseline) is read: JSON parsed, every field's type checked, every number checked to be finite
+and in range (:func:`check_numbers`), then built; any failure is a ``ConfigError`` naming the
+file and the field.
+
 :func:`check_types` finds the first value whose type does not fit (a stored ``result.json`` is
 read by arithmetic, so a latency written as text must be refused with its field's path, not met
 later as a ``TypeError``). :class:`JsonDataclass` gives every record of the schema one
@@ -11,12 +16,27 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 import types
 import typing
 from dataclasses import fields
-from typing import Any, Self
+from pathlib import Path
+from typing import Any, Self, TypeVar
 
-__all__ = ["JsonDataclass", "check_types"]
+from tritonkit._fs import read_json
+from tritonkit.errors import ConfigError
+
+__all__ = ["MAX_RATE_PER_S", "JsonDataclass", "check_numbers", "check_types", "read_record"]
+
+#: Above this a stored rate (``*_per_s``) is no measurement: no single load generator gets there.
+MAX_RATE_PER_S = 1e9
+
+# Fields named with these endings hold a duration, a count or a rate: never below zero. (Not every
+# ``*_s``: a time-line position ``t_s`` may fall before the first request.)
+_NON_NEGATIVE = ("_ms", "_us", "_per_s", "duration_s", "wall_s", "recovery_s", "count", "_bytes", "_tokens")
+# Free-form parts of a stored record that no reader does arithmetic on.
+_FREE_FORM = frozenset({"extra", "raw"})
 
 
 class JsonDataclass:
@@ -53,12 +73,22 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin is list:
         (item,) = typing.get_args(hint)
         return [_convert(item, entry) for entry in value]
+    if origin is tuple:
+        return tuple(_convert(item, entry) for item, entry in zip(_tuple_items(hint, len(value)), value, strict=True))
     if origin is dict:
         _key, item = typing.get_args(hint)
         return {str(key): _convert(item, entry) for key, entry in value.items()}
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
+
+
+def _tuple_items(hint: Any, length: int) -> tuple[Any, ...]:
+    """The annotation of each of ``length`` entries of a ``tuple[...]`` hint (``tuple[X, ...]`` or fixed)."""
+    args = typing.get_args(hint)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return (args[0],) * length
+    return args if len(args) == length else (Any,) * length
 
 
 def _describe_type(hint: Any) -> str:
@@ -71,7 +101,7 @@ def _describe_type(hint: Any) -> str:
     if hint is bool:
         return "true or false"
     origin = typing.get_origin(hint)
-    if origin is list:
+    if origin in (list, tuple):
         return "a list"
     return "an object"
 
@@ -100,6 +130,17 @@ def _type_error(hint: Any, value: Any, where: str) -> str | None:
         else:
             (item,) = typing.get_args(hint)
             for index, entry in enumerate(value):
+                wrong = _type_error(item, entry, f"{where}[{index}]")
+                if wrong is not None:
+                    return wrong
+            return None
+    elif origin is tuple:
+        args = typing.get_args(hint)
+        fixed = not (len(args) == 2 and args[1] is Ellipsis)
+        if not isinstance(value, list | tuple) or (fixed and len(value) != len(args)):
+            ok = False
+        else:
+            for index, (item, entry) in enumerate(zip(_tuple_items(hint, len(value)), value, strict=True)):
                 wrong = _type_error(item, entry, f"{where}[{index}]")
                 if wrong is not None:
                     return wrong
@@ -137,3 +178,62 @@ def check_types(cls: type[Any], data: dict[str, Any], where: str = "") -> str | 
             if wrong is not None:
                 return wrong
     return None
+
+
+def check_numbers(data: Any, where: str = "") -> str | None:
+    """The first number in ``data`` that no measurement can be, described (``None``: all fine).
+
+    NaN and infinities are refused anywhere (outside the free-form ``extra``); a field whose name
+    says it holds a duration, count or rate must not be negative, and a rate (``*_per_s``) must
+    stay below :data:`MAX_RATE_PER_S`.
+    """
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in _FREE_FORM:
+                continue
+            path = f"{where}.{key}" if where else str(key)
+            wrong = _number_error(str(key), value, path)
+            if wrong is None:
+                wrong = check_numbers(value, path)
+            if wrong is not None:
+                return wrong
+    elif isinstance(data, list):
+        for index, entry in enumerate(data):
+            wrong = check_numbers(entry, f"{where}[{index}]")
+            if wrong is not None:
+                return wrong
+    elif isinstance(data, float) and not math.isfinite(data):
+        return f"field '{where}' is {data}, not a finite number"
+    return None
+
+
+def _number_error(key: str, value: Any, where: str) -> str | None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if not math.isfinite(value):
+        return f"field '{where}' is {value}, not a finite number"
+    if key.endswith(_NON_NEGATIVE) and value < 0:
+        return f"field '{where}' is {value:g}, below zero"
+    if key.endswith("_per_s") and value > MAX_RATE_PER_S:
+        return f"field '{where}' is {value:g}, above {MAX_RATE_PER_S:g}/s: not a measurement"
+    return None
+
+
+R = TypeVar("R")
+
+
+def read_record(cls: type[R], path: str | os.PathLike[str], *, what: str, hint: str) -> R:
+    """Read the stored record of dataclass ``cls`` at ``path`` (its ``from_dict`` builds it).
+
+    Raises ``ConfigError`` naming the file and the field when the JSON is missing or malformed,
+    a field has the wrong type, a number is NaN, infinite or out of range, or the schema does not fit.
+    """
+    source = Path(path)
+    data = read_json(source, what=what, hint=hint)
+    wrong = (check_types(cls, data) or check_numbers(data)) if isinstance(data, dict) else None
+    if wrong is not None:
+        raise ConfigError(f"{what} {source}: {wrong}", hint=f"fix or remove that field, or {hint}")
+    try:
+        return cls.from_dict(data)  # type: ignore[attr-defined]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{what} {source} does not match its schema: {exc!r}", hint=hint) from exc

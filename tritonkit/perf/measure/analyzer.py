@@ -13,8 +13,11 @@ while it runs, kills the whole group on timeout, exception or Ctrl-C, and turns 
   recorded as such (``AnalyzerOutcome.unstable_loads``) — the ladder may retry it with a longer window;
 * a failed request (perf_analyzer aborts the step, exit 99 "Thread [i] had error"): a step with
   ``error_count`` > 0 and the tool's message — a result, not a crash;
-* exit 3 or a rejected option: ``PerfError`` with perf_analyzer's own complaint;
-* anything else: ``PerfError`` with the return code and the stderr tail.
+* exit 3 or a rejected option: ``StepError`` (a ``PerfError``) with perf_analyzer's own complaint;
+* anything else: ``StepError`` with the return code, the stderr tail, and why
+  (:mod:`tritonkit.perf.measure.failures`: ``.failure`` and the server's or model's message).
+
+A step of an invocation that did not exit 0 (or 2, unstable) carries ``failure``: never measured.
 
 Raw files (``<name>.csv``, ``.json``, ``.stdout``, ``.stderr``, ``.argv.json``) are written as the
 run goes, so nothing measured is lost even when this process dies.
@@ -30,10 +33,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NoReturn
 
 from tritonkit._fs import atomic_write
-from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.errors import ConnectError, ModelNotReadyError, TritonKitError
+from tritonkit.perf.measure.failures import (
+    Failure,
+    StepError,
+    StepTimeoutError,
+    classify,
+    diagnose_request_errors,
+)
 from tritonkit.perf.measure.metrics import (
+    MetricsSnapshot,
     MetricsWatcher,
     ProcessCpu,
     generator_cpu_warning,
@@ -58,6 +70,7 @@ __all__ = [
     "EXIT_UNSTABLE",
     "PerfAnalyzer",
     "AnalyzerOutcome",
+    "Invocation",
     "output_files",
     "utc_now",
 ]
@@ -108,6 +121,46 @@ class AnalyzerOutcome:
 
 
 
+@dataclass
+class Invocation:
+    """One perf_analyzer process as the supervisor saw it, before any of its files are read.
+
+    ``returncode`` is ``None`` when the supervisor stopped it (``stopped``: ``stop_when`` said so).
+    ``wall0_ns`` / ``mono0_s`` are the wall and monotonic clocks at its start (to place the
+    server's scrapes on the requests' clock); ``snapshots`` the server's ``/metrics`` during the
+    run (and ``settle_s`` after it).
+    """
+
+    name: str
+    argv: list[str]
+    returncode: int | None
+    stopped: bool
+    started_utc: str
+    wall0_ns: int
+    mono0_s: float
+    duration_s: float
+    cpu_pct: float | None
+    snapshots: list[MetricsSnapshot] = field(default_factory=list)
+    scrape_errors: list[str] = field(default_factory=list)
+    stdout_path: Path = Path()
+    stderr_path: Path = Path()
+
+    @property
+    def stdout(self) -> str:
+        """What it printed on stdout."""
+        return self.stdout_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        """What it printed on stderr."""
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def console(self) -> str:
+        """stdout and stderr together."""
+        return self.stdout + "\n" + self.stderr
+
+
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -156,63 +209,30 @@ class PerfAnalyzer:
         """
         self.results_dir.mkdir(parents=True, exist_ok=True)
         csv_path, export_path = output_files(self.results_dir, name)
-        stdout_path = self.results_dir / f"{name}.stdout"
-        stderr_path = self.results_dir / f"{name}.stderr"
         for stale in (csv_path, export_path):
             stale.unlink(missing_ok=True)  # a previous attempt's file must not pass for this one's
         spec = spec.with_files(csv_path, export_path)
-        argv = self.command(spec)
-        atomic_write(self.results_dir / f"{name}.argv.json", json.dumps(argv, indent=1) + "\n")
-        started_utc = utc_now()
-        start = time.monotonic()
-        deadline = None if timeout_s is None else start + timeout_s
-        watcher = MetricsWatcher(self.metrics_url, interval_s=self.metrics_interval_s) if self.metrics_url else None
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            if watcher is not None:
-                watcher.start()
-            try:
-                # Its own session (the group is stopped as one), and dead with us however we die:
-                # a SIGKILL of this process must not leave load running against the server.
-                proc = spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-            except OSError as exc:
-                if watcher is not None:
-                    watcher.stop()
-                raise PerfError(
-                    f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}",
-                    hint="run 'tritonkit perf install --force' or pass --perf-analyzer PATH",
-                ) from exc
-            cpu = ProcessCpu(proc.pid)
-            cpu.begin()
-            try:
-                returncode = self._wait(proc, cpu, deadline, timeout_s, name, stderr_path)
-            finally:
-                stop_group(proc, _KILL_GRACE_S)  # no-op when it ended by itself; always on exception / Ctrl-C
-                if watcher is not None:
-                    watcher.stop()
-        duration_s = time.monotonic() - start
+        invocation = self.invoke(self.command(spec), name, timeout_s=timeout_s)
+        argv, returncode, duration_s, started_utc = (
+            invocation.argv, int(invocation.returncode or 0), invocation.duration_s, invocation.started_utc)
+        stdout_path, stderr_path = invocation.stdout_path, invocation.stderr_path
         raw = [p.name for p in (csv_path, export_path, stdout_path, stderr_path) if p.exists()]
         raw.append(f"{name}.argv.json")
-        stdout = stdout_path.read_text(encoding="utf-8", errors="replace")
-        stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
-        console = parse_console(stdout, stderr)
+        console = parse_console(invocation.stdout, invocation.stderr)
         if returncode == EXIT_OPTION_ERROR or (returncode != EXIT_OK and console.option_error):
-            raise PerfError(
-                f"perf_analyzer rejected its options: {console.option_error or _tail(stderr_path, 3)}",
-                returncode=returncode,
-                stderr_tail=_tail(stderr_path),
-                hint=f"check the perf options; the command is in {self.results_dir / (name + '.argv.json')}",
-            )
+            self._refuse(invocation, console, spec)
         steps = self._steps(csv_path, export_path, spec)
-        cpu_pct = cpu.cpu_pct
-        metrics = step_metrics(watcher.snapshots, model_for_metrics or spec.model) if watcher else None
+        cpu_pct = invocation.cpu_pct
+        metrics = step_metrics(invocation.snapshots, model_for_metrics or spec.model) if self.metrics_url else None
         warnings: list[str] = []
-        if watcher is not None and watcher.errors:
-            warnings.append(f"could not scrape {self.metrics_url}: {watcher.errors[-1]}")
+        if invocation.scrape_errors:
+            warnings.append(f"could not scrape {self.metrics_url}: {invocation.scrape_errors[-1]}")
         cpu_warning = generator_cpu_warning(cpu_pct, self.cores)
         if cpu_warning:
             warnings.append(cpu_warning)
         loads = spec.load.values()
         if console.request_error_lines:
+            diagnosis = diagnose_request_errors(invocation.console)
             failed_load = self._failed_load(loads, steps)
             # One "had error" line per worker thread that failed. The server's failure counter is
             # only a lower bound too: tritonserver 2.51 counts a python-backend error response as
@@ -223,16 +243,17 @@ class PerfAnalyzer:
                     load_mode=_mode(spec), load_value=float(failed_load), throughput_per_s=None, latency=None,
                     error_count=max(len(console.request_error_lines), failures),
                     error_note="; ".join(console.request_error_lines),
+                    failure=diagnosis.failure.value if diagnosis else Failure.REQUEST_ERRORS.value,
+                    failure_note=diagnosis.message if diagnosis else None,
                 )
             )
         elif returncode not in (EXIT_OK, EXIT_UNSTABLE):
-            raise PerfError(
-                f"perf_analyzer exited with status {returncode}: "
-                f"{(console.error_lines[-1] if console.error_lines else _tail(stderr_path, 3)) or 'no message'}",
-                returncode=returncode,
-                stderr_tail=_tail(stderr_path),
-                hint=f"see {stdout_path} and {stderr_path}; the command is in {name}.argv.json",
-            )
+            self._refuse(invocation, console, spec)
+        if returncode not in (EXIT_OK, EXIT_UNSTABLE):
+            # A step of an invocation that failed is never a measurement, whatever its files hold.
+            diagnosis = classify(invocation.console, returncode=returncode, model=spec.model)
+            for step in steps:
+                step.failure, step.failure_note = diagnosis.failure.value, diagnosis.message
         unstable = list(console.unstable_loads)
         if returncode == EXIT_UNSTABLE and not unstable:
             unstable = [self._failed_load(loads, steps)]
@@ -267,6 +288,65 @@ class PerfAnalyzer:
             generator_cpu_pct=cpu_pct, raw_files=raw, warnings=warnings,
         )
 
+    def invoke(
+        self,
+        argv: list[str],
+        name: str,
+        *,
+        timeout_s: float | None = None,
+        stop_when: Callable[[], bool] | None = None,
+        settle_s: float = 0.0,
+    ) -> Invocation:
+        """Start ``argv`` (a full perf_analyzer command line) as run ``name`` and supervise it.
+
+        The one supervisor of perf_analyzer processes (classic steps and LLM steps alike): its
+        argv goes to ``<name>.argv.json``, its console straight to ``<name>.stdout`` /
+        ``.stderr``; it runs in its own session, dead with this process however it dies; its
+        exit is noticed at once (``waitid`` without reaping, so its final CPU totals can still be
+        read); the server's ``/metrics`` is scraped while it runs and ``settle_s`` after; the
+        group is stopped on timeout (``PerfTimeoutError``), exception or Ctrl-C, and when
+        ``stop_when()`` (asked twice a second) turns true.
+        """
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        stdout_path = self.results_dir / f"{name}.stdout"
+        stderr_path = self.results_dir / f"{name}.stderr"
+        atomic_write(self.results_dir / f"{name}.argv.json", json.dumps(argv, indent=1) + "\n")
+        started_utc = utc_now()
+        watcher = MetricsWatcher(self.metrics_url, interval_s=self.metrics_interval_s) if self.metrics_url else None
+        if watcher is not None:
+            watcher.start()
+        try:
+            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+                wall0_ns, mono0_s = time.time_ns(), time.monotonic()
+                deadline = None if timeout_s is None else mono0_s + timeout_s
+                try:
+                    # Its own session (the group is stopped as one), and dead with us however we die:
+                    # a SIGKILL of this process must not leave load running against the server.
+                    proc = spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                except OSError as exc:
+                    raise StepError(
+                        f"cannot start perf_analyzer ({argv[0]}): {exc.strerror}", failure=Failure.TOOL_ERROR,
+                        hint="run 'tritonkit perf install --force' or pass --perf-analyzer PATH",
+                    ) from exc
+                cpu = ProcessCpu(proc.pid)
+                cpu.begin()
+                try:
+                    returncode = self._wait(proc, cpu, deadline, timeout_s, name, stderr_path, stop_when)
+                finally:
+                    stop_group(proc, _KILL_GRACE_S)  # no-op when it ended by itself; always on exception / Ctrl-C
+            duration_s = time.monotonic() - mono0_s
+            if watcher is not None and settle_s > 0:
+                time.sleep(settle_s)
+        finally:
+            if watcher is not None:
+                watcher.stop()
+        return Invocation(
+            name=name, argv=list(argv), returncode=returncode, stopped=returncode is None, started_utc=started_utc,
+            wall0_ns=wall0_ns, mono0_s=mono0_s, duration_s=duration_s, cpu_pct=cpu.cpu_pct,
+            snapshots=list(watcher.snapshots) if watcher else [], scrape_errors=list(watcher.errors) if watcher else [],
+            stdout_path=stdout_path, stderr_path=stderr_path,
+        )
+
     def _wait(
         self,
         proc: subprocess.Popen[bytes],
@@ -275,8 +355,10 @@ class PerfAnalyzer:
         timeout_s: float | None,
         name: str,
         stderr_path: Path,
-    ) -> int:
-        """Wait for ``proc`` (sampling its CPU) until it exits or ``deadline`` passes."""
+        stop_when: Callable[[], bool] | None,
+    ) -> int | None:
+        """Wait for ``proc`` (sampling its CPU) until it exits (its status), ``stop_when()`` (``None``)
+        or ``deadline`` passes (``PerfTimeoutError``)."""
         next_sample = time.monotonic()
         while True:
             # WNOWAIT: notice the exit without reaping, so /proc still holds its final CPU totals.
@@ -293,15 +375,35 @@ class PerfAnalyzer:
             if now >= next_sample:
                 cpu.sample()
                 next_sample = now + 0.5
+                if stop_when is not None and stop_when():
+                    time.sleep(0.5)  # let it print what it has
+                    return None
             if deadline is not None and now >= deadline:
                 stop_group(proc, _KILL_GRACE_S)
-                raise PerfTimeoutError(
+                raise StepTimeoutError(
                     f"perf_analyzer run '{name}' did not finish within {timeout_s:g} s and was stopped",
+                    failure=Failure.TIMEOUT, server_message=f"no end within {timeout_s:g} s",
                     returncode=proc.returncode,
                     stderr_tail=_tail(stderr_path),
-                    hint="raise the timeout, shorten the measurement interval, or lower max trials",
+                    hint="raise the timeout, shorten the measurement interval or the request count, "
+                    "or lower max trials",
                 )
             time.sleep(_POLL_S)
+
+    def _refuse(self, invocation: Invocation, console: ConsoleSummary, spec: PerfSpec) -> NoReturn:
+        """Raise the :class:`StepError` for an invocation that measured nothing, classified."""
+        reachable, ready = _server_state(spec)
+        diagnosis = classify(invocation.console, returncode=invocation.returncode, option_error=console.option_error,
+                             server_reachable=reachable, model_ready=ready, model=spec.model)
+        where = f"the command is in {self.results_dir / (invocation.name + '.argv.json')}"
+        if diagnosis.failure is Failure.REFUSED_OPTIONS:
+            message = f"perf_analyzer rejected its options: {diagnosis.message or _tail(invocation.stderr_path, 3)}"
+            hint = f"check the perf options; {where}"
+        else:
+            message = f"perf_analyzer step '{invocation.name}' failed ({diagnosis.failure}): {diagnosis.message}"
+            hint = f"see {invocation.stdout_path} and {invocation.stderr_path}; {where}"
+        raise StepError(message, failure=diagnosis.failure, server_message=diagnosis.message,
+                        returncode=invocation.returncode, stderr_tail=_tail(invocation.stderr_path), hint=hint)
 
     @staticmethod
     def _steps(csv_path: Path, export_path: Path, spec: PerfSpec) -> list[StepResult]:
@@ -314,6 +416,24 @@ class PerfAnalyzer:
         """The first load of the run that has no measured step: where perf_analyzer stopped."""
         done = {s.load_value for s in steps if s.throughput_per_s is not None and s.stable}
         return float(next((v for v in loads if float(v) not in done), loads[-1]))
+
+
+def _server_state(spec: PerfSpec) -> tuple[bool, bool | None]:
+    """(the server answers, it serves the model ready) — asked after a step failed, to say why."""
+    from tritonkit.perf.measure.target import check_target  # lazy: the client pulls in grpc
+
+    for attempt in range(2):  # an overloaded server may miss one probe
+        try:
+            check_target(spec)
+            return True, True
+        except ModelNotReadyError:
+            return True, False
+        except ConnectError:
+            if attempt == 0:
+                time.sleep(1.0)
+        except (TritonKitError, OSError):
+            return True, None  # it answered something: not this question's business
+    return False, None
 
 
 def _mode(spec: PerfSpec) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 
 from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
+from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.metrics import host_cpu_count, host_cpu_model, read_server_hardware
 from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.result import PerfResult, RunMetadata, ServedModelConfig, StepResult, WarmupInfo
@@ -345,14 +346,16 @@ def run_ladder(
     except KeyboardInterrupt:
         return finish(STOP_INTERRUPTED)
     except PerfError as exc:
-        if server_answers(spec):
-            return finish(STOP_PERF_ERROR, exc)
+        lost = not server_answers(spec)
         if current is not None:
-            # The step perf_analyzer could not finish because the server went away.
+            # The step perf_analyzer could not finish is recorded as failed, with its reason: it is
+            # never a measurement (nor silently missing from result.json).
+            failure = Failure.SERVER_LOST if lost else getattr(exc, "failure", None) or Failure.TOOL_ERROR
             result.steps.append(
                 StepResult(
                     load_mode=plan.mode, load_value=float(current), throughput_per_s=None, latency=None,
-                    error_note=exc.message, server_lost=True,
+                    error_note=exc.message, server_lost=lost, failure=str(failure),
+                    failure_note=getattr(exc, "server_message", None) or exc.message,
                 )
             )
-        return finish(STOP_SERVER_LOST, exc)
+        return finish(STOP_SERVER_LOST if lost else STOP_PERF_ERROR, exc)

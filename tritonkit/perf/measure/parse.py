@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from tritonkit.errors import PerfError
+from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import latency_stats
 from tritonkit.perf.measure.result import ClientBreakdown, LatencyStats, ServerBreakdown, StepResult
 
@@ -109,6 +110,17 @@ class ExportExperiment:
     latencies_ms: np.ndarray
     window_boundaries_ns: tuple[int, ...]
     total_requests: int
+    #: Requests whose last response fell in each measured window, in window order.
+    window_counts: tuple[int, ...] = ()
+
+    def throughput_interval(self, batch_size: int = 1) -> tuple[float, float] | None:
+        """95 % bootstrap interval of the throughput (inferences/s) over the measured windows."""
+        edges = self.window_boundaries_ns[max(0, len(self.window_boundaries_ns) - 1 - MEASURED_WINDOWS):]
+        lengths_s = [(b - a) / 1e9 for a, b in zip(edges, edges[1:], strict=False)]
+        if len(self.window_counts) != len(lengths_s) or any(length <= 0 for length in lengths_s):
+            return None
+        rates = [n * batch_size / length for n, length in zip(self.window_counts, lengths_s, strict=True)]
+        return bootstrap_interval(rates, lambda r: float(np.mean(r)))
 
     @property
     def measured_duration_s(self) -> float:
@@ -224,6 +236,7 @@ def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
             lo = boundaries[max(0, len(boundaries) - 1 - MEASURED_WINDOWS)] if boundaries else None
             hi = boundaries[-1] if boundaries else None
             latencies_ns = []
+            ends_ns = []
             for req in requests:
                 responses = req.get("response_timestamps") or []
                 if not responses:
@@ -232,6 +245,10 @@ def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
                 if lo is not None and hi is not None and not lo <= end <= hi:
                     continue
                 latencies_ns.append(end - int(req["timestamp"]))
+                ends_ns.append(end)
+            edges = boundaries[max(0, len(boundaries) - 1 - MEASURED_WINDOWS):]
+            counts: list[int] = (np.histogram(ends_ns, bins=np.asarray(edges, dtype=np.float64))[0].tolist()
+                                 if len(edges) > 1 else [])
             result.append(
                 ExportExperiment(
                     load_mode=_experiment_mode(info["mode"]),
@@ -239,6 +256,7 @@ def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
                     latencies_ms=np.asarray(latencies_ns, dtype=np.float64) / 1e6,
                     window_boundaries_ns=boundaries,
                     total_requests=len(requests),
+                    window_counts=tuple(int(c) for c in counts),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -320,10 +338,12 @@ def build_steps(
         latency = csv_stats
         warnings: list[str] = []
         request_count = 0
+        interval = None
         if exp is not None and exp.request_count > 0:
             latency = latency_stats(exp.latencies_ms)
             request_count = exp.request_count
             warnings = cross_check(csv_stats, latency)
+            interval = exp.throughput_interval(batch_size)
         steps.append(
             StepResult(
                 load_mode=row.load_mode,
@@ -344,6 +364,7 @@ def build_steps(
                 ),
                 request_count=request_count,
                 warnings=warnings,
+                throughput_interval_per_s=None if interval is None else list(interval),
             )
         )
     for exp in by_load.values():

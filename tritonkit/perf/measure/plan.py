@@ -6,13 +6,12 @@ Pure values and helpers; :mod:`tritonkit.perf.measure.ladder` runs a plan.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from tritonkit.errors import ConfigError
+from tritonkit.perf.measure.folders import run_folder
 
 __all__ = ["LadderPlan", "default_results_dir", "doubling_levels", "levels_from_text"]
 
@@ -125,10 +124,8 @@ def _levels(levels: str | Sequence[float]) -> list[float]:
 
 
 def default_results_dir(model: str, root: str | os.PathLike[str] = "results") -> Path:
-    """``<root>/<UTC timestamp>-<model>`` (timestamp ``YYYYmmddTHHMMSSZ``; model made path-safe)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model) or "model"
-    return Path(root) / f"{stamp}-{safe}"
+    """``<root>/<UTC timestamp>-<model>`` (see :func:`~tritonkit.perf.measure.folders.run_folder`)."""
+    return run_folder(model, root)
 
 
 def levels_from_text(text: str) -> list[float]:

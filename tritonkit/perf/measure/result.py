@@ -35,9 +35,9 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import atomic_write, read_json
+from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.perf.measure._json_dataclass import JsonDataclass, check_types
+from tritonkit.perf.measure._json_dataclass import JsonDataclass, read_record
 from tritonkit.repository.serving import serving_of
 
 __all__ = [
@@ -139,6 +139,9 @@ class StepResult(JsonDataclass):
     A step with ``error_count > 0`` or ``throughput_per_s is None`` has no valid measurement.
     ``server_lost`` is True when the server stopped answering during the step (it was probed
     after the step failed): the failures then say the server went away, not how it bore the load.
+    ``failure`` (a :class:`~tritonkit.perf.measure.failures.Failure` value) and ``failure_note``
+    (the server's or model's own message) say why a step whose perf_analyzer failed is no
+    measurement; ``None`` when it ended cleanly.
     """
 
     load_mode: str
@@ -162,11 +165,16 @@ class StepResult(JsonDataclass):
     raw_files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     server_lost: bool = False
+    failure: str | None = None
+    failure_note: str | None = None
+    throughput_interval_per_s: list[float] | None = None  # 95 % bootstrap over the measured windows
 
     @property
     def measured(self) -> bool:
-        """True when this step holds a valid measurement (stable, no errors, numbers present)."""
-        return self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
+        """True when this step holds a valid measurement (stable, no errors, numbers present, and
+        perf_analyzer ended it without failing)."""
+        return (self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
+                and self.failure is None)
 
 
 @dataclass
@@ -353,24 +361,11 @@ class PerfResult:
     def load(cls, path: str | os.PathLike[str]) -> PerfResult:
         """Read a ``result.json``; a missing or malformed file raises ``ConfigError``.
 
-        Every field's type is checked first: a value of the wrong type (a latency written as
-        text, say) is refused with the file and the field's path, before any arithmetic meets it.
+        Every field's type is checked first, and every number (finite, in range): a value of the
+        wrong type (a latency written as text, say) or a NaN throughput is refused with the file
+        and the field's path, before any arithmetic meets it.
         """
-        source = Path(path)
-        data = read_json(source, what="perf result", hint="pass a result.json written by 'tritonkit perf run'")
-        wrong = check_types(cls, data) if isinstance(data, dict) else None
-        if wrong is not None:
-            raise ConfigError(
-                f"perf result {source}: {wrong}",
-                hint="fix or remove that field, or pass a result.json written by 'tritonkit perf run'",
-            )
-        try:
-            return cls.from_dict(data)
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"perf result {source} does not match schema version {SCHEMA_VERSION}: {exc}",
-                hint="pass a result.json written by 'tritonkit perf run'",
-            ) from exc
+        return read_record(cls, path, what="perf result", hint="pass a result.json written by 'tritonkit perf run'")
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

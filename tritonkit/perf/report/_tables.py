@@ -7,10 +7,13 @@ in ``report.md`` and ``report.html`` cannot disagree.
 from __future__ import annotations
 
 import math
+import shlex
+from collections.abc import Sequence
 
 from tritonkit.perf.judge.sla import format_metric
 from tritonkit.perf.judge.verdict import CheckResult, StepVerdict, Verdict
 from tritonkit.perf.measure.result import PerfResult, StepResult
+from tritonkit.perf.metric_registry import METRICS
 
 #: Written into every report.md / report.html, so a later run knows the file is its own to replace
 #: (and never overwrites a report a person wrote in that folder).
@@ -34,6 +37,12 @@ BREAKDOWN = (
 )
 
 
+
+
+def reproduce_line(command: Sequence[str]) -> str:
+    """The command a report prints under "Reproduce", quoted for a POSIX shell (``shlex.join``):
+    a path holding ``$(…)``, spaces or quotes is pasted back as the same arguments, never run."""
+    return shlex.join(command)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -102,18 +111,15 @@ def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:
     return rows
 
 
+# The registry's metrics shown per step, in column order (their headers come from the registry).
+_STEP_COLUMNS = ("throughput", "p50", "p90", "p95", "p99", "mean", "queue", "errors")
+
+
 def step_rows(result: PerfResult, verdict: Verdict | None) -> tuple[list[str], list[list[str]]]:
     kind = result.steps[0].load_mode if result.steps else "concurrency"
     header = [
         load_label(kind),
-        "throughput (infer/s)",
-        "p50 (ms)",
-        "p90 (ms)",
-        "p95 (ms)",
-        "p99 (ms)",
-        "mean (ms)",
-        "queue (ms)",
-        "errors",
+        *(str(METRICS[name].column) for name in _STEP_COLUMNS),
         "generator CPU (% of cores)",
         "SLA",
     ]

@@ -7,37 +7,42 @@ module only gathers the values it shows, from the same rows the Markdown report 
 from __future__ import annotations
 
 import base64
+import re
 from functools import cache
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.measure.result import PerfResult
-from tritonkit.perf.report._tables import (
-    PLOT_NAMES,
-    REPORT_MARKER,
-    check_cells,
-    check_sentence,
-    fmt,
-    metadata_rows,
-    notes_of,
-    step_rows,
-)
+from tritonkit.perf.report import _tables as tables
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "render_page"]
 
 _TEMPLATE = "report.html.j2"
 
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("tritonkit.perf.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,  # a misspelt field fails the render, not the reader
         keep_trailing_newline=True,
     )
+    environment.filters["inline"] = _inline
+    return environment
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> markupsafe.Markup:
+    """The text a report shares with its Markdown twin, escaped, with ``**bold**`` and ```code``` kept."""
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(_CODE.sub(r"<code>\1</code>", _BOLD.sub(r"<strong>\1</strong>", escaped)))
 
 
 def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes] | None) -> dict[str, Any]:
@@ -46,14 +51,14 @@ def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes
     closest_miss = None
     if verdict is not None and verdict.knee is not None:
         knee_table = {
-            "header": ["constraint", "limit", f"measured at the knee ({fmt(verdict.knee.load)})", "headroom"],
-            "rows": [check_cells(c) for c in verdict.knee.checks],
+            "header": ["constraint", "limit", f"measured at the knee ({tables.fmt(verdict.knee.load)})", "headroom"],
+            "rows": [tables.check_cells(c) for c in verdict.knee.checks],
         }
     elif verdict is not None and verdict.binding is not None:
-        closest_miss = check_sentence(verdict.binding)
+        closest_miss = tables.check_sentence(verdict.binding)
     steps = None
     if result.steps:
-        header, rows = step_rows(result, verdict)
+        header, rows = tables.step_rows(result, verdict)
         steps = {"header": header, "rows": rows}
     return {
         "model": m.model,
@@ -62,16 +67,16 @@ def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes
         else {"status": verdict.status, "exit_code": verdict.exit_code, "summary": verdict.summary()},
         "knee_table": knee_table,
         "closest_miss": closest_miss,
-        "metadata": [list(r) for r in metadata_rows(result)],
+        "metadata": [list(r) for r in tables.metadata_rows(result)],
         "steps": steps,
-        "notes": notes_of(result),
+        "notes": tables.notes_of(result),
         "plots": [
             {"caption": caption, "data": base64.b64encode(plots[name]).decode("ascii")}
-            for name, caption in PLOT_NAMES.items()
+            for name, caption in tables.PLOT_NAMES.items()
             if plots and name in plots
         ],
-        "command": " ".join(m.command) if m.command else None,
-        "marker": REPORT_MARKER,
+        "command": tables.reproduce_line(m.command) if m.command else None,
+        "marker": tables.REPORT_MARKER,
     }
 
 
@@ -80,4 +85,9 @@ def render_html(result: PerfResult, verdict: Verdict | None, plots: dict[str, by
 
     ``verdict`` is ``None`` for a run without an SLA.
     """
-    return _environment().get_template(_TEMPLATE).render(_context(result, verdict, plots))
+    return render_page(_TEMPLATE, _context(result, verdict, plots))
+
+
+def render_page(template: str, context: dict[str, Any]) -> str:
+    """Render one of the package's report templates (autoescaped, strict about missing fields)."""
+    return _environment().get_template(template).render(context)

@@ -14,6 +14,7 @@ from tritonkit.perf.report._tables import (
     fmt,
     metadata_rows,
     notes_of,
+    reproduce_line,
     step_rows,
 )
 
@@ -66,7 +67,7 @@ def render_markdown(result: PerfResult, verdict: Verdict | None, *, plots_dir: s
         lines += ["", "## Plots", ""]
         lines += [f"![{caption}]({plots_dir}/{name}.png)" for name, caption in PLOT_NAMES.items()]
     if m.command:
-        lines += ["", "## Reproduce", "", "```", " ".join(m.command), "```"]
+        lines += ["", "## Reproduce", "", "```", reproduce_line(m.command), "```"]
     lines += ["", f"<!-- {REPORT_MARKER} -->"]
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,129 @@
+"""Any streaming model on Triton: known interfaces chosen as data, and per-response timing for the rest.
+
+The pure tests read input names and exported responses shaped like the real ones (the vLLM
+backend's inputs are those of triton-inference-server/vllm_backend ``src/model.py``); the server
+test streams from a custom decoupled python model written here, whose timing and responses are
+set by construction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.pymodels import write_python_model
+from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.metrics import count_output_tokens
+from tritonkit.perf.llm.prompts import detect_layout, synthetic_prompts, write_llm_input_data
+from tritonkit.perf.llm.run import LLMPlan, run_llm
+from tritonkit.server import TritonServer
+
+VLLM_INPUTS = ["text_input", "image", "stream", "sampling_parameters", "exclude_input_in_output",
+               "return_finish_reason", "return_logprobs"]
+
+
+def test_a_vllm_backend_model_gets_its_interface_and_requests_in_its_shape(tmp_path: Path) -> None:
+    layout = detect_layout(VLLM_INPUTS, max_batch_size=0, model="vllm_model", decoupled=True)
+    assert layout.name == "vllm" and layout.stream_input == "stream" and "vLLM" in layout.description
+    prompts = synthetic_prompts(2, input_tokens_mean=4, output_tokens_mean=7)
+    [entry, _] = json.loads(write_llm_input_data(tmp_path / "in.json", prompts, layout, streaming=True).read_text())["data"]
+    assert entry["text_input"] == [prompts[0].text] and entry["stream"] == [True]
+    assert json.loads(entry["sampling_parameters"][0]) == {"max_tokens": 7, "ignore_eos": True}
+    assert entry["exclude_input_in_output"] == [True]  # else the prompt's text would count as output
+
+
+def test_a_text_in_text_out_model_and_a_named_interface() -> None:
+    assert detect_layout(["text_input"], max_batch_size=0, model="m").name == "text_io"
+    assert detect_layout(["text_input", "max_tokens"], max_batch_size=0, model="m", interface="text_io").name == "text_io"
+    with pytest.raises(ConfigError, match="lacks the ids interface's inputs input_ids"):
+        detect_layout(["text_input"], max_batch_size=0, model="m", interface="ids")
+    with pytest.raises(ConfigError, match="unknown LLM interface"):
+        detect_layout(["text_input"], max_batch_size=0, model="m", interface="openai")
+
+
+def test_a_decoupled_model_of_no_known_interface_is_timed_per_response() -> None:
+    layout = detect_layout(["INPUT0"], max_batch_size=0, model="m", decoupled=True)
+    assert layout.name == "generic" and not layout.sends_prompts
+    with pytest.raises(ConfigError, match="not decoupled"):
+        detect_layout(["INPUT0"], max_batch_size=0, model="m", decoupled=False)
+
+
+def test_a_response_with_only_log_probs_or_nothing_is_not_a_token() -> None:
+    text = [{"text_output": "a", "cum_log_probs": [-0.1]}, {"text_output": "", "cum_log_probs": [-0.2]},
+            {"text_output": "b"}, {}]
+    assert count_output_tokens(text) == ((1, 0, 1, 0), "responses")
+    vllm = [{"text_output": ["x"], "logprobs": ["{}"]}, {"text_output": [""], "logprobs": ["{}"], "finish_reason": ["stop"]}]
+    assert count_output_tokens(vllm) == ((1, 0), "responses")
+    unknown = [{"OUT": [1.0], "LOGPROB": [-1.0]}, {"LOGPROB": [-1.0]}, {}]
+    assert count_output_tokens(unknown) == ((1, 0, 0), "responses")
+
+
+FIRST_MS, INTERVAL_MS, RESPONSES = 60.0, 25.0, 5
+
+_CONFIG = """
+name: "stream_any"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [
+  { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] },
+  { name: "LOGPROB" data_type: TYPE_FP32 dims: [ 1 ] }
+]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+# Per request: RESPONSES responses with OUT, then one with only LOGPROB, then the empty final one.
+_MODEL = f"""
+import threading
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self.stream, args=(request.get_response_sender(),), daemon=True).start()
+        return None
+
+    def stream(self, sender):
+        start = time.monotonic()
+        for k in range({RESPONSES}):
+            wait = start + ({FIRST_MS} + k * {INTERVAL_MS}) / 1000.0 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))]))
+        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("LOGPROB", np.array([-1.0], dtype=np.float32))]))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    repo = tmp_path_factory.mktemp("stream_any_repo")
+    write_python_model(repo, "stream_any", config_pbtxt=_CONFIG, model_py=_MODEL)
+    with TritonServer(repo) as running:
+        yield running
+
+
+@pytest.mark.server
+@pytest.mark.perf_analyzer
+def test_a_custom_decoupled_model_gets_time_to_first_response_and_inter_response_latency(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    result = run_llm("stream_any", server.grpc_url, synthetic_prompts(1), LLMPlan(concurrency=(2,), requests_per_level=6),
+                     results_dir=tmp_path)
+    assert result.streaming and "any decoupled model" in result.layout
+    [step] = result.steps
+    m = step.metrics
+    assert m is not None and step.measured, (step.failure_note, step.warnings)
+    assert m.answered_count == 6 and m.token_source == "responses"
+    # Exactly the responses with new output: not the log-prob one, not the empty final one.
+    assert m.output_tokens is not None and m.output_tokens.min == m.output_tokens.max == RESPONSES
+    assert m.ttft_ms is not None and m.ttft_ms.min >= FIRST_MS  # the model never answers sooner
+    assert m.itl_ms is not None and m.itl_ms.min >= INTERVAL_MS * 0.9
+    assert not (tmp_path / "inputs.json").exists()  # perf_analyzer made the inputs from the metadata

@@ -1,0 +1,135 @@
+"""How an LLM load test is asked for: one frozen settings value, the contract between CLI and library.
+
+``tritonkit perf run MODEL --llm`` builds an :class:`LLMSettings` from its options and hands it to
+:func:`tritonkit.perf.run.run_llm_perf`; a library user builds the same value. Text fields keep
+the command line's spelling (``"128:16"``, ``"2s"``, ``"ttft=500ms"``) and are read here, once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tritonkit.errors import ConfigError
+from tritonkit.repository.units import to_microseconds
+
+if TYPE_CHECKING:
+    from tritonkit.perf.judge.sla import SLA
+    from tritonkit.perf.llm.metrics import GoodputSLO
+    from tritonkit.perf.llm.prompts import Prompt
+    from tritonkit.perf.llm.run import LLMPlan
+    from tritonkit.perf.llm.tokens import TokenCounter
+
+__all__ = ["LLMSettings", "parse_goodput"]
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """One LLM load test's knobs.
+
+    ``prompts``: a JSONL prompt file (else synthetic prompts of ``input_tokens`` /
+    ``output_tokens`` = ``MEAN[:STDDEV]``, ``num_prompts`` of them from ``seed``). ``traffic``: a
+    traffic shape (``'spike:2/s,20/s,5,3,10'``…) instead of the ``concurrency`` levels
+    (``"1,2,4"`` or ``"1:16"``), ``requests`` per level. ``stream``: ``None`` streams exactly when
+    the model is decoupled. ``client_deadline`` (``'2s'``) and ``goodput``
+    (``'ttft=500ms,itl=40ms'``; default: the SLA's bounds). ``settle_s``: how long the server is
+    still watched after a shape; ``timeout_s``: the limit of one perf_analyzer step.
+    ``interface``: the request interface by name (``text``, ``ids``, ``vllm``, ``text_io``,
+    ``generic``; default: chosen from the model's inputs). ``tokenizer``: the model's
+    ``tokenizer.json`` (or its folder): prompt lengths are then its tokens, not words.
+    """
+
+    prompts: Path | None = None
+    input_tokens: str = "128"
+    output_tokens: str = "64"
+    num_prompts: int = 100
+    seed: int = 0
+    traffic: str | None = None
+    requests: int = 32
+    stream: bool | None = None
+    client_deadline: str | None = None
+    goodput: str | None = None
+    settle_s: float = 2.0
+    concurrency: str = "1"
+    timeout_s: float = 600.0
+    interface: str | None = None
+    tokenizer: Path | None = None
+
+    def levels(self) -> tuple[int, ...]:
+        """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
+        from tritonkit.perf.measure.plan import levels_from_text
+
+        if self.traffic:
+            return (1,)
+        levels = tuple(int(v) for v in levels_from_text(self.concurrency or "1"))
+        if any(level < 1 for level in levels):
+            raise ConfigError(f"concurrency levels must be >= 1, got {list(levels)}", hint="e.g. --concurrency 1,2,4")
+        return levels
+
+    def load_prompts(self) -> tuple[list[Prompt], str]:
+        """The prompts to send and a line saying where they came from."""
+        from tritonkit.perf.llm.prompts import load_prompts, synthetic_prompts
+
+        counter = self.token_counter()
+        counted = f"; lengths counted by {self.tokenizer}" if self.tokenizer is not None else "; lengths in words"
+        if self.prompts is not None:
+            return load_prompts(self.prompts, tokenizer=counter), f"{self.prompts}{counted}"
+        isl, isl_sd = _mean_spread(self.input_tokens, "--input-tokens")
+        osl, osl_sd = _mean_spread(self.output_tokens, "--output-tokens")
+        prompts = synthetic_prompts(self.num_prompts, input_tokens_mean=isl, input_tokens_stddev=isl_sd,
+                                    output_tokens_mean=osl, output_tokens_stddev=osl_sd, seed=self.seed,
+                                    tokenizer=counter)
+        return prompts, (f"synthetic (seed {self.seed}, {self.num_prompts} prompts, input {self.input_tokens}, "
+                         f"output {self.output_tokens} tokens{counted})")
+
+    def token_counter(self) -> TokenCounter | None:
+        """The model's tokenizer as a counter (``None`` without ``tokenizer``)."""
+        from tritonkit.perf.llm.tokens import load_tokenizer
+
+        return load_tokenizer(self.tokenizer) if self.tokenizer is not None else None
+
+    def plan(self, sla: SLA | None) -> LLMPlan:
+        """The :class:`~tritonkit.perf.llm.run.LLMPlan` these settings ask for (checked)."""
+        from tritonkit.perf.llm.judge import goodput_slo_from_sla
+        from tritonkit.perf.llm.run import LLMPlan
+        from tritonkit.perf.llm.shapes import parse_shape
+
+        shape = parse_shape(self.traffic) if self.traffic else None
+        if self.requests < 1:
+            raise ConfigError(f"--requests must be >= 1, got {self.requests}")
+        goodput = parse_goodput(self.goodput) if self.goodput else goodput_slo_from_sla(sla)
+        deadline = _ms(self.client_deadline, "--client-deadline") if self.client_deadline else None
+        return LLMPlan(concurrency=self.levels(), requests_per_level=self.requests, shape=shape, goodput_slo=goodput,
+                       client_deadline_ms=deadline, settle_s=self.settle_s, step_timeout_s=self.timeout_s)
+
+    def describe_load(self) -> str:
+        """The load in words (``--dry-run``)."""
+        return self.traffic or f"concurrency {', '.join(map(str, self.levels()))} × {self.requests} requests"
+
+
+def _mean_spread(text: str, what: str) -> tuple[float, float]:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(?::\s*(\d+(?:\.\d*)?)\s*)?", text)
+    if match is None:
+        raise ConfigError(f"{what} {text!r} is not MEAN[:STDDEV]", hint="e.g. 128 or 128:16 (tokens)")
+    return float(match.group(1)), float(match.group(2) or 0.0)
+
+
+def _ms(text: str, what: str) -> float:
+    return to_microseconds(text.strip(), field=what) / 1000.0
+
+
+def parse_goodput(text: str) -> GoodputSLO:
+    """``'ttft=500ms,itl=40ms,latency=2s'`` → ``GoodputSLO``."""
+    from tritonkit.perf.llm.metrics import GoodputSLO
+
+    names = {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "latency_ms"}
+    values: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in names:
+            raise ConfigError(f"cannot read goodput objective {part!r}", hint="use ttft=500ms,itl=40ms,latency=2s")
+        values[names[key]] = _ms(value, f"--goodput {key}")
+    return GoodputSLO(**values)

@@ -1,0 +1,147 @@
+"""Why a perf_analyzer step failed: one classification, with the server's or model's own message.
+
+Classic ladder steps, LLM steps and the sweep read the same answer. :func:`classify` looks at
+what perf_analyzer printed, how it ended, and whether the server still answers, and returns a
+:class:`Failure` with the most specific message it can find — the model's own exception text, the
+python stub that died, the option perf_analyzer refused — instead of one catch-all line.
+
+Evidence (tritonserver 2.51, perf_analyzer 2.60, seen on these machines):
+
+* a python model that raises: ``Thread [0] had error: Failed to process the request(s) for model
+  'm_0_0', message: RuntimeError: <the model's text>`` and exit 99;
+* a python stub that dies (``os._exit`` in ``execute``): ``Thread [0] had error: Stub process
+  'm_0_0' is not healthy.`` and exit 99;
+* a model slower than the step's time limit: no line at all; the supervisor stops it (timeout);
+* a usage mistake: exit 3, or an ``Error: …`` line with nothing measured on stdout.
+
+Every :class:`StepError` (a ``PerfError``) carries ``.failure`` (a :class:`Failure`, a ``str``) and
+``.server_message``; ``str(exc)`` says both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from tritonkit.errors import PerfError, PerfTimeoutError
+
+__all__ = ["Failure", "Diagnosis", "StepError", "StepTimeoutError", "classify", "diagnose_request_errors"]
+
+
+class Failure(str, Enum):
+    """The kinds of failed step (values are what ``result.json`` stores)."""
+
+    TIMEOUT = "timeout"  # no end within the step's time limit: the model (or the server) is too slow
+    MODEL_CRASH = "model_crash"  # the model's process (a python stub) died
+    MODEL_ERROR = "model_error"  # the model answered with an error (raised an exception)
+    REQUEST_ERRORS = "request_errors"  # requests failed for another reason the server gave
+    REFUSED_OPTIONS = "refused_options"  # perf_analyzer refused its command line: nothing was sent
+    MODEL_UNAVAILABLE = "model_unavailable"  # the server answers but does not serve the model (ready)
+    SERVER_LOST = "server_lost"  # the server stopped answering
+    KILLED = "killed"  # perf_analyzer was killed by a signal it did not get from tritonkit
+    TOOL_ERROR = "tool_error"  # perf_analyzer failed for a reason it did not explain
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A failure and the most specific message found for it."""
+
+    failure: Failure
+    message: str
+
+
+class StepError(PerfError):
+    """A perf_analyzer step that failed, classified: ``failure`` and the server's or model's message."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        failure: Failure,
+        server_message: str = "",
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, returncode=returncode, stderr_tail=stderr_tail, hint=hint)
+        self.failure = failure
+        self.server_message = server_message
+
+
+class StepTimeoutError(StepError, PerfTimeoutError):
+    """A step that passed its time limit (``failure`` is :attr:`Failure.TIMEOUT`)."""
+
+
+_MODEL_ERROR_RE = re.compile(r"Failed to process the request\(s\) for model '(?P<model>[^']*)', message: (?P<msg>.*)")
+_STUB_RE = re.compile(r"Stub process '(?P<model>[^']*)' is not healthy\.?|"
+                      r"(?P<exited>stub process (?:has )?(?:exited|died|crashed)[^\n]*)", re.IGNORECASE)
+_HAD_ERROR_RE = re.compile(r"^Thread \[\d+\] had error: (?P<msg>.*)$", re.MULTILINE)
+_CONNECTION = ("failed to connect", "connection refused", "socket closed", "unavailable", "connection reset",
+               "broken pipe", "unreachable")
+
+
+def _instance(name: str) -> str:
+    """``'m_0_0'`` (Triton's instance name) → ``'m'``."""
+    return re.sub(r"_\d+_\d+$", "", name)
+
+
+def diagnose_request_errors(console: str) -> Diagnosis | None:
+    """What the ``had error`` lines of a step say, most specific first (``None``: there are none)."""
+    stub = _STUB_RE.search(console)
+    if stub is not None:
+        model = stub.group("model")
+        where = f"model '{_instance(model)}'" if model else "the model"
+        return Diagnosis(Failure.MODEL_CRASH, f"the python stub of {where} crashed ({stub.group(0).strip()})")
+    error = _MODEL_ERROR_RE.search(console)
+    if error is not None:
+        return Diagnosis(Failure.MODEL_ERROR,
+                         f"model '{_instance(error.group('model'))}' raised: {error.group('msg').strip()}")
+    lines = [m.group("msg").strip() for m in _HAD_ERROR_RE.finditer(console)]
+    if not lines:
+        return None
+    if any(marker in line.lower() for line in lines for marker in _CONNECTION):
+        return Diagnosis(Failure.SERVER_LOST, f"the server dropped the connection: {lines[-1]}")
+    return Diagnosis(Failure.REQUEST_ERRORS, lines[-1])
+
+
+def classify(
+    console: str,
+    *,
+    returncode: int | None,
+    option_error: str | None = None,
+    timed_out: bool = False,
+    timeout_s: float | None = None,
+    server_reachable: bool | None = None,
+    model_ready: bool | None = None,
+    model: str = "",
+) -> Diagnosis:
+    """Why a step whose perf_analyzer did not exit 0 failed.
+
+    The model's own words win: a crashed stub or a raised exception is named as such even when
+    perf_analyzer also printed something about its options. Options count as refused only when
+    the server still answers and serves the model ready (``server_reachable`` / ``model_ready``:
+    ``None`` when not asked); otherwise the tool's last error line is the server's answer.
+    """
+    requests = diagnose_request_errors(console)
+    if requests is not None and requests.failure is not Failure.SERVER_LOST:
+        return requests
+    if server_reachable is False or requests is not None:
+        return requests or Diagnosis(Failure.SERVER_LOST, "the server stopped answering during the step")
+    lines = [line.strip() for line in console.splitlines() if line.strip().lower().startswith("error")]
+    said = option_error or (lines[-1].removeprefix("Error:").removeprefix("error:").strip() if lines else "")
+    if model_ready is False:
+        who = f"model '{model}'" if model else "the model"
+        return Diagnosis(Failure.MODEL_UNAVAILABLE, f"the server does not serve {who} ready" + (f": {said}" if said else ""))
+    if timed_out:
+        limit = f" within {timeout_s:g} s" if timeout_s is not None else ""
+        who = f"model '{model}'" if model else "the model"
+        return Diagnosis(Failure.TIMEOUT, f"{who} did not answer{limit} (the step was stopped)")
+    if returncode is not None and returncode < 0:
+        return Diagnosis(Failure.KILLED, f"perf_analyzer was killed by signal {-returncode}")
+    if returncode == 3 or option_error:
+        return Diagnosis(Failure.REFUSED_OPTIONS, option_error or "perf_analyzer refused its options")
+    return Diagnosis(Failure.TOOL_ERROR, lines[-1] if lines else f"perf_analyzer exited with status {returncode}")
