@@ -48,7 +48,15 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.perf import LadderPlan, PerfSpec, parse_sla, run_ladder
 from tritonkit.perf.run import ladder_check
-from tritonkit.perf.sweep import SweepGrid, Variant, VariantOutcome, apply_variant, choose_winner, run_sweep
+from tritonkit.perf.sweep import (
+    SweepGrid,
+    SweepSettings,
+    Variant,
+    VariantOutcome,
+    apply_variant,
+    choose_winner,
+    run_sweep,
+)
 from tritonkit.perf.sweep.driver import step_points
 from tritonkit.perf.sweep.live import LiveModel
 from tritonkit.perf.sweep.variants import variant_grid
@@ -116,8 +124,9 @@ def plan() -> LadderPlan:
 def run_tritonkit(work: Path) -> dict[str, Any]:
     repo = make_repo(work / "tritonkit")
     started = time.monotonic()
-    result = run_sweep(repo, MODEL, sla=SLA_TEXT, grid=SweepGrid(instances=INSTANCES, max_batch_sizes=MAX_BATCH,
-                       windows_us=[0]), concurrency=LEVELS, out=work / "tritonkit" / "sweep", write_back=False)
+    settings = SweepSettings(sla=SLA_TEXT, grid=SweepGrid(instances=INSTANCES, max_batch_sizes=MAX_BATCH),
+                             concurrency=LEVELS, out=work / "tritonkit" / "sweep", write_back=False)
+    result = run_sweep(repo, MODEL, settings)
     wall_s = time.monotonic() - started
     winner = result.search.winner
     score = winner.score() if winner else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -22,6 +21,7 @@ from tritonkit.perf.sweep import (
     SweepEvent,
     SweepGrid,
     SweepResult,
+    SweepSettings,
     parse_instances,
     parse_max_batch_sizes,
     parse_preferred,
@@ -56,11 +56,16 @@ class SweepPrinter:
         if self.tty:
             if event.kind == "written":
                 return  # the summary says it, with the restore command
+            if event.kind == "warning":
+                click.echo(f"warning: {event.message}", err=True)
+                return
             counted = event.kind in ("start", "measured", "resumed", "load_failed", "failed")
             counter = f"[{event.done}/{event.done + event.left}] " if counted else "  "
             eta = f" — ETA ≤ {_clock(event.eta_s)}" if event.kind == "start" and event.eta_s is not None else ""
             click.echo(f"{counter}{event.message}{eta}".rstrip() if event.kind != "server" else event.message,
                        err=True)
+        elif self.lines and event.kind == "warning":
+            _kv("sweep_warning", message=event.message)
         elif self.lines and event.kind not in ("start", "note", "server"):
             _kv("sweep_" + event.kind, variant=event.variant, done=event.done, left=event.left,
                 eta_s=None if event.eta_s is None else round(event.eta_s, 1),
@@ -79,10 +84,12 @@ class SweepPrinter:
                 p99_ms=round(score.p99_ms, 3) if score else None, load=score.load if score else None,
                 ratio_to_default=round(result.ratio_to_default, 3) if result.ratio_to_default else None,
                 measured=result.counts()["measured"], pruned=result.counts()["pruned"],
-                load_failed=result.counts()["load_failed"], resumed=len(result.resumed),
+                load_failed=result.counts()["load_failed"], failed=result.counts()["failed"],
+                resumed=len(result.resumed),
                 wall_s=round(result.wall_s, 1), report=result.report_path,
                 config=result.write_back.config_path if result.write_back else None,
                 backup=result.write_back.backup_path if result.write_back else None)
+            _kv("sweep_time", **{f"{k}_s": v for k, v in result.time_breakdown().items()})
             return
         click.echo(result.headline())
         if result.write_back is not None and result.write_back.backup_path is not None:
@@ -93,7 +100,11 @@ class SweepPrinter:
             click.echo(f"{result.write_back.config_path} already holds the winner; nothing written")
         click.echo(f"report: {result.report_path} (plot {result.plot_path}); "
                    f"{result.counts()['measured']} measured, {result.counts()['pruned']} pruned, "
-                   f"{len(result.resumed)} reused, {result.wall_s:.1f} s")
+                   f"{result.counts()['failed']} failed, {len(result.resumed)} reused, {result.wall_s:.1f} s")
+        click.echo(result.breakdown_text())
+
+
+_D = SweepSettings.default
 
 
 @click.command("sweep")
@@ -102,23 +113,30 @@ class SweepPrinter:
 @click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
 @click.option("--instances", default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
-@click.option("--max-batch-size", "max_batch", default=None, help="Max batch sizes to try, e.g. 1,2,4,8.")
+@click.option("--max-batch-size", "max_batch", default=None,
+              help="Max batch sizes to try, e.g. 1,2,4,8 (turns the dynamic batcher on, 0 ms window, unless "
+                   "--batch-window says otherwise).")
 @click.option("--batch-window", default=None,
               help="Dynamic batching windows to try, e.g. 0,5ms,10ms,20ms ('off': no dynamic batcher).")
 @click.option("--preferred-batch", default=None,
               help="Preferred batch size options: none, a size, sizes joined by + (2+8), or max.")
 @click.option("--concurrency", default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
 @click.option("--request-rate", default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
-@click.option("--window-ms", type=int, default=500, show_default=True,
+@click.option("--window-ms", type=int, default=_D("step_window_ms"), show_default=True,
               help="perf_analyzer measurement window; a step needs three agreeing windows.")
-@click.option("--warmup-s", type=float, default=0.5, show_default=True,
+@click.option("--warmup-s", type=float, default=_D("warmup_s"), show_default=True,
               help="Unrecorded load after each variant is loaded.")
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
-@click.option("--tie-tolerance", type=float, default=5.0, show_default=True,
+@click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
+@click.option("--rate-tolerance", type=float, default=100 * _D("rate_tolerance"), show_default=True,
+              help="With --request-rate, a step meets the SLA only if the server carried the offered rate "
+                   "less this many percent.")
+@click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
+              help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Sweep folder (default results/<UTC>-<model>-sweep); re-running into it resumes.")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=_D("results_root"),
               show_default=True)
 @click.option("--no-write-back", is_flag=True, help="Leave the repository's config.pbtxt as it is.")
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
@@ -128,19 +146,20 @@ class SweepPrinter:
 def sweep_command(
     repo: Path, model: str, sla_text: str, instances: str | None, max_batch: str | None,
     batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
-    window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, out_dir: Path | None,
-    results_root: Path, no_write_back: bool, input_data: str | None, shapes: tuple[str, ...],
-    as_json: bool, quiet: bool,
+    window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
+    max_gpu_memory_mb: float | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
+    input_data: str | None, shapes: tuple[str, ...], as_json: bool, quiet: bool,
 ) -> None:
     """Find the configuration of MODEL (in REPO) that carries the most load within the SLA.
 
     One tritonserver serves REPO with explicit model control for the whole sweep; each variant
     is loaded with its config, warmed up, load-tested with the real perf_analyzer and unloaded.
     The default config is measured first, then a first guess, then only variants that could
-    still win; --exhaustive measures them all. The winner is written into REPO/MODEL/config.pbtxt
-    (the old file kept beside it as config.pbtxt.orig-<UTC>) and a report with a
-    throughput-vs-p99 plot goes to the sweep folder. Exit status: 0 a configuration meets the
-    SLA, 1 none does, 2 could not measure.
+    still win; --exhaustive measures them all. The sweep folder and the model folder are locked
+    while it runs. The winner is written into REPO/MODEL/config.pbtxt (the old file kept beside
+    it as config.pbtxt.orig-<UTC>) after the report with a throughput-vs-p99 plot is written to
+    the sweep folder. Exit status: 0 a configuration meets the SLA, 1 none does, 2 could not
+    measure (a variant failed, a folder is locked by another sweep, the disk is full, ...).
 
     \b
     Example:
@@ -155,16 +174,17 @@ def sweep_command(
     )
     spec = PerfSpec(model=model, url="127.0.0.1:8001", input_data=input_data,
                     shapes=PerfSpec.shapes_from_text(shapes))
+    settings = SweepSettings(
+        sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
+        step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
+        results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
+        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec,
+    ).with_out(model)
+    folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)
-    folder = out_dir or results_root / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}-sweep")
     try:
         with sigterm_as_interrupt():
-            result = run_sweep(
-                repo, model, sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
-                step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=folder,
-                results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-                spec=spec, on_event=printer.event,
-            )
+            result = run_sweep(repo, model, settings, on_event=printer.event)
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished variants are kept in {folder}; run the same command with "
                    f"--out {shlex.quote(str(folder))} to resume", err=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonkit._fs import atomic_write
-from tritonkit.perf.sweep.search import STATUS_MEASURED, VariantOutcome, pareto_front
+from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
+from tritonkit.perf.sweep.search import pareto_front
 
 if TYPE_CHECKING:
     from tritonkit.perf.sweep.run import SweepResult
