@@ -19,7 +19,7 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import user_path_errors
+from tritonkit._fs import path_error
 from tritonkit._lock import FolderLock, LockedError
 from tritonkit.errors import ConfigError
 from tritonkit.perf import PerfSpec
@@ -199,6 +199,16 @@ def _config_key(base: mc.ModelConfig) -> str:
 
 
 @contextlib.contextmanager
+def _os_errors(action: str, where: Path) -> Iterator[None]:
+    """An ``OSError`` (disk full, read-only, permissions) as a ``ConfigError`` naming the file, or
+    ``where`` when the error names none (a failed ``write`` has no file name)."""
+    try:
+        yield
+    except OSError as exc:
+        raise path_error(exc, action, exc.filename or where) from exc
+
+
+@contextlib.contextmanager
 def _locks(out_dir: Path, model_dir: Path, model: str, *, write_back: bool,
            emit: Callable[[SweepEvent], None]) -> Iterator[None]:
     """Hold the sweep folder and the model folder for the whole sweep: a second sweep into either
@@ -266,7 +276,7 @@ def run_sweep(
     out_dir = settings.out_dir(model)
     warnings = grid_warnings(variants)
     with _locks(out_dir, repo_path / model, model, write_back=settings.write_back, emit=emit), \
-            user_path_errors("write the sweep's results"):
+            _os_errors("write the sweep's results", out_dir):
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)
@@ -284,7 +294,7 @@ def run_sweep(
         store.write_summary(sweep.to_dict())
     if pending is not None:
         # Last, and only once everything above is on disk: the repository changes or stays as it was.
-        with user_path_errors("write the winner into the repository", config_path):
+        with _os_errors("write the winner into the repository", config_path):
             written = pending.commit()
         if written.backup_path is not None:
             emit(SweepEvent("written", f"winner written to {written.config_path}; previous config kept as "
@@ -410,7 +420,9 @@ class _Progress:
         else:
             kind, text = "measured", (f"{v.id}: {score.throughput_per_s:,.1f} infer/s within the SLA at load "
                                       f"{score.load:g}, p99 {score.p99_ms:.2f} ms ({outcome.duration_s:.1f} s)")
-        data = {"status": outcome.status, "duration_s": round(outcome.duration_s, 2)}
+        data: dict[str, Any] = {"status": outcome.status, "duration_s": round(outcome.duration_s, 2)}
+        if outcome.status != STATUS_MEASURED:
+            data["reason"] = outcome.reason or outcome.stop_reason
         if score is not None:
             data.update(score.to_dict())
         self.emit(SweepEvent(kind, text, variant=v.id, done=self.done, left=self._left(), eta_s=self._eta(), data=data))
