@@ -98,7 +98,7 @@ def test_a_rejected_outcome_is_kept_aside_and_a_good_one_round_trips(tmp_path: P
     _stored(tmp_path, steps=[{"load": 4, "throughput_per_s": 1e12, "p99_ms": 12.0}])
     store = SweepStore(tmp_path)
     kept = store.reject("i2-b4-w0")
-    assert kept.name == "outcome.json.rejected" and store.load("i2-b4-w0") is None
+    assert kept == tmp_path / "rejected" / "i2-b4-w0.outcome.json" and store.load("i2-b4-w0") is None
     good = VariantOutcome(Variant(1, 4, 0), steps=[StepPoint(2, 100.0, math.inf, meets_sla=False)])
     store.save(good)
     back = store.load("i1-b4-w0")

@@ -31,8 +31,8 @@ from tritonkit.server import TritonServer
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 
-FAST = ["--concurrency", "1,2,4,8", "--window-ms", "300", "--warmup-s", "0.3"]
-GRID = SweepGrid(instances=[1, 2], max_batch_sizes=[1, 4])
+FAST = ["--concurrency", "1,2,4,8", "--window-ms", "300", "--warmup-s", "0.6"]
+GRID = SweepGrid(instances=[1, 2], max_batch_sizes=[1, 4], windows_us=[0])
 BEST = "i2-b4-w0"
 
 
@@ -110,7 +110,7 @@ def test_a_model_that_raises_is_failed_with_its_own_message_in_the_line_and_the_
 
 def _start_cli_sweep(repo: Path, model: str, out: Path) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", str(repo), model, "--sla", "p99<=60ms",
-               "--instances", "1,2", "--max-batch-size", "4", "--exhaustive", "--out", str(out), *FAST]
+               "--instances", "1,2", "--max-batch-size", "4", "--batch-window", "0", "--exhaustive", "--out", str(out), *FAST]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -159,7 +159,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _settings(out: Path, **changes: object) -> SweepSettings:
-    return SweepSettings(sla="p99<=60ms", grid=GRID, concurrency="1,2,4,8", step_window_ms=300, warmup_s=0.3,
+    return SweepSettings(sla="p99<=60ms", grid=GRID, concurrency="1,2,4,8", step_window_ms=300, warmup_s=0.6,
                          out=out, **changes)  # type: ignore[arg-type]
 
 
@@ -187,13 +187,14 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
 def _fill(mount: Path, leave_bytes: int) -> None:
     reserve = mount / "reserve"
     reserve.write_bytes(b"\0" * leave_bytes)
-    with open(mount / "filler", "wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 4096)
-                handle.flush()
-        except OSError:
+    fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096) > 0:
             pass
+    except OSError:
+        pass  # ENOSPC: full
+    finally:
+        os.close(fd)
     reserve.unlink()
 
 
@@ -238,7 +239,7 @@ def test_corrupt_and_absurd_stored_results_are_rejected_by_name_and_measured_aga
     notes = [e.message for e in events if e.kind == "note"]
     assert any(str(default_file) in n and "throughput_per_s" in n and "measuring default again" in n for n in notes)
     assert any(str(winner_file) in n and "'steps'" in n for n in notes), notes
-    assert (default_file.parent / "outcome.json.rejected").is_file()
+    assert (out / "rejected" / f"{default_file.parent.name}.outcome.json").is_file()
     assert result.exit_code == 0 and result.search.winner is not None
     assert result.search.winner.variant.id == BEST, result.headline()
     default = result.search.default

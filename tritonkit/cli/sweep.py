@@ -134,6 +134,9 @@ _D = SweepSettings.default
                    "less this many percent.")
 @click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
+@click.option("--target", default=None,
+              help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
+                   "(MODEL's instances and batching are swept, the target's config is used as written).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Sweep folder (default results/<UTC>-<model>-sweep); re-running into it resumes.")
 @click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=_D("results_root"),
@@ -147,7 +150,7 @@ def sweep_command(
     repo: Path, model: str, sla_text: str, instances: str | None, max_batch: str | None,
     batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
-    max_gpu_memory_mb: float | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
+    max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
     input_data: str | None, shapes: tuple[str, ...], as_json: bool, quiet: bool,
 ) -> None:
     """Find the configuration of MODEL (in REPO) that carries the most load within the SLA.
@@ -165,6 +168,8 @@ def sweep_command(
     Example:
       tritonkit perf sweep model_repository resnet --sla 'p99<=50ms' \\
           --instances 1,2 --max-batch-size 1,4,8 --batch-window 0,5ms,10ms --concurrency 1:32
+      tritonkit perf sweep model_repository preprocessing --target ensemble \\
+          --sla 'p99<=200ms' --instances 1,2,4
     """
     grid = SweepGrid(
         instances=parse_instances(instances) if instances else None,
@@ -172,13 +177,13 @@ def sweep_command(
         windows_us=parse_windows(batch_window) if batch_window else None,
         preferred=parse_preferred(preferred_batch) if preferred_batch else None,
     )
-    spec = PerfSpec(model=model, url="127.0.0.1:8001", input_data=input_data,
+    spec = PerfSpec(model=target or model, url="127.0.0.1:8001", input_data=input_data,
                     shapes=PerfSpec.shapes_from_text(shapes))
     settings = SweepSettings(
         sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec,
+        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
     ).with_out(model)
     folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)

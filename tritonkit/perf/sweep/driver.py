@@ -101,6 +101,8 @@ class VariantMeter:
     """Everything needed to measure variants of one model on one running server.
 
     ``rate_tolerance``/``max_gpu_memory_mb`` judge steps as :func:`step_points` says.
+    ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
+    names it), an ensemble or BLS model calling the swept one.
     """
 
     live: LiveModel
@@ -113,9 +115,21 @@ class VariantMeter:
     load_timeout_s: float = 120.0
     rate_tolerance: float = 0.05
     max_gpu_memory_mb: float | None = None
+    target: LiveModel | None = None
+    target_config: mc.ModelConfig | None = None
+
+    def load_target(self) -> None:
+        """Load the load target (an ensemble or BLS model calling the swept one) as written; its
+        composing models come from their folders and are then replaced variant by variant."""
+        if self.target is not None and self.target_config is not None:
+            self.target.load(self.target_config, timeout_s=self.load_timeout_s)
 
     def _load(self, variant: Variant) -> None:
         self.live.load(apply_variant(self.base, variant), timeout_s=self.load_timeout_s)
+        if self.target_config is not None and self.target_config.platform == "ensemble":
+            # The server marks an ensemble unavailable while a composing model is unloaded; loading
+            # it again checks it against this variant (e.g. its max batch) and makes it ready.
+            self.load_target()
 
     def _unload(self) -> None:
         # Best effort: a server that died is reported by the next load, not by this.
@@ -136,7 +150,7 @@ class VariantMeter:
 
     def stored(self, variant: Variant) -> VariantOutcome | None:
         """The finished outcome of ``variant`` from an earlier run, if one is stored and valid; a
-        corrupt one is set aside (``outcome.json.rejected``), said, and measured again."""
+        corrupt one is set aside (``OUT/rejected/``), said, and measured again."""
         try:
             return self.store.load(variant.knobs_id)
         except StoredResultError as exc:

@@ -80,6 +80,7 @@ class SweepResult:
     plot_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
     server_start_s: float = 0.0
+    target: str | None = None
 
     @property
     def failed(self) -> list[VariantOutcome]:
@@ -149,9 +150,10 @@ class SweepResult:
         if winner is None or score is None:
             return f"No variant meets the SLA {self.sla_text}; {default_text}.{failed}"
         ratio = self.ratio_to_default
+        on = f" on {self.target}" if self.target and self.target != self.model else ""
         versus = f" — {ratio:.2f}× the default" if ratio is not None else f"; {default_text}"
         return (f"Winner {winner.variant.id} ({winner.variant.describe()}): {score.throughput_per_s:,.1f} infer/s "
-                f"within the SLA {self.sla_text} at {unit} {score.load:g}, p99 {score.p99_ms:.2f} ms{versus}"
+                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{versus}"
                 + (f" ({default_text})." if ratio is not None else ".") + failed)
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +164,7 @@ class SweepResult:
         return {
             "exit_code": self.exit_code,
             "model": self.model,
+            "target": self.target or self.model,
             "repo": str(self.repo),
             "out_dir": str(self.out_dir),
             "sla": self.sla_text,
@@ -269,6 +272,7 @@ def run_sweep(
                             windows_us=axes.windows_us, preferred=axes.preferred,
                             batcher_on_batch_sweep=axes.batcher_on_batch_sweep)
     plan = settings.ladder_plan()
+    target_config = _target_config(repo_path, model, settings.target)
     locate_perf_analyzer()  # MissingComponentError now, before any server starts
     if server is not None and server.model_control != "explicit":
         raise ConfigError("the sweep needs a server with explicit model control",
@@ -280,10 +284,10 @@ def run_sweep(
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)
-        store.begin({"model": model, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
+        store.begin({"model": model, "target": settings.target, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
                      "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
-        sweep = _measure(repo_path, model, base, variants, settings, store, server, emit, started)
+        sweep = _measure(repo_path, model, base, variants, settings, store, server, emit, started, target_config)
         sweep.warnings = warnings
         pending: PendingWriteBack | None = None
         if settings.write_back and sweep.search.winner is not None and not sweep.failed:
@@ -306,7 +310,7 @@ def run_sweep(
 
 def _measure(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
              store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
-             started: float) -> SweepResult:
+             started: float, target_config: mc.ModelConfig | None) -> SweepResult:
     """Serve, search and stop the server (however the search ends); nothing is written back here."""
     parsed = settings.parsed_sla()
     plan = settings.ladder_plan()
@@ -335,13 +339,17 @@ def _measure(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[V
         version = live_server.version()
         emit(SweepEvent("server", f"tritonserver {version} on {live_server.grpc_url} (explicit model control); "
                         f"{len(variants)} variants, sweep folder {out_dir}"))
-        template = settings.spec or PerfSpec(model=model, url=live_server.grpc_url)
+        target = settings.target or model
+        template = settings.spec or PerfSpec(model=target, url=live_server.grpc_url)
         meter = VariantMeter(
             live=LiveModel(live_server, model), base=base,
-            spec=replace(template, model=model, url=live_server.grpc_url),
+            spec=replace(template, model=target, url=live_server.grpc_url),
             plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
             rate_tolerance=settings.rate_tolerance, max_gpu_memory_mb=settings.max_gpu_memory_mb,
+            target=LiveModel(live_server, target) if settings.target else None,
+            target_config=target_config,
         )
+        meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
         if gpus is not None:
             search_settings = replace(search_settings, gpus=gpus)
@@ -367,8 +375,25 @@ def _measure(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[V
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
         p99_limit_ms=search_settings.p99_limit_ms, exhaustive=settings.exhaustive, grid=variants, search=result,
         write_back=None, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
-        server_start_s=server_start_s,
+        server_start_s=server_start_s, target=settings.target,
     )
+
+
+def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig | None:
+    """The load target's own config (``None`` without a target); an ensemble must use ``model``."""
+    if target is None or target == model:
+        return None
+    path = repo / target / CONFIG_FILENAME
+    if not path.is_file():
+        raise ConfigError(f"the load target '{target}' has no {CONFIG_FILENAME} in {repo}",
+                          hint="--target names an ensemble or BLS model in the same repository")
+    config = read_config(path)
+    steps = {step.model_name for step in config.ensemble_scheduling.step}
+    if config.platform == "ensemble" and model not in steps:
+        raise ConfigError(f"ensemble '{target}' ({path}) has no step that calls '{model}' (it calls "
+                          f"{', '.join(sorted(steps)) or 'nothing'})",
+                          hint="sweep one of its composing models, or pass the right --target")
+    return config
 
 
 def _server_gpus(metrics_url: str) -> int | None:

@@ -56,7 +56,9 @@ class SweepSettings:
     at least ``(1 - rate_tolerance)`` × the offered rate. ``max_gpu_memory_mb``: a variant whose
     peak GPU memory (from the server's metrics) is above it does not meet the SLA. ``spec``:
     perf_analyzer options (input data, shapes; model and URL are replaced). ``write_back=False``
-    leaves the repository untouched.
+    leaves the repository untouched. ``target``: the model perf_analyzer sends the load to, when
+    it is not the swept model itself: an ensemble or a BLS model that calls it (the swept model's
+    instances and batching are what change; the target's config is loaded as written).
     """
 
     sla: SLA | str
@@ -75,6 +77,7 @@ class SweepSettings:
     rate_tolerance: float = 0.05
     max_gpu_memory_mb: float | None = None
     spec: PerfSpec | None = None
+    target: str | None = None
 
     @staticmethod
     def default(name: str) -> Any:

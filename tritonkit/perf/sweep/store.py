@@ -11,9 +11,10 @@ Layout (``OUT`` is ``--out``)::
 
 A variant without ``outcome.json`` (never started, or interrupted), or whose outcome is
 ``failed`` (a step did not complete), is measured again; one with it is read back, checked
-(:meth:`VariantOutcome.from_dict`), and reused. A corrupt one is set aside as
-``outcome.json.rejected`` and measured again. Results are only reused under the same settings: a changed SLA, load ladder,
-step window or model config makes the folder refuse to resume rather than mix measurements.
+(:meth:`VariantOutcome.from_dict`), and reused. A corrupt one is moved to
+``OUT/rejected/<id>.outcome.json`` and measured again. Results are only reused under the same
+settings: a changed SLA, load ladder, step window or model config makes the folder refuse to
+resume rather than mix measurements.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = ["SweepStore"]
 
 SWEEP_FILE = "sweep.json"
 OUTCOME_FILE = "outcome.json"
-REJECTED_SUFFIX = ".rejected"
 _HINT = "delete the sweep folder (or pass another --out) to start afresh"
 
 
@@ -109,9 +109,11 @@ class SweepStore:
         return None if outcome.status == STATUS_FAILED else outcome
 
     def reject(self, variant_id: str) -> Path:
-        """Move a bad ``outcome.json`` aside (kept for whoever wants to see it); return where."""
+        """Move a bad ``outcome.json`` to ``OUT/rejected/<id>.outcome.json`` (kept for whoever wants
+        to see it, out of the variant's folder, which is measured afresh); return where."""
         path = self.variant_dir(variant_id) / OUTCOME_FILE
-        target = path.with_name(OUTCOME_FILE + REJECTED_SUFFIX)
+        target = self.root / "rejected" / f"{variant_id}.{OUTCOME_FILE}"
+        target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)
         return target
 
