@@ -9,6 +9,7 @@ uses to bound what other variants can carry.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -140,6 +141,13 @@ class VariantMeter:
 
     def _ladder(self, plan: LadderPlan, folder: Path) -> LadderResult:
         ladder = run_ladder(self.spec, plan, results_dir=folder, sla_check=ladder_check(self.sla), preflight=True)
+        if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
+            # The unrecorded warm-up saw no request complete: a model slow to start its first
+            # executions (a python stub on a loaded machine), not a measurement. Once more, afresh.
+            self.say(f"  the warm-up failed ({ladder.error.message}); starting this ladder once more")
+            shutil.rmtree(folder, ignore_errors=True)
+            ladder = run_ladder(self.spec, plan, results_dir=folder, sla_check=ladder_check(self.sla),
+                                preflight=True)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder
