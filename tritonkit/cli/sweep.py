@@ -18,6 +18,7 @@ from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
+    JointResult,
     SweepEvent,
     SweepGrid,
     SweepResult,
@@ -26,6 +27,7 @@ from tritonkit.perf.sweep import (
     parse_max_batch_sizes,
     parse_preferred,
     parse_windows,
+    run_joint_sweep,
     run_sweep,
 )
 
@@ -107,9 +109,42 @@ class SweepPrinter:
 _D = SweepSettings.default
 
 
+def _pairs(values: tuple[str, ...], option: str, *, number: bool = False) -> dict[str, str]:
+    """``NAME=VALUE`` options as a mapping; a malformed one is a usage error naming it."""
+    pairs: dict[str, str] = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint=option)
+        if number:
+            try:
+                float(value)
+            except ValueError:
+                raise click.BadParameter(f"{text!r}: {value!r} is not a number", param_hint=option) from None
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+def _print_joint(result: JointResult, as_json: bool) -> None:
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(result.headline())
+    for model, written in result.write_backs.items():
+        if written.backup_path is not None:
+            click.echo(f"written: {written.config_path} (previous kept: {written.backup_path})")
+        else:
+            click.echo(f"{model}: {written.config_path} already holds its winner")
+    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
+
+
 @click.command("sweep")
 @click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("model")
+@click.argument("models", metavar="MODEL [MODEL...]", nargs=-1, required=True)
+@click.option("--share", "shares", multiple=True,
+              help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
+@click.option("--model-sla", "model_slas", multiple=True,
+              help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
 @click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
 @click.option("--instances", default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
@@ -147,13 +182,14 @@ _D = SweepSettings.default
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 def sweep_command(
-    repo: Path, model: str, sla_text: str, instances: str | None, max_batch: str | None,
+    repo: Path, models: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str, instances: str | None, max_batch: str | None,
     batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
     max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
     input_data: str | None, shapes: tuple[str, ...], as_json: bool, quiet: bool,
 ) -> None:
-    """Find the configuration of MODEL (in REPO) that carries the most load within the SLA.
+    """Find the configuration of MODEL (in REPO) that carries the most load within the SLA; with
+    several models, the configurations that carry the most together under their joint load.
 
     One tritonserver serves REPO with explicit model control for the whole sweep; each variant
     is loaded with its config, warmed up, load-tested with the real perf_analyzer and unloaded.
@@ -170,7 +206,13 @@ def sweep_command(
           --instances 1,2 --max-batch-size 1,4,8 --batch-window 0,5ms,10ms --concurrency 1:32
       tritonkit perf sweep model_repository preprocessing --target ensemble \\
           --sla 'p99<=200ms' --instances 1,2,4
+      tritonkit perf sweep model_repository detector classifier --share detector=2 \\
+          --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8 --concurrency 2,4,8,16
+
+    With several models, each model's default config and each model swept alone are measured
+    too, and the joint winner is compared with both (joint.md in the sweep folder).
     """
+    model = models[0]
     grid = SweepGrid(
         instances=parse_instances(instances) if instances else None,
         max_batch_sizes=parse_max_batch_sizes(max_batch) if max_batch else None,
@@ -184,11 +226,21 @@ def sweep_command(
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
         rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
-    ).with_out(model)
+        shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
+        model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
+    ).with_out("-".join(models))
     folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)
+    if len(models) > 1 and target is not None:
+        raise click.UsageError("--target sweeps one composing model; give one MODEL with it")
+    if len(models) == 1 and (shares or model_slas):
+        raise click.UsageError("--share and --model-sla are for several models swept together")
     try:
         with sigterm_as_interrupt():
+            if len(models) > 1:
+                joint = run_joint_sweep(repo, models, settings, on_event=printer.event)
+                _print_joint(joint, as_json)
+                raise CommandExit(joint.exit_code)
             result = run_sweep(repo, model, settings, on_event=printer.event)
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished variants are kept in {folder}; run the same command with "

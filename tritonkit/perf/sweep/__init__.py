@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 from tritonkit.perf.sweep.driver import VariantMeter
+from tritonkit.perf.sweep.joint_run import JointResult, run_joint_sweep
 from tritonkit.perf.sweep.live import LiveModel, config_json, mean_exec_us
 from tritonkit.perf.sweep.outcome import StepPoint, StoredResultError, VariantOutcome
 from tritonkit.perf.sweep.report import render_sweep_markdown, render_sweep_plot, write_sweep_report
@@ -75,6 +76,8 @@ __all__ = [
     "SweepGrid",
     "SweepResult",
     "SweepSettings",
+    "JointResult",
+    "run_joint_sweep",
     "StoredResultError",
     "PendingWriteBack",
     "grid_warnings",

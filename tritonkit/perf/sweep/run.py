@@ -287,7 +287,7 @@ def run_sweep(
         store.begin({"model": model, "target": settings.target, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
                      "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
-        sweep = _measure(repo_path, model, base, variants, settings, store, server, emit, started, target_config)
+        sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started, target_config)
         sweep.warnings = warnings
         pending: PendingWriteBack | None = None
         if settings.write_back and sweep.search.winner is not None and not sweep.failed:
@@ -308,10 +308,11 @@ def run_sweep(
     return sweep
 
 
-def _measure(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
+def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
              store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
              started: float, target_config: mc.ModelConfig | None) -> SweepResult:
-    """Serve, search and stop the server (however the search ends); nothing is written back here."""
+    """Serve (unless ``server`` is given), search and stop the server it started, however the
+    search ends; nothing is written back here. The joint sweep calls it for each model alone."""
     parsed = settings.parsed_sla()
     plan = settings.ladder_plan()
     out_dir = store.root

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,10 @@ class SweepSettings:
     leaves the repository untouched. ``target``: the model perf_analyzer sends the load to, when
     it is not the swept model itself: an ensemble or a BLS model that calls it (the swept model's
     instances and batching are what change; the target's config is loaded as written).
+    ``shares``/``model_slas`` are for several models swept together (see
+    :func:`~tritonkit.perf.sweep.run_joint_sweep`): each model's share of the traffic (equal when
+    absent) and an SLA for a model that differs from ``sla``; the ladder's concurrencies are then
+    totals over all models.
     """
 
     sla: SLA | str
@@ -78,6 +82,8 @@ class SweepSettings:
     max_gpu_memory_mb: float | None = None
     spec: PerfSpec | None = None
     target: str | None = None
+    shares: Mapping[str, float] | None = None
+    model_slas: Mapping[str, SLA | str] | None = None
 
     @staticmethod
     def default(name: str) -> Any:
@@ -103,9 +109,11 @@ class SweepSettings:
         if self.warmup_s < 0 or not math.isfinite(self.warmup_s):
             raise ConfigError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
 
-    def parsed_sla(self) -> SLA:
-        """The SLA with ``errors==0`` added (a variant that fails requests never wins)."""
-        return (parse_sla(self.sla) if isinstance(self.sla, str) else self.sla).with_zero_errors()
+    def parsed_sla(self, model: str | None = None) -> SLA:
+        """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a
+        variant that fails requests never wins)."""
+        sla = (self.model_slas or {}).get(model, self.sla) if model is not None else self.sla
+        return (parse_sla(sla) if isinstance(sla, str) else sla).with_zero_errors()
 
     def ladder_plan(self) -> LadderPlan:
         """The ladder each variant climbs."""
