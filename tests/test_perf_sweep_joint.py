@@ -27,7 +27,7 @@ def _interval(result_json: Path) -> tuple[float, float]:
 def test_two_models_are_swept_under_their_joint_load_and_both_winners_written_back(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     for name in ("a", "b"):
-        write_sleepy(repo, name)  # 1 instance, max batch 4, 5 ms window
+        write_sleepy(repo, name, window_us=None)  # 1 instance, max batch 4, no batcher: one request at a time
     out = tmp_path / "out"
     result = CliRunner().invoke(main, [
         "perf", "sweep", str(repo), "a", "b", "--sla", "p99<=80ms", "--instances", "1,2", "--max-batch-size", "4",
@@ -39,7 +39,7 @@ def test_two_models_are_swept_under_their_joint_load_and_both_winners_written_ba
     assert data["models"] == ["a", "b"] and data["shares"] == {"a": 0.5, "b": 0.5}
     assert set(data["alone"]) == {"a", "b"}
     assert data["defaults"]["best"] is not None and data["alone_together"] is not None
-    assert data["ratio_to_defaults"] > 1.15, data["ratio_to_defaults"]  # two instances beat one here
+    assert data["ratio_to_defaults"] > 1.5, data["ratio_to_defaults"]  # batches of four beat one at a time
     winner = data["winner"]["variants"]
     for name in ("a", "b"):
         written = read_config(repo / name / "config.pbtxt")

@@ -79,6 +79,19 @@ def step_points(ladder: LadderResult, sla: SLA, *, rate_tolerance: float = 0.05,
     return points
 
 
+def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
+          preflight: bool = True) -> LadderResult:
+    """:func:`run_ladder` judged by ``sla``; a ladder whose unrecorded warm-up saw no request
+    complete is started once more, afresh (a model slow to start its first executions — a
+    python stub on a loaded machine — says nothing about how it bears load)."""
+    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight)
+    if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
+        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
+        shutil.rmtree(folder, ignore_errors=True)
+        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight)
+    return ladder
+
+
 def failure_reason(ladder: LadderResult) -> str:
     """Why ``ladder`` did not measure its variant: perf_analyzer's failure (with its kind when
     classified), else the failed requests' own message (a model's exception), else the stop."""
@@ -140,14 +153,7 @@ class VariantMeter:
             self.say(f"  could not unload {self.live.model}: {exc.message}")
 
     def _ladder(self, plan: LadderPlan, folder: Path) -> LadderResult:
-        ladder = run_ladder(self.spec, plan, results_dir=folder, sla_check=ladder_check(self.sla), preflight=True)
-        if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
-            # The unrecorded warm-up saw no request complete: a model slow to start its first
-            # executions (a python stub on a loaded machine), not a measurement. Once more, afresh.
-            self.say(f"  the warm-up failed ({ladder.error.message}); starting this ladder once more")
-            shutil.rmtree(folder, ignore_errors=True)
-            ladder = run_ladder(self.spec, plan, results_dir=folder, sla_check=ladder_check(self.sla),
-                                preflight=True)
+        ladder = climb(self.spec, plan, folder, self.sla, self.say)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder

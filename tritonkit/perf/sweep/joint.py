@@ -30,10 +30,9 @@ from typing import Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
-from tritonkit.perf import SLA, LadderPlan, PerfSpec, run_ladder
+from tritonkit.perf import SLA, LadderPlan, PerfSpec
 from tritonkit.perf.measure.ladder import LadderResult
-from tritonkit.perf.run import ladder_check
-from tritonkit.perf.sweep.driver import failure_reason, step_points
+from tritonkit.perf.sweep.driver import climb, failure_reason, step_points
 from tritonkit.perf.sweep.live import LiveModel
 from tritonkit.perf.sweep.outcome import StepPoint
 from tritonkit.perf.sweep.settings import SweepSettings
@@ -161,8 +160,8 @@ class JointMeter:
             plan = replace(self.plan, levels=(float(per_model[model]),),
                            warmup_s=self.plan.warmup_s if first else 0.0)
             try:
-                ladders[model] = run_ladder(self._spec(model), plan, results_dir=run_dir / f"L{total:g}" / model,
-                                            sla_check=ladder_check(self.slas[model]), preflight=first)
+                ladders[model] = climb(self._spec(model), plan, run_dir / f"L{total:g}" / model, self.slas[model],
+                                       self.say, preflight=first)
             except Exception as exc:  # noqa: BLE001 - reported as this configuration's failure
                 errors[model] = f"{type(exc).__name__}: {exc}"
 
