@@ -202,7 +202,8 @@ class JointMeter:
                     outcome.reason = "; ".join(f"{m}: {e}" for m, e in sorted(errors.items()))
                     break
                 step = JointStep(total, {m: step_points(ladders[m], self.slas[m],
-                                                        rate_tolerance=self.settings.rate_tolerance)[0]
+                                                        rate_tolerance=self.settings.rate_tolerance,
+                                                        max_gpu_memory_mb=self.settings.max_gpu_memory_mb)[0]
                                          for m in self.models})
                 outcome.steps.append(step)
                 if not step.counts:
