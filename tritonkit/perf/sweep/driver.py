@@ -252,11 +252,13 @@ def _timings(ladder: LadderResult, plan: LadderPlan, *, load_s: float, ladder_s:
              unload_s: float) -> dict[str, float]:
     """Where one variant's time went. ``windows`` is the least the measurement windows took
     (three per step); the rest of ``steps`` is perf_analyzer's start-up, connection and any
-    extra windows it needed to call a step stable."""
+    extra windows it needed to call a step stable. ``retries`` is the rest of the ladder: the
+    runs of unstable steps tried again with longer windows (a step keeps only its last
+    attempt's duration), and the ladder's checks of the server."""
     result = ladder.result
     warmup_s = result.warmup.duration_s if result.warmup is not None else 0.0
     steps_s = sum(s.duration_s or 0.0 for s in result.steps)
     windows_s = sum(3 * plan.step_window_ms / 1000.0 for s in result.steps if s.duration_s)
     return {"load": round(load_s, 3), "warmup": round(warmup_s, 3), "steps": round(steps_s, 3),
             "windows": round(min(windows_s, steps_s), 3),
-            "other": round(max(0.0, ladder_s - warmup_s - steps_s), 3), "unload": round(unload_s, 3)}
+            "retries": round(max(0.0, ladder_s - warmup_s - steps_s), 3), "unload": round(unload_s, 3)}

@@ -139,8 +139,8 @@ class VariantOutcome:
     statistics. ``confirmations`` are re-measurements at the best step's load; ``skipped_loads``
     are ladder loads not measured because they could not carry the best throughput already
     found. ``timings_s`` splits ``duration_s`` into where it went (``load``, ``warmup``,
-    ``steps``, ``windows`` — the measurement windows inside the steps, at least —, ``unload``,
-    ``confirm``).
+    ``steps``, ``windows`` — the measurement windows inside the steps, at least —, ``retries``
+    of unstable steps, ``unload``, ``confirm``).
     """
 
     variant: Variant

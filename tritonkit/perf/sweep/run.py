@@ -116,7 +116,8 @@ class SweepResult:
         """The breakdown as one line: ``server start 3.1 s, loads 4.0 s, …``."""
         names = {"server_start": "server start", "load": "model loads", "warmup": "warm-ups",
                  "steps": "perf_analyzer steps", "windows": "of which measurement windows ≥",
-                 "confirm": "re-measurements", "unload": "unloads", "other": "other"}
+                 "retries": "unstable-step retries and checks", "confirm": "re-measurements",
+                 "unload": "unloads", "other": "other (search, reports)"}
         parts = [f"{names.get(k, k)} {v:.1f} s" for k, v in self.time_breakdown().items() if v > 0 or k == "steps"]
         return "time: " + ", ".join(parts)
 
