@@ -130,13 +130,15 @@ def test_sweeping_max_batch_turns_the_batcher_on_for_a_model_without_one(tmp_pat
     """The sleepy model with no dynamic_batching in its config: without a batcher every max batch
     would tie (one request per execution); with it, batches of four carry more."""
     folder = write_sleepy(tmp_path / "repo", "cli_nodb", window_us=None, instances=2)
+    # A generous SLA: this test is about the batcher, not the SLA's edge (a p99 spike on a shared
+    # machine must not cut the ladder of the variant that batches).
     result = CliRunner().invoke(main, [
-        "perf", "sweep", str(tmp_path / "repo"), "cli_nodb", "--sla", "p99<=60ms", "--max-batch-size", "1,4",
+        "perf", "sweep", str(tmp_path / "repo"), "cli_nodb", "--sla", "p99<=200ms", "--max-batch-size", "1,4",
         "--out", str(tmp_path / "out"), "--json", *FAST,
     ])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert [v["id"] for v in data["variants"] if v["variant"]["window_us"] == 0]  # the batcher was on
+    assert [v["variant"]["id"] for v in data["variants"] if v["variant"]["window_us"] == 0]  # the batcher was on
     assert data["winner"]["id"] == "i2-b4-w0" and data["warnings"] == []
     assert data["ratio_to_default"] > 1.3
     written = read_config(folder / "config.pbtxt")
