@@ -1,13 +1,21 @@
-"""``tritonkit perf sweep`` against Model Analyzer's brute search and a restart-per-variant sweep.
+"""``tritonkit perf sweep`` against Model Analyzer (brute and quick search, local and remote launch)
+and a restart-per-variant sweep.
 
-One model, one grid, one SLA, three ways to find the configuration that carries the most load:
+One model, one grid, one SLA, several ways to find the configuration that carries the most load:
 
 1. **tritonkit**: :func:`tritonkit.perf.sweep.run_sweep` (one server, explicit model control,
    pruned search, leaders re-measured);
 2. **restart baseline**: the same ladders, but a fresh tritonserver per variant with the
    variant's config written to disk (what a sweep without explicit model control does);
-3. **Model Analyzer 1.58**, brute search, local launch mode, against the same bundled
-   tritonserver and perf_analyzer (skipped, with a note, when it is not installed).
+3. **Model Analyzer 1.58** against the same bundled tritonserver and perf_analyzer, in the
+   modes its users run (skipped, with a note, when it is not installed): ``brute-local`` (brute
+   search, a server started per variant), ``quick-remote`` (its hill-climbing quick search) and
+   ``brute-remote``; in remote launch mode it loads each variant through the load API of one
+   server we start with explicit model control, with ``cpu_only: true`` (without it, on a CPU
+   machine, every variant asks for KIND_GPU and fails to load).
+
+tritonkit's own wall time is split into where it went (server start, model loads, warm-ups,
+perf_analyzer steps — of which the measurement windows —, re-measurements).
 
 The model: python backend, FP32[16] in and out, ``time.sleep(0.002)`` per execution. Its
 default config: 1 CPU instance, max batch 8, no dynamic batcher. The grid: instances 1–2 × max
@@ -22,9 +30,10 @@ Model Analyzer lives in its own environment (it pins packages the project does n
 
     python3 -m venv .bench-venv && .bench-venv/bin/pip install triton-model-analyzer==1.58.0
 
-Run (about 8 minutes on two cores, most of it Model Analyzer)::
+Run (about 15 minutes on two cores, most of it Model Analyzer)::
 
-    .venv/bin/python benchmarks/sweep_vs_model_analyzer.py [--json] [--skip-model-analyzer]
+    .venv/bin/python benchmarks/sweep_vs_model_analyzer.py [--json] [--skip-model-analyzer] \\
+        [--ma-modes brute-local,quick-remote,brute-remote]
 """
 
 from __future__ import annotations
@@ -48,7 +57,15 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.perf import LadderPlan, PerfSpec, parse_sla, run_ladder
 from tritonkit.perf.run import ladder_check
-from tritonkit.perf.sweep import SweepGrid, Variant, VariantOutcome, apply_variant, choose_winner, run_sweep
+from tritonkit.perf.sweep import (
+    SweepGrid,
+    SweepSettings,
+    Variant,
+    VariantOutcome,
+    apply_variant,
+    choose_winner,
+    run_sweep,
+)
 from tritonkit.perf.sweep.driver import step_points
 from tritonkit.perf.sweep.live import LiveModel
 from tritonkit.perf.sweep.variants import variant_grid
@@ -99,15 +116,20 @@ def make_repo(root: Path) -> Path:
     return repo
 
 
+#: The settings tritonkit sweeps with; the restart baseline climbs the same ladder.
+SETTINGS = SweepSettings(sla=SLA_TEXT, grid=SweepGrid(instances=INSTANCES, max_batch_sizes=MAX_BATCH),
+                         concurrency=LEVELS, write_back=False)
+MA_MODES = ("brute-local", "quick-remote", "brute-remote")
+
+
 def grid_variants(base: mc.ModelConfig) -> list[Variant]:
-    return variant_grid(base, instances=INSTANCES, max_batch_sizes=MAX_BATCH, windows_us=[0])
+    # The sweep turns the batcher on (0 ms window) when max batch is swept; this is that grid.
+    return variant_grid(base, instances=INSTANCES, max_batch_sizes=MAX_BATCH)
 
 
 def plan() -> LadderPlan:
-    """The ladder both tritonkit and the restart baseline climb (the sweep's own defaults)."""
-    base = LadderPlan.from_duration(1.5, concurrency=LEVELS, warmup_s=0.5, max_trials=5)
-    return replace(base, step_window_ms=500, stop_after_sla_breaks=1, plateau_patience=2,
-                   stability_percentage=20.0, continue_after_unstable=True)
+    """The ladder both tritonkit and the restart baseline climb (the sweep's own)."""
+    return SETTINGS.ladder_plan()
 
 
 # ----------------------------------------------------------------------------------- tritonkit
@@ -116,8 +138,7 @@ def plan() -> LadderPlan:
 def run_tritonkit(work: Path) -> dict[str, Any]:
     repo = make_repo(work / "tritonkit")
     started = time.monotonic()
-    result = run_sweep(repo, MODEL, sla=SLA_TEXT, grid=SweepGrid(instances=INSTANCES, max_batch_sizes=MAX_BATCH,
-                       windows_us=[0]), concurrency=LEVELS, out=work / "tritonkit" / "sweep", write_back=False)
+    result = run_sweep(repo, MODEL, replace(SETTINGS, out=work / "tritonkit" / "sweep"))
     wall_s = time.monotonic() - started
     winner = result.search.winner
     score = winner.score() if winner else None
@@ -132,6 +153,7 @@ def run_tritonkit(work: Path) -> dict[str, Any]:
         "pruned": len(result.search.pruned),
         "server_starts": 1,
         "perf_runs": sum(len(o.steps) + len(o.confirmations) + 1 for o in result.search.outcomes if o.steps),
+        "time_breakdown_s": result.time_breakdown(),
     }
 
 
@@ -197,53 +219,69 @@ def _wrappers(folder: Path) -> tuple[Path, Path]:
     return server_script, perf_script
 
 
-def run_model_analyzer(work: Path) -> dict[str, Any]:
-    folder = work / "model_analyzer"
+def run_model_analyzer(work: Path, mode: str) -> dict[str, Any]:
+    """One Model Analyzer profile in ``mode`` (``<search>-<launch>``, e.g. ``quick-remote``)."""
+    search_mode, launch = mode.split("-")
+    folder = work / f"model_analyzer-{mode}"
     repo = make_repo(folder)
     server_script, perf_script = _wrappers(folder)
-    http, grpc, metrics = free_ports(3, "127.0.0.1")
-    config = {
+    model: dict[str, Any] = {"constraints": {"perf_latency_p99": {"max": 20}}}
+    if launch == "remote":
+        model["cpu_only"] = True  # else every variant asks for KIND_GPU, which a CPU machine refuses
+    config: dict[str, Any] = {
         "model_repository": str(repo),
-        "profile_models": {MODEL: {"constraints": {"perf_latency_p99": {"max": 20}}}},
-        "run_config_search_mode": "brute",
+        "profile_models": {MODEL: model},
+        "run_config_search_mode": search_mode,
         "run_config_search_max_instance_count": max(INSTANCES),
         "run_config_search_min_model_batch_size": min(MAX_BATCH),
         "run_config_search_max_model_batch_size": max(MAX_BATCH),
         "run_config_search_min_concurrency": 1,
         "run_config_search_max_concurrency": 8,
-        "triton_launch_mode": "local",
-        "triton_server_path": str(server_script),
+        "triton_launch_mode": launch,
         "perf_analyzer_path": str(perf_script),
-        "triton_http_endpoint": f"127.0.0.1:{http}",
-        "triton_grpc_endpoint": f"127.0.0.1:{grpc}",
-        "triton_metrics_url": f"http://127.0.0.1:{metrics}/metrics",
         "output_model_repository_path": str(folder / "output_repo"),
         "override_output_model_repository": True,
         "export_path": str(folder / "export"),
         "checkpoint_directory": str(folder / "checkpoints"),
     }
     (folder / "export").mkdir()
-    # The wrapper counts its own starts: Model Analyzer restarts the server between variants.
+    remote: TritonServer | None = None
+    if launch == "remote":
+        # One server, explicit model control: Model Analyzer loads each variant through the load API.
+        remote = TritonServer(repo, model_control="explicit", log_path=folder / "tritonserver.log").start()
+        config.update({"triton_http_endpoint": remote.http_url, "triton_grpc_endpoint": remote.grpc_url,
+                       "triton_metrics_url": remote.metrics_url})
+    else:
+        http, grpc, metrics = free_ports(3, "127.0.0.1")
+        config.update({"triton_server_path": str(server_script), "triton_http_endpoint": f"127.0.0.1:{http}",
+                       "triton_grpc_endpoint": f"127.0.0.1:{grpc}",
+                       "triton_metrics_url": f"http://127.0.0.1:{metrics}/metrics"})
+    # The wrapper counts its own starts: in local mode Model Analyzer restarts the server between variants.
     config_path = folder / "config.yaml"
     config_path.write_text(json.dumps(config, indent=2))  # JSON is YAML
     log = folder / "model_analyzer.log"
     started = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(MA_BIN), "profile", "-f", str(config_path)], stdout=out,
-                                stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
-        try:
-            code = proc.wait(timeout=1200)
-        except BaseException:
-            os.killpg(proc.pid, 9)
-            raise
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([str(MA_BIN), "profile", "-f", str(config_path)], stdout=out,
+                                    stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
+            try:
+                code = proc.wait(timeout=1200)
+            except BaseException:
+                os.killpg(proc.pid, 9)
+                raise
+    finally:
+        if remote is not None:
+            remote.stop()
     wall_s = time.monotonic() - started
     text = log.read_text(errors="replace")
     if code != 0:
-        raise RuntimeError(f"model-analyzer exited {code}; see {log}:\n" + "\n".join(text.splitlines()[-15:]))
+        raise RuntimeError(f"model-analyzer ({mode}) exited {code}; see {log}:\n"
+                           + "\n".join(text.splitlines()[-15:]))
     rows = _ma_rows(folder / "export")
     starts_log = folder / "server_starts.log"
     starts = len(starts_log.read_text().splitlines()) if starts_log.exists() else 0
-    return _ma_summary(rows, wall_s, starts)
+    return _ma_summary(rows, wall_s, starts if remote is None else 1)
 
 
 def _ma_rows(export: Path) -> list[dict[str, str]]:
@@ -324,6 +362,8 @@ def main() -> int:
     parser.add_argument("--skip-model-analyzer", action="store_true", help="Only tritonkit and the restart baseline.")
     parser.add_argument("--json", action="store_true", help="Print one JSON document.")
     parser.add_argument("--keep", action="store_true", help="Keep the work folder (printed).")
+    parser.add_argument("--ma-modes", default=",".join(MA_MODES),
+                        help=f"Model Analyzer modes to run, comma-separated (default: {','.join(MA_MODES)}).")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tritonkit-sweep-bench-"))
     results: dict[str, dict[str, Any]] = {}
@@ -336,7 +376,10 @@ def main() -> int:
         elif not MA_BIN.exists():
             notes.append(f"Model Analyzer not installed at {MA_BIN}: see this script's docstring")
         else:
-            results["model_analyzer"] = run_model_analyzer(work)
+            for mode in [m.strip() for m in args.ma_modes.split(",") if m.strip()]:
+                if mode not in MA_MODES:
+                    parser.error(f"--ma-modes: {mode!r} is not one of {', '.join(MA_MODES)}")
+                results[f"MA {mode}"] = run_model_analyzer(work, mode)
         base = read_config(work / "tritonkit" / "repo" / MODEL / "config.pbtxt")
         wanted = {"default": grid_variants(base)[0]}
         for tool, data in results.items():
@@ -364,6 +407,7 @@ def main() -> int:
             "variants_measured": data["variants_measured"],
             "server_starts": data["server_starts"],
             "perf_runs": data["perf_runs"],
+            **({"time_breakdown_s": data["time_breakdown_s"]} if "time_breakdown_s" in data else {}),
         }
     summary["default_remeasured_per_s"] = verified.get("default")
     ours_v = verified.get("tritonkit")
@@ -373,12 +417,14 @@ def main() -> int:
         print(json.dumps(summary, indent=2, default=str))
         return 0
     print(f"grid: instances {INSTANCES} × max batch {MAX_BATCH} × concurrency {LEVELS}; SLA {SLA_TEXT}")
+    breakdown = ours.get("time_breakdown_s") or {}
+    print("tritonkit's time: " + ", ".join(f"{k} {v:.1f} s" for k, v in breakdown.items()))
     for note in notes:
         print(f"note: {note}")
-    print(f"{'tool':<16}{'wall s':>8}{'× ours':>8}{'servers':>9}{'perf runs':>11}  winner (own infer/s at load; "
+    print(f"{'tool':<18}{'wall s':>8}{'× ours':>8}{'servers':>9}{'perf runs':>11}  winner (own infer/s at load; "
           "re-measured infer/s; own winner/default)")
     for tool, row in summary["tools"].items():
-        print(f"{tool:<16}{row['wall_s']:>8.1f}{row['wall_ratio_to_tritonkit']:>8.2f}{row['server_starts']:>9}"
+        print(f"{tool:<18}{row['wall_s']:>8.1f}{row['wall_ratio_to_tritonkit']:>8.2f}{row['server_starts']:>9}"
               f"{row['perf_runs']:>11}  {row['winner']} ({row['winner_own_per_s'] or 0:,.0f} at "
               f"{row['winner_own_load'] or 0:g}; {row['winner_remeasured_per_s'] or 0:,.0f}; "
               f"{row['winner_vs_default_own'] or 0:.2f}×)")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.sweep_models import write_sleepy
-from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, SweepStore, run_sweep
+from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, SweepSettings, SweepStore, run_sweep
 from tritonkit.repository import lint_repository, read_config
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
@@ -30,8 +30,10 @@ Searched = tuple[SweepResult, Path, bytes, list[SweepEvent]]
 
 def _sweep(repo: Path, out: Path, **options: Any) -> SweepResult:
     """A short sweep: concurrency up to 8, 300 ms windows, a brief warm-up per variant."""
-    return run_sweep(repo, MODEL, sla=SLA, grid=GRID, out=out, concurrency="1,2,4,8", step_window_ms=300,
-                     warmup_s=0.6, **options)
+    on_event = options.pop("on_event", None)
+    settings = SweepSettings(sla=SLA, grid=GRID, out=out, concurrency="1,2,4,8", step_window_ms=300, warmup_s=0.6,
+                             **options)
+    return run_sweep(repo, MODEL, settings, on_event=on_event)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from tests.support.signals import default_sigint
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.perf.sweep import SweepStore
+from tritonkit.repository import read_config
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 
@@ -125,3 +126,34 @@ def test_ctrl_c_stops_the_server_and_perf_analyzer_and_keeps_finished_variants(t
     kept = SweepStore(out).finished()
     assert "i1-b4-w5ms" in finished  # the default config, measured first
     assert {k: kept[k] for k in finished} == finished  # finished variants survive, unchanged
+
+
+def test_sweeping_max_batch_turns_the_batcher_on_for_a_model_without_one(tmp_path: Path) -> None:
+    """The sleepy model with no dynamic_batching in its config: without a batcher every max batch
+    would tie (one request per execution); with it, batches of four carry more."""
+    folder = write_sleepy(tmp_path / "repo", "cli_nodb", window_us=None, instances=2)
+    # A generous SLA: this test is about the batcher, not the SLA's edge (a p99 spike on a shared
+    # machine must not cut the ladder of the variant that batches).
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(tmp_path / "repo"), "cli_nodb", "--sla", "p99<=200ms", "--max-batch-size", "1,4",
+        "--out", str(tmp_path / "out"), "--json", *FAST,
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [v["variant"]["id"] for v in data["variants"] if v["variant"]["window_us"] == 0]  # the batcher was on
+    assert data["winner"]["id"] == "i2-b4-w0" and data["warnings"] == []
+    assert data["ratio_to_default"] > 1.3
+    written = read_config(folder / "config.pbtxt")
+    assert written.HasField("dynamic_batching") and written.max_batch_size == 4
+
+
+def test_a_grid_that_can_only_tie_is_said_before_measuring(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_nodb", window_us=None)
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(tmp_path / "repo"), "cli_nodb", "--sla", "p99<=60ms", "--max-batch-size", "1,4",
+        "--batch-window", "off", "--out", str(tmp_path / "out"), "--no-write-back", *FAST,
+    ])
+    lines = result.output.splitlines()
+    warning = next(i for i, line in enumerate(lines) if line.startswith("sweep_warning"))
+    assert "can only tie" in lines[warning] and "--batch-window 0" in lines[warning]
+    assert warning < min(i for i, line in enumerate(lines) if line.startswith("sweep_measured"))

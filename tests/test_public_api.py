@@ -49,7 +49,7 @@ def test_all_is_complete_and_every_entry_exists(name: str) -> None:
 
 #: The README's flow, and nothing else: the front door is curated, not grown.
 FRONT_DOOR = [
-    "AsyncClient", "Client", "LadderPlan", "ModelRepository", "ModelSpec", "PerfSpec", "TensorSpec",
+    "AsyncClient", "Client", "LadderPlan", "ModelRepository", "ModelSpec", "PerfSpec", "SweepSettings", "TensorSpec",
     "TritonKitError", "TritonServer", "Workload", "__version__", "build_onnx", "lint_repository",
     "load_measurement", "parse_sla", "plan_from_measurement", "run_ladder", "run_perf", "run_sweep",
 ]

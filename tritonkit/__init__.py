@@ -42,6 +42,7 @@ _LAZY = {
     "run_perf": "tritonkit.perf",
     "run_ladder": "tritonkit.perf",
     "run_sweep": "tritonkit.perf.sweep",
+    "SweepSettings": "tritonkit.perf.sweep",
     "Workload": "tritonkit.planner",
     "load_measurement": "tritonkit.planner",
     "plan_from_measurement": "tritonkit.planner",
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from tritonkit.builders import build_onnx
     from tritonkit.client import AsyncClient, Client
     from tritonkit.perf import LadderPlan, PerfSpec, parse_sla, run_ladder, run_perf
-    from tritonkit.perf.sweep import run_sweep
+    from tritonkit.perf.sweep import SweepSettings, run_sweep
     from tritonkit.planner import Workload, load_measurement, plan_from_measurement
     from tritonkit.repository import ModelRepository, ModelSpec, TensorSpec, lint_repository
     from tritonkit.server import TritonServer
@@ -64,6 +65,7 @@ __all__ = [
     "ModelRepository",
     "ModelSpec",
     "PerfSpec",
+    "SweepSettings",
     "TensorSpec",
     "TritonKitError",
     "TritonServer",

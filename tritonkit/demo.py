@@ -21,7 +21,7 @@ from typing import Any
 
 from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model
 from tritonkit.perf import parse_sla
-from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, run_sweep
+from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, SweepSettings, run_sweep
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import DEFAULT_WINDOW
 
@@ -100,15 +100,13 @@ def run_demo(
     tuned = folder / "model_repository"
     shutil.copytree(repo / DEFAULT_DEMO_MODEL, tuned / DEFAULT_DEMO_MODEL)
     say(f"sweeping a copy, {tuned}/{DEFAULT_DEMO_MODEL}: the default config and its variants, one server")
-    sweep = run_sweep(
-        tuned,
-        DEFAULT_DEMO_MODEL,
+    settings = SweepSettings(
         sla=sla,
         grid=SweepGrid(instances=list(instances), windows_us=list(windows_us)),
         concurrency=levels if isinstance(levels, str) else [float(level) for level in levels],
         step_window_ms=step_window_ms,
         warmup_s=warmup_s,
         out=folder,
-        on_event=on_event,
     )
+    sweep = run_sweep(tuned, DEFAULT_DEMO_MODEL, settings, on_event=on_event)
     return DemoRun(build=build, sweep=sweep, tuned_repository=tuned)

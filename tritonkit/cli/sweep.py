@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -19,13 +18,16 @@ from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
+    JointResult,
     SweepEvent,
     SweepGrid,
     SweepResult,
+    SweepSettings,
     parse_instances,
     parse_max_batch_sizes,
     parse_preferred,
     parse_windows,
+    run_joint_sweep,
     run_sweep,
 )
 
@@ -56,11 +58,16 @@ class SweepPrinter:
         if self.tty:
             if event.kind == "written":
                 return  # the summary says it, with the restore command
+            if event.kind == "warning":
+                click.echo(f"warning: {event.message}", err=True)
+                return
             counted = event.kind in ("start", "measured", "resumed", "load_failed", "failed")
             counter = f"[{event.done}/{event.done + event.left}] " if counted else "  "
             eta = f" — ETA ≤ {_clock(event.eta_s)}" if event.kind == "start" and event.eta_s is not None else ""
             click.echo(f"{counter}{event.message}{eta}".rstrip() if event.kind != "server" else event.message,
                        err=True)
+        elif self.lines and event.kind == "warning":
+            _kv("sweep_warning", message=event.message)
         elif self.lines and event.kind not in ("start", "note", "server"):
             _kv("sweep_" + event.kind, variant=event.variant, done=event.done, left=event.left,
                 eta_s=None if event.eta_s is None else round(event.eta_s, 1),
@@ -79,10 +86,12 @@ class SweepPrinter:
                 p99_ms=round(score.p99_ms, 3) if score else None, load=score.load if score else None,
                 ratio_to_default=round(result.ratio_to_default, 3) if result.ratio_to_default else None,
                 measured=result.counts()["measured"], pruned=result.counts()["pruned"],
-                load_failed=result.counts()["load_failed"], resumed=len(result.resumed),
+                load_failed=result.counts()["load_failed"], failed=result.counts()["failed"],
+                resumed=len(result.resumed),
                 wall_s=round(result.wall_s, 1), report=result.report_path,
                 config=result.write_back.config_path if result.write_back else None,
                 backup=result.write_back.backup_path if result.write_back else None)
+            _kv("sweep_time", **{f"{k}_s": v for k, v in result.time_breakdown().items()})
             return
         click.echo(result.headline())
         if result.write_back is not None and result.write_back.backup_path is not None:
@@ -93,32 +102,79 @@ class SweepPrinter:
             click.echo(f"{result.write_back.config_path} already holds the winner; nothing written")
         click.echo(f"report: {result.report_path} (plot {result.plot_path}); "
                    f"{result.counts()['measured']} measured, {result.counts()['pruned']} pruned, "
-                   f"{len(result.resumed)} reused, {result.wall_s:.1f} s")
+                   f"{result.counts()['failed']} failed, {len(result.resumed)} reused, {result.wall_s:.1f} s")
+        click.echo(result.breakdown_text())
+
+
+_D = SweepSettings.default
+
+
+def _pairs(values: tuple[str, ...], option: str, *, number: bool = False) -> dict[str, str]:
+    """``NAME=VALUE`` options as a mapping; a malformed one is a usage error naming it."""
+    pairs: dict[str, str] = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint=option)
+        if number:
+            try:
+                float(value)
+            except ValueError:
+                raise click.BadParameter(f"{text!r}: {value!r} is not a number", param_hint=option) from None
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+def _print_joint(result: JointResult, as_json: bool) -> None:
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(result.headline())
+    for model, written in result.write_backs.items():
+        if written.backup_path is not None:
+            click.echo(f"written: {written.config_path} (previous kept: {written.backup_path})")
+        else:
+            click.echo(f"{model}: {written.config_path} already holds its winner")
+    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
 
 
 @click.command("sweep")
 @click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("model")
+@click.argument("models", metavar="MODEL [MODEL...]", nargs=-1, required=True)
+@click.option("--share", "shares", multiple=True,
+              help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
+@click.option("--model-sla", "model_slas", multiple=True,
+              help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
 @click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
 @click.option("--instances", default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
-@click.option("--max-batch-size", "max_batch", default=None, help="Max batch sizes to try, e.g. 1,2,4,8.")
+@click.option("--max-batch-size", "max_batch", default=None,
+              help="Max batch sizes to try, e.g. 1,2,4,8 (turns the dynamic batcher on, 0 ms window, unless "
+                   "--batch-window says otherwise).")
 @click.option("--batch-window", default=None,
               help="Dynamic batching windows to try, e.g. 0,5ms,10ms,20ms ('off': no dynamic batcher).")
 @click.option("--preferred-batch", default=None,
               help="Preferred batch size options: none, a size, sizes joined by + (2+8), or max.")
 @click.option("--concurrency", default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
 @click.option("--request-rate", default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
-@click.option("--window-ms", type=int, default=500, show_default=True,
+@click.option("--window-ms", type=int, default=_D("step_window_ms"), show_default=True,
               help="perf_analyzer measurement window; a step needs three agreeing windows.")
-@click.option("--warmup-s", type=float, default=0.5, show_default=True,
+@click.option("--warmup-s", type=float, default=_D("warmup_s"), show_default=True,
               help="Unrecorded load after each variant is loaded.")
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
-@click.option("--tie-tolerance", type=float, default=5.0, show_default=True,
+@click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
+@click.option("--rate-tolerance", type=float, default=100 * _D("rate_tolerance"), show_default=True,
+              help="With --request-rate, a step meets the SLA only if the server carried the offered rate "
+                   "less this many percent.")
+@click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
+              help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
+@click.option("--target", default=None,
+              help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
+                   "(MODEL's instances and batching are swept, the target's config is used as written).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Sweep folder (default results/<UTC>-<model>-sweep); re-running into it resumes.")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=_D("results_root"),
               show_default=True)
 @click.option("--no-write-back", is_flag=True, help="Leave the repository's config.pbtxt as it is.")
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
@@ -126,45 +182,66 @@ class SweepPrinter:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 def sweep_command(
-    repo: Path, model: str, sla_text: str, instances: str | None, max_batch: str | None,
+    repo: Path, models: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str, instances: str | None, max_batch: str | None,
     batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
-    window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, out_dir: Path | None,
-    results_root: Path, no_write_back: bool, input_data: str | None, shapes: tuple[str, ...],
-    as_json: bool, quiet: bool,
+    window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
+    max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
+    input_data: str | None, shapes: tuple[str, ...], as_json: bool, quiet: bool,
 ) -> None:
-    """Find the configuration of MODEL (in REPO) that carries the most load within the SLA.
+    """Find the configuration of MODEL (in REPO) that carries the most load within the SLA; with
+    several models, the configurations that carry the most together under their joint load.
 
     One tritonserver serves REPO with explicit model control for the whole sweep; each variant
     is loaded with its config, warmed up, load-tested with the real perf_analyzer and unloaded.
     The default config is measured first, then a first guess, then only variants that could
-    still win; --exhaustive measures them all. The winner is written into REPO/MODEL/config.pbtxt
-    (the old file kept beside it as config.pbtxt.orig-<UTC>) and a report with a
-    throughput-vs-p99 plot goes to the sweep folder. Exit status: 0 a configuration meets the
-    SLA, 1 none does, 2 could not measure.
+    still win; --exhaustive measures them all. The sweep folder and the model folder are locked
+    while it runs. The winner is written into REPO/MODEL/config.pbtxt (the old file kept beside
+    it as config.pbtxt.orig-<UTC>) after the report with a throughput-vs-p99 plot is written to
+    the sweep folder. Exit status: 0 a configuration meets the SLA, 1 none does, 2 could not
+    measure (a variant failed, a folder is locked by another sweep, the disk is full, ...).
 
     \b
     Example:
       tritonkit perf sweep model_repository resnet --sla 'p99<=50ms' \\
           --instances 1,2 --max-batch-size 1,4,8 --batch-window 0,5ms,10ms --concurrency 1:32
+      tritonkit perf sweep model_repository preprocessing --target ensemble \\
+          --sla 'p99<=200ms' --instances 1,2,4
+      tritonkit perf sweep model_repository detector classifier --share detector=2 \\
+          --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8 --concurrency 2,4,8,16
+
+    With several models, each model's default config and each model swept alone are measured
+    too, and the joint winner is compared with both (joint.md in the sweep folder).
     """
+    model = models[0]
     grid = SweepGrid(
         instances=parse_instances(instances) if instances else None,
         max_batch_sizes=parse_max_batch_sizes(max_batch) if max_batch else None,
         windows_us=parse_windows(batch_window) if batch_window else None,
         preferred=parse_preferred(preferred_batch) if preferred_batch else None,
     )
-    spec = PerfSpec(model=model, url="127.0.0.1:8001", input_data=input_data,
+    spec = PerfSpec(model=target or model, url="127.0.0.1:8001", input_data=input_data,
                     shapes=PerfSpec.shapes_from_text(shapes))
+    settings = SweepSettings(
+        sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
+        step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
+        results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
+        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
+        shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
+        model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
+    ).with_out("-".join(models))
+    folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)
-    folder = out_dir or results_root / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}-sweep")
+    if len(models) > 1 and target is not None:
+        raise click.UsageError("--target sweeps one composing model; give one MODEL with it")
+    if len(models) == 1 and (shares or model_slas):
+        raise click.UsageError("--share and --model-sla are for several models swept together")
     try:
         with sigterm_as_interrupt():
-            result = run_sweep(
-                repo, model, sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
-                step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=folder,
-                results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-                spec=spec, on_event=printer.event,
-            )
+            if len(models) > 1:
+                joint = run_joint_sweep(repo, models, settings, on_event=printer.event)
+                _print_joint(joint, as_json)
+                raise CommandExit(joint.exit_code)
+            result = run_sweep(repo, model, settings, on_event=printer.event)
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished variants are kept in {folder}; run the same command with "
                    f"--out {shlex.quote(str(folder))} to resume", err=True)

@@ -13,30 +13,30 @@ Example::
 
     from tritonkit.perf.sweep import SweepGrid, run_sweep
 
-    result = run_sweep("model_repository", "resnet", sla="p99<=50ms",
-                       grid=SweepGrid(instances=[1, 2], max_batch_sizes=[1, 4, 8], windows_us=[0, 5000]))
+    settings = SweepSettings(sla="p99<=50ms",
+                             grid=SweepGrid(instances=[1, 2], max_batch_sizes=[1, 4, 8], windows_us=[0, 5000]))
+    result = run_sweep("model_repository", "resnet", settings)
     print(result.headline(), result.exit_code)
 """
 
 from __future__ import annotations
 
 from tritonkit.perf.sweep.driver import VariantMeter
+from tritonkit.perf.sweep.joint_run import JointResult, run_joint_sweep
 from tritonkit.perf.sweep.live import LiveModel, config_json, mean_exec_us
+from tritonkit.perf.sweep.outcome import StepPoint, StoredResultError, VariantOutcome
 from tritonkit.perf.sweep.report import render_sweep_markdown, render_sweep_plot, write_sweep_report
 from tritonkit.perf.sweep.run import (
     EXIT_NONE_MEETS,
     EXIT_OK,
     EXIT_UNMEASURED,
     SweepEvent,
-    SweepGrid,
     SweepResult,
     run_sweep,
 )
 from tritonkit.perf.sweep.search import (
     SearchResult,
     SearchSettings,
-    StepPoint,
-    VariantOutcome,
     choose_winner,
     first_guess,
     interpolate_cost_us,
@@ -45,11 +45,13 @@ from tritonkit.perf.sweep.search import (
     throughput_bound_per_s,
     useful_loads,
 )
+from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
 from tritonkit.perf.sweep.variants import (
     DEFAULT_ID,
     Variant,
     apply_variant,
+    grid_warnings,
     parse_instances,
     parse_max_batch_sizes,
     parse_preferred,
@@ -57,7 +59,13 @@ from tritonkit.perf.sweep.variants import (
     variant_grid,
     variant_of,
 )
-from tritonkit.perf.sweep.writeback import WriteBack, restore_command, write_winner
+from tritonkit.perf.sweep.writeback import (
+    PendingWriteBack,
+    WriteBack,
+    plan_write_back,
+    restore_command,
+    write_winner,
+)
 
 __all__ = [
     "DEFAULT_ID",
@@ -67,6 +75,13 @@ __all__ = [
     "SweepEvent",
     "SweepGrid",
     "SweepResult",
+    "SweepSettings",
+    "JointResult",
+    "run_joint_sweep",
+    "StoredResultError",
+    "PendingWriteBack",
+    "grid_warnings",
+    "plan_write_back",
     "VariantMeter",
     "render_sweep_markdown",
     "render_sweep_plot",

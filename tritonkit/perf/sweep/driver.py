@@ -9,6 +9,7 @@ uses to bound what other variants can carry.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,13 +19,15 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_result, run_ladder
+from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
 from tritonkit.perf.run import ladder_check
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
-from tritonkit.perf.sweep.search import (
+from tritonkit.perf.sweep.outcome import (
     STATUS_FAILED,
     STATUS_LOAD_FAILED,
     STATUS_MEASURED,
     StepPoint,
+    StoredResultError,
     VariantOutcome,
 )
 from tritonkit.perf.sweep.store import SweepStore
@@ -35,8 +38,20 @@ __all__ = ["VariantMeter"]
 Say = Callable[[str], None]
 
 
-def step_points(ladder: LadderResult, sla: SLA) -> list[StepPoint]:
-    """Each measured step of ``ladder`` as a :class:`StepPoint`, judged against ``sla``."""
+#: Ladder stops that mean a step did not complete: the variant is "failed", never "measured".
+INCOMPLETE_STOPS = {STOP_PERF_ERROR: "perf_analyzer failed", STOP_SERVER_LOST: "the server stopped answering",
+                    STOP_TIMEOUT: "the ladder ran out of time"}
+
+
+def step_points(ladder: LadderResult, sla: SLA, *, rate_tolerance: float = 0.05,
+                max_gpu_memory_mb: float | None = None) -> list[StepPoint]:
+    """Each measured step of ``ladder`` as a :class:`StepPoint`, judged against ``sla``.
+
+    An open-loop step (request rate) meets the SLA only if the server carried the offered rate:
+    at least ``(1 - rate_tolerance)`` × offered (a server that falls behind drops to what it can
+    do while its queue grows, and its latency then says little). A step whose peak GPU memory
+    is above ``max_gpu_memory_mb`` does not meet it either.
+    """
     verdict = evaluate_result(sla, ladder.result)
     status = {s.load: s.status for s in verdict.steps}
     points: list[StepPoint] = []
@@ -44,16 +59,65 @@ def step_points(ladder: LadderResult, sla: SLA) -> list[StepPoint]:
         if step.throughput_per_s is None:
             continue
         p99 = step.latency.p99_ms if step.latency is not None else float("inf")
+        meets = status.get(step.load_value) == "pass"
+        notes: list[str] = []
+        if step.load_mode == "request_rate" and step.throughput_per_s < step.load_value * (1.0 - rate_tolerance):
+            meets = False
+            notes.append(f"carried {step.throughput_per_s:,.1f} of {step.load_value:g} req/s offered "
+                         f"(below {100 * (1 - rate_tolerance):g} %)")
+        metrics = step.metrics
+        memory_mb = (metrics.gpu_memory_used_bytes_max / 2**20
+                     if metrics is not None and metrics.gpu_memory_used_bytes_max is not None else None)
+        if max_gpu_memory_mb is not None and memory_mb is not None and memory_mb > max_gpu_memory_mb:
+            meets = False
+            notes.append(f"GPU memory {memory_mb:,.0f} MiB above {max_gpu_memory_mb:g} MiB")
         points.append(StepPoint(
             load=step.load_value, throughput_per_s=step.throughput_per_s, p99_ms=p99,
-            errors=step.error_count, stable=step.stable, meets_sla=status.get(step.load_value) == "pass",
+            errors=step.error_count, stable=step.stable, meets_sla=meets, gpu_memory_mb=memory_mb,
+            gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None, note="; ".join(notes),
         ))
     return points
 
 
+def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
+          preflight: bool = True) -> LadderResult:
+    """:func:`run_ladder` judged by ``sla``; a ladder whose unrecorded warm-up saw no request
+    complete is started once more, afresh (a model slow to start its first executions — a
+    python stub on a loaded machine — says nothing about how it bears load)."""
+    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight)
+    if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
+        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
+        shutil.rmtree(folder, ignore_errors=True)
+        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight)
+    return ladder
+
+
+def failure_reason(ladder: LadderResult) -> str:
+    """Why ``ladder`` did not measure its variant: perf_analyzer's failure (with its kind when
+    classified), else the failed requests' own message (a model's exception), else the stop."""
+    error = ladder.error
+    if error is not None:
+        kind = getattr(error, "failure", None)  # the failure classification, where perf/measure gives one
+        text = str(error).strip() or error.message
+        return f"{kind}: {text}" if kind and not text.startswith(str(kind)) else text
+    notes = [s.error_note for s in ladder.result.steps if s.error_note]
+    if notes:
+        return notes[-1]
+    unstable = [s.unstable_note for s in ladder.result.steps if s.unstable_note]
+    if unstable:
+        return unstable[-1]
+    stop = ladder.result.stop_reason
+    return INCOMPLETE_STOPS.get(stop, f"stopped: {stop.replace('_', ' ')}" if stop else "no step was measured")
+
+
 @dataclass
 class VariantMeter:
-    """Everything needed to measure variants of one model on one running server."""
+    """Everything needed to measure variants of one model on one running server.
+
+    ``rate_tolerance``/``max_gpu_memory_mb`` judge steps as :func:`step_points` says.
+    ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
+    names it), an ensemble or BLS model calling the swept one.
+    """
 
     live: LiveModel
     base: mc.ModelConfig
@@ -63,9 +127,23 @@ class VariantMeter:
     store: SweepStore
     say: Say
     load_timeout_s: float = 120.0
+    rate_tolerance: float = 0.05
+    max_gpu_memory_mb: float | None = None
+    target: LiveModel | None = None
+    target_config: mc.ModelConfig | None = None
+
+    def load_target(self) -> None:
+        """Load the load target (an ensemble or BLS model calling the swept one) as written; its
+        composing models come from their folders and are then replaced variant by variant."""
+        if self.target is not None and self.target_config is not None:
+            self.target.load(self.target_config, timeout_s=self.load_timeout_s)
 
     def _load(self, variant: Variant) -> None:
         self.live.load(apply_variant(self.base, variant), timeout_s=self.load_timeout_s)
+        if self.target_config is not None and self.target_config.platform == "ensemble":
+            # The server marks an ensemble unavailable while a composing model is unloaded; loading
+            # it again checks it against this variant (e.g. its max batch) and makes it ready.
+            self.load_target()
 
     def _unload(self) -> None:
         # Best effort: a server that died is reported by the next load, not by this.
@@ -75,15 +153,31 @@ class VariantMeter:
             self.say(f"  could not unload {self.live.model}: {exc.message}")
 
     def _ladder(self, plan: LadderPlan, folder: Path) -> LadderResult:
-        ladder = run_ladder(self.spec, plan, results_dir=folder, sla_check=ladder_check(self.sla), preflight=True)
+        ladder = climb(self.spec, plan, folder, self.sla, self.say)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder
 
+    def _points(self, ladder: LadderResult) -> list[StepPoint]:
+        return step_points(ladder, self.sla, rate_tolerance=self.rate_tolerance,
+                           max_gpu_memory_mb=self.max_gpu_memory_mb)
+
+    def stored(self, variant: Variant) -> VariantOutcome | None:
+        """The finished outcome of ``variant`` from an earlier run, if one is stored and valid; a
+        corrupt one is set aside (``OUT/rejected/``), said, and measured again."""
+        try:
+            return self.store.load(variant.knobs_id)
+        except StoredResultError as exc:
+            kept = self.store.reject(variant.knobs_id)
+            self.say(f"  {exc.message}; measuring {variant.id} again (the bad file is kept as {kept})")
+            return None
+
     def measure(self, variant: Variant, loads: tuple[float, ...] = ()) -> VariantOutcome:
         """Load → warm up → ladder at ``loads`` (default: the plan's) → unload; the outcome is saved
-        before it is returned."""
-        stored = self.store.load(variant.knobs_id)
+        before it is returned. A ladder cut short (perf_analyzer failed or was killed, the server
+        went away, time ran out) makes the variant ``failed`` with the reason, whatever it measured
+        before."""
+        stored = self.stored(variant)
         if stored is not None:
             stored.variant = variant
             return stored
@@ -93,26 +187,33 @@ class VariantMeter:
             self._load(variant)
         except ModelLoadError as exc:
             outcome = VariantOutcome(variant, status=STATUS_LOAD_FAILED, reason=exc.reason,
-                                     duration_s=time.monotonic() - started)
+                                     duration_s=time.monotonic() - started,
+                                     timings_s={"load": time.monotonic() - started})
             self.store.save(outcome)
             return outcome
+        loaded = time.monotonic()
         try:
             before = self.live.exec_stats()
             plan = replace(self.plan, levels=loads) if loads else self.plan
             ladder = self._ladder(plan, self.store.ladder_dir(variant.knobs_id))
             costs = mean_exec_us(before, self.live.exec_stats())
         finally:
+            measured = time.monotonic()
             self._unload()
-        points = step_points(ladder, self.sla)
+        points = self._points(ladder)
+        stop = ladder.result.stop_reason
+        complete = ladder.error is None and stop not in INCOMPLETE_STOPS
         outcome = VariantOutcome(
             variant,
-            status=STATUS_MEASURED if points else STATUS_FAILED,
+            status=STATUS_MEASURED if points and complete else STATUS_FAILED,
             steps=points,
-            reason=str(ladder.error.message) if ladder.error is not None else "",
+            reason="" if points and complete else failure_reason(ladder),
             exec_cost_us=costs,
             duration_s=time.monotonic() - started,
-            stop_reason=ladder.result.stop_reason,
+            stop_reason=stop,
             skipped_loads=[level for level in self.plan.levels if level not in plan.levels],
+            timings_s=_timings(ladder, plan, load_s=loaded - started, ladder_s=measured - loaded,
+                               unload_s=time.monotonic() - measured),
         )
         self.store.save(outcome)
         return outcome
@@ -123,6 +224,7 @@ class VariantMeter:
         if best is None:
             return None
         variant = outcome.variant
+        started = time.monotonic()
         try:
             self._load(variant)
         except ModelLoadError as exc:
@@ -133,11 +235,30 @@ class VariantMeter:
             ladder = self._ladder(replace(self.plan, levels=(best.load,)), self.store.confirm_dir(variant.knobs_id, index))
         finally:
             self._unload()
-        points = step_points(ladder, self.sla)
-        if not points:
+        points = self._points(ladder)
+        saved = VariantOutcome.from_dict(outcome.to_dict())
+        saved.timings_s["confirm"] = saved.timings_s.get("confirm", 0.0) + time.monotonic() - started
+        outcome.timings_s = dict(saved.timings_s)
+        if not points or ladder.error is not None:
+            self.store.save(saved)
             return None
         point = points[0]
-        saved = VariantOutcome.from_dict(outcome.to_dict())
         saved.confirmations.append(point)
         self.store.save(saved)
         return point
+
+
+def _timings(ladder: LadderResult, plan: LadderPlan, *, load_s: float, ladder_s: float,
+             unload_s: float) -> dict[str, float]:
+    """Where one variant's time went. ``windows`` is the least the measurement windows took
+    (three per step); the rest of ``steps`` is perf_analyzer's start-up, connection and any
+    extra windows it needed to call a step stable. ``retries`` is the rest of the ladder: the
+    runs of unstable steps tried again with longer windows (a step keeps only its last
+    attempt's duration), and the ladder's checks of the server."""
+    result = ladder.result
+    warmup_s = result.warmup.duration_s if result.warmup is not None else 0.0
+    steps_s = sum(s.duration_s or 0.0 for s in result.steps)
+    windows_s = sum(3 * plan.step_window_ms / 1000.0 for s in result.steps if s.duration_s)
+    return {"load": round(load_s, 3), "warmup": round(warmup_s, 3), "steps": round(steps_s, 3),
+            "windows": round(min(windows_s, steps_s), 3),
+            "retries": round(max(0.0, ladder_s - warmup_s - steps_s), 3), "unload": round(unload_s, 3)}

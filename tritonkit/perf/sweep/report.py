@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonkit._fs import atomic_write
-from tritonkit.perf.sweep.search import STATUS_MEASURED, VariantOutcome, pareto_front
+from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
+from tritonkit.perf.sweep.search import pareto_front
 
 if TYPE_CHECKING:
     from tritonkit.perf.sweep.run import SweepResult
@@ -41,6 +42,9 @@ def variant_rows(result: SweepResult) -> list[list[str]]:
         note = outcome.reason if outcome.status != STATUS_MEASURED else outcome.stop_reason.replace("_", " ")
         if outcome.status == STATUS_MEASURED and score is None:
             note = "no step met the SLA" + (f" ({note})" if note else "")
+        memory_mb, utilization = outcome.gpu_peak()
+        if memory_mb is not None:
+            note += f"; GPU peak {memory_mb:,.0f} MiB" + (f", {100 * utilization:.0f} % busy" if utilization else "")
         if outcome.skipped_loads:
             note += f"; skipped loads {', '.join(f'{x:g}' for x in outcome.skipped_loads)} (below the best)"
         rows.append([
@@ -66,6 +70,8 @@ def render_sweep_markdown(result: SweepResult) -> str:
     lines.append(f"- search: {'exhaustive' if result.exhaustive else 'pruned search'}"
                  + (f", first guess {search.guess.id}" if search.guess else "")
                  + f"; wall time {result.wall_s:.1f} s; tritonserver {result.server_version}")
+    lines.append(f"- {result.breakdown_text()}")
+    lines += [f"- warning: {text}" for text in result.warnings]
     lines += ["", "## Result", "", result.headline()]
     if len(search.tied) > 1:
         lines.append("")

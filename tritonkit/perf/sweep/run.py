@@ -8,50 +8,39 @@ ends; a Ctrl-C re-raises ``KeyboardInterrupt`` after that, with every finished v
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import path_error
+from tritonkit._lock import FolderLock, LockedError
 from tritonkit.errors import ConfigError
-from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
+from tritonkit.perf import PerfSpec
+from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.sweep.driver import VariantMeter
 from tritonkit.perf.sweep.live import LiveModel
+from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.report import write_sweep_report
-from tritonkit.perf.sweep.search import (
-    STATUS_FAILED,
-    STATUS_LOAD_FAILED,
-    STATUS_MEASURED,
-    SearchResult,
-    SearchSettings,
-    VariantOutcome,
-    search,
-)
+from tritonkit.perf.sweep.search import SearchResult, SearchSettings, search
+from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
-from tritonkit.perf.sweep.variants import Variant, apply_variant, variant_grid
-from tritonkit.perf.sweep.writeback import WriteBack, write_winner
+from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings, variant_grid
+from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, Hardware, read_config, render_config
 from tritonkit.server import TritonServer
 
-__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepGrid", "SweepResult", "run_sweep"]
+__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepGrid", "SweepResult",
+           "SweepSettings", "run_sweep"]
 
 EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class SweepGrid:
-    """The axes to sweep; an axis left ``None`` keeps the model's own value (see :func:`variant_grid`)."""
-
-    instances: Sequence[int] | None = None
-    max_batch_sizes: Sequence[int] | None = None
-    windows_us: Sequence[int | None] | None = None
-    preferred: Sequence[Sequence[int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,15 +78,48 @@ class SweepResult:
     server_version: str
     report_path: Path | None = None
     plot_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+    server_start_s: float = 0.0
+    target: str | None = None
+
+    @property
+    def failed(self) -> list[VariantOutcome]:
+        """Variants that could not be measured (a step did not complete): the answer lacks them."""
+        return [o for o in self.search.outcomes if o.status == STATUS_FAILED]
 
     @property
     def exit_code(self) -> int:
-        """0 a variant meets the SLA, 1 none does, 2 nothing could be measured."""
+        """0 a variant meets the SLA and every variant tried was measured; 1 none does; 2 a variant
+        could not be measured (the winner may be missing from the answer) or nothing could."""
+        if self.failed:
+            return EXIT_UNMEASURED
         if self.search.winner is not None:
             return EXIT_OK
         if any(o.status == STATUS_MEASURED for o in self.search.outcomes):
             return EXIT_NONE_MEETS
         return EXIT_UNMEASURED
+
+    def time_breakdown(self) -> dict[str, float]:
+        """Where the wall time went, in seconds: the server's start, then per phase summed over the
+        variants measured in this run (see :attr:`VariantOutcome.timings_s`), and the rest."""
+        totals: dict[str, float] = {"server_start": round(self.server_start_s, 2)}
+        for outcome in self.search.outcomes:
+            if outcome.variant.id in self.resumed:
+                continue
+            for phase, seconds in outcome.timings_s.items():
+                totals[phase] = totals.get(phase, 0.0) + seconds
+        accounted = sum(v for k, v in totals.items() if k != "windows")
+        totals["other"] = totals.get("other", 0.0) + max(0.0, self.wall_s - accounted)
+        return {k: round(v, 2) for k, v in totals.items()}
+
+    def breakdown_text(self) -> str:
+        """The breakdown as one line: ``server start 3.1 s, loads 4.0 s, …``."""
+        names = {"server_start": "server start", "load": "model loads", "warmup": "warm-ups",
+                 "steps": "perf_analyzer steps", "windows": "of which measurement windows ≥",
+                 "retries": "unstable-step retries and checks", "confirm": "re-measurements",
+                 "unload": "unloads", "other": "other (search, reports)"}
+        parts = [f"{names.get(k, k)} {v:.1f} s" for k, v in self.time_breakdown().items() if v > 0 or k == "steps"]
+        return "time: " + ", ".join(parts)
 
     @property
     def ratio_to_default(self) -> float | None:
@@ -121,13 +143,19 @@ class SweepResult:
                         if default else "the default config meets the SLA at no load measured")
         winner = self.search.winner
         score = winner.score() if winner else None
+        failed = ""
+        if self.failed:
+            failed = (f" {len(self.failed)} variant(s) could not be measured ("
+                      + "; ".join(f"{o.variant.id}: {o.reason or o.stop_reason}" for o in self.failed)
+                      + "): nothing was written; re-run into the same folder to measure them again.")
         if winner is None or score is None:
-            return f"No variant meets the SLA {self.sla_text}; {default_text}."
+            return f"No variant meets the SLA {self.sla_text}; {default_text}.{failed}"
         ratio = self.ratio_to_default
+        on = f" on {self.target}" if self.target and self.target != self.model else ""
         versus = f" — {ratio:.2f}× the default" if ratio is not None else f"; {default_text}"
         return (f"Winner {winner.variant.id} ({winner.variant.describe()}): {score.throughput_per_s:,.1f} infer/s "
-                f"within the SLA {self.sla_text} at {unit} {score.load:g}, p99 {score.p99_ms:.2f} ms{versus}"
-                + (f" ({default_text})." if ratio is not None else "."))
+                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{versus}"
+                + (f" ({default_text})." if ratio is not None else ".") + failed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (``--json``, and ``sweep.json``)."""
@@ -137,6 +165,7 @@ class SweepResult:
         return {
             "exit_code": self.exit_code,
             "model": self.model,
+            "target": self.target or self.model,
             "repo": str(self.repo),
             "out_dir": str(self.out_dir),
             "sla": self.sla_text,
@@ -152,6 +181,9 @@ class SweepResult:
             "pruned": dict(self.search.pruned),
             "resumed": list(self.resumed),
             "counts": self.counts(),
+            "failed": {o.variant.id: o.reason for o in self.failed},
+            "warnings": list(self.warnings),
+            "time_breakdown_s": self.time_breakdown(),
             "write_back": self.write_back.to_dict() if self.write_back else None,
             "report": str(self.report_path) if self.report_path else None,
             "plot": str(self.plot_path) if self.plot_path else None,
@@ -170,101 +202,159 @@ def _config_key(base: mc.ModelConfig) -> str:
     return hashlib.sha256(render_config(neutral).encode()).hexdigest()[:16]
 
 
-def _plan(concurrency: str | Sequence[float] | None, request_rate: str | Sequence[float] | None,
-          step_window_ms: int, warmup_s: float, max_trials: int) -> LadderPlan:
-    plan = LadderPlan.from_duration(3 * step_window_ms / 1000.0, concurrency=concurrency, request_rate=request_rate,
-                                    max_trials=max_trials, warmup_s=warmup_s)
-    # Once the SLA breaks, more load only breaks it harder: one break ends a variant's ladder.
-    # Patience 2: with a zero window a second request only waits for the first, so throughput can
-    # stall for one doubling of concurrency before batches start to fill.
-    # Short windows on a shared machine wobble more than perf_analyzer's default 10 %: accept 20 %,
-    # and let an unstable step pass to the next load rather than end the variant (the leaders
-    # are re-measured anyway).
-    return replace(plan, step_window_ms=step_window_ms, stop_after_sla_breaks=1, plateau_patience=2,
-                   stability_percentage=20.0, continue_after_unstable=True, total_timeout_s=600.0)
+@contextlib.contextmanager
+def _os_errors(action: str, where: Path) -> Iterator[None]:
+    """An ``OSError`` (disk full, read-only, permissions) as a ``ConfigError`` naming the file, or
+    ``where`` when the error names none (a failed ``write`` has no file name)."""
+    try:
+        yield
+    except OSError as exc:
+        raise path_error(exc, action, exc.filename or where) from exc
+
+
+@contextlib.contextmanager
+def _locks(out_dir: Path, model_dir: Path, model: str, *, write_back: bool,
+           emit: Callable[[SweepEvent], None]) -> Iterator[None]:
+    """Hold the sweep folder and the model folder for the whole sweep: a second sweep into either
+    is refused (it would delete this one's partial results, or measure under its load and write
+    a winner over it). A read-only model folder is only locked when it is to be written."""
+    purpose = f"perf sweep {model}"
+    with FolderLock(out_dir, what="sweep folder", purpose=purpose) as out_lock:
+        model_lock: FolderLock | None = None
+        try:
+            model_lock = FolderLock(model_dir, what="model folder", purpose=purpose).acquire()
+        except LockedError:
+            raise
+        except ConfigError as exc:
+            if write_back or not isinstance(exc.__cause__, OSError):
+                raise
+            emit(SweepEvent("note", f"{model_dir} cannot be locked ({exc.message}); it is only read"))
+            model_lock = None
+        try:
+            for lock in (out_lock, model_lock):
+                if lock is not None and lock.taken_over:
+                    emit(SweepEvent("note", lock.taken_over))
+            yield
+        finally:
+            if model_lock is not None:
+                model_lock.release()
 
 
 def run_sweep(
     repo: str | os.PathLike[str],
     model: str,
+    settings: SweepSettings,
     *,
-    sla: str | SLA,
-    grid: SweepGrid | None = None,
-    concurrency: str | Sequence[float] | None = None,
-    request_rate: str | Sequence[float] | None = None,
-    step_window_ms: int = 500,
-    warmup_s: float = 0.5,
-    max_trials: int = 5,
-    exhaustive: bool = False,
-    out: str | os.PathLike[str] | None = None,
-    results_root: str | os.PathLike[str] = "results",
-    write_back: bool = True,
-    tie_tolerance: float = 0.05,
-    noise_allowance: float = 0.10,
-    spec: PerfSpec | None = None,
     server: TritonServer | None = None,
     on_event: Callable[[SweepEvent], None] | None = None,
 ) -> SweepResult:
-    """Sweep ``model`` of ``repo`` over ``grid`` within ``sla`` and return the result.
+    """Sweep ``model`` of ``repo`` as ``settings`` say and return the result.
 
-    ``concurrency``/``request_rate`` are the ladder's levels (as in ``perf run``; default
-    concurrency ``1:8``); each step measures three ``step_window_ms`` windows after a ``warmup_s``
-    warm-up per variant. ``out`` defaults to ``<results_root>/<UTC>-<model>-sweep``; re-running into
-    the same ``out`` reuses finished variants. ``spec`` supplies perf_analyzer options (input data,
-    shapes; its model and URL are replaced). ``server``: an already running server with explicit
-    model control to use instead of starting one (it is not stopped). ``write_back=False`` leaves
-    the repository untouched.
+    ``server``: an already running server with explicit model control to use instead of starting
+    one (it is not stopped). The sweep folder and the model folder are locked while it runs
+    (:class:`~tritonkit._lock.LockedError` names the holder of either). Order on the way out:
+    every variant's result is saved as it is measured, then the report and ``sweep.json``, and
+    only then is the winner written into the repository; a failure before that leaves the
+    repository untouched, and an ``OSError`` (disk full, read-only) is a ``ConfigError`` naming
+    the path. A variant that could not be measured means exit 2 and no write-back.
     """
     started = time.monotonic()
     emit = on_event or (lambda _event: None)
+    settings.validate()
     repo_path = Path(repo)
     config_path = repo_path / model / CONFIG_FILENAME
     if not config_path.is_file():
         raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
                           hint=f"pass the repository folder and a model folder inside it ({config_path} is missing)")
     base = read_config(config_path)
-    parsed = (parse_sla(sla) if isinstance(sla, str) else sla).with_zero_errors()
-    axes = grid or SweepGrid()
+    parsed = settings.parsed_sla()
+    axes = settings.grid
     variants = variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
-                            windows_us=axes.windows_us, preferred=axes.preferred)
-    plan = _plan(concurrency, request_rate, step_window_ms, warmup_s, max_trials)
+                            windows_us=axes.windows_us, preferred=axes.preferred,
+                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep)
+    plan = settings.ladder_plan()
+    target_config = _target_config(repo_path, model, settings.target)
     locate_perf_analyzer()  # MissingComponentError now, before any server starts
     if server is not None and server.model_control != "explicit":
         raise ConfigError("the sweep needs a server with explicit model control",
                           hint="start it with model_control='explicit' (tritonkit serve --explicit)")
-    out_dir = Path(out) if out is not None else Path(results_root) / (
-        time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}-sweep")
-    store = SweepStore(out_dir)
+    out_dir = settings.out_dir(model)
+    warnings = grid_warnings(variants)
+    with _locks(out_dir, repo_path / model, model, write_back=settings.write_back, emit=emit), \
+            _os_errors("write the sweep's results", out_dir):
+        for text in warnings:
+            emit(SweepEvent("warning", text))
+        store = SweepStore(out_dir)
+        store.begin({"model": model, "target": settings.target, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
+                     "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
+                     "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
+        sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started, target_config)
+        sweep.warnings = warnings
+        pending: PendingWriteBack | None = None
+        if settings.write_back and sweep.search.winner is not None and not sweep.failed:
+            pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
+            sweep.write_back = pending.planned
+        sweep.wall_s = time.monotonic() - started
+        sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
+        store.write_summary(sweep.to_dict())
+    if pending is not None:
+        # Last, and only once everything above is on disk: the repository changes or stays as it was.
+        with _os_errors("write the winner into the repository", config_path):
+            written = pending.commit()
+        if written.backup_path is not None:
+            emit(SweepEvent("written", f"winner written to {written.config_path}; previous config kept as "
+                            f"{written.backup_path} (restore: {written.restore_command})",
+                            variant=sweep.search.winner.variant.id if sweep.search.winner else None,
+                            data=written.to_dict()))
+    return sweep
+
+
+def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
+             store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
+             started: float, target_config: mc.ModelConfig | None) -> SweepResult:
+    """Serve (unless ``server`` is given), search and stop the server it started, however the
+    search ends; nothing is written back here. The joint sweep calls it for each model alone."""
+    parsed = settings.parsed_sla()
+    plan = settings.ladder_plan()
+    out_dir = store.root
     load_text = f"{plan.mode.replace('_', ' ')} " + ", ".join(f"{v:g}" for v in plan.levels)
-    store.begin({"model": model, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
-                 "levels": list(plan.levels), "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s,
-                 "max_trials": plan.max_trials})
     finished_before = set(store.finished())
     hardware = Hardware.detect()
     p99 = parsed.constraint("p99")
-    settings = SearchSettings(
-        exhaustive=exhaustive, tie_tolerance=tie_tolerance, noise_allowance=noise_allowance,
+    search_settings = SearchSettings(
+        exhaustive=settings.exhaustive, tie_tolerance=settings.tie_tolerance,
+        noise_allowance=settings.noise_allowance,
         max_concurrency=max(plan.levels) if plan.mode == "concurrency" else None,
         levels=tuple(plan.levels), load_mode=plan.mode,
         p99_limit_ms=p99.value if p99 is not None else None,
         cpu_cores=hardware.cpu_cores, gpus=len(hardware.gpus),
     )
-
     own_server = server is None
     live_server = server or TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log")
     resumed: list[str] = []
     progress = _Progress(emit, total=len(variants))
+    server_start_s = 0.0
     try:
         if own_server:
             live_server.start()
+            server_start_s = time.monotonic() - started
         version = live_server.version()
         emit(SweepEvent("server", f"tritonserver {version} on {live_server.grpc_url} (explicit model control); "
                         f"{len(variants)} variants, sweep folder {out_dir}"))
-        template = spec or PerfSpec(model=model, url=live_server.grpc_url)
+        target = settings.target or model
+        template = settings.spec or PerfSpec(model=target, url=live_server.grpc_url)
         meter = VariantMeter(
-            live=LiveModel(live_server, model), base=base, spec=replace(template, model=model, url=live_server.grpc_url),
+            live=LiveModel(live_server, model), base=base,
+            spec=replace(template, model=target, url=live_server.grpc_url),
             plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
+            rate_tolerance=settings.rate_tolerance, max_gpu_memory_mb=settings.max_gpu_memory_mb,
+            target=LiveModel(live_server, target) if settings.target else None,
+            target_config=target_config,
         )
+        meter.load_target()
+        gpus = _server_gpus(live_server.metrics_url)
+        if gpus is not None:
+            search_settings = replace(search_settings, gpus=gpus)
 
         def measure(variant: Variant, loads: tuple[float, ...]) -> VariantOutcome:
             reused = variant.knobs_id in finished_before
@@ -279,26 +369,42 @@ def run_sweep(
         def notify(kind: str, data: dict[str, Any]) -> None:
             progress.decision(kind, data)
 
-        result = search(variants, measure, meter.confirm, settings, notify=notify)
+        result = search(variants, measure, meter.confirm, search_settings, notify=notify)
     finally:
         if own_server:
             live_server.stop()
-
-    written: WriteBack | None = None
-    if write_back and result.winner is not None:
-        written = write_winner(repo_path, model, apply_variant(base, result.winner.variant))
-        if written.backup_path is not None:
-            emit(SweepEvent("written", f"winner written to {written.config_path}; previous config kept as "
-                            f"{written.backup_path} (restore: {written.restore_command})",
-                            variant=result.winner.variant.id, data=written.to_dict()))
-    sweep = SweepResult(
+    return SweepResult(
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
-        p99_limit_ms=settings.p99_limit_ms, exhaustive=exhaustive, grid=variants, search=result,
-        write_back=written, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
+        p99_limit_ms=search_settings.p99_limit_ms, exhaustive=settings.exhaustive, grid=variants, search=result,
+        write_back=None, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
+        server_start_s=server_start_s, target=settings.target,
     )
-    sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
-    store.write_summary(sweep.to_dict())
-    return sweep
+
+
+def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig | None:
+    """The load target's own config (``None`` without a target); an ensemble must use ``model``."""
+    if target is None or target == model:
+        return None
+    path = repo / target / CONFIG_FILENAME
+    if not path.is_file():
+        raise ConfigError(f"the load target '{target}' has no {CONFIG_FILENAME} in {repo}",
+                          hint="--target names an ensemble or BLS model in the same repository")
+    config = read_config(path)
+    steps = {step.model_name for step in config.ensemble_scheduling.step}
+    if config.platform == "ensemble" and model not in steps:
+        raise ConfigError(f"ensemble '{target}' ({path}) has no step that calls '{model}' (it calls "
+                          f"{', '.join(sorted(steps)) or 'nothing'})",
+                          hint="sweep one of its composing models, or pass the right --target")
+    return config
+
+
+def _server_gpus(metrics_url: str) -> int | None:
+    """How many GPUs the server's own metrics show (``None``: they cannot be read). The first
+    guess counts these rather than the GPUs of the machine running the sweep."""
+    try:
+        return len(server_gpus(scrape_metrics(metrics_url)))
+    except (OSError, ValueError):
+        return None
 
 
 class _Progress:
@@ -341,7 +447,9 @@ class _Progress:
         else:
             kind, text = "measured", (f"{v.id}: {score.throughput_per_s:,.1f} infer/s within the SLA at load "
                                       f"{score.load:g}, p99 {score.p99_ms:.2f} ms ({outcome.duration_s:.1f} s)")
-        data = {"status": outcome.status, "duration_s": round(outcome.duration_s, 2)}
+        data: dict[str, Any] = {"status": outcome.status, "duration_s": round(outcome.duration_s, 2)}
+        if outcome.status != STATUS_MEASURED:
+            data["reason"] = outcome.reason or outcome.stop_reason
         if score is not None:
             data.update(score.to_dict())
         self.emit(SweepEvent(kind, text, variant=v.id, done=self.done, left=self._left(), eta_s=self._eta(), data=data))

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from tritonkit.perf.sweep.outcome import StepPoint, VariantOutcome
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
@@ -51,115 +52,6 @@ __all__ = [
     "throughput_bound_per_s",
     "useful_loads",
 ]
-
-STATUS_MEASURED = "measured"
-STATUS_LOAD_FAILED = "load_failed"
-STATUS_FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class StepPoint:
-    """One measured load step of one variant: load (concurrency or requests/s), what it carried,
-    its p99, failed requests, whether perf_analyzer called it stable, and whether it met the SLA."""
-
-    load: float
-    throughput_per_s: float
-    p99_ms: float
-    errors: int = 0
-    stable: bool = True
-    meets_sla: bool = True
-
-    @property
-    def counts(self) -> bool:
-        """True when the step may be a winner's operating point: SLA met, no errors, stable."""
-        return self.meets_sla and self.errors == 0 and self.stable
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"load": self.load, "throughput_per_s": self.throughput_per_s, "p99_ms": self.p99_ms,
-                "errors": self.errors, "stable": self.stable, "meets_sla": self.meets_sla}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StepPoint:
-        return cls(load=float(data["load"]), throughput_per_s=float(data["throughput_per_s"]),
-                   p99_ms=float(data["p99_ms"]), errors=int(data.get("errors", 0)),
-                   stable=bool(data.get("stable", True)), meets_sla=bool(data.get("meets_sla", True)))
-
-
-@dataclass
-class VariantOutcome:
-    """What measuring one variant gave.
-
-    ``status`` is ``measured``, ``load_failed`` (``reason`` is the server's) or ``failed``
-    (perf_analyzer could not measure it; ``reason`` says why). ``exec_cost_us`` maps batch size
-    to the mean time of one model execution, from the server's statistics.
-    ``confirmations`` are re-measurements at the best step's load; ``skipped_loads`` are ladder
-    loads not measured because they could not carry the best throughput already found.
-    """
-
-    variant: Variant
-    status: str = STATUS_MEASURED
-    steps: list[StepPoint] = field(default_factory=list)
-    reason: str = ""
-    exec_cost_us: dict[int, float] = field(default_factory=dict)
-    duration_s: float = 0.0
-    stop_reason: str = ""
-    confirmations: list[StepPoint] = field(default_factory=list)
-    skipped_loads: list[float] = field(default_factory=list)
-
-    def best(self) -> StepPoint | None:
-        """The highest-throughput step that counts (SLA met, no errors, stable), first measurement only."""
-        good = [s for s in self.steps if s.counts]
-        return max(good, key=lambda s: s.throughput_per_s) if good else None
-
-    def score(self) -> StepPoint | None:
-        """The best step, averaged with its stable confirmations; if a re-measurement broke the SLA
-        (or failed requests), the best counting step below that load instead (measured once)."""
-        best = self.best()
-        # An unstable re-measurement says nothing either way; one with errors or over the SLA does.
-        judged = [c for c in self.confirmations if c.stable or c.errors]
-        if best is None or not judged:
-            return best
-        if not all(c.counts for c in judged):
-            lower = [s for s in self.steps if s.counts and s.load < best.load]
-            return max(lower, key=lambda s: s.throughput_per_s) if lower else None
-        points = [best, *judged]
-        return StepPoint(
-            load=best.load,
-            throughput_per_s=sum(p.throughput_per_s for p in points) / len(points),
-            p99_ms=sum(p.p99_ms for p in points) / len(points),
-        )
-
-    def saturated(self) -> bool:
-        """True when the ladder ended because throughput stopped rising."""
-        return self.stop_reason == "throughput_plateau"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "variant": self.variant.to_dict(),
-            "status": self.status,
-            "reason": self.reason,
-            "steps": [s.to_dict() for s in self.steps],
-            "exec_cost_us": {str(b): us for b, us in sorted(self.exec_cost_us.items())},
-            "duration_s": self.duration_s,
-            "stop_reason": self.stop_reason,
-            "confirmations": [c.to_dict() for c in self.confirmations],
-            "skipped_loads": list(self.skipped_loads),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VariantOutcome:
-        return cls(
-            variant=Variant.from_dict(data["variant"]),
-            status=str(data.get("status", STATUS_MEASURED)),
-            steps=[StepPoint.from_dict(s) for s in data.get("steps", [])],
-            reason=str(data.get("reason", "")),
-            exec_cost_us={int(b): float(us) for b, us in (data.get("exec_cost_us") or {}).items()},
-            duration_s=float(data.get("duration_s", 0.0)),
-            stop_reason=str(data.get("stop_reason", "")),
-            confirmations=[StepPoint.from_dict(c) for c in data.get("confirmations", [])],
-            skipped_loads=[float(x) for x in data.get("skipped_loads", [])],
-        )
-
 
 @dataclass(frozen=True)
 class SearchSettings:

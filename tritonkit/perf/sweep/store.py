@@ -9,9 +9,12 @@ Layout (``OUT`` is ``--out``)::
     OUT/variants/<id>/confirm-<n>/     re-measurements of a leading variant
     OUT/report.md, OUT/sweep.png       the report
 
-A variant without ``outcome.json`` (never started, or interrupted) is measured again; one with
-it is read back. Results are only reused under the same settings: a changed SLA, load ladder,
-step window or model config makes the folder refuse to resume rather than mix measurements.
+A variant without ``outcome.json`` (never started, or interrupted), or whose outcome is
+``failed`` (a step did not complete), is measured again; one with it is read back, checked
+(:meth:`VariantOutcome.from_dict`), and reused. A corrupt one is moved to
+``OUT/rejected/<id>.outcome.json`` and measured again. Results are only reused under the same
+settings: a changed SLA, load ladder, step window or model config makes the folder refuse to
+resume rather than mix measurements.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from tritonkit._fs import atomic_write, read_json
 from tritonkit.errors import ConfigError
-from tritonkit.perf.sweep.search import VariantOutcome
+from tritonkit.perf.sweep.outcome import STATUS_FAILED, StoredResultError, VariantOutcome
 
 __all__ = ["SweepStore"]
 
@@ -57,7 +60,11 @@ class SweepStore:
         and return how many finished variants can be reused."""
         path = self.root / SWEEP_FILE
         if path.is_file():
-            previous = _read(path, "sweep record").get("settings", {})
+            record = _read(path, "sweep record")
+            previous = record.get("settings") if isinstance(record, dict) else None
+            if not isinstance(previous, dict):
+                raise ConfigError(f"sweep record {path}: field 'settings' is missing or not an object",
+                                  hint=_HINT)
             changed = sorted(k for k in set(settings) | set(previous) if settings.get(k) != previous.get(k))
             if changed:
                 raise ConfigError(
@@ -70,17 +77,45 @@ class SweepStore:
         return len(self.finished())
 
     def finished(self) -> dict[str, VariantOutcome]:
-        """Every finished variant's outcome, by its knobs id (the default config is stored under its
-        knobs too, so a sweep re-run after the winner was written back still finds it)."""
+        """Every finished variant's valid outcome, by its knobs id (the default config is stored
+        under its knobs too, so a sweep re-run after the winner was written back still finds it).
+        Failed and corrupt ones are left out: a resumed sweep measures them again."""
         found: dict[str, VariantOutcome] = {}
         for path in sorted((self.root / "variants").glob(f"*/{OUTCOME_FILE}")):
-            outcome = VariantOutcome.from_dict(_read(path, "sweep variant result"))
-            found[outcome.variant.knobs_id] = outcome
+            try:
+                outcome = self._read(path)
+            except StoredResultError:
+                continue
+            if outcome.status != STATUS_FAILED:
+                found[outcome.variant.knobs_id] = outcome
         return found
 
+    @staticmethod
+    def _read(path: Path) -> VariantOutcome:
+        return VariantOutcome.from_dict(_read(path, "sweep variant result"), where=f"{path}")
+
     def load(self, variant_id: str) -> VariantOutcome | None:
+        """The stored outcome of ``variant_id`` to reuse; ``None`` when there is none or it failed.
+        A malformed or impossible one raises :class:`StoredResultError` naming the file and field."""
         path = self.variant_dir(variant_id) / OUTCOME_FILE
-        return VariantOutcome.from_dict(_read(path, "sweep variant result")) if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:
+            outcome = self._read(path)
+        except StoredResultError:
+            raise
+        except ConfigError as exc:  # not JSON at all
+            raise StoredResultError(exc.message, field_name="(file)", hint=_HINT) from exc
+        return None if outcome.status == STATUS_FAILED else outcome
+
+    def reject(self, variant_id: str) -> Path:
+        """Move a bad ``outcome.json`` to ``OUT/rejected/<id>.outcome.json`` (kept for whoever wants
+        to see it, out of the variant's folder, which is measured afresh); return where."""
+        path = self.variant_dir(variant_id) / OUTCOME_FILE
+        target = self.root / "rejected" / f"{variant_id}.{OUTCOME_FILE}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        return target
 
     def save(self, outcome: VariantOutcome) -> Path:
         """Write ``outcome`` atomically: from now on a re-run reuses it."""
@@ -92,6 +127,11 @@ class SweepStore:
         folder = self.variant_dir(variant_id)
         if folder.is_dir() and not (folder / OUTCOME_FILE).is_file():
             shutil.rmtree(folder, ignore_errors=True)
+        elif folder.is_dir():
+            # A failed outcome measured again: its old ladder files must not mix with the new ones.
+            for sub in folder.iterdir():
+                if sub.is_dir():
+                    shutil.rmtree(sub, ignore_errors=True)
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.root / SWEEP_FILE

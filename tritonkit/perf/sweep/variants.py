@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_ID",
     "Variant",
     "apply_variant",
+    "grid_warnings",
     "parse_instances",
     "parse_max_batch_sizes",
     "parse_preferred",
@@ -163,8 +164,14 @@ def variant_grid(
     max_batch_sizes: Sequence[int] | None = None,
     windows_us: Sequence[int | None] | None = None,
     preferred: Sequence[Sequence[int]] | None = None,
+    batcher_on_batch_sweep: bool = True,
 ) -> list[Variant]:
     """Every variant of ``base`` over the given axes (an axis left ``None`` keeps the model's value).
+
+    When max batch is swept, no window is given and the model has no scheduler of its own, the
+    variants turn the dynamic batcher on with a 0 ms window (``batcher_on_batch_sweep``): without
+    a batcher the server runs one request per execution, so max batch could not change anything
+    (``windows_us=[None]`` sweeps without it on purpose).
 
     The model's own config comes first (``is_default``); a grid point with the same knobs is
     not repeated. Combinations Triton would refuse or that cannot differ are left out: preferred
@@ -188,6 +195,9 @@ def variant_grid(
         if any(w is not None and w < 0 for w in windows_us):
             raise ConfigError(f"batching windows must be >= 0, got {list(windows_us)}")
         window_axis: list[int | None] = list(dict.fromkeys(windows_us))
+    elif batcher_on_batch_sweep and max_batch_sizes is not None and scheduler is None and \
+            any(b > 1 for b in batch_axis):
+        window_axis = [0]
     else:
         window_axis = [default.window_us]
     pref_axis = [tuple(p) for p in preferred] if preferred is not None else [default.preferred_batch_sizes]
@@ -211,6 +221,26 @@ def variant_grid(
             seen.add(variant.knobs_id)
             grid.append(variant)
     return grid
+
+
+def grid_warnings(grid: Sequence[Variant]) -> list[str]:
+    """What makes (part of) ``grid`` unable to change throughput, said before anything is measured:
+    variants that differ only in max batch while none runs a dynamic batcher can only tie."""
+    notes: list[str] = []
+    swept = [v for v in grid if not v.is_default]
+    if not swept:
+        notes.append("the grid holds only the model's own config: there is nothing to compare it with "
+                     "(give --instances, --max-batch-size or --batch-window)")
+    groups: dict[tuple[int, tuple[int, ...]], set[int]] = {}
+    for v in grid:
+        if v.window_us is None:
+            groups.setdefault((v.instances, v.preferred_batch_sizes), set()).add(v.max_batch_size)
+    for (count, _), sizes in sorted(groups.items()):
+        if len(sizes) > 1:
+            notes.append(f"{count} instance(s) with max batch {', '.join(str(b) for b in sorted(sizes))} and no "
+                         "dynamic batcher: the server runs one request per execution, so these can only tie "
+                         "(add --batch-window 0, or more)")
+    return notes
 
 
 def _positive(values: Sequence[int], what: str) -> list[int]:

@@ -19,7 +19,7 @@ from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
 from tritonkit.repository import CONFIG_FILENAME, render_config
 
-__all__ = ["WriteBack", "restore_command", "write_winner"]
+__all__ = ["PendingWriteBack", "WriteBack", "plan_write_back", "restore_command", "write_winner"]
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,31 @@ def restore_command(backup: Path, config: Path) -> str:
     return f"cp {shlex.quote(str(backup))} {shlex.quote(str(config))}"
 
 
-def write_winner(repo: Path, model: str, config: mc.ModelConfig, *, now: datetime | None = None) -> WriteBack:
-    """Write ``config`` as ``repo/model/config.pbtxt``, first copying the present file to
-    ``config.pbtxt.orig-<UTC>``. Writes nothing when the rendered text is already there."""
+@dataclass(frozen=True)
+class PendingWriteBack:
+    """A write-back decided but not yet done: where the winner goes, where the old file will be
+    kept, and the bytes of both. The sweep writes its report first and only then calls
+    :meth:`commit`, so a failure before it leaves the repository untouched."""
+
+    planned: WriteBack
+    original: bytes
+    text: str
+
+    def commit(self) -> WriteBack:
+        """Copy the old config to the backup, then write the winner (each atomically)."""
+        if self.planned.backup_path is None:
+            return self.planned
+        if self.planned.config_path.read_bytes() != self.original:
+            raise ConfigError(f"{self.planned.config_path} changed while the sweep ran: the winner was not written",
+                              hint="sweep again against the config as it is now")
+        atomic_write(self.planned.backup_path, self.original)
+        atomic_write(self.planned.config_path, self.text)
+        return self.planned
+
+
+def plan_write_back(repo: Path, model: str, config: mc.ModelConfig, *, now: datetime | None = None) -> PendingWriteBack:
+    """Decide writing ``config`` as ``repo/model/config.pbtxt`` with the present file kept as
+    ``config.pbtxt.orig-<UTC>``; nothing is written (a winner that is already there needs no backup)."""
     path = Path(repo) / model / CONFIG_FILENAME
     if not path.is_file():
         raise ConfigError(f"{path} does not exist: nothing to write the winner over",
@@ -55,13 +77,17 @@ def write_winner(repo: Path, model: str, config: mc.ModelConfig, *, now: datetim
     original = path.read_bytes()
     text = render_config(config)
     if original == text.encode("utf-8"):
-        return WriteBack(path, None)
+        return PendingWriteBack(WriteBack(path, None), original, text)
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     backup = path.with_name(f"{CONFIG_FILENAME}.orig-{stamp}")
     counter = 1
     while backup.exists():  # two write-backs in one second must not overwrite the first backup
         counter += 1
         backup = path.with_name(f"{CONFIG_FILENAME}.orig-{stamp}-{counter}")
-    atomic_write(backup, original)
-    atomic_write(path, text)
-    return WriteBack(path, backup)
+    return PendingWriteBack(WriteBack(path, backup), original, text)
+
+
+def write_winner(repo: Path, model: str, config: mc.ModelConfig, *, now: datetime | None = None) -> WriteBack:
+    """Write ``config`` as ``repo/model/config.pbtxt``, first copying the present file to
+    ``config.pbtxt.orig-<UTC>``. Writes nothing when the rendered text is already there."""
+    return plan_write_back(repo, model, config, now=now).commit()

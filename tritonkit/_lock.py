@@ -1,0 +1,143 @@
+"""A lock on a folder, so that two writers never work in it at once; refused with who holds it.
+
+The lock is ``FOLDER/.tritonkit.lock``, held with ``flock`` for as long as the holder runs and
+filled with who holds it (pid, host, since, what for). ``flock`` is released by the kernel when
+the holder dies, however it dies, so a lock left by a SIGKILL never blocks anyone: the next
+writer takes it over and is told whose it was. A second writer while the holder lives is refused
+with a :class:`LockedError` naming the holder.
+
+``flock`` locks are per open file, not per process: two locks taken by one process on the same
+folder refuse each other too, which is what a library user running two sweeps on threads needs.
+
+Example::
+
+    with FolderLock(out_dir, what="sweep folder", purpose="perf sweep resnet") as lock:
+        if lock.taken_over is not None:
+            print(lock.taken_over)
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tritonkit._fs import path_error
+from tritonkit.errors import ConfigError
+
+__all__ = ["LOCK_FILENAME", "FolderLock", "LockedError"]
+
+LOCK_FILENAME = ".tritonkit.lock"
+
+
+class LockedError(ConfigError):
+    """Another live process holds the lock on a folder. ``holder`` is what it wrote (pid, host, since)."""
+
+    def __init__(self, message: str, *, holder: dict[str, Any], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.holder = holder
+
+
+def _describe(holder: dict[str, Any]) -> str:
+    since = holder.get("since_utc", "?")
+    purpose = holder.get("purpose")
+    return (f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {since}"
+            + (f" ({purpose})" if purpose else ""))
+
+
+def _read_holder(fd: int) -> dict[str, Any]:
+    os.lseek(fd, 0, os.SEEK_SET)
+    raw = b""
+    while chunk := os.read(fd, 4096):
+        raw += chunk
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace")) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class FolderLock:
+    """An exclusive lock on ``folder`` (created when missing) for the life of a ``with`` block.
+
+    ``what`` names the folder in messages (``"sweep folder"``, ``"model folder"``); ``purpose``
+    is recorded for whoever is refused. After entering, ``taken_over`` is a sentence when a
+    dead holder's lock was taken over (``None`` otherwise).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], *, what: str = "folder", purpose: str = "") -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK_FILENAME
+        self.what = what
+        self.purpose = purpose
+        self.taken_over: str | None = None
+        self._fd: int | None = None
+
+    def acquire(self) -> FolderLock:
+        """Take the lock, or raise :class:`LockedError` naming the live holder."""
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path} is already held by this FolderLock")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            while True:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    holder = _read_holder(fd)
+                    os.close(fd)
+                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        raise
+                    raise LockedError(
+                        f"the {self.what} {self.folder} is in use by another tritonkit process: {_describe(holder)}",
+                        holder=holder,
+                        hint="wait for it to finish, or choose another folder (two writers would spoil each "
+                             "other's results)",
+                    ) from None
+                # A releaser unlinks the file after we opened it: then we hold a lock on a file
+                # nobody else will see. Only a lock on the file now at the path counts.
+                try:
+                    same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    break
+                os.close(fd)
+            previous = _read_holder(fd)
+            if previous.get("pid") is not None:
+                # flock was free, so its writer is gone (the kernel releases it when a process dies).
+                self.taken_over = (f"the {self.what} {self.folder} was locked by {_describe(previous)}, which is "
+                                   "no longer running; its lock was taken over")
+            record = {"pid": os.getpid(), "host": socket.gethostname(),
+                      "since_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "purpose": self.purpose}
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, (json.dumps(record) + "\n").encode())
+        except OSError as exc:
+            raise path_error(exc, f"lock the {self.what}", self.path) from exc
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Remove the lock file and let go (nothing when not held)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()  # while still holding it: a waiter that opened it re-checks the inode
+        os.close(fd)
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()

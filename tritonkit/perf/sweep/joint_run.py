@@ -1,0 +1,226 @@
+"""Run a joint sweep of several models end to end (see :mod:`tritonkit.perf.sweep.joint`).
+
+Example::
+
+    settings = SweepSettings(sla="p99<=50ms", grid=SweepGrid(instances=[1, 2], max_batch_sizes=[4]),
+                             concurrency="2,4,8", shares={"a": 2, "b": 1})
+    result = run_joint_sweep("model_repository", ["a", "b"], settings)
+    print(result.headline(), result.exit_code)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tritonkit._fs import path_error
+from tritonkit._lock import FolderLock
+from tritonkit.errors import ConfigError
+from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
+from tritonkit.perf.sweep.run import (
+    EXIT_NONE_MEETS,
+    EXIT_OK,
+    EXIT_UNMEASURED,
+    SweepEvent,
+    SweepResult,
+    search_on_server,
+)
+from tritonkit.perf.sweep.settings import SweepSettings
+from tritonkit.perf.sweep.store import SweepStore
+from tritonkit.perf.sweep.variants import apply_variant, variant_grid
+from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
+from tritonkit.provision.perf_analyzer import locate_perf_analyzer
+from tritonkit.repository import CONFIG_FILENAME, read_config
+from tritonkit.server import TritonServer
+
+__all__ = ["JointResult", "run_joint_sweep"]
+
+#: How many of a model's best alone variants the joint search tries (besides its default).
+CANDIDATES_PER_MODEL = 3
+
+
+@dataclass
+class JointResult:
+    """What :func:`run_joint_sweep` measured: every model's default together, each model's alone
+    winner together, the joint winner, and every joint configuration tried."""
+
+    models: list[str]
+    shares: dict[str, float]
+    out_dir: Path
+    defaults: JointOutcome
+    alone: dict[str, SweepResult]
+    alone_together: JointOutcome | None
+    winner: JointOutcome | None
+    tried: list[JointOutcome]
+    wall_s: float
+    write_backs: dict[str, WriteBack] = field(default_factory=dict)
+    report_path: Path | None = None
+
+    @property
+    def failed(self) -> list[JointOutcome]:
+        return [o for o in self.tried if o.failed]
+
+    @property
+    def exit_code(self) -> int:
+        """0 a joint configuration meets every SLA (and nothing failed), 1 none does, 2 could not measure."""
+        if self.failed or any(r.failed for r in self.alone.values()):
+            return EXIT_UNMEASURED
+        if self.winner is not None and self.winner.best() is not None:
+            return EXIT_OK
+        return EXIT_NONE_MEETS if any(o.steps for o in self.tried) else EXIT_UNMEASURED
+
+    def _ratio(self, other: JointOutcome | None) -> float | None:
+        win = self.winner.best() if self.winner else None
+        ref = other.best() if other else None
+        if win is None or ref is None or ref.throughput_per_s <= 0:
+            return None
+        return win.throughput_per_s / ref.throughput_per_s
+
+    def headline(self) -> str:
+        best = self.winner.best() if self.winner else None
+        if self.winner is None or best is None:
+            return "No joint configuration meets every model's SLA." + (
+                f" {len(self.failed)} could not be measured." if self.failed else "")
+        parts = ", ".join(f"{m} {v.knobs_id}" for m, v in self.winner.variants.items())
+        versus = [f"{r:.2f}× every model's default" for r in [self._ratio(self.defaults)] if r is not None]
+        versus += [f"{r:.2f}× the alone winners together" for r in [self._ratio(self.alone_together)] if r is not None]
+        return (f"Joint winner {parts}: {best.throughput_per_s:,.1f} infer/s in all at total concurrency "
+                f"{best.total:g}" + (f" — {', '.join(versus)}" if versus else "") + ".")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exit_code": self.exit_code, "models": self.models, "shares": self.shares, "out_dir": str(self.out_dir),
+            "wall_s": round(self.wall_s, 2),
+            "winner": self.winner.to_dict() if self.winner else None,
+            "defaults": self.defaults.to_dict(),
+            "alone_together": self.alone_together.to_dict() if self.alone_together else None,
+            "alone": {m: r.to_dict() for m, r in self.alone.items()},
+            "ratio_to_defaults": self._ratio(self.defaults),
+            "ratio_to_alone_together": self._ratio(self.alone_together),
+            "tried": [o.to_dict() for o in self.tried],
+            "write_back": {m: wb.to_dict() for m, wb in self.write_backs.items()},
+            "report": str(self.report_path) if self.report_path else None,
+        }
+
+    def render_markdown(self) -> str:
+        lines = [f"# Joint sweep: {', '.join(self.models)}", "",
+                 "- traffic shares: " + ", ".join(f"{m} {100 * s:.0f} %" for m, s in self.shares.items()),
+                 f"- wall time {self.wall_s:.1f} s; {len(self.tried)} joint configurations measured", "",
+                 "## Result", "", self.headline(), "",
+                 "| configuration | " + " | ".join(f"{m} (infer/s, p99 ms)" for m in self.models)
+                 + " | total infer/s | at total concurrency |",
+                 "| --- | " + " | ".join("---" for _ in self.models) + " | ---: | ---: |"]
+        rows = [self.defaults, *([self.alone_together] if self.alone_together else []),
+                *[o for o in self.tried if o not in (self.defaults, self.alone_together)]]
+        for outcome in rows:
+            best = outcome.best()
+            mark = " ★" if outcome is self.winner else ""
+            cells = []
+            for model in self.models:
+                point = best.points.get(model) if best else None
+                cells.append(f"{outcome.variants[model].knobs_id}: "
+                             + (f"{point.throughput_per_s:,.1f}, {point.p99_ms:.2f}" if point else "–"))
+            total = f"{best.throughput_per_s:,.1f}" if best else ("failed: " + outcome.reason if outcome.failed
+                                                                   else "no step met every SLA")
+            lines.append(f"| {outcome.name}{mark} | " + " | ".join(cells)
+                         + f" | {total.replace('|', '/')} | {best.total if best else '–'} |")
+        lines += ["", "★ the joint winner; each model at its share of the load, all at once.", ""]
+        return "\n".join(lines)
+
+
+def _alone_settings(settings: SweepSettings, model: str, out: Path, share: float) -> SweepSettings:
+    """The single-model sweep of ``model`` alone: its own SLA, its share of the total load."""
+    plan = settings.ladder_plan()
+    levels = sorted({max(1.0, float(round(level * share))) for level in plan.levels})
+    return replace(settings, sla=settings.parsed_sla(model), concurrency=levels, out=out, write_back=False,
+                   shares=None, model_slas=None)
+
+
+def run_joint_sweep(
+    repo: str | os.PathLike[str],
+    models: Sequence[str],
+    settings: SweepSettings,
+    *,
+    on_event: Callable[[SweepEvent], None] | None = None,
+) -> JointResult:
+    """Tune ``models`` of ``repo`` together on one server under their joint load (module docstring of
+    :mod:`tritonkit.perf.sweep.joint`); each model's winner is written back after the report."""
+    started = time.monotonic()
+    emit = on_event or (lambda _event: None)
+    settings.validate()
+    if settings.request_rate is not None:
+        raise ConfigError("a joint sweep climbs total concurrency; --request-rate is for one model",
+                          hint="use --concurrency with several models")
+    repo_path = Path(repo)
+    models = list(models)
+    shares = joint_shares(models, settings.shares)
+    bases = {}
+    for model in models:
+        path = repo_path / model / CONFIG_FILENAME
+        if not path.is_file():
+            raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
+                              hint="pass the repository folder and model folders inside it")
+        bases[model] = read_config(path)
+    grids = {m: variant_grid(bases[m], instances=settings.grid.instances, max_batch_sizes=settings.grid.max_batch_sizes,
+                             windows_us=settings.grid.windows_us, preferred=settings.grid.preferred,
+                             batcher_on_batch_sweep=settings.grid.batcher_on_batch_sweep) for m in models}
+    slas = {m: settings.parsed_sla(m) for m in models}
+    locate_perf_analyzer()
+    out_dir = settings.out_dir("-".join(models))
+    say: Callable[[str], None] = lambda text: emit(SweepEvent("note", text))  # noqa: E731
+    with contextlib.ExitStack() as stack:
+        purpose = f"perf sweep {' '.join(models)}"
+        for folder, what in [(out_dir, "sweep folder"), *[(repo_path / m, "model folder") for m in models]]:
+            lock = stack.enter_context(FolderLock(folder, what=what, purpose=purpose))
+            if lock.taken_over:
+                say(lock.taken_over)
+        try:
+            server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
+                                                      log_path=out_dir / "tritonserver.log"))
+            meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
+                               plan=settings.ladder_plan(), settings=settings, folder=out_dir, say=say)
+            defaults = meter.measure("every model's default", {m: grids[m][0] for m in models})
+            alone: dict[str, SweepResult] = {}
+            for model in models:
+                say(f"sweeping {model} alone (the others unloaded), at its share of the load")
+                one = _alone_settings(settings, model, out_dir / f"alone-{model}", shares[model])
+                store = SweepStore(one.out_dir(model))
+                store.begin({"model": model, "alone_in": models, "sla": str(one.sla)})
+                alone[model] = search_on_server(repo_path, model, bases[model], grids[model], one, store, server, emit,
+                                        time.monotonic(), None)
+            current = {m: (r.search.winner.variant if r.search.winner else grids[m][0]) for m, r in alone.items()}
+            together = meter.measure("the alone winners together", current)
+            winner = together if better(together, defaults, settings.tie_tolerance) else defaults
+            for model in models:
+                ranked = sorted((o for o in alone[model].search.outcomes if o.score() is not None),
+                                key=lambda o: -(o.score() or o.steps[0]).throughput_per_s)
+                candidates = [o.variant for o in ranked[:CANDIDATES_PER_MODEL]] + [grids[model][0]]
+                for variant in candidates:
+                    trial = {**winner.variants, model: variant}
+                    outcome = meter.measure(f"{model} → {variant.knobs_id}", trial)
+                    if better(outcome, winner, settings.tie_tolerance):
+                        winner = outcome
+        except OSError as exc:
+            raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
+        result = JointResult(models=models, shares=shares, out_dir=out_dir, defaults=defaults, alone=alone,
+                             alone_together=together, winner=winner if winner.best() else None,
+                             tried=list(meter.measured.values()), wall_s=time.monotonic() - started)
+        pending: dict[str, PendingWriteBack] = {}
+        if settings.write_back and result.exit_code == EXIT_OK and result.winner is not None:
+            for model, variant in result.winner.variants.items():
+                pending[model] = plan_write_back(repo_path, model, apply_variant(bases[model], variant))
+                result.write_backs[model] = pending[model].planned
+        try:
+            result.report_path = write_joint_report(out_dir, result.render_markdown(),
+                                                    json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+            for write in pending.values():  # last: a failure above leaves the repository untouched
+                write.commit()
+        except OSError as exc:
+            raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
+    return result

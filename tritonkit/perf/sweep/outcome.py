@@ -1,0 +1,244 @@
+"""What measuring one variant gave, and how it is read back from the sweep folder.
+
+Stored outcomes are checked when read (:meth:`VariantOutcome.from_dict`): every field of the
+right type, every number finite and in range (no throughput above :data:`MAX_THROUGHPUT_PER_S`,
+no negative latency), the status one of the three known. A file that fails is a
+:class:`StoredResultError` naming the file and the field, never a traceback and never a winner
+written back from a corrupt number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonkit.errors import ConfigError
+from tritonkit.perf.sweep.variants import Variant
+
+__all__ = [
+    "MAX_THROUGHPUT_PER_S",
+    "STATUSES",
+    "STATUS_FAILED",
+    "STATUS_LOAD_FAILED",
+    "STATUS_MEASURED",
+    "StepPoint",
+    "StoredResultError",
+    "VariantOutcome",
+]
+
+STATUS_MEASURED = "measured"
+STATUS_LOAD_FAILED = "load_failed"
+STATUS_FAILED = "failed"
+STATUSES = (STATUS_MEASURED, STATUS_LOAD_FAILED, STATUS_FAILED)
+
+#: No stored step may claim more: one perf_analyzer process on one host stays orders of magnitude
+#: below ten million inferences per second, so a larger figure is a corrupt or edited file.
+MAX_THROUGHPUT_PER_S = 1e7
+
+
+class StoredResultError(ConfigError):
+    """A stored sweep result is malformed or holds an impossible value; ``field`` names which."""
+
+    def __init__(self, message: str, *, field_name: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.field_name = field_name
+
+
+def _number(data: dict[str, Any], key: str, where: str, *, low: float = 0.0, high: float = math.inf,
+            default: float | None = None) -> float:
+    """``data[key]`` as a finite float in ``[low, high]`` (``default`` when absent, if given)."""
+    if key not in data or data[key] is None:
+        if default is not None:
+            return default
+        raise StoredResultError(f"{where}: field '{key}' is missing", field_name=key)
+    raw = data[key]
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise StoredResultError(f"{where}: field '{key}' must be a number, not {raw!r}", field_name=key)
+    value = float(raw)
+    if not math.isfinite(value) or not low <= value <= high:
+        raise StoredResultError(f"{where}: field '{key}' is {raw!r}, outside [{low:g}, {high:g}]", field_name=key)
+    return value
+
+
+def _mapping(data: Any, where: str, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise StoredResultError(f"{where}: {what} must be a JSON object, not {type(data).__name__}", field_name=what)
+    return data
+
+
+def _list(data: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = data.get(key) or []
+    if not isinstance(value, list):
+        raise StoredResultError(f"{where}: field '{key}' must be a list, not {value!r}", field_name=key)
+    return value
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One measured load step of one variant: load (concurrency or requests/s), what it carried,
+    its p99, failed requests, whether perf_analyzer called it stable, and whether it met the SLA.
+    ``gpu_memory_mb``/``gpu_utilization`` are the server's peak GPU memory (MiB) and utilisation
+    (0-1) during the step (``None``: no GPU metrics); ``note`` says why a step missed the SLA on
+    something other than its latency (rate not carried, GPU memory)."""
+
+    load: float
+    throughput_per_s: float
+    p99_ms: float
+    errors: int = 0
+    stable: bool = True
+    meets_sla: bool = True
+    gpu_memory_mb: float | None = None
+    gpu_utilization: float | None = None
+    note: str = ""
+
+    @property
+    def counts(self) -> bool:
+        """True when the step may be a winner's operating point: SLA met, no errors, stable."""
+        return self.meets_sla and self.errors == 0 and self.stable
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"load": self.load, "throughput_per_s": self.throughput_per_s,
+                                "p99_ms": self.p99_ms if math.isfinite(self.p99_ms) else None,
+                                "errors": self.errors, "stable": self.stable, "meets_sla": self.meets_sla}
+        if self.gpu_memory_mb is not None:
+            data["gpu_memory_mb"] = self.gpu_memory_mb
+        if self.gpu_utilization is not None:
+            data["gpu_utilization"] = self.gpu_utilization
+        if self.note:
+            data["note"] = self.note
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "step") -> StepPoint:
+        """Read a step back, checking every field (:class:`StoredResultError` names the bad one)."""
+        data = _mapping(data, where, "step")
+        p99 = data.get("p99_ms")
+        return cls(
+            load=_number(data, "load", where, low=1e-9),
+            throughput_per_s=_number(data, "throughput_per_s", where, high=MAX_THROUGHPUT_PER_S),
+            # An unmeasured p99 is stored as infinity's stand-in (a step with no latency never counts).
+            p99_ms=math.inf if p99 is None else _number(data, "p99_ms", where),
+            errors=int(_number(data, "errors", where, default=0.0)),
+            stable=bool(data.get("stable", True)),
+            meets_sla=bool(data.get("meets_sla", True)),
+            gpu_memory_mb=None if data.get("gpu_memory_mb") is None else _number(data, "gpu_memory_mb", where),
+            gpu_utilization=(None if data.get("gpu_utilization") is None
+                             else _number(data, "gpu_utilization", where, high=1.0)),
+            note=str(data.get("note", "")),
+        )
+
+
+@dataclass
+class VariantOutcome:
+    """What measuring one variant gave.
+
+    ``status`` is ``measured``, ``load_failed`` (``reason`` is the server's) or ``failed``
+    (perf_analyzer could not measure it, or a step did not complete; ``reason`` says why).
+    ``exec_cost_us`` maps batch size to the mean time of one model execution, from the server's
+    statistics. ``confirmations`` are re-measurements at the best step's load; ``skipped_loads``
+    are ladder loads not measured because they could not carry the best throughput already
+    found. ``timings_s`` splits ``duration_s`` into where it went (``load``, ``warmup``,
+    ``steps``, ``windows`` — the measurement windows inside the steps, at least —, ``retries``
+    of unstable steps, ``unload``, ``confirm``).
+    """
+
+    variant: Variant
+    status: str = STATUS_MEASURED
+    steps: list[StepPoint] = field(default_factory=list)
+    reason: str = ""
+    exec_cost_us: dict[int, float] = field(default_factory=dict)
+    duration_s: float = 0.0
+    stop_reason: str = ""
+    confirmations: list[StepPoint] = field(default_factory=list)
+    skipped_loads: list[float] = field(default_factory=list)
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    def best(self) -> StepPoint | None:
+        """The highest-throughput step that counts (SLA met, no errors, stable), first measurement only."""
+        if self.status != STATUS_MEASURED:
+            return None  # a variant whose ladder did not finish is never a winner
+        good = [s for s in self.steps if s.counts]
+        return max(good, key=lambda s: s.throughput_per_s) if good else None
+
+    def score(self) -> StepPoint | None:
+        """The best step, averaged with its stable confirmations; if a re-measurement broke the SLA
+        (or failed requests), the best counting step below that load instead (measured once)."""
+        best = self.best()
+        # An unstable re-measurement says nothing either way; one with errors or over the SLA does.
+        judged = [c for c in self.confirmations if c.stable or c.errors]
+        if best is None or not judged:
+            return best
+        if not all(c.counts for c in judged):
+            lower = [s for s in self.steps if s.counts and s.load < best.load]
+            return max(lower, key=lambda s: s.throughput_per_s) if lower else None
+        points = [best, *judged]
+        return StepPoint(
+            load=best.load,
+            throughput_per_s=sum(p.throughput_per_s for p in points) / len(points),
+            p99_ms=sum(p.p99_ms for p in points) / len(points),
+            gpu_memory_mb=best.gpu_memory_mb,
+            gpu_utilization=best.gpu_utilization,
+        )
+
+    def saturated(self) -> bool:
+        """True when the ladder ended because throughput stopped rising."""
+        return self.stop_reason == "throughput_plateau"
+
+    def gpu_peak(self) -> tuple[float | None, float | None]:
+        """Peak GPU memory (MiB) and utilisation (0-1) over every step and re-measurement."""
+        points = [*self.steps, *self.confirmations]
+        memory = [p.gpu_memory_mb for p in points if p.gpu_memory_mb is not None]
+        util = [p.gpu_utilization for p in points if p.gpu_utilization is not None]
+        return (max(memory) if memory else None, max(util) if util else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant.to_dict(),
+            "status": self.status,
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "exec_cost_us": {str(b): us for b, us in sorted(self.exec_cost_us.items())},
+            "duration_s": self.duration_s,
+            "stop_reason": self.stop_reason,
+            "confirmations": [c.to_dict() for c in self.confirmations],
+            "skipped_loads": list(self.skipped_loads),
+            "timings_s": dict(self.timings_s),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "sweep variant result") -> VariantOutcome:
+        """Read an outcome back, checking every field; ``where`` (the file) starts every message."""
+        data = _mapping(data, where, "outcome")
+        status = data.get("status", STATUS_MEASURED)
+        if status not in STATUSES:
+            raise StoredResultError(f"{where}: field 'status' is {status!r}, not one of {', '.join(STATUSES)}",
+                                    field_name="status")
+        try:
+            variant = Variant.from_dict(_mapping(data.get("variant"), where, "variant"))
+        except (KeyError, TypeError, ValueError, AssertionError) as exc:
+            raise StoredResultError(f"{where}: field 'variant' is malformed ({exc!r})", field_name="variant") from exc
+        if variant.instances < 1 or variant.max_batch_size < 0:
+            raise StoredResultError(f"{where}: field 'variant' has {variant.instances} instances, max batch "
+                                    f"{variant.max_batch_size}", field_name="variant")
+        costs = _mapping(data.get("exec_cost_us") or {}, where, "exec_cost_us")
+        try:
+            exec_cost = {int(b): _number(costs, b, f"{where} exec_cost_us", low=1e-9) for b in costs}
+        except ValueError as exc:
+            raise StoredResultError(f"{where}: field 'exec_cost_us' has a batch size that is not a number",
+                                    field_name="exec_cost_us") from exc
+        timings = _mapping(data.get("timings_s") or {}, where, "timings_s")
+        return cls(
+            variant=variant,
+            status=str(status),
+            steps=[StepPoint.from_dict(s, f"{where} steps[{i}]") for i, s in enumerate(_list(data, "steps", where))],
+            reason=str(data.get("reason", "")),
+            exec_cost_us=exec_cost,
+            duration_s=_number(data, "duration_s", where, default=0.0),
+            stop_reason=str(data.get("stop_reason", "")),
+            confirmations=[StepPoint.from_dict(c, f"{where} confirmations[{i}]")
+                           for i, c in enumerate(_list(data, "confirmations", where))],
+            skipped_loads=[_number({"load": x}, "load", f"{where} skipped_loads")
+                           for x in _list(data, "skipped_loads", where)],
+            timings_s={str(k): _number(timings, k, f"{where} timings_s") for k in timings},
+        )

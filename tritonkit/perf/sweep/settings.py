@@ -1,0 +1,140 @@
+"""What a sweep is asked to do, as one frozen value: the contract between the CLI and the library.
+
+``tritonkit perf sweep`` builds a :class:`SweepSettings` from its options (their defaults are read
+from here, see :meth:`SweepSettings.default`) and :func:`~tritonkit.perf.sweep.run_sweep` takes
+it as it is, so the command line and a library caller cannot drift apart. The ladder every
+variant climbs is derived here too (:meth:`SweepSettings.ladder_plan`), in the open.
+
+Example::
+
+    settings = SweepSettings(sla="p99<=50ms", grid=SweepGrid(instances=(1, 2), max_batch_sizes=(1, 4, 8)),
+                             concurrency="1:16", out=Path("results/resnet-sweep"))
+    result = run_sweep("model_repository", "resnet", settings)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tritonkit.errors import ConfigError
+from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
+
+__all__ = ["SweepGrid", "SweepSettings"]
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """The axes to sweep; an axis left ``None`` keeps the model's own value (see
+    :func:`~tritonkit.perf.sweep.variant_grid`). ``batcher_on_batch_sweep``: when max batch is
+    swept and no window is given, variants run the dynamic batcher with a 0 ms window (without a
+    batcher the server never forms a batch, so max batch could not change throughput); pass
+    ``windows_us=[None]`` (``--batch-window off``) to sweep without it."""
+
+    instances: Sequence[int] | None = None
+    max_batch_sizes: Sequence[int] | None = None
+    windows_us: Sequence[int | None] | None = None
+    preferred: Sequence[Sequence[int]] | None = None
+    batcher_on_batch_sweep: bool = True
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Everything a sweep depends on except the repository, the model and the server.
+
+    ``concurrency``/``request_rate``: the ladder's levels as in ``perf run`` (default concurrency
+    ``1:8``); each step measures three ``step_window_ms`` windows (at most ``max_trials``) after
+    ``warmup_s`` of unrecorded load per variant. ``out``: the sweep folder (default
+    ``<results_root>/<UTC>-<model>-sweep``); re-running into it resumes. ``tie_tolerance``: relative
+    throughput difference that is a tie; ``noise_allowance``: headroom on the bounds that prune.
+    ``rate_tolerance``: with a request-rate ladder a step meets the SLA only if the server carried
+    at least ``(1 - rate_tolerance)`` × the offered rate. ``max_gpu_memory_mb``: a variant whose
+    peak GPU memory (from the server's metrics) is above it does not meet the SLA. ``spec``:
+    perf_analyzer options (input data, shapes; model and URL are replaced). ``write_back=False``
+    leaves the repository untouched. ``target``: the model perf_analyzer sends the load to, when
+    it is not the swept model itself: an ensemble or a BLS model that calls it (the swept model's
+    instances and batching are what change; the target's config is loaded as written).
+    ``shares``/``model_slas`` are for several models swept together (see
+    :func:`~tritonkit.perf.sweep.run_joint_sweep`): each model's share of the traffic (equal when
+    absent) and an SLA for a model that differs from ``sla``; the ladder's concurrencies are then
+    totals over all models.
+    """
+
+    sla: SLA | str
+    grid: SweepGrid = field(default_factory=SweepGrid)
+    concurrency: str | Sequence[float] | None = None
+    request_rate: str | Sequence[float] | None = None
+    step_window_ms: int = 500
+    warmup_s: float = 0.5
+    max_trials: int = 5
+    exhaustive: bool = False
+    out: Path | None = None
+    results_root: Path = Path("results")
+    write_back: bool = True
+    tie_tolerance: float = 0.05
+    noise_allowance: float = 0.10
+    rate_tolerance: float = 0.05
+    max_gpu_memory_mb: float | None = None
+    spec: PerfSpec | None = None
+    target: str | None = None
+    shares: Mapping[str, float] | None = None
+    model_slas: Mapping[str, SLA | str] | None = None
+
+    @staticmethod
+    def default(name: str) -> Any:
+        """The default of field ``name`` (the CLI's option defaults are read from here)."""
+        for item in dataclasses.fields(SweepSettings):
+            if item.name == name:
+                if item.default is not dataclasses.MISSING:
+                    return item.default
+                if item.default_factory is not dataclasses.MISSING:
+                    return item.default_factory()
+        raise KeyError(name)
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` for a value no sweep can use (before any server starts)."""
+        for name in ("tie_tolerance", "noise_allowance", "rate_tolerance"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value < 1.0):
+                raise ConfigError(f"{name} must be a fraction in [0, 1), got {value!r}",
+                                  hint="e.g. 0.05 for 5 % (the command line takes percent)")
+        if self.max_gpu_memory_mb is not None and not (math.isfinite(self.max_gpu_memory_mb)
+                                                       and self.max_gpu_memory_mb > 0):
+            raise ConfigError(f"max_gpu_memory_mb must be > 0, got {self.max_gpu_memory_mb!r}")
+        if self.warmup_s < 0 or not math.isfinite(self.warmup_s):
+            raise ConfigError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
+
+    def parsed_sla(self, model: str | None = None) -> SLA:
+        """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a
+        variant that fails requests never wins)."""
+        sla = (self.model_slas or {}).get(model, self.sla) if model is not None else self.sla
+        return (parse_sla(sla) if isinstance(sla, str) else sla).with_zero_errors()
+
+    def ladder_plan(self) -> LadderPlan:
+        """The ladder each variant climbs."""
+        plan = LadderPlan.from_duration(3 * self.step_window_ms / 1000.0, concurrency=self.concurrency,
+                                        request_rate=self.request_rate, max_trials=self.max_trials,
+                                        warmup_s=self.warmup_s)
+        # Once the SLA breaks, more load only breaks it harder: one break ends a variant's ladder.
+        # Patience 2: with a zero window a second request only waits for the first, so throughput
+        # can stall for one doubling of concurrency before batches start to fill.
+        # Short windows on a shared machine wobble more than perf_analyzer's default 10 %: accept
+        # 20 %, and let an unstable step pass to the next load rather than end the variant (the
+        # leaders are re-measured anyway).
+        return replace(plan, step_window_ms=self.step_window_ms, stop_after_sla_breaks=1, plateau_patience=2,
+                       stability_percentage=20.0, continue_after_unstable=True, total_timeout_s=600.0)
+
+    def out_dir(self, model: str) -> Path:
+        """The sweep folder: ``out``, else a new ``<results_root>/<UTC>-<model>-sweep``."""
+        if self.out is not None:
+            return Path(self.out)
+        return Path(self.results_root) / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}-sweep")
+
+    def with_out(self, model: str) -> SweepSettings:
+        """These settings with ``out`` fixed (the CLI fixes it first, so it can print where to resume)."""
+        return replace(self, out=self.out_dir(model))
