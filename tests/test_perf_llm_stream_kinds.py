@@ -1,0 +1,144 @@
+"""Decoupled models that stream in shapes tritonkit's own models do not: timing and token counts stay right.
+
+Three custom python models, each sending ``TOKENS`` data responses ``FIRST_MS`` after the request
+and then one every ``INTERVAL_MS`` (sleeps to deadlines from one start, so no drift):
+
+* ``cumulative`` (``text_input`` → ``text_output``): each response carries the *whole text so
+  far*, not the new piece, and the stream closes with a response repeating the full text with
+  the final flag — no new text, so no token;
+* ``renamed_ids``: token ids in an INT32 output called ``generated_ids``, two per response (as a
+  model that accepts draft tokens sends them), then the empty final response;
+* ``final_on_data``: the final flag rides on the last data response; no empty response follows.
+
+Served by the real server, driven by the real perf_analyzer; the pure test reads responses of
+the same shapes as perf_analyzer exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.pymodels import write_python_model
+from tritonkit.perf.llm.metrics import count_output_tokens, load_export_records
+from tritonkit.perf.llm.prompts import synthetic_prompts
+from tritonkit.perf.llm.run import LLMPlan, run_llm
+from tritonkit.server import TritonServer
+
+FIRST_MS, INTERVAL_MS, TOKENS = 40.0, 20.0, 4
+
+_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy {{ decoupled: true }}
+input [ {{ name: "{input}" data_type: {input_type} dims: [ 1 ] }} ]
+output [ {{ name: "{output}" data_type: {output_type} dims: [ -1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+
+_MODEL = """
+import threading
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+
+
+def tensor(k):
+{tensor}
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self.stream, args=(request.get_response_sender(),), daemon=True).start()
+        return None
+
+    def stream(self, sender):
+        start = time.monotonic()
+        for k in range({tokens}):
+            wait = start + ({first} + k * {interval}) / 1000.0 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            last = k == {tokens} - 1
+            response = pb_utils.InferenceResponse([tensor(k)])
+            if last and {final_on_data}:
+                sender.send(response, flags=FINAL)
+            else:
+                sender.send(response)
+{closing}
+"""
+
+_KINDS = {
+    "cumulative": dict(
+        input="text_input", input_type="TYPE_STRING", output="text_output", output_type="TYPE_STRING",
+        tensor='    text = " ".join("w%d" % i for i in range(k + 1))\n'
+               '    return pb_utils.Tensor("text_output", np.array([text.encode()], dtype=np.object_))',
+        final_on_data="False",
+        closing='        sender.send(pb_utils.InferenceResponse([tensor({tokens} - 1)]), flags=FINAL)'),
+    "renamed_ids": dict(
+        input="INPUT0", input_type="TYPE_FP32", output="generated_ids", output_type="TYPE_INT32",
+        tensor='    return pb_utils.Tensor("generated_ids", np.array([2 * k + 7, 2 * k + 8], dtype=np.int32))',
+        final_on_data="False", closing="        sender.send(flags=FINAL)"),
+    "final_on_data": dict(
+        input="INPUT0", input_type="TYPE_FP32", output="OUT", output_type="TYPE_FP32",
+        tensor='    return pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))',
+        final_on_data="True", closing=""),
+}
+
+
+def test_token_counts_of_each_stream_kind_as_perf_analyzer_exports_them() -> None:
+    cumulative = [{"text_output": ["w0"]}, {"text_output": ["w0 w1"]}, {"text_output": ["w0 w1 w2"]},
+                  {"text_output": ["w0 w1 w2"]}]
+    assert count_output_tokens(cumulative) == ((1, 1, 1, 0), "responses")
+    # Deltas that repeat a piece are new tokens each time (a model may emit the same token twice).
+    assert count_output_tokens([{"text_output": [" the"]}, {"text_output": [" the"]}]) == ((1, 1), "responses")
+    # perf_analyzer exports the empty final response's output as "".
+    renamed = [{"generated_ids": [7, 8]}, {"generated_ids": [9, 10]}, {"generated_ids": ""}]
+    assert count_output_tokens(renamed) == ((2, 2, 0), "output_ids")
+    # An integer output not named like token ids is no token count (a status code, an index…).
+    assert count_output_tokens([{"status": [0]}, {"status": [0]}]) == ((1, 1), "responses")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    repo = tmp_path_factory.mktemp("stream_kinds_repo")
+    for name, kind in _KINDS.items():
+        fields = {**kind, "tokens": TOKENS, "first": FIRST_MS, "interval": INTERVAL_MS}
+        fields["closing"] = str(fields["closing"]).format(tokens=TOKENS)
+        write_python_model(repo, name, config_pbtxt=_CONFIG.format(name=name, **kind), model_py=_MODEL.format(**fields))
+    with TritonServer(repo) as running:
+        yield running
+
+
+@pytest.mark.server
+@pytest.mark.perf_analyzer
+@pytest.mark.parametrize(("name", "tokens", "source", "responses"), [
+    ("cumulative", TOKENS, "responses", TOKENS + 1),     # + the closing full-text response
+    ("renamed_ids", 2 * TOKENS, "output_ids", TOKENS + 1),  # + the empty final response
+    ("final_on_data", TOKENS, "responses", TOKENS),      # nothing after the last data response
+])
+def test_each_stream_kind_is_timed_and_counted_right(
+    server: TritonServer, tmp_path: Path, name: str, tokens: int, source: str, responses: int
+) -> None:
+    result = run_llm(name, server.grpc_url, synthetic_prompts(2, input_tokens_mean=3),
+                     LLMPlan(concurrency=(2,), requests_per_level=4, warmup_rounds=0, settle_s=0.0),
+                     results_dir=tmp_path)
+    [step] = result.steps
+    m = step.metrics
+    assert m is not None and step.measured and step.failures.total == 0, (step.failure_note, step.warnings)
+    assert m.answered_count == 4 and m.token_source == source
+    assert m.output_tokens is not None and m.output_tokens.min == m.output_tokens.max == tokens
+    assert m.ttft_ms is not None and m.ttft_ms.min >= FIRST_MS  # the models never answer sooner
+    # Latency runs to the last response, which no model sends before its last deadline.
+    assert m.latency_ms is not None and m.latency_ms.min >= FIRST_MS + (TOKENS - 1) * INTERVAL_MS
+    assert m.itl_ms is not None and m.itl_ms.count == 4
+    records, _source = load_export_records(tmp_path / "c2.json")
+    # Every response perf_analyzer saw is timed — none dropped, none invented (the final flag on data).
+    assert [len(r.response_ns) for r in records] == [responses] * 4
+    for r in records:  # TTFT is the first response's time, latency the last one's
+        assert r.ttft_ms == (r.response_ns[0] - r.sent_ns) / 1e6 and r.latency_ms == (r.response_ns[-1] - r.sent_ns) / 1e6
