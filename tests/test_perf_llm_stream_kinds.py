@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.pymodels import write_python_model
+from tests.support.stream_models import stream_model_py
 from tritonkit.perf.llm.metrics import count_output_tokens, load_export_records
 from tritonkit.perf.llm.prompts import synthetic_prompts
 from tritonkit.perf.llm.run import LLMPlan, run_llm
@@ -39,55 +40,18 @@ output [ {{ name: "{output}" data_type: {output_type} dims: [ -1 ] }} ]
 instance_group [ {{ count: 1 kind: KIND_CPU }} ]
 """
 
-_MODEL = """
-import threading
-import time
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
-
-
-def tensor(k):
-{tensor}
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        for request in requests:
-            threading.Thread(target=self.stream, args=(request.get_response_sender(),), daemon=True).start()
-        return None
-
-    def stream(self, sender):
-        start = time.monotonic()
-        for k in range({tokens}):
-            wait = start + ({first} + k * {interval}) / 1000.0 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            last = k == {tokens} - 1
-            response = pb_utils.InferenceResponse([tensor(k)])
-            if last and {final_on_data}:
-                sender.send(response, flags=FINAL)
-            else:
-                sender.send(response)
-{closing}
-"""
-
-_KINDS = {
+_KINDS: dict[str, dict[str, object]] = {
     "cumulative": dict(
         input="text_input", input_type="TYPE_STRING", output="text_output", output_type="TYPE_STRING",
-        tensor='    text = " ".join("w%d" % i for i in range(k + 1))\n'
-               '    return pb_utils.Tensor("text_output", np.array([text.encode()], dtype=np.object_))',
-        final_on_data="False",
-        closing='        sender.send(pb_utils.InferenceResponse([tensor({tokens} - 1)]), flags=FINAL)'),
+        tensor='text = " ".join("w%d" % i for i in range(k + 1))\n'
+               'return pb_utils.Tensor("text_output", np.array([text.encode()], dtype=np.object_))',
+        closing=f"sender.send(pb_utils.InferenceResponse([tensor({TOKENS} - 1)]), flags=FINAL)"),
     "renamed_ids": dict(
         input="INPUT0", input_type="TYPE_FP32", output="generated_ids", output_type="TYPE_INT32",
-        tensor='    return pb_utils.Tensor("generated_ids", np.array([2 * k + 7, 2 * k + 8], dtype=np.int32))',
-        final_on_data="False", closing="        sender.send(flags=FINAL)"),
+        tensor='return pb_utils.Tensor("generated_ids", np.array([2 * k + 7, 2 * k + 8], dtype=np.int32))'),
     "final_on_data": dict(
         input="INPUT0", input_type="TYPE_FP32", output="OUT", output_type="TYPE_FP32",
-        tensor='    return pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))',
-        final_on_data="True", closing=""),
+        tensor='return pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))', closing="", final_on_data=True),
 }
 
 
@@ -108,9 +72,11 @@ def test_token_counts_of_each_stream_kind_as_perf_analyzer_exports_them() -> Non
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repo = tmp_path_factory.mktemp("stream_kinds_repo")
     for name, kind in _KINDS.items():
-        fields = {**kind, "tokens": TOKENS, "first": FIRST_MS, "interval": INTERVAL_MS}
-        fields["closing"] = str(fields["closing"]).format(tokens=TOKENS)
-        write_python_model(repo, name, config_pbtxt=_CONFIG.format(name=name, **kind), model_py=_MODEL.format(**fields))
+        io = {key: kind[key] for key in ("input", "input_type", "output", "output_type")}
+        source = stream_model_py(str(kind["tensor"]), responses=TOKENS, first_ms=FIRST_MS, interval_ms=INTERVAL_MS,
+                                 closing=str(kind.get("closing", "sender.send(flags=FINAL)")),
+                                 final_on_data=bool(kind.get("final_on_data", False)))
+        write_python_model(repo, name, config_pbtxt=_CONFIG.format(name=name, **io), model_py=source)
     with TritonServer(repo) as running:
         yield running
 
