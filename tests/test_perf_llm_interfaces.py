@@ -53,7 +53,7 @@ def test_a_decoupled_model_of_no_known_interface_is_timed_per_response() -> None
 
 
 def test_a_response_with_only_log_probs_or_nothing_is_not_a_token() -> None:
-    text = [{"text_output": "a", "cum_log_probs": [-0.1]}, {"text_output": "", "cum_log_probs": [-0.2]},
+    text: list[dict[str, object]] = [{"text_output": "a", "cum_log_probs": [-0.1]}, {"text_output": "", "cum_log_probs": [-0.2]},
             {"text_output": "b"}, {}]
     assert count_output_tokens(text) == ((1, 0, 1, 0), "responses")
     vllm = [{"text_output": ["x"], "logprobs": ["{}"]}, {"text_output": [""], "logprobs": ["{}"], "finish_reason": ["stop"]}]

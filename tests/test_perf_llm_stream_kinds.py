@@ -62,7 +62,7 @@ def test_token_counts_of_each_stream_kind_as_perf_analyzer_exports_them() -> Non
     # Deltas that repeat a piece are new tokens each time (a model may emit the same token twice).
     assert count_output_tokens([{"text_output": [" the"]}, {"text_output": [" the"]}]) == ((1, 1), "responses")
     # perf_analyzer exports the empty final response's output as "".
-    renamed = [{"generated_ids": [7, 8]}, {"generated_ids": [9, 10]}, {"generated_ids": ""}]
+    renamed: list[dict[str, object]] = [{"generated_ids": [7, 8]}, {"generated_ids": [9, 10]}, {"generated_ids": ""}]
     assert count_output_tokens(renamed) == ((2, 2, 0), "output_ids")
     # An integer output not named like token ids is no token count (a status code, an index…).
     assert count_output_tokens([{"status": [0]}, {"status": [0]}]) == ((1, 1), "responses")
