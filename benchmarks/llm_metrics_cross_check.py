@@ -26,6 +26,11 @@ concurrency, a fixed number of requests, the same prompts and output lengths):
    **What the protocol costs the server**: Triton's own counters (``/metrics``, scraped before
    and after each run) give the server-side time per request (request, queue and compute time
    over successes) under perf_analyzer's gRPC streaming and under AIPerf's HTTP generate_stream.
+   Read them knowing what Triton times: for the simulated model (its ``execute`` hands each request
+   to a thread and returns) a request's duration ends when ``execute`` returns, so it holds no
+   generation; for the reference ensemble it spans the whole stream. With client and server on
+   the same few cores, the tool's own CPU use (AIPerf runs several Python processes) slows the
+   server too: the figure is the protocol's cost and the tool's together.
 3. **Overhead.** tritonkit's run (prompts, input file, perf_analyzer, /metrics scraping, export
    parsing, metrics) against a bare perf_analyzer run with the same options: wall time and CPU
    seconds (this process plus its children).
