@@ -142,8 +142,10 @@ def test_a_dry_run_with_the_models_tokenizer_says_its_lengths_are_that_tokenizer
     assert result.exit_code == 0, result.output
     assert f"lengths counted by the tokenizer {tmp_path / 'tok'}, given with --tokenizer" in result.output
     assert not (tmp_path / "dry").exists()
-    stray = _run("m", "--interface", "vllm", "--trtllm-version", "0.19", "--dry-run", "--out", str(tmp_path / "x"))
-    assert stray.exit_code == 2 and "--interface, --trtllm-version only apply to LLM load tests" in stray.output
+    stray = _run("m", "--interface", "vllm", "--trtllm-version", "0.19", "--token-output", "ids", "--dry-run",
+                 "--out", str(tmp_path / "x"))
+    assert stray.exit_code == 2
+    assert "--interface, --trtllm-version, --token-output only apply to LLM load tests" in stray.output
 
 
 def test_a_dry_run_without_a_tokenizer_says_a_pipelines_own_is_looked_up(tmp_path: Path) -> None:

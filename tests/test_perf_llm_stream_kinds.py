@@ -8,7 +8,9 @@ and then one every ``INTERVAL_MS`` (sleeps to deadlines from one start, so no dr
   the final flag — no new text, so no token;
 * ``renamed_ids``: token ids in an INT32 output called ``generated_ids``, two per response (as a
   model that accepts draft tokens sends them), then the empty final response;
-* ``final_on_data``: the final flag rides on the last data response; no empty response follows.
+* ``final_on_data``: the final flag rides on the last data response; no empty response follows;
+* ``pieces``: two tokens per response in an INT32 output whose name says nothing: one token per
+  response unless the user names the output (``token_output``).
 
 Served by the real server, driven by the real perf_analyzer; the pure test reads responses of
 the same shapes as perf_analyzer exports them.
@@ -23,6 +25,7 @@ import pytest
 
 from tests.support.pymodels import write_python_model
 from tests.support.stream_models import stream_model_py
+from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import count_output_tokens, load_export_records
 from tritonkit.perf.llm.prompts import synthetic_prompts
 from tritonkit.perf.llm.run import LLMPlan, run_llm
@@ -49,6 +52,9 @@ _KINDS: dict[str, dict[str, object]] = {
     "renamed_ids": dict(
         input="INPUT0", input_type="TYPE_FP32", output="generated_ids", output_type="TYPE_INT32",
         tensor='return pb_utils.Tensor("generated_ids", np.array([2 * k + 7, 2 * k + 8], dtype=np.int32))'),
+    "pieces": dict(
+        input="INPUT0", input_type="TYPE_FP32", output="pieces", output_type="TYPE_INT32",
+        tensor='return pb_utils.Tensor("pieces", np.array([k, k], dtype=np.int32))'),
     "final_on_data": dict(
         input="INPUT0", input_type="TYPE_FP32", output="OUT", output_type="TYPE_FP32",
         tensor='return pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))', closing="", final_on_data=True),
@@ -108,3 +114,20 @@ def test_each_stream_kind_is_timed_and_counted_right(
     assert [len(r.response_ns) for r in records] == [responses] * 4
     for r in records:  # TTFT is the first response's time, latency the last one's
         assert r.ttft_ms == (r.response_ns[0] - r.sent_ns) / 1e6 and r.latency_ms == (r.response_ns[-1] - r.sent_ns) / 1e6
+
+
+@pytest.mark.server
+@pytest.mark.perf_analyzer
+def test_an_output_named_as_the_tokens_is_counted_by_its_elements(server: TritonServer, tmp_path: Path) -> None:
+    plan = LLMPlan(concurrency=(1,), requests_per_level=2, warmup_rounds=0, settle_s=0.0)
+    prompts = synthetic_prompts(1)
+    plain = run_llm("pieces", server.grpc_url, prompts, plan, results_dir=tmp_path / "plain")
+    named = run_llm("pieces", server.grpc_url, prompts, plan, results_dir=tmp_path / "named", token_output="pieces")
+    with pytest.raises(ConfigError, match=r"model 'pieces' has no output 'ids' to count tokens in; it has pieces"):
+        run_llm("pieces", server.grpc_url, prompts, plan, results_dir=tmp_path / "bad", token_output="ids")
+    [p], [n] = plain.steps, named.steps
+    assert p.metrics is not None and n.metrics is not None
+    assert p.metrics.output_tokens_total == 2 * TOKENS and p.metrics.token_source == "responses"
+    assert n.metrics.output_tokens_total == 2 * 2 * TOKENS and n.metrics.token_source == "output_ids"
+    assert named.served["token_output"] == "pieces"
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").glob("*.json"))  # nothing was sent

@@ -67,6 +67,9 @@ _LLM_OPTIONS = [
     click.option("--repo", "llm_repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
                  help="--llm: the served repository on this machine, where the preprocessing model's tokenizer_dir is "
                       "read when the server's path is not a folder here."),
+    click.option("--token-output", "llm_token_output", default=None,
+                 help="--llm: the model's output whose elements are its tokens (default: output_ids or an integer "
+                      "output named like ids, else one token per response with new output)."),
     click.option("--settle-s", "llm_settle_s", type=float, default=2.0, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
@@ -97,6 +100,7 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
         tokenizer=kwargs.pop("llm_tokenizer", None),
         trtllm_version=kwargs.pop("llm_trtllm_version", None),
         repo=kwargs.pop("llm_repo", None),
+        token_output=kwargs.pop("llm_token_output", None),
     )
 
 

@@ -433,7 +433,8 @@ def run_llm_perf(
     result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=metrics_url,
                      streaming=settings.stream, prompt_source=source, perf_analyzer=tool, progress=progress,
                      interface=settings.interface, tokenizer=settings.token_counter(),
-                     trtllm_version=settings.trtllm_version, tokenizer_from=settings.tokenizer_record())
+                     trtllm_version=settings.trtllm_version, tokenizer_from=settings.tokenizer_record(),
+                     token_output=settings.token_output)
     return _finish_llm(result, folder, sla, baseline_root=baseline_root)
 
 

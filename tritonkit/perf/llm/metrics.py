@@ -258,15 +258,18 @@ def _not_a_token(name: str) -> bool:
     return any(marker in lowered for marker in _NOT_TOKEN_MARKERS)
 
 
-def count_output_tokens(outputs: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, ...], TokenSource]:
+def count_output_tokens(
+    outputs: Sequence[Mapping[str, Any]], *, token_output: str | None = None
+) -> tuple[tuple[int, ...], TokenSource]:
     """Tokens carried by each response, and where the count came from (see the module docstring).
 
-    With token ids (``output_ids``…), their count. Otherwise a response is one token when it carries
+    ``token_output`` names the output whose elements are the tokens (the model's own word for it);
+    otherwise, with token ids (``output_ids``…), their count. Otherwise a response is one token when it carries
     new text (``text_output``…) — or, for a model of unknown outputs, any non-empty output that is
     not only a log-prob / logits / length / finish-reason output; the final empty response that
     closes a stream is never one.
     """
-    ids = _id_output(outputs)
+    ids = token_output if token_output is not None else _id_output(outputs)
     if ids is not None:
         return tuple(_count_value(out.get(ids)) for out in outputs), "output_ids"
     text = next((n for n in _TEXT_OUTPUTS if any(n in out for out in outputs)), None)
@@ -335,12 +338,16 @@ def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | 
 
 
 def records_from_export(
-    data: Mapping[str, Any], *, where: str = "profile export", count_text: Callable[[str], int] | None = None
+    data: Mapping[str, Any],
+    *,
+    where: str = "profile export",
+    count_text: Callable[[str], int] | None = None,
+    token_output: str | None = None,
 ) -> tuple[list[RequestRecord], TokenSource]:
     """Every request of every experiment in a parsed ``--profile-export-file``, in send order.
 
     A text prompt's input length is ``count_text(text)`` (the model's tokenizer) when given, else
-    its whitespace-separated words.
+    its whitespace-separated words. ``token_output``: the output whose elements are the tokens.
     """
     experiments = data.get("experiments") if isinstance(data, Mapping) else None
     if not isinstance(experiments, list):
@@ -352,7 +359,7 @@ def records_from_export(
             try:
                 responses = tuple(int(t) for t in request.get("response_timestamps") or [])
                 outputs = request.get("response_outputs") or [{} for _ in responses]
-                counts, source = count_output_tokens(outputs)
+                counts, source = count_output_tokens(outputs, token_output=token_output)
                 if len(counts) != len(responses):
                     counts = tuple(1 for _ in responses)
                     source = "responses"
@@ -373,9 +380,10 @@ def records_from_export(
 
 
 def load_export_records(
-    path: str | Path, *, count_text: Callable[[str], int] | None = None
+    path: str | Path, *, count_text: Callable[[str], int] | None = None, token_output: str | None = None
 ) -> tuple[list[RequestRecord], TokenSource]:
-    """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts)."""
+    """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts;
+    ``token_output``: the output whose elements are the tokens)."""
     target = Path(path)
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
@@ -383,7 +391,7 @@ def load_export_records(
         raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
-    return records_from_export(data, where=str(target), count_text=count_text)
+    return records_from_export(data, where=str(target), count_text=count_text, token_output=token_output)
 
 
 def compute_metrics(

@@ -93,7 +93,7 @@ class LLMResult(JsonDataclass):
     notes: list[str] = field(default_factory=list)
     verdict: dict[str, Any] | None = None
     #: What the served model told about itself: ``trtllm_version`` / ``trtllm_version_from``,
-    #: ``min_tokens_input``, ``tokenizer`` / ``tokenizer_from`` (each only when known).
+    #: ``min_tokens_input``, ``tokenizer`` / ``tokenizer_from``, ``token_output`` (each only when known).
     served: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
+from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import GoodputSLO, compute_metrics, drift, load_export_records
 from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
@@ -153,6 +154,7 @@ def run_llm(
     tokenizer: TokenCounter | None = None,
     trtllm_version: str | None = None,
     tokenizer_from: tuple[str, str] | None = None,
+    token_output: str | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
@@ -165,6 +167,7 @@ def run_llm(
     A TensorRT-LLM model gets requests in its line's names (``trtllm_version``, else read from
     the served models: :func:`~tritonkit.perf.llm.served.trtllm_layout`). ``tokenizer_from``:
     (the tokenizer's path, where it came from), recorded in :attr:`LLMResult.served`.
+    ``token_output``: the model's output whose elements are its tokens (checked against its outputs).
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
     from tritonkit.perf.llm.prompts import prompts_for_lengths
@@ -182,6 +185,12 @@ def run_llm(
                                           decoupled=meta.decoupled, interface=interface)
     layout, line = trtllm_layout(layout, (t.name for t in meta.inputs), model=model, url=url, requested=trtllm_version)
     served = _served(line, tokenizer_from)
+    outputs = [t.name for t in meta.outputs]
+    if token_output is not None and token_output not in outputs:
+        raise ConfigError(f"model {model!r} has no output {token_output!r} to count tokens in; it has "
+                          f"{', '.join(outputs) or 'none'}", hint="name one of its outputs with --token-output")
+    if token_output is not None:
+        served["token_output"] = token_output
     stream = meta.decoupled if streaming is None else streaming
     pa = perf_analyzer or locate_perf_analyzer()
     analyzer = PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url, metrics_interval_s=plan.metrics_interval_s)
@@ -228,7 +237,8 @@ def run_llm(
         console_paths = (folder / f"{name}.stdout", folder / f"{name}.stderr")
         inv = analyzer.invoke(full, name, timeout_s=plan.step_timeout_s, stop_when=partial(_stalled, console_paths),
                               settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5))
-        records, source = load_export_records(export, count_text=tokenizer) if export.exists() and inv.returncode == 0 else ([], "output_ids")
+        records, source = (load_export_records(export, count_text=tokenizer, token_output=token_output)
+                           if export.exists() and inv.returncode == 0 else ([], "output_ids"))
         metrics = compute_metrics(records, goodput_slo=plan.goodput_slo, token_source=source) if records else None
         errors = _ERROR_LINE_RE.findall(inv.console)
         reachable = True

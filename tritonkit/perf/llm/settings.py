@@ -41,7 +41,9 @@ class LLMSettings:
     ``tokenizer.json`` (or its folder): prompt lengths are then its tokens, not words; without
     one, a TensorRT-LLM ensemble / BLS's own is found (:meth:`with_served_tokenizer`, from the
     server or ``repo``), ``tokenizer_from`` saying where. ``trtllm_version``: the TensorRT-LLM
-    line requests are written for (default: read from the served models).
+    line requests are written for (default: read from the served models). ``token_output``: the
+    model's output whose elements are its tokens (default: ``output_ids`` or an integer output named
+    like ids, else one token per response with new output).
     """
 
     prompts: Path | None = None
@@ -62,6 +64,7 @@ class LLMSettings:
     tokenizer_from: str | None = None
     trtllm_version: str | None = None
     repo: Path | None = None
+    token_output: str | None = None
 
     def levels(self) -> tuple[int, ...]:
         """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
