@@ -17,6 +17,20 @@ concurrency, a fixed number of requests, the same prompts and output lengths):
    latency − TTFT) / (output tokens − 1), what GenAI-Perf calls it; vLLM's benchmark calls that
    quantity TPOT and means by "ITL" the gap between consecutive chunks, which AIPerf reports as
    "inter chunk latency"), output token throughput and request throughput as tritonkit does.
+   tritonkit's metric code also reads **AIPerf's own per-request export** (``profile_export.jsonl``,
+   :mod:`tritonkit.perf.llm.aiperf_export`): TTFT and ITL must agree to rounding; AIPerf divides
+   token and request counts by its profiling phase's window (``start_time`` → ``end_time`` of its
+   summary, which opens before the first send and closes after the last record is processed),
+   tritonkit by first send → last response, so those two ratios sit a little below 1 (the
+   printed window ratio is the whole difference), and over AIPerf's window they are 1.0000.
+   **What the protocol costs the server**: Triton's own counters (``/metrics``, scraped before
+   and after each run) give the server-side time per request (request, queue and compute time
+   over successes) under perf_analyzer's gRPC streaming and under AIPerf's HTTP generate_stream.
+   Read them knowing what Triton times: for the simulated model (its ``execute`` hands each request
+   to a thread and returns) a request's duration ends when ``execute`` returns, so it holds no
+   generation; for the reference ensemble it spans the whole stream. With client and server on
+   the same few cores, the tool's own CPU use (AIPerf runs several Python processes) slows the
+   server too: the figure is the protocol's cost and the tool's together.
 3. **Overhead.** tritonkit's run (prompts, input file, perf_analyzer, /metrics scraping, export
    parsing, metrics) against a bare perf_analyzer run with the same options: wall time and CPU
    seconds (this process plus its children).
@@ -28,7 +42,12 @@ this machine reaches no model hub, so the script writes a word-level one (for ei
 tokens and the prompt words, one token each) and points ``--tokenizer`` at it. Without that
 environment the script says why and prints the rest.
 
+``--target reference`` serves the CPU reference TensorRT-LLM repository instead (prompts of the
+asked length in its tokenizer's tokens; the tools count with that tokenizer too) and prints the
+server-side time of each model of the pipeline.
+
     .venv/bin/python benchmarks/llm_metrics_cross_check.py
+    .venv/bin/python benchmarks/llm_metrics_cross_check.py --target reference --output-tokens 32
     .venv/bin/python benchmarks/llm_metrics_cross_check.py --concurrency 8 --requests 128 --json
 """
 
@@ -49,9 +68,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # the simulated LLM is the tests' own model, reused, not copied
 
 from tests.support.llm_models import write_llm_sim  # noqa: E402
+from tritonkit.perf.llm.aiperf_export import records_from_aiperf  # noqa: E402
 from tritonkit.perf.llm.metrics import LLMMetrics, compute_metrics, load_export_records  # noqa: E402
 from tritonkit.perf.llm.prompts import WORDS, detect_layout, synthetic_prompts, write_llm_input_data  # noqa: E402
 from tritonkit.perf.llm.run import LLMPlan, llm_argv, run_llm  # noqa: E402
+from tritonkit.perf.measure.metrics import MetricsSnapshot, scrape_metrics  # noqa: E402
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer  # noqa: E402
 from tritonkit.server import TritonServer  # noqa: E402
 
@@ -61,6 +82,8 @@ AIPERF_VENV = REPO_ROOT / ".bench-venv-aiperf"
 # server-sent event's text_output read as one streamed chunk.
 AIPERF_PAYLOAD = '{"text_input": {{ text|tojson }}, "max_tokens": %d, "stream": true}'
 TARGET_RATIO_PCT = 2.0
+#: The tokenizer the tools count with: a word-level one written per run, or the served pipeline's.
+TOOL_TOKENIZER: Path | None = None
 
 TOKENIZER_SCRIPT = """
 import sys
@@ -121,8 +144,11 @@ def _tool_inputs(venv: Path, exe_name: str, package: str, prompts: list[Any], fo
         raise RuntimeError(f"{exe} is missing: python -m venv {venv.name} && {venv.name}/bin/pip install {package}")
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = folder / "tokenizer"
-    subprocess.run([str(venv / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(tokenizer), " ".join(WORDS)],
-                   check=True, capture_output=True, timeout=300)
+    if TOOL_TOKENIZER is not None:  # the served pipeline's own (--target reference)
+        tokenizer = TOOL_TOKENIZER
+    else:
+        subprocess.run([str(venv / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(tokenizer), " ".join(WORDS)],
+                       check=True, capture_output=True, timeout=300)
     prompt_file = folder / "prompts.jsonl"
     prompt_file.write_text("".join(json.dumps({"text": p.text}) + "\n" for p in prompts))
     return exe, tokenizer, prompt_file
@@ -146,7 +172,60 @@ def _aiperf(server: TritonServer, args: argparse.Namespace, prompts: list[Any], 
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"aiperf exited {done.returncode}: {(done.stdout + done.stderr)[-1500:]}")
-    return {"summary": json.loads(next(artifacts.rglob("profile_export_aiperf.json")).read_text())}
+    summary = artifacts / "profile_export_aiperf.json"  # the top-level one: the profiling phase's
+    return {"summary": json.loads(summary.read_text()), "export": artifacts / "profile_export.jsonl"}
+
+
+# Triton's cumulative per-model counters (µs and counts) whose deltas give the time per request.
+_SERVER_COUNTERS = ("nv_inference_request_success", "nv_inference_request_duration_us",
+                    "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us")
+
+
+def _server_side(
+    before: MetricsSnapshot, after: MetricsSnapshot, models: list[str]
+) -> dict[str, dict[str, float | None]]:
+    """Per model of the pipeline: server-side ms per successful request between two scrapes."""
+    return {model: _per_request(before, after, model) for model in models}
+
+
+def _per_request(before: MetricsSnapshot, after: MetricsSnapshot, model: str) -> dict[str, float | None]:
+    """Server-side ms per successful request of ``model`` between two scrapes (Triton's own counters)."""
+    delta = {}
+    for name in _SERVER_COUNTERS:
+        first, last = before.total(name, model=model), after.total(name, model=model)
+        delta[name] = None if first is None or last is None else last - first
+    done = delta["nv_inference_request_success"]
+    per = {"requests": done}
+    for name, label in (("nv_inference_request_duration_us", "request_ms"),
+                        ("nv_inference_queue_duration_us", "queue_ms"),
+                        ("nv_inference_compute_infer_duration_us", "compute_infer_ms")):
+        value = delta[name]
+        per[label] = None if value is None or not done else value / done / 1000.0
+    return per
+
+
+def _aiperf_window_s(summary: dict[str, Any]) -> float | None:
+    """AIPerf's profiling window (its summary's start_time → end_time), which its throughputs divide by."""
+    from datetime import datetime
+
+    try:
+        return (datetime.fromisoformat(summary["end_time"]) - datetime.fromisoformat(summary["start_time"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _same_aiperf_export(export: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """tritonkit's metric code on AIPerf's per-request export, against AIPerf's summary of it."""
+    same = compute_metrics(records_from_aiperf(export), token_source="responses")
+    rows = _compare(same, summary)
+    window = _aiperf_window_s(summary)
+    if window:
+        rows.append(_row("tokens/s, AIPerf window", same.output_tokens_total / window,
+                         summary.get("output_token_throughput", {}).get("avg")))
+        rows.append(_row("requests/s, AIPerf window", same.answered_count / window,
+                         summary.get("request_throughput", {}).get("avg")))
+        rows.append(_row("window (s)", same.duration_s, window))
+    return rows
 
 
 def _genai_perf(server: TritonServer, args: argparse.Namespace, prompts: list[Any], folder: Path) -> dict[str, Any]:
@@ -218,23 +297,41 @@ def main() -> int:
     parser.add_argument("--input-tokens", type=int, default=32)
     parser.add_argument("--first-token-ms", type=float, default=100.0)
     parser.add_argument("--token-interval-ms", type=float, default=20.0)
+    parser.add_argument("--target", choices=("sim", "reference"), default="sim",
+                        help="sim: the simulated LLM (known timing); reference: the CPU reference TensorRT-LLM "
+                             "ensemble (preprocessing → tensorrt_llm → postprocessing), prompts counted by its tokenizer")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
-    args.model = "llm_sim"
-    prompts = synthetic_prompts(args.requests, input_tokens_mean=args.input_tokens,
-                                output_tokens_mean=args.output_tokens, seed=0)
+    global TOOL_TOKENIZER
     report: dict[str, Any] = {"load": {"concurrency": args.concurrency, "requests": args.requests,
                                        "input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
                                        "first_token_ms": args.first_token_ms,
-                                       "token_interval_ms": args.token_interval_ms}}
+                                       "token_interval_ms": args.token_interval_ms, "target": args.target}}
     with tempfile.TemporaryDirectory(prefix="tk-llm-bench-") as tmp:
         root = Path(tmp)
         repo = root / "repo"
-        write_llm_sim(repo, args.model, first_token_ms=args.first_token_ms, token_interval_ms=args.token_interval_ms,
-                      max_batch=8, concurrent=True)
+        tokenizer = None
+        if args.target == "reference":
+            from tritonkit.builders.trtllm import build_reference_repository
+            from tritonkit.perf.llm.tokens import load_tokenizer
+
+            ref = build_reference_repository(repo)
+            args.model, args.pipeline = ref.ensemble, [ref.ensemble, "preprocessing", "tensorrt_llm", "postprocessing"]
+            TOOL_TOKENIZER = ref.tokenizer_dir
+            tokenizer = load_tokenizer(ref.tokenizer_dir)
+        else:
+            args.model = "llm_sim"
+            args.pipeline = [args.model]
+            write_llm_sim(repo, args.model, first_token_ms=args.first_token_ms,
+                          token_interval_ms=args.token_interval_ms, max_batch=8, concurrent=True)
+        prompts = synthetic_prompts(args.requests, input_tokens_mean=args.input_tokens,
+                                    output_tokens_mean=args.output_tokens, seed=0, tokenizer=tokenizer)
         with TritonServer(repo) as server:
             _bare(server, args, prompts, root / "warmup")  # first requests pay for stub start-up
+            before = scrape_metrics(server.metrics_url)
             ours, our_wall, our_cpu = _ours(server, args, prompts, root / "ours")
+            server_side = {"grpc_streaming (perf_analyzer)": _server_side(before, scrape_metrics(server.metrics_url),
+                                                                          args.pipeline)}
             bare_wall, bare_cpu = _bare(server, args, prompts, root / "bare")
             report["overhead"] = {"tritonkit_wall_s": our_wall, "tritonkit_cpu_s": our_cpu,
                                   "bare_perf_analyzer_wall_s": bare_wall, "bare_perf_analyzer_cpu_s": bare_cpu,
@@ -251,16 +348,25 @@ def main() -> int:
                 same = compute_metrics(records, token_source=source)
                 report["same_export"] = _compare(same, genai["summary"])
             try:
-                report["aiperf_runs"] = _compare(ours, _aiperf(server, args, prompts, root / "aiperf")["summary"])
-            except (RuntimeError, OSError, subprocess.SubprocessError, StopIteration) as exc:
+                before = scrape_metrics(server.metrics_url)
+                aiperf = _aiperf(server, args, prompts, root / "aiperf")
+                # AIPerf's warm-up requests are in these counters too: they are few and alike.
+                server_side["http_generate_stream (aiperf)"] = _server_side(
+                    before, scrape_metrics(server.metrics_url), args.pipeline)
+                report["aiperf_runs"] = _compare(ours, aiperf["summary"])
+                report["aiperf_same_export"] = _same_aiperf_export(aiperf["export"], aiperf["summary"])
+            except (RuntimeError, OSError, subprocess.SubprocessError, StopIteration, KeyError) as exc:
                 report["aiperf_error"] = str(exc)
+            report["server_side"] = server_side
     if args.json:
         print(json.dumps(report, indent=1, default=str))
         return 0
     load = report["load"]
+    model = (f"model: first token {load['first_token_ms']:g} ms, then one per {load['token_interval_ms']:g} ms"
+             if load["target"] == "sim" else f"model: the CPU reference TensorRT-LLM ensemble {args.model!r}, "
+             "prompts counted by its tokenizer (the tools count with it too)")
     print(f"load: concurrency {load['concurrency']}, {load['requests']} requests, {load['input_tokens']} input / "
-          f"{load['output_tokens']} output tokens; model: first token {load['first_token_ms']:g} ms, "
-          f"then one per {load['token_interval_ms']:g} ms")
+          f"{load['output_tokens']} output tokens; {model}")
     m = LLMMetrics.from_dict(report["tritonkit"])
     assert m.ttft_ms is not None and m.itl_ms is not None
     print(f"\ntritonkit: TTFT mean {m.ttft_ms.mean:.2f} ms (p99 {m.ttft_ms.p99:.2f}), ITL mean {m.itl_ms.mean:.3f} ms, "
@@ -276,6 +382,21 @@ def main() -> int:
     else:
         _print_rows("AIPerf 0.13 on the same load, over HTTP generate_stream (tritonkit: gRPC streaming):",
                     report["aiperf_runs"], anchor="aiperf")
+        _print_rows("tritonkit's metric code on AIPerf's own per-request export (profile_export.jsonl):",
+                    report["aiperf_same_export"], anchor="aiperf")
+    print("\nserver side (Triton's own counters, per successful request, ms; AIPerf's warm-up requests included):")
+    print(f"  {'transport (tool)':<32} {'model':<16} {'requests':>8} {'request':>9} {'queue':>9} {'compute':>9}")
+    for transport, models in report.get("server_side", {}).items():
+        for model, per in models.items():
+            cells = [("–" if per[k] is None else f"{per[k]:.3f}") for k in ("request_ms", "queue_ms", "compute_infer_ms")]
+            done = "–" if per["requests"] is None else f"{per['requests']:.0f}"
+            print(f"  {transport:<32} {model:<16} {done:>8} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9}")
+    if len(report.get("server_side", {})) == 2:
+        grpc, http = report["server_side"].values()
+        top = args.pipeline[0]
+        if grpc[top]["request_ms"] and http[top]["request_ms"]:
+            print(f"  {top}: HTTP generate_stream / gRPC streaming server time per request = "
+                  f"{http[top]['request_ms'] / grpc[top]['request_ms']:.4f}")
     o = report["overhead"]
     cpu_ratio = "–" if o["cpu_ratio"] is None else f"{o['cpu_ratio']:.2f}"
     print(f"\noverhead: tritonkit run {o['tritonkit_wall_s']:.2f} s wall, {o['tritonkit_cpu_s']:.2f} s CPU; bare "

@@ -140,6 +140,15 @@ def test_a_dry_run_with_the_models_tokenizer_says_its_lengths_are_that_tokenizer
     result = _run("m", "--llm", "--interface", "vllm", "--tokenizer", str(tmp_path / "tok"), "--input-tokens", "24",
                   "--num-prompts", "3", "--dry-run", "--out", str(tmp_path / "dry"))
     assert result.exit_code == 0, result.output
-    assert f"lengths counted by {tmp_path / 'tok'}" in result.output and not (tmp_path / "dry").exists()
-    stray = _run("m", "--interface", "vllm", "--dry-run", "--out", str(tmp_path / "x"))
-    assert stray.exit_code == 2 and "--interface only apply to LLM load tests" in stray.output
+    assert f"lengths counted by the tokenizer {tmp_path / 'tok'}, given with --tokenizer" in result.output
+    assert not (tmp_path / "dry").exists()
+    stray = _run("m", "--interface", "vllm", "--trtllm-version", "0.19", "--token-output", "ids", "--dry-run",
+                 "--out", str(tmp_path / "x"))
+    assert stray.exit_code == 2
+    assert "--interface, --trtllm-version, --token-output only apply to LLM load tests" in stray.output
+
+
+def test_a_dry_run_without_a_tokenizer_says_a_pipelines_own_is_looked_up(tmp_path: Path) -> None:
+    result = _run("ensemble", "--llm", "--trtllm-version", "0.19", "--dry-run", "--out", str(tmp_path / "dry"))
+    assert result.exit_code == 0, result.output
+    assert "lengths in words); a TensorRT-LLM pipeline's own tokenizer is looked up on the server" in result.output

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.pymodels import write_python_model
+from tests.support.stream_models import stream_model_py
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import count_output_tokens
 from tritonkit.perf.llm.prompts import detect_layout, synthetic_prompts, write_llm_input_data
@@ -52,7 +53,7 @@ def test_a_decoupled_model_of_no_known_interface_is_timed_per_response() -> None
 
 
 def test_a_response_with_only_log_probs_or_nothing_is_not_a_token() -> None:
-    text = [{"text_output": "a", "cum_log_probs": [-0.1]}, {"text_output": "", "cum_log_probs": [-0.2]},
+    text: list[dict[str, object]] = [{"text_output": "a", "cum_log_probs": [-0.1]}, {"text_output": "", "cum_log_probs": [-0.2]},
             {"text_output": "b"}, {}]
     assert count_output_tokens(text) == ((1, 0, 1, 0), "responses")
     vllm = [{"text_output": ["x"], "logprobs": ["{}"]}, {"text_output": [""], "logprobs": ["{}"], "finish_reason": ["stop"]}]
@@ -77,29 +78,10 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 """
 
 # Per request: RESPONSES responses with OUT, then one with only LOGPROB, then the empty final one.
-_MODEL = f"""
-import threading
-import time
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        for request in requests:
-            threading.Thread(target=self.stream, args=(request.get_response_sender(),), daemon=True).start()
-        return None
-
-    def stream(self, sender):
-        start = time.monotonic()
-        for k in range({RESPONSES}):
-            wait = start + ({FIRST_MS} + k * {INTERVAL_MS}) / 1000.0 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))]))
-        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("LOGPROB", np.array([-1.0], dtype=np.float32))]))
-        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-"""
+_MODEL = stream_model_py('return pb_utils.Tensor("OUT", np.array([float(k)], dtype=np.float32))',
+                         responses=RESPONSES, first_ms=FIRST_MS, interval_ms=INTERVAL_MS,
+                         closing='sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("LOGPROB", '
+                                 'np.array([-1.0], dtype=np.float32))]))\nsender.send(flags=FINAL)')
 
 
 @pytest.fixture(scope="module")

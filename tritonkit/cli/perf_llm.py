@@ -59,7 +59,17 @@ _LLM_OPTIONS = [
                  help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
                       "of them is timed per response as 'generic')."),
     click.option("--tokenizer", "llm_tokenizer", type=click.Path(exists=True, path_type=Path), default=None,
-                 help="--llm: the model's tokenizer.json (or its folder): prompt lengths in its tokens, not words."),
+                 help="--llm: the model's tokenizer.json (or its folder): prompt lengths in its tokens, not words "
+                      "(default: a TensorRT-LLM pipeline's own, its preprocessing model's tokenizer_dir)."),
+    click.option("--trtllm-version", "llm_trtllm_version", default=None,
+                 help="--llm: the TensorRT-LLM line requests are written for (0.17, 0.18, 0.19, 1.x; default: read "
+                      "from the served models' inputs)."),
+    click.option("--repo", "llm_repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+                 help="--llm: the served repository on this machine, where the preprocessing model's tokenizer_dir is "
+                      "read when the server's path is not a folder here."),
+    click.option("--token-output", "llm_token_output", default=None,
+                 help="--llm: the model's output whose elements are its tokens (default: output_ids or an integer "
+                      "output named like ids, else one token per response with new output)."),
     click.option("--settle-s", "llm_settle_s", type=float, default=2.0, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
@@ -88,6 +98,9 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
         settle_s=kwargs.pop("llm_settle_s", 2.0),
         interface=kwargs.pop("llm_interface", None),
         tokenizer=kwargs.pop("llm_tokenizer", None),
+        trtllm_version=kwargs.pop("llm_trtllm_version", None),
+        repo=kwargs.pop("llm_repo", None),
+        token_output=kwargs.pop("llm_token_output", None),
     )
 
 
@@ -133,8 +146,10 @@ def run_llm_command(
     folder = out_dir or default_results_dir(model, results_root)
     target = url or "127.0.0.1:8001"
     if dry_run:
+        found = "" if settings.tokenizer is not None else (
+            "; a TensorRT-LLM pipeline's own tokenizer is looked up on the server when the run starts")
         click.echo(f"would run an LLM load test on {model} at {target}: {settings.describe_load()}; "
-                   f"prompts: {source}; into {folder}")
+                   f"prompts: {source}{found}; into {folder}")
         return
     tool = locate_perf_analyzer(perf_analyzer_path)
     say = (lambda _m: None) if quiet or as_json else (lambda m: click.echo(m, err=True))

@@ -425,13 +425,16 @@ def run_llm_perf(
     """
     from tritonkit.perf.llm.run import run_llm
 
+    settings = settings.with_served_tokenizer(model, url)  # a TensorRT-LLM pipeline names its own
     prompts, source = settings.load_prompts()
     plan = settings.plan(sla)
     tool = perf_analyzer or locate_perf_analyzer()
     folder = Path(results_dir) if results_dir is not None else default_results_dir(model, results_root)
     result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=metrics_url,
                      streaming=settings.stream, prompt_source=source, perf_analyzer=tool, progress=progress,
-                     interface=settings.interface, tokenizer=settings.token_counter())
+                     interface=settings.interface, tokenizer=settings.token_counter(),
+                     trtllm_version=settings.trtllm_version, tokenizer_from=settings.tokenizer_record(),
+                     token_output=settings.token_output)
     return _finish_llm(result, folder, sla, baseline_root=baseline_root)
 
 

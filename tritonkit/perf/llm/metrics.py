@@ -18,8 +18,9 @@ meeting *every* per-request objective given (``GoodputSLO``), each request judge
 per second of the same span.
 
 Token counts come from the responses, never from re-tokenising text: ``output_ids`` (its
-element count) where the model returns it; otherwise a response that carries new text
-(``text_output``) counts as one token (what a streaming TensorRT-LLM or vLLM model sends: one
+element count) where the model returns it, or an integer output named like ids
+(``generated_ids``); otherwise a response that carries new text (``text_output``) counts as
+one token — in a stream of the whole text so far, new means longer than the last (what a streaming TensorRT-LLM or vLLM model sends: one
 token per response) — a response with only log-prob outputs, or the final empty one, is none. For
 a decoupled model of unknown outputs, each response with any other non-empty output is one
 "token": TTFT is then the time to first response, ITL the inter-response latency.
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,6 +67,8 @@ TokenSource = Literal["output_ids", "responses"]
 DISTRIBUTION_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
 
 _ID_OUTPUTS = ("output_ids", "token_ids", "tokens")
+#: Other names that say an integer output holds token ids (``generated_ids``, ``OUTPUT_IDS``…).
+_IDS_NAME = re.compile(r"(?i)(^|_)(ids|tokens)$")
 _TEXT_OUTPUTS = ("text_output", "output_text", "text")
 # Outputs sent beside a token (TensorRT-LLM's cum_log_probs / output_log_probs / *_logits /
 # sequence_length, vLLM's logprobs / cumulative_logprob / finish_reason / num_*_tokens).
@@ -254,28 +258,63 @@ def _not_a_token(name: str) -> bool:
     return any(marker in lowered for marker in _NOT_TOKEN_MARKERS)
 
 
-def count_output_tokens(outputs: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, ...], TokenSource]:
+def count_output_tokens(
+    outputs: Sequence[Mapping[str, Any]], *, token_output: str | None = None
+) -> tuple[tuple[int, ...], TokenSource]:
     """Tokens carried by each response, and where the count came from (see the module docstring).
 
-    With token ids (``output_ids``…), their count. Otherwise a response is one token when it carries
+    ``token_output`` names the output whose elements are the tokens (the model's own word for it);
+    otherwise, with token ids (``output_ids``…), their count. Otherwise a response is one token when it carries
     new text (``text_output``…) — or, for a model of unknown outputs, any non-empty output that is
     not only a log-prob / logits / length / finish-reason output; the final empty response that
     closes a stream is never one.
     """
-    if outputs and any(name in out for out in outputs for name in _ID_OUTPUTS):
-        name = next(n for n in _ID_OUTPUTS if any(n in out for out in outputs))
-        return tuple(_count_value(out.get(name)) for out in outputs), "output_ids"
+    ids = token_output if token_output is not None else _id_output(outputs)
+    if ids is not None:
+        return tuple(_count_value(out.get(ids)) for out in outputs), "output_ids"
     text = next((n for n in _TEXT_OUTPUTS if any(n in out for out in outputs)), None)
     if text is not None:
-        return tuple(int(_has_text(out.get(text))) for out in outputs), "responses"
+        return _new_text_counts([_text(out.get(text)) for out in outputs]), "responses"
     counts = tuple(int(any(_count_value(v) > 0 for k, v in out.items() if not _not_a_token(k))) for out in outputs)
     return counts, "responses"
 
 
-def _has_text(value: Any) -> bool:
+def _id_output(outputs: Sequence[Mapping[str, Any]]) -> str | None:
+    """The output carrying token ids: a known name, else one named like ids (``generated_ids``,
+    ``OUTPUT_IDS``…) whose values are integers; ``None`` when the responses carry none."""
+    names = {name for out in outputs for name in out}
+    known = next((n for n in _ID_OUTPUTS if n in names), None)
+    if known is not None:
+        return known
+    for name in sorted(names):
+        values = [v for out in outputs for v in (out[name] if isinstance(out.get(name), list) else [out.get(name)])
+                  if v not in (None, "")]  # perf_analyzer exports an empty final response's output as ""
+        if _IDS_NAME.search(name) and values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return name
+    return None
+
+
+def _text(value: Any) -> str:
     if isinstance(value, list):
-        return any(_has_text(v) for v in value)
-    return value not in (None, "", b"")
+        return "".join(_text(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _new_text_counts(texts: Sequence[str]) -> tuple[int, ...]:
+    """One token per response with new text. A stream whose every text extends the one before (the
+    whole text so far, not the new piece) is cumulative: there a response that only repeats the text
+    so far (a closing response carrying the full text) carries nothing new. Deltas that repeat a
+    piece are new tokens each time: a stream is cumulative only if some response extends the last."""
+    seen = [t for t in texts if t]
+    cumulative = (len(seen) >= 2 and all(b.startswith(a) for a, b in zip(seen, seen[1:], strict=False))
+                  and any(len(b) > len(a) for a, b in zip(seen, seen[1:], strict=False)))
+    if not cumulative:
+        return tuple(int(bool(t)) for t in texts)
+    counts, before = [], ""
+    for text in texts:
+        counts.append(int(len(text) > len(before)))
+        before = max(before, text, key=len)
+    return tuple(counts)
 
 
 def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | None = None) -> int | None:
@@ -299,12 +338,16 @@ def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | 
 
 
 def records_from_export(
-    data: Mapping[str, Any], *, where: str = "profile export", count_text: Callable[[str], int] | None = None
+    data: Mapping[str, Any],
+    *,
+    where: str = "profile export",
+    count_text: Callable[[str], int] | None = None,
+    token_output: str | None = None,
 ) -> tuple[list[RequestRecord], TokenSource]:
     """Every request of every experiment in a parsed ``--profile-export-file``, in send order.
 
     A text prompt's input length is ``count_text(text)`` (the model's tokenizer) when given, else
-    its whitespace-separated words.
+    its whitespace-separated words. ``token_output``: the output whose elements are the tokens.
     """
     experiments = data.get("experiments") if isinstance(data, Mapping) else None
     if not isinstance(experiments, list):
@@ -316,7 +359,7 @@ def records_from_export(
             try:
                 responses = tuple(int(t) for t in request.get("response_timestamps") or [])
                 outputs = request.get("response_outputs") or [{} for _ in responses]
-                counts, source = count_output_tokens(outputs)
+                counts, source = count_output_tokens(outputs, token_output=token_output)
                 if len(counts) != len(responses):
                     counts = tuple(1 for _ in responses)
                     source = "responses"
@@ -337,9 +380,10 @@ def records_from_export(
 
 
 def load_export_records(
-    path: str | Path, *, count_text: Callable[[str], int] | None = None
+    path: str | Path, *, count_text: Callable[[str], int] | None = None, token_output: str | None = None
 ) -> tuple[list[RequestRecord], TokenSource]:
-    """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts)."""
+    """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts;
+    ``token_output``: the output whose elements are the tokens)."""
     target = Path(path)
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
@@ -347,7 +391,7 @@ def load_export_records(
         raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
-    return records_from_export(data, where=str(target), count_text=count_text)
+    return records_from_export(data, where=str(target), count_text=count_text, token_output=token_output)
 
 
 def compute_metrics(

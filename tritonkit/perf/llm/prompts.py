@@ -110,13 +110,16 @@ class RequestLayout:
     """Which inputs carry the prompt, the output length and the streaming switch.
 
     ``optional``: the interface's optional inputs the model has (e.g. vLLM's
-    ``exclude_input_in_output``), filled in every request.
+    ``exclude_input_in_output``), filled in every request. ``min_tokens_input``: where the
+    output length also goes as the minimum, so that every request runs to exactly that length
+    (TensorRT-LLM's ``min_length`` / ``min_tokens``, by line: :mod:`tritonkit.perf.llm.served`).
     """
 
     name: LayoutName
     stream_input: str | None = None
     batched: bool = True
     optional: tuple[str, ...] = ()
+    min_tokens_input: str | None = None
 
     @property
     def description(self) -> str:
@@ -267,6 +270,8 @@ def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -
         entry[layout.stream_input] = [streaming]
     for name in layout.optional:
         entry[name] = [True]
+    if layout.min_tokens_input is not None:
+        entry[layout.min_tokens_input] = [prompt.output_tokens]
     return entry
 
 

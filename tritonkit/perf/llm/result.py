@@ -77,7 +77,8 @@ class LLMResult(JsonDataclass):
     """An LLM load test: the model, how it was driven, its steps and (when judged) its verdict.
 
     ``verdict`` is ``Verdict.to_dict()`` of the SLA verdict, stored as the classic result stores
-    it (``tritonkit.perf.judge.stored_verdict`` types it again).
+    it (``tritonkit.perf.judge.stored_verdict`` types it again). ``served``: which TensorRT-LLM
+    line and tokenizer the requests were written for, and where each came from.
     """
 
     model: str
@@ -91,6 +92,9 @@ class LLMResult(JsonDataclass):
     client_deadline_ms: float | None = None
     notes: list[str] = field(default_factory=list)
     verdict: dict[str, Any] | None = None
+    #: What the served model told about itself: ``trtllm_version`` / ``trtllm_version_from``,
+    #: ``min_tokens_input``, ``tokenizer`` / ``tokenizer_from``, ``token_output`` (each only when known).
+    served: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, ``schema_version`` and ``kind`` first."""

@@ -23,9 +23,11 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
+from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import GoodputSLO, compute_metrics, drift, load_export_records
 from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
+from tritonkit.perf.llm.served import TrtllmChoice, trtllm_layout
 from tritonkit.perf.llm.shapes import Schedule, Shape, Spike, write_intervals
 from tritonkit.perf.llm.timeline import FailureReport, classify_failures, in_flight, recovery, server_timeline
 from tritonkit.perf.llm.tokens import TokenCounter
@@ -150,6 +152,9 @@ def run_llm(
     progress: Progress | None = None,
     interface: str | None = None,
     tokenizer: TokenCounter | None = None,
+    trtllm_version: str | None = None,
+    tokenizer_from: tuple[str, str] | None = None,
+    token_output: str | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
@@ -159,6 +164,10 @@ def run_llm(
     ``tokenizer`` (the model's, see :func:`~tritonkit.perf.llm.tokens.load_tokenizer`) counts input
     lengths in its tokens, for replayed prompts and for the reported ISL. A traffic shape with
     per-request lengths (a replay) replaces ``prompts`` with prompts of the recorded lengths.
+    A TensorRT-LLM model gets requests in its line's names (``trtllm_version``, else read from
+    the served models: :func:`~tritonkit.perf.llm.served.trtllm_layout`). ``tokenizer_from``:
+    (the tokenizer's path, where it came from), recorded in :attr:`LLMResult.served`.
+    ``token_output``: the model's output whose elements are its tokens (checked against its outputs).
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
     from tritonkit.perf.llm.prompts import prompts_for_lengths
@@ -174,11 +183,21 @@ def run_llm(
         meta = client.model_metadata(model)
     layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model,
                                           decoupled=meta.decoupled, interface=interface)
+    layout, line = trtllm_layout(layout, (t.name for t in meta.inputs), model=model, url=url, requested=trtllm_version)
+    served = _served(line, tokenizer_from)
+    outputs = [t.name for t in meta.outputs]
+    if token_output is not None and token_output not in outputs:
+        raise ConfigError(f"model {model!r} has no output {token_output!r} to count tokens in; it has "
+                          f"{', '.join(outputs) or 'none'}", hint="name one of its outputs with --token-output")
+    if token_output is not None:
+        served["token_output"] = token_output
     stream = meta.decoupled if streaming is None else streaming
     pa = perf_analyzer or locate_perf_analyzer()
     analyzer = PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url, metrics_interval_s=plan.metrics_interval_s)
     started = utc_now()
     notes: list[str] = []
+    if line is not None:
+        notes.append(line.describe())
     if meta.decoupled and not stream:
         notes.append("the model is decoupled but streaming was turned off: perf_analyzer may refuse it")
 
@@ -208,7 +227,7 @@ def run_llm(
     result = LLMResult(
         model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
         steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
-        notes=notes,
+        notes=notes, served=served,
     )
     for name, mode, value, argv, step_schedule in runs:
         full = [*pa.argv, *argv]
@@ -218,7 +237,8 @@ def run_llm(
         console_paths = (folder / f"{name}.stdout", folder / f"{name}.stderr")
         inv = analyzer.invoke(full, name, timeout_s=plan.step_timeout_s, stop_when=partial(_stalled, console_paths),
                               settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5))
-        records, source = load_export_records(export, count_text=tokenizer) if export.exists() and inv.returncode == 0 else ([], "output_ids")
+        records, source = (load_export_records(export, count_text=tokenizer, token_output=token_output)
+                           if export.exists() and inv.returncode == 0 else ([], "output_ids"))
         metrics = compute_metrics(records, goodput_slo=plan.goodput_slo, token_source=source) if records else None
         errors = _ERROR_LINE_RE.findall(inv.console)
         reachable = True
@@ -284,6 +304,19 @@ def run_llm(
         result.steps, result.finished_utc = steps, utc_now()
         result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
     return result
+
+
+def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None) -> dict[str, str]:
+    served: dict[str, str] = {}
+    if line is not None:
+        if line.interface is not None:
+            served["trtllm_version"] = line.interface.version
+        served["trtllm_version_from"] = line.origin
+        if line.min_tokens_input is not None:
+            served["min_tokens_input"] = line.min_tokens_input
+    if tokenizer_from is not None:
+        served["tokenizer"], served["tokenizer_from"] = tokenizer_from
+    return served
 
 
 def _describe(name: str, step: LLMStep) -> str:

@@ -8,7 +8,7 @@ the command line's spelling (``"128:16"``, ``"2s"``, ``"ttft=500ms"``) and are r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +38,12 @@ class LLMSettings:
     still watched after a shape; ``timeout_s``: the limit of one perf_analyzer step.
     ``interface``: the request interface by name (``text``, ``ids``, ``vllm``, ``text_io``,
     ``generic``; default: chosen from the model's inputs). ``tokenizer``: the model's
-    ``tokenizer.json`` (or its folder): prompt lengths are then its tokens, not words.
+    ``tokenizer.json`` (or its folder): prompt lengths are then its tokens, not words; without
+    one, a TensorRT-LLM ensemble / BLS's own is found (:meth:`with_served_tokenizer`, from the
+    server or ``repo``), ``tokenizer_from`` saying where. ``trtllm_version``: the TensorRT-LLM
+    line requests are written for (default: read from the served models). ``token_output``: the
+    model's output whose elements are its tokens (default: ``output_ids`` or an integer output named
+    like ids, else one token per response with new output).
     """
 
     prompts: Path | None = None
@@ -56,6 +61,10 @@ class LLMSettings:
     timeout_s: float = 600.0
     interface: str | None = None
     tokenizer: Path | None = None
+    tokenizer_from: str | None = None
+    trtllm_version: str | None = None
+    repo: Path | None = None
+    token_output: str | None = None
 
     def levels(self) -> tuple[int, ...]:
         """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
@@ -73,7 +82,8 @@ class LLMSettings:
         from tritonkit.perf.llm.prompts import load_prompts, synthetic_prompts
 
         counter = self.token_counter()
-        counted = f"; lengths counted by {self.tokenizer}" if self.tokenizer is not None else "; lengths in words"
+        record = self.tokenizer_record()
+        counted = f"; lengths counted by the tokenizer {record[0]}, {record[1]}" if record else "; lengths in words"
         if self.prompts is not None:
             return load_prompts(self.prompts, tokenizer=counter), f"{self.prompts}{counted}"
         isl, isl_sd = _mean_spread(self.input_tokens, "--input-tokens")
@@ -89,6 +99,22 @@ class LLMSettings:
         from tritonkit.perf.llm.tokens import load_tokenizer
 
         return load_tokenizer(self.tokenizer) if self.tokenizer is not None else None
+
+    def with_served_tokenizer(self, model: str, url: str) -> LLMSettings:
+        """These settings with the served pipeline's tokenizer when none was given (see
+        :func:`~tritonkit.perf.llm.served.find_tokenizer`); unchanged when the model names none."""
+        from tritonkit.perf.llm.served import find_tokenizer
+
+        if self.tokenizer is not None:
+            return self
+        found = find_tokenizer(model, url, repo=self.repo)
+        return self if found is None else replace(self, tokenizer=found.path, tokenizer_from=found.origin)
+
+    def tokenizer_record(self) -> tuple[str, str] | None:
+        """(the tokenizer's path, where it came from) for the result's metadata, or ``None``."""
+        if self.tokenizer is None:
+            return None
+        return str(self.tokenizer), self.tokenizer_from or "given with --tokenizer"
 
     def plan(self, sla: SLA | None) -> LLMPlan:
         """The :class:`~tritonkit.perf.llm.run.LLMPlan` these settings ask for (checked)."""
