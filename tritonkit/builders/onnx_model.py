@@ -8,7 +8,7 @@ the file path, which is the form ``onnx.checker`` accepts for such models.
 
 from __future__ import annotations
 
-import os
+import fcntl
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +29,7 @@ __all__ = [
     "TensorInfo",
     "analyze_onnx",
     "check_onnx",
+    "copy_weights",
     "external_data_locations",
     "light_copy",
     "load_onnx",
@@ -203,6 +204,13 @@ def check_onnx(path: Path | str) -> None:
         onnx.checker.check_model(str(path), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "hard link" in first:
+            # Builds before tritonkit copied external data hard-linked it into the repository.
+            raise BuildError(f"{path}: the ONNX checker refuses the model's external data because the file has "
+                             f"more than one hard link: {first}",
+                             hint="give the file its own copy (cp F F.copy && mv F.copy F, for the data file "
+                                  "named above); an older tritonkit build may have linked it into a "
+                                  "repository, and rebuilding after that copies instead") from exc
         raise BuildError(f"{path}: fails the ONNX checker: {first}",
                          hint="fix the exporter output (re-export with a supported opset); "
                               "`python -c \"import onnx; onnx.checker.check_model('MODEL', full_check=True)\"` "
@@ -273,8 +281,8 @@ def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = N
     """Write ``model`` to ``dest`` and return every file written.
 
     A skeleton whose tensors still point at external data (``source_dir`` holds those files)
-    is saved as is and its data files are copied beside ``dest`` under the same relative
-    names — the weights never pass through memory. A model whose weights are all in memory
+    is saved as is and its data files are copied (:func:`copy_weights`) beside ``dest`` under the
+    same relative names — the weights never pass through memory. A model whose weights are all in memory
     is written in one file, or with them in ``external_data_file`` when given (needed past 2 GB).
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +296,7 @@ def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = N
             src = _checked_location(source_dir, location)
             target = _checked_location(dest.parent, location)
             target.parent.mkdir(parents=True, exist_ok=True)
-            _link_or_copy(src, target)
+            copy_weights(src, target)
             written.append(target)
         return written
     if external_data_file:
@@ -301,14 +309,26 @@ def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = N
     return written
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
-    """Hard-link when source and destination share a file system (instant for a 10 GB file), else copy."""
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+
+
+def copy_weights(src: Path, dest: Path) -> None:
+    """Give ``dest`` its own copy of ``src``: a reflink where the file system shares blocks
+    copy-on-write (instant, no extra space), else a plain copy — never a hard link.
+
+    A hard link would share the bytes with the user's file (overwriting the source in place
+    would change what the server serves) and makes ``onnx.checker`` refuse the source for a
+    "potential hardlink attack" from then on, so every later build of it fails.
+    """
     if dest.exists():
         dest.unlink()
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)
+    with src.open("rb") as fin, dest.open("wb") as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+            return
+        except OSError:
+            pass  # EOPNOTSUPP / EXDEV / EINVAL: no reflinks here; copy the bytes
+    shutil.copyfile(src, dest)
 
 
 # ---------------------------------------------------------------------------- analysis
