@@ -35,6 +35,7 @@ from tritonkit.perf.judge.compare import (
 from tritonkit.perf.judge.compare import save_baseline as keep_baseline
 from tritonkit.perf.judge.sla import SLA, load_sla
 from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
+from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, prepare_run_inputs
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.spec import PerfSpec
 from tritonkit.perf.report.terminal import Terminal
@@ -105,6 +106,20 @@ def perf() -> None:
 @click.option("--batch-size", type=int, default=1, show_default=True)
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
 @click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@click.option(
+    "--repo", "model_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Model repository holding MODEL's model.onnx: valid input data is derived from it "
+         "(token ids within the vocabulary, masks of ones, finite floats). Default: ./model_repository if it has MODEL.",
+)
+@click.option(
+    "--seq-len", default=None,
+    help=f"Length of variable dims in derived data: N or LOW:HIGH (default {DEFAULT_SEQ_LEN}).",
+)
+@click.option(
+    "--keep-outputs", is_flag=True,
+    help="Let perf_analyzer receive (and keep) response outputs; by default a local run puts them in "
+         "shared memory so its memory and profile export stay bounded.",
+)
 @click.option("--metrics-url", default=None, help="Server /metrics URL to scrape during each step.")
 @click.option(
     "--out",
@@ -156,6 +171,9 @@ def run_command(
     batch_size: int,
     input_data: str | None,
     shapes: tuple[str, ...],
+    model_repo: Path | None,
+    seq_len: str | None,
+    keep_outputs: bool,
     metrics_url: str | None,
     out_dir: Path | None,
     results_root: Path,
@@ -214,6 +232,13 @@ def run_command(
     )
     out = Terminal(as_json=as_json, quiet=quiet)
     folder = out_dir or default_results_dir(model, results_root)
+    if model_repo is None and (Path("model_repository") / model).is_dir():
+        model_repo = Path("model_repository")
+    prepared = prepare_run_inputs(spec, folder, repo=model_repo, seq_len=SeqLen.parse(seq_len),
+                                  keep_outputs=keep_outputs, write=not dry_run)
+    spec = prepared.spec
+    for note in prepared.notes:
+        out.progress(f"input data: {note}")
     if dry_run:
         try:
             planned_tool = locate_perf_analyzer(perf_analyzer_path)

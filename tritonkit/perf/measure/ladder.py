@@ -100,6 +100,16 @@ def _step_name(index: int, plan: LadderPlan, value: float) -> str:
     return f"step{index:02d}-{tag}{value:g}"
 
 
+def request_error(spec: PerfSpec, mode: str, step: StepResult) -> PerfError:
+    """The error for a step whose requests failed: the server's message first, then what to do."""
+    return PerfError(
+        f"requests to model '{spec.model}' failed at {mode} {step.load_value:g} "
+        f"({step.error_count} failed): {step.error_note or 'no message'}",
+        hint="fix what the server says; for invalid inputs pass --repo DIR (derived valid data), "
+             "--input-data FILE.json or --shape NAME:DIMS",
+    )
+
+
 def _retry_name(name: str, attempt: int) -> str:
     return name if attempt == 0 else f"{name}-retry{attempt}"
 
@@ -165,7 +175,7 @@ class LadderResult:
 
     ``result`` holds every step measured (the same value saved as ``result.json``); ``error`` is
     ``None`` unless perf_analyzer failed part-way (``result.stop_reason`` is then
-    ``"perf_error"``).
+    ``"perf_error"``) or requests failed (``"request_errors"``: the server's message is in it).
     """
 
     result: PerfResult
@@ -319,7 +329,8 @@ def run_ladder(
                 sla_breaks.append(step.load_value)
                 say(f"  {step.error_count} failed request(s) at {plan.mode} {value:g}: {step.error_note}")
                 if len(sla_breaks) >= plan.stop_after_sla_breaks:
-                    return finish(STOP_ERRORS)
+                    # Failed requests measure nothing: "could not measure", with the server's words.
+                    return finish(STOP_ERRORS, request_error(spec, plan.mode, step))
                 continue
             if not step.stable:
                 say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s)")
@@ -341,6 +352,9 @@ def run_ladder(
             else:
                 flat_steps = 0
             best_throughput = max(best_throughput, throughput)
+        failed = [s for s in result.steps if s.error_count]
+        if failed:
+            return finish(STOP_ERRORS, request_error(spec, plan.mode, failed[-1]))
         return finish(STOP_COMPLETED)
     except KeyboardInterrupt:
         return finish(STOP_INTERRUPTED)
