@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "analyze_onnx",
     "check_onnx",
     "copy_weights",
+    "declare_batch_outputs",
     "external_data_locations",
     "light_copy",
     "load_onnx",
@@ -143,6 +144,8 @@ class OnnxAnalysis:
     size_bytes: int
     batch: BatchAxis
     notes: list[str] = field(default_factory=list)
+    #: The skeleton differs from the file (outputs given a batch axis): serve the skeleton, verify against the file.
+    rewritten: bool = False
 
     def opset_report(self) -> str:
         """One line: ``IR 8, opsets ai.onnx 17, com.microsoft 1; produced by pytorch 2.13``."""
@@ -369,12 +372,25 @@ def _dims(value_info: onnx.ValueInfoProto) -> tuple[Dim, ...] | None:
     return tuple(dims)
 
 
-def _tensor_info(value_info: onnx.ValueInfoProto, *, role: str, where: str) -> TensorInfo:
+def _not_tensor_hint(kind: str | None, producer: str) -> str:
+    """The converter option that gives plain tensors; a sequence of maps is ZipMap's output."""
+    if kind in ("sequence_type", "map_type"):
+        zipmap = "this is ZipMap's output (class probabilities as a list of maps), the converters' default; "
+        if producer.lower().startswith("skl2onnx"):
+            return zipmap + "convert without it: skl2onnx.to_onnx(clf, X, options={id(clf): {'zipmap': False}})"
+        if producer.lower().startswith("onnxmltools"):
+            return zipmap + "convert without it: onnxmltools.convert_lightgbm(model, initial_types=..., zipmap=False)"
+        return zipmap + ("convert without it (skl2onnx: options={id(clf): {'zipmap': False}}; onnxmltools: "
+                         "zipmap=False)")
+    return "wrap the model so its inputs and outputs are plain tensors"
+
+
+def _tensor_info(value_info: onnx.ValueInfoProto, *, role: str, where: str, producer: str = "") -> TensorInfo:
     kind = value_info.type.WhichOneof("value")
     if kind != "tensor_type":
         raise BuildError(f"{where}: {role} {value_info.name!r} is a {kind or 'untyped value'}, not a tensor; "
                          "Triton carries only tensors",
-                         hint="wrap the model so its inputs and outputs are plain tensors")
+                         hint=_not_tensor_hint(kind, producer))
     elem_type = value_info.type.tensor_type.elem_type
     if elem_type not in _ONNX_TO_TRITON:
         raise BuildError(f"{where}: {role} {value_info.name!r} has type {onnx_type_name(elem_type)}, "
@@ -403,8 +419,10 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
     if overridable:
         notes.append(f"{len(overridable)} graph input(s) backed by initializers are treated as constants: "
                      + ", ".join(overridable[:5]) + ("…" if len(overridable) > 5 else ""))
-    inputs = tuple(_tensor_info(v, role="input", where=str(path)) for v in graph.input if v.name not in initializer_names)
-    outputs = tuple(_tensor_info(v, role="output", where=str(path)) for v in graph.output)
+    producer = " ".join(p for p in (skeleton.producer_name, skeleton.producer_version) if p)
+    inputs = tuple(_tensor_info(v, role="input", where=str(path), producer=producer)
+                   for v in graph.input if v.name not in initializer_names)
+    outputs = tuple(_tensor_info(v, role="output", where=str(path), producer=producer) for v in graph.output)
     if not outputs:
         raise BuildError(f"{path}: the graph has no outputs", hint="re-export the model with its outputs")
     locations = external_data_locations(skeleton)
@@ -416,7 +434,6 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
                              hint="copy the model's external data files next to the .onnx file")
         size += target.stat().st_size
     opsets = {op.domain if op.domain != "ai.onnx" else "": int(op.version) for op in skeleton.opset_import}
-    producer = " ".join(p for p in (skeleton.producer_name, skeleton.producer_version) if p)
     return OnnxAnalysis(
         path=path,
         skeleton=skeleton,
@@ -431,6 +448,39 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
         batch=find_batch_axis(inputs, outputs),
         notes=notes,
     )
+
+
+def declare_batch_outputs(analysis: OnnxAnalysis, names: Sequence[str]) -> OnnxAnalysis:
+    """``analysis`` with the named outputs' first axis declared as the batch axis.
+
+    For exporters that mis-declare it (onnxmltools declares a LightGBM ``label`` as ``[1]``
+    though it has one row per input row). The batch-consistency check of the build still
+    proves the graph really batches.
+    """
+    known = {t.name for t in analysis.outputs}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"{analysis.path}: --batch-output {', '.join(unknown)}: no such output "
+                          f"(the model's outputs: {', '.join(sorted(known))})",
+                          hint="name one of the model's outputs")
+    skeleton = onnx.ModelProto()
+    skeleton.CopyFrom(analysis.skeleton)
+    outputs = []
+    for value_info, info in zip(skeleton.graph.output, analysis.outputs, strict=True):
+        if info.name in names:
+            dims = value_info.type.tensor_type.shape.dim
+            if not dims:
+                raise ConfigError(f"{analysis.path}: --batch-output {info.name}: the output is a scalar, so it "
+                                  "has no axis to batch", hint="leave it out")
+            dims[0].Clear()
+            dims[0].dim_param = BATCH_DIM_PARAM
+            info = TensorInfo(info.name, info.elem_type, (BATCH_DIM_PARAM, *(info.shape or ())[1:]))
+        outputs.append(info)
+    declared = ", ".join(repr(n) for n in names)
+    return replace(analysis, skeleton=skeleton, outputs=tuple(outputs),
+                   batch=find_batch_axis(analysis.inputs, tuple(outputs)), rewritten=True,
+                   notes=[*analysis.notes, f"output(s) {declared} declared batched along their first axis "
+                                           "(--batch-output)"])
 
 
 def make_batch_dynamic(model: onnx.ModelProto, input_names: set[str], *, dim_param: str = BATCH_DIM_PARAM
