@@ -36,6 +36,7 @@ from tritonkit.perf.judge.compare import save_baseline as keep_baseline
 from tritonkit.perf.judge.sla import SLA, load_sla
 from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
 from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, prepare_run_inputs
+from tritonkit.perf.measure.output_check import EXIT_WRONG_OUTPUTS, output_checker, preflight
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.spec import PerfSpec
 from tritonkit.perf.report.terminal import Terminal
@@ -120,6 +121,11 @@ def perf() -> None:
     help="Let perf_analyzer receive (and keep) response outputs; by default a local run puts them in "
          "shared memory so its memory and profile export stay bounded.",
 )
+@click.option(
+    "--check-outputs", is_flag=True,
+    help="While the load runs, compare a sample of responses with ONNX Runtime on the model file "
+         "(needs --repo) and with the declared dtypes and shapes; wrong answers exit 1.",
+)
 @click.option("--metrics-url", default=None, help="Server /metrics URL to scrape during each step.")
 @click.option(
     "--out",
@@ -174,6 +180,7 @@ def run_command(
     model_repo: Path | None,
     seq_len: str | None,
     keep_outputs: bool,
+    check_outputs: bool,
     metrics_url: str | None,
     out_dir: Path | None,
     results_root: Path,
@@ -190,8 +197,9 @@ def run_command(
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
     Results go to results/<UTC timestamp>-<model>/: raw perf_analyzer files, result.json,
-    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed,
-    2 nothing could be measured (or an error).
+    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed (or outputs wrong:
+    dtype or shape unlike the config, or unlike ONNX Runtime with --check-outputs),
+    2 nothing could be measured (or an error, failed requests included).
 
     \b
     Example:
@@ -251,8 +259,19 @@ def run_command(
     tool = locate_perf_analyzer(perf_analyzer_path)
     if sla is not None:
         out.progress(f"SLA: {sla.with_zero_errors()}")
+    checker = output_checker(prepared, check_outputs)
+    if prepared.samples:
+        wrong = preflight(spec.url, model, prepared.samples[0], version=spec.model_version or "")
+        for problem in wrong:
+            click.echo(f"error: model '{model}': {problem}", err=True)
+        if wrong:
+            click.echo("  fix: make the model return what its config declares (or fix the config); "
+                       "nothing was measured", err=True)
+            raise CommandExit(EXIT_WRONG_OUTPUTS)
     try:
         with sigterm_as_interrupt():
+            if checker is not None:
+                checker.start()
             run = run_perf(
                 spec,
                 plan,
@@ -267,9 +286,15 @@ def run_command(
     except KeyboardInterrupt:
         click.echo(f"interrupted: the steps measured so far are saved in {folder}", err=True)
         raise CommandExit(EXIT_UNMEASURED) from None
+    finally:
+        check = checker.stop() if checker is not None else None
     out.run(run)
     if run.error is not None:
         raise run.error  # reported after the results were saved and printed
+    if check is not None:
+        click.echo(check.summary(), err=True)
+        if not check.ok:
+            raise CommandExit(EXIT_WRONG_OUTPUTS if check.problems else EXIT_UNMEASURED)
     raise CommandExit(run.exit_code)
 
 

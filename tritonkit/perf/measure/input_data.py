@@ -102,6 +102,9 @@ class PreparedInputs:
     notes: list[str] = field(default_factory=list)
     data_file: Path | None = None
     output_bytes: int | None = None
+    #: The model file the data came from, and the derived requests (empty when none were derived).
+    model_file: Path | None = None
+    samples: list[dict[str, np.ndarray]] = field(default_factory=list)
 
 
 def find_model_file(repo: Path | str | None, model: str, version: str | None = None) -> Path | None:
@@ -247,9 +250,9 @@ def prepare_spec(spec: PerfSpec, model_file: Path, folder: Path, *, batched: boo
     """
     notes: list[str] = []
     data_file: Path | None = None
-    samples: list[dict[str, np.ndarray]] = []
+    samples, derived_notes = derive_samples(model_file, batched=batched, seq_len=seq_len)
     if spec.input_data is None:
-        samples, notes = derive_samples(model_file, batched=batched, seq_len=seq_len)
+        notes = derived_notes
         data_file = folder / INPUT_DATA_FILE
         if write:
             write_input_data(data_file, samples)
@@ -257,14 +260,13 @@ def prepare_spec(spec: PerfSpec, model_file: Path, folder: Path, *, batched: boo
         notes.insert(0, f"input data derived from {model_file} into {data_file.name}")
     output_bytes: int | None = None
     if not keep_outputs and spec.shared_memory in (None, "none") and _loopback(spec.url):
-        if not samples:
-            samples, _ = derive_samples(model_file, batched=batched, seq_len=seq_len, count=1)
         longest = max(samples, key=lambda s: sum(int(np.asarray(v).size) for v in s.values()))
         output_bytes = output_region_bytes(model_file, longest, batched=batched)
         spec = replace(spec, shared_memory="system", output_shared_memory_size_bytes=output_bytes)
         notes.append(f"outputs go to system shared memory ({output_bytes} B per output and request), so "
                      "perf_analyzer neither holds nor exports them (--keep-outputs to keep them)")
-    return PreparedInputs(spec=spec, notes=notes, data_file=data_file, output_bytes=output_bytes)
+    return PreparedInputs(spec=spec, notes=notes, data_file=data_file, output_bytes=output_bytes,
+                          model_file=model_file, samples=samples)
 
 
 def missing_data_error(model: str, inputs: Sequence[tuple[str, Sequence[int]]],
