@@ -17,6 +17,7 @@ import click
 
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.perf import PerfSpec, load_sla
+from tritonkit.perf.measure.input_data import sweep_spec
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
     SweepEvent,
@@ -157,6 +158,8 @@ def sweep_command(
                     shapes=PerfSpec.shapes_from_text(shapes))
     printer = SweepPrinter(as_json=as_json, quiet=quiet)
     folder = out_dir or results_root / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}-sweep")
+    # Valid data from the model file (ids within the vocabulary, finite floats), as perf run derives it.
+    spec = sweep_spec(spec, repo, model, folder, max_batch_sizes=grid.max_batch_sizes).spec
     try:
         with sigterm_as_interrupt():
             result = run_sweep(

@@ -15,7 +15,8 @@ model accepts:
 - **variable dims** other than the batch axis take the sequence length: a fixed value or a range
   (``--seq-len 16:128``: the samples spread over it), default :data:`DEFAULT_SEQ_LEN`. Dims with
   the same symbolic name share one value within a sample, so ``input_ids`` and
-  ``attention_mask`` always agree.
+  ``attention_mask`` always agree. A model served without batching gets 1 for an axis named like
+  a batch.
 
 :func:`prepare_spec` writes those samples as perf_analyzer ``--input-data`` JSON into the run
 folder and runs one sample through ONNX Runtime to learn the largest output, which sizes the
@@ -48,6 +49,7 @@ __all__ = [
     "output_region_bytes",
     "prepare_run_inputs",
     "prepare_spec",
+    "sweep_spec",
 ]
 
 #: Sequence length used for variable dims when ``--seq-len`` is not given.
@@ -60,6 +62,7 @@ INPUT_DATA_FILE = "input_data.json"
 # Ops an index tensor passes through unchanged in value on its way to the Gather it feeds.
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand", "Transpose"}
 _MASK_RE = re.compile(r"mask", re.IGNORECASE)
+_BATCH_RE = re.compile(r"batch", re.IGNORECASE)
 # Shared memory regions are rounded up to this (one page) and given this much headroom.
 _PAGE_BYTES = 4096
 
@@ -157,7 +160,8 @@ def _symbolic_sizes(inputs: Sequence[onnx.ValueInfoProto], length: int, *, skip_
             if skip_batch and position == 0:
                 continue
             if not dim.HasField("dim_value") and dim.dim_param:
-                names.setdefault(dim.dim_param, length)
+                # A model served without batching still names its batch axis: one request is one item.
+                names.setdefault(dim.dim_param, 1 if _BATCH_RE.search(dim.dim_param) else length)
     return names
 
 
@@ -317,3 +321,22 @@ def prepare_run_inputs(spec: PerfSpec, folder: Path, *, repo: Path | str | None,
         if error is not None:
             raise error
     return PreparedInputs(spec=spec)
+
+
+def sweep_spec(spec: PerfSpec, repo: Path, model: str, folder: Path, *,
+               max_batch_sizes: Sequence[int] | None = None) -> PreparedInputs:
+    """The data step of a sweep over ``repo``'s ``model``: :func:`prepare_spec` on its model file
+    when there is one and the user gave no data. Every variant gets the same data file, so the
+    variants must all batch or all not (the data's first axis differs); a grid mixing
+    ``max_batch_size`` 0 with others is left to ``--input-data`` / ``--shape``."""
+    from tritonkit.repository import read_config
+
+    model_file = find_model_file(repo, model)
+    config_path = Path(repo) / model / "config.pbtxt"
+    if model_file is None or spec.input_data is not None or not config_path.is_file():
+        return PreparedInputs(spec=spec)
+    sizes = list(max_batch_sizes) if max_batch_sizes else [int(read_config(config_path).max_batch_size)]
+    if len({size > 0 for size in sizes}) > 1:
+        return PreparedInputs(spec=spec, notes=["max batch sizes mix 0 and others: no derived data "
+                                                "(pass --input-data or --shape)"])
+    return prepare_spec(spec, model_file, folder, batched=sizes[0] > 0)
