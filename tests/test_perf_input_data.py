@@ -28,7 +28,7 @@ from tritonkit.perf.measure.input_data import (
     missing_data_error,
     prepare_spec,
 )
-from tritonkit.perf.measure.ladder import request_error
+from tritonkit.perf.measure.ladder import request_error, unmeasured_error
 from tritonkit.perf.measure.output_check import check_declared
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
@@ -202,3 +202,16 @@ def test_a_sweep_of_a_built_model_gets_derived_data_unless_its_grid_mixes_batchi
     assert json.loads((tmp_path / "sweep" / "input_data.json").read_text())["data"][0]["x"]["shape"] == [16]
     mixed = sweep_spec(spec, tmp_path / "repo", "demo", tmp_path / "mixed", max_batch_sizes=[0, 4])
     assert mixed.spec is spec and "mix 0 and others" in mixed.notes[0]
+
+
+def test_failures_are_could_not_measure_only_when_no_step_was_measured() -> None:
+    from tritonkit.perf.measure.result import LatencyStats
+
+    spec = PerfSpec(model="m", url="127.0.0.1:8001")
+    failed = StepResult(load_mode="concurrency", load_value=2.0, throughput_per_s=None, latency=None, error_count=1,
+                        error_note="Thread [1] had error: busy")
+    measured = StepResult(load_mode="concurrency", load_value=1.0, throughput_per_s=90.0,
+                          latency=LatencyStats(p50_ms=1.0, p90_ms=1.0, p95_ms=1.0, p99_ms=1.0))
+    assert unmeasured_error(spec, "concurrency", [measured, failed]) is None  # the knee, not an error
+    error = unmeasured_error(spec, "concurrency", [failed])
+    assert error is not None and "failed at concurrency 2" in str(error) and "busy" in str(error)

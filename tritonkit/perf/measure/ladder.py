@@ -110,6 +110,16 @@ def request_error(spec: PerfSpec, mode: str, step: StepResult) -> PerfError:
     )
 
 
+def unmeasured_error(spec: PerfSpec, mode: str, steps: list[StepResult]) -> PerfError | None:
+    """When requests failed and no step was measured, the run measured nothing: "could not
+    measure", carrying the server's message (invalid inputs fail at any load). Failures that
+    start only above a measured load are the load's result (the knee), not this."""
+    failed = [s for s in steps if s.error_count]
+    if not failed or any(s.measured for s in steps):
+        return None
+    return request_error(spec, mode, failed[0])
+
+
 def _retry_name(name: str, attempt: int) -> str:
     return name if attempt == 0 else f"{name}-retry{attempt}"
 
@@ -175,7 +185,8 @@ class LadderResult:
 
     ``result`` holds every step measured (the same value saved as ``result.json``); ``error`` is
     ``None`` unless perf_analyzer failed part-way (``result.stop_reason`` is then
-    ``"perf_error"``) or requests failed (``"request_errors"``: the server's message is in it).
+    ``"perf_error"``) or requests failed before any step was measured (``"request_errors"``:
+    the server's message is in it).
     """
 
     result: PerfResult
@@ -329,8 +340,7 @@ def run_ladder(
                 sla_breaks.append(step.load_value)
                 say(f"  {step.error_count} failed request(s) at {plan.mode} {value:g}: {step.error_note}")
                 if len(sla_breaks) >= plan.stop_after_sla_breaks:
-                    # Failed requests measure nothing: "could not measure", with the server's words.
-                    return finish(STOP_ERRORS, request_error(spec, plan.mode, step))
+                    return finish(STOP_ERRORS, unmeasured_error(spec, plan.mode, result.steps))
                 continue
             if not step.stable:
                 say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s)")
@@ -352,10 +362,8 @@ def run_ladder(
             else:
                 flat_steps = 0
             best_throughput = max(best_throughput, throughput)
-        failed = [s for s in result.steps if s.error_count]
-        if failed:
-            return finish(STOP_ERRORS, request_error(spec, plan.mode, failed[-1]))
-        return finish(STOP_COMPLETED)
+        error = unmeasured_error(spec, plan.mode, result.steps)
+        return finish(STOP_ERRORS, error) if error is not None else finish(STOP_COMPLETED)
     except KeyboardInterrupt:
         return finish(STOP_INTERRUPTED)
     except PerfError as exc:
