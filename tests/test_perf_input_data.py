@@ -215,3 +215,15 @@ def test_failures_are_could_not_measure_only_when_no_step_was_measured() -> None
     assert unmeasured_error(spec, "concurrency", [measured, failed]) is None  # the knee, not an error
     error = unmeasured_error(spec, "concurrency", [failed])
     assert error is not None and "failed at concurrency 2" in str(error) and "busy" in str(error)
+
+
+def test_the_shared_memory_region_comes_from_declared_shapes_and_matches_onnx_runtime(tmp_path: Path) -> None:
+    from tritonkit.builders import ort_runner
+    from tritonkit.perf.measure.input_data import output_region_bytes
+
+    model = _text_model(tmp_path / "m.onnx")
+    samples, _ = derive_samples(model, batched=True, seq_len=SeqLen(2000, 2000), count=1)
+    feeds = {k: v[np.newaxis] for k, v in samples[0].items()}
+    actual = ort_runner(model)(feeds)["hidden"].nbytes  # [1, 2000, 4] FP32 = 32000 bytes
+    assert actual == 32000
+    assert output_region_bytes(model, samples[0], batched=True) == 32768  # rounded up to pages

@@ -63,6 +63,8 @@ INPUT_DATA_FILE = "input_data.json"
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand", "Transpose"}
 _MASK_RE = re.compile(r"mask", re.IGNORECASE)
 _BATCH_RE = re.compile(r"batch", re.IGNORECASE)
+#: The symbolic name tritonkit gives a batch axis it made dynamic (one request: one item).
+BATCH_SYMBOL = "batch"
 # Shared memory regions are rounded up to this (one page) and given this much headroom.
 _PAGE_BYTES = 4096
 
@@ -226,14 +228,48 @@ def _values(name: str, elem: int, shape: list[int], bound: tuple[int, str] | Non
     return rng.standard_normal(shape).astype(dtype), "standard normal floats (finite)"
 
 
-def output_region_bytes(model_file: Path | str, sample: Mapping[str, np.ndarray], *, batched: bool) -> int:
-    """Bytes of the largest output for one request of ``sample`` (its longest sequence), from
-    ONNX Runtime on the model file, rounded up to a page: the per-output shared memory region."""
-    from tritonkit.builders.verify import ort_runner
+def _declared_output_bytes(model: onnx.ModelProto, sample: Mapping[str, np.ndarray], *, batched: bool) -> int | None:
+    """The largest output's bytes for one request of ``sample``, from the declared output shapes
+    whose symbolic dims also name input dims (``logits [batch, sequence, 50257]``); ``None`` when
+    some dim or type is not known that way."""
+    sizes: dict[str, int] = {BATCH_SYMBOL: 1}
+    for value in model.graph.input:
+        if value.name not in sample:
+            continue
+        dims = list(value.type.tensor_type.shape.dim)[1 if batched else 0:]
+        for dim, size in zip(dims, np.asarray(sample[value.name]).shape, strict=False):
+            if dim.dim_param:
+                sizes[dim.dim_param] = int(size)
+    largest = 0
+    for value in model.graph.output:
+        elem = value.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.STRING or not value.type.tensor_type.HasField("shape"):
+            return None
+        count = 1
+        for position, dim in enumerate(value.type.tensor_type.shape.dim):
+            if batched and position == 0:
+                continue
+            if dim.HasField("dim_value") and dim.dim_value > 0:
+                count *= int(dim.dim_value)
+            elif dim.dim_param in sizes:
+                count *= sizes[dim.dim_param]
+            else:
+                return None
+        largest = max(largest, count * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)).itemsize)
+    return largest
 
-    feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
-    outputs = ort_runner(model_file, threads=1)(feeds)
-    largest = max((int(np.asarray(v).nbytes) for v in outputs.values()), default=0)
+
+def output_region_bytes(model_file: Path | str, sample: Mapping[str, np.ndarray], *, batched: bool) -> int:
+    """Bytes of the largest output for one request of ``sample`` (its longest sequence), rounded
+    up to a page: the per-output shared memory region. From the declared shapes when they say it,
+    else from running ``sample`` through ONNX Runtime on the model file."""
+    largest = _declared_output_bytes(onnx.load(str(model_file), load_external_data=False), sample, batched=batched)
+    if largest is None:
+        from tritonkit.builders.verify import ort_runner
+
+        feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
+        outputs = ort_runner(model_file, threads=1)(feeds)
+        largest = max((int(np.asarray(v).nbytes) for v in outputs.values()), default=0)
     return max(_PAGE_BYTES, -(-largest // _PAGE_BYTES) * _PAGE_BYTES)
 
 
