@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tritonkit.builders.verify import FP32_TOLERANCE, Tolerance, compare_outputs, ort_runner
-from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.errors import ConfigError, ServerSideError, TritonKitError
 from tritonkit.perf.measure.input_data import PreparedInputs
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "OutputChecker",
     "check_declared",
     "preflight",
+    "raw_infer",
 ]
 
 #: ``perf run``'s exit status when answers are wrong (the same as a missed SLA: the model failed the run).
@@ -39,6 +40,37 @@ EXIT_WRONG_OUTPUTS = 1
 #: Responses compared during the load, spread over its first seconds.
 DEFAULT_CHECK_COUNT = 12
 _INTERVAL_S = 0.25
+
+
+def raw_infer(url: str, model: str, feeds: Mapping[str, np.ndarray], *, version: str = "",
+              timeout_s: float = 30.0) -> dict[str, np.ndarray]:
+    """One gRPC request through plain tritonclient, outputs exactly as the server sent them.
+
+    Not :class:`tritonkit.client.Client`: the point here is to judge the server's answer, so
+    nothing between it and :func:`check_declared` may reshape, convert or refuse it first.
+    Raises :class:`ServerSideError` with the server's message when the request fails.
+    """
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        inputs = []
+        for name, array in feeds.items():
+            value = np.asarray(array)
+            datatype = "BYTES" if value.dtype.kind in "OSU" else np_to_triton_dtype(value.dtype)
+            tensor = grpcclient.InferInput(name, list(value.shape), datatype)
+            tensor.set_data_from_numpy(value.astype(object) if datatype == "BYTES" else value)
+            inputs.append(tensor)
+        try:
+            result = client.infer(model, inputs, model_version=version, client_timeout=timeout_s)
+        except InferenceServerException as exc:
+            raise ServerSideError(f"model '{model}' refused a checked request: {exc.message()}",
+                                  model=model) from exc
+        names = [o["name"] for o in result.get_response(as_json=True).get("outputs", [])]
+        return {name: result.as_numpy(name) for name in names}
+    finally:
+        client.close()
 
 
 def preflight(url: str, model: str, sample: Mapping[str, np.ndarray], *, version: str = "") -> list[str]:
@@ -49,9 +81,9 @@ def preflight(url: str, model: str, sample: Mapping[str, np.ndarray], *, version
     try:
         with Client(url, timeout_s=30.0) as client:
             meta = client.model_metadata(model, version=version)
-            batched = meta.max_batch_size > 0
-            got = client.infer(model, {k: (v[np.newaxis] if batched else v) for k, v in sample.items()},
-                               version=version)
+        batched = meta.max_batch_size > 0
+        got = raw_infer(url, model, {k: (v[np.newaxis] if batched else v) for k, v in sample.items()},
+                        version=version)
     except TritonKitError:
         return []
     return check_declared(got, meta.outputs, max_batch_size=meta.max_batch_size)
@@ -149,22 +181,23 @@ class OutputChecker:
         try:
             with Client(self.url, timeout_s=30.0) as client:
                 meta = client.model_metadata(self.model, version=self.version)
-                batched = meta.max_batch_size > 0
-                expected = [self._expected(s, batched) for s in self.samples]
-                for index in range(self.count):
-                    if self._stop.is_set():
-                        return
-                    sample = self.samples[index % len(self.samples)]
-                    feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
-                    try:
-                        got = client.infer(self.model, feeds, version=self.version)
-                    except TritonKitError as exc:
-                        self.result.errors.append(exc.message)
-                        continue
-                    self._compare(index, got, expected[index % len(self.samples)], meta)
-                    self._stop.wait(_INTERVAL_S)
         except TritonKitError as exc:
             self.result.errors.append(exc.message)
+            return
+        batched = meta.max_batch_size > 0
+        expected = [self._expected(s, batched) for s in self.samples]
+        for index in range(self.count):
+            if self._stop.is_set():
+                return
+            sample = self.samples[index % len(self.samples)]
+            feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
+            try:
+                got = raw_infer(self.url, self.model, feeds, version=self.version)
+            except TritonKitError as exc:
+                self.result.errors.append(exc.message)
+                continue
+            self._compare(index, got, expected[index % len(self.samples)], meta)
+            self._stop.wait(_INTERVAL_S)
 
     def _expected(self, sample: Mapping[str, np.ndarray], batched: bool) -> dict[str, np.ndarray]:
         feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
@@ -172,6 +205,7 @@ class OutputChecker:
 
     def _compare(self, index: int, got: Mapping[str, Any], want: Mapping[str, np.ndarray], meta: Any) -> None:
         self.result.checked += 1
+        got = {k: _as_text(np.asarray(v)) for k, v in got.items()}
         for problem in check_declared(got, meta.outputs, max_batch_size=meta.max_batch_size):
             self.result.problems.append(f"response {index + 1}: {problem}")
         usable = {}
@@ -204,3 +238,11 @@ def output_checker(prepared: PreparedInputs, enabled: bool) -> OutputChecker | N
                           "and none was found", hint="pass --repo DIR, the model repository the server loads")
     return OutputChecker(prepared.spec.url, prepared.spec.model, prepared.model_file, prepared.samples,
                          version=prepared.spec.model_version or "")
+
+
+def _as_text(array: np.ndarray) -> np.ndarray:
+    """BYTES outputs arrive as ``bytes``; ONNX Runtime gives ``str``: compare them as text."""
+    if array.dtype.kind != "O":
+        return array
+    return np.vectorize(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v,
+                        otypes=[object])(array) if array.size else array
