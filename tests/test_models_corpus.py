@@ -178,7 +178,7 @@ def test_overwriting_the_gpt2_export_did_not_change_what_the_server_serves(entri
 
 def _perf_run(server: TritonServer, model: str, folder: Path, *args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, ["perf", "run", model, "--url", server.grpc_url, "--concurrency", "1",
-                                       "--duration-s", "1.5", "--warmup-s", "1", "--max-trials", "6",
+                                       "--duration-s", "1.5", "--warmup-s", "1", "--max-trials", "10",
                                        "--out", str(folder), "--json", *args])
     return result.exit_code, result.stdout, result.stderr
 
@@ -196,6 +196,9 @@ def test_perf_run_works_out_of_the_box_with_checked_outputs(entries: dict[str, E
     assert code == 0, stdout + stderr
     summary = json.loads(stdout)
     assert summary["steps"] and summary["steps"][0]["errors"] == 0
+    assert any(n.startswith("input data: input data derived from") for n in summary["notes"])
+    saved = json.loads((tmp_path / name / "result.json").read_text())
+    assert any("outputs go to system shared memory" in n for n in saved["extra"]["input_data"])
     assert "match ONNX Runtime" in stdout + stderr
     argv = json.loads((tmp_path / name / "step01-c1.argv.json").read_text())
     assert "--input-data" in argv and "--shared-memory" in argv

@@ -245,8 +245,6 @@ def run_command(
     prepared = prepare_run_inputs(spec, folder, repo=model_repo, seq_len=SeqLen.parse(seq_len),
                                   keep_outputs=keep_outputs, write=not dry_run)
     spec = prepared.spec
-    for note in prepared.notes:
-        out.progress(f"input data: {note}")
     if dry_run:
         try:
             planned_tool = locate_perf_analyzer(perf_analyzer_path)
@@ -282,6 +280,7 @@ def run_command(
                 baseline_root=baseline_dir if save_baseline else None,
                 progress=out.progress,
                 on_step=out.step,
+                input_notes=[f"input data: {note}" for note in prepared.notes],
             )
     except KeyboardInterrupt:
         click.echo(f"interrupted: the steps measured so far are saved in {folder}", err=True)
