@@ -145,6 +145,9 @@ def test_prepare_keeps_the_users_data_and_a_remote_servers_outputs(tmp_path: Pat
     prepared = prepare_spec(spec, model, tmp_path / "run", batched=True, write=False)
     assert prepared.spec.input_data == "mine.json" and prepared.spec.shared_memory is None
     assert not (tmp_path / "run").exists()
+    local = prepare_spec(PerfSpec(model="text", url="127.0.0.1:8001", input_data="mine.json"), model,
+                         tmp_path / "run", batched=True, write=False)
+    assert local.spec.shared_memory is None and "your --input-data" in local.notes[-1]
 
 
 def test_variable_dims_without_data_name_every_option_that_supplies_it() -> None:

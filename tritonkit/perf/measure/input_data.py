@@ -299,7 +299,12 @@ def prepare_spec(spec: PerfSpec, model_file: Path, folder: Path, *, batched: boo
         spec = replace(spec, input_data=str(data_file), shapes={})
         notes.insert(0, f"input data derived from {model_file} into {data_file.name}")
     output_bytes: int | None = None
-    if not keep_outputs and spec.shared_memory in (None, "none") and _loopback(spec.url):
+    if data_file is None and not keep_outputs and spec.shared_memory in (None, "none"):
+        # The user's own data may be longer than anything derived here: a region sized from the
+        # derived samples could be too small, so their outputs come back as perf_analyzer receives them.
+        notes.append("outputs are kept by perf_analyzer with your --input-data (their size is not known "
+                     "here); its memory and profile export grow with outputs x requests")
+    elif not keep_outputs and spec.shared_memory in (None, "none") and _loopback(spec.url):
         longest = max(samples, key=lambda s: sum(int(np.asarray(v).size) for v in s.values()))
         output_bytes = output_region_bytes(model_file, longest, batched=batched)
         spec = replace(spec, shared_memory="system", output_shared_memory_size_bytes=output_bytes)
