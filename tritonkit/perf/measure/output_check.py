@@ -148,7 +148,7 @@ class OutputChecker:
     """
 
     def __init__(self, url: str, model: str, model_file: Path, samples: Sequence[Mapping[str, np.ndarray]], *,
-                 version: str = "", count: int = DEFAULT_CHECK_COUNT, delay_s: float = 1.0,
+                 version: str = "", count: int = DEFAULT_CHECK_COUNT, delay_s: float = 0.5,
                  tolerance: Tolerance = FP32_TOLERANCE) -> None:
         self.url = url
         self.model = model
@@ -161,6 +161,20 @@ class OutputChecker:
         self.result = OutputCheck()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tritonkit-output-check", daemon=True)
+        # Metadata and reference outputs before the load starts: on a busy machine computing them
+        # in the thread could take the whole (short) run, leaving nothing checked under load.
+        self._meta: Any = None
+        self._expected: list[dict[str, np.ndarray]] = []
+        from tritonkit.client import Client
+
+        try:
+            with Client(self.url, timeout_s=30.0) as client:
+                self._meta = client.model_metadata(self.model, version=self.version)
+        except TritonKitError as exc:
+            self.result.errors.append(exc.message)
+            return
+        batched = self._meta.max_batch_size > 0
+        self._expected = [self._reference_outputs(s, batched) for s in self.samples]
 
     def start(self) -> OutputChecker:
         """Begin checking in the background."""
@@ -174,18 +188,9 @@ class OutputChecker:
         return self.result
 
     def _run(self) -> None:
-        from tritonkit.client import Client
-
-        if self._stop.wait(self.delay_s):
+        if self._meta is None or self._stop.wait(self.delay_s):
             return
-        try:
-            with Client(self.url, timeout_s=30.0) as client:
-                meta = client.model_metadata(self.model, version=self.version)
-        except TritonKitError as exc:
-            self.result.errors.append(exc.message)
-            return
-        batched = meta.max_batch_size > 0
-        expected = [self._expected(s, batched) for s in self.samples]
+        batched = self._meta.max_batch_size > 0
         for index in range(self.count):
             if self._stop.is_set():
                 return
@@ -196,10 +201,10 @@ class OutputChecker:
             except TritonKitError as exc:
                 self.result.errors.append(exc.message)
                 continue
-            self._compare(index, got, expected[index % len(self.samples)], meta)
+            self._compare(index, got, self._expected[index % len(self.samples)], self._meta)
             self._stop.wait(_INTERVAL_S)
 
-    def _expected(self, sample: Mapping[str, np.ndarray], batched: bool) -> dict[str, np.ndarray]:
+    def _reference_outputs(self, sample: Mapping[str, np.ndarray], batched: bool) -> dict[str, np.ndarray]:
         feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
         return {k: np.asarray(v) for k, v in self.reference(feeds).items()}
 
