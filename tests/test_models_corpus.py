@@ -10,7 +10,7 @@ model with nothing but ``--repo`` (derived data, ``--check-outputs``).
 
 The GPT-2 export is overwritten in place after its build: the server must still answer with the
 weights it was built from. A python-backend model that answers in a shape unlike its config
-must fail ``perf run``.
+must fail ``perf run``; one that answers other numbers must fail ``perf run --check-outputs``.
 
 The table of results (model, build, serve, max abs diff, perf run) is printed by the last test
 (``-s`` shows it).
@@ -82,6 +82,23 @@ class TritonPythonModel:
 """
 
 
+WRONG_VALUES_PY = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    # The declared shape and dtype, but not what the model file computes.
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
+            y = np.full((x.shape[0], 4), 0.5, dtype=np.float32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", y)]))
+        return responses
+"""
+
+
 @dataclass
 class Entry:
     """One corpus model: its export, its build, what ONNX Runtime answered before any overwrite."""
@@ -124,6 +141,8 @@ def entries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Entry]:
     make_demo_model(src / "wrong_shape.onnx")
     wrong = build_onnx(src / "wrong_shape.onnx", name="wrong_shape", repo=repo, runtime="python", kind="cpu")
     (wrong.model_dir / "1" / "model.py").write_text(textwrap.dedent(WRONG_SHAPE_PY).lstrip())
+    values = build_onnx(src / "wrong_shape.onnx", name="wrong_values", repo=repo, runtime="python", kind="cpu")
+    (values.model_dir / "1" / "model.py").write_text(textwrap.dedent(WRONG_VALUES_PY).lstrip())
     return found
 
 
@@ -239,6 +258,16 @@ def test_a_model_answering_in_the_wrong_shape_fails_perf_run(entries: dict[str, 
     code, _stdout, stderr = _perf_run(server, "wrong_shape", tmp_path / "wrong", "--repo", str(repo))
     assert code == 1
     assert "output 'y' has shape [1, 3] but the model declares [1, 4]" in stderr
+
+
+def test_wrong_answers_under_load_fail_check_outputs_naming_the_output(entries: dict[str, Entry],
+                                                                       server: TritonServer, tmp_path: Path) -> None:
+    repo = entries["bert"].build.repo
+    code, _stdout, stderr = _perf_run(server, "wrong_values", tmp_path / "values", "--repo", str(repo),
+                                      "--check-outputs")
+    assert code == 1, stderr
+    assert "outputs checked under load:" in stderr
+    assert "output 'y' differs from ONNX Runtime by" in stderr
 
 
 def test_zz_print_the_corpus_table(entries: dict[str, Entry]) -> None:
