@@ -65,38 +65,27 @@ EXPORTERS: dict[str, tuple[Callable[[Path], Path], dict[str, object]]] = {
     "tfidf": (_export_tfidf, {}),
 }
 
-WRONG_SHAPE_PY = """
+_MISBEHAVING_PY = """
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
-    # Declares y: [batch, 4] in config.pbtxt but answers [batch, 3].
+    # {why}
     def execute(self, requests):
         responses = []
         for request in requests:
             x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
-            y = np.zeros((x.shape[0], 3), dtype=np.float32)
+            y = {answer}
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", y)]))
         return responses
 """
-
-
-WRONG_VALUES_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    # The declared shape and dtype, but not what the model file computes.
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
-            y = np.full((x.shape[0], 4), 0.5, dtype=np.float32)
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", y)]))
-        return responses
-"""
+#: Declares y: [batch, 4] in config.pbtxt but answers [batch, 3].
+WRONG_SHAPE_PY = _MISBEHAVING_PY.format(why="answers [batch, 3] for the declared [batch, 4]",
+                                        answer="np.zeros((x.shape[0], 3), dtype=np.float32)")
+#: The declared shape and dtype, but not what the model file computes.
+WRONG_VALUES_PY = _MISBEHAVING_PY.format(why="the declared shape and dtype, other numbers",
+                                         answer="np.full((x.shape[0], 4), 0.5, dtype=np.float32)")
 
 
 @dataclass
