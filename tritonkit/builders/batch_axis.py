@@ -105,5 +105,6 @@ def find_batch_axis(inputs: Sequence[TensorInfo], outputs: Sequence[TensorInfo])
         assert t.shape is not None
         if isinstance(t.shape[0], int):
             return BatchAxis("none", reason=f"output {t.quoted()} has a fixed first axis while the inputs' "
-                                            "is variable: the graph reduces or reshapes across the batch")
+                                            "is variable: the graph reduces or reshapes across the batch (or the exporter "
+                                            f"mis-declared it: then build with --batch-output {t.name})")
     return _by_names(inputs, BatchAxis("dynamic"))

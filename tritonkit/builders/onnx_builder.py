@@ -26,7 +26,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import path_error
 from tritonkit.builders import onnx_steps as steps
 from tritonkit.builders.fp16 import Fp16Report
-from tritonkit.builders.onnx_model import OnnxAnalysis, analyze_onnx
+from tritonkit.builders.onnx_model import OnnxAnalysis, analyze_onnx, declare_batch_outputs
 from tritonkit.builders.onnx_steps import Runtime
 from tritonkit.builders.opset import convert_old_opset, needs_conversion, reference_evaluator
 from tritonkit.builders.plan import (
@@ -219,6 +219,7 @@ def build_onnx(
     backend_dir: Path | None = None,
     reference: Reference | None = None,
     reference_title: str = "torch module",
+    batch_outputs: tuple[str, ...] = (),
     log: Callable[[str], None] | None = None,
 ) -> OnnxBuildResult:
     """Build ``model`` (an .onnx file) into ``repo/name/<version>`` and return what happened.
@@ -227,7 +228,8 @@ def build_onnx(
     :class:`~tritonkit.builders.plan.BuildOptions` for ``max_batch_size``, ``batch_window``,
     ``batch_axis``, ``max_queue_size``, ``instances`` and ``kind``). ``reference`` (e.g. a torch
     module wrapped by :func:`torch_reference`) replaces the original model as the reference for
-    verification. A new ``version`` is added beside the model's others (which must declare the
+    verification. ``batch_outputs`` names outputs whose first axis is the batch axis though the
+    model declares it fixed (:func:`~tritonkit.builders.onnx_model.declare_batch_outputs`). A new ``version`` is added beside the model's others (which must declare the
     same inputs and outputs); ``force`` replaces an existing version (only that one) and accepts a
     batch window outside 5–20 ms without a warning.
 
@@ -258,6 +260,8 @@ def build_onnx(
 
     say(f"analysing {model}")
     analysis = analyze_onnx(model)
+    if batch_outputs:
+        analysis = declare_batch_outputs(analysis, batch_outputs)
     say(f"  {analysis.opset_report()}")
     timings = {"analysis_s": time.monotonic() - started}
     if chosen_runtime == "python":
@@ -364,7 +368,7 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
             comparisons.insert(0, verify_against_reference(
                 run_candidate, reference, batch_samples, tolerance=tolerance,
                 title=f"ONNX Runtime vs reference ({reference_title})", count=count))
-        elif not fp16 and not plan.make_dynamic and not converted:
+        elif not fp16 and not plan.make_dynamic and not converted and not analysis.rewritten:
             notes.append("reference check not needed: the served model is the original file, byte for byte")
         else:
             if converted:

@@ -8,10 +8,10 @@ the file path, which is the form ``onnx.checker`` accepts for such models.
 
 from __future__ import annotations
 
-import os
+import fcntl
 import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ __all__ = [
     "TensorInfo",
     "analyze_onnx",
     "check_onnx",
+    "copy_weights",
+    "declare_batch_outputs",
     "external_data_locations",
     "light_copy",
     "load_onnx",
@@ -142,6 +144,8 @@ class OnnxAnalysis:
     size_bytes: int
     batch: BatchAxis
     notes: list[str] = field(default_factory=list)
+    #: The skeleton differs from the file (outputs given a batch axis): serve the skeleton, verify against the file.
+    rewritten: bool = False
 
     def opset_report(self) -> str:
         """One line: ``IR 8, opsets ai.onnx 17, com.microsoft 1; produced by pytorch 2.13``."""
@@ -203,6 +207,13 @@ def check_onnx(path: Path | str) -> None:
         onnx.checker.check_model(str(path), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "hard link" in first:
+            # Builds before tritonkit copied external data hard-linked it into the repository.
+            raise BuildError(f"{path}: the ONNX checker refuses the model's external data because the file has "
+                             f"more than one hard link: {first}",
+                             hint="give the file its own copy (cp F F.copy && mv F.copy F, for the data file "
+                                  "named above); an older tritonkit build may have linked it into a "
+                                  "repository, and rebuilding after that copies instead") from exc
         raise BuildError(f"{path}: fails the ONNX checker: {first}",
                          hint="fix the exporter output (re-export with a supported opset); "
                               "`python -c \"import onnx; onnx.checker.check_model('MODEL', full_check=True)\"` "
@@ -273,8 +284,8 @@ def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = N
     """Write ``model`` to ``dest`` and return every file written.
 
     A skeleton whose tensors still point at external data (``source_dir`` holds those files)
-    is saved as is and its data files are copied beside ``dest`` under the same relative
-    names — the weights never pass through memory. A model whose weights are all in memory
+    is saved as is and its data files are copied (:func:`copy_weights`) beside ``dest`` under the
+    same relative names — the weights never pass through memory. A model whose weights are all in memory
     is written in one file, or with them in ``external_data_file`` when given (needed past 2 GB).
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +299,7 @@ def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = N
             src = _checked_location(source_dir, location)
             target = _checked_location(dest.parent, location)
             target.parent.mkdir(parents=True, exist_ok=True)
-            _link_or_copy(src, target)
+            copy_weights(src, target)
             written.append(target)
         return written
     if external_data_file:
@@ -301,14 +312,26 @@ def save_onnx(model: onnx.ModelProto, dest: Path, *, source_dir: Path | None = N
     return written
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
-    """Hard-link when source and destination share a file system (instant for a 10 GB file), else copy."""
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+
+
+def copy_weights(src: Path, dest: Path) -> None:
+    """Give ``dest`` its own copy of ``src``: a reflink where the file system shares blocks
+    copy-on-write (instant, no extra space), else a plain copy — never a hard link.
+
+    A hard link would share the bytes with the user's file (overwriting the source in place
+    would change what the server serves) and makes ``onnx.checker`` refuse the source for a
+    "potential hardlink attack" from then on, so every later build of it fails.
+    """
     if dest.exists():
         dest.unlink()
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)
+    with src.open("rb") as fin, dest.open("wb") as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+            return
+        except OSError:
+            pass  # EOPNOTSUPP / EXDEV / EINVAL: no reflinks here; copy the bytes
+    shutil.copyfile(src, dest)
 
 
 # ---------------------------------------------------------------------------- analysis
@@ -349,12 +372,25 @@ def _dims(value_info: onnx.ValueInfoProto) -> tuple[Dim, ...] | None:
     return tuple(dims)
 
 
-def _tensor_info(value_info: onnx.ValueInfoProto, *, role: str, where: str) -> TensorInfo:
+def _not_tensor_hint(kind: str | None, producer: str) -> str:
+    """The converter option that gives plain tensors; a sequence of maps is ZipMap's output."""
+    if kind in ("sequence_type", "map_type"):
+        zipmap = "this is ZipMap's output (class probabilities as a list of maps), the converters' default; "
+        if producer.lower().startswith("skl2onnx"):
+            return zipmap + "convert without it: skl2onnx.to_onnx(clf, X, options={id(clf): {'zipmap': False}})"
+        if producer.lower().startswith("onnxmltools"):
+            return zipmap + "convert without it: onnxmltools.convert_lightgbm(model, initial_types=..., zipmap=False)"
+        return zipmap + ("convert without it (skl2onnx: options={id(clf): {'zipmap': False}}; onnxmltools: "
+                         "zipmap=False)")
+    return "wrap the model so its inputs and outputs are plain tensors"
+
+
+def _tensor_info(value_info: onnx.ValueInfoProto, *, role: str, where: str, producer: str = "") -> TensorInfo:
     kind = value_info.type.WhichOneof("value")
     if kind != "tensor_type":
         raise BuildError(f"{where}: {role} {value_info.name!r} is a {kind or 'untyped value'}, not a tensor; "
                          "Triton carries only tensors",
-                         hint="wrap the model so its inputs and outputs are plain tensors")
+                         hint=_not_tensor_hint(kind, producer))
     elem_type = value_info.type.tensor_type.elem_type
     if elem_type not in _ONNX_TO_TRITON:
         raise BuildError(f"{where}: {role} {value_info.name!r} has type {onnx_type_name(elem_type)}, "
@@ -383,8 +419,10 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
     if overridable:
         notes.append(f"{len(overridable)} graph input(s) backed by initializers are treated as constants: "
                      + ", ".join(overridable[:5]) + ("…" if len(overridable) > 5 else ""))
-    inputs = tuple(_tensor_info(v, role="input", where=str(path)) for v in graph.input if v.name not in initializer_names)
-    outputs = tuple(_tensor_info(v, role="output", where=str(path)) for v in graph.output)
+    producer = " ".join(p for p in (skeleton.producer_name, skeleton.producer_version) if p)
+    inputs = tuple(_tensor_info(v, role="input", where=str(path), producer=producer)
+                   for v in graph.input if v.name not in initializer_names)
+    outputs = tuple(_tensor_info(v, role="output", where=str(path), producer=producer) for v in graph.output)
     if not outputs:
         raise BuildError(f"{path}: the graph has no outputs", hint="re-export the model with its outputs")
     locations = external_data_locations(skeleton)
@@ -396,7 +434,6 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
                              hint="copy the model's external data files next to the .onnx file")
         size += target.stat().st_size
     opsets = {op.domain if op.domain != "ai.onnx" else "": int(op.version) for op in skeleton.opset_import}
-    producer = " ".join(p for p in (skeleton.producer_name, skeleton.producer_version) if p)
     return OnnxAnalysis(
         path=path,
         skeleton=skeleton,
@@ -411,6 +448,39 @@ def analyze_onnx(path: Path | str, *, check: bool = True) -> OnnxAnalysis:
         batch=find_batch_axis(inputs, outputs),
         notes=notes,
     )
+
+
+def declare_batch_outputs(analysis: OnnxAnalysis, names: Sequence[str]) -> OnnxAnalysis:
+    """``analysis`` with the named outputs' first axis declared as the batch axis.
+
+    For exporters that mis-declare it (onnxmltools declares a LightGBM ``label`` as ``[1]``
+    though it has one row per input row). The batch-consistency check of the build still
+    proves the graph really batches.
+    """
+    known = {t.name for t in analysis.outputs}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"{analysis.path}: --batch-output {', '.join(unknown)}: no such output "
+                          f"(the model's outputs: {', '.join(sorted(known))})",
+                          hint="name one of the model's outputs")
+    skeleton = onnx.ModelProto()
+    skeleton.CopyFrom(analysis.skeleton)
+    outputs = []
+    for value_info, info in zip(skeleton.graph.output, analysis.outputs, strict=True):
+        if info.name in names:
+            dims = value_info.type.tensor_type.shape.dim
+            if not dims:
+                raise ConfigError(f"{analysis.path}: --batch-output {info.name}: the output is a scalar, so it "
+                                  "has no axis to batch", hint="leave it out")
+            dims[0].Clear()
+            dims[0].dim_param = BATCH_DIM_PARAM
+            info = TensorInfo(info.name, info.elem_type, (BATCH_DIM_PARAM, *(info.shape or ())[1:]))
+        outputs.append(info)
+    declared = ", ".join(repr(n) for n in names)
+    return replace(analysis, skeleton=skeleton, outputs=tuple(outputs),
+                   batch=find_batch_axis(analysis.inputs, tuple(outputs)), rewritten=True,
+                   notes=[*analysis.notes, f"output(s) {declared} declared batched along their first axis "
+                                           "(--batch-output)"])
 
 
 def make_batch_dynamic(model: onnx.ModelProto, input_names: set[str], *, dim_param: str = BATCH_DIM_PARAM

@@ -61,7 +61,9 @@ def write_candidate(source: OnnxAnalysis, *, make_dynamic: bool, fp16: bool, des
         return save_onnx(converted, dest, external_data_file=external), report
     if make_dynamic:
         return save_onnx(make_batch_dynamic(source.skeleton, input_names), dest, source_dir=src.parent), None
-    # Unchanged: the very bytes given (and their external data, linked or copied).
+    if source.rewritten:
+        return save_onnx(source.skeleton, dest, source_dir=src.parent), None
+    # Unchanged: the very bytes given, and copies of their external data (never links to the user's files).
     return save_onnx(source.skeleton, dest, source_dir=src.parent) if source.external_data else \
         [Path(shutil.copyfile(src, dest))], None
 

@@ -224,9 +224,8 @@ def ort_runner(path: Path | str, *, threads: int | None = None) -> Reference:
     try:
         session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own pybind exception types
-        raise BuildError(f"ONNX Runtime cannot load {path}: {_first_line(exc)}",
-                         hint="the model uses an operator or type this ONNX Runtime lacks; "
-                              "check the opset report and update onnxruntime or re-export") from exc
+        raise BuildError(f"ONNX Runtime cannot load {path}: {load_error_text(exc)}",
+                         hint=load_error_hint(str(exc))) from exc
     output_names = [o.name for o in session.get_outputs()]
 
     def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -234,6 +233,25 @@ def ort_runner(path: Path | str, *, threads: int | None = None) -> Reference:
         return {name: np.asarray(value) for name, value in zip(output_names, results, strict=True)}
 
     return run
+
+
+def load_error_text(exc: BaseException) -> str:
+    """ONNX Runtime's whole load error on one line, without its error-code prefix: the real cause
+    (a missing locale, a missing file) is often at the end, so nothing is cut."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+
+
+def load_error_hint(message: str) -> str:
+    """The fix for a load error, from its cause."""
+    locale = re.search(r"locale with name:\s*([\w.@-]+)", message)
+    if locale:
+        return (f"the model asks for the locale {locale.group(1)!r}, which this machine lacks (a StringNormalizer, "
+                "as skl2onnx writes for text vectorizers); re-convert with a locale every machine has: "
+                "to_onnx(..., options={id(vectorizer): {'locale': 'C.UTF-8'}}), or install that locale "
+                "(locale-gen) on every server")
+    return ("the model uses an operator or type this ONNX Runtime lacks; check the opset report "
+            "and update onnxruntime or re-export")
 
 
 def _first_line(exc: BaseException, *, limit: int = 240) -> str:

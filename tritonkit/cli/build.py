@@ -90,6 +90,9 @@ def build() -> None:
               help=f"Largest batch Triton may form; 0 turns batching off. Default: {DEFAULT_MAX_BATCH_SIZE} when the "
                    "model can batch (or the model's other versions' value), else 0.")
 @_batch_axis_option
+@click.option("--batch-output", "batch_outputs", multiple=True, metavar="OUTPUT",
+              help="Declare OUTPUT's first axis the batch axis where the exporter declared it fixed "
+                   "(onnxmltools' LightGBM label [1]); the batch-consistency check still proves it. Repeat.")
 @click.option("--batch-window", default=DEFAULT_WINDOW, show_default=True,
               help=f"Dynamic-batching window with its unit ({_WINDOW_TEXT}; outside warns unless --force).")
 @click.option("--instances", type=int, default=DEFAULT_INSTANCES, show_default=True, help="Model instances.")
@@ -117,8 +120,8 @@ def build() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each step on stderr even when not at a terminal.")
 def build_onnx_command(
-    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_axis: bool | None, batch_window: str,
-    instances: int,
+    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_axis: bool | None,
+    batch_outputs: tuple[str, ...], batch_window: str, instances: int,
     max_queue_size: int, kind: str,
     runtime: str, fp16: bool, verify: bool, samples: Path | None, model_version: int, force: bool, no_warmup: bool,
     ort_tensorrt: bool, cuda_graphs: bool, server_bin: Path | None, backend_dir: Path | None, as_json: bool,
@@ -137,6 +140,7 @@ def build_onnx_command(
       tritonkit build onnx mlp_v2.onnx --name mlp --version 2
       tritonkit build onnx cnn.onnx --name cnn --max-batch-size 32 --batch-window 10ms --instances 2
       tritonkit build onnx big.onnx --name big --fp16 --runtime onnxruntime --kind gpu --ort-tensorrt
+      tritonkit build onnx lightgbm.onnx --name gbm --batch-output label
     """
     from tritonkit.builders import build_onnx
 
@@ -147,7 +151,7 @@ def build_onnx_command(
                 batch_window=batch_window, instances=instances, max_queue_size=max_queue_size, kind=kind,
                 runtime=runtime, fp16=fp16, verify=verify, samples=samples, version=model_version, force=force,
                 warmup=not no_warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin,
-                backend_dir=backend_dir, log=_progress(verbose, as_json))
+                backend_dir=backend_dir, batch_outputs=batch_outputs, log=_progress(verbose, as_json))
     except VerificationError as exc:
         for comparison in exc.comparisons:
             click.echo(comparison.table(), err=True)

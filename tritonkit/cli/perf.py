@@ -35,6 +35,8 @@ from tritonkit.perf.judge.compare import (
 from tritonkit.perf.judge.compare import save_baseline as keep_baseline
 from tritonkit.perf.judge.sla import SLA, load_sla
 from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
+from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, prepare_run_inputs
+from tritonkit.perf.measure.output_check import EXIT_WRONG_OUTPUTS, output_checker, preflight
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.spec import PerfSpec
 from tritonkit.perf.report.terminal import Terminal
@@ -112,6 +114,25 @@ def perf() -> None:
 @click.option("--batch-size", type=int, default=1, show_default=True)
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
 @click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@click.option(
+    "--repo", "model_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Model repository holding MODEL's model.onnx: valid input data is derived from it "
+         "(token ids within the vocabulary, masks of ones, finite floats). Default: ./model_repository if it has MODEL.",
+)
+@click.option(
+    "--seq-len", default=None,
+    help=f"Length of variable dims in derived data: N or LOW:HIGH (default {DEFAULT_SEQ_LEN}).",
+)
+@click.option(
+    "--keep-outputs", is_flag=True,
+    help="Let perf_analyzer receive (and keep) response outputs; by default a local run puts them in "
+         "shared memory so its memory and profile export stay bounded.",
+)
+@click.option(
+    "--check-outputs", is_flag=True,
+    help="While the load runs, compare a sample of responses with ONNX Runtime on the model file "
+         "(needs --repo) and with the declared dtypes and shapes; wrong answers exit 1.",
+)
 @click.option("--metrics-url", default=None, help="Server /metrics URL to scrape during each step.")
 @_out_option("Run folder (default results/<UTC>-<model>); an earlier run there is resumed.")
 @click.option(
@@ -157,6 +178,10 @@ def run_command(
     batch_size: int,
     input_data: str | None,
     shapes: tuple[str, ...],
+    model_repo: Path | None,
+    seq_len: str | None,
+    keep_outputs: bool,
+    check_outputs: bool,
     metrics_url: str | None,
     out_dir: Path | None,
     results_root: Path,
@@ -173,8 +198,9 @@ def run_command(
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
     Results go to results/<UTC timestamp>-<model>/: raw perf_analyzer files, result.json,
-    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed,
-    2 nothing could be measured (or an error).
+    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed (or outputs wrong:
+    dtype or shape unlike the config, or unlike ONNX Runtime with --check-outputs),
+    2 nothing could be measured (or an error, failed requests included).
 
     \b
     Example:
@@ -215,6 +241,11 @@ def run_command(
     )
     out = Terminal(as_json=as_json, quiet=quiet)
     folder = out_dir or default_results_dir(model, results_root)
+    if model_repo is None and (Path("model_repository") / model).is_dir():
+        model_repo = Path("model_repository")
+    prepared = prepare_run_inputs(spec, folder, repo=model_repo, seq_len=SeqLen.parse(seq_len),
+                                  keep_outputs=keep_outputs, write=not dry_run)
+    spec = prepared.spec
     if dry_run:
         try:
             planned_tool = locate_perf_analyzer(perf_analyzer_path)
@@ -227,8 +258,19 @@ def run_command(
     tool = locate_perf_analyzer(perf_analyzer_path)
     if sla is not None:
         out.progress(f"SLA: {sla.with_zero_errors()}")
+    checker = output_checker(prepared, check_outputs)
+    if prepared.samples:
+        wrong = preflight(spec.url, model, prepared.samples[0], version=spec.model_version or "")
+        for problem in wrong:
+            click.echo(f"error: model '{model}': {problem}", err=True)
+        if wrong:
+            click.echo("  fix: make the model return what its config declares (or fix the config); "
+                       "nothing was measured", err=True)
+            raise CommandExit(EXIT_WRONG_OUTPUTS)
     try:
         with sigterm_as_interrupt():
+            if checker is not None:
+                checker.start()
             run = run_perf(
                 spec,
                 plan,
@@ -239,13 +281,20 @@ def run_command(
                 baseline_root=baseline_dir if save_baseline else None,
                 progress=out.progress,
                 on_step=out.step,
+                input_notes=[f"input data: {note}" for note in prepared.notes],
             )
     except KeyboardInterrupt:
         click.echo(f"interrupted: the steps measured so far are saved in {folder}", err=True)
         raise CommandExit(EXIT_UNMEASURED) from None
+    finally:
+        check = checker.stop() if checker is not None else None
     out.run(run)
     if run.error is not None:
         raise run.error  # reported after the results were saved and printed
+    if check is not None:
+        click.echo(check.summary(), err=True)
+        if not check.ok:
+            raise CommandExit(EXIT_WRONG_OUTPUTS if check.problems else EXIT_UNMEASURED)
     raise CommandExit(run.exit_code)
 
 

@@ -27,7 +27,7 @@ stopped by its own rules. New steps go into ``resume-<n>/`` inside the folder so
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,7 @@ def run_perf(
     baseline_root: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
+    input_notes: Sequence[str] = (),
 ) -> PerfRun:
     """Run a load ladder against ``spec``'s model and judge it against ``sla``.
 
@@ -254,7 +255,8 @@ def run_perf(
     ``require_zero_errors`` adds ``errors==0`` to an SLA that bounds neither errors nor the error
     rate (a run passes only with zero failed requests unless told otherwise).
     ``baseline_root`` (e.g. ``results/baselines``) keeps the run as a timestamped baseline when
-    it measured something and perf_analyzer did not fail.
+    it measured something and perf_analyzer did not fail. ``input_notes`` (how the input data was
+    made) are kept in the run's notes and in ``result.extra["input_data"]``.
 
     Raises before starting anything: ``ConfigError`` (bad spec / plan / folder, or a folder
     holding a run of another specification), ``MissingComponentError`` (no perf_analyzer),
@@ -269,7 +271,7 @@ def run_perf(
     check_report_folder(folder)  # before measuring: the report at the end must be writable
     settings = run_settings(spec, plan, sla)
     resume: Resume = plan_resume(folder, settings, plan, ladder_check(sla) if sla else None)
-    notes = list(resume.notes)
+    notes = [*input_notes, *resume.notes]
     if resume.previous is not None and resume.plan is None:
         return _finish(
             resume.previous, folder, sla, baseline_root=baseline_root, error=None,
@@ -294,7 +296,7 @@ def run_perf(
         progress=progress,
         on_step=lambda step, name: observe(StepEvent(step, name, judge_step(sla, step))),
         on_saved=None if previous is None else keep_merged,
-        extra={"settings": settings},
+        extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
     )
     result = ladder.result
     if previous is not None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from tritonkit._fs import atomic_write
-from tritonkit.errors import ConnectError, ModelNotReadyError, TritonKitError
+from tritonkit.errors import ConnectError, ModelNotReadyError, PerfError, TritonKitError
 from tritonkit.perf.measure.failures import (
     Failure,
     StepError,
@@ -408,7 +408,19 @@ class PerfAnalyzer:
     @staticmethod
     def _steps(csv_path: Path, export_path: Path, spec: PerfSpec) -> list[StepResult]:
         rows = parse_csv(csv_path) if csv_path.exists() else []
-        experiments = parse_profile_export(export_path) if export_path.exists() else []
+        try:
+            experiments = parse_profile_export(export_path) if export_path.exists() else []
+        except PerfError as exc:
+            if not rows:
+                raise
+            # WAR: perf_analyzer 2.60's JSON writer stops at the first NaN/inf output value, leaving
+            # the export cut short; the CSV still holds the step, with perf_analyzer's percentiles.
+            steps = build_steps(rows, [], batch_size=spec.batch_size)
+            for step in steps:
+                step.warnings.append(f"{exc.message}; latency percentiles are perf_analyzer's own (CSV). "
+                                     "NaN/inf outputs cut the export short: use finite input data "
+                                     "(perf run derives it with --repo) or keep outputs in shared memory")
+            return steps
         return build_steps(rows, experiments, batch_size=spec.batch_size)
 
     @staticmethod

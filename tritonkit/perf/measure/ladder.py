@@ -101,6 +101,26 @@ def _step_name(index: int, plan: LadderPlan, value: float) -> str:
     return f"step{index:02d}-{tag}{value:g}"
 
 
+def request_error(spec: PerfSpec, mode: str, step: StepResult) -> PerfError:
+    """The error for a step whose requests failed: the server's message first, then what to do."""
+    return PerfError(
+        f"requests to model '{spec.model}' failed at {mode} {step.load_value:g} "
+        f"({step.error_count} failed): {step.error_note or 'no message'}",
+        hint="fix what the server says; for invalid inputs pass --repo DIR (derived valid data), "
+             "--input-data FILE.json or --shape NAME:DIMS",
+    )
+
+
+def unmeasured_error(spec: PerfSpec, mode: str, steps: list[StepResult]) -> PerfError | None:
+    """When requests failed and no step was measured, the run measured nothing: "could not
+    measure", carrying the server's message (invalid inputs fail at any load). Failures that
+    start only above a measured load are the load's result (the knee), not this."""
+    failed = [s for s in steps if s.error_count]
+    if not failed or any(s.measured for s in steps):
+        return None
+    return request_error(spec, mode, failed[0])
+
+
 def _retry_name(name: str, attempt: int) -> str:
     return name if attempt == 0 else f"{name}-retry{attempt}"
 
@@ -166,7 +186,8 @@ class LadderResult:
 
     ``result`` holds every step measured (the same value saved as ``result.json``); ``error`` is
     ``None`` unless perf_analyzer failed part-way (``result.stop_reason`` is then
-    ``"perf_error"``).
+    ``"perf_error"``) or requests failed before any step was measured (``"request_errors"``:
+    the server's message is in it).
     """
 
     result: PerfResult
@@ -320,7 +341,7 @@ def run_ladder(
                 sla_breaks.append(step.load_value)
                 say(f"  {step.error_count} failed request(s) at {plan.mode} {value:g}: {step.error_note}")
                 if len(sla_breaks) >= plan.stop_after_sla_breaks:
-                    return finish(STOP_ERRORS)
+                    return finish(STOP_ERRORS, unmeasured_error(spec, plan.mode, result.steps))
                 continue
             if not step.stable:
                 say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s)")
@@ -342,7 +363,8 @@ def run_ladder(
             else:
                 flat_steps = 0
             best_throughput = max(best_throughput, throughput)
-        return finish(STOP_COMPLETED)
+        error = unmeasured_error(spec, plan.mode, result.steps)
+        return finish(STOP_ERRORS, error) if error is not None else finish(STOP_COMPLETED)
     except KeyboardInterrupt:
         return finish(STOP_INTERRUPTED)
     except PerfError as exc:

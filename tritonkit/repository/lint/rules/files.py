@@ -4,6 +4,7 @@ the name matches the folder, version folders exist, the backend and its model fi
 from __future__ import annotations
 
 import re
+import shlex
 
 from tritonkit.repository.layout import expected_model_filename
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, is_version_name, rule
@@ -36,7 +37,19 @@ _KNOWN_NON_VERSION_DIRS = {"warmup", "initial_state", "__pycache__"}
 
 @rule("TK001", WARNING, "model folder has no config.pbtxt", family=FAMILY, needs_config=False)
 def missing_config(ctx: LintContext, m: ModelInfo) -> None:
-    if m.text is None and m.read_error is None:
+    onnx_files = [m.folder / str(v) / "model.onnx" for v in m.versions if (m.folder / str(v) / "model.onnx").is_file()]
+    if m.text is None and m.read_error is None and onnx_files:
+        # An ONNX folder without a config loads only on a server with the onnxruntime backend, whose
+        # auto-complete guesses batching from the file; the bundled server (python backend only) loads none.
+        newest = onnx_files[-1]
+        version = newest.parent.name
+        ctx.report(m, f"no config.pbtxt beside {m.name}/{version}/model.onnx: a server without the onnxruntime "
+                   "backend cannot load it, and one with it guesses batching and instances",
+                   file=f"{m.name}/", severity=ERROR,
+                   hint=f"tritonkit build onnx {shlex.quote(str(newest))} --name {shlex.quote(m.name)} "
+                        f"--repo {shlex.quote(str(ctx.root))} --version {version} "
+                        "--force (verifies the model and writes its config.pbtxt)")
+    elif m.text is None and m.read_error is None:
         ctx.report(m, "no config.pbtxt: Triton will auto-complete one from the model file, and nothing "
                    "in it can be checked here", file=f"{m.name}/",
                    hint="write the config (tritonkit repo add, or ModelRepository.add_model)")
