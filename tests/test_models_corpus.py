@@ -150,7 +150,7 @@ def test_every_corpus_model_loads_in_the_real_server(entries: dict[str, Entry], 
 
 def test_every_corpus_model_answers_like_onnx_runtime_on_its_export(entries: dict[str, Entry],
                                                                    server: TritonServer) -> None:
-    with Client(server.grpc_url, timeout_s=60.0) as client:
+    with Client(server.grpc_url, timeouts=60.0) as client:
         for name, entry in entries.items():
             batched = entry.build.max_batch_size > 0
             worst = 0.0
@@ -179,7 +179,7 @@ def test_overwriting_the_gpt2_export_did_not_change_what_the_server_serves(entri
     entry = entries["gpt2"]
     overwritten = ort_runner(entry.source)(_batched(entry.samples[0], True))["logits"]
     assert not np.allclose(overwritten, entry.expected[0]["logits"])  # the source really changed
-    with Client(server.grpc_url, timeout_s=60.0) as client:
+    with Client(server.grpc_url, timeouts=60.0) as client:
         served = np.asarray(client.infer("gpt2", _batched(entry.samples[0], True))["logits"])
     np.testing.assert_allclose(served, entry.expected[0]["logits"], rtol=1e-4, atol=1e-5)
 
