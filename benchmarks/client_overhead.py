@@ -10,7 +10,10 @@ against raw tritonclient without one.
 1. sync latency at concurrency 1: ``Client.infer`` vs ``tritonclient.grpc`` (target ratio <= 1.05);
 2. throughput with 64 requests in flight: ``AsyncClient.infer`` vs ``tritonclient.grpc.aio``
    (target ratio >= 0.95);
-3. a 16 MB input: ``Client.infer`` through system shared memory vs in-band gRPC.
+3. a 16 MB input: ``Client.infer`` through system shared memory vs in-band gRPC;
+4. client CPU per call, without the network: each side's gRPC stub answers a recorded reply
+   at once, so what the client itself costs is not diluted in a round trip, nor drowned by
+   other processes' load on a shared machine (the figure to compare between versions).
 
     .venv/bin/python benchmarks/client_overhead.py
     .venv/bin/python benchmarks/client_overhead.py --requests 2000 --rounds 6 --json
@@ -235,6 +238,95 @@ async def async_throughput(url: str, round_requests: int, rounds: int, in_flight
     }
 
 
+def _per_call_us(sides: dict[str, Callable[[], Any]], blocks: int, block: int = 100) -> dict[str, float]:
+    """Median over ``blocks`` blocks (sides in rotating order) of each side's time per call, in us."""
+    names = list(sides)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    gc.collect()
+    for index in range(blocks):
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            started = time.perf_counter()
+            for _ in range(block):
+                sides[name]()
+            samples[name].append((time.perf_counter() - started) / block * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def client_cpu(url: str, blocks: int) -> dict[str, Any]:
+    """Client CPU per call: raw tritonclient vs tritonkit, with the reply recorded once and answered at once.
+
+    Both sides build, check and decode everything as usual; only the gRPC call itself
+    is replaced (tritonclient's private ``_client_stub``, in this benchmark only).
+    """
+    a = np.arange(4, dtype=np.float32).reshape(1, 4)
+
+    def raw_inputs() -> list[grpcclient.InferInput]:
+        first = grpcclient.InferInput("A", [1, 4], "FP32").set_data_from_numpy(a)
+        second = grpcclient.InferInput("B", [1, 4], "FP32").set_data_from_numpy(a)
+        return [first, second]
+
+    raw = grpcclient.InferenceServerClient(url)
+    reply = raw.infer("add", raw_inputs()).get_response()
+
+    def answer(
+        request: Any = None, metadata: Any = None, timeout: Any = None, compression: Any = None
+    ) -> Any:
+        return reply
+
+    raw._client_stub.ModelInfer = answer
+    with Client(url) as client:
+        client.infer("add", {"A": a, "B": a})  # the metadata cached, the channel up
+        client._tc._client_stub.ModelInfer = answer
+        sync_us = _per_call_us(
+            {
+                "raw": lambda: raw.infer("add", raw_inputs()).as_numpy("SUM"),
+                "tritonkit": lambda: client.infer("add", {"A": a, "B": a})["SUM"],
+            },
+            blocks,
+        )
+    raw.close()
+
+    async def async_us() -> dict[str, float]:
+        raw_aio = aioclient.InferenceServerClient(url)
+
+        async def answer_aio(
+            request: Any = None, metadata: Any = None, timeout: Any = None, compression: Any = None
+        ) -> Any:
+            return reply
+
+        raw_aio._client_stub.ModelInfer = answer_aio
+        async with AsyncClient(url) as aclient:
+            await aclient.infer("add", {"A": a, "B": a})
+            aclient._tc._client_stub.ModelInfer = answer_aio
+
+            async def raw_block() -> None:
+                for _ in range(100):
+                    (await raw_aio.infer("add", raw_inputs())).as_numpy("SUM")
+
+            async def ours_block() -> None:
+                for _ in range(100):
+                    (await aclient.infer("add", {"A": a, "B": a}))["SUM"]
+
+            samples: dict[str, list[float]] = {"raw": [], "tritonkit": []}
+            sides = [("raw", raw_block), ("tritonkit", ours_block)]
+            gc.collect()
+            for index in range(blocks):
+                for name, run in sides if index % 2 == 0 else reversed(sides):
+                    started = time.perf_counter()
+                    await run()
+                    samples[name].append((time.perf_counter() - started) / 100 * 1e6)
+        await raw_aio.close()
+        return {name: statistics.median(values) for name, values in samples.items()}
+
+    report: dict[str, Any] = {"blocks": blocks, "calls_per_block": 100}
+    for label, us in (("sync", sync_us), ("async", asyncio.run(async_us()))):
+        report[f"{label}_raw_us"] = round(us["raw"], 2)
+        report[f"{label}_tritonkit_us"] = round(us["tritonkit"], 2)
+        report[f"{label}_overhead_us"] = round(us["tritonkit"] - us["raw"], 2)
+        report[f"{label}_ratio"] = round(us["tritonkit"] / us["raw"], 4)
+    return report
+
+
 def shared_memory_transfer(url: str, repeats: int) -> dict[str, Any]:
     x = np.random.default_rng(0).random(BIG_ELEMENTS, dtype=np.float32)
     expected = float(x.sum(dtype=np.float64))
@@ -281,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--shm-repeats", type=int, default=20)
+    parser.add_argument(
+        "--cpu-blocks", type=int, default=200, help="client CPU: blocks of 100 calls per side"
+    )
     parser.add_argument("--url", default=None, help="use a running server (models add, checksum) instead")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
@@ -298,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                     async_throughput(url, args.round_requests, args.rounds, args.in_flight)
                 ),
                 "shared_memory_16mb": shared_memory_transfer(url, args.shm_repeats),
+                "client_cpu_per_call": client_cpu(url, args.cpu_blocks),
             }
         finally:
             if server is not None:
@@ -340,6 +436,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  tritonkit, in-band              {shm['tritonkit_plain_p50_ms']:.1f} ms")
     print(f"  tritonkit, shared memory        {shm['tritonkit_shm_p50_ms']:.1f} ms")
     print(f"  ratio shm / in-band             {shm['ratio_shm_to_plain']:.3f}")
+    cpu = report["client_cpu_per_call"]
+    print(f"client CPU per call, no network (median of {cpu['blocks']} blocks of {cpu['calls_per_block']})")
+    for label in ("sync", "async"):
+        print(
+            f"  {label:5s} raw {cpu[label + '_raw_us']:.1f} us  tritonkit {cpu[label + '_tritonkit_us']:.1f} us"
+            f"  overhead {cpu[label + '_overhead_us']:+.1f} us  ratio {cpu[label + '_ratio']:.3f}"
+        )
     return 0
 
 

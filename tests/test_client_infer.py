@@ -283,3 +283,68 @@ def test_tensor_metadata_coerces_plain_values_to_its_dtype_in_one_place() -> Non
     assert text.tolist() == [[b"hi"], [b"raw"], [b"3"]]
     with pytest.raises(InvalidInputError, match=r"input 'X' of model 'm': value does not convert to FP32"):
         fp32.coerce([["a", "b"]], model="m")
+
+
+def test_a_request_built_on_the_fast_path_is_the_message_tritonclient_builds() -> None:
+    """prepare_request sets a number array's bytes itself (see its WAR); the message must not change.
+
+    Pure: compares the serialised ModelInferRequest with the one tritonclient's own
+    set_data_from_numpy gives, for numbers (one not contiguous), booleans and BYTES.
+    """
+    from tritonclient.grpc import InferInput
+    from tritonclient.grpc._utils import _get_inference_request
+
+    from tritonkit.client._request import prepare_request
+
+    meta = ModelMetadata(
+        name="m",
+        version="1",
+        max_batch_size=4,
+        inputs=(
+            client_pkg.TensorMetadata("F", "FP32", (3,)),
+            client_pkg.TensorMetadata("I", "INT64", (2,)),
+            client_pkg.TensorMetadata("B", "BOOL", (1,)),
+            client_pkg.TensorMetadata("T", "BYTES", (1,)),
+        ),
+        outputs=(client_pkg.TensorMetadata("Y", "FP32", (3,)),),
+    )
+    arrays = {
+        "F": np.arange(6, dtype=np.float32).reshape(3, 2).T,  # not C-contiguous
+        "I": np.array([[1, -2], [3, 4]], dtype=np.int64),
+        "B": np.array([[True], [False]]),
+        "T": np.array([["héllo"], ["x"]]),
+    }
+    fields = dict(
+        outputs=None,
+        request_id="r",
+        priority=0,
+        parameters=None,
+        server_timeout_us=None,
+        shm_threshold_bytes=None,
+    )
+    for _ in range(2):  # the first call checks and remembers the layout, the second reuses it
+        prepared = prepare_request(meta, arrays, **fields)
+        expected = [
+            InferInput(name, list(array.shape), tensor.datatype).set_data_from_numpy(
+                array.astype(object) if array.dtype.kind == "U" else array
+            )
+            for tensor, (name, array) in zip(meta.inputs, arrays.items(), strict=True)
+        ]
+        built = [
+            _get_inference_request(
+                model_name="m",
+                inputs=tensors,
+                model_version="",
+                request_id="r",
+                outputs=None,
+                sequence_id=0,
+                sequence_start=False,
+                sequence_end=False,
+                priority=0,
+                timeout=None,
+                parameters=None,
+            ).SerializeToString(deterministic=True)
+            for tensors in (prepared.inputs, expected)
+        ]
+        assert built[0] == built[1]
+        assert [t._get_content() for t in prepared.inputs] == [t._get_content() for t in expected]

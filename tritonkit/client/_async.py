@@ -11,11 +11,13 @@ from typing import Any, TypeVar
 import tritonclient.grpc.aio as aioclient
 
 from tritonkit.client._async_stream import AsyncResponseStream
+from tritonkit.client._base import InferArgs
 from tritonkit.client._channel import aio_connect, aio_is_ready, aio_still_connected
-from tritonkit.client._errors import FailedCall
+from tritonkit.client._errors import RPC_ERRORS, FailedCall
 from tritonkit.client._flow import Connect, Flows, Metadata, Rpc, Sleep, Step, Steps, StillConnected, advance
 from tritonkit.client._model import ModelMetadata
 from tritonkit.client._request import Array
+from tritonkit.client._response import decode_response
 from tritonkit.client._retry import Deadline
 from tritonkit.client._settings import SHM_CLOSE_WAIT_S
 from tritonkit.client._streaming import StreamRequest
@@ -130,8 +132,27 @@ class AsyncClient(
             self._raise_if_closed(operation, model)
             raise
 
+    async def _infer(self, args: InferArgs) -> dict[str, Array]:
+        first = self._first_attempt(args)
+        failure: BaseException | None = None
+        if first is not None:
+            prepared, _, _, client_timeout_s = first
+            try:
+                result = await prepared.send(self._tc.infer, client_timeout=client_timeout_s)
+            except RPC_ERRORS as exc:
+                failure = exc
+            except asyncio.CancelledError:
+                self._raise_if_closed("infer", args[0])
+                raise
+            else:
+                return decode_response(result.get_response(), prepared)
+        return await self._run(self._infer_steps(args, first, failure), "infer", args[0])
+
     def _channel_ready(self) -> bool:
-        return aio_is_ready(self._tc._channel)
+        # The channel as it is, without the loop check of ``_tc``: the step that follows
+        # (the send, or the wait for a connection) goes through ``_tc`` and makes it.
+        tc = self._tc_aio
+        return tc is not None and aio_is_ready(tc._channel)
 
     async def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:

@@ -16,7 +16,7 @@ from tritonkit.client._channel import ConnectState, ConnectWait
 from tritonkit.client._errors import FailedCall, UnavailableCause, status_of, translate, unavailable_cause
 from tritonkit.client._health import ProbeLog
 from tritonkit.client._model import ModelMetadata
-from tritonkit.client._request import PreparedRequest, prepare_request
+from tritonkit.client._request import Array, PreparedRequest, prepare_request
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._settings import (
     DEFAULT_SHM_THRESHOLD_BYTES,
@@ -42,6 +42,23 @@ from tritonkit.errors import (
 )
 
 __all__ = ["ClientBase"]
+
+#: ``infer``'s arguments, in its order: model, inputs, outputs, version, request_id, priority,
+#: parameters, timeout_s, server_timeout_us, retry, shared_memory. One tuple, passed along
+#: as it is: the hot path pays for no argument lists.
+InferArgs = tuple[
+    str,
+    Mapping[str, Array],
+    Sequence[str] | None,
+    str,
+    str,
+    int,
+    Mapping[str, str | int | float | bool] | None,
+    float | None | Unset,
+    int | None,
+    RetryPolicy | None | Unset,
+    SharedMemoryMode | None,
+]
 
 log = logging.getLogger("tritonkit.client")
 
@@ -205,20 +222,10 @@ class ClientBase:
         return not fetched and self._stale(model, version, meta)
 
     # ---- requests --------------------------------------------------------
-    def _prepare_unary(
-        self,
-        meta: ModelMetadata,
-        inputs: Mapping[str, Any],
-        *,
-        version: str,
-        outputs: Sequence[str] | None,
-        request_id: str,
-        priority: int,
-        parameters: Mapping[str, Any] | None,
-        server_timeout_us: int | None,
-        shared_memory: SharedMemoryMode | None,
-    ) -> PreparedRequest:
-        """A checked unary request; large tensors in shared memory where the mode allows."""
+    def _prepare_unary(self, meta: ModelMetadata, args: InferArgs) -> PreparedRequest:
+        """The checked request of ``infer(*args)``; large tensors in shared memory where the mode allows."""
+        inputs, outputs, version, request_id, priority, parameters = args[1:7]
+        server_timeout_us, shared_memory = args[8], args[10]
         if meta.decoupled:
             raise self._decoupled_error(meta)
         return prepare_request(

@@ -80,12 +80,14 @@ def decode_response(
     raw_index = 0
     decoded: dict[str, Array] = {}
     for output in response.outputs:
+        # Each field read of a protobuf message builds a new Python object: read each once.
         name = output.name
+        datatype = output.datatype
         shape = list(output.shape)
         check = checks.get(name)
         if check is not None:
             tensor, rank, fixed_axes = check
-            fits = output.datatype == tensor.datatype and len(shape) == rank
+            fits = datatype == tensor.datatype and len(shape) == rank
             if fits:
                 for axis, size in fixed_axes:
                     if shape[axis] != size:
@@ -94,12 +96,12 @@ def decode_response(
                 if batch is not None and rank and shape[0] != batch:
                     fits = False
             if not fits:
-                raise _misfit(meta, name, output.datatype, shape, batch)
-        where = placed.get(name) if segment is not None else None
-        if where is not None and segment is not None:
-            decoded[name] = segment.read_output(where, shape)
-            continue
-        datatype = output.datatype
+                raise _misfit(meta, name, datatype, shape, batch)
+        if segment is not None:
+            where = placed.get(name)
+            if where is not None:
+                decoded[name] = segment.read_output(where, shape)
+                continue
         if raw_index < len(raw):
             data = raw[raw_index]
             raw_index += 1

@@ -10,11 +10,13 @@ from typing import Any, TypeVar
 
 import tritonclient.grpc as grpcclient
 
+from tritonkit.client._base import InferArgs
 from tritonkit.client._channel import READY, cygrpc_channel, sync_connect, sync_still_connected
-from tritonkit.client._errors import FailedCall
+from tritonkit.client._errors import RPC_ERRORS, FailedCall
 from tritonkit.client._flow import Connect, Flows, Metadata, Rpc, Sleep, Step, Steps, StillConnected, advance
 from tritonkit.client._model import ModelMetadata
 from tritonkit.client._request import Array
+from tritonkit.client._response import decode_response
 from tritonkit.client._retry import Deadline
 from tritonkit.client._settings import SHM_CLOSE_WAIT_S
 from tritonkit.client._streaming import StreamRequest
@@ -54,6 +56,8 @@ class Client(Flows[dict[str, Array], ModelMetadata, bool, None, ResponseStream])
     def _open_io(self) -> None:
         self._tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
         self._cy = cygrpc_channel(self._tc)
+        # Read before every call: bound once.
+        self._channel_state = self._cy.check_connectivity_state
         self._streams: weakref.WeakSet[ResponseStream] = weakref.WeakSet()
         self._lock = threading.Lock()
 
@@ -99,8 +103,22 @@ class Client(Flows[dict[str, Array], ModelMetadata, bool, None, ResponseStream])
             except BaseException as exc:  # noqa: BLE001 - the call decides; what it does not handle comes back
                 result, failure = None, exc
 
+    def _infer(self, args: InferArgs) -> dict[str, Array]:
+        first = self._first_attempt(args)
+        failure: BaseException | None = None
+        if first is not None:
+            prepared, _, _, client_timeout_s = first
+            try:
+                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s)
+            except RPC_ERRORS as exc:
+                failure = exc
+            else:
+                return decode_response(result.get_response(), prepared)
+        # Outside the handler: the steps chain what they raise to the failure themselves.
+        return self._run(self._infer_steps(args, first, failure), "infer", args[0])
+
     def _channel_ready(self) -> bool:
-        return bool(self._cy.check_connectivity_state(False) == READY)
+        return bool(self._channel_state(False) == READY)
 
     def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
