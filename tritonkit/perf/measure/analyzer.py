@@ -65,9 +65,9 @@ from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_a
 from tritonkit.server.children import spawn, stop_group
 
 __all__ = [
-    "EXIT_OK",
-    "EXIT_OPTION_ERROR",
-    "EXIT_UNSTABLE",
+    "PA_EXIT_OK",
+    "PA_EXIT_OPTION_ERROR",
+    "PA_EXIT_UNSTABLE",
     "PerfAnalyzer",
     "AnalyzerOutcome",
     "Invocation",
@@ -75,10 +75,10 @@ __all__ = [
     "utc_now",
 ]
 
-#: perf_analyzer's exit codes.
-EXIT_OK = 0
-EXIT_UNSTABLE = 2
-EXIT_OPTION_ERROR = 3
+#: perf_analyzer's own exit codes (not a tritonkit command's exit status).
+PA_EXIT_OK = 0
+PA_EXIT_UNSTABLE = 2
+PA_EXIT_OPTION_ERROR = 3
 
 _POLL_S = 0.1
 _KILL_GRACE_S = 3.0
@@ -219,7 +219,7 @@ class PerfAnalyzer:
         raw = [p.name for p in (csv_path, export_path, stdout_path, stderr_path) if p.exists()]
         raw.append(f"{name}.argv.json")
         console = parse_console(invocation.stdout, invocation.stderr)
-        if returncode == EXIT_OPTION_ERROR or (returncode != EXIT_OK and console.option_error):
+        if returncode == PA_EXIT_OPTION_ERROR or (returncode != PA_EXIT_OK and console.option_error):
             self._refuse(invocation, console, spec)
         steps = self._steps(csv_path, export_path, spec)
         cpu_pct = invocation.cpu_pct
@@ -247,15 +247,15 @@ class PerfAnalyzer:
                     failure_note=diagnosis.message if diagnosis else None,
                 )
             )
-        elif returncode not in (EXIT_OK, EXIT_UNSTABLE):
+        elif returncode not in (PA_EXIT_OK, PA_EXIT_UNSTABLE):
             self._refuse(invocation, console, spec)
-        if returncode not in (EXIT_OK, EXIT_UNSTABLE):
+        if returncode not in (PA_EXIT_OK, PA_EXIT_UNSTABLE):
             # A step of an invocation that failed is never a measurement, whatever its files hold.
             diagnosis = classify(invocation.console, returncode=returncode, model=spec.model)
             for step in steps:
                 step.failure, step.failure_note = diagnosis.failure.value, diagnosis.message
         unstable = list(console.unstable_loads)
-        if returncode == EXIT_UNSTABLE and not unstable:
+        if returncode == PA_EXIT_UNSTABLE and not unstable:
             unstable = [self._failed_load(loads, steps)]
         for load in unstable:
             note = next((line for line in console.unstable_lines if f" {load:g}" in line), None) or (
