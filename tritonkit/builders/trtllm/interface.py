@@ -66,6 +66,16 @@ _KNOB_DTYPES = {
     "return_log_probs": "BOOL", "return_context_logits": "BOOL", "return_generation_logits": "BOOL",
     "beam_width": "INT32", "stream": "BOOL",
 }
+#: The request's text and limits: (ensemble / BLS input, the preprocessing input it feeds, dtype, dims,
+#: optional), as TensorRT-LLM's ensemble template wires them.
+_REQUEST_TENSORS: tuple[tuple[str, str, str, tuple[int, ...], bool], ...] = (
+    ("text_input", "QUERY", "BYTES", (1,), False),
+    ("max_tokens", "REQUEST_OUTPUT_LEN", "INT32", (1,), False),
+    ("bad_words", "BAD_WORDS_DICT", "BYTES", (-1,), True),
+    ("stop_words", "STOP_WORDS_DICT", "BYTES", (-1,), True),
+    ("end_id", "END_ID", "INT32", (1,), True),
+    ("pad_id", "PAD_ID", "INT32", (1,), True),
+)
 #: Client-facing names of the renamed knobs → (preprocessing input, dtype); preprocessing's
 #: ``OUT_MIN_TOKENS`` / ``OUT_SEED`` carry whichever was given.
 ALIASED_KNOBS = {
@@ -93,12 +103,8 @@ def _knob_dtype(name: str) -> str:
 def ensemble_inputs(v: TrtllmInterface) -> tuple[TensorSpec, ...]:
     """The ensemble's inputs on line ``v`` (both spellings of the renamed knobs)."""
     return (
-        TensorSpec(name="text_input", dtype="BYTES", dims=[1]),
-        TensorSpec(name="max_tokens", dtype="INT32", dims=[1]),
-        TensorSpec(name="bad_words", dtype="BYTES", dims=[-1], optional=True),
-        TensorSpec(name="stop_words", dtype="BYTES", dims=[-1], optional=True),
-        TensorSpec(name="end_id", dtype="INT32", dims=[1], optional=True),
-        TensorSpec(name="pad_id", dtype="INT32", dims=[1], optional=True),
+        *(TensorSpec(name=name, dtype=dtype, dims=list(dims), optional=optional)
+          for name, _, dtype, dims, optional in _REQUEST_TENSORS),
         *(_scalar(name, _knob_dtype(name), reshape=False) for name in _knob_names(v)),
     )
 
@@ -125,12 +131,8 @@ def bls_inputs(v: TrtllmInterface) -> tuple[TensorSpec, ...]:
 def pre_inputs() -> tuple[TensorSpec, ...]:
     """preprocessing's inputs: the template's, plus both spellings of the renamed knobs."""
     return (
-        TensorSpec(name="QUERY", dtype="BYTES", dims=[1]),
-        TensorSpec(name="REQUEST_OUTPUT_LEN", dtype="INT32", dims=[1]),
-        TensorSpec(name="BAD_WORDS_DICT", dtype="BYTES", dims=[-1], optional=True),
-        TensorSpec(name="STOP_WORDS_DICT", dtype="BYTES", dims=[-1], optional=True),
-        TensorSpec(name="END_ID", dtype="INT32", dims=[1], optional=True),
-        TensorSpec(name="PAD_ID", dtype="INT32", dims=[1], optional=True),
+        *(TensorSpec(name=pre, dtype=dtype, dims=list(dims), optional=optional)
+          for _, pre, dtype, dims, optional in _REQUEST_TENSORS),
         *(TensorSpec(name=pre, dtype=dtype, dims=[1], optional=True) for pre, dtype in ALIASED_KNOBS.values()),
     )
 
@@ -203,8 +205,7 @@ def ensemble_steps(v: TrtllmInterface, engine_model: str = "tensorrt_llm") -> li
     (plus the renamed knobs through preprocessing, see the module docstring)."""
     pre = EnsembleStep(
         model_name="preprocessing",
-        input_map={"QUERY": "text_input", "REQUEST_OUTPUT_LEN": "max_tokens", "BAD_WORDS_DICT": "bad_words",
-                   "STOP_WORDS_DICT": "stop_words", "END_ID": "end_id", "PAD_ID": "pad_id",
+        input_map={**{pre: name for name, pre, *_ in _REQUEST_TENSORS},
                    **{pre: name for name, (pre, _) in ALIASED_KNOBS.items()}},
         output_map={"REQUEST_INPUT_LEN": "_REQUEST_INPUT_LEN", "INPUT_ID": "_INPUT_ID",
                     "REQUEST_OUTPUT_LEN": "_REQUEST_OUTPUT_LEN", "STOP_WORDS_IDS": "_STOP_WORDS_IDS",
