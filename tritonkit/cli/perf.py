@@ -63,6 +63,17 @@ def _out_option(help_text: str) -> Any:
     return click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                         help=help_text)
 
+
+#: ``--baseline-dir`` of ``perf run`` and ``perf compare``.
+_baseline_dir_option = click.option(
+    "--baseline-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_BASELINE_ROOT,
+    show_default=True,
+    help="Baselines folder (one subfolder per model).",
+)
+
+
 @click.group("perf", cls=ErrorHandlingGroup)
 def perf() -> None:
     """Load-test a served model with the real perf_analyzer and judge it against an SLA.
@@ -143,13 +154,7 @@ def perf() -> None:
     help="Where timestamped run folders go.",
 )
 @click.option("--save-baseline", is_flag=True, help="Also keep the run as a timestamped baseline.")
-@click.option(
-    "--baseline-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_BASELINE_ROOT,
-    show_default=True,
-    help="Baselines folder (one subfolder per model).",
-)
+@_baseline_dir_option
 @click.option(
     "--perf-analyzer",
     "perf_analyzer_path",
@@ -308,13 +313,7 @@ def run_command(
 @click.option(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
 )
-@click.option(
-    "--baseline-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_BASELINE_ROOT,
-    show_default=True,
-    help="Baselines folder (one subfolder per model).",
-)
+@_baseline_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare_command(
     base: Path,
