@@ -85,8 +85,16 @@ ALIASED_KNOBS = {
     "seed": ("SEED", "UINT64"),
 }
 #: Outputs the engine sends only when the request asks (``return_log_probs``,
-#: ``return_context_logits``, ``return_generation_logits``; ``batch_index`` for batch > 1).
-OPTIONAL_OUTPUTS = ("cum_log_probs", "output_log_probs", "context_logits", "generation_logits", "batch_index")
+#: ``return_context_logits``, ``return_generation_logits``; ``batch_index`` for batch > 1),
+#: declared the same on the engine, the ensemble and the BLS model.
+_OPTIONAL_OUTPUT_SPECS: tuple[TensorSpec, ...] = (
+    TensorSpec(name="cum_log_probs", dtype="FP32", dims=[-1]),
+    TensorSpec(name="output_log_probs", dtype="FP32", dims=[-1, -1]),
+    TensorSpec(name="context_logits", dtype="FP32", dims=[-1, -1]),
+    TensorSpec(name="generation_logits", dtype="FP32", dims=[-1, -1, -1]),
+    TensorSpec(name="batch_index", dtype="INT32", dims=[1]),
+)
+OPTIONAL_OUTPUTS = tuple(t.name for t in _OPTIONAL_OUTPUT_SPECS)
 
 
 def _knob_names(v: TrtllmInterface) -> list[str]:
@@ -114,11 +122,7 @@ def ensemble_outputs(v: TrtllmInterface) -> tuple[TensorSpec, ...]:
     del v  # the kept outputs are the same on every supported line
     return (
         TensorSpec(name="text_output", dtype="BYTES", dims=[-1]),
-        TensorSpec(name="cum_log_probs", dtype="FP32", dims=[-1]),
-        TensorSpec(name="output_log_probs", dtype="FP32", dims=[-1, -1]),
-        TensorSpec(name="context_logits", dtype="FP32", dims=[-1, -1]),
-        TensorSpec(name="generation_logits", dtype="FP32", dims=[-1, -1, -1]),
-        TensorSpec(name="batch_index", dtype="INT32", dims=[1]),
+        *_OPTIONAL_OUTPUT_SPECS,
     )
 
 
@@ -185,11 +189,7 @@ def engine_outputs(v: TrtllmInterface) -> tuple[TensorSpec, ...]:
     return (
         TensorSpec(name="output_ids", dtype="INT32", dims=[-1, -1]),
         TensorSpec(name="sequence_length", dtype="INT32", dims=[-1]),
-        TensorSpec(name="cum_log_probs", dtype="FP32", dims=[-1]),
-        TensorSpec(name="output_log_probs", dtype="FP32", dims=[-1, -1]),
-        TensorSpec(name="context_logits", dtype="FP32", dims=[-1, -1]),
-        TensorSpec(name="generation_logits", dtype="FP32", dims=[-1, -1, -1]),
-        TensorSpec(name="batch_index", dtype="INT32", dims=[1]),
+        *_OPTIONAL_OUTPUT_SPECS,
     )
 
 
