@@ -152,3 +152,23 @@ def test_a_dry_run_without_a_tokenizer_says_a_pipelines_own_is_looked_up(tmp_pat
     result = _run("ensemble", "--llm", "--trtllm-version", "0.19", "--dry-run", "--out", str(tmp_path / "dry"))
     assert result.exit_code == 0, result.output
     assert "lengths in words); a TensorRT-LLM pipeline's own tokenizer is looked up on the server" in result.output
+
+
+def test_every_perf_command_declares_each_option_once() -> None:
+    """Two options spelled alike make click hand the value to one of them only."""
+    from tritonkit.cli.perf import perf
+
+    for name, command in perf.commands.items():
+        spellings = [opt for param in command.params for opt in param.opts]
+        assert len(spellings) == len(set(spellings)), f"perf {name}: {sorted(spellings)}"
+
+
+def test_repo_reaches_the_classic_run_and_the_llm_run(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    classic = _run("m", "--repo", str(repo), "--dry-run", "--out", str(tmp_path / "dry"))
+    assert classic.exit_code == 0, classic.output
+    llm = _run("m", "--llm", "--repo", str(repo), "--dry-run", "--out", str(tmp_path / "dry"))
+    assert llm.exit_code == 0, llm.output
+    missing = _run("m", "--llm", "--repo", str(tmp_path / "nowhere"), "--dry-run", "--out", str(tmp_path / "dry"))
+    assert missing.exit_code == 2 and str(tmp_path / "nowhere") in missing.output, missing.output

@@ -9,6 +9,7 @@ regression, 2 could not measure (or any other error).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from tritonkit.cli.perf_llm import (
     run_llm_command,
 )
 from tritonkit.cli.sweep import sweep_command
-from tritonkit.errors import MissingComponentError
+from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.perf.judge.compare import (
     DEFAULT_BASELINE_ROOT,
     compare_results,
@@ -128,7 +129,9 @@ def perf() -> None:
 @click.option(
     "--repo", "model_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
     help="Model repository holding MODEL's model.onnx: valid input data is derived from it "
-         "(token ids within the vocabulary, masks of ones, finite floats). Default: ./model_repository if it has MODEL.",
+         "(token ids within the vocabulary, masks of ones, finite floats). Default: ./model_repository if it has MODEL. "
+         "With --llm: the served repository on this machine, where the preprocessing model's tokenizer_dir is "
+         "read when the server's path is not a folder here.",
 )
 @click.option(
     "--seq-len", default=None,
@@ -217,10 +220,13 @@ def run_command(
     --traffic ramp/spike/soak/replay); results in llm_result.json and llm_report.md.
     """
     if llm:
+        if model_repo is not None and not model_repo.is_dir():
+            raise ConfigError(f"--repo {model_repo}: no such folder",
+                              hint="give the served model repository as it is on this machine, or leave --repo out")
         run_llm_command(
             model=model, url=url, sla_text=sla_text, concurrency=concurrency, metrics_url=metrics_url,
             out_dir=out_dir, results_root=results_root, perf_analyzer_path=perf_analyzer_path, dry_run=dry_run,
-            as_json=as_json, quiet=quiet, options=options_from_kwargs(llm_kwargs),
+            as_json=as_json, quiet=quiet, options=replace(options_from_kwargs(llm_kwargs), repo=model_repo),
             baseline_dir=baseline_dir if save_baseline else None, protocol=protocol, timeout_s=timeout_s,
         )
         return

@@ -64,9 +64,6 @@ _LLM_OPTIONS = [
     click.option("--trtllm-version", "llm_trtllm_version", default=None,
                  help="--llm: the TensorRT-LLM line requests are written for (0.17, 0.18, 0.19, 1.x; default: read "
                       "from the served models' inputs)."),
-    click.option("--repo", "llm_repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-                 help="--llm: the served repository on this machine, where the preprocessing model's tokenizer_dir is "
-                      "read when the server's path is not a folder here."),
     click.option("--token-output", "llm_token_output", default=None,
                  help="--llm: the model's output whose elements are its tokens (default: output_ids or an integer "
                       "output named like ids, else one token per response with new output)."),
@@ -99,7 +96,6 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
         interface=kwargs.pop("llm_interface", None),
         tokenizer=kwargs.pop("llm_tokenizer", None),
         trtllm_version=kwargs.pop("llm_trtllm_version", None),
-        repo=kwargs.pop("llm_repo", None),
         token_output=kwargs.pop("llm_token_output", None),
     )
 
