@@ -143,8 +143,12 @@ def path_error(exc: OSError, action: str, path: Path | str | None = None) -> Con
 
 @contextlib.contextmanager
 def user_path_errors(action: str, path: Path | str | None = None) -> Iterator[None]:
-    """Turn an ``OSError`` on a user's path into a :class:`ConfigError` naming the path and a fix."""
+    """Turn an ``OSError`` on a user's path into a :class:`ConfigError` naming the path and a fix.
+
+    A connection error or a timeout (``OSError`` subclasses too) is not about the path: it passes."""
     try:
         yield
+    except (ConnectionError, TimeoutError):
+        raise
     except OSError as exc:
         raise path_error(exc, action, path) from exc

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import user_path_errors
+from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
 from tritonkit.perf.judge.baselines import save_baseline
@@ -266,10 +268,33 @@ def run_perf(
         sla = sla.with_zero_errors()
     tool = perf_analyzer or locate_perf_analyzer()
     folder = Path(results_dir) if results_dir is not None else default_results_dir(spec.model, results_root)
+    # A second run into the same folder would overwrite this one's raw files and result.json.
+    # A full disk or a read-only folder mid-run is a clear error naming it (exit 2); result.json is
+    # written atomically after every step, so it still holds every step saved before.
+    with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
+            user_path_errors("write the run's results", folder):
+        return _run_locked(spec, plan, sla, folder, tool, metrics_url=metrics_url, baseline_root=baseline_root,
+                           progress=progress, on_step=on_step, notes=[lock.taken_over] if lock.taken_over else [])
+
+
+def _run_locked(
+    spec: PerfSpec,
+    plan: LadderPlan,
+    sla: SLA | None,
+    folder: Path,
+    tool: PerfAnalyzerInstall,
+    *,
+    metrics_url: str | None,
+    baseline_root: str | os.PathLike[str] | None,
+    progress: Progress | None,
+    on_step: Callable[[StepEvent], None] | None,
+    notes: list[str],
+) -> PerfRun:
+    """:func:`run_perf` once its results folder is locked."""
     check_report_folder(folder)  # before measuring: the report at the end must be writable
     settings = run_settings(spec, plan, sla)
     resume: Resume = plan_resume(folder, settings, plan, ladder_check(sla) if sla else None)
-    notes = list(resume.notes)
+    notes = [*notes, *resume.notes]
     if resume.previous is not None and resume.plan is None:
         return _finish(
             resume.previous, folder, sla, baseline_root=baseline_root, error=None,

@@ -1,0 +1,100 @@
+"""Faults injected into ``tritonkit perf run`` that no other test covers: a second run into a
+folder in use, and the disk filling up between two steps.
+
+The disk-full test mounts a small tmpfs (it needs root, as on the build machines; elsewhere it is
+skipped with that reason) and fills it from the run's own step callback, so the next step's
+files and ``result.json`` cannot be written: the run must end with an error naming the folder
+(exit 2 through the CLI), and ``result.json`` must still hold the step saved before.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.pymodels import write_add_sub
+from tritonkit._lock import FolderLock
+from tritonkit.errors import ConfigError
+from tritonkit.perf.measure.plan import LadderPlan
+from tritonkit.perf.measure.spec import PerfSpec
+from tritonkit.perf.run import StepEvent, run_perf
+from tritonkit.server import TritonServer
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tritonkit.cli", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+
+
+def test_a_second_perf_run_into_a_folder_in_use_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FolderLock(out, what="results folder", purpose="perf run add_sub"):
+        # Nothing listens on port 1: had the lock not refused it, the run would fail otherwise.
+        done = _cli("perf", "run", "add_sub", "--url", "127.0.0.1:1", "--concurrency", "1", "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert "in use by another tritonkit process" in done.stderr and f"pid {os.getpid()}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == []  # nothing of the refused run was written
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs, unmounted afterwards."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path) -> None:
+    with (folder / "filler").open("wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * (1 << 20))
+                handle.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    repo = tmp_path_factory.mktemp("faults_perf_repo")
+    write_add_sub(repo, "add_sub")
+    with TritonServer(repo) as running:
+        yield running
+
+
+@pytest.mark.server
+@pytest.mark.perf_analyzer
+def test_a_disk_that_fills_between_steps_is_a_clear_error_and_keeps_the_saved_step(
+    server: TritonServer, small_disk: Path
+) -> None:
+    out = small_disk / "run"
+    filled: list[float] = []
+
+    def fill_on_second_load(event: StepEvent) -> None:
+        if event.step.load_value == 2.0 and not filled:
+            filled.append(event.step.load_value)
+            _fill(small_disk)
+
+    plan = LadderPlan(levels=(1, 2, 4), step_window_ms=500, max_trials=3, warmup_s=0)
+    with pytest.raises(ConfigError) as info:
+        run_perf(PerfSpec(model="add_sub", url=server.grpc_url), plan, results_dir=out, on_step=fill_on_second_load)
+    assert filled, "the second load was never reached"
+    assert "cannot write the run's results" in info.value.message and str(out) in info.value.message
+    assert "No space left on device" in info.value.message
+    saved = json.loads((out / "result.json").read_text())
+    assert [step["load_value"] for step in saved["steps"]] == [1.0]
+    assert not (out / ".tritonkit.lock").exists()  # the lock went with the run
