@@ -130,11 +130,14 @@ def path_error(exc: OSError, action: str, path: Path | str | None = None) -> Con
 
     ``path`` names the path when the error's own would mislead (a rename fails on its source's name).
     """
-    path = path or exc.filename or "?"
+    # A copy that fails for want of room or write access fails on its destination (shutil puts
+    # the source in ``filename`` and the destination in ``filename2``): name the one to act on.
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+    path = path or (exc.filename2 if full and exc.filename2 else exc.filename) or "?"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         hint = (f"make {path} writable for this user (chmod u+w, or chown), or choose another location"
                 if exc.errno != errno.EROFS else f"{path} is on a read-only file system: choose another location")
-    elif exc.errno == errno.ENOSPC:
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
         hint = f"free space on the file system of {path}, or choose another location"
     else:
         hint = "check the path and its permissions, or choose another location"

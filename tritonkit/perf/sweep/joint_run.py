@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock
+from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.run import (
@@ -177,7 +177,8 @@ def run_joint_sweep(
     with contextlib.ExitStack() as stack:
         purpose = f"perf sweep {' '.join(models)}"
         for folder, what in [(out_dir, "sweep folder"), *[(model_folder(repo_path, m), "model folder") for m in models]]:
-            lock = stack.enter_context(FolderLock(folder, what=what, purpose=purpose))
+            lock = stack.enter_context(FolderLock(folder, what=what, purpose=purpose) if what != "model folder"
+                                       else model_folder_lock(folder, purpose=purpose))
             if lock.taken_over:
                 say(lock.taken_over)
         try:

@@ -20,7 +20,7 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock, LockedError
+from tritonkit._lock import FolderLock, LockedError, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
@@ -222,7 +222,7 @@ def _locks(out_dir: Path, model_dir: Path, model: str, *, write_back: bool,
     with FolderLock(out_dir, what="sweep folder", purpose=purpose) as out_lock:
         model_lock: FolderLock | None = None
         try:
-            model_lock = FolderLock(model_dir, what="model folder", purpose=purpose).acquire()
+            model_lock = model_folder_lock(model_dir, purpose=purpose).acquire()
         except LockedError:
             raise
         except ConfigError as exc:
