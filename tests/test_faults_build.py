@@ -21,16 +21,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.support.faults import run_cli, small_tmpfs
 from tests.support.onnx_models import make_cnn, save
 from tritonkit._lock import LockedError, model_folder_lock
 from tritonkit.builders import build_onnx
 from tritonkit.builders.staging import STAGING_PREFIX, StagedModel
 from tritonkit.errors import ConfigError
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tritonkit.cli", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -42,7 +38,7 @@ def test_a_build_of_a_model_another_process_is_writing_is_refused_and_leaves_it_
     build_onnx(source, name="cnn", repo=repo, runtime="python", kind="cpu", verify=False)
     before = _tree(repo / "cnn")
     with model_folder_lock(repo / "cnn", purpose="perf sweep cnn"):
-        done = _cli("build", "onnx", str(source), "--repo", str(repo), "--name", "cnn", "--no-verify", "--force")
+        done = run_cli("build", "onnx", str(source), "--repo", str(repo), "--name", "cnn", "--no-verify", "--force")
         assert done.returncode == 2, done.stderr
         assert "in use by another tritonkit process" in done.stderr and f"pid {os.getpid()}" in done.stderr
         assert "(perf sweep cnn)" in done.stderr and "Traceback" not in done.stderr
@@ -101,16 +97,8 @@ def test_the_staging_of_a_new_model_build_killed_with_sigkill_is_removed_by_the_
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MiB tmpfs, unmounted afterwards."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {made.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small", "3m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_disk_that_fills_while_the_weights_are_copied_names_the_repository_and_leaves_nothing(

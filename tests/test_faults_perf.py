@@ -9,16 +9,14 @@ files and ``result.json`` cannot be written: the run must end with an error nami
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.faults import fill_disk, run_cli, small_tmpfs
 from tests.support.pymodels import write_add_sub
 from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError
@@ -28,16 +26,11 @@ from tritonkit.perf.run import StepEvent, run_perf
 from tritonkit.server import TritonServer
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tritonkit.cli", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
-
-
 def test_a_second_perf_run_into_a_folder_in_use_is_refused_naming_the_holder(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with FolderLock(out, what="results folder", purpose="perf run add_sub"):
         # Nothing listens on port 1: had the lock not refused it, the run would fail otherwise.
-        done = _cli("perf", "run", "add_sub", "--url", "127.0.0.1:1", "--concurrency", "1", "--out", str(out))
+        done = run_cli("perf", "run", "add_sub", "--url", "127.0.0.1:1", "--concurrency", "1", "--out", str(out))
     assert done.returncode == 2, done.stderr
     assert "in use by another tritonkit process" in done.stderr and f"pid {os.getpid()}" in done.stderr
     assert "Traceback" not in done.stderr
@@ -46,26 +39,9 @@ def test_a_second_perf_run_into_a_folder_in_use_is_refused_naming_the_holder(tmp
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 16 MiB tmpfs, unmounted afterwards."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {made.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small", "16m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
-
-def _fill(folder: Path) -> None:
-    with (folder / "filler").open("wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * (1 << 20))
-                handle.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +63,7 @@ def test_a_disk_that_fills_between_steps_is_a_clear_error_and_keeps_the_saved_st
     def fill_on_second_load(event: StepEvent) -> None:
         if event.step.load_value == 2.0 and not filled:
             filled.append(event.step.load_value)
-            _fill(small_disk)
+            fill_disk(small_disk)
 
     plan = LadderPlan(levels=(1, 2, 4), step_window_ms=500, max_trials=3, warmup_s=0)
     with pytest.raises(ConfigError) as info:
