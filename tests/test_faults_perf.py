@@ -37,6 +37,17 @@ def test_a_second_perf_run_into_a_folder_in_use_is_refused_naming_the_holder(tmp
     assert sorted(p.name for p in out.iterdir()) == []  # nothing of the refused run was written
 
 
+@pytest.mark.parametrize("name", ["result.json", "report.md"])
+def test_a_folder_where_the_run_writes_a_file_is_refused_before_measuring(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "run"
+    (out / name).mkdir(parents=True)
+    # Port 1: the refusal must come before any server is asked (not after a whole ladder).
+    done = run_cli("perf", "run", "add_sub", "--url", "127.0.0.1:1", "--concurrency", "1", "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert f"{out / name} is a folder" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == [name]
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     with small_tmpfs(tmp_path / "small", "16m") as mount:

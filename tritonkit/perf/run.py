@@ -292,6 +292,10 @@ def _run_locked(
 ) -> PerfRun:
     """:func:`run_perf` once its results folder is locked."""
     check_report_folder(folder)  # before measuring: the report at the end must be writable
+    for name in ("result.json", "report.md", "report.html"):
+        if (folder / name).is_dir():  # found only when writing it, after all the measuring
+            raise ConfigError(f"{folder / name} is a folder, so the run's {name} cannot be written there",
+                              hint="move it away, or choose another --out folder")
     settings = run_settings(spec, plan, sla)
     resume: Resume = plan_resume(folder, settings, plan, ladder_check(sla) if sla else None)
     notes = [*notes, *resume.notes]
