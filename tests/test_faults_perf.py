@@ -37,6 +37,13 @@ def test_a_second_perf_run_into_a_folder_in_use_is_refused_naming_the_holder(tmp
     assert sorted(p.name for p in out.iterdir()) == []  # nothing of the refused run was written
 
 
+def test_a_run_refused_before_measuring_leaves_no_empty_results_folder(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = run_cli("perf", "run", "add_sub", "--url", "127.0.0.1:1", "--concurrency", "1", "--out", str(out))
+    assert done.returncode == 2 and "cannot reach Triton" in done.stderr, done.stderr
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("name", ["result.json", "report.md"])
 def test_a_folder_where_the_run_writes_a_file_is_refused_before_measuring(tmp_path: Path, name: str) -> None:
     out = tmp_path / "run"

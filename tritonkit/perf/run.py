@@ -26,6 +26,7 @@ stopped by its own rules. New steps go into ``resume-<n>/`` inside the folder so
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -269,12 +270,19 @@ def run_perf(
     tool = perf_analyzer or locate_perf_analyzer()
     folder = Path(results_dir) if results_dir is not None else default_results_dir(spec.model, results_root)
     # A second run into the same folder would overwrite this one's raw files and result.json.
-    # A full disk or a read-only folder mid-run is a clear error naming it (exit 2); result.json is
-    # written atomically after every step, so it still holds every step saved before.
-    with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
-            user_path_errors("write the run's results", folder):
-        return _run_locked(spec, plan, sla, folder, tool, metrics_url=metrics_url, baseline_root=baseline_root,
-                           progress=progress, on_step=on_step, notes=[lock.taken_over] if lock.taken_over else [])
+    created = not folder.exists()
+    try:
+        # A full disk or a read-only folder mid-run is a clear error naming it (exit 2); result.json is
+        # written atomically after every step, so it still holds every step saved before.
+        with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
+                user_path_errors("write the run's results", folder):
+            return _run_locked(spec, plan, sla, folder, tool, metrics_url=metrics_url, baseline_root=baseline_root,
+                               progress=progress, on_step=on_step, notes=[lock.taken_over] if lock.taken_over else [])
+    except BaseException:
+        if created:  # refused before writing anything (server down, bad folder): leave no empty folder
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def _run_locked(
