@@ -9,6 +9,7 @@ files and ``result.json`` cannot be written: the run must end with an error nami
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import pytest
 
 from tests.support.faults import fill_disk, run_cli, small_tmpfs
 from tests.support.pymodels import write_add_sub
+from tritonkit._fs import folder_write_errors
 from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.plan import LadderPlan
@@ -92,3 +94,13 @@ def test_a_disk_that_fills_between_steps_is_a_clear_error_and_keeps_the_saved_st
     saved = json.loads((out / "result.json").read_text())
     assert [step["load_value"] for step in saved["steps"]] == [1.0]
     assert not (out / ".tritonkit.lock").exists()  # the lock went with the run
+
+
+def test_only_storage_errors_are_blamed_on_the_results_folder(tmp_path: Path) -> None:
+    """An ``OSError`` that is not about the folder (a tool that cannot be started) is not reworded."""
+    with pytest.raises(ConfigError, match=f"cannot write the run's results: {tmp_path}: No space left"), folder_write_errors("write the run's results", tmp_path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(PermissionError), folder_write_errors("write the run's results", tmp_path):
+        raise PermissionError(errno.EACCES, "Permission denied", "/opt/perf_analyzer/bin/perf_analyzer")
+    with pytest.raises(ConfigError, match="Permission denied"), folder_write_errors("write the run's results", tmp_path):
+        raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "result.json"))

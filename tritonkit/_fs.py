@@ -155,3 +155,24 @@ def user_path_errors(action: str, path: Path | str | None = None) -> Iterator[No
         raise
     except OSError as exc:
         raise path_error(exc, action, path) from exc
+
+
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+@contextlib.contextmanager
+def folder_write_errors(action: str, folder: Path | str) -> Iterator[None]:
+    """Like :func:`user_path_errors` for the writes into ``folder`` over a long operation: an
+    ``OSError`` becomes a :class:`ConfigError` naming the folder only when it is about storage (a
+    full disk, a read-only file system) or names a path inside ``folder``; any other (a tool that
+    cannot be started, a socket) passes unchanged rather than be blamed on the folder."""
+    try:
+        yield
+    except (ConnectionError, TimeoutError):
+        raise
+    except OSError as exc:
+        inside = any(str(name).startswith(str(folder)) for name in (exc.filename, exc.filename2) if name)
+        if exc.errno in _STORAGE_ERRNOS or inside:
+            raise path_error(exc, action, folder) from exc
+        raise
+

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import user_path_errors
+from tritonkit._fs import folder_write_errors
 from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
@@ -275,7 +275,7 @@ def run_perf(
         # A full disk or a read-only folder mid-run is a clear error naming it (exit 2); result.json is
         # written atomically after every step, so it still holds every step saved before.
         with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
-                user_path_errors("write the run's results", folder):
+                folder_write_errors("write the run's results", folder):
             return _run_locked(spec, plan, sla, folder, tool, metrics_url=metrics_url, baseline_root=baseline_root,
                                progress=progress, on_step=on_step, notes=[lock.taken_over] if lock.taken_over else [])
     except BaseException:
