@@ -86,6 +86,17 @@ def write_perf_models(repo: Path) -> None:
         )
 
 
+def is_perf_analyzer(argv: list[str]) -> bool:
+    """Whether a command line runs perf_analyzer: as the program, or as the program a private
+    ``ld-linux`` loader runs. A mere mention (pytest's own ``-k perf_analyzer``, a test id) is not."""
+    names = [Path(arg).name for arg in argv]
+    if not names:
+        return False
+    if names[0] == "perf_analyzer":
+        return True
+    return names[0].startswith("ld-linux") and "perf_analyzer" in names[1:]
+
+
 def perf_analyzer_pids(marker: str) -> list[int]:
     """Live perf_analyzer processes whose command line mentions ``marker`` (our results folder)."""
     pids = []
@@ -93,11 +104,11 @@ def perf_analyzer_pids(marker: str) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue
-        if "perf_analyzer" in cmdline and marker in cmdline and state != "Z":
+        if is_perf_analyzer(argv) and marker in " ".join(argv) and state != "Z":
             pids.append(int(entry.name))
     return pids
 

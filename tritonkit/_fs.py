@@ -130,11 +130,14 @@ def path_error(exc: OSError, action: str, path: Path | str | None = None) -> Con
 
     ``path`` names the path when the error's own would mislead (a rename fails on its source's name).
     """
-    path = path or exc.filename or "?"
+    # A copy that fails for want of room or write access fails on its destination (shutil puts
+    # the source in ``filename`` and the destination in ``filename2``): name the one to act on.
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+    path = path or (exc.filename2 if full and exc.filename2 else exc.filename) or "?"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         hint = (f"make {path} writable for this user (chmod u+w, or chown), or choose another location"
                 if exc.errno != errno.EROFS else f"{path} is on a read-only file system: choose another location")
-    elif exc.errno == errno.ENOSPC:
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
         hint = f"free space on the file system of {path}, or choose another location"
     else:
         hint = "check the path and its permissions, or choose another location"
@@ -143,8 +146,33 @@ def path_error(exc: OSError, action: str, path: Path | str | None = None) -> Con
 
 @contextlib.contextmanager
 def user_path_errors(action: str, path: Path | str | None = None) -> Iterator[None]:
-    """Turn an ``OSError`` on a user's path into a :class:`ConfigError` naming the path and a fix."""
+    """Turn an ``OSError`` on a user's path into a :class:`ConfigError` naming the path and a fix.
+
+    A connection error or a timeout (``OSError`` subclasses too) is not about the path: it passes."""
     try:
         yield
+    except (ConnectionError, TimeoutError):
+        raise
     except OSError as exc:
         raise path_error(exc, action, path) from exc
+
+
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+@contextlib.contextmanager
+def folder_write_errors(action: str, folder: Path | str) -> Iterator[None]:
+    """Like :func:`user_path_errors` for the writes into ``folder`` over a long operation: an
+    ``OSError`` becomes a :class:`ConfigError` naming the folder only when it is about storage (a
+    full disk, a read-only file system) or names a path inside ``folder``; any other (a tool that
+    cannot be started, a socket) passes unchanged rather than be blamed on the folder."""
+    try:
+        yield
+    except (ConnectionError, TimeoutError):
+        raise
+    except OSError as exc:
+        inside = any(str(name).startswith(str(folder)) for name in (exc.filename, exc.filename2) if name)
+        if exc.errno in _STORAGE_ERRNOS or inside:
+            raise path_error(exc, action, folder) from exc
+        raise
+

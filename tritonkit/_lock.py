@@ -22,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import socket
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +35,7 @@ from typing import Any
 from tritonkit._fs import path_error
 from tritonkit.errors import ConfigError
 
-__all__ = ["LOCK_FILENAME", "FolderLock", "LockedError"]
+__all__ = ["LOCK_FILENAME", "FolderLock", "LockedError", "model_folder_lock"]
 
 LOCK_FILENAME = ".tritonkit.lock"
 
@@ -68,14 +70,20 @@ def _read_holder(fd: int) -> dict[str, Any]:
 class FolderLock:
     """An exclusive lock on ``folder`` (created when missing) for the life of a ``with`` block.
 
+    ``lock_file`` puts the lock elsewhere (``folder`` is then neither needed nor created): every
+    writer of that folder must name the same file.
+
     ``what`` names the folder in messages (``"sweep folder"``, ``"model folder"``); ``purpose``
     is recorded for whoever is refused. After entering, ``taken_over`` is a sentence when a
     dead holder's lock was taken over (``None`` otherwise).
     """
 
-    def __init__(self, folder: str | os.PathLike[str], *, what: str = "folder", purpose: str = "") -> None:
+    def __init__(self, folder: str | os.PathLike[str], *, what: str = "folder", purpose: str = "",
+                 lock_file: str | os.PathLike[str] | None = None) -> None:
         self.folder = Path(folder)
-        self.path = self.folder / LOCK_FILENAME
+        # ``lock_file``: the lock of a folder that does not exist yet (a model being built) lives
+        # elsewhere, so that the folder itself can appear in one rename.
+        self.path = Path(lock_file) if lock_file is not None else self.folder / LOCK_FILENAME
         self.what = what
         self.purpose = purpose
         self.taken_over: str | None = None
@@ -86,9 +94,13 @@ class FolderLock:
         if self._fd is not None:
             raise RuntimeError(f"{self.path} is already held by this FolderLock")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             while True:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                except FileNotFoundError:  # a lock folder of its own, removed by a releaser just now
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    continue
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError as exc:
@@ -134,6 +146,9 @@ class FolderLock:
         with contextlib.suppress(OSError):
             self.path.unlink()  # while still holding it: a waiter that opened it re-checks the inode
         os.close(fd)
+        if self.path.parent != self.folder:
+            with contextlib.suppress(OSError):
+                self.path.parent.rmdir()  # a lock folder of its own goes once empty
 
     def __enter__(self) -> FolderLock:
         return self.acquire()
@@ -141,3 +156,20 @@ class FolderLock:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+def model_folder_lock(model_dir: str | os.PathLike[str], *, purpose: str) -> FolderLock:
+    """The lock every writer of a model folder takes (a build, a sweep's write-back).
+
+    An existing folder holds its own lock file (Triton reads only numbered folders in a model
+    folder). A model not built yet is locked outside the repository — the folder must appear
+    whole in one rename, and the repository holds nothing but models — by a file named after
+    its full path in ``<temp>/tritonkit-locks-<uid>/`` (one folder per user: a shared one would
+    be writable by its creator only).
+    """
+    folder = Path(model_dir)
+    if folder.is_dir():
+        return FolderLock(folder, what="model folder", purpose=purpose)
+    key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]
+    beside = Path(tempfile.gettempdir()) / f"tritonkit-locks-{os.getuid()}" / f"{key}.lock"
+    return FolderLock(folder, what="model folder", purpose=purpose, lock_file=beside)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model
 from tritonkit.perf import parse_sla
+from tritonkit.perf.measure.folders import run_folder
 from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, SweepSettings, run_sweep
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import DEFAULT_WINDOW
@@ -96,7 +96,7 @@ def run_demo(
         )
     for line in build.summary().splitlines():
         say(line)
-    folder = Path(results_root) / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{DEFAULT_DEMO_MODEL}-sweep")
+    folder = run_folder(DEFAULT_DEMO_MODEL, results_root, kind="sweep")
     tuned = folder / "model_repository"
     shutil.copytree(repo / DEFAULT_DEMO_MODEL, tuned / DEFAULT_DEMO_MODEL)
     say(f"sweeping a copy, {tuned}/{DEFAULT_DEMO_MODEL}: the default config and its variants, one server")

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from tritonkit._fs import user_path_errors
+from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.builders.versions import check_versions_agree, merged_config
 from tritonkit.errors import BuildError, ConfigError
 from tritonkit.repository import read_config, write_config
@@ -135,6 +136,7 @@ class StagedModel:
         self._root: Path | None = None
         self._created_model_dir = False
         self._created_repo = False
+        self._lock: FolderLock | None = None
         self._previous_handler: signal.Handlers | Callable[[int, FrameType | None], object] | int | None = None
 
     @property
@@ -159,7 +161,11 @@ class StagedModel:
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             self._previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+        self._created_repo = not self.repo.exists()
         try:
+            # A second build (or a sweep's write-back) of this model while this one runs is refused:
+            # interleaved commits would pair one build's version with the other's config.
+            self._lock = model_folder_lock(self.target, purpose=f"build {self.name}").acquire()
             with user_path_errors("create the staging folder for the build"):
                 self._make_staging()
         except BaseException:
@@ -168,7 +174,6 @@ class StagedModel:
         return self
 
     def _make_staging(self) -> None:
-        self._created_repo = not self.repo.exists()
         self.repo.mkdir(parents=True, exist_ok=True)
         if self.target.is_dir():
             self._clear_leftovers()
@@ -195,14 +200,18 @@ class StagedModel:
             try:
                 if folder.stat().st_dev != device:
                     continue
+                self._clear_leftovers(folder)  # a new model's build killed here (SIGKILL) left its staging
                 return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder))
             except OSError:
                 continue
         return None
 
-    def _clear_leftovers(self) -> None:
-        """Remove staging folders of builds that died (SIGKILL), restoring a version set aside by one."""
-        for folder in self.target.glob(STAGING_PREFIX + "*"):
+    def _clear_leftovers(self, where: Path | None = None) -> None:
+        """Remove staging folders of builds that died (SIGKILL) in ``where`` (default: the model
+        folder), restoring a version set aside by one."""
+        for folder in (where or self.target).glob(STAGING_PREFIX + "*"):
+            if not folder.is_dir() or folder.is_symlink():
+                continue
             try:
                 owner = int((folder / _OWNER_FILE).read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -214,7 +223,8 @@ class StagedModel:
                 continue
             marker = folder / "version"
             number = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
-            if (folder / "replaced").is_dir() and number.isdigit() and not (self.target / number).exists():
+            if where is None and (folder / "replaced").is_dir() and number.isdigit() \
+                    and not (self.target / number).exists():
                 os.replace(folder / "replaced", self.target / number)
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -224,14 +234,28 @@ class StagedModel:
             signal.signal(signal.SIGTERM, self._previous_handler)
             self._previous_handler = None
         if self._root is not None:
+            if isinstance(exc, (BuildError, ConfigError)):
+                self._reword(exc)
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         if not self.outcome:
             # A failed build leaves no folder it created, unless something else was put there meanwhile.
             for created, folder in ((self._created_model_dir, self.target), (self._created_repo, self.repo)):
                 if created:
                     with contextlib.suppress(OSError):
                         folder.rmdir()
+
+    def _reword(self, exc: BuildError | ConfigError) -> None:
+        """Name the repository, not the staging folder about to vanish, in a failure's message and fix
+        (a full disk while copying weights fails on a staged file)."""
+        def user(text: str) -> str:
+            return text.replace(str(self.model_dir), str(self.target)).replace(str(self.staging_root), str(self.repo))
+        exc.message = user(exc.message)
+        exc.args = (exc.message,)
+        exc.hint = user(exc.hint) if exc.hint else exc.hint
 
     @property
     def staging_root(self) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -119,6 +120,12 @@ def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int,
     click.echo(f"wrote {entry.config_path} and {entry.version_path(version)}/")
 
 
+def _is_model(path: Path) -> bool:
+    """A config file or a model folder: one with a ``config.pbtxt`` of any kind, so that a broken
+    one (a folder, a symlink loop) is read and named, not taken for a repository of no models."""
+    return path.is_file() or os.path.lexists(path / CONFIG_FILENAME)
+
+
 @repo.command("show")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @format_option
@@ -130,8 +137,7 @@ def show(path: Path, fmt: str) -> None:
       tritonkit repo show model_repository
       tritonkit repo show model_repository/resnet --format json
     """
-    is_model = path.is_file() or (path / CONFIG_FILENAME).is_file()
-    if is_model:
+    if _is_model(path):
         cfg = read_config(path)
         if fmt == "json":
             echo_json({"config_path": str(path if path.is_file() else path / CONFIG_FILENAME),
@@ -229,12 +235,9 @@ def diff(old: Path, new: Path, fmt: str) -> None:
       tritonkit repo diff model_repository other_repository
       tritonkit repo diff old/resnet/config.pbtxt new/resnet/config.pbtxt
     """
-    def is_model(p: Path) -> bool:
-        return p.is_file() or (p / CONFIG_FILENAME).is_file()
-
-    if is_model(old) != is_model(new):
+    if _is_model(old) != _is_model(new):
         raise click.UsageError("compare like with like: two repositories, or two models/configs")
-    if is_model(old):
+    if _is_model(old):
         changes = diff_configs(read_config(old), read_config(new))
         if fmt == "json":
             echo_json({"old": str(old), "new": str(new), "changes": [c.to_dict() for c in changes]})

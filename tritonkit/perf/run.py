@@ -26,12 +26,15 @@ stopped by its own rules. New steps go into ``resume-<n>/`` inside the folder so
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import folder_write_errors
+from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
 from tritonkit.perf.judge.baselines import save_baseline
@@ -268,10 +271,46 @@ def run_perf(
         sla = sla.with_zero_errors()
     tool = perf_analyzer or locate_perf_analyzer()
     folder = Path(results_dir) if results_dir is not None else default_results_dir(spec.model, results_root)
+    # A second run into the same folder would overwrite this one's raw files and result.json.
+    created = not folder.exists()
+    try:
+        # A full disk or a read-only folder mid-run is a clear error naming it (exit 2); result.json is
+        # written atomically after every step, so it still holds every step saved before.
+        with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
+                folder_write_errors("write the run's results", folder):
+            return _run_locked(spec, plan, sla, folder, tool, metrics_url=metrics_url, baseline_root=baseline_root,
+                               progress=progress, on_step=on_step, input_notes=input_notes,
+                               notes=[*input_notes, *([lock.taken_over] if lock.taken_over else [])])
+    except BaseException:
+        if created:  # refused before writing anything (server down, bad folder): leave no empty folder
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _run_locked(
+    spec: PerfSpec,
+    plan: LadderPlan,
+    sla: SLA | None,
+    folder: Path,
+    tool: PerfAnalyzerInstall,
+    *,
+    metrics_url: str | None,
+    baseline_root: str | os.PathLike[str] | None,
+    progress: Progress | None,
+    on_step: Callable[[StepEvent], None] | None,
+    input_notes: Sequence[str],
+    notes: list[str],
+) -> PerfRun:
+    """:func:`run_perf` once its results folder is locked."""
     check_report_folder(folder)  # before measuring: the report at the end must be writable
+    for name in ("result.json", "report.md", "report.html"):
+        if (folder / name).is_dir():  # found only when writing it, after all the measuring
+            raise ConfigError(f"{folder / name} is a folder, so the run's {name} cannot be written there",
+                              hint="move it away, or choose another --out folder")
     settings = run_settings(spec, plan, sla)
     resume: Resume = plan_resume(folder, settings, plan, ladder_check(sla) if sla else None)
-    notes = [*input_notes, *resume.notes]
+    notes = [*notes, *resume.notes]
     if resume.previous is not None and resume.plan is None:
         return _finish(
             resume.previous, folder, sla, baseline_root=baseline_root, error=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import http.client
+import math
 import os
 import shutil
 import signal
@@ -134,6 +135,17 @@ class TritonServer:
                     f"{label} {port} is not a TCP port",
                     hint="give a port from 1 to 65535, or leave it unset to pick a free one",
                 )
+        given = [(label, port) for label, port in (("grpc_port", grpc_port), ("http_port", http_port),
+                                                   ("metrics_port", metrics_port)) if port is not None]
+        for index, (label, port) in enumerate(given):
+            clash = next((other for other, taken in given[:index] if taken == port), None)
+            if clash is not None:  # the server would start, then die on the second bind
+                raise ConfigError(f"{clash} and {label} are both {port}: each endpoint needs its own port",
+                                  hint="give them different ports, or leave one unset to pick a free one")
+        if not (isinstance(startup_timeout_s, (int, float)) and math.isfinite(startup_timeout_s)
+                and startup_timeout_s > 0):
+            raise ConfigError(f"startup_timeout_s {startup_timeout_s!r} is not a positive number of seconds",
+                              hint="give the seconds the server may take to be ready, e.g. 120")
         if model_control not in ("none", "explicit", "poll"):
             raise ConfigError(f"model_control must be none, explicit or poll, not {model_control!r}")
         self.repositories = [r.resolve() for r in repos]

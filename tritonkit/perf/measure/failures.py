@@ -12,6 +12,9 @@ Evidence (tritonserver 2.51, perf_analyzer 2.60, seen on these machines):
 * a python stub that dies (``os._exit`` in ``execute``): ``Thread [0] had error: Stub process
   'm_0_0' is not healthy.`` and exit 99;
 * a model slower than the step's time limit: no line at all; the supervisor stops it (timeout);
+* a measurement window shorter than one request: ``No valid requests recorded within time
+  interval. Please use a larger time window.`` on stderr and exit 3 — the same status as a
+  usage mistake, so the line itself decides (a slow model, not a wrong option);
 * a usage mistake: exit 3, or an ``Error: …`` line with nothing measured on stdout.
 
 Every :class:`StepError` (a ``PerfError``) carries ``.failure`` (a :class:`Failure`, a ``str``) and
@@ -37,6 +40,7 @@ class Failure(str, Enum):
     MODEL_ERROR = "model_error"  # the model answered with an error (raised an exception)
     REQUEST_ERRORS = "request_errors"  # requests failed for another reason the server gave
     REFUSED_OPTIONS = "refused_options"  # perf_analyzer refused its command line: nothing was sent
+    NO_REQUESTS = "no_requests"  # requests were sent but none ended within one measurement window
     MODEL_UNAVAILABLE = "model_unavailable"  # the server answers but does not serve the model (ready)
     SERVER_LOST = "server_lost"  # the server stopped answering
     KILLED = "killed"  # perf_analyzer was killed by a signal it did not get from tritonkit
@@ -82,6 +86,7 @@ _STUB_RE = re.compile(r"Stub process '(?P<model>[^']*)' is not healthy\.?|"
 _HAD_ERROR_RE = re.compile(r"^Thread \[\d+\] had error: (?P<msg>.*)$", re.MULTILINE)
 _CONNECTION = ("failed to connect", "connection refused", "socket closed", "unavailable", "connection reset",
                "broken pipe", "unreachable")
+_NO_REQUESTS_RE = re.compile(r"No valid requests recorded within time interval", re.IGNORECASE)
 
 
 def _instance(name: str) -> str:
@@ -136,6 +141,12 @@ def classify(
     if model_ready is False:
         who = f"model '{model}'" if model else "the model"
         return Diagnosis(Failure.MODEL_UNAVAILABLE, f"the server does not serve {who} ready" + (f": {said}" if said else ""))
+    if _NO_REQUESTS_RE.search(console):
+        who = f"model '{model}'" if model else "the model"
+        return Diagnosis(Failure.NO_REQUESTS,
+                         f"no request to {who} ended within one measurement window (perf_analyzer: 'No valid requests "
+                         "recorded within time interval'): the model answers more slowly than the window is long; "
+                         "give each step (and the warm-up) a longer measurement window")
     if timed_out:
         limit = f" within {timeout_s:g} s" if timeout_s is not None else ""
         who = f"model '{model}'" if model else "the model"

@@ -37,7 +37,7 @@ from tritonkit.perf.sweep.live import LiveModel
 from tritonkit.perf.sweep.outcome import StepPoint
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.variants import Variant, apply_variant
-from tritonkit.repository import read_config
+from tritonkit.repository import model_folder, read_config
 from tritonkit.server import TritonServer
 
 __all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_shares"]
@@ -140,7 +140,7 @@ class JointMeter:
 
     def load(self, variants: Mapping[str, Variant]) -> None:
         for model, variant in variants.items():
-            base = read_config(self.repo / model / "config.pbtxt")
+            base = read_config(model_folder(self.repo, model) / "config.pbtxt")
             LiveModel(self.server, model).load(apply_variant(base, variant))
 
     def unload(self) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock
+from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.run import (
@@ -36,7 +36,7 @@ from tritonkit.perf.sweep.store import SweepStore
 from tritonkit.perf.sweep.variants import apply_variant, variant_grid
 from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
-from tritonkit.repository import CONFIG_FILENAME, read_config
+from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 from tritonkit.server import TritonServer
 
 __all__ = ["JointResult", "run_joint_sweep"]
@@ -162,7 +162,7 @@ def run_joint_sweep(
     shares = joint_shares(models, settings.shares)
     bases = {}
     for model in models:
-        path = repo_path / model / CONFIG_FILENAME
+        path = model_folder(repo_path, model) / CONFIG_FILENAME
         if not path.is_file():
             raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
                               hint="pass the repository folder and model folders inside it")
@@ -176,8 +176,9 @@ def run_joint_sweep(
     say: Callable[[str], None] = lambda text: emit(SweepEvent("note", text))  # noqa: E731
     with contextlib.ExitStack() as stack:
         purpose = f"perf sweep {' '.join(models)}"
-        for folder, what in [(out_dir, "sweep folder"), *[(repo_path / m, "model folder") for m in models]]:
-            lock = stack.enter_context(FolderLock(folder, what=what, purpose=purpose))
+        for folder, what in [(out_dir, "sweep folder"), *[(model_folder(repo_path, m), "model folder") for m in models]]:
+            lock = stack.enter_context(FolderLock(folder, what=what, purpose=purpose) if what != "model folder"
+                                       else model_folder_lock(folder, purpose=purpose))
             if lock.taken_over:
                 say(lock.taken_over)
         try:

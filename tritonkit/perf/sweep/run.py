@@ -20,7 +20,7 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock, LockedError
+from tritonkit._lock import FolderLock, LockedError, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
@@ -34,7 +34,7 @@ from tritonkit.perf.sweep.store import SweepStore
 from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings, variant_grid
 from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
-from tritonkit.repository import CONFIG_FILENAME, Hardware, read_config, render_config
+from tritonkit.repository import CONFIG_FILENAME, Hardware, model_folder, read_config, render_config
 from tritonkit.server import TritonServer
 
 __all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepGrid", "SweepResult",
@@ -222,7 +222,7 @@ def _locks(out_dir: Path, model_dir: Path, model: str, *, write_back: bool,
     with FolderLock(out_dir, what="sweep folder", purpose=purpose) as out_lock:
         model_lock: FolderLock | None = None
         try:
-            model_lock = FolderLock(model_dir, what="model folder", purpose=purpose).acquire()
+            model_lock = model_folder_lock(model_dir, purpose=purpose).acquire()
         except LockedError:
             raise
         except ConfigError as exc:
@@ -262,7 +262,7 @@ def run_sweep(
     emit = on_event or (lambda _event: None)
     settings.validate()
     repo_path = Path(repo)
-    config_path = repo_path / model / CONFIG_FILENAME
+    config_path = model_folder(repo_path, model) / CONFIG_FILENAME
     if not config_path.is_file():
         raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
                           hint=f"pass the repository folder and a model folder inside it ({config_path} is missing)")
@@ -280,7 +280,7 @@ def run_sweep(
                           hint="start it with model_control='explicit' (tritonkit serve --explicit)")
     out_dir = settings.out_dir(model)
     warnings = grid_warnings(variants)
-    with _locks(out_dir, repo_path / model, model, write_back=settings.write_back, emit=emit), \
+    with _locks(out_dir, model_folder(repo_path, model), model, write_back=settings.write_back, emit=emit), \
             _os_errors("write the sweep's results", out_dir):
         for text in warnings:
             emit(SweepEvent("warning", text))
@@ -385,7 +385,7 @@ def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig
     """The load target's own config (``None`` without a target); an ensemble must use ``model``."""
     if target is None or target == model:
         return None
-    path = repo / target / CONFIG_FILENAME
+    path = model_folder(repo, target) / CONFIG_FILENAME
     if not path.is_file():
         raise ConfigError(f"the load target '{target}' has no {CONFIG_FILENAME} in {repo}",
                           hint="--target names an ensemble or BLS model in the same repository")

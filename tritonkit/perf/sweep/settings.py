@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
+from tritonkit.perf.measure.folders import run_folder
 
 __all__ = ["SweepGrid", "SweepSettings"]
 
@@ -133,7 +133,7 @@ class SweepSettings:
         """The sweep folder: ``out``, else a new ``<results_root>/<UTC>-<model>-sweep``."""
         if self.out is not None:
             return Path(self.out)
-        return Path(self.results_root) / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}-sweep")
+        return run_folder(model, self.results_root, kind="sweep")
 
     def with_out(self, model: str) -> SweepSettings:
         """These settings with ``out`` fixed (the CLI fixes it first, so it can print where to resume)."""

@@ -59,6 +59,8 @@ class SweepStore:
         """Check ``settings`` against a previous run here (``ConfigError`` if they differ), record them,
         and return how many finished variants can be reused."""
         path = self.root / SWEEP_FILE
+        if path.exists() and not path.is_file():
+            raise ConfigError(f"sweep record {path} is not a file", hint=f"move it away, or {_HINT}")
         if path.is_file():
             record = _read(path, "sweep record")
             previous = record.get("settings") if isinstance(record, dict) else None
@@ -84,7 +86,7 @@ class SweepStore:
         for path in sorted((self.root / "variants").glob(f"*/{OUTCOME_FILE}")):
             try:
                 outcome = self._read(path)
-            except StoredResultError:
+            except ConfigError:  # malformed, or not JSON at all (truncated, empty): measured again
                 continue
             if outcome.status != STATUS_FAILED:
                 found[outcome.variant.knobs_id] = outcome

@@ -17,7 +17,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.repository import CONFIG_FILENAME, render_config
+from tritonkit.repository import CONFIG_FILENAME, model_folder, render_config
 
 __all__ = ["PendingWriteBack", "WriteBack", "plan_write_back", "restore_command", "write_winner"]
 
@@ -70,7 +70,7 @@ class PendingWriteBack:
 def plan_write_back(repo: Path, model: str, config: mc.ModelConfig, *, now: datetime | None = None) -> PendingWriteBack:
     """Decide writing ``config`` as ``repo/model/config.pbtxt`` with the present file kept as
     ``config.pbtxt.orig-<UTC>``; nothing is written (a winner that is already there needs no backup)."""
-    path = Path(repo) / model / CONFIG_FILENAME
+    path = model_folder(Path(repo), model) / CONFIG_FILENAME
     if not path.is_file():
         raise ConfigError(f"{path} does not exist: nothing to write the winner over",
                           hint="pass the repository the sweep served")
