@@ -72,6 +72,9 @@ def decode_response(
     model = meta.name
     checks = meta.output_checks
     batch = prepared.batch
+    # A decoupled model may answer a batch row by row (TensorRT-LLM's backend sends one response per
+    # row, with ``batch_index``): its responses carry at most the request's batch, not exactly it.
+    per_row = meta.decoupled
     placed: dict[str, ShmOutput] = {}
     if segment is not None:
         placed = {item.name: item for item in segment.plan.outputs}
@@ -93,7 +96,8 @@ def decode_response(
                     if shape[axis] != size:
                         fits = False
                         break
-                if batch is not None and rank and shape[0] != batch:
+                if batch is not None and rank and (shape[0] > batch or shape[0] < 1 if per_row
+                                                   else shape[0] != batch):
                     fits = False
             if not fits:
                 raise _misfit(meta, name, datatype, shape, batch)
