@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import pid_alive
+from tests.support.faults import small_tmpfs
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError
@@ -172,16 +173,8 @@ def _copy(finished: Path, target: Path) -> tuple[Path, Path]:
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 512 KiB tmpfs (the tests run as root here; elsewhere this is skipped, and says why)."""
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill up (needs root): {done.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "tiny", "512k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _fill(mount: Path, leave_bytes: int) -> None:
