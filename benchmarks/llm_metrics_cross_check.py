@@ -69,9 +69,9 @@ sys.path.insert(0, str(REPO_ROOT))  # the simulated LLM is the tests' own model,
 
 from tests.support.llm_models import write_llm_sim  # noqa: E402
 from tritonkit.perf.llm.aiperf_export import records_from_aiperf  # noqa: E402
+from tritonkit.perf.llm.loadtest import LLMPlan, llm_argv, run_llm  # noqa: E402
 from tritonkit.perf.llm.metrics import LLMMetrics, compute_metrics, load_export_records  # noqa: E402
 from tritonkit.perf.llm.prompts import WORDS, detect_layout, synthetic_prompts, write_llm_input_data  # noqa: E402
-from tritonkit.perf.llm.run import LLMPlan, llm_argv, run_llm  # noqa: E402
 from tritonkit.perf.measure.metrics import MetricsSnapshot, scrape_metrics  # noqa: E402
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer  # noqa: E402
 from tritonkit.server import TritonServer  # noqa: E402

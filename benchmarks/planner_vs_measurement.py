@@ -121,9 +121,9 @@ def llm_part(root: Path, window_requests: int) -> list[dict[str, Any]]:
     LLM records, fits prefill and decode step costs, predicts mean TTFT and ITL, measures them.
     """
     from tritonkit.builders.trtllm import ReferenceEngine, build_reference_repository
+    from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
     from tritonkit.perf.llm.metrics import load_export_records
     from tritonkit.perf.llm.prompts import synthetic_prompts
-    from tritonkit.perf.llm.run import LLMPlan, run_llm
     from tritonkit.planner import fit_llm_costs, predict_llm, streamed_requests
 
     ref = build_reference_repository(root / "llm_repo", engine=ReferenceEngine(), streaming=True)

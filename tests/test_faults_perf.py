@@ -24,7 +24,7 @@ from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.spec import PerfSpec
-from tritonkit.perf.run import StepEvent, run_perf
+from tritonkit.perf.pipeline import StepEvent, run_perf
 from tritonkit.server import TritonServer
 
 

@@ -470,7 +470,7 @@ def test_the_ladder_stop_rule_ignores_throughput_floors_that_low_loads_miss_by_d
     """Pure rule check on hand-made steps (no server): only limits that load makes worse stop a ladder."""
     from tritonkit.perf.judge.sla import parse_sla
     from tritonkit.perf.measure.result import LatencyStats, StepResult
-    from tritonkit.perf.run import ladder_check
+    from tritonkit.perf.pipeline import ladder_check
 
     def step(thr: float, p99: float, errors: int = 0) -> StepResult:
         latency = LatencyStats(p50_ms=p99, p90_ms=p99, p95_ms=p99, p99_ms=p99)

@@ -17,9 +17,9 @@ import pytest
 from tests.support.pymodels import write_python_model
 from tests.support.stream_models import stream_model_py
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.metrics import count_output_tokens
 from tritonkit.perf.llm.prompts import detect_layout, synthetic_prompts, write_llm_input_data
-from tritonkit.perf.llm.run import LLMPlan, run_llm
 from tritonkit.server import TritonServer
 
 VLLM_INPUTS = ["text_input", "image", "stream", "sampling_parameters", "exclude_input_in_output",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tritonkit.builders.trtllm import build_reference_repository
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.prompts import synthetic_prompts
-from tritonkit.perf.llm.run import LLMPlan, run_llm
 from tritonkit.server import TritonServer
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]

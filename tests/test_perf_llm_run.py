@@ -16,9 +16,9 @@ import pytest
 from tests.support.llm_models import write_llm_sim
 from tests.support.pymodels import write_add_sub
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.metrics import GoodputSLO
 from tritonkit.perf.llm.prompts import Prompt, synthetic_prompts
-from tritonkit.perf.llm.run import LLMPlan, run_llm
 from tritonkit.perf.llm.shapes import Soak, Spike, load_replay_log
 from tritonkit.server import TritonServer
 
@@ -198,7 +198,7 @@ def test_a_library_run_keeps_its_verdict_on_disk_and_an_llm_baseline_apart(
     from tritonkit.perf.judge.sla import parse_sla
     from tritonkit.perf.llm.result import LLMResult
     from tritonkit.perf.llm.settings import LLMSettings
-    from tritonkit.perf.run import run_llm_perf
+    from tritonkit.perf.pipeline import run_llm_perf
 
     settings = LLMSettings(input_tokens="8", output_tokens="4", num_prompts=4, requests=4)
     run = run_llm_perf("llm", server.grpc_url, settings, sla=parse_sla("ttft_p99<=5ms"),

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.loadtest import llm_argv
 from tritonkit.perf.llm.prompts import (
     detect_layout,
     load_prompts,
     synthetic_prompts,
     write_llm_input_data,
 )
-from tritonkit.perf.llm.run import llm_argv
 from tritonkit.perf.llm.shapes import (
     MAX_SCHEDULED_REQUESTS,
     Ramp,

@@ -26,9 +26,9 @@ import pytest
 from tests.support.pymodels import write_python_model
 from tests.support.stream_models import stream_model_py
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.metrics import count_output_tokens, load_export_records
 from tritonkit.perf.llm.prompts import synthetic_prompts
-from tritonkit.perf.llm.run import LLMPlan, run_llm
 from tritonkit.server import TritonServer
 
 FIRST_MS, INTERVAL_MS, TOKENS = 40.0, 20.0, 4

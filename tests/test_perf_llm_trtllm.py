@@ -15,8 +15,8 @@ import pytest
 
 from tritonkit.builders.trtllm import build_reference_repository
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.prompts import detect_layout, synthetic_prompts, write_llm_input_data
-from tritonkit.perf.llm.run import LLMPlan, run_llm
 from tritonkit.perf.llm.served import find_tokenizer, trtllm_layout
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.server import TritonServer
@@ -90,7 +90,7 @@ def test_on_a_0_19_repository_requests_carry_min_length_and_the_line_is_recorded
 @pytest.mark.server
 @pytest.mark.perf_analyzer
 def test_the_pipelines_own_tokenizer_is_found_and_prompts_are_its_length(tmp_path: Path) -> None:
-    from tritonkit.perf.run import run_llm_perf
+    from tritonkit.perf.pipeline import run_llm_perf
 
     ref = build_reference_repository(tmp_path / "repo", trtllm_version="1.0")
     settings = LLMSettings(input_tokens="24", output_tokens="4", num_prompts=4, requests=4, settle_s=0.0)

@@ -61,7 +61,7 @@ def test_an_llm_result_keeps_its_verdict_when_read_back(tmp_path: Path) -> None:
 
 def test_a_report_that_cannot_be_written_loses_no_result_and_says_where_it_is(tmp_path: Path) -> None:
     """A real write failure (a folder where report.md belongs) stands in for a full disk."""
-    from tritonkit.perf.run import _finish
+    from tritonkit.perf.pipeline import _finish
 
     (tmp_path / "report.md").mkdir()
     run = _finish(_classic("2026-11-30T10:00:00Z"), tmp_path, None, baseline_root=tmp_path / "b", error=None,
@@ -103,7 +103,7 @@ def test_perf_report_without_an_sla_reads_the_llm_verdict_back(tmp_path: Path) -
 
     from tritonkit.cli import main
     from tritonkit.perf.judge.sla import parse_sla
-    from tritonkit.perf.run import rejudge_llm
+    from tritonkit.perf.pipeline import rejudge_llm
 
     _llm("2026-11-30T11:00:00.0Z").save(tmp_path / "llm_result.json")
     judged = rejudge_llm(tmp_path, parse_sla("ttft_p99<=1ms"))  # judged into its own folder: kept with it

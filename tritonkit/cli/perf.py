@@ -40,8 +40,8 @@ from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, prepare_r
 from tritonkit.perf.measure.output_check import EXIT_WRONG_OUTPUTS, output_checker, preflight
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.spec import PerfSpec
+from tritonkit.perf.pipeline import planned_commands, rejudge, run_perf
 from tritonkit.perf.report.terminal import Terminal
-from tritonkit.perf.run import planned_commands, rejudge, run_perf
 from tritonkit.provision.perf_analyzer import (
     PERF_ANALYZER_ENV,
     PERF_ANALYZER_VERSION,

@@ -2,7 +2,7 @@
 
 ``llm_options`` adds the LLM options to a click command; ``options_from_kwargs`` turns them into
 the library's :class:`~tritonkit.perf.llm.settings.LLMSettings`; ``run_llm_command`` hands that to
-:func:`tritonkit.perf.run.run_llm_perf` (measure → judge → ``llm_result.json`` with its verdict →
+:func:`tritonkit.perf.pipeline.run_llm_perf` (measure → judge → ``llm_result.json`` with its verdict →
 ``llm_report.md`` → baseline), prints, and raises ``CommandExit`` with the run's exit status.
 """
 
@@ -126,11 +126,11 @@ def run_llm_command(
     protocol: str = "grpc",
     timeout_s: float = 600.0,
 ) -> None:
-    """Run ``perf run MODEL --llm``: parse, call :func:`~tritonkit.perf.run.run_llm_perf`, print, exit."""
+    """Run ``perf run MODEL --llm``: parse, call :func:`~tritonkit.perf.pipeline.run_llm_perf`, print, exit."""
     from tritonkit.perf.judge.sla import load_sla
     from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
     from tritonkit.perf.measure.plan import default_results_dir
-    from tritonkit.perf.run import run_llm_perf
+    from tritonkit.perf.pipeline import run_llm_perf
     from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 
     if protocol != "grpc":
@@ -220,7 +220,7 @@ def compare_llm_command(
 def report_llm_command(result_path: Path, *, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
     """``perf report`` on an LLM result: re-render ``llm_report.md`` (judged again with ``--sla``)."""
     from tritonkit.perf.judge.sla import load_sla
-    from tritonkit.perf.run import rejudge_llm
+    from tritonkit.perf.pipeline import rejudge_llm
 
     run = rejudge_llm(result_path, load_sla(sla_text) if sla_text is not None else None, out_dir=out_dir)
     if as_json:

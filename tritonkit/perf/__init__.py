@@ -7,7 +7,7 @@ Four steps, each its own subpackage, data flowing one way:
 * :mod:`tritonkit.perf.judge`: an :class:`SLA` judges a result (:func:`evaluate_result` →
   :class:`Verdict`); baselines and regressions (:func:`compare_results`);
 * :mod:`tritonkit.perf.report`: Markdown, HTML and plots from (result, verdict);
-* :func:`run_perf` (:mod:`tritonkit.perf.run`): all three in order, into one results folder;
+* :func:`run_perf` (:mod:`tritonkit.perf.pipeline`): all three in order, into one results folder;
   :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`);
 * :mod:`tritonkit.perf.metric_registry`: every metric's name, unit, definition, SLA key, report
   column and Prometheus quantile, read by all of the above.
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
         StepResult,
         run_ladder,
     )
+    from tritonkit.perf.pipeline import LLMRun, PerfRun, StepEvent, run_llm_perf, run_perf
     from tritonkit.perf.report import write_report
-    from tritonkit.perf.run import LLMRun, PerfRun, StepEvent, run_llm_perf, run_perf
 
 # Public name → the module that defines it (imported when the name is first asked for).
 _EXPORTS: dict[str, str] = {
@@ -73,11 +73,11 @@ _EXPORTS: dict[str, str] = {
     "StepResult": "tritonkit.perf.measure",
     "run_ladder": "tritonkit.perf.measure",
     "write_report": "tritonkit.perf.report",
-    "PerfRun": "tritonkit.perf.run",
-    "StepEvent": "tritonkit.perf.run",
-    "run_perf": "tritonkit.perf.run",
-    "LLMRun": "tritonkit.perf.run",
-    "run_llm_perf": "tritonkit.perf.run",
+    "PerfRun": "tritonkit.perf.pipeline",
+    "StepEvent": "tritonkit.perf.pipeline",
+    "run_perf": "tritonkit.perf.pipeline",
+    "LLMRun": "tritonkit.perf.pipeline",
+    "run_llm_perf": "tritonkit.perf.pipeline",
     "LLMSettings": "tritonkit.perf.llm.settings",
 }
 

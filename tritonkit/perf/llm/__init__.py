@@ -22,6 +22,7 @@ from tritonkit.perf.llm.compare import (
     save_llm_baseline,
 )
 from tritonkit.perf.llm.judge import evaluate_llm, goodput_slo_from_sla, llm_measurement
+from tritonkit.perf.llm.loadtest import LLMPlan, llm_argv, run_llm
 from tritonkit.perf.llm.metrics import (
     Distribution,
     Drift,
@@ -46,7 +47,6 @@ from tritonkit.perf.llm.prompts import (
 )
 from tritonkit.perf.llm.report import render_llm_markdown, render_timeline_png, write_llm_report
 from tritonkit.perf.llm.result import LLMResult, LLMStep, TimelinePoint
-from tritonkit.perf.llm.run import LLMPlan, llm_argv, run_llm
 from tritonkit.perf.llm.shapes import (
     Phase,
     Ramp,

@@ -1,7 +1,7 @@
 """How an LLM load test is asked for: one frozen settings value, the contract between CLI and library.
 
 ``tritonkit perf run MODEL --llm`` builds an :class:`LLMSettings` from its options and hands it to
-:func:`tritonkit.perf.run.run_llm_perf`; a library user builds the same value. Text fields keep
+:func:`tritonkit.perf.pipeline.run_llm_perf`; a library user builds the same value. Text fields keep
 the command line's spelling (``"128:16"``, ``"2s"``, ``"ttft=500ms"``) and are read here, once.
 """
 
@@ -17,9 +17,9 @@ from tritonkit.repository.units import to_microseconds
 
 if TYPE_CHECKING:
     from tritonkit.perf.judge.sla import SLA
+    from tritonkit.perf.llm.loadtest import LLMPlan
     from tritonkit.perf.llm.metrics import GoodputSLO
     from tritonkit.perf.llm.prompts import Prompt
-    from tritonkit.perf.llm.run import LLMPlan
     from tritonkit.perf.llm.tokens import TokenCounter
 
 __all__ = ["LLMSettings", "parse_goodput"]
@@ -117,9 +117,9 @@ class LLMSettings:
         return str(self.tokenizer), self.tokenizer_from or "given with --tokenizer"
 
     def plan(self, sla: SLA | None) -> LLMPlan:
-        """The :class:`~tritonkit.perf.llm.run.LLMPlan` these settings ask for (checked)."""
+        """The :class:`~tritonkit.perf.llm.loadtest.LLMPlan` these settings ask for (checked)."""
         from tritonkit.perf.llm.judge import goodput_slo_from_sla
-        from tritonkit.perf.llm.run import LLMPlan
+        from tritonkit.perf.llm.loadtest import LLMPlan
         from tritonkit.perf.llm.shapes import parse_shape
 
         shape = parse_shape(self.traffic) if self.traffic else None

@@ -20,7 +20,7 @@ from tritonkit.perf.judge.sla import SLA, format_metric
 from tritonkit.perf.judge.verdict import Verdict
 
 if TYPE_CHECKING:  # the orchestration imports the report package: only the types are needed here
-    from tritonkit.perf.run import PerfRun, PlannedCommand, StepEvent
+    from tritonkit.perf.pipeline import PerfRun, PlannedCommand, StepEvent
 
 __all__ = ["Terminal"]
 

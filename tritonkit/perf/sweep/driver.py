@@ -20,7 +20,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit.errors import ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_result, run_ladder
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
-from tritonkit.perf.run import ladder_check
+from tritonkit.perf.pipeline import ladder_check
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
 from tritonkit.perf.sweep.outcome import (
     STATUS_FAILED,

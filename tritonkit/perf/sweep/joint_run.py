@@ -23,7 +23,7 @@ from tritonkit._fs import path_error
 from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
-from tritonkit.perf.sweep.run import (
+from tritonkit.perf.sweep.runner import (
     EXIT_NONE_MEETS,
     EXIT_OK,
     EXIT_UNMEASURED,

@@ -12,7 +12,7 @@ from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.search import pareto_front
 
 if TYPE_CHECKING:
-    from tritonkit.perf.sweep.run import SweepResult
+    from tritonkit.perf.sweep.runner import SweepResult
 
 __all__ = ["PLOT_FILE", "REPORT_FILE", "render_sweep_markdown", "render_sweep_plot", "variant_rows", "write_sweep_report"]
 

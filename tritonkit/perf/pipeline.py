@@ -464,7 +464,7 @@ def run_llm_perf(
     is written; a report that cannot be written comes back in :attr:`LLMRun.error` (exit 2).
     ``results_dir`` defaults to :func:`~tritonkit.perf.measure.plan.default_results_dir`.
     """
-    from tritonkit.perf.llm.run import run_llm
+    from tritonkit.perf.llm.loadtest import run_llm
 
     settings = settings.with_served_tokenizer(model, url)  # a TensorRT-LLM pipeline names its own
     prompts, source = settings.load_prompts()
