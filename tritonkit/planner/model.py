@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 
 __all__ = ["ModelOverrides", "TransformerShape", "parse_param_count"]
@@ -105,25 +106,8 @@ class TransformerShape:
         return float(min(self.total_params, self.active_params * batch))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "source": self.source,
-            "num_layers": self.num_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "num_kv_heads": self.num_kv_heads,
-            "head_dim": self.head_dim,
-            "hidden_size": self.hidden_size,
-            "intermediate_size": self.intermediate_size,
-            "vocab_size": self.vocab_size,
-            "total_params": self.total_params,
-            "active_params": self.active_params,
-            "params_basis": self.params_basis,
-            "num_experts": self.num_experts,
-            "experts_per_token": self.experts_per_token,
-            "sliding_window": self.sliding_window,
-            "torch_dtype": self.torch_dtype,
-            "assumptions": list(self.assumptions),
-        }
+        """JSON-ready: every field, in the order declared (a plan's ``inputs.model``)."""
+        return record_dict(self)
 
 
 @dataclass(frozen=True)

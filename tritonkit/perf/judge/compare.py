@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import (
     DEFAULT_BASELINE_ROOT,
@@ -126,20 +127,12 @@ class BaselineComparisonRow:
         return bool(self.problems)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "label": self.label,
-            "base_throughput_per_s": self.base_throughput_per_s,
-            "new_throughput_per_s": self.new_throughput_per_s,
-            "throughput_change": self.throughput_change,
-            "base_p99_ms": self.base_p99_ms,
-            "new_p99_ms": self.new_p99_ms,
-            "p99_change": self.p99_change,
-            "base_errors": self.base_errors,
-            "new_errors": self.new_errors,
-            "regressed": self.regressed,
-            "problems": list(self.problems),
-        }
+        """JSON-ready; each change follows the two figures it compares."""
+        return record_dict(self, after={
+            "new_throughput_per_s": {"throughput_change": self.throughput_change},
+            "new_p99_ms": {"p99_change": self.p99_change},
+            "new_errors": {"regressed": self.regressed},
+        })
 
 
 @dataclass(frozen=True)
@@ -204,17 +197,9 @@ class BaselineComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``tritonkit perf compare --json``)."""
-        return {
-            "model": self.model,
-            "load_kind": self.load_kind,
-            "max_throughput_drop": self.max_throughput_drop,
-            "max_p99_rise": self.max_p99_rise,
-            "regressed": self.regressed,
-            "exit_code": self.exit_code,
-            "summary": self.summary(),
-            "rows": [r.to_dict() for r in self.rows],
-            "notes": list(self.notes),
-        }
+        return record_dict(self, after={
+            "max_p99_rise": {"regressed": self.regressed, "exit_code": self.exit_code, "summary": self.summary()},
+        })
 
 
 def _num(value: float | None) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
 from tritonkit.perf.measure.result import PerfResult, StepResult
@@ -146,14 +147,8 @@ class StepVerdict:
         return _worst(self.checks)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "load": self.load,
-            "status": self.status,
-            "throughput_per_s": self.throughput_per_s,
-            "note": self.note,
-            "checks": [c.to_dict() for c in self.checks],
-        }
+        """JSON-ready (every field; read back by :meth:`from_dict`)."""
+        return record_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepVerdict:
