@@ -46,10 +46,10 @@ def test_csv_rows_come_back_in_load_order_although_the_file_is_sorted_by_through
     by_load = {r.load_value: r for r in rows}
     # The row for concurrency 3 (second in the file) keeps its own numbers, in µs.
     assert by_load[3.0].throughput_per_s == pytest.approx(216.404)
-    assert by_load[3.0].p99_us == 14867
-    assert by_load[3.0].server_queue_us == 8878
-    assert by_load[3.0].server_compute_infer_us == 4487
-    assert by_load[3.0].latency_stats().p99_ms == pytest.approx(14.867)
+    assert by_load[3.0].latency.p99_ms == pytest.approx(14.867)
+    assert by_load[3.0].latency.source == "csv"
+    assert by_load[3.0].server.queue_us == 8878
+    assert by_load[3.0].server.compute_infer_us == 4487
 
 
 def test_csv_is_read_by_column_name_not_position(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_csv_is_read_by_column_name_not_position(tmp_path: Path) -> None:
 def test_verbose_csv_keeps_average_latency_and_extra_columns() -> None:
     rows = parse_csv(DATA / "concurrency_verbose.csv")
     assert [r.load_value for r in rows] == [1.0, 2.0, 3.0, 4.0]
-    assert rows[0].avg_latency_us == 5881
+    assert rows[0].latency.mean_ms == pytest.approx(5.881)
     assert rows[0].extra["response wait"] == 5864
     # Empty GPU columns on a CPU-only server are absent, not zero.
     assert "Avg GPU Utilization" not in rows[0].extra

@@ -51,50 +51,35 @@ MEASURED_WINDOWS = 3
 
 _LOAD_COLUMNS = {"Concurrency": "concurrency", "Request Rate": "request_rate"}
 _REQUIRED_COLUMNS = ("Inferences/Second", "p50 latency", "p90 latency", "p95 latency", "p99 latency")
-# CSV column name -> CsvRow attribute; all µs except throughput.
-_OPTIONAL_COLUMNS = {
-    "Client Send": "client_send_us",
-    "Network+Server Send/Recv": "network_server_us",
-    "Server Queue": "server_queue_us",
-    "Server Compute Input": "server_compute_input_us",
-    "Server Compute Infer": "server_compute_infer_us",
-    "Server Compute Output": "server_compute_output_us",
-    "Client Recv": "client_recv_us",
-    "Avg latency": "avg_latency_us",
+# CSV column (µs) -> field of the record that holds it: LatencyStats in ms, the breakdowns in µs.
+_LATENCY_COLUMNS = {
+    "p50 latency": "p50_ms", "p90 latency": "p90_ms", "p95 latency": "p95_ms", "p99 latency": "p99_ms",
+    "Avg latency": "mean_ms",
 }
+_SERVER_COLUMNS = {
+    "Server Queue": "queue_us",
+    "Server Compute Input": "compute_input_us",
+    "Server Compute Infer": "compute_infer_us",
+    "Server Compute Output": "compute_output_us",
+}
+_CLIENT_COLUMNS = {"Client Send": "send_us", "Network+Server Send/Recv": "network_server_us", "Client Recv": "recv_us"}
 
 
 @dataclass(frozen=True)
 class CsvRow:
-    """One row of perf_analyzer's ``-f`` CSV (one load step). Times in µs."""
+    """One row of perf_analyzer's ``-f`` CSV (one load step), in the records a step keeps.
+
+    ``latency`` holds perf_analyzer's own percentiles (and mean, from ``--verbose-csv``), converted
+    from the CSV's µs to ms (``source="csv"``); ``server`` and ``client`` its time breakdown, in µs.
+    """
 
     load_mode: str
     load_value: float
     throughput_per_s: float
-    p50_us: float
-    p90_us: float
-    p95_us: float
-    p99_us: float
-    avg_latency_us: float | None = None
-    client_send_us: float | None = None
-    network_server_us: float | None = None
-    server_queue_us: float | None = None
-    server_compute_input_us: float | None = None
-    server_compute_infer_us: float | None = None
-    server_compute_output_us: float | None = None
-    client_recv_us: float | None = None
+    latency: LatencyStats
+    server: ServerBreakdown = field(default_factory=ServerBreakdown)
+    client: ClientBreakdown = field(default_factory=ClientBreakdown)
     extra: dict[str, float] = field(default_factory=dict)
-
-    def latency_stats(self) -> LatencyStats:
-        """The row's own percentiles, converted to ms (``source="csv"``)."""
-        return LatencyStats(
-            p50_ms=self.p50_us / 1000.0,
-            p90_ms=self.p90_us / 1000.0,
-            p95_ms=self.p95_us / 1000.0,
-            p99_ms=self.p99_us / 1000.0,
-            mean_ms=None if self.avg_latency_us is None else self.avg_latency_us / 1000.0,
-            source="csv",
-        )
 
 
 @dataclass(frozen=True)
@@ -167,6 +152,12 @@ def _number(value: str | None) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _columns(raw: dict[str, str | None], columns: dict[str, str], divisor: float = 1.0) -> dict[str, Any]:
+    """``columns``' values of one CSV row over ``divisor`` (a unit change), by the field each goes to
+    (``None`` where empty or absent)."""
+    return {attr: None if (num := _number(raw.get(col))) is None else num / divisor for col, attr in columns.items()}
+
+
 def parse_csv(source: str | Path) -> list[CsvRow]:
     """Parse a perf_analyzer ``-f`` CSV by column name; rows are returned sorted by load."""
     text, where = _read_text(source)
@@ -184,14 +175,13 @@ def parse_csv(source: str | Path) -> list[CsvRow]:
     missing = [c for c in _REQUIRED_COLUMNS if c not in header]
     if missing:
         raise PerfError(f"perf_analyzer CSV {where} lacks column(s) {', '.join(missing)}")
-    known = {load_column, *_REQUIRED_COLUMNS, *_OPTIONAL_COLUMNS}
+    known = {load_column, *_REQUIRED_COLUMNS, *_LATENCY_COLUMNS, *_SERVER_COLUMNS, *_CLIENT_COLUMNS}
     rows: list[CsvRow] = []
     for line_no, raw in enumerate(reader, start=2):
         load = _number(raw.get(load_column))
-        values = {c: _number(raw.get(c)) for c in _REQUIRED_COLUMNS}
-        if load is None or any(v is None for v in values.values()):
+        throughput = _number(raw.get("Inferences/Second"))
+        if load is None or throughput is None or any(_number(raw.get(c)) is None for c in _REQUIRED_COLUMNS):
             raise PerfError(f"perf_analyzer CSV {where} line {line_no}: non-numeric value in {raw}")
-        optional = {attr: _number(raw.get(col)) for col, attr in _OPTIONAL_COLUMNS.items()}
         extra = {
             col: num for col in header if col not in known and (num := _number(raw.get(col))) is not None
         }
@@ -199,13 +189,11 @@ def parse_csv(source: str | Path) -> list[CsvRow]:
             CsvRow(
                 load_mode=_LOAD_COLUMNS[load_column],
                 load_value=load,
-                throughput_per_s=values["Inferences/Second"] or 0.0,
-                p50_us=values["p50 latency"] or 0.0,
-                p90_us=values["p90 latency"] or 0.0,
-                p95_us=values["p95 latency"] or 0.0,
-                p99_us=values["p99 latency"] or 0.0,
+                throughput_per_s=throughput,
+                latency=LatencyStats(**_columns(raw, _LATENCY_COLUMNS, 1000.0), source="csv"),
+                server=ServerBreakdown(**_columns(raw, _SERVER_COLUMNS)),
+                client=ClientBreakdown(**_columns(raw, _CLIENT_COLUMNS)),
                 extra=extra,
-                **optional,
             )
         )
     # WAR: perf_analyzer sorts rows by throughput; the ladder's order is the load's.
@@ -334,7 +322,7 @@ def build_steps(
     steps: list[StepResult] = []
     for row in csv_rows:
         exp = by_load.pop((row.load_mode, row.load_value), None)
-        csv_stats = row.latency_stats()
+        csv_stats = row.latency
         latency = csv_stats
         warnings: list[str] = []
         request_count = 0
@@ -351,17 +339,8 @@ def build_steps(
                 throughput_per_s=row.throughput_per_s,
                 latency=latency,
                 latency_csv=csv_stats,
-                server=ServerBreakdown(
-                    queue_us=row.server_queue_us,
-                    compute_input_us=row.server_compute_input_us,
-                    compute_infer_us=row.server_compute_infer_us,
-                    compute_output_us=row.server_compute_output_us,
-                ),
-                client=ClientBreakdown(
-                    send_us=row.client_send_us,
-                    network_server_us=row.network_server_us,
-                    recv_us=row.client_recv_us,
-                ),
+                server=row.server,
+                client=row.client,
                 request_count=request_count,
                 warnings=warnings,
                 throughput_interval_per_s=None if interval is None else list(interval),
