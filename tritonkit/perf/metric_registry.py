@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["METRICS", "PER_REQUEST_TIMES", "Bound", "Kind", "Metric", "Mode", "metric", "metrics_for"]
+__all__ = ["LATENCY_STATS", "METRICS", "PERCENTILES", "PER_REQUEST_TIMES", "Bound", "Kind", "Metric", "Mode", "metric", "metrics_for"]
 
 Kind = Literal["time", "rate", "count", "fraction"]
 Bound = Literal["upper", "lower"]
@@ -58,6 +58,10 @@ class Metric:
 
 
 _QUANTILES = {"p50": "0.5", "p90": "0.9", "p95": "0.95", "p99": "0.99"}
+#: The latency percentiles tritonkit reports and judges (each ``pNN_ms`` in a latency record).
+PERCENTILES: tuple[str, ...] = tuple(_QUANTILES)
+#: The statistics of a latency distribution an SLA can bound: the percentiles and the mean.
+LATENCY_STATS: tuple[str, ...] = (*PERCENTILES, "mean")
 _BOTH: tuple[Mode, ...] = ("classic", "llm")
 _LLM: tuple[Mode, ...] = ("llm",)
 
@@ -81,7 +85,7 @@ def _entries() -> tuple[Metric, ...]:
                definition=f"{stat} over requests of {label}: {definition}", modes=_LLM,
                column=f"{label} {stat} (ms)")
         for short, (long, label, definition) in PER_REQUEST_TIMES.items()
-        for stat in ("p50", "p90", "p95", "p99", "mean")
+        for stat in LATENCY_STATS
     )
     return (
         *latency,

@@ -26,6 +26,7 @@ from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
 from tritonkit.perf.measure.result import PerfResult, StepResult
+from tritonkit.perf.metric_registry import LATENCY_STATS
 
 __all__ = [
     "EXIT_PASS",
@@ -390,11 +391,7 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
             queue_us = step.metrics.queue_time_us_per_request
         values.update(
             throughput=step.throughput_per_s,
-            p50=latency.p50_ms,
-            p90=latency.p90_ms,
-            p95=latency.p95_ms,
-            p99=latency.p99_ms,
-            mean=latency.mean_ms,
+            **{stat: getattr(latency, f"{stat}_ms") for stat in LATENCY_STATS},
             queue=None if queue_us is None else queue_us / 1000.0,
         )
     if step.server_lost:

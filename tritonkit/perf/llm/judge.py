@@ -17,12 +17,13 @@ from tritonkit.perf.judge.sla import SLA
 from tritonkit.perf.judge.verdict import StepMeasurement, Verdict, evaluate
 from tritonkit.perf.llm.metrics import GoodputSLO
 from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.metric_registry import LATENCY_STATS
 
 __all__ = ["evaluate_llm", "goodput_slo_from_sla", "llm_measurement"]
 
 _PER_REQUEST = {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "latency_ms"}
 #: The SLA's request-latency metrics (``latency_p99`` is spelled ``p99`` once parsed).
-_LATENCY = {"p50", "p90", "p95", "p99", "mean"}
+_LATENCY = frozenset(LATENCY_STATS)
 
 
 def goodput_slo_from_sla(sla: SLA | None) -> GoodputSLO | None:
@@ -57,7 +58,7 @@ def llm_measurement(step: LLMStep) -> StepMeasurement:
     if m is not None and measured:
         values.update(m.sla_values())
         if m.latency_ms is not None:
-            for stat in ("p50", "p90", "p95", "p99", "mean"):
+            for stat in LATENCY_STATS:
                 values[stat] = m.latency_ms.get(stat)
         values["throughput"] = m.request_throughput_per_s
     note = "" if measured else f"nothing answered ({step.failures.hit or 'no requests'})"

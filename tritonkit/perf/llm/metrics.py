@@ -44,6 +44,7 @@ from tritonkit.errors import PerfError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import percentiles
+from tritonkit.perf.metric_registry import LATENCY_STATS
 
 __all__ = [
     "DISTRIBUTION_PERCENTILES",
@@ -234,7 +235,7 @@ class LLMMetrics(JsonDataclass):
         """Canonical SLA metric names → values (``ttft_p99``, ``itl_mean``, ``tokens_per_s``, …)."""
         values: dict[str, float | None] = {}
         for prefix, dist in (("ttft", self.ttft_ms), ("itl", self.itl_ms), ("latency", self.latency_ms)):
-            for stat in ("p50", "p90", "p95", "p99", "mean"):
+            for stat in LATENCY_STATS:
                 values[f"{prefix}_{stat}"] = None if dist is None else dist.get(stat)
         values["tokens_per_s"] = self.output_token_throughput_per_s
         values["requests_per_s"] = self.request_throughput_per_s

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tritonkit._fs import atomic_write
 from tritonkit.perf.llm.metrics import Distribution
 from tritonkit.perf.llm.result import LLMResult, LLMStep
-from tritonkit.perf.metric_registry import METRICS, PER_REQUEST_TIMES
+from tritonkit.perf.metric_registry import METRICS, PER_REQUEST_TIMES, PERCENTILES
 from tritonkit.perf.report._tables import REPORT_MARKER
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def render_percentiles_png(result: LLMResult) -> bytes | None:
     figure = Figure(figsize=(8.0, 3.5), dpi=100)
     FigureCanvasAgg(figure)
     ttft_axis, itl_axis = figure.subplots(1, 2)
-    stats = ("p50", "p90", "p95", "p99")
+    stats = PERCENTILES
     for step in measured:
         m = step.metrics
         assert m is not None and m.ttft_ms is not None

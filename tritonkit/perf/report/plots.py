@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.measure.result import PerfResult, StepResult
+from tritonkit.perf.metric_registry import LATENCY_STATS
 from tritonkit.perf.report._tables import BREAKDOWN, PLOT_NAMES, breakdown_ms, fmt, load_label, step_status
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _plot_latency_vs_throughput(steps: list[StepResult], verdict: Verdict | None
     for name, style in (("p50", "o-"), ("p95", "s-"), ("p99", "^-")):
         y = [getattr(s.latency, f"{name}_ms") for s in measured]
         ax.plot(x, y, style, label=f"{name} latency")
-    for name in ("p50", "p90", "p95", "p99", "mean"):
+    for name in LATENCY_STATS:
         limit = _sla_limit(verdict, name)
         if limit is not None:
             ax.axhline(
