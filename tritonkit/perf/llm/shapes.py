@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,29 +84,27 @@ def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
         raise ConfigError(f"traffic shape: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value:g}")
 
 
-class _Builder:
-    def __init__(self) -> None:
-        self.intervals: list[int] = []
-        self.phases: list[Phase] = []
-        self.clock_s = 0.0
-
-    def constant(self, name: str, rate_per_s: float, duration_s: float) -> None:
+def _constant_phases(phases: Iterable[tuple[str, float, float]]) -> Schedule:
+    """The schedule of ``(name, rate_per_s, duration_s)`` phases, one after the other, each at a
+    constant rate (the building block of every shape but a replay)."""
+    intervals: list[int] = []
+    built: list[Phase] = []
+    clock_s = 0.0
+    for name, rate_per_s, duration_s in phases:
         count = int(round(rate_per_s * duration_s))
         gap_us = int(round(1e6 / rate_per_s))
-        start, first = self.clock_s, len(self.intervals)
-        self.intervals.extend([gap_us] * count)
-        if len(self.intervals) > MAX_SCHEDULED_REQUESTS:
+        start, first = clock_s, len(intervals)
+        intervals.extend([gap_us] * count)
+        if len(intervals) > MAX_SCHEDULED_REQUESTS:
             raise ConfigError(
                 f"traffic shape schedules more than {MAX_SCHEDULED_REQUESTS} requests",
                 hint="shorten the phases or lower the rates",
             )
-        self.clock_s += count * gap_us / 1e6
-        self.phases.append(Phase(name, start, self.clock_s, first, count, rate_per_s))
-
-    def build(self) -> Schedule:
-        if not self.intervals:
-            raise ConfigError("traffic shape schedules no request", hint="raise a rate or a duration")
-        return Schedule(tuple(self.intervals), tuple(self.phases))
+        clock_s += count * gap_us / 1e6
+        built.append(Phase(name, start, clock_s, first, count, rate_per_s))
+    if not intervals:
+        raise ConfigError("traffic shape schedules no request", hint="raise a rate or a duration")
+    return Schedule(tuple(intervals), tuple(built))
 
 
 @dataclass(frozen=True)
@@ -125,12 +123,11 @@ class Ramp:
         _positive("step duration", self.step_s)
         if self.steps < 1:
             raise ConfigError(f"traffic shape: ramp steps must be >= 1, got {self.steps}")
-        builder = _Builder()
-        for i in range(self.steps):
-            frac = 0.0 if self.steps == 1 else i / (self.steps - 1)
-            rate = self.start_per_s + frac * (self.end_per_s - self.start_per_s)
-            builder.constant(f"step{i + 1}", rate, self.step_s)
-        return builder.build()
+        fractions = [0.0 if self.steps == 1 else i / (self.steps - 1) for i in range(self.steps)]
+        rise = self.end_per_s - self.start_per_s
+        return _constant_phases(
+            (f"step{i + 1}", self.start_per_s + frac * rise, self.step_s) for i, frac in enumerate(fractions)
+        )
 
 
 @dataclass(frozen=True)
@@ -149,12 +146,9 @@ class Spike:
                             ("burst duration", self.burst_s), ("after duration", self.after_s)):
             _positive(name, value)
         _positive("before duration", self.before_s, allow_zero=True)
-        builder = _Builder()
-        if self.before_s > 0:
-            builder.constant("base", self.base_per_s, self.before_s)
-        builder.constant("burst", self.burst_per_s, self.burst_s)
-        builder.constant("after", self.base_per_s, self.after_s)
-        return builder.build()
+        before = [("base", self.base_per_s, self.before_s)] if self.before_s > 0 else []
+        return _constant_phases([*before, ("burst", self.burst_per_s, self.burst_s),
+                                 ("after", self.base_per_s, self.after_s)])
 
 
 @dataclass(frozen=True)
@@ -168,9 +162,7 @@ class Soak:
     def schedule(self) -> Schedule:
         _positive("rate", self.rate_per_s)
         _positive("duration", self.duration_s)
-        builder = _Builder()
-        builder.constant("soak", self.rate_per_s, self.duration_s)
-        return builder.build()
+        return _constant_phases([("soak", self.rate_per_s, self.duration_s)])
 
 
 @dataclass(frozen=True)
