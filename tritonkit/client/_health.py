@@ -6,6 +6,7 @@ Both are plain state and decisions; the clients send the probes.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import grpc
 
@@ -52,20 +53,26 @@ class ProbeLog:
         return max(0.1, deadline.cap(PROBE_TIMEOUT_S))
 
 
+@dataclass(eq=False)
 class ReadyWait:
-    """What ``wait_until_ready`` saw while polling, and the error to raise when time ran out."""
+    """What ``wait_until_ready`` saw while polling, and the error to raise when time ran out.
 
-    def __init__(self, url: str, timeout_s: float, model: str | None) -> None:
-        self.url = url
-        self.timeout_s = timeout_s
-        self.model = model
-        self.deadline = Deadline(timeout_s)
-        #: Something answered (even with an error other than UNAVAILABLE).
-        self.reached = False
-        self.server_ready = False
-        #: A probe ran out of time without an answer (something accepted TCP but stayed silent).
-        self.silent = False
-        self.last: BaseException | None = None
+    The deadline starts when the wait is made.
+    """
+
+    url: str
+    timeout_s: float
+    model: str | None
+    deadline: Deadline = field(init=False)
+    #: Something answered (even with an error other than UNAVAILABLE).
+    reached: bool = field(default=False, init=False)
+    server_ready: bool = field(default=False, init=False)
+    #: A probe ran out of time without an answer (something accepted TCP but stayed silent).
+    silent: bool = field(default=False, init=False)
+    last: BaseException | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = Deadline(self.timeout_s)
 
     def probe_timeout_s(self) -> float:
         return self.deadline.cap(PROBE_TIMEOUT_S)
