@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tritonkit._fs import folder_write_errors
 from tritonkit._lock import FolderLock
@@ -85,18 +85,31 @@ class PlannedCommand:
     recorded: bool
 
 
-@dataclass
-class PerfRun:
-    """What :func:`run_perf` did and where it put it."""
+ResultT = TypeVar("ResultT", PerfResult, LLMResult)
+ReportT = TypeVar("ReportT", ReportFiles, Path)
 
-    result: PerfResult
+
+@dataclass
+class _RunRecord(Generic[ResultT, ReportT]):
+    """What a run did and where it put it: what both modes keep (see :class:`PerfRun`, :class:`LLMRun`).
+
+    ``error``: a failure after launch (the steps measured before it are saved), exit 2.
+    """
+
+    result: ResultT
     verdict: Verdict | None
     results_dir: Path
     result_path: Path
-    report: ReportFiles | None
+    report: ReportT | None
     baseline_path: Path | None = None
-    resumed_steps: int = 0
     error: TritonKitError | None = None
+
+
+@dataclass
+class PerfRun(_RunRecord[PerfResult, ReportFiles]):
+    """What :func:`run_perf` did and where it put it."""
+
+    resumed_steps: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -231,7 +244,8 @@ def _finish(
     result.verdict = verdict.to_dict() if verdict else None
     if error is not None:
         result.extra["error"] = str(error)
-    run = PerfRun(result, verdict, folder, folder / "result.json", None, None, resumed_steps, error, notes)
+    run = PerfRun(result, verdict, folder, folder / "result.json", None, error=error, resumed_steps=resumed_steps,
+                  notes=notes)
     _persist(run, lambda: result.save(run.result_path), lambda: write_report(result, folder, verdict), baseline_root)
     return run
 
@@ -385,16 +399,8 @@ def rejudge(
 
 
 @dataclass
-class LLMRun:
+class LLMRun(_RunRecord[LLMResult, Path]):
     """What :func:`run_llm_perf` did and where it put it (the LLM mode's :class:`PerfRun`)."""
-
-    result: LLMResult
-    verdict: Verdict | None
-    results_dir: Path
-    result_path: Path
-    report: Path | None
-    baseline_path: Path | None = None
-    error: TritonKitError | None = None
 
     @property
     def exit_code(self) -> int:
@@ -438,7 +444,7 @@ def _finish_llm(
 
     verdict = evaluate_llm(sla, result) if sla is not None else None
     result.verdict = verdict.to_dict() if verdict else None
-    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, None, error)
+    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, error=error)
     _persist(run, lambda: result.save(run.result_path), lambda: write_llm_report(result, folder, verdict),
              baseline_root)
     return run
