@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import atomic_write, read_json
+from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner.measured import MeasuredStep, Measurement, ServedConfig
 from tritonkit.planner.queueing import Scenario, ServiceModel, fit_service_model, simulate
@@ -50,9 +51,7 @@ class Prediction:
     items_per_exec: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario.to_dict(), "load_mode": self.load_mode, "load_value": self.load_value,
-                "throughput_per_s": self.throughput_per_s, "p50_ms": self.p50_ms, "p99_ms": self.p99_ms,
-                "items_per_exec": self.items_per_exec}
+        return record_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Prediction:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from tritonkit._fs import atomic_write
+from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import Drift, LLMMetrics
 from tritonkit.perf.llm.timeline import FailureReport, Recovery, ServerPoint
@@ -66,10 +67,8 @@ class LLMStep(JsonDataclass):
                 and self.failure is None)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``from_dict`` reads it back); ``failures.total`` is added for readers."""
-        data = asdict(self)
-        data["failures"]["total"] = self.failures.total
-        return data
+        """JSON-ready (``from_dict`` reads it back); ``failures`` with its ``total`` for readers."""
+        return record_dict(self)
 
 
 @dataclass

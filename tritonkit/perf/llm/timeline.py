@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from tritonkit._records import record_dict
 from tritonkit.perf.llm.metrics import RequestRecord
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.metrics import MetricsSnapshot
@@ -176,7 +177,8 @@ class FailureReport(JsonDataclass):
         return sum(self.counts.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"counts": dict(self.counts), "hit": self.hit, "evidence": list(self.evidence), "total": self.total}
+        """JSON-ready; ``total`` is added for readers (``from_dict`` ignores it)."""
+        return record_dict(self, after={"evidence": {"total": self.total}})
 
 
 _CONNECTION_MARKERS = ("failed to connect", "connection refused", "socket closed", "unavailable", "connection reset",
