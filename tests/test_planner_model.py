@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +178,13 @@ def test_parameter_counts_read_like_people_write_them(text: str, count: int) -> 
 def test_nonsense_parameter_counts_are_refused(text: str) -> None:
     with pytest.raises(ConfigError, match="--params"):
         parse_param_count(text)
+
+
+def test_a_models_json_form_keeps_every_field_including_the_routed_expert_share() -> None:
+    # The plan's inputs.model once dropped expert_params: a hand-written dict had missed it.
+    model = _load("mixtral-8x7b")
+    data = model.to_dict()
+    assert list(data) == [f.name for f in dataclasses.fields(TransformerShape)]
+    assert data["expert_params"] == model.expert_params > 0
+    assert data["assumptions"] == list(model.assumptions)
+    assert json.loads(json.dumps(data)) == data
