@@ -51,7 +51,7 @@ from tritonkit.builders.trtllm.repository import (
     write_trtllm_repository,
 )
 from tritonkit.builders.trtllm.tokenizer import TOKENIZER_FILES, build_reference_tokenizer
-from tritonkit.builders.trtllm.versions import (
+from tritonkit.trtllm_versions import (
     SUPPORTED_TRTLLM_VERSIONS,
     TRTLLM_INTERFACES,
     TrtllmInterface,

@@ -32,9 +32,9 @@ from tritonkit.builders.trtllm.repository import (
     TrtllmRepoOptions,
     write_trtllm_repository,
 )
-from tritonkit.builders.trtllm.versions import resolve_trtllm_version
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.planner import GpuSpec, Workload, find_gpu, load_hf_config
+from tritonkit.trtllm_versions import resolve_trtllm_version
 
 __all__ = ["TrtllmBuildResult", "build_trtllm"]
 

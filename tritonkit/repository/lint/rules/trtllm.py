@@ -292,7 +292,7 @@ def input_not_read(ctx: LintContext, m: ModelInfo) -> None:
     if line is None:
         return
     # Imported here: the builders import this module for the parameter spellings.
-    from tritonkit.builders.trtllm.versions import find_interface
+    from tritonkit.trtllm_versions import find_interface
 
     interface = find_interface(line)
     if interface is None:
