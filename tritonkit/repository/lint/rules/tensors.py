@@ -46,11 +46,20 @@ def dims_set(ctx: LintContext, m: ModelInfo) -> None:
 def dims_valid(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
     for kind, i, t in _tensors(cfg):
-        for j, d in enumerate(t.dims):
-            if d == 0 or d < -1:
-                ctx.report(m, f"{kind} {t.name!r} dimension {d} in {list(t.dims)} is invalid",
-                           field=f"{kind}[{i}].dims[{j}]",
-                           hint="use a size >= 1, or -1 for a variable-size dimension")
+        _report_bad_dims(ctx, m, f"{kind} {t.name!r}", t.dims, f"{kind}[{i}].dims")
+
+
+def _bad_dim(d: int) -> bool:
+    """A dimension Triton refuses: 0, or negative other than -1 (variable size)."""
+    return d == 0 or d < -1
+
+
+def _report_bad_dims(ctx: LintContext, m: ModelInfo, what: str, dims: Sequence[int], path: str) -> None:
+    """One finding per bad dimension of ``dims`` (``what`` opens the message, ``path`` is the field)."""
+    for j, d in enumerate(dims):
+        if _bad_dim(d):
+            ctx.report(m, f"{what} dimension {d} in {list(dims)} is invalid", field=f"{path}[{j}]",
+                       hint="use a size >= 1, or -1 for a variable-size dimension")
 
 
 def _element_count(dims: Sequence[int]) -> int:
@@ -79,7 +88,7 @@ def reshape_size(ctx: LintContext, m: ModelInfo) -> None:
         if not t.HasField("reshape") or not t.dims:
             continue
         dims, shape = list(t.dims), list(t.reshape.shape)
-        if any(d == 0 or d < -1 for d in dims + shape):
+        if any(_bad_dim(d) for d in dims + shape):
             continue  # TK303 / TK314 name the bad dimension
         dims_n, shape_n = _element_count(dims), _element_count(shape)
         path = f"{kind}[{i}].reshape"
@@ -132,11 +141,7 @@ def empty_reshape(ctx: LintContext, m: ModelInfo) -> None:
 def reshape_dims_valid(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
     for kind, i, t in _tensors(cfg):
-        for j, d in enumerate(t.reshape.shape):
-            if d == 0 or d < -1:
-                ctx.report(m, f"{kind} {t.name!r} reshape dimension {d} in {list(t.reshape.shape)} is invalid",
-                           field=f"{kind}[{i}].reshape.shape[{j}]",
-                           hint="use a size >= 1, or -1 for a variable-size dimension")
+        _report_bad_dims(ctx, m, f"{kind} {t.name!r} reshape", t.reshape.shape, f"{kind}[{i}].reshape.shape")
 
 
 @rule("TK315", ERROR, "non-linear I/O format outside TensorRT, or without 3 dims", family=FAMILY)

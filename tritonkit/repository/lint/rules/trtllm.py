@@ -111,13 +111,17 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def _engine_limit(m: ModelInfo, cfg: mc.ModelConfig, key: str) -> int | None:
+    """An integer the engine was built with (``build_config[key]``); ``None`` when ``m`` is not the
+    engine model, its ``config.json`` is not here, or the value is missing or not a number."""
+    build = _engine_build_config(m, cfg)
+    return None if build is None else _int(build.get(key))
+
+
 @rule("TK901", ERROR, "Triton max_batch_size above the engine's", family=FAMILY)
 def batch_above_engine(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    build = _engine_build_config(m, cfg)
-    if build is None:
-        return
-    engine_batch = _int(build.get("max_batch_size"))
+    engine_batch = _engine_limit(m, cfg, "max_batch_size")
     if engine_batch is not None and cfg.max_batch_size > engine_batch:
         ctx.report(m, f"max_batch_size {cfg.max_batch_size} exceeds the engine's max_batch_size {engine_batch}; "
                    "the engine cannot run batches that large", field="max_batch_size",
@@ -223,10 +227,7 @@ def unknown_keys(ctx: LintContext, m: ModelInfo) -> None:
 @rule("TK907", ERROR, "token limits beyond the engine's max_seq_len", family=FAMILY)
 def token_limits(ctx: LintContext, m: ModelInfo) -> None:
     cfg = m.parsed_config
-    build = _engine_build_config(m, cfg)
-    if build is None:
-        return
-    max_seq = _int(build.get("max_seq_len"))
+    max_seq = _engine_limit(m, cfg, "max_seq_len")
     if max_seq is None:
         return
     window = _int(_param(cfg, "max_attention_window_size"))
