@@ -17,6 +17,7 @@ import pytest
 from tests.support.trtllm import LLAMA3_8B, install_fake_gpu_toolchain, write_engine, write_hf_model
 from tritonkit.builders.trtllm import (
     EngineOverrides,
+    EngineTarget,
     build_reference_tokenizer,
     build_trtllm,
     check_engine,
@@ -41,7 +42,7 @@ def test_build_argv_runs_the_written_script_on_its_plan() -> None:
 
 
 def test_build_plan_holds_every_build_value_and_the_paths() -> None:
-    params = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"), tp=2).params
+    params = derive_engine_params(LLAMA3_8B, EngineTarget(gpu=find_gpu("H100-80GB"), tp=2)).params
     plan = engine_build_plan(params, hf_model="/models/llama", engine_dir="/engines/llama")
     assert plan == {
         "hf_model": "/models/llama",
@@ -56,7 +57,7 @@ def test_build_plan_holds_every_build_value_and_the_paths() -> None:
 
 
 def test_written_build_script_is_python_that_reads_the_plan(tmp_path: Path) -> None:
-    params = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB")).params
+    params = derive_engine_params(LLAMA3_8B, EngineTarget(gpu=find_gpu("H100-80GB"))).params
     script, plan_path = write_build_files(tmp_path, engine_build_plan(params, hf_model="/m", engine_dir="/e"))
     source = script.read_text()
     compile(source, str(script), "exec")
@@ -124,7 +125,7 @@ def test_a_folder_without_an_engine_config_is_a_clear_error(tmp_path: Path) -> N
 def test_the_build_script_runs_only_with_a_plan_argument(tmp_path: Path) -> None:
     import subprocess
 
-    params = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB")).params
+    params = derive_engine_params(LLAMA3_8B, EngineTarget(gpu=find_gpu("H100-80GB"))).params
     script, _ = write_build_files(tmp_path, engine_build_plan(params, hf_model="/m", engine_dir="/e"))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "usage: build_engine.py engine_plan.json" in proc.stderr
@@ -141,7 +142,7 @@ def test_the_build_runs_the_script_records_the_version_and_checks_the_engine(
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     hf = write_hf_model(tmp_path / "hf")
-    result = build_trtllm(hf, repo=tmp_path / "repo", gpu="H100-80GB", tp=2, precision="fp8")
+    result = build_trtllm(hf, repo=tmp_path / "repo", target=EngineTarget(gpu="H100-80GB", tp=2, precision="fp8"))
     assert result.engine_built and result.engine_version == "0.17.0.post1"
     assert result.engine_info is not None and result.engine_info.world_size == 2
     engine_dir = Path(result.options.engine_dir)
@@ -157,7 +158,7 @@ def test_the_build_runs_the_script_records_the_version_and_checks_the_engine(
     assert not report.errors and "TK909" not in report.rule_ids(), report.to_text()
     # A second build finds the engine, does not rebuild, and refuses a runtime of another release.
     with pytest.raises(ConfigError, match="runtime is 0.18.0"):
-        build_trtllm(hf, repo=tmp_path / "repo", gpu="H100-80GB", tp=2, precision="fp8", force=True,
+        build_trtllm(hf, repo=tmp_path / "repo", target=EngineTarget(gpu="H100-80GB", tp=2, precision="fp8"), force=True,
                      runtime="0.18.0")
 
 
@@ -173,7 +174,7 @@ def test_a_real_engine_builds_on_a_gpu_machine(tmp_path: Path) -> None:
                                       max_position_embeddings=256)
     transformers.LlamaForCausalLM(config).save_pretrained(hf)
     build_reference_tokenizer(hf)
-    result = build_trtllm(hf, repo=tmp_path / "repo", gpu="H100-80GB",
-                          overrides=EngineOverrides(max_batch_size=4, max_input_len=64, max_seq_len=128))
+    result = build_trtllm(hf, repo=tmp_path / "repo", target=EngineTarget(
+        gpu="H100-80GB", overrides=EngineOverrides(max_batch_size=4, max_input_len=64, max_seq_len=128)))
     assert result.engine_built and result.engine_info is not None
     assert same_release(result.engine_info.version, runtime_version() or "")

@@ -18,6 +18,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tests.support.trtllm import LLAMA3_8B, write_engine, write_hf_model
 from tritonkit.builders.trtllm import (
     MODEL_NAMES,
+    EngineTarget,
     TrtllmRepoOptions,
     build_reference_repository,
     build_trtllm,
@@ -87,7 +88,7 @@ def test_ensemble_keeps_tensorrt_llms_request_interface(tmp_path: Path, hf_model
 
 
 def test_tensorrt_llm_model_carries_in_flight_batching_and_kv_settings(tmp_path: Path, hf_model: Path) -> None:
-    result = build_trtllm(hf_model, repo=tmp_path, tp=2, run_build=False)
+    result = build_trtllm(hf_model, repo=tmp_path, target=EngineTarget(tp=2), run_build=False)
     cfg = read_config(tmp_path / "tensorrt_llm" / "config.pbtxt")
     params = {k: v.string_value for k, v in cfg.parameters.items()}
     assert cfg.backend == "tensorrtllm" and cfg.model_transaction_policy.decoupled
@@ -120,8 +121,8 @@ def test_python_engine_uses_tensorrt_llms_model_file(tmp_path: Path, hf_model: P
 
 def test_generated_repositories_lint_clean_against_their_engine(tmp_path: Path, hf_model: Path) -> None:
     """The engine config.json is made here (a real one needs a GPU to build)."""
-    result = build_trtllm(hf_model, repo=tmp_path / "gpu", tp=2, run_build=False,
-                          overrides=None, triton_max_batch_size=16, trtllm_version="0.17")  # the engine's line
+    result = build_trtllm(hf_model, repo=tmp_path / "gpu", target=EngineTarget(tp=2), run_build=False,
+                          triton_max_batch_size=16, trtllm_version="0.17")  # the engine's line
     write_engine(Path(result.options.engine_dir), max_batch_size=16, tp=2, max_seq_len=2560)
     report = lint_repository(tmp_path / "gpu", target="gpu:2")
     assert report.errors == [] and _unexpected_warnings(report) == [], report.to_text()

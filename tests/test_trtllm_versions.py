@@ -22,6 +22,7 @@ from tritonkit.builders.trtllm import (
     SUPPORTED_TRTLLM_VERSIONS,
     TRTLLM_INTERFACES,
     EngineOverrides,
+    EngineTarget,
     TrtllmRepoOptions,
     build_trtllm,
     derive_engine_params,
@@ -93,7 +94,7 @@ def test_queue_delay_instances_and_batching_are_sized_like_upstream() -> None:
 
 
 def test_an_int8_kv_cache_turns_paged_context_fmha_off_with_the_reason() -> None:
-    plan = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"), kv_dtype="int8")
+    plan = derive_engine_params(LLAMA3_8B, EngineTarget(gpu=find_gpu("H100-80GB"), kv_dtype="int8"))
     assert plan.params.use_paged_context_fmha is False
     reason = next(r for r in plan.reasons if r.key == "use_paged_context_fmha").why
     assert "turned off" in reason and "INT8 KV cache" in reason
@@ -102,20 +103,20 @@ def test_an_int8_kv_cache_turns_paged_context_fmha_off_with_the_reason() -> None
 
 def test_an_fp8_kv_cache_keeps_paged_context_fmha_only_with_fp8_quantisation() -> None:
     gpu = find_gpu("H100-80GB")
-    assert derive_engine_params(LLAMA3_8B, gpu=gpu, kv_dtype="fp8").params.use_paged_context_fmha is False
-    assert derive_engine_params(LLAMA3_8B, gpu=gpu, kv_dtype="fp8", precision="fp8").params.use_paged_context_fmha
+    assert derive_engine_params(LLAMA3_8B, EngineTarget(gpu=gpu, kv_dtype="fp8")).params.use_paged_context_fmha is False
+    assert derive_engine_params(LLAMA3_8B, EngineTarget(gpu=gpu, kv_dtype="fp8", precision="fp8")).params.use_paged_context_fmha
 
 
 def test_kv_reuse_with_an_int8_kv_cache_is_refused_before_the_build() -> None:
     with pytest.raises(ConfigError, match="KV-cache reuse needs paged context FMHA, which is off .turned off"):
-        derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"), kv_dtype="int8",
-                             overrides=EngineOverrides(enable_kv_cache_reuse=True))
+        derive_engine_params(LLAMA3_8B, EngineTarget(gpu=find_gpu("H100-80GB"), kv_dtype="int8",
+                             overrides=EngineOverrides(enable_kv_cache_reuse=True)))
 
 
 def test_the_kv_cache_dtype_defaults_to_the_models_and_is_printed_so() -> None:
-    bf16 = derive_engine_params(LLAMA3_8B, gpu=find_gpu("H100-80GB"))
+    bf16 = derive_engine_params(LLAMA3_8B, EngineTarget(gpu=find_gpu("H100-80GB")))
     assert "KV cache in bf16" in next(r for r in bf16.reasons if r.key == "kv_cache_quant_algo").why
-    fp16 = derive_engine_params(LLAMA2_7B, gpu=find_gpu("H100-80GB"))
+    fp16 = derive_engine_params(LLAMA2_7B, EngineTarget(gpu=find_gpu("H100-80GB")))
     assert "KV cache in fp16" in next(r for r in fp16.reasons if r.key == "kv_cache_quant_algo").why
 
 

@@ -35,7 +35,6 @@ from tritonkit.builders.plan import (
     DEFAULT_INSTANCES,
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_QUEUE_SIZE,
-    WINDOW_RANGE_US,
     BuildOptions,
     BuildPlan,
     check_options,
@@ -59,8 +58,6 @@ from tritonkit.errors import BuildError, ConfigError, MissingComponentError, Ver
 from tritonkit.repository import Hardware, ModelRepository, read_config
 
 __all__ = [
-    "DEFAULT_MAX_BATCH_SIZE",
-    "WINDOW_RANGE_US",
     "OnnxBuildResult",
     "build_onnx",
     "choose_runtime",

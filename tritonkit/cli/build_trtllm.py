@@ -99,7 +99,7 @@ def build_trtllm_command(
       tritonkit build trtllm --hf-model Llama-3-8B/ --repo llama_repo --gpu H100-80GB --tp 2
       tritonkit build trtllm --engine reference --repo ref_repo --trtllm-version 0.19
     """
-    from tritonkit.builders.trtllm import EngineOverrides, build_trtllm
+    from tritonkit.builders.trtllm import EngineOverrides, EngineTarget, build_trtllm
     from tritonkit.planner import Workload
 
     workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,
@@ -109,8 +109,9 @@ def build_trtllm_command(
                                 enable_kv_cache_reuse=kv_reuse, enable_chunked_context=chunked_context,
                                 use_paged_context_fmha=paged_context_fmha)
     result = build_trtllm(
-        hf_model, repo=repo, gpu=gpu, tp=tp, pp=pp, workload=workload, precision=precision, kv_dtype=kv_dtype,
-        overrides=overrides, engine=engine_kind,  # type: ignore[arg-type]  # click.Choice checked it
+        hf_model, repo=repo, engine=engine_kind,  # type: ignore[arg-type]  # click.Choice checked it
+        target=EngineTarget(gpu=gpu, tp=tp, pp=pp, workload=workload, precision=precision, kv_dtype=kv_dtype,
+                            overrides=overrides),
         engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, hf_model_on_build_machine=build_hf_model,
         gpu_ids=gpu_ids, streaming=streaming, triton_max_batch_size=triton_max_batch_size,
         batch_window=batch_window, tokenizer_instances=tokenizer_instances, bls_instances=bls_instances,

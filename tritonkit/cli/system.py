@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -38,18 +39,7 @@ _PORT = click.IntRange(1, 65535)
 )
 @click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
 @server_bin_option
-def serve(
-    repo: Path,
-    grpc_port: int | None,
-    http_port: int | None,
-    metrics_port: int | None,
-    host: str,
-    explicit: bool,
-    models: tuple[str, ...],
-    strict: bool,
-    startup_timeout_s: float,
-    server_bin: Path | None,
-) -> None:
+def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
     Models that fail to load are reported one by one (the server's reason and its log); the
@@ -61,18 +51,10 @@ def serve(
     """
     with sigterm_as_interrupt():
         try:
-            with TritonServer(
-                repo,
-                model_control="explicit" if explicit else "none",
-                models=models,
-                grpc_port=grpc_port,
-                http_port=http_port,
-                metrics_port=metrics_port,
-                host=host,
-                server_bin=server_bin,
-                startup_timeout_s=startup_timeout_s,
-                exit_on_error=False,
-            ) as server:
+            # The other options are named as TritonServer's keywords (ports, host, server_bin,
+            # startup_timeout_s), so they pass through as given.
+            with TritonServer(repo, model_control="explicit" if explicit else "none", models=models,
+                              exit_on_error=False, **server_options) as server:
                 failures = server.load_failures()
                 ready = [e.name for e in server.model_states() if e.ready]
                 for failure in failures:

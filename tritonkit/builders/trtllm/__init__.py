@@ -3,11 +3,11 @@ CPU reference engine that serves the same repository without a GPU.
 
 ::
 
-    from tritonkit.builders.trtllm import build_reference_repository, build_trtllm
+    from tritonkit.builders.trtllm import EngineTarget, build_reference_repository, build_trtllm
     ref = build_reference_repository("model_repository")      # servable here, on the bundled server
     # clients call ref.ensemble ("ensemble"): text_input, max_tokens, stream → text_output
 
-    result = build_trtllm("Llama-3-8B/", repo="llama_repo", gpu="H100-80GB", tp=1)
+    result = build_trtllm("Llama-3-8B/", repo="llama_repo", target=EngineTarget(gpu="H100-80GB", tp=1))
     print(result.summary())     # derived parameters with reasons; engine built only on a GPU machine
 """
 
@@ -29,6 +29,7 @@ from tritonkit.builders.trtllm.params import (
     EngineOverrides,
     EngineParams,
     EnginePlan,
+    EngineTarget,
     Reason,
     derive_engine_params,
 )
@@ -51,7 +52,7 @@ from tritonkit.builders.trtllm.repository import (
     write_trtllm_repository,
 )
 from tritonkit.builders.trtllm.tokenizer import TOKENIZER_FILES, build_reference_tokenizer
-from tritonkit.builders.trtllm.versions import (
+from tritonkit.trtllm_versions import (
     SUPPORTED_TRTLLM_VERSIONS,
     TRTLLM_INTERFACES,
     TrtllmInterface,
@@ -64,6 +65,7 @@ __all__ = [
     "EngineOverrides",
     "EngineParams",
     "EnginePlan",
+    "EngineTarget",
     "Reason",
     "TrtllmBuildResult",
     "build_trtllm",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonkit.builders.trtllm.engine import (
@@ -24,7 +24,7 @@ from tritonkit.builders.trtllm.engine import (
     runtime_version,
     write_build_files,
 )
-from tritonkit.builders.trtllm.params import EngineOverrides, EnginePlan, derive_engine_params
+from tritonkit.builders.trtllm.params import EnginePlan, EngineTarget, derive_engine_params
 from tritonkit.builders.trtllm.reference import ReferenceEngine, build_reference_repository
 from tritonkit.builders.trtllm.repository import (
     ENGINE_QUEUE_DELAY,
@@ -32,9 +32,9 @@ from tritonkit.builders.trtllm.repository import (
     TrtllmRepoOptions,
     write_trtllm_repository,
 )
-from tritonkit.builders.trtllm.versions import resolve_trtllm_version
 from tritonkit.errors import ConfigError, MissingComponentError
-from tritonkit.planner import GpuSpec, Workload, find_gpu, load_hf_config
+from tritonkit.planner import load_hf_config
+from tritonkit.trtllm_versions import resolve_trtllm_version
 
 __all__ = ["TrtllmBuildResult", "build_trtllm"]
 
@@ -81,13 +81,7 @@ def build_trtllm(
     hf_model: str | Path | None,
     *,
     repo: str | Path,
-    gpu: str | GpuSpec = "H100-80GB",
-    tp: int = 1,
-    pp: int = 1,
-    workload: Workload | None = None,
-    precision: str | None = None,
-    kv_dtype: str | None = None,
-    overrides: EngineOverrides | None = None,
+    target: EngineTarget | None = None,
     engine: EngineKind = "tensorrtllm",
     engine_dir: str | None = None,
     tokenizer_dir: str | None = None,
@@ -107,6 +101,8 @@ def build_trtllm(
 ) -> TrtllmBuildResult:
     """Derive, write and build; see the module docstring.
 
+    ``target`` is what the engine is derived for (GPU, tp/pp, workload, precisions, overrides;
+    default: one H100-80GB at the model's own precision).
     ``engine_dir`` / ``tokenizer_dir`` / ``hf_model_on_build_machine`` are paths as the server and
     the build machine see them (default: this machine's absolute paths: ``<repo>/tensorrt_llm/1/engine``
     and the HF folder). ``gpu_ids`` default to ``0 … tp×pp−1``. ``runtime`` is the serving
@@ -120,7 +116,8 @@ def build_trtllm(
     say = log or (lambda _line: None)
     root = Path(repo).resolve()
     interface = resolve_trtllm_version(trtllm_version, installed=runtime_version())
-    gpu_spec = gpu if isinstance(gpu, GpuSpec) else find_gpu(gpu)
+    target = target or EngineTarget()
+    target = replace(target, gpu=target.gpu_spec)  # an unknown GPU name is refused before any work
     plan: EnginePlan | None = None
     hf_dir: Path | None = None
     if hf_model is not None:
@@ -129,8 +126,7 @@ def build_trtllm(
         hf_config = load_hf_config(config_path)
         if hf_dir.is_file():
             hf_dir = hf_dir.parent
-        plan = derive_engine_params(hf_config, gpu=gpu_spec, tp=tp, pp=pp, workload=workload, precision=precision,
-                                    kv_dtype=kv_dtype, overrides=overrides, source=str(config_path))
+        plan = derive_engine_params(hf_config, target, source=str(config_path))
         say(plan.render_text())
     if engine == "reference":
         ref_engine = ReferenceEngine()
@@ -152,7 +148,7 @@ def build_trtllm(
     params = plan.params
     ids = list(gpu_ids) if gpu_ids is not None else list(range(params.world_size))
     if len(ids) != params.world_size:
-        raise ConfigError(f"{len(ids)} GPU id(s) given ({','.join(map(str, ids))}) but tp {tp} × pp {pp} = "
+        raise ConfigError(f"{len(ids)} GPU id(s) given ({','.join(map(str, ids))}) but tp {target.tp} × pp {target.pp} = "
                           f"{params.world_size}", hint=f"give exactly {params.world_size} ids with --gpu-ids")
     batch = triton_max_batch_size if triton_max_batch_size is not None else params.max_batch_size
     if batch > params.max_batch_size:

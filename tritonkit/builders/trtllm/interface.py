@@ -1,7 +1,7 @@
 """The request interface of TensorRT-LLM's in-flight-batching templates, as typed tensors, per release line.
 
 Names, data types and dims follow ``all_models/inflight_batcher_llm`` of the line's release (see
-:mod:`tritonkit.builders.trtllm.versions` for the tag each comes from): clients written for those
+:mod:`tritonkit.trtllm_versions` for the tag each comes from): clients written for those
 templates — GenAI-Perf, Triton CLI's, Triton's OpenAI frontend, users' own — call what this
 package generates unchanged. Kept: text generation with sampling and stop/bad words, streaming,
 log-probs, context and generation logits, requests of batch > 1 (``batch_index``). Left out:
@@ -16,8 +16,8 @@ next step's optional input unset) under the name the engine's line reads.
 
 from __future__ import annotations
 
-from tritonkit.builders.trtllm.versions import TrtllmInterface
 from tritonkit.repository import EnsembleStep, TensorSpec
+from tritonkit.trtllm_versions import TrtllmInterface
 
 __all__ = [
     "ALIASED_KNOBS",

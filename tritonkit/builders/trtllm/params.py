@@ -36,6 +36,7 @@ from tritonkit.planner import (
     GIB,
     GpuSpec,
     Workload,
+    find_gpu,
     find_precision,
     kv_bytes_per_token,
     kv_dtype_bytes,
@@ -44,7 +45,7 @@ from tritonkit.planner import (
     weights_bytes,
 )
 
-__all__ = ["EngineOverrides", "EngineParams", "EnginePlan", "Reason", "derive_engine_params"]
+__all__ = ["EngineOverrides", "EngineParams", "EnginePlan", "EngineTarget", "Reason", "derive_engine_params"]
 
 #: TensorRT-LLM's default share of free GPU memory for the KV cache.
 DEFAULT_KV_FRACTION = 0.9
@@ -111,6 +112,26 @@ class EngineOverrides:
     use_paged_context_fmha: bool | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class EngineTarget:
+    """What an engine is derived for: the GPU (a catalogue name or a spec), tensor and pipeline
+    parallelism, the workload, the precisions (``None``: from the model's ``torch_dtype``) and the
+    values given explicitly. :func:`derive_engine_params` and ``build_trtllm`` both take it."""
+
+    gpu: str | GpuSpec = "H100-80GB"
+    tp: int = 1
+    pp: int = 1
+    workload: Workload | None = None
+    precision: str | None = None
+    kv_dtype: str | None = None
+    overrides: EngineOverrides | None = None
+
+    @property
+    def gpu_spec(self) -> GpuSpec:
+        """The GPU's spec (a name is looked up in the planner's catalogue)."""
+        return self.gpu if isinstance(self.gpu, GpuSpec) else find_gpu(self.gpu)
+
+
 @dataclass(frozen=True)
 class Reason:
     """One derived value and why."""
@@ -155,23 +176,16 @@ def _max_positions(config: Mapping[str, Any]) -> int | None:
     return None
 
 
-def derive_engine_params(
-    hf_config: Mapping[str, Any],
-    *,
-    gpu: GpuSpec,
-    tp: int = 1,
-    pp: int = 1,
-    workload: Workload | None = None,
-    precision: str | None = None,
-    kv_dtype: str | None = None,
-    overrides: EngineOverrides | None = None,
-    source: str = "config.json",
-) -> EnginePlan:
-    """Derive engine parameters (see the module docstring); raises ``PlanError`` when it cannot fit."""
+def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | None = None, *,
+                         source: str = "config.json") -> EnginePlan:
+    """Derive engine parameters for ``target`` (default: one H100-80GB, the model's own precision;
+    see the module docstring); raises ``PlanError`` when it cannot fit."""
+    target = target or EngineTarget()
+    gpu, tp, pp, precision, kv_dtype = target.gpu_spec, target.tp, target.pp, target.precision, target.kv_dtype
     if tp < 1 or pp < 1:
         raise ConfigError(f"tp {tp} and pp {pp} must be >= 1", hint="pass --tp / --pp as positive integers")
-    ov = overrides or EngineOverrides()
-    w = workload or Workload()
+    ov = target.overrides or EngineOverrides()
+    w = target.workload or Workload()
     model = model_from_hf_config(hf_config, source=source)
     reasons: list[Reason] = []
     warnings: list[str] = []

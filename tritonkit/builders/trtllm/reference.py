@@ -28,8 +28,8 @@ from tritonkit.builders.trtllm.repository import (
     write_trtllm_repository,
 )
 from tritonkit.builders.trtllm.tokenizer import REFERENCE_SPECIAL_TOKENS, build_reference_tokenizer
-from tritonkit.builders.trtllm.versions import NEWEST, TrtllmInterface, find_interface
 from tritonkit.errors import ConfigError
+from tritonkit.trtllm_versions import NEWEST, TrtllmInterface, find_interface
 
 __all__ = ["REFERENCE_VERSION", "ReferenceEngine", "ReferenceRepository", "build_reference_repository",
            "reference_engine_config"]

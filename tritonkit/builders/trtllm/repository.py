@@ -32,12 +32,6 @@ from tritonkit.builders.trtllm.interface import (
     ensemble_steps,
     pre_inputs,
 )
-from tritonkit.builders.trtllm.versions import (
-    NEWEST,
-    SUPPORTED_TRTLLM_VERSIONS,
-    TrtllmInterface,
-    find_interface,
-)
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     DynamicBatching,
@@ -48,6 +42,12 @@ from tritonkit.repository import (
 )
 from tritonkit.repository.lint.rules.trtllm import BATCHING_STRATEGIES, DECODING_MODES, SCHEDULER_POLICIES
 from tritonkit.repository.units import Duration
+from tritonkit.trtllm_versions import (
+    NEWEST,
+    SUPPORTED_TRTLLM_VERSIONS,
+    TrtllmInterface,
+    find_interface,
+)
 
 __all__ = [
     "BATCHING_STRATEGIES",
@@ -87,7 +87,7 @@ class TrtllmRepoOptions:
     (inside a container they are container paths). ``gpu_ids`` are the GPUs of one engine
     instance (tp × pp of them). ``max_batch_size`` is Triton's, and must not exceed the engine's.
     ``trtllm_version`` is the TensorRT-LLM line the configs are written for (input names differ,
-    see :mod:`~tritonkit.builders.trtllm.versions`). Pre- and postprocessing instance counts
+    see :mod:`~tritonkit.trtllm_versions`). Pre- and postprocessing instance counts
     default to ``max_batch_size``: tensorrtllm_backend's README (v0.19.0) recommends matching them
     to triton_max_batch_size, since every streamed token goes through one detokeniser call.
     """

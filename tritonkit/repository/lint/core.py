@@ -1,9 +1,10 @@
 """The linter's machinery: rules, findings, the target, and the per-model context.
 
-A rule is a plain function registered with :func:`rule`; it receives the whole
-:class:`LintContext` (every model in the repository, the target) and one
-:class:`ModelInfo`, and reports through ``ctx.report(...)``. Rules never raise for
-a bad config: a config that cannot be read is itself a finding.
+A rule is a plain function registered with :func:`rule` (or :func:`folder_rule`); it receives
+the whole :class:`LintContext` (every model in the repository, the target), one
+:class:`ModelInfo` and, for a :func:`rule`, that model's parsed config, and reports through
+``ctx.report(...)``. Rules never raise for a bad config: a config that cannot be read is itself
+a finding.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "Rule",
     "Severity",
     "Target",
+    "folder_rule",
     "rule",
 ]
 
@@ -53,7 +55,10 @@ class Severity(str, Enum):
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
 
+#: A check on one model folder, as the runner calls every rule.
 CheckFn = Callable[["LintContext", "ModelInfo"], None]
+#: A check on one model whose config parsed, handed that config (see :func:`rule`).
+ConfigCheckFn = Callable[["LintContext", "ModelInfo", mc.ModelConfig], None]
 
 
 @dataclass(frozen=True)
@@ -78,15 +83,34 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
+def _register(rule_id: str, severity: Severity, title: str, family: str, check: CheckFn, *,
+              needs_config: bool, needs_field: str | None) -> None:
+    if rule_id in RULES:
+        raise RuntimeError(f"lint rule id {rule_id} registered twice")
+    RULES[rule_id] = Rule(rule_id, severity, title, family, check, needs_config, needs_field)
+
+
 def rule(rule_id: str, severity: Severity, title: str, *, family: str,
-         needs_config: bool = True, needs_field: str | None = None) -> Callable[[CheckFn], CheckFn]:
-    """Register a check function under a stable rule id (``needs_field``: run only where that field is set)."""
+         needs_field: str | None = None) -> Callable[[ConfigCheckFn], ConfigCheckFn]:
+    """Register a check of a model's config under a stable rule id.
+
+    It runs only on models whose config parsed (and, with ``needs_field``, sets that field), and
+    is handed that parsed config, so no rule fetches it itself.
+    """
+
+    def register(fn: ConfigCheckFn) -> ConfigCheckFn:
+        _register(rule_id, severity, title, family, lambda ctx, m: fn(ctx, m, m.parsed_config),
+                  needs_config=True, needs_field=needs_field)
+        return fn
+
+    return register
+
+
+def folder_rule(rule_id: str, severity: Severity, title: str, *, family: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a check of a model folder that runs whether or not its config parsed (files, layout)."""
 
     def register(fn: CheckFn) -> CheckFn:
-        if rule_id in RULES:
-            raise RuntimeError(f"lint rule id {rule_id} registered twice")
-        RULES[rule_id] = Rule(rule_id, severity, title, family, fn, needs_config or needs_field is not None,
-                              needs_field)
+        _register(rule_id, severity, title, family, fn, needs_config=False, needs_field=None)
         return fn
 
     return register
@@ -228,10 +252,10 @@ class ModelInfo:
 
     @property
     def parsed_config(self) -> mc.ModelConfig:
-        """The parsed config, for rules registered with ``needs_config`` (the default): they run only
-        on models whose config parsed, so this is never ``None`` there."""
+        """The parsed config, for code run by a :func:`rule`: those run only on models whose config
+        parsed, so this is never ``None`` there."""
         if self.config is None:
-            raise AssertionError(f"{self.rel_config} did not parse; only needs_config=False rules see it")
+            raise AssertionError(f"{self.rel_config} did not parse; only folder_rule checks see it")
         return self.config
 
     @property

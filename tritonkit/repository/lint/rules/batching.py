@@ -17,8 +17,7 @@ WINDOW_MIN_US, WINDOW_MAX_US = WINDOW_RANGE_US
 
 
 @rule("TK101", ERROR, "preferred_batch_size must be > 0 and <= max_batch_size", family=FAMILY)
-def preferred_sizes(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def preferred_sizes(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     sched = cfg.WhichOneof("scheduling_choice")
     if sched == "dynamic_batching":
         sizes, base = list(cfg.dynamic_batching.preferred_batch_size), "dynamic_batching.preferred_batch_size"
@@ -39,24 +38,21 @@ def preferred_sizes(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK102", ERROR, "max_batch_size is negative", family=FAMILY)
-def max_batch_negative(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def max_batch_negative(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.max_batch_size < 0:
         ctx.report(m, f"max_batch_size {cfg.max_batch_size} is negative", field="max_batch_size",
                    hint="use 0 for a model without a batch dimension, or the largest batch it accepts")
 
 
 @rule("TK103", WARNING, "dynamic batching on a model that does not batch", family=FAMILY)
-def dynamic_without_batching(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def dynamic_without_batching(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.HasField("dynamic_batching") and cfg.max_batch_size == 0:
         ctx.report(m, "dynamic_batching is set but max_batch_size is 0, so no requests are ever merged",
                    field="dynamic_batching", hint="set max_batch_size > 0 (and a batch dimension), or drop dynamic_batching")
 
 
 @rule("TK104", ERROR, "priority levels out of range", family=FAMILY, needs_field="dynamic_batching")
-def priority_levels(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def priority_levels(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     db = cfg.dynamic_batching
     levels = db.priority_levels
     if levels == 0:
@@ -91,8 +87,7 @@ def _schedules_per_token(cfg: mc.ModelConfig) -> bool:
 
 
 @rule("TK105", WARNING, "dynamic batching window outside 5-20 ms", family=FAMILY)
-def window_range(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def window_range(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not cfg.HasField("dynamic_batching") or cfg.max_batch_size == 0:
         return
     us = cfg.dynamic_batching.max_queue_delay_microseconds
@@ -108,8 +103,7 @@ def window_range(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK106", WARNING, "window looks like milliseconds written as microseconds", family=FAMILY)
-def window_units(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def window_units(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     fields = []
     if cfg.HasField("dynamic_batching"):
         fields.append(("dynamic_batching.max_queue_delay_microseconds",
@@ -133,8 +127,7 @@ def window_units(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK107", INFO, "preferred_batch_size set", family=FAMILY)
-def preferred_set(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def preferred_set(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.HasField("dynamic_batching") and cfg.dynamic_batching.preferred_batch_size:
         ctx.report(m, "preferred_batch_size is set; Triton advises leaving it unset unless a measurement shows "
                    "a size runs faster", field="dynamic_batching.preferred_batch_size",
@@ -142,8 +135,7 @@ def preferred_set(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK108", INFO, "batching model without dynamic batching", family=FAMILY)
-def batching_without_batcher(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def batching_without_batcher(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.max_batch_size > 0 and cfg.WhichOneof("scheduling_choice") is None and cfg.platform != "ensemble":
         ctx.report(m, f"max_batch_size is {cfg.max_batch_size} but no scheduler merges requests",
                    field="max_batch_size",
@@ -151,8 +143,7 @@ def batching_without_batcher(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK109", INFO, "queue is unbounded", family=FAMILY)
-def unbounded_queue(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def unbounded_queue(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.HasField("dynamic_batching") and cfg.max_batch_size > 0:
         policy = cfg.dynamic_batching.default_queue_policy
         if policy.max_queue_size == 0:
@@ -162,8 +153,7 @@ def unbounded_queue(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK110", INFO, "timeout override allowed without a default timeout", family=FAMILY, needs_field="dynamic_batching")
-def queue_timeout(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def queue_timeout(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     db = cfg.dynamic_batching
     policies = [("dynamic_batching.default_queue_policy", db.default_queue_policy)]
     policies += [(f"dynamic_batching.priority_queue_policy[{k}]", v) for k, v in sorted(db.priority_queue_policy.items())]
@@ -175,8 +165,7 @@ def queue_timeout(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK111", ERROR, "preserve_ordering with more than one priority level", family=FAMILY)
-def preserve_ordering_priorities(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def preserve_ordering_priorities(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     db = cfg.dynamic_batching
     if cfg.HasField("dynamic_batching") and db.preserve_ordering and db.priority_levels > 1:
         ctx.report(m, f"preserve_ordering is true with {db.priority_levels} priority levels; "
@@ -186,8 +175,7 @@ def preserve_ordering_priorities(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK112", ERROR, "preserve_ordering with a DELAY timeout action", family=FAMILY)
-def preserve_ordering_delay(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def preserve_ordering_delay(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     db = cfg.dynamic_batching
     if not cfg.HasField("dynamic_batching") or not db.preserve_ordering:
         return

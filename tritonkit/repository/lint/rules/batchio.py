@@ -17,8 +17,7 @@ _BATCH_INPUT_TYPES = (mc.TYPE_INT32, mc.TYPE_FP32)
 
 
 @rule("TK310", ERROR, "batch input/output refers to an unknown input", family=FAMILY)
-def batch_sources(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def batch_sources(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     inputs = {t.name for t in cfg.input}
     for base, items in (("batch_input", cfg.batch_input), ("batch_output", cfg.batch_output)):
         for i, item in enumerate(items):
@@ -30,8 +29,7 @@ def batch_sources(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK320", ERROR, "batch input/output needs exactly one source input", family=FAMILY)
-def one_source(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def one_source(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     kinds = (("batch_input", cfg.batch_input, mc.BatchInput.Kind),
              ("batch_output", cfg.batch_output, mc.BatchOutput.Kind))
     for base, items, kind_enum in kinds:
@@ -45,8 +43,7 @@ def one_source(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK321", ERROR, "batch input data type is not INT32 or FP32", family=FAMILY)
-def batch_input_type(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def batch_input_type(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, item in enumerate(cfg.batch_input):
         if item.data_type not in _BATCH_INPUT_TYPES:
             path = f"batch_input[{i}].data_type"
@@ -57,8 +54,7 @@ def batch_input_type(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK322", ERROR, "batch output target unknown or named twice", family=FAMILY)
-def batch_output_targets(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def batch_output_targets(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     outputs = {t.name for t in cfg.output}
     for i, item in enumerate(cfg.batch_output):
         seen: set[str] = set()

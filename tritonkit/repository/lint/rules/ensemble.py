@@ -19,8 +19,7 @@ def _is_ensemble(cfg: mc.ModelConfig) -> bool:
 
 
 @rule("TK401", ERROR, "ensemble with instance groups, optimization or warmup", family=FAMILY)
-def ensemble_forbidden_fields(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def ensemble_forbidden_fields(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not _is_ensemble(cfg):
         return
     if cfg.instance_group:
@@ -35,8 +34,7 @@ def ensemble_forbidden_fields(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK402", ERROR, "ensemble scheduling missing, empty, or on a non-ensemble", family=FAMILY)
-def ensemble_scheduling(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def ensemble_scheduling(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     has = cfg.HasField("ensemble_scheduling")
     if _is_ensemble(cfg) and not has:
         ctx.report(m, 'platform is "ensemble" but there is no ensemble_scheduling', field="platform",
@@ -61,8 +59,7 @@ def _steps(cfg: mc.ModelConfig) -> Sequence[mc.ModelEnsembling.Step]:
 
 
 @rule("TK403", ERROR, "ensemble step refers to a missing model or version", family=FAMILY)
-def step_models_exist(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def step_models_exist(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, step in enumerate(_steps(cfg)):
         target = ctx.models.get(step.model_name)
         if target is None:
@@ -78,8 +75,7 @@ def step_models_exist(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK404", ERROR, "ensemble step maps inputs/outputs the model does not have, or misses some", family=FAMILY)
-def step_mapping(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def step_mapping(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, step in enumerate(_steps(cfg)):
         base = f"ensemble_scheduling.step[{i}]"
         if not step.input_map:
@@ -113,8 +109,7 @@ def step_mapping(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK405", ERROR, "ensemble tensor written twice, never written, or never used", family=FAMILY)
-def tensor_flow(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def tensor_flow(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     steps = _steps(cfg)
     if not steps:
         return
@@ -175,8 +170,7 @@ def _compatible(a: Sequence[int], b: Sequence[int]) -> bool:
 
 
 @rule("TK406", ERROR, "data types or shapes disagree across ensemble steps", family=FAMILY)
-def types_and_shapes(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def types_and_shapes(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     steps = _steps(cfg)
     if not steps:
         return
@@ -218,8 +212,7 @@ def types_and_shapes(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK407", ERROR, "ensemble max_batch_size above a composing model's", family=FAMILY)
-def batch_sizes(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def batch_sizes(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for step in _steps(cfg):
         info = ctx.models.get(step.model_name)
         composing = info.config if info is not None else None
@@ -231,8 +224,7 @@ def batch_sizes(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK408", ERROR, "ensembles refer to each other in a cycle", family=FAMILY)
-def cycles(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def cycles(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not _steps(cfg):
         return
     path = _find_cycle(ctx, m.name, [m.name])

@@ -6,8 +6,17 @@ from __future__ import annotations
 import re
 import shlex
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit.repository.layout import expected_model_filename
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, is_version_name, rule
+from tritonkit.repository.lint.core import (
+    LintContext,
+    ModelInfo,
+    Severity,
+    folder_rule,
+    is_version_name,
+    rule,
+)
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
@@ -35,7 +44,7 @@ _PLACEHOLDER = re.compile(r"\$\{[^}\n]*\}?")
 _KNOWN_NON_VERSION_DIRS = {"warmup", "initial_state", "__pycache__"}
 
 
-@rule("TK001", WARNING, "model folder has no config.pbtxt", family=FAMILY, needs_config=False)
+@folder_rule("TK001", WARNING, "model folder has no config.pbtxt", family=FAMILY)
 def missing_config(ctx: LintContext, m: ModelInfo) -> None:
     onnx_files = [m.folder / str(v) / "model.onnx" for v in m.versions if (m.folder / str(v) / "model.onnx").is_file()]
     if m.text is None and m.read_error is None and onnx_files:
@@ -58,7 +67,7 @@ def missing_config(ctx: LintContext, m: ModelInfo) -> None:
                    hint="make it a readable UTF-8 text file")
 
 
-@rule("TK002", ERROR, "config.pbtxt does not parse", family=FAMILY, needs_config=False)
+@folder_rule("TK002", ERROR, "config.pbtxt does not parse", family=FAMILY)
 def syntax_error(ctx: LintContext, m: ModelInfo) -> None:
     exc = m.syntax_error
     if exc is None or _PLACEHOLDER.search(m.text or ""):
@@ -68,7 +77,7 @@ def syntax_error(ctx: LintContext, m: ModelInfo) -> None:
                hint="fix the text at that line and column (field names and types are in Triton's model_config.proto)")
 
 
-@rule("TK003", ERROR, "template placeholder ${...} left in config", family=FAMILY, needs_config=False)
+@folder_rule("TK003", ERROR, "template placeholder ${...} left in config", family=FAMILY)
 def placeholders(ctx: LintContext, m: ModelInfo) -> None:
     if m.text is None or "${" not in m.text:
         return
@@ -83,14 +92,13 @@ def placeholders(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK004", ERROR, "name in config does not match the model folder", family=FAMILY)
-def name_matches_folder(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def name_matches_folder(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.name and cfg.name != m.name:
         ctx.report(m, f"name {cfg.name!r} does not match folder {m.name!r}", field="name",
                    hint=f'set name: "{m.name}" or rename the folder; Triton identifies the model by its folder')
 
 
-@rule("TK005", ERROR, "no integer version folder", family=FAMILY, needs_config=False)
+@folder_rule("TK005", ERROR, "no integer version folder", family=FAMILY)
 def has_version(ctx: LintContext, m: ModelInfo) -> None:
     if m.versions:
         return
@@ -101,7 +109,7 @@ def has_version(ctx: LintContext, m: ModelInfo) -> None:
                "zeros; an ensemble needs an empty one)")
 
 
-@rule("TK006", INFO, "sub-folder Triton will not treat as a version", family=FAMILY, needs_config=False)
+@folder_rule("TK006", INFO, "sub-folder Triton will not treat as a version", family=FAMILY)
 def non_integer_dirs(ctx: LintContext, m: ModelInfo) -> None:
     if not m.versions:
         return  # TK005 already names them
@@ -114,8 +122,7 @@ def non_integer_dirs(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK007", WARNING, "neither backend nor platform set", family=FAMILY)
-def backend_or_platform(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def backend_or_platform(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not cfg.backend and not cfg.platform:
         # Triton 2.51 guesses the backend from the model file's name (model.py -> python) and loads it.
         ctx.report(m, "neither backend nor platform is set: Triton has to guess the backend from the "
@@ -142,8 +149,7 @@ def _guessable(m: ModelInfo) -> bool:
 
 
 @rule("TK011", ERROR, "backend cannot be worked out", family=FAMILY)
-def backend_guessable(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def backend_guessable(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.backend or cfg.platform or _guessable(m):
         return
     known = ", ".join(sorted(GUESSABLE_FILES))
@@ -153,8 +159,7 @@ def backend_guessable(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK008", ERROR, "unknown platform, or platform and backend disagree", family=FAMILY)
-def platform_known(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def platform_known(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not cfg.platform:
         return
     if cfg.platform not in PLATFORM_BACKENDS:
@@ -191,8 +196,7 @@ def _served_versions(m: ModelInfo) -> list[int]:
 
 
 @rule("TK009", ERROR, "the model file the backend needs is missing", family=FAMILY)
-def model_file_present(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def model_file_present(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     filename = expected_model_filename(cfg)
     if filename is None:
         return
@@ -207,8 +211,7 @@ def model_file_present(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK010", ERROR, "version policy selects no existing version", family=FAMILY)
-def version_policy(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def version_policy(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     policy = cfg.version_policy
     choice = policy.WhichOneof("policy_choice")
     if choice == "specific" and not policy.specific.versions:

@@ -14,8 +14,7 @@ _KIND = mc.ModelInstanceGroup.Kind
 
 
 @rule("TK201", ERROR, "gpus listed on a CPU or MODEL instance group", family=FAMILY)
-def gpus_need_gpu_kind(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def gpus_need_gpu_kind(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, group in enumerate(cfg.instance_group):
         if not group.gpus:
             continue
@@ -32,8 +31,7 @@ def gpus_need_gpu_kind(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK202", WARNING, "instance count is zero or negative", family=FAMILY)
-def instance_count(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def instance_count(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, group in enumerate(cfg.instance_group):
         path = f"instance_group[{i}].count"
         # proto3 cannot tell "count: 0" from no count at all (Triton's default, 1): ask the text.
@@ -43,8 +41,7 @@ def instance_count(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK203", WARNING, "rate-limiter resource with count 0", family=FAMILY)
-def rate_limiter(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def rate_limiter(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, group in enumerate(cfg.instance_group):
         seen: set[str] = set()
         for j, res in enumerate(group.rate_limiter.resources):
@@ -59,8 +56,7 @@ def rate_limiter(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK204", ERROR, "negative GPU id", family=FAMILY)
-def negative_gpu_ids(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def negative_gpu_ids(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, group in enumerate(cfg.instance_group):
         bad = [g for g in group.gpus if g < 0]
         # KIND_CPU/KIND_MODEL with gpus at all is TK201's finding.
@@ -75,8 +71,7 @@ _STOI_PREFIX = re.compile(r"\s*([+-]?\d+)")
 
 
 @rule("TK205", ERROR, "instance-group profile outside TensorRT, or not an index", family=FAMILY)
-def profiles(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def profiles(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     tensorrt = cfg.platform == "tensorrt_plan" or cfg.backend == "tensorrt"
     for i, group in enumerate(cfg.instance_group):
         if not group.profile:

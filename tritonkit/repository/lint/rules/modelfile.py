@@ -68,8 +68,7 @@ def _onnx_file(m: ModelInfo) -> Path | None:
 
 
 @rule("TK701", ERROR, "config disagrees with the ONNX model file", family=FAMILY)
-def onnx_io(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def onnx_io(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     path = _onnx_file(m)
     if path is None:
         return

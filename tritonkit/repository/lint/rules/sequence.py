@@ -42,8 +42,7 @@ def _value_fields_given(control: mc.ModelSequenceBatching.Control) -> list[str]:
 
 
 @rule("TK510", ERROR, "sequence control tensor has no name", family=FAMILY, needs_field="sequence_batching")
-def control_names(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def control_names(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, tensor in enumerate(cfg.sequence_batching.control_input):
         if not tensor.name:
             ctx.report(m, f"control_input[{i}] has no name, so Triton cannot feed it to the model",
@@ -52,8 +51,7 @@ def control_names(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK511", ERROR, "sequence control tensor listed twice", family=FAMILY, needs_field="sequence_batching")
-def control_tensor_once(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def control_tensor_once(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     seen: set[str] = set()
     for i, tensor in enumerate(cfg.sequence_batching.control_input):
         if tensor.name and tensor.name in seen:
@@ -64,8 +62,7 @@ def control_tensor_once(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK512", ERROR, "sequence control kind given more than once", family=FAMILY, needs_field="sequence_batching")
-def control_kind_once(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def control_kind_once(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     first: dict[int, str] = {}
     for path, name, control in _controls(cfg):
         if control.kind in first:
@@ -77,8 +74,7 @@ def control_kind_once(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK513", ERROR, "sequence control without exactly one false/true pair", family=FAMILY, needs_field="sequence_batching")
-def control_values(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def control_values(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for path, name, control in _controls(cfg):
         if control.kind == _CORRID:
             continue  # TK514: the correlation id carries a data type, not values
@@ -99,8 +95,7 @@ def control_values(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK514", ERROR, "correlation-id control with values or a type Triton does not accept", family=FAMILY, needs_field="sequence_batching")
-def corrid_control(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def corrid_control(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for path, name, control in _controls(cfg):
         if control.kind != _CORRID:
             continue
@@ -117,8 +112,7 @@ def corrid_control(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK515", ERROR, "minimum_slot_utilization outside 0..1", family=FAMILY)
-def slot_utilization(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def slot_utilization(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     sb = cfg.sequence_batching
     if cfg.HasField("sequence_batching") and sb.HasField("direct"):
         value = sb.direct.minimum_slot_utilization
@@ -142,8 +136,7 @@ def _states(cfg: mc.ModelConfig) -> Iterator[tuple[str, mc.ModelSequenceBatching
 
 
 @rule("TK516", ERROR, "implicit state's initial_state is incomplete or given twice", family=FAMILY, needs_field="sequence_batching")
-def initial_state_present(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def initial_state_present(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     with_initial: set[str] = set()
     for base, state in _states(cfg):
         count = len(state.initial_state)
@@ -167,8 +160,7 @@ def initial_state_present(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK517", ERROR, "initial_state type or dims disagree with its state", family=FAMILY, needs_field="sequence_batching")
-def initial_state_shape(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def initial_state_shape(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for base, state in _states(cfg):
         if len(state.initial_state) != 1:
             continue  # TK516
@@ -191,8 +183,7 @@ def initial_state_shape(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK518", ERROR, "initial_state data file missing or too small", family=FAMILY, needs_field="sequence_batching")
-def initial_state_file(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def initial_state_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for base, state in _states(cfg):
         if len(state.initial_state) != 1 or state.initial_state[0].WhichOneof("state_data") != "data_file":
             continue

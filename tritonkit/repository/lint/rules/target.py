@@ -27,8 +27,7 @@ def required_backend(cfg: mc.ModelConfig) -> str:
 
 
 @rule("TK601", ERROR, "backend missing on the target server", family=FAMILY)
-def backend_available(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def backend_available(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     target = ctx.target
     backend = required_backend(cfg)
     if not backend or target.backends is None or backend in target.backends:
@@ -47,8 +46,7 @@ def backend_available(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK602", ERROR, "GPU instances on a target without GPUs", family=FAMILY)
-def gpu_kind_without_gpus(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def gpu_kind_without_gpus(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     target = ctx.target
     if target.gpu_count != 0:
         return
@@ -60,8 +58,7 @@ def gpu_kind_without_gpus(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK603", ERROR, "GPU id the target does not have", family=FAMILY)
-def gpu_ids(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def gpu_ids(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     count = ctx.target.gpu_count
     if not count:
         return  # 0 is TK602's case; None means unknown
@@ -74,8 +71,7 @@ def gpu_ids(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK604", ERROR, "GPU-only backend on a CPU target", family=FAMILY)
-def gpu_only_backend(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def gpu_only_backend(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     backend = required_backend(cfg)
     if ctx.target.gpu_count == 0 and backend in GPU_ONLY_BACKENDS:
         ctx.report(m, f"backend {backend!r} needs an NVIDIA GPU; the target ({ctx.target.source}) has none",
@@ -84,8 +80,7 @@ def gpu_only_backend(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK605", WARNING, "GPU accelerator configured for a CPU target", family=FAMILY)
-def gpu_accelerator_on_cpu(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def gpu_accelerator_on_cpu(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if ctx.target.gpu_count != 0:
         return
     accelerators = cfg.optimization.execution_accelerators.gpu_execution_accelerator

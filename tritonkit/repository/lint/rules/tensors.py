@@ -24,8 +24,7 @@ def _tensors(cfg: mc.ModelConfig) -> Iterator[tuple[str, int, Any]]:
 
 
 @rule("TK301", ERROR, "tensor has no data_type", family=FAMILY)
-def data_type_set(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def data_type_set(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
         if t.data_type == mc.TYPE_INVALID:
             ctx.report(m, f"{kind} {t.name!r} has no data_type", field=f"{kind}[{i}].data_type"
@@ -34,8 +33,7 @@ def data_type_set(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK302", ERROR, "tensor has no dims", family=FAMILY)
-def dims_set(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def dims_set(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
         if not t.dims:
             ctx.report(m, f"{kind} {t.name!r} has no dims (Triton refuses even scalars without dims)",
@@ -43,14 +41,22 @@ def dims_set(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK303", ERROR, "dimension is 0 or below -1", family=FAMILY)
-def dims_valid(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def dims_valid(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
-        for j, d in enumerate(t.dims):
-            if d == 0 or d < -1:
-                ctx.report(m, f"{kind} {t.name!r} dimension {d} in {list(t.dims)} is invalid",
-                           field=f"{kind}[{i}].dims[{j}]",
-                           hint="use a size >= 1, or -1 for a variable-size dimension")
+        _report_bad_dims(ctx, m, f"{kind} {t.name!r}", t.dims, f"{kind}[{i}].dims")
+
+
+def _bad_dim(d: int) -> bool:
+    """A dimension Triton refuses: 0, or negative other than -1 (variable size)."""
+    return d == 0 or d < -1
+
+
+def _report_bad_dims(ctx: LintContext, m: ModelInfo, what: str, dims: Sequence[int], path: str) -> None:
+    """One finding per bad dimension of ``dims`` (``what`` opens the message, ``path`` is the field)."""
+    for j, d in enumerate(dims):
+        if _bad_dim(d):
+            ctx.report(m, f"{what} dimension {d} in {list(dims)} is invalid", field=f"{path}[{j}]",
+                       hint="use a size >= 1, or -1 for a variable-size dimension")
 
 
 def _element_count(dims: Sequence[int]) -> int:
@@ -73,13 +79,12 @@ def _trunks(dims: Sequence[int]) -> list[int]:
 
 
 @rule("TK304", ERROR, "reshape does not match dims (element count or variable-size dims)", family=FAMILY)
-def reshape_size(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def reshape_size(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
         if not t.HasField("reshape") or not t.dims:
             continue
         dims, shape = list(t.dims), list(t.reshape.shape)
-        if any(d == 0 or d < -1 for d in dims + shape):
+        if any(_bad_dim(d) for d in dims + shape):
             continue  # TK303 / TK314 name the bad dimension
         dims_n, shape_n = _element_count(dims), _element_count(shape)
         path = f"{kind}[{i}].reshape"
@@ -107,8 +112,7 @@ def reshape_size(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK312", ERROR, "tensor has no name", family=FAMILY)
-def tensor_named(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def tensor_named(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
         if not t.name:
             ctx.report(m, f"{kind}[{i}] has no name", field=f"{kind}[{i}]",
@@ -116,8 +120,7 @@ def tensor_named(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK313", ERROR, "empty reshape on a model that does not batch", family=FAMILY)
-def empty_reshape(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def empty_reshape(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.max_batch_size != 0:
         return
     for kind, i, t in _tensors(cfg):
@@ -129,19 +132,13 @@ def empty_reshape(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK314", ERROR, "reshape dimension is 0 or below -1", family=FAMILY)
-def reshape_dims_valid(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def reshape_dims_valid(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
-        for j, d in enumerate(t.reshape.shape):
-            if d == 0 or d < -1:
-                ctx.report(m, f"{kind} {t.name!r} reshape dimension {d} in {list(t.reshape.shape)} is invalid",
-                           field=f"{kind}[{i}].reshape.shape[{j}]",
-                           hint="use a size >= 1, or -1 for a variable-size dimension")
+        _report_bad_dims(ctx, m, f"{kind} {t.name!r} reshape", t.reshape.shape, f"{kind}[{i}].reshape.shape")
 
 
 @rule("TK315", ERROR, "non-linear I/O format outside TensorRT, or without 3 dims", family=FAMILY)
-def non_linear_format(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def non_linear_format(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     tensorrt = cfg.platform == "tensorrt_plan" or cfg.backend == "tensorrt"
     for kind, i, t in _tensors(cfg):
         if not t.is_non_linear_format_io:
@@ -156,8 +153,7 @@ def non_linear_format(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK305", WARNING, "tensor name declared twice", family=FAMILY)
-def unique_names(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def unique_names(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, tensors in (("input", cfg.input), ("output", cfg.output)):
         seen: set[str] = set()
         for i, t in enumerate(tensors):
@@ -169,8 +165,7 @@ def unique_names(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK306", WARNING, "batch dimension written into dims", family=FAMILY)
-def batch_dim_repeated(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def batch_dim_repeated(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.max_batch_size <= 0 or cfg.platform == "ensemble":
         return
     for kind, i, t in _tensors(cfg):
@@ -186,8 +181,7 @@ def batch_dim_repeated(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK307", ERROR, "FORMAT_NCHW/NHWC needs exactly 3 dims", family=FAMILY)
-def image_format(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def image_format(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, t in enumerate(cfg.input):
         if t.format in (mc.ModelInput.FORMAT_NCHW, mc.ModelInput.FORMAT_NHWC) and len(t.dims) != 3:
             ctx.report(m, f"input {t.name!r} has format {mc.ModelInput.Format.Name(t.format)} but "
@@ -196,8 +190,7 @@ def image_format(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK308", ERROR, "shape tensor outside TensorRT", family=FAMILY)
-def shape_tensor(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def shape_tensor(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.platform == "tensorrt_plan" or cfg.backend == "tensorrt" or cfg.platform == "ensemble":
         return
     for kind, i, t in _tensors(cfg):
@@ -207,8 +200,7 @@ def shape_tensor(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK309", ERROR, "label file missing", family=FAMILY)
-def label_file(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def label_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, t in enumerate(cfg.output):
         if t.label_filename and not (m.folder / t.label_filename).is_file():
             ctx.report(m, f"output {t.name!r} names label file {t.label_filename!r}, which is not in the "
@@ -221,8 +213,7 @@ def _dims_match(want: Sequence[int], got: Sequence[int]) -> bool:
 
 
 @rule("TK311", ERROR, "warmup sample does not match the inputs", family=FAMILY)
-def warmup_inputs(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def warmup_inputs(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.platform == "ensemble":
         return  # TK403 covers warmup on ensembles
     inputs = {t.name: t for t in cfg.input}

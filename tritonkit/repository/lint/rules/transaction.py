@@ -21,8 +21,7 @@ def _decoupled(cfg: mc.ModelConfig) -> bool:
 
 
 @rule("TK501", ERROR, "response cache with a decoupled model", family=FAMILY)
-def cache_decoupled(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def cache_decoupled(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.response_cache.enable and _decoupled(cfg):
         ctx.report(m, "response_cache is enabled on a decoupled model; Triton does not cache decoupled "
                    "responses and refuses the model", field="response_cache.enable",
@@ -30,21 +29,19 @@ def cache_decoupled(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK502", ERROR, "response cache with sequence batching", family=FAMILY)
-def cache_sequence(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def cache_sequence(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.response_cache.enable and cfg.HasField("sequence_batching"):
         ctx.report(m, "response_cache is enabled with sequence_batching; stateful responses cannot be cached",
                    field="response_cache.enable", hint="disable response_cache for stateful models")
 
 
 @rule("TK503", WARNING, "decoupled settings disagree", family=FAMILY)
-def decoupled_parameters(ctx: LintContext, m: ModelInfo) -> None:
+def decoupled_parameters(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     """A backend parameter that turns streaming on must agree with model_transaction_policy.
 
     The TensorRT-LLM backend reads ``decoupled_mode`` and needs the transaction policy to match; the
     bundled server has no such backend, so this is checked from the config alone.
     """
-    cfg = m.parsed_config
     for key in _STREAM_PARAMS:
         if key not in cfg.parameters:
             continue
@@ -58,8 +55,7 @@ def decoupled_parameters(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK504", WARNING, "streaming input on a model that is not decoupled", family=FAMILY)
-def streaming_needs_decoupled(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def streaming_needs_decoupled(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if _decoupled(cfg):
         return
     for i, t in enumerate(cfg.input):
@@ -70,8 +66,7 @@ def streaming_needs_decoupled(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK505", WARNING, "ensemble and its decoupled steps disagree", family=FAMILY)
-def ensemble_decoupled(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def ensemble_decoupled(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.platform != "ensemble":
         return
     decoupled_steps = []

@@ -111,13 +111,16 @@ def _int(value: Any) -> int | None:
         return None
 
 
-@rule("TK901", ERROR, "Triton max_batch_size above the engine's", family=FAMILY)
-def batch_above_engine(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def _engine_limit(m: ModelInfo, cfg: mc.ModelConfig, key: str) -> int | None:
+    """An integer the engine was built with (``build_config[key]``); ``None`` when ``m`` is not the
+    engine model, its ``config.json`` is not here, or the value is missing or not a number."""
     build = _engine_build_config(m, cfg)
-    if build is None:
-        return
-    engine_batch = _int(build.get("max_batch_size"))
+    return None if build is None else _int(build.get(key))
+
+
+@rule("TK901", ERROR, "Triton max_batch_size above the engine's", family=FAMILY)
+def batch_above_engine(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    engine_batch = _engine_limit(m, cfg, "max_batch_size")
     if engine_batch is not None and cfg.max_batch_size > engine_batch:
         ctx.report(m, f"max_batch_size {cfg.max_batch_size} exceeds the engine's max_batch_size {engine_batch}; "
                    "the engine cannot run batches that large", field="max_batch_size",
@@ -125,8 +128,7 @@ def batch_above_engine(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK902", ERROR, "KV-cache reuse without paged context FMHA in the engine", family=FAMILY)
-def reuse_needs_paged_fmha(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def reuse_needs_paged_fmha(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     value = _param(cfg, "enable_kv_cache_reuse")
     if not is_engine_model(cfg) or value not in CPP_TRUE:
         return
@@ -142,8 +144,7 @@ def reuse_needs_paged_fmha(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK903", ERROR, "GPU ids do not match the engine's world size (tp × pp)", family=FAMILY)
-def world_size(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def world_size(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     value = _param(cfg, "gpu_device_ids")
     if not is_engine_model(cfg) or not value or _unfilled(value):
         return
@@ -168,8 +169,7 @@ def world_size(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK904", ERROR, "streaming BLS and its tensorrt_llm model disagree on decoupled", family=FAMILY)
-def bls_decoupled(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def bls_decoupled(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     target = _param(cfg, "tensorrt_llm_model_name")
     if target is None or _unfilled(target):
         return
@@ -186,8 +186,7 @@ def bls_decoupled(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK905", ERROR, "enum or boolean parameter spelled as the backend does not expect", family=FAMILY)
-def spelling(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def spelling(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     checks: list[tuple[str, tuple[str, ...]]] = []
     if is_engine_model(cfg):
         checks += [("gpt_model_type", (*BATCHING_STRATEGIES, "inflight_batching", "v1")),
@@ -208,8 +207,7 @@ def spelling(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK906", WARNING, "parameter the TensorRT-LLM backend does not read (misspelled?)", family=FAMILY)
-def unknown_keys(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def unknown_keys(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if cfg.backend != "tensorrtllm":
         return
     for key in cfg.parameters:
@@ -221,12 +219,8 @@ def unknown_keys(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK907", ERROR, "token limits beyond the engine's max_seq_len", family=FAMILY)
-def token_limits(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
-    build = _engine_build_config(m, cfg)
-    if build is None:
-        return
-    max_seq = _int(build.get("max_seq_len"))
+def token_limits(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    max_seq = _engine_limit(m, cfg, "max_seq_len")
     if max_seq is None:
         return
     window = _int(_param(cfg, "max_attention_window_size"))
@@ -243,8 +237,7 @@ def token_limits(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK908", ERROR, "tokenizer files missing", family=FAMILY)
-def tokenizer_files(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def tokenizer_files(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     value = _param(cfg, "tokenizer_dir")
     if not value or _unfilled(value):
         return
@@ -264,8 +257,7 @@ def tokenizer_files(ctx: LintContext, m: ModelInfo) -> None:
 
 
 @rule("TK909", INFO, "engine folder not found here: engine checks skipped", family=FAMILY)
-def engine_missing(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def engine_missing(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not is_engine_model(cfg):
         return
     folder = _engine_dir(m, cfg)
@@ -285,14 +277,13 @@ def _engine_line(engine: dict[str, Any]) -> str | None:
 
 
 @rule("TK910", WARNING, "input the engine's TensorRT-LLM version does not read", family=FAMILY)
-def input_not_read(ctx: LintContext, m: ModelInfo) -> None:
-    cfg = m.parsed_config
+def input_not_read(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     engine = engine_config(m) if is_engine_model(cfg) else None
     line = None if engine is None else _engine_line(engine)
     if line is None:
         return
     # Imported here: the builders import this module for the parameter spellings.
-    from tritonkit.builders.trtllm.versions import find_interface
+    from tritonkit.trtllm_versions import find_interface
 
     interface = find_interface(line)
     if interface is None:
