@@ -20,8 +20,10 @@ from tests.support import deploy_repos
 from tests.support.kserve import predictor_pod
 from tritonkit.cli import main
 from tritonkit.deploy import (
+    GrpcIngress,
     K8sOptions,
     RepositoryFacts,
+    RepositorySource,
     accepted_checks,
     build_manifests,
     install_checkov,
@@ -60,11 +62,13 @@ def _written(tmp_path: Path, facts: RepositoryFacts, sla: str | None, **options:
 CASES: dict[str, tuple[str, str | None, dict[str, Any]]] = {
     "CPU, autoscaled, a tag-pinned image": ("cpu", "p99<=50ms", {"image": IMAGE}),
     "GPU, object store with credentials, gRPC Ingress, digest-pinned image": (
-        "gpu", "p99<=50ms", {"image": PINNED, "repo_uri": "s3://models/prod", "credentials_secret": "s3-creds",
-                             "grpc_ingress_host": "triton.example.com", "namespace": "serving",
+        "gpu", "p99<=50ms", {"image": PINNED, "source": RepositorySource(uri="s3://models/prod",
+                                                                         credentials_secret="s3-creds"),
+                             "ingress": GrpcIngress("triton.example.com"), "namespace": "serving",
                              "min_replicas": 2, "max_replicas": 8}),
     "fixed replicas on a claim, no SLA, digest-pinned image": (
-        "cpu", None, {"image": PINNED, "pvc": "models", "min_replicas": 3, "max_replicas": 3}),
+        "cpu", None, {"image": PINNED, "source": RepositorySource(pvc="models"), "min_replicas": 3,
+                      "max_replicas": 3}),
 }
 
 
@@ -85,7 +89,7 @@ def test_generated_manifests_pass_every_check_but_the_accepted_ones(
 def test_the_kserve_predictor_pod_passes_the_same_checks(tmp_path: Path, gpu_facts: RepositoryFacts,
                                                          checkov: Path) -> None:
     manifests = build_manifests(gpu_facts, parse_sla("p99<=50ms"), K8sOptions(
-        image=PINNED, kserve=True, repo_uri="gs://bucket/repo", max_replicas=4))
+        image=PINNED, kserve=True, source=RepositorySource(uri="gs://bucket/repo"), max_replicas=4))
     isvc, *rest = manifests.all()
     stream = tmp_path / "kserve.yaml"
     stream.write_text(render_yaml([predictor_pod(isvc, PINNED), *rest]))

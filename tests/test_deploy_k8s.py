@@ -11,6 +11,8 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,15 @@ from click.testing import CliRunner
 from tests.support import deploy_repos
 from tests.support.kserve import predictor_pod
 from tritonkit.cli import main
-from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, render_yaml, write_manifests
+from tritonkit.deploy import (
+    GrpcIngress,
+    K8sOptions,
+    RepositoryFacts,
+    RepositorySource,
+    build_manifests,
+    render_yaml,
+    write_manifests,
+)
 from tritonkit.deploy.k8s import MIN_EXIT_TIMEOUT_S, TAIL_FACTOR, parse_replicas
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
@@ -167,7 +177,7 @@ def test_fixed_replicas_need_no_autoscaler(cpu_facts: RepositoryFacts) -> None:
 
 
 def test_an_object_store_repository_is_read_by_the_server_with_credentials(cpu_facts: RepositoryFacts) -> None:
-    options = K8sOptions(image=IMAGE, repo_uri="s3://models/prod", credentials_secret="s3-creds")
+    options = K8sOptions(image=IMAGE, source=RepositorySource(uri="s3://models/prod", credentials_secret="s3-creds"))
     deployment = _kinds(build_manifests(cpu_facts, None, options).all())["Deployment"]
     _validate(deployment)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -186,7 +196,8 @@ def test_an_object_store_repository_is_read_by_the_server_with_credentials(cpu_f
 
 
 def test_kserve_gets_an_inference_service_on_the_triton_runtime(gpu_facts: RepositoryFacts) -> None:
-    options = K8sOptions(image=IMAGE, repo_uri="gs://bucket/repo", kserve=True, min_replicas=1, max_replicas=3)
+    options = K8sOptions(image=IMAGE, source=RepositorySource(uri="gs://bucket/repo"), kserve=True, min_replicas=1,
+                         max_replicas=3)
     docs = build_manifests(gpu_facts, parse_sla("p99<=50ms"), options).all()
     assert [d["kind"] for d in docs] == ["InferenceService", "NetworkPolicy", "PodDisruptionBudget"]
     isvc = docs[0]
@@ -225,16 +236,15 @@ def test_kserve_gets_an_inference_service_on_the_triton_runtime(gpu_facts: Repos
         assert selector == {"matchLabels": {"serving.kserve.io/inferenceservice": "triton"}}
 
 
-@pytest.mark.parametrize(("kwargs", "words"), [
-    ({"repo_uri": "http://example/models"}, "object-store URI"),
-    ({"min_replicas": 3, "max_replicas": 2}, "min <= max"),
-    ({"image": " "}, "--image is empty"),
-    ({"kserve": True}, "storage URI"),
+@pytest.mark.parametrize(("build", "words"), [
+    (partial(RepositorySource, uri="http://example/models"), "object-store URI"),
+    (partial(K8sOptions, image=IMAGE, min_replicas=3, max_replicas=2), "min <= max"),
+    (partial(K8sOptions, image=" "), "--image is empty"),
+    (partial(K8sOptions, image=IMAGE, kserve=True), "storage URI"),
 ])
-def test_bad_options_are_refused_with_a_fix(kwargs: dict[str, Any], words: str) -> None:
-    options: dict[str, Any] = {"image": IMAGE, **kwargs}
+def test_bad_options_are_refused_with_a_fix(build: Callable[[], object], words: str) -> None:
     with pytest.raises(ConfigError) as info:
-        K8sOptions(**options)
+        build()
     assert words in info.value.message and info.value.hint
 
 
@@ -272,6 +282,38 @@ def test_cli_prints_one_stream_for_kubectl_without_out(cpu_facts: RepositoryFact
     json.dumps(docs)  # plain data all the way down
 
 
+def test_cli_builds_the_repository_source_pod_size_and_ingress_from_its_flags(cpu_facts: RepositoryFacts) -> None:
+    assert cpu_facts.root is not None
+    result = CliRunner().invoke(main, [
+        "deploy", "k8s", str(cpu_facts.root), "--image", IMAGE, "--name", "det", "--kserve",
+        "--repo-uri", "s3://models/prod", "--credentials-secret", "s3-creds", "--cpu", "3", "--memory", "6Gi",
+        "--shm-size", "1Gi", "--prometheus-url", "http://prom.monitoring.svc:9090"])
+    assert result.exit_code == 0, result.output
+    isvc = next(yaml.safe_load_all(result.stdout))
+    model = isvc["spec"]["predictor"]["model"]
+    assert isvc["metadata"]["name"] == "det" and model["storageUri"] == "s3://models/prod"
+    assert model["resources"]["limits"] == {"cpu": "3", "memory": "6Gi"}
+    volumes = {v["name"]: v for v in isvc["spec"]["predictor"]["volumes"]}
+    assert volumes["credentials"]["secret"]["secretName"] == "s3-creds"
+    assert volumes["dshm"]["emptyDir"]["sizeLimit"] == "1024Mi"
+    servers = {m["external"]["metric"]["serverAddress"] for m in isvc["spec"]["predictor"]["autoScaling"]["metrics"]}
+    assert servers == {"http://prom.monitoring.svc:9090"}
+    result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE,
+                                       "--grpc-ingress", "t.example.com", "--ingress-tls-secret", "t-tls"])
+    assert result.exit_code == 0, result.output
+    ingress = next(d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "Ingress")
+    assert ingress["spec"]["tls"] == [{"hosts": ["t.example.com"], "secretName": "t-tls"}]
+
+
+def test_cli_refuses_an_ingress_tls_secret_without_an_ingress(tmp_path: Path, cpu_facts: RepositoryFacts) -> None:
+    assert cpu_facts.root is not None
+    result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE,
+                                       "--ingress-tls-secret", "t-tls", "--out", str(tmp_path / "k8s")])
+    assert result.exit_code == 2
+    assert "--ingress-tls-secret" in result.output and "--grpc-ingress" in result.output
+    assert not (tmp_path / "k8s").exists()
+
+
 def test_cli_names_a_missing_model_with_the_ones_there(cpu_facts: RepositoryFacts) -> None:
     assert cpu_facts.root is not None
     result = CliRunner().invoke(main, ["deploy", "k8s", str(cpu_facts.root), "--image", IMAGE, "--model", "nope"])
@@ -284,7 +326,7 @@ def test_writing_again_removes_what_the_new_options_no_longer_produce(tmp_path: 
     """`kubectl apply -f k8s/` applies every file there: a stale hpa.yaml from an earlier run with
     --replicas 1:4 would fight a fixed replica count, and a stale ingress.yaml would stay exposed."""
     out = tmp_path / "k8s"
-    write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, grpc_ingress_host="t.example.com")), out)
+    write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, ingress=GrpcIngress("t.example.com"))), out)
     assert {"hpa.yaml", "ingress.yaml", "prometheus-adapter-values.yaml"} <= {p.name for p in out.iterdir()}
     (out / "notes.txt").write_text("mine")  # not ours: left alone
     write_manifests(build_manifests(cpu_facts, None, K8sOptions(image=IMAGE, min_replicas=2, max_replicas=2)), out)

@@ -6,6 +6,8 @@ checkov's view of the same manifests is in test_deploy_checkov.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,15 @@ from click.testing import CliRunner
 from tests.support.pymodels import write_python_model
 from tests.support.sweep_models import SLEEPY_PY, write_sleepy
 from tritonkit.cli import main
-from tritonkit.deploy import K8sOptions, RepositoryFacts, build_manifests, read_repository
+from tritonkit.deploy import (
+    GrpcIngress,
+    K8sOptions,
+    PodSize,
+    RepositoryFacts,
+    RepositorySource,
+    build_manifests,
+    read_repository,
+)
 from tritonkit.deploy.k8s_sizing import MIB, PYTHON_STUB_BYTES, SHM_STEP_BYTES, shm_bytes
 from tritonkit.errors import ConfigError
 
@@ -107,7 +117,7 @@ instance_group [ { count: 2 kind: KIND_CPU } ]
     assert shm_bytes(facts) == 320 * MIB
     pod = _pod(facts)
     assert next(v for v in pod["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] == "320Mi"
-    given = _pod(facts, shm_size="1Gi", cpu="3", memory="6Gi")
+    given = _pod(facts, size=PodSize(shm_size="1Gi", cpu="3", memory="6Gi"))
     assert next(v for v in given["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] == "1024Mi"
     assert given["containers"][0]["resources"]["limits"] == {"cpu": "3", "memory": "6Gi"}
 
@@ -137,7 +147,7 @@ def test_the_network_policy_admits_labelled_clients_and_prometheus_only(facts: R
 
 def test_grpc_balances_through_a_headless_service_or_an_ingress(facts: RepositoryFacts) -> None:
     docs = build_manifests(facts, None, K8sOptions(image=IMAGE, namespace="serving",
-                                                   grpc_ingress_host="triton.example.com")).all()
+                                                   ingress=GrpcIngress("triton.example.com"))).all()
     services = {s["metadata"]["name"]: s for s in _kinds(docs)["Service"]}
     headless = services["triton-headless"]
     assert headless["spec"]["clusterIP"] == "None"
@@ -183,21 +193,24 @@ def test_unpinned_and_malformed_images_are_refused(image: str, words: str) -> No
     assert words in info.value.message and "--image" in info.value.message and info.value.hint
 
 
-@pytest.mark.parametrize(("options", "field"), [
-    ({"name": "Bad Name$(rm -rf /)"}, "--name"),
-    ({"name": "1triton"}, "--name"),  # Service names must start with a letter
-    ({"name": "t" * 60}, "--name"),  # the headless Service's name would pass 63 characters
-    ({"namespace": "it's"}, "--namespace"),
-    ({"namespace": "Serving"}, "--namespace"),
-    ({"pvc": "models/../x"}, "--pvc"),
-    ({"credentials_secret": "s3 creds"}, "--credentials-secret"),
-    ({"grpc_ingress_host": "triton_example.com"}, "--grpc-ingress"),
-    ({"cpu": "two"}, "--cpu"),
-    ({"memory": "-4Gi"}, "--memory"),
+@pytest.mark.parametrize(("build", "field"), [
+    (partial(K8sOptions, image=IMAGE, name="Bad Name$(rm -rf /)"), "--name"),
+    (partial(K8sOptions, image=IMAGE, name="1triton"), "--name"),  # Service names must start with a letter
+    # The headless Service's name would pass 63 characters.
+    (partial(K8sOptions, image=IMAGE, name="t" * 60), "--name"),
+    (partial(K8sOptions, image=IMAGE, namespace="it's"), "--namespace"),
+    (partial(K8sOptions, image=IMAGE, namespace="Serving"), "--namespace"),
+    (partial(RepositorySource, pvc="models/../x"), "--pvc"),
+    (partial(RepositorySource, credentials_secret="s3 creds"), "--credentials-secret"),
+    (partial(GrpcIngress, "triton_example.com"), "--grpc-ingress"),
+    (partial(GrpcIngress, "triton.example.com", tls_secret="tls/x"), "--ingress-tls-secret"),
+    (partial(PodSize, cpu="two"), "--cpu"),
+    (partial(PodSize, memory="-4Gi"), "--memory"),
+    (partial(PodSize, shm_size="1.5Gi"), "--shm-size"),
 ])
-def test_names_are_checked_as_kubernetes_names(options: dict[str, Any], field: str) -> None:
+def test_names_are_checked_as_kubernetes_names(build: Callable[[], object], field: str) -> None:
     with pytest.raises(ConfigError) as info:
-        K8sOptions(image=IMAGE, **options)
+        build()
     assert info.value.message.startswith(field) and info.value.hint
 
 

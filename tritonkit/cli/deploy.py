@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,8 +12,11 @@ from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json
 from tritonkit.deploy import (
     AlertOptions,
     DashboardOptions,
+    GrpcIngress,
     K8sOptions,
+    PodSize,
     RepositoryFacts,
+    RepositorySource,
     build_dashboard,
     build_manifests,
     build_rules,
@@ -28,6 +32,7 @@ from tritonkit.deploy.checkov import CHECKOV_VERSION, accepted_checks, install_c
 from tritonkit.deploy.k8s import ADAPTER_FILE, parse_replicas
 from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
+from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.compare import parse_percent
 from tritonkit.perf.judge.sla import SLA, load_sla
 
@@ -95,12 +100,10 @@ def deploy() -> None:
 @click.option("--model", "models", multiple=True, help="Only these models of the repository (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write one file per kind into this folder (default: print one YAML stream).")
-def k8s_command(repo: Path, image: str, name: str, namespace: str, gpus: int | None, replicas: str,
-                repo_uri: str | None, pvc: str | None, credentials_secret: str | None, sla_text: str | None,
-                max_request_s: float | None, scale_out_at: str, concurrency_limit: int | None, cpu: str | None,
-                memory: str | None, shm_size: str | None, grpc_ingress_host: str | None,
-                ingress_tls_secret: str | None, prometheus_url: str, kserve: bool,
-                models: tuple[str, ...], out: Path | None) -> None:
+def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None, credentials_secret: str | None,
+                sla_text: str | None, scale_out_at: str, cpu: str | None, memory: str | None, shm_size: str | None,
+                grpc_ingress_host: str | None, ingress_tls_secret: str | None, models: tuple[str, ...],
+                out: Path | None, **options: Any) -> None:
     """Kubernetes manifests serving REPO: Deployment, Services, HPA, NetworkPolicy, PDB (or KServe).
 
     Hardened (non-root, read-only root filesystem, no capabilities, seccomp RuntimeDefault, no
@@ -116,14 +119,16 @@ def k8s_command(repo: Path, image: str, name: str, namespace: str, gpus: int | N
           --namespace serving --gpus 1 --replicas 2:8 --sla 'p99<=50ms' --out k8s/
     """
     low, high = parse_replicas(replicas)
-    options = K8sOptions(image=image, name=name, namespace=namespace, gpus=gpus, min_replicas=low,
-                         max_replicas=high, repo_uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret,
-                         max_request_s=max_request_s, kserve=kserve, concurrency_limit=concurrency_limit,
-                         scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"),
-                         cpu=cpu, memory=memory, shm_size=shm_size, grpc_ingress_host=grpc_ingress_host,
-                         ingress_tls_secret=ingress_tls_secret, prometheus_url=prometheus_url)
+    if ingress_tls_secret is not None and grpc_ingress_host is None:
+        raise ConfigError("--ingress-tls-secret is the gRPC Ingress's, and there is none",
+                          hint="add --grpc-ingress HOST, or drop --ingress-tls-secret")
+    ingress = GrpcIngress(grpc_ingress_host, tls_secret=ingress_tls_secret) if grpc_ingress_host is not None else None
+    # The other options are named as K8sOptions' fields (image, name, namespace, gpus, kserve, …).
+    k8s = K8sOptions(min_replicas=low, max_replicas=high, source=RepositorySource(uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret),
+                     size=PodSize(cpu=cpu, memory=memory, shm_size=shm_size), ingress=ingress,
+                     scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"), **options)
     facts = read_repository(repo, models=models)
-    manifests = build_manifests(facts, _sla(sla_text), options)
+    manifests = build_manifests(facts, _sla(sla_text), k8s)
     for note in manifests.notes:
         _say(note)
     if out is None:

@@ -31,7 +31,16 @@ from tritonkit.deploy.checkov import (
     scan_manifests,
 )
 from tritonkit.deploy.dashboard import DashboardOptions, build_dashboard, panel_queries, write_dashboard
-from tritonkit.deploy.k8s import K8sOptions, Manifests, build_manifests, render_yaml, write_manifests
+from tritonkit.deploy.k8s import (
+    GrpcIngress,
+    K8sOptions,
+    Manifests,
+    PodSize,
+    RepositorySource,
+    build_manifests,
+    render_yaml,
+    write_manifests,
+)
 from tritonkit.deploy.prometheus import (
     PrometheusInstall,
     check_rules,
@@ -46,11 +55,14 @@ __all__ = [
     "AlertOptions",
     "CheckovReport",
     "DashboardOptions",
+    "GrpcIngress",
     "K8sOptions",
     "Manifests",
     "ModelFacts",
+    "PodSize",
     "PrometheusInstall",
     "RepositoryFacts",
+    "RepositorySource",
     "RuleSet",
     "TermMapping",
     "accepted_checks",

@@ -40,7 +40,15 @@ from tritonkit.deploy.k8s_network import (
     network_policy,
     service,
 )
-from tritonkit.deploy.k8s_options import GRPC_PORT, HTTP_PORT, METRICS_PORT, K8sOptions, object_meta
+from tritonkit.deploy.k8s_options import (
+    GRPC_PORT,
+    HTTP_PORT,
+    METRICS_PORT,
+    GrpcIngress,
+    K8sOptions,
+    RepositorySource,
+    object_meta,
+)
 from tritonkit.deploy.k8s_pod import (
     container_security_context,
     hardened_env,
@@ -48,7 +56,7 @@ from tritonkit.deploy.k8s_pod import (
     writable_mounts,
 )
 from tritonkit.deploy.k8s_scale import ScaleTargets, adapter_rules, hpa, kserve_autoscaling
-from tritonkit.deploy.k8s_sizing import PodResources, pod_resources
+from tritonkit.deploy.k8s_sizing import PodResources, PodSize, pod_resources
 from tritonkit.deploy.source import RepositoryFacts
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.sla import METRICS, SLA
@@ -59,8 +67,11 @@ __all__ = [
     "MIN_EXIT_TIMEOUT_S",
     "PRESTOP_PAUSE_S",
     "TAIL_FACTOR",
+    "GrpcIngress",
     "K8sOptions",
     "Manifests",
+    "PodSize",
+    "RepositorySource",
     "build_manifests",
     "longest_request_s",
     "parse_replicas",
@@ -179,7 +190,7 @@ def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions
     notes = [f"exit timeout {exit_timeout_s} s from {source}; terminationGracePeriodSeconds {grace_s} s"]
     if gpus == 0 and facts.uses_gpu:
         notes.append("a model asks for KIND_GPU but --gpus 0: it will fail to load")
-    resources = pod_resources(facts, gpus, cpu=o.cpu, memory=o.memory, shm_size=o.shm_size)
+    resources = pod_resources(facts, gpus, o.size)
     notes += [f"resources per pod (requests = limits): {line}" for line in resources.basis]
     if not image_has_digest(o.image):
         notes.append(f"image {o.image} is pinned by tag only: pin its digest (…@sha256:…) for identical bytes "
@@ -204,9 +215,9 @@ def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions
         files["service.yaml"] = [service(o, labels, selector), headless_service(o, labels, selector)]
         notes.append(f"gRPC clients that balance themselves: dns:///{o.headless_name}.{o.namespace}.svc.cluster.local:"
                      f"{GRPC_PORT} with round_robin; label client pods {{tritonkit/client-of: {o.name}}}")
-        if o.grpc_ingress_host:
-            files["ingress.yaml"] = [grpc_ingress(o, labels)]
-            notes.append(f"Ingress: gRPC on {o.grpc_ingress_host}:443 through ingress-nginx; create the TLS secret "
+        if o.ingress:
+            files["ingress.yaml"] = [grpc_ingress(o, o.ingress, labels)]
+            notes.append(f"Ingress: gRPC on {o.ingress.host}:443 through ingress-nginx; create the TLS secret "
                          f"{o.tls_secret}")
         if scaling:
             files["hpa.yaml"] = [hpa(o, labels, targets)]
@@ -223,11 +234,11 @@ def _container(o: K8sOptions, args: list[str], gpus: int, resources: PodResource
     container: dict[str, Any] = {
         "args": args,
         "env": hardened_env(),
-        "resources": resources.as_k8s(gpus),
+        "resources": resources.size.as_k8s(gpus),
         "securityContext": container_security_context(),
         "volumeMounts": mounts,
     }
-    if o.credentials_secret:
+    if o.source.credentials_secret:
         # As a file, not as environment (which leaks into crash dumps and child processes):
         # tritonserver reads its object-store credentials from TRITON_CLOUD_CREDENTIAL_PATH.
         container["env"].append({"name": "TRITON_CLOUD_CREDENTIAL_PATH",
@@ -237,8 +248,8 @@ def _container(o: K8sOptions, args: list[str], gpus: int, resources: PodResource
 
 
 def _pod_spec(o: K8sOptions, volumes: list[dict[str, Any]], grace_s: int) -> dict[str, Any]:
-    if o.credentials_secret:
-        volumes.append({"name": "credentials", "secret": {"secretName": o.credentials_secret,
+    if o.source.credentials_secret:
+        volumes.append({"name": "credentials", "secret": {"secretName": o.source.credentials_secret,
                                                           "defaultMode": 0o440}})
     return {"automountServiceAccountToken": False, "securityContext": pod_security_context(),
             "terminationGracePeriodSeconds": grace_s, "volumes": volumes}
@@ -246,12 +257,12 @@ def _pod_spec(o: K8sOptions, volumes: list[dict[str, Any]], grace_s: int) -> dic
 
 def _deployment(o: K8sOptions, labels: dict[str, str], exit_timeout_s: int, grace_s: int, gpus: int,
                 resources: PodResources, facts: RepositoryFacts) -> dict[str, Any]:
-    volumes, mounts = writable_mounts(resources, facts.model_bytes if o.repo_uri else 0)
-    if o.repo_uri:
-        repository = o.repo_uri
+    volumes, mounts = writable_mounts(resources, facts.model_bytes if o.source.uri else 0)
+    if o.source.uri:
+        repository = o.source.uri
     else:
         repository = MODEL_MOUNT
-        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": o.pvc or f"{o.name}-models",
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": o.source.claim(o.name),
                                                                      "readOnly": True}})
         mounts.append({"name": "models", "mountPath": MODEL_MOUNT, "readOnly": True})
     args = [f"--model-repository={repository}", f"--http-port={HTTP_PORT}", f"--grpc-port={GRPC_PORT}",
@@ -305,7 +316,7 @@ def _inference_service(o: K8sOptions, labels: dict[str, str], exit_timeout_s: in
     model: dict[str, Any] = {
         "modelFormat": {"name": "triton"},
         "runtime": "kserve-tritonserver",
-        "storageUri": o.repo_uri or f"pvc://{o.pvc}/",
+        "storageUri": o.source.uri or f"pvc://{o.source.pvc}/",
         **_container(o, _server_args(exit_timeout_s, gpus, o), gpus, resources, mounts),
     }
     predictor: dict[str, Any] = {"minReplicas": o.min_replicas, "maxReplicas": o.max_replicas,

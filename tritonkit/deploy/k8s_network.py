@@ -32,6 +32,7 @@ from tritonkit.deploy.k8s_options import (
     HTTP_PORT,
     METRICS_PORT,
     PROMETHEUS_LABELS,
+    GrpcIngress,
     K8sOptions,
     object_meta,
 )
@@ -74,9 +75,8 @@ def headless_service(o: K8sOptions, labels: dict[str, str], selector: dict[str, 
     }
 
 
-def grpc_ingress(o: K8sOptions, labels: dict[str, str]) -> dict[str, Any]:
-    """An ingress-nginx Ingress routing gRPC for ``o.grpc_ingress_host`` to the Service's gRPC port."""
-    assert o.grpc_ingress_host is not None
+def grpc_ingress(o: K8sOptions, ingress: GrpcIngress, labels: dict[str, str]) -> dict[str, Any]:
+    """An ingress-nginx Ingress routing gRPC for ``ingress.host`` to the Service's gRPC port."""
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
         "metadata": object_meta(o.name, o.namespace, labels, annotations={
@@ -86,10 +86,10 @@ def grpc_ingress(o: K8sOptions, labels: dict[str, str]) -> dict[str, Any]:
             "nginx.ingress.kubernetes.io/proxy-send-timeout": "3600",
         }),
         "spec": {
-            "ingressClassName": o.ingress_class,
+            "ingressClassName": ingress.ingress_class,
             # HTTP/2 to the proxy needs TLS (ALPN); the Secret is yours (cert-manager, or kubectl create secret tls).
-            "tls": [{"hosts": [o.grpc_ingress_host], "secretName": o.tls_secret}],
-            "rules": [{"host": o.grpc_ingress_host, "http": {"paths": [{
+            "tls": [{"hosts": [ingress.host], "secretName": o.tls_secret}],
+            "rules": [{"host": ingress.host, "http": {"paths": [{
                 "path": "/", "pathType": "Prefix",
                 "backend": {"service": {"name": o.name, "port": {"name": "grpc"}}},
             }]}}],
@@ -100,8 +100,8 @@ def grpc_ingress(o: K8sOptions, labels: dict[str, str]) -> dict[str, Any]:
 def network_policy(o: K8sOptions, labels: dict[str, str], selector: dict[str, str]) -> dict[str, Any]:
     """Ingress to the pods: inference ports from labelled clients (and the ingress controller), metrics from Prometheus."""
     clients: list[dict[str, Any]] = [{"namespaceSelector": {}, "podSelector": {"matchLabels": {CLIENT_LABEL: o.name}}}]
-    if o.grpc_ingress_host:
-        clients.append({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": o.ingress_namespace}},
+    if o.ingress:
+        clients.append({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": o.ingress.namespace}},
                         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "ingress-nginx"}}})
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",

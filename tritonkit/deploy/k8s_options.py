@@ -15,7 +15,7 @@ from tritonkit.deploy.k8s_names import (
     check_dns1123_subdomain,
     check_image,
 )
-from tritonkit.deploy.k8s_sizing import check_quantity
+from tritonkit.deploy.k8s_sizing import PodSize
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
 
@@ -28,7 +28,9 @@ __all__ = [
     "INGRESS_NAMESPACE",
     "METRICS_PORT",
     "PROMETHEUS_LABELS",
+    "GrpcIngress",
     "K8sOptions",
+    "RepositorySource",
     "object_meta",
 ]
 
@@ -48,6 +50,54 @@ INGRESS_NAMESPACE = "ingress-nginx"
 
 
 @dataclass(frozen=True)
+class RepositorySource:
+    """Where the pods read the model repository from: an object store tritonserver reads itself
+    (``uri``, with the ``credentials_secret`` its credential file comes from), else a
+    PersistentVolumeClaim (``pvc``; default ``<name>-models``)."""
+
+    #: ``s3://…`` / ``gs://…`` / ``as://…``: tritonserver reads the repository from there.
+    uri: str | None = None
+    #: PersistentVolumeClaim holding the repository (when no URI): default ``<name>-models``.
+    pvc: str | None = None
+    #: Secret holding Triton's object-store credential file (mounted as a file).
+    credentials_secret: str | None = None
+
+    def __post_init__(self) -> None:
+        for value, field in ((self.pvc, "--pvc"), (self.credentials_secret, "--credentials-secret")):
+            if value is not None:
+                check_dns1123_subdomain(value, field)
+        if self.uri is not None and not self.uri.startswith(("s3://", "gs://", "as://")):
+            raise ConfigError(f"--repo-uri {self.uri!r} is not an object-store URI tritonserver reads",
+                              hint="use s3://bucket/path, gs://bucket/path or as://account/container/path; "
+                                   "for a volume leave --repo-uri out and pass --pvc")
+        if self.uri is not None and any(c.isspace() for c in self.uri):
+            raise ConfigError(f"--repo-uri {self.uri!r} contains white space", hint="quote nothing into it")
+
+    def claim(self, name: str) -> str:
+        """The PersistentVolumeClaim of the deployment called ``name``."""
+        return self.pvc or f"{name}-models"
+
+
+@dataclass(frozen=True)
+class GrpcIngress:
+    """An ingress-nginx Ingress routing gRPC for ``host`` to the pods (gRPC through ingress-nginx
+    needs HTTP/2, hence TLS: ``tls_secret``, default ``<name>-tls``)."""
+
+    host: str
+    ingress_class: str = "nginx"
+    tls_secret: str | None = None
+    #: Where the ingress controller runs (its pods may reach the gRPC port).
+    namespace: str = INGRESS_NAMESPACE
+
+    def __post_init__(self) -> None:
+        check_dns1123_subdomain(self.host, "--grpc-ingress")
+        if self.tls_secret is not None:
+            check_dns1123_subdomain(self.tls_secret, "--ingress-tls-secret")
+        check_dns1123_label(self.namespace, "--ingress-namespace")
+        check_dns1123_subdomain(self.ingress_class, "--ingress-class")
+
+
+@dataclass(frozen=True)
 class K8sOptions:
     """What the manifests need besides the repository and the SLA."""
 
@@ -58,30 +108,18 @@ class K8sOptions:
     gpus: int | None = None
     min_replicas: int = 1
     max_replicas: int = 4
-    #: ``s3://…`` / ``gs://…`` / ``as://…``: tritonserver reads the repository from there.
-    repo_uri: str | None = None
-    #: PersistentVolumeClaim holding the repository (when no URI): default ``<name>-models``.
-    pvc: str | None = None
-    #: Secret whose keys become the container's environment (object-store credentials).
-    credentials_secret: str | None = None
+    source: RepositorySource = RepositorySource()
     #: The longest request in seconds; None: from the SLA (see :func:`~tritonkit.deploy.k8s.longest_request_s`).
     max_request_s: float | None = None
-    #: ``/dev/shm`` size (``256Mi``, ``2Gi``); None: from the python-backend models' tensors.
-    shm_size: str | None = None
-    #: CPU and memory per pod (Kubernetes quantities); None: derived from the repository.
-    cpu: str | None = None
-    memory: str | None = None
+    #: CPU, memory and ``/dev/shm`` per pod; what is not given is derived from the repository.
+    size: PodSize = PodSize()
     #: Requests a pod takes at once before its queues hold them (None: the repository's
     #: concurrency limits, summed over its models).
     concurrency_limit: int | None = None
     scale_out_utilisation: float = SCALE_OUT_UTILISATION
     kserve: bool = False
-    #: Host name of an ingress-nginx Ingress routing gRPC to the pods (None: no Ingress).
-    grpc_ingress_host: str | None = None
-    ingress_class: str = "nginx"
-    #: TLS Secret of the Ingress (gRPC through ingress-nginx needs HTTP/2, hence TLS): default ``<name>-tls``.
-    ingress_tls_secret: str | None = None
-    ingress_namespace: str = INGRESS_NAMESPACE
+    #: None: no Ingress (clients balance over the headless Service).
+    ingress: GrpcIngress | None = None
     #: gRPC connections are closed after this many seconds (in-flight calls finish first), so
     #: clients balancing over the headless Service re-resolve it and reach new replicas.
     grpc_max_connection_age_s: int = 300
@@ -96,16 +134,6 @@ class K8sOptions:
         # The headless Service's name (a DNS-1035 label) is the longest name made from it.
         check_dns1035_label(self.name, "--name", max_len=63 - len(HEADLESS_SUFFIX))
         check_dns1123_label(self.namespace, "--namespace")
-        for value, field in ((self.pvc, "--pvc"), (self.credentials_secret, "--credentials-secret"),
-                             (self.ingress_tls_secret, "--ingress-tls-secret"),
-                             (self.grpc_ingress_host, "--grpc-ingress")):
-            if value is not None:
-                check_dns1123_subdomain(value, field)
-        check_dns1123_label(self.ingress_namespace, "--ingress-namespace")
-        check_dns1123_subdomain(self.ingress_class, "--ingress-class")
-        for quantity, field in ((self.cpu, "--cpu"), (self.memory, "--memory")):
-            if quantity is not None:
-                check_quantity(quantity, field)
         if self.concurrency_limit is not None and self.concurrency_limit < 1:
             raise ConfigError(f"--concurrency-limit {self.concurrency_limit} must be at least 1")
         if self.gpus is not None and self.gpus < 0:
@@ -113,18 +141,12 @@ class K8sOptions:
         if not 1 <= self.min_replicas <= self.max_replicas:
             raise ConfigError(f"replicas {self.min_replicas}:{self.max_replicas} are not 1 <= min <= max",
                               hint="write --replicas 2 or --replicas 1:8")
-        if self.repo_uri is not None and not self.repo_uri.startswith(("s3://", "gs://", "as://")):
-            raise ConfigError(f"--repo-uri {self.repo_uri!r} is not an object-store URI tritonserver reads",
-                              hint="use s3://bucket/path, gs://bucket/path or as://account/container/path; "
-                                   "for a volume leave --repo-uri out and pass --pvc")
-        if self.repo_uri is not None and any(c.isspace() for c in self.repo_uri):
-            raise ConfigError(f"--repo-uri {self.repo_uri!r} contains white space", hint="quote nothing into it")
         if not 0 < self.scale_out_utilisation <= 1:
             raise ConfigError(f"scale-out utilisation {self.scale_out_utilisation} is not in (0, 1]",
                               hint="rule of thumb: 60–70 %, e.g. --scale-out-at 65%")
         if self.grpc_max_connection_age_s < 1:
             raise ConfigError(f"--grpc-max-connection-age-s {self.grpc_max_connection_age_s} must be at least 1")
-        if self.kserve and self.repo_uri is None and self.pvc is None:
+        if self.kserve and self.source.uri is None and self.source.pvc is None:
             raise ConfigError("KServe loads the repository from a storage URI",
                               hint="pass --repo-uri s3://bucket/repo, or --pvc CLAIM for pvc://CLAIM/")
         if not self.prometheus_url.startswith(("http://", "https://")):
@@ -139,7 +161,7 @@ class K8sOptions:
     @property
     def tls_secret(self) -> str:
         """The Ingress's TLS Secret."""
-        return self.ingress_tls_secret or f"{self.name}-tls"
+        return (self.ingress.tls_secret if self.ingress else None) or f"{self.name}-tls"
 
 
 def object_meta(name: str, namespace: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:

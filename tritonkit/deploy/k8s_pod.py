@@ -58,7 +58,7 @@ def writable_mounts(resources: PodResources, model_bytes: int) -> tuple[list[dic
     """(volumes, volumeMounts) for the places tritonserver writes under a read-only root."""
     tmp_mi = (2 * model_bytes + TMP_EXTRA_BYTES + MIB - 1) // MIB
     volumes = [
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": resources.shm_size}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": resources.size.shm_size}},
         {"name": "tmp", "emptyDir": {"sizeLimit": f"{tmp_mi}Mi"}},
     ]
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "tmp", "mountPath": TMP_MOUNT}]

@@ -28,6 +28,7 @@ from tritonkit.errors import ConfigError
 
 __all__ = [
     "PodResources",
+    "PodSize",
     "check_quantity",
     "pod_resources",
     "shm_bytes",
@@ -87,26 +88,40 @@ def shm_bytes(facts: RepositoryFacts) -> int:
 
 
 @dataclass(frozen=True)
-class PodResources:
-    """What one pod asks for (requests equal limits), and how it was reached."""
+class PodSize:
+    """CPU, memory and ``/dev/shm`` of one pod as Kubernetes quantities (None: not given)."""
 
-    cpu: str
-    memory: str
-    shm_size: str
-    #: One line per part of the sum, for the notes the command prints.
-    basis: tuple[str, ...]
+    cpu: str | None = None
+    memory: str | None = None
+    shm_size: str | None = None
+
+    def __post_init__(self) -> None:
+        for quantity, field in ((self.cpu, "--cpu"), (self.memory, "--memory")):
+            if quantity is not None:
+                check_quantity(quantity, field)
+        if self.shm_size is not None:
+            _shm_override_bytes(self.shm_size)
 
     def as_k8s(self, gpus: int) -> dict[str, dict[str, str]]:
-        """The container's ``resources``."""
-        amounts = {"cpu": self.cpu, "memory": self.memory}
+        """The container's ``resources`` (requests equal limits)."""
+        amounts = {key: value for key, value in (("cpu", self.cpu), ("memory", self.memory)) if value is not None}
         if gpus:
             amounts["nvidia.com/gpu"] = str(gpus)
         return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
-def pod_resources(facts: RepositoryFacts, gpus: int, *, cpu: str | None = None, memory: str | None = None,
-                  shm_size: str | None = None) -> PodResources:
-    """Resources for a pod serving ``facts`` with ``gpus`` GPUs; ``cpu``/``memory``/``shm_size`` override."""
+@dataclass(frozen=True)
+class PodResources:
+    """What one pod asks for (requests equal limits: every figure of ``size`` is set), and how it was reached."""
+
+    size: PodSize
+    #: One line per part of the sum, for the notes the command prints.
+    basis: tuple[str, ...]
+
+
+def pod_resources(facts: RepositoryFacts, gpus: int, given: PodSize = PodSize()) -> PodResources:
+    """Resources for a pod serving ``facts`` with ``gpus`` GPUs; what ``given`` sets overrides the derived figure."""
+    cpu, memory, shm_size = given.cpu, given.memory, given.shm_size
     models = facts.queued_models()
     cpu_instances = sum(m.instances for m in models if not m.uses_gpu)
     gpu_instances = sum(m.instances for m in models if m.uses_gpu)
@@ -124,5 +139,5 @@ def pod_resources(facts: RepositoryFacts, gpus: int, *, cpu: str | None = None, 
         f"cpu {cpu_m}m = server {SERVER_CPU_M}m + {cpu_instances} CPU instance(s) × {CPU_INSTANCE_M}m "
         f"+ {gpu_instances} GPU instance(s) × {GPU_INSTANCE_M}m" + (f"; given: {cpu}" if cpu else ""),
     )
-    return PodResources(cpu=cpu or f"{cpu_m}m", memory=memory or f"{memory_bytes // MIB}Mi",
-                        shm_size=f"{shm // MIB}Mi", basis=basis)
+    size = PodSize(cpu=cpu or f"{cpu_m}m", memory=memory or f"{memory_bytes // MIB}Mi", shm_size=f"{shm // MIB}Mi")
+    return PodResources(size, basis)
