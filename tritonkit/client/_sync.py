@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from types import TracebackType
 from typing import Any, TypeVar
 
 import tritonclient.grpc as grpcclient
 
+from tritonkit._context import ContextManaged
 from tritonkit.client._base import InferArgs
 from tritonkit.client._channel import READY, cygrpc_channel, sync_connect, sync_still_connected
 from tritonkit.client._errors import RPC_ERRORS, FailedCall
@@ -28,7 +28,7 @@ __all__ = ["Client", "ResponseStream"]
 T = TypeVar("T")
 
 
-class Client(Flows[dict[str, Array], ModelMetadata, bool, None, ResponseStream]):
+class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, ResponseStream]):
     """A blocking Triton gRPC client for services.
 
     Example::
@@ -62,13 +62,10 @@ class Client(Flows[dict[str, Array], ModelMetadata, bool, None, ResponseStream])
         self._lock = threading.Lock()
 
     # ---- lifecycle -------------------------------------------------------
-    def __enter__(self) -> Client:
+    def _enter(self) -> None:
         self._check_open()
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def _exit(self) -> None:
         self.close()
 
     def close(self) -> None:

@@ -18,11 +18,11 @@ import urllib.request
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._context import ContextManaged
 from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelLoadError, ServerError
 from tritonkit.provision.server import ServerInstall, locate_server, model_python_env
 from tritonkit.repository.layout import model_folder
@@ -89,7 +89,7 @@ def server_argv(
     return argv
 
 
-class TritonServer:
+class TritonServer(ContextManaged):
     """A real tritonserver serving ``repository``, bound to loopback by default.
 
     Use as a context manager; ``stop()`` is idempotent. The server runs in its
@@ -195,13 +195,10 @@ class TritonServer:
         return self._proc is not None and self._proc.poll() is None
 
     # ---- lifecycle -------------------------------------------------------
-    def __enter__(self) -> TritonServer:
+    def _enter(self) -> None:
         self.start()
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def _exit(self) -> None:
         self.stop()
 
     def start(self) -> TritonServer:
