@@ -1,4 +1,4 @@
-"""Pieces every command shares: error handling, JSON output."""
+"""Pieces every command shares: error handling, JSON output, the options several commands take."""
 
 from __future__ import annotations
 
@@ -7,16 +7,29 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from tritonkit.errors import TritonKitError
+from tritonkit.provision.server import SERVER_BIN_ENV
 
 #: Exit status for a TritonKitError that a command did not map itself.
 EXIT_ERROR = 2
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def server_bin_option(purpose: str, *, falls_back: bool = True) -> Callable[[_Command], _Command]:
+    """``--server-bin PATH`` (``server_bin``), one declaration for every command that runs or reads a
+    local tritonserver: ``purpose`` says what this command does with it. With ``falls_back`` the
+    command finds a server without it as :func:`tritonkit.server.locate_server` does, and the help says so."""
+    fallback = f" (default: ${SERVER_BIN_ENV}, else the one bundled in nvidia-pytriton)" if falls_back else ""
+    return click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help=f"{purpose}{fallback}.")
 
 
 class HostPort(click.ParamType):

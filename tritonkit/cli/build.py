@@ -21,7 +21,7 @@ from tritonkit.builders.plan import (
     DEFAULT_WINDOW,
     WINDOW_RANGE_US,
 )
-from tritonkit.cli._common import echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.cli.build_trtllm import build_trtllm_command
 from tritonkit.errors import VerificationError
 
@@ -113,8 +113,7 @@ def build() -> None:
 @click.option("--no-warmup", is_flag=True, help="Do not add a model_warmup entry.")
 @click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
 @click.option("--cuda-graphs", is_flag=True, help="GPU, onnxruntime runtime: enable CUDA graphs in ORT's CUDA provider.")
-@click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Target tritonserver for --runtime auto (default: the bundled one).")
+@server_bin_option("Target tritonserver for --runtime auto")
 @click.option("--backend-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Target server's backends folder for --runtime auto (e.g. /opt/tritonserver/backends).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

@@ -8,7 +8,7 @@ from typing import Literal
 
 import click
 
-from tritonkit.cli._common import HOST_PORT, CommandExit, echo_json
+from tritonkit.cli._common import HOST_PORT, CommandExit, echo_json, server_bin_option
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     CONFIG_FILENAME,
@@ -183,8 +183,7 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
               help="Hardware the repository is for: cpu, gpu or gpu:N (enables GPU rules).")
 @click.option("--server", type=HOST_PORT, default=None, help="gRPC address of a running server (host:port) to read its backends.")
 @click.option("--metrics-url", default=None, help="With --server: its /metrics URL, to count its GPUs.")
-@click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="A local tritonserver binary: lint against the backends installed next to it.")
+@server_bin_option("A local tritonserver binary: lint against the backends installed next to it", falls_back=False)
 @click.option("--bundled", is_flag=True, help="Lint against the bundled tritonserver's backends (python only).")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeat).")
 @click.option("--ignore", "ignored", multiple=True, help="Skip this rule id (repeat).")

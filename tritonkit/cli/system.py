@@ -9,16 +9,12 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import CommandExit, echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.errors import ServerError
-from tritonkit.server import SERVER_BIN_ENV, TritonServer
+from tritonkit.server import TritonServer
 
-server_bin_option = click.option(
-    "--server-bin",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help=f"tritonserver binary to run (default: ${SERVER_BIN_ENV}, else the one bundled in nvidia-pytriton).",
-)
+#: ``serve`` and ``doctor`` run the same server.
+_server_bin = server_bin_option("tritonserver binary to run")
 
 
 _PORT = click.IntRange(1, 65535)
@@ -38,7 +34,7 @@ _PORT = click.IntRange(1, 65535)
     help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
 )
 @click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
-@server_bin_option
+@_server_bin
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
@@ -91,7 +87,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
 
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-@server_bin_option
+@_server_bin
 def doctor(as_json: bool, server_bin: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 
