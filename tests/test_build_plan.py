@@ -135,3 +135,18 @@ def test_the_usual_batch_first_export_still_batches() -> None:
     axis = find_batch_axis([_t("img", "N", 3, 8, 8)], [_t("logits", "N", 5)])
     assert axis.kind == "dynamic" and axis.reason
 
+
+
+def test_a_builder_takes_its_batching_as_build_options_or_as_their_fields_not_both() -> None:
+    from tritonkit.builders.plan import batching_options
+
+    asked = BuildOptions(max_batch_size=4, kind="cpu")
+    assert batching_options(asked, {}, force=False, builder="build_onnx") is asked
+    assert batching_options(None, {"max_batch_size": 4, "kind": "cpu"}, force=False, builder="build_onnx") == asked
+    assert batching_options(None, {}, force=False, builder="build_onnx") == BuildOptions()
+    # A build's --force (replace a version) also accepts any window.
+    assert batching_options(asked, {}, force=True, builder="build_onnx").force
+    with pytest.raises(ConfigError, match="both given"):
+        batching_options(asked, {"instances": 2}, force=False, builder="build_onnx")
+    with pytest.raises(TypeError, match="build_onnx.*instance_count"):
+        batching_options(None, {"instance_count": 2}, force=False, builder="build_onnx")

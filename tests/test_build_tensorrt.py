@@ -190,3 +190,20 @@ def test_a_tensorrt_version_is_added_beside_the_others(tmp_path: Path) -> None:
     second = build_tensorrt(path, name="t", repo=tmp_path / "repo", version=2, engine_builder=_fake_engine)
     assert second.outcome == "added version 2 beside 1" and "added version 2 beside 1" in second.summary()
     assert sorted(p.name for p in (tmp_path / "repo" / "t").iterdir()) == ["1", "2", "config.pbtxt"]
+
+
+def test_a_tensorrt_build_takes_build_options_and_honours_the_queue_bound(tmp_path: Path) -> None:
+    """Fake engine builder (no GPU here): the batching options reach the config; a CPU kind is refused."""
+    from tritonkit.builders import BuildOptions
+
+    path = make_demo_model(tmp_path / "demo.onnx")
+    batching = BuildOptions(max_batch_size=4, batch_window="5ms", instances=2, max_queue_size=16)
+    result = build_tensorrt(path, name="q", repo=tmp_path / "repo", batching=batching, engine_builder=_fake_engine)
+    config = read_config(result.model_dir / "config.pbtxt")
+    assert config.max_batch_size == 4 and config.dynamic_batching.max_queue_delay_microseconds == 5000
+    assert config.dynamic_batching.default_queue_policy.max_queue_size == 16
+    assert [(g.count, g.kind) for g in config.instance_group] == [(2, mc.ModelInstanceGroup.KIND_GPU)]
+    with pytest.raises(ConfigError, match="runs on the GPU"):
+        build_tensorrt(path, name="c", repo=tmp_path / "repo", batching=BuildOptions(kind="cpu"),
+                       engine_builder=_fake_engine)
+    assert not (tmp_path / "repo" / "c").exists()

@@ -31,12 +31,10 @@ from tritonkit.builders.onnx_steps import Runtime
 from tritonkit.builders.opset import convert_old_opset, needs_conversion, reference_evaluator
 from tritonkit.builders.plan import (
     CONSISTENCY_SAMPLES,
-    DEFAULT_INSTANCE_KIND,
-    DEFAULT_INSTANCES,
     DEFAULT_MAX_BATCH_SIZE,
-    DEFAULT_MAX_QUEUE_SIZE,
     BuildOptions,
     BuildPlan,
+    batching_options,
     check_options,
     plan_build,
 )
@@ -196,13 +194,7 @@ def build_onnx(
     *,
     name: str,
     repo: Path | str = "model_repository",
-    max_batch_size: int | None = None,
-    batch_window: str | None = None,
-    batch_window_us: int | None = None,
-    instances: int = DEFAULT_INSTANCES,
-    max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
-    kind: str = DEFAULT_INSTANCE_KIND,
-    batch_axis: bool | None = None,
+    batching: BuildOptions | None = None,
     runtime: str = "auto",
     fp16: bool = False,
     verify: bool = True,
@@ -218,12 +210,14 @@ def build_onnx(
     reference_title: str = "torch module",
     batch_outputs: tuple[str, ...] = (),
     log: Callable[[str], None] | None = None,
+    **batching_fields: Any,
 ) -> OnnxBuildResult:
     """Build ``model`` (an .onnx file) into ``repo/name/<version>`` and return what happened.
 
-    Batching and instances are decided by :func:`~tritonkit.builders.plan.plan_build` (see
-    :class:`~tritonkit.builders.plan.BuildOptions` for ``max_batch_size``, ``batch_window``,
-    ``batch_axis``, ``max_queue_size``, ``instances`` and ``kind``). ``reference`` (e.g. a torch
+    Batching and instances are decided by :func:`~tritonkit.builders.plan.plan_build` from
+    ``batching`` (a :class:`~tritonkit.builders.plan.BuildOptions`: ``max_batch_size``,
+    ``batch_window``, ``batch_axis``, ``max_queue_size``, ``instances``, ``kind``, …), or from those
+    fields given as keywords (``kind="cpu"``), not both. ``reference`` (e.g. a torch
     module wrapped by :func:`torch_reference`) replaces the original model as the reference for
     verification. ``batch_outputs`` names outputs whose first axis is the batch axis though the
     model declares it fixed (:func:`~tritonkit.builders.onnx_model.declare_batch_outputs`). A new ``version`` is added beside the model's others (which must declare the
@@ -241,10 +235,8 @@ def build_onnx(
     validate_model_name(name, repo)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ConfigError(f"--version {version!r} must be a positive integer", hint="use 1, 2, …")
-    options = BuildOptions(max_batch_size=max_batch_size, batch_window=batch_window, batch_window_us=batch_window_us,
-                           instances=instances, kind=kind, max_queue_size=max_queue_size, batch_axis=batch_axis,
-                           force=force)
-    gpu_count = len(Hardware.detect().gpus) if kind == "auto" else 0
+    options = batching_options(batching, batching_fields, force=force, builder="build_onnx")
+    gpu_count = len(Hardware.detect().gpus) if options.kind == "auto" else 0
     instance_kind = check_options(options, gpu_count=gpu_count)  # before any work
     stage = StagedModel(repo, name, version, force=force)  # checks name, repo and an existing version first
     chosen_runtime = choose_runtime(runtime, server_bin=server_bin, backend_dir=backend_dir)

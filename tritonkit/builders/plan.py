@@ -11,8 +11,10 @@ Each default has one name here; the command line shows these values and passes `
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tritonkit.builders.batch_axis import BatchAxis
 from tritonkit.errors import BuildError, ConfigError
@@ -28,6 +30,7 @@ __all__ = [
     "WINDOW_RANGE_US",
     "BuildOptions",
     "BuildPlan",
+    "batching_options",
     "check_options",
     "plan_build",
 ]
@@ -146,6 +149,23 @@ def _check_counts(options: BuildOptions) -> None:
     if any(s < 1 for s in sizes) or (mbs and any(s > mbs for s in sizes)):
         raise ConfigError(f"preferred batch sizes {list(sizes)} must lie within 1..max_batch_size",
                           hint="leave them out: the batcher then forms the largest batch it can within the window")
+
+
+def batching_options(batching: BuildOptions | None, fields: Mapping[str, Any], *, force: bool,
+                     builder: str) -> BuildOptions:
+    """The batching a builder was asked for: ``batching``, or :class:`BuildOptions`' fields given as
+    keywords (``kind="cpu"``), not both. A build's ``force`` (replace a version) also accepts any window."""
+    if fields:
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(BuildOptions)})
+        if unknown:
+            raise TypeError(f"{builder}() got unexpected keyword argument(s): {', '.join(unknown)}")
+        if batching is not None:
+            raise ConfigError(f"{builder}: batching=BuildOptions(…) and its fields as keywords "
+                              f"({', '.join(sorted(fields))}) were both given",
+                              hint="give them all inside the BuildOptions")
+        batching = BuildOptions(**fields)
+    batching = batching or BuildOptions()
+    return dataclasses.replace(batching, force=True) if force else batching
 
 
 def check_options(options: BuildOptions, *, gpu_count: int = 0) -> InstanceKind:

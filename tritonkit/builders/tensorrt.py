@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,9 @@ from tritonkit.builders.onnx_model import (
 )
 from tritonkit.builders.plan import (
     CONSISTENCY_SAMPLES,
-    DEFAULT_INSTANCES,
     BuildOptions,
     BuildPlan,
+    batching_options,
     check_options,
     plan_build,
 )
@@ -48,6 +48,7 @@ from tritonkit.repository import (
     ModelRepository,
     ModelSpec,
     Optimization,
+    QueuePolicy,
     TensorSpec,
     read_config,
 )
@@ -223,8 +224,9 @@ def tensorrt_model_spec(
     gpus: Sequence[int] = (),
     cuda_graphs: bool = False,
     preferred_batch_sizes: Sequence[int] = (),
+    max_queue_size: int = 0,
 ) -> ModelSpec:
-    """The ``tensorrt_plan`` model configuration (pure: no GPU needed)."""
+    """The ``tensorrt_plan`` model configuration (pure: no GPU needed); ``max_queue_size`` 0: unbounded."""
     batched = max_batch_size > 0
 
     def spec(info: TensorInfo) -> TensorSpec:
@@ -237,7 +239,9 @@ def tensorrt_model_spec(
         max_batch_size=max_batch_size,
         inputs=[spec(t) for t in inputs],
         outputs=[spec(t) for t in outputs],
-        dynamic_batching=DynamicBatching(window_us=window_us, preferred_batch_sizes=list(preferred_batch_sizes))
+        dynamic_batching=DynamicBatching(window_us=window_us, preferred_batch_sizes=list(preferred_batch_sizes),
+                                         default_queue_policy=QueuePolicy(max_queue_size=max_queue_size)
+                                         if max_queue_size else None)
         if batched else None,
         instance_groups=[InstanceGroup(count=instances, kind="KIND_GPU", gpus=tuple(gpus))],
         optimization=Optimization(cuda_graphs=True) if cuda_graphs else None,
@@ -349,26 +353,25 @@ def build_tensorrt(
     *,
     name: str,
     repo: Path | str = "model_repository",
-    max_batch_size: int | None = None,
+    batching: BuildOptions | None = None,
     opt_batch_size: int | None = None,
     dim_ranges: Mapping[str, DimRange] | None = None,
     fp16: bool = False,
     int8: bool = False,
     workspace_bytes: int = DEFAULT_WORKSPACE_BYTES,
     timing_cache: Path | str | None = None,
-    batch_window: str | None = None,
-    instances: int = DEFAULT_INSTANCES,
-    batch_axis: bool | None = None,
     cuda_graphs: bool = False,
     version: int = 1,
     force: bool = False,
     engine_builder: EngineBuilder | None = None,
     log: Callable[[str], None] | None = None,
+    **batching_fields: Any,
 ) -> TensorRTBuildResult:
     """Build ``model`` into ``repo/name/<version>/model.plan`` with a ``tensorrt_plan`` config.
 
-    Needs tensorrt and a GPU (checked first). Batching, window and instances are decided by
-    :func:`~tritonkit.builders.plan.plan_build`, as for ONNX Runtime builds; versions are added or
+    Needs tensorrt and a GPU (checked first). Batching, window, instances and the queue bound are
+    decided by :func:`~tritonkit.builders.plan.plan_build` from ``batching`` (or its fields given as
+    keywords), as for ONNX Runtime builds; the instance kind is always ``gpu``. Versions are added or
     replaced as :class:`~tritonkit.builders.staging.StagedModel` describes. ``engine_builder``
     replaces the real TensorRT build — for tests on machines without a GPU, never for serving.
     """
@@ -376,9 +379,12 @@ def build_tensorrt(
     validate_model_name(name, repo)
     if isinstance(version, bool) or version < 1:
         raise ConfigError(f"--version {version!r} must be a positive integer")
+    options = batching_options(batching, batching_fields, force=force, builder="build_tensorrt")
     # TensorRT engines run on the GPU they were built for: the instance kind is always gpu.
-    options = BuildOptions(max_batch_size=max_batch_size, batch_window=batch_window, instances=instances,
-                           kind="gpu", batch_axis=batch_axis, force=force)
+    if options.kind not in ("gpu", "auto"):
+        raise ConfigError(f"kind {options.kind!r}: a TensorRT plan runs on the GPU it was built for",
+                          hint="leave the kind out (or give gpu); for CPU serving build with build_onnx")
+    options = replace(options, kind="gpu")
     check_options(options, gpu_count=1)
     if engine_builder is None:
         require_tensorrt()
@@ -429,6 +435,7 @@ def _engine_into_stage(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPl
     (stage.version_dir / "model.plan").write_bytes(engine)
     spec = tensorrt_model_spec(name=stage.name, inputs=analysis.inputs, outputs=analysis.outputs,
                                max_batch_size=plan.max_batch_size, window_us=plan.window_us, instances=plan.instances,
-                               cuda_graphs=cuda_graphs, preferred_batch_sizes=plan.preferred_batch_sizes)
+                               cuda_graphs=cuda_graphs, preferred_batch_sizes=plan.preferred_batch_sizes,
+                               max_queue_size=plan.max_queue_size)
     entry = ModelRepository(stage.staging_root).add_model(spec, version=stage.version)
     return build_s, read_config(entry.config_path)

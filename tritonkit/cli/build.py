@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,6 +21,7 @@ from tritonkit.builders.plan import (
     DEFAULT_MAX_QUEUE_SIZE,
     DEFAULT_WINDOW,
     WINDOW_RANGE_US,
+    BuildOptions,
 )
 from tritonkit.cli._common import echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.cli.build_trtllm import build_trtllm_command
@@ -119,12 +121,9 @@ def build() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each step on stderr even when not at a terminal.")
 def build_onnx_command(
-    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_axis: bool | None,
-    batch_outputs: tuple[str, ...], batch_window: str, instances: int,
-    max_queue_size: int, kind: str,
-    runtime: str, fp16: bool, verify: bool, samples: Path | None, model_version: int, force: bool, no_warmup: bool,
-    ort_tensorrt: bool, cuda_graphs: bool, server_bin: Path | None, backend_dir: Path | None, as_json: bool,
-    verbose: bool,
+    model: Path, name: str, repo: Path, batch_outputs: tuple[str, ...], runtime: str, fp16: bool, verify: bool,
+    samples: Path | None, model_version: int, force: bool, no_warmup: bool, ort_tensorrt: bool, cuda_graphs: bool,
+    server_bin: Path | None, backend_dir: Path | None, as_json: bool, verbose: bool, **batching: Any,
 ) -> None:
     """Check, verify and write an ONNX MODEL as repository entry NAME.
 
@@ -143,13 +142,12 @@ def build_onnx_command(
     """
     from tritonkit.builders import build_onnx
 
+    # The batching options are named as BuildOptions' fields (max_batch_size, batch_window, kind, …).
     try:
         with sigterm_as_interrupt():
             result = build_onnx(
-                model, name=name, repo=repo, max_batch_size=max_batch_size, batch_axis=batch_axis,
-                batch_window=batch_window, instances=instances, max_queue_size=max_queue_size, kind=kind,
-                runtime=runtime, fp16=fp16, verify=verify, samples=samples, version=model_version, force=force,
-                warmup=not no_warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin,
+                model, name=name, repo=repo, batching=BuildOptions(**batching), runtime=runtime, fp16=fp16,
+                verify=verify, samples=samples, version=model_version, force=force, warmup=not no_warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin,
                 backend_dir=backend_dir, batch_outputs=batch_outputs, log=_progress(verbose, as_json))
     except VerificationError as exc:
         for comparison in exc.comparisons:
@@ -189,10 +187,9 @@ def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
 @click.option("--force", is_flag=True, help="Replace this version if it exists (others stay).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_tensorrt_command(
-    model: Path, name: str, repo: Path, max_batch_size: int | None, batch_axis: bool | None,
-    opt_batch_size: int | None,
-    dim_ranges: tuple[str, ...], fp16: bool, int8: bool, workspace: str, timing_cache: Path | None,
-    batch_window: str, instances: int, cuda_graphs: bool, model_version: int, force: bool, as_json: bool,
+    model: Path, name: str, repo: Path, opt_batch_size: int | None, dim_ranges: tuple[str, ...], fp16: bool,
+    int8: bool, workspace: str, timing_cache: Path | None, cuda_graphs: bool, model_version: int, force: bool,
+    as_json: bool, **batching: Any,
 ) -> None:
     """Build a TensorRT plan from an ONNX MODEL as repository entry NAME (needs an NVIDIA GPU).
 
@@ -206,12 +203,12 @@ def build_tensorrt_command(
     """
     from tritonkit.builders import build_tensorrt, parse_size_bytes
 
+    # The batching options are named as BuildOptions' fields, as for build onnx.
     with sigterm_as_interrupt():
         result = build_tensorrt(
-            model, name=name, repo=repo, max_batch_size=max_batch_size, batch_axis=batch_axis,
-            opt_batch_size=opt_batch_size, dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8,
-            workspace_bytes=parse_size_bytes(workspace), timing_cache=timing_cache, batch_window=batch_window,
-            instances=instances, cuda_graphs=cuda_graphs, version=model_version, force=force,
+            model, name=name, repo=repo, batching=BuildOptions(**batching), opt_batch_size=opt_batch_size,
+            dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8, workspace_bytes=parse_size_bytes(workspace),
+            timing_cache=timing_cache, cuda_graphs=cuda_graphs, version=model_version, force=force,
             log=_progress(False, as_json))
     if as_json:
         echo_json({"name": result.name, "version": result.version, "model_dir": str(result.model_dir),
