@@ -23,6 +23,17 @@ EXIT_ERROR = 2
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
+#: The two forms every ``--sla`` takes (:func:`tritonkit.perf.judge.sla.load_sla` reads both).
+SLA_FORMS = "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0', or a YAML file."
+
+
+def sla_option(more: str = "", *, default: str | None = None) -> Callable[[_Command], _Command]:
+    """``--sla`` (``sla_text``), one declaration for every command that takes an SLA: its forms,
+    then ``more`` (what this command does with it)."""
+    return click.option("--sla", "sla_text", default=default, show_default=default is not None,
+                        help=f"{SLA_FORMS} {more}".rstrip())
+
+
 def server_bin_option(purpose: str, *, falls_back: bool = True) -> Callable[[_Command], _Command]:
     """``--server-bin PATH`` (``server_bin``), one declaration for every command that runs or reads a
     local tritonserver: ``purpose`` says what this command does with it. With ``falls_back`` the

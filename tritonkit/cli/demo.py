@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt, sla_option
 from tritonkit.cli.sweep import SweepPrinter
 from tritonkit.demo import (
     DEFAULT_DEMO_INSTANCES,
@@ -24,7 +24,7 @@ from tritonkit.perf.sweep import EXIT_UNMEASURED, parse_instances, parse_windows
               show_default=True, help="Repository to build the default model into (the sweep runs on a copy).")
 @click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the timestamped sweep folder goes.")
-@click.option("--sla", "sla_text", default=DEFAULT_DEMO_SLA, show_default=True, help="SLA the winner must meet.")
+@sla_option("The winner must meet it.", default=DEFAULT_DEMO_SLA)
 @click.option("--concurrency", default=",".join(str(n) for n in DEFAULT_DEMO_LEVELS), show_default=True,
               help="Concurrency levels of each variant's ladder.")
 @click.option("--instances", default=",".join(str(n) for n in DEFAULT_DEMO_INSTANCES), show_default=True,

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json
+from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json, sla_option
 from tritonkit.deploy import (
     AlertOptions,
     DashboardOptions,
@@ -36,7 +36,6 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.compare import parse_percent
 from tritonkit.perf.judge.sla import SLA, load_sla
 
-_SLA_HELP = "SLA expression ('p99<=50ms,throughput>=200/s') or YAML file."
 _REPO = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
@@ -81,8 +80,7 @@ def deploy() -> None:
 @click.option("--pvc", default=None, help="PersistentVolumeClaim holding the repository [default: NAME-models].")
 @click.option("--credentials-secret", default=None,
               help="Secret with Triton's object-store credential file (key cloud-credentials.json), mounted as a file.")
-@click.option("--sla", "sla_text", default=None,
-              help=_SLA_HELP + " Sizes the shutdown drain and the queue-time scaling target.")
+@sla_option("Sizes the shutdown drain and the queue-time scaling target.")
 @click.option("--max-request-s", type=float, default=None, help="Longest request, seconds (drained on shutdown).")
 @click.option("--scale-out-at", default=f"{SCALE_OUT_UTILISATION:.0%}", show_default=True,
               help="Utilisation at which to add replicas (rule of thumb: 60–70 %, not 100 %).")
@@ -171,7 +169,7 @@ def check_command(folder: Path, as_json: bool) -> None:
 
 @deploy.command("alerts")
 @click.argument("repo", type=_REPO, required=False)
-@click.option("--sla", "sla_text", default=None, help=_SLA_HELP)
+@sla_option("Each term a server metric answers becomes an alert.")
 @click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
               help="Requests a model takes at once [default: from each config: max_queue_size, "
                    "else instances × max batch].")
@@ -237,7 +235,7 @@ def alerts_command(repo: Path | None, sla_text: str | None, concurrency_limit: i
 
 @deploy.command("dashboard")
 @click.argument("repo", type=_REPO, required=False)
-@click.option("--sla", "sla_text", default=None, help=_SLA_HELP + " Its p99 is drawn as a line.")
+@sla_option("Its p99 is drawn as a line.")
 @click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True,
               help="Show GPU or CPU utilisation and memory.")
 @click.option("--llm", is_flag=True, help="Add the TensorRT-LLM row (automatic when REPO has a tensorrtllm model).")

@@ -15,7 +15,14 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import HOST_PORT, CommandExit, ErrorHandlingGroup, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import (
+    HOST_PORT,
+    CommandExit,
+    ErrorHandlingGroup,
+    echo_json,
+    sigterm_as_interrupt,
+    sla_option,
+)
 from tritonkit.cli.perf_llm import (
     compare_llm_command,
     find_llm_result,
@@ -49,11 +56,11 @@ from tritonkit.provision.perf_analyzer import (
     locate_perf_analyzer,
 )
 
-_SLA_HELP = (
-    "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0' "
-    "(metrics p50 p90 p95 p99 mean queue throughput errors error_rate; with --llm also ttft_p99 "
-    "itl_p99 (p50 p90 p95 mean too) tokens_per_s user_tokens_per_s goodput; units ms us s, /s, %), "
-    "or a YAML file. errors==0 is added unless errors or error_rate is bounded."
+#: What ``perf run`` judges: every metric of the registry, and an implied errors==0.
+_SLA_TERMS = (
+    "Metrics p50 p90 p95 p99 mean queue throughput errors error_rate; with --llm also ttft_p99 "
+    "itl_p99 (p50 p90 p95 mean too) tokens_per_s user_tokens_per_s goodput; units ms us s, /s, %. "
+    "errors==0 is added unless errors or error_rate is bounded."
 )
 
 
@@ -91,7 +98,7 @@ def perf() -> None:
     "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )
 @click.option("--protocol", type=click.Choice(["grpc", "http"]), default="grpc", show_default=True)
-@click.option("--sla", "sla_text", default=None, help=_SLA_HELP)
+@sla_option(_SLA_TERMS)
 @click.option(
     "--concurrency",
     default=None,
@@ -359,7 +366,7 @@ def compare_command(
 
 @perf.command("report")
 @click.argument("result", type=click.Path(exists=True, path_type=Path))
-@click.option("--sla", "sla_text", default=None, help="Judge the steps again against this SLA. " + _SLA_HELP)
+@sla_option("The steps are judged again against it. " + _SLA_TERMS)
 @_out_option("Where to write report.md / report.html (default: next to RESULT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and paths as JSON.")
 def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
