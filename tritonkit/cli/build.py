@@ -147,8 +147,9 @@ def build_onnx_command(
         with sigterm_as_interrupt():
             result = build_onnx(
                 model, name=name, repo=repo, batching=BuildOptions(**batching), runtime=runtime, fp16=fp16,
-                verify=verify, samples=samples, version=model_version, force=force, warmup=not no_warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin,
-                backend_dir=backend_dir, batch_outputs=batch_outputs, log=_progress(verbose, as_json))
+                verify=verify, samples=samples, version=model_version, force=force, warmup=not no_warmup,
+                ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin, backend_dir=backend_dir,
+                batch_outputs=batch_outputs, log=_progress(verbose, as_json))
     except VerificationError as exc:
         for comparison in exc.comparisons:
             click.echo(comparison.table(), err=True)

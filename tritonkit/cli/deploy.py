@@ -122,7 +122,8 @@ def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None
                           hint="add --grpc-ingress HOST, or drop --ingress-tls-secret")
     ingress = GrpcIngress(grpc_ingress_host, tls_secret=ingress_tls_secret) if grpc_ingress_host is not None else None
     # The other options are named as K8sOptions' fields (image, name, namespace, gpus, kserve, …).
-    k8s = K8sOptions(min_replicas=low, max_replicas=high, source=RepositorySource(uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret),
+    source = RepositorySource(uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret)
+    k8s = K8sOptions(min_replicas=low, max_replicas=high, source=source,
                      size=PodSize(cpu=cpu, memory=memory, shm_size=shm_size), ingress=ingress,
                      scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"), **options)
     facts = read_repository(repo, models=models)
