@@ -117,11 +117,7 @@ def _resolve_model(hf_config: Path | None, o: dict[str, Any]) -> TransformerShap
     if hf_config is not None:
         return model_from_hf_config(load_hf_config(hf_config), source=str(hf_config), overrides=overrides)
     if any(o[k] is not None for k in ("num_layers", "num_kv_heads", "head_dim", "params")):
-        return model_from_values(
-            num_layers=o["num_layers"], num_kv_heads=o["num_kv_heads"], head_dim=o["head_dim"],
-            num_attention_heads=o["num_heads"], hidden_size=o["hidden_size"], total_params=o["params"],
-            active_params=o["active_params"], sliding_window=o["sliding_window"], name=o["model_name"] or "model",
-        )
+        return model_from_values(overrides)
     return None
 
 
