@@ -16,6 +16,7 @@ from tritonkit.planner import (
     GIB,
     MIB,
     CapacityPlan,
+    GpuFigures,
     ModelOverrides,
     PlanAssumptions,
     TransformerShape,
@@ -79,7 +80,7 @@ def test_llama_3_8b_on_a100_80gb_memory_figures_match_hand_arithmetic() -> None:
 def test_40_gib_of_free_kv_space_holds_160_sequences_of_2048_tokens() -> None:
     model = model_from_values(ModelOverrides(num_layers=32, num_kv_heads=8, head_dim=128, num_attention_heads=32,
                                              total_params=7 * 10**9))
-    gpu = custom_gpu(memory_gib=54, bandwidth_gb_s=2000, fp16_tflops=300)
+    gpu = custom_gpu(GpuFigures(memory_gib=54, bandwidth_gb_s=2000, fp16_tflops=300))
     plan = plan_llm(model, gpu, find_precision("fp16"), Workload(input_tokens=1024, output_tokens=1024),
                     PlanAssumptions(reserve_gib=0), weights_bytes_override=14 * GIB)
     assert plan.value("kv_free_gib") == 40
