@@ -24,7 +24,7 @@ from tritonkit.perf.llm.compare import (
     save_llm_baseline,
 )
 from tritonkit.perf.llm.judge import evaluate_llm, goodput_slo_from_sla, llm_measurement
-from tritonkit.perf.llm.loadtest import LLMPlan, llm_argv, run_llm
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.metrics import (
     Distribution,
     Drift,
@@ -107,7 +107,6 @@ __all__ = [
     "goodput_slo_from_sla",
     "in_flight",
     "latest_llm_baseline",
-    "llm_argv",
     "llm_compare_limits",
     "llm_measurement",
     "load_export_records",
