@@ -360,6 +360,7 @@ class GpuFigures:
 
     @property
     def any_given(self) -> bool:
+        """Whether any figure is given (the CLI then describes a custom card, or edits ``--gpu``'s)."""
         return any(getattr(self, name) is not None for name in _GIVEN)
 
     def given(self) -> dict[str, Figure]:
