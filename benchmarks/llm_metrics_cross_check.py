@@ -69,10 +69,11 @@ sys.path.insert(0, str(REPO_ROOT))  # the simulated LLM is the tests' own model,
 
 from tests.support.llm_models import write_llm_sim  # noqa: E402
 from tritonkit.perf.llm.aiperf_export import records_from_aiperf  # noqa: E402
-from tritonkit.perf.llm.loadtest import LLMPlan, llm_argv, run_llm  # noqa: E402
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm  # noqa: E402
 from tritonkit.perf.llm.metrics import LLMMetrics, compute_metrics, load_export_records  # noqa: E402
 from tritonkit.perf.llm.prompts import WORDS, detect_layout, synthetic_prompts, write_llm_input_data  # noqa: E402
 from tritonkit.perf.measure.metrics import MetricsSnapshot, scrape_metrics  # noqa: E402
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, to_argv  # noqa: E402
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer  # noqa: E402
 from tritonkit.server import TritonServer  # noqa: E402
 
@@ -127,8 +128,9 @@ def _bare(server: TritonServer, args: argparse.Namespace, prompts: list[Any], fo
     layout = detect_layout(["text_input", "max_tokens", "stream"], max_batch_size=8, model=args.model)
     data = write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=True)
     argv = [*locate_perf_analyzer().argv,
-            *llm_argv(args.model, server.grpc_url, input_data=data, export_file=folder / "bare.json",
-                      request_count=args.requests, streaming=True, concurrency=args.concurrency)]
+            *to_argv(PerfSpec(args.model, server.grpc_url, load=ConcurrencyRange(args.concurrency), streaming=True,
+                              async_mode=True, input_data=data, request_count=args.requests,
+                              profile_export_file=folder / "bare.json"))]
     own0, kids0 = _cpu_s()
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonkit.perf.llm.compare import compare_llm_results, latest_llm_baseline, save_llm_baseline
+import pytest
+
+from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.compare import (
+    compare_llm_results,
+    latest_llm_baseline,
+    llm_compare_limits,
+    save_llm_baseline,
+)
 from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
 from tritonkit.perf.llm.result import LLMResult, LLMStep
 from tritonkit.perf.llm.timeline import FailureReport
@@ -30,7 +38,8 @@ def test_the_same_run_is_no_regression() -> None:
 
 
 def test_a_slower_first_token_beyond_the_limit_is_a_regression() -> None:
-    comparison = compare_llm_results(_result(100, 20), _result(130, 20), max_ttft_rise=0.10, max_tokens_drop=0.5)
+    limits = llm_compare_limits(max_rise=0.10, max_drop=0.5)
+    comparison = compare_llm_results(_result(100, 20), _result(130, 20), limits=limits)
     assert [r.metric for r in comparison.regressions] == ["ttft_p99"]
     assert comparison.exit_code == 1 and "ttft_p99 +30.0%" in comparison.summary()
 
@@ -38,6 +47,17 @@ def test_a_slower_first_token_beyond_the_limit_is_a_regression() -> None:
 def test_slower_tokens_regress_itl_and_token_throughput() -> None:
     comparison = compare_llm_results(_result(100, 20), _result(100, 30))
     assert {r.metric for r in comparison.regressions} == {"itl_p99", "tokens_per_s"}
+
+
+def test_the_limits_are_keyed_by_registry_names_and_the_registry_says_which_way_is_worse() -> None:
+    assert llm_compare_limits(max_rise=0.2, max_drop=0.3) == {"ttft_p99": 0.2, "itl_p99": 0.2, "tokens_per_s": 0.3,
+                                                              "goodput": 0.3}
+    # Any LLM metric of the registry can be compared: the median TTFT here, which rose 30 %.
+    comparison = compare_llm_results(_result(100, 20), _result(130, 20), limits={"ttft_p50": 0.25})
+    assert [(r.metric, r.worse_when, r.regressed) for r in comparison.rows] == [("ttft_p50", "rise", True)]
+    with pytest.raises(ConfigError, match="no LLM metric 'p99_ttft'") as info:
+        compare_llm_results(_result(100, 20), _result(100, 20), limits={"p99_ttft": 0.1})
+    assert info.value.hint is not None and "ttft_p99" in info.value.hint
 
 
 def test_a_step_the_new_run_did_not_measure_is_a_regression() -> None:

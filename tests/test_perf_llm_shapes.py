@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tritonkit.errors import ConfigError
-from tritonkit.perf.llm.loadtest import llm_argv
 from tritonkit.perf.llm.prompts import (
     detect_layout,
     load_prompts,
@@ -24,6 +24,7 @@ from tritonkit.perf.llm.shapes import (
     parse_shape,
     write_intervals,
 )
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 
 
 def test_a_ramp_rises_in_equal_steps_of_rate() -> None:
@@ -131,14 +132,17 @@ def test_input_data_carries_one_entry_per_prompt(tmp_path: Path) -> None:
     assert entry["input_lengths"] == [4] and entry["input_ids"]["shape"] == [4]
 
 
-def test_llm_argv_sends_an_exact_request_count_with_streaming() -> None:
-    argv = llm_argv("m", "127.0.0.1:8001", input_data=Path("in.json"), export_file=Path("c2.json"),
-                    request_count=16, streaming=True, concurrency=2, warmup_requests=2)
-    assert argv == ["-m", "m", "-u", "127.0.0.1:8001", "-i", "grpc", "--async", "--streaming",
-                    "--input-data", "in.json", "--concurrency-range", "2:2:1", "--request-count", "16",
-                    "--warmup-request-count", "2", "--profile-export-file", "c2.json"]
-    shaped = llm_argv("m", "h:1", input_data=Path("i"), export_file=Path("e"), request_count=5, streaming=False,
-                      intervals_file=Path("iv.txt"))
-    assert "--request-intervals" in shaped and "--concurrency-range" not in shaped and "--streaming" not in shaped
-    with pytest.raises(ValueError):
-        llm_argv("m", "h:1", input_data=Path("i"), export_file=Path("e"), request_count=5, streaming=False)
+def test_an_llm_step_is_a_perf_spec_sending_an_exact_request_count_with_streaming() -> None:
+    spec = PerfSpec("m", "127.0.0.1:8001", load=ConcurrencyRange(2), streaming=True, async_mode=True,
+                    input_data=Path("in.json"), request_count=16, warmup_request_count=2,
+                    profile_export_file=Path("c2.json"))
+    assert to_argv(spec) == ["-m", "m", "-u", "127.0.0.1:8001", "-i", "grpc", "--concurrency-range", "2:2:1",
+                             "-b", "1", "--async", "--streaming", "--request-count", "16",
+                             "--warmup-request-count", "2", "--input-data", "in.json",
+                             "--profile-export-file", "c2.json"]
+    shaped = to_argv(replace(spec, load=RequestIntervals(Path("iv.txt")), streaming=False, request_count=5))
+    assert shaped[shaped.index("--request-intervals") + 1] == "iv.txt"
+    assert "--concurrency-range" not in shaped and "--streaming" not in shaped
+    with pytest.raises(ConfigError, match="request_count"):
+        to_argv(replace(spec, request_count=0))
+

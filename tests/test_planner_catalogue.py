@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tritonkit.errors import ConfigError
-from tritonkit.planner import GIB, GPUS, custom_gpu, find_gpu, gpu_names, override_gpu
+from tritonkit.planner import GIB, GPUS, GpuFigures, custom_gpu, find_gpu, gpu_names, override_gpu
 
 REQUIRED = ["T4", "L4", "A10", "A100-40GB", "A100-80GB", "H100-SXM", "H200", "L40S", "RTX-4090", "JETSON-ORIN-64GB"]
 
@@ -72,18 +72,33 @@ def test_supported_precision_gaps_are_explicit() -> None:
 
 
 def test_a_figure_can_be_overridden_and_says_it_was_given() -> None:
-    edited = override_gpu(find_gpu("L4"), memory_gib=20)
+    edited = override_gpu(find_gpu("L4"), GpuFigures(memory_gib=20))
     assert edited.memory_gib == 20 and edited.memory.source == "given"
     assert edited.bandwidth_gb_s == 300  # untouched figures keep their datasheet value
     assert "edited" in edited.name
 
 
 def test_a_custom_gpu_needs_positive_figures() -> None:
-    gpu = custom_gpu(memory_gib=32, bandwidth_gb_s=900, fp16_tflops=100)
+    gpu = custom_gpu(GpuFigures(memory_gib=32, bandwidth_gb_s=900, fp16_tflops=100))
     assert gpu.int8_tops == 200 and "assumed" in gpu.int8.source
     assert gpu.fp8_tflops is None
     with pytest.raises(ConfigError, match="--gpu-bandwidth-gb-s"):
-        custom_gpu(memory_gib=32, bandwidth_gb_s=-1, fp16_tflops=100)
+        custom_gpu(GpuFigures(memory_gib=32, bandwidth_gb_s=-1, fp16_tflops=100))
+
+
+def test_a_custom_gpu_missing_a_needed_figure_is_refused_naming_its_flag() -> None:
+    with pytest.raises(ConfigError, match="needs --gpu-bandwidth-gb-s, --gpu-fp16-tflops as well"):
+        custom_gpu(GpuFigures(memory_gib=32, int8_tops=50))
+
+
+def test_an_override_replaces_only_the_figures_given_each_checked() -> None:
+    card = find_gpu("H100-SXM")
+    assert override_gpu(card, GpuFigures()) is card
+    edited = override_gpu(card, GpuFigures(fp8_tflops=1000, int8_tops=1500))
+    assert (edited.fp8_tflops, edited.int8_tops, edited.fp16) == (1000, 1500, card.fp16)
+    assert edited.fp8.dense is True and edited.fp8.unit == "TFLOPS" and edited.int8.source == "given"
+    with pytest.raises(ConfigError, match="--gpu-int8-tops"):
+        override_gpu(card, GpuFigures(int8_tops=0))
 
 
 @pytest.mark.parametrize(

@@ -148,14 +148,15 @@ def test_unreadable_configs_are_config_errors(tmp_path: Path) -> None:
 
 def test_kv_heads_that_do_not_divide_the_heads_are_refused() -> None:
     with pytest.raises(ConfigError, match="KV heads"):
-        model_from_values(num_layers=32, num_kv_heads=5, num_attention_heads=32, head_dim=128, total_params=7 * 10**9)
+        model_from_values(ModelOverrides(num_layers=32, num_kv_heads=5, num_attention_heads=32, head_dim=128,
+                                         total_params=7 * 10**9))
 
 
 def test_explicit_values_need_a_parameter_count() -> None:
     with pytest.raises(ConfigError) as info:
-        model_from_values(num_layers=32, num_kv_heads=8, head_dim=128)
+        model_from_values(ModelOverrides(num_layers=32, num_kv_heads=8, head_dim=128))
     assert info.value.hint is not None and "--params" in info.value.hint
-    model = model_from_values(num_layers=32, num_kv_heads=8, head_dim=128, total_params=7 * 10**9)
+    model = model_from_values(ModelOverrides(num_layers=32, num_kv_heads=8, head_dim=128, total_params=7 * 10**9))
     assert model.kv_bytes_per_token(2) == 128 * KIB
 
 

@@ -16,6 +16,8 @@ from tritonkit.planner import (
     GIB,
     MIB,
     CapacityPlan,
+    GpuFigures,
+    ModelOverrides,
     PlanAssumptions,
     TransformerShape,
     Workload,
@@ -76,9 +78,9 @@ def test_llama_3_8b_on_a100_80gb_memory_figures_match_hand_arithmetic() -> None:
 
 
 def test_40_gib_of_free_kv_space_holds_160_sequences_of_2048_tokens() -> None:
-    model = model_from_values(num_layers=32, num_kv_heads=8, head_dim=128, num_attention_heads=32,
-                              total_params=7 * 10**9)
-    gpu = custom_gpu(memory_gib=54, bandwidth_gb_s=2000, fp16_tflops=300)
+    model = model_from_values(ModelOverrides(num_layers=32, num_kv_heads=8, head_dim=128, num_attention_heads=32,
+                                             total_params=7 * 10**9))
+    gpu = custom_gpu(GpuFigures(memory_gib=54, bandwidth_gb_s=2000, fp16_tflops=300))
     plan = plan_llm(model, gpu, find_precision("fp16"), Workload(input_tokens=1024, output_tokens=1024),
                     PlanAssumptions(reserve_gib=0), weights_bytes_override=14 * GIB)
     assert plan.value("kv_free_gib") == 40
@@ -86,7 +88,7 @@ def test_40_gib_of_free_kv_space_holds_160_sequences_of_2048_tokens() -> None:
 
 
 def test_a_4_gb_model_on_jetson_orin_decodes_at_most_51_tokens_per_s() -> None:
-    model = model_from_values(num_layers=32, num_kv_heads=32, head_dim=128, total_params=7 * 10**9)
+    model = model_from_values(ModelOverrides(num_layers=32, num_kv_heads=32, head_dim=128, total_params=7 * 10**9))
     plan = plan_llm(model, find_gpu("JETSON-ORIN-64GB"), find_precision("q4_k_m"),
                     Workload(input_tokens=512, output_tokens=256), weights_bytes_override=4 * 10**9)
     assert plan.value("decode_tokens_per_s_per_stream_ideal") == pytest.approx(51.2)
@@ -95,7 +97,7 @@ def test_a_4_gb_model_on_jetson_orin_decodes_at_most_51_tokens_per_s() -> None:
 
 
 def test_the_edge_rule_of_thumb_counts_unbatched_streams_at_a_per_user_rate() -> None:
-    model = model_from_values(num_layers=32, num_kv_heads=32, head_dim=128, total_params=7 * 10**9)
+    model = model_from_values(ModelOverrides(num_layers=32, num_kv_heads=32, head_dim=128, total_params=7 * 10**9))
     plan = plan_llm(model, find_gpu("JETSON-ORIN-64GB"), find_precision("q4_k_m"),
                     Workload(input_tokens=256, output_tokens=256, tokens_per_s_per_user=10),
                     weights_bytes_override=4 * 10**9)

@@ -28,6 +28,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The ``--llm`` options as given: the library's settings value, built once from click's keywords.
 LLMOptions = LLMSettings
+#: The options' defaults are the settings' own, so the command line and the library cannot drift.
+_DEFAULT = LLMSettings()
 
 
 _LLM_OPTIONS = [
@@ -35,17 +37,17 @@ _LLM_OPTIONS = [
                  help="Measure as an LLM: streamed TTFT, inter-token latency, tokens/s, goodput (GenAI-Perf's definitions)."),
     click.option("--prompts", "llm_prompts", type=click.Path(dir_okay=False, path_type=Path), default=None,
                  help='--llm: JSONL prompts, one {"text": ..., "output_tokens": N} a line (default: synthetic).'),
-    click.option("--input-tokens", "llm_input_tokens", default="128", show_default=True,
+    click.option("--input-tokens", "llm_input_tokens", default=_DEFAULT.input_tokens, show_default=True,
                  help="--llm synthetic prompts: input length MEAN[:STDDEV] in tokens."),
-    click.option("--output-tokens", "llm_output_tokens", default="64", show_default=True,
+    click.option("--output-tokens", "llm_output_tokens", default=_DEFAULT.output_tokens, show_default=True,
                  help="--llm synthetic prompts: output length MEAN[:STDDEV] in tokens."),
-    click.option("--num-prompts", "llm_num_prompts", type=int, default=100, show_default=True,
+    click.option("--num-prompts", "llm_num_prompts", type=int, default=_DEFAULT.num_prompts, show_default=True,
                  help="--llm: synthetic prompts to generate (requests cycle through them)."),
-    click.option("--seed", "llm_seed", type=int, default=0, show_default=True, help="--llm: prompt generator seed."),
+    click.option("--seed", "llm_seed", type=int, default=_DEFAULT.seed, show_default=True, help="--llm: prompt generator seed."),
     click.option("--traffic", "llm_traffic", default=None,
                  help="--llm traffic shape instead of concurrency levels: 'ramp:1-8/s,4,10', "
                       "'spike:2/s,20/s,5,3,10', 'soak:4/s,600' or 'replay:log.jsonl[,SPEED]'."),
-    click.option("--requests", "llm_requests", type=int, default=32, show_default=True,
+    click.option("--requests", "llm_requests", type=int, default=_DEFAULT.requests, show_default=True,
                  help="--llm: requests sent at each concurrency level."),
     click.option("--stream/--no-stream", "llm_stream", default=None,
                  help="--llm: stream responses (default: on for decoupled models)."),
@@ -67,7 +69,7 @@ _LLM_OPTIONS = [
     click.option("--token-output", "llm_token_output", default=None,
                  help="--llm: the model's output whose elements are its tokens (default: output_ids or an integer "
                       "output named like ids, else one token per response with new output)."),
-    click.option("--settle-s", "llm_settle_s", type=float, default=2.0, show_default=True,
+    click.option("--settle-s", "llm_settle_s", type=float, default=_DEFAULT.settle_s, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
 
@@ -80,24 +82,9 @@ def llm_options(func: F) -> F:
 
 
 def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
-    """Pop the ``llm_*`` keywords click passed into an ``LLMOptions``."""
-    return LLMOptions(
-        prompts=kwargs.pop("llm_prompts", None),
-        input_tokens=kwargs.pop("llm_input_tokens", "128"),
-        output_tokens=kwargs.pop("llm_output_tokens", "64"),
-        num_prompts=kwargs.pop("llm_num_prompts", 100),
-        seed=kwargs.pop("llm_seed", 0),
-        traffic=kwargs.pop("llm_traffic", None),
-        requests=kwargs.pop("llm_requests", 32),
-        stream=kwargs.pop("llm_stream", None),
-        client_deadline=kwargs.pop("llm_client_deadline", None),
-        goodput=kwargs.pop("llm_goodput", None),
-        settle_s=kwargs.pop("llm_settle_s", 2.0),
-        interface=kwargs.pop("llm_interface", None),
-        tokenizer=kwargs.pop("llm_tokenizer", None),
-        trtllm_version=kwargs.pop("llm_trtllm_version", None),
-        token_output=kwargs.pop("llm_token_output", None),
-    )
+    """Pop the ``llm_*`` keywords click passed into an ``LLMOptions`` (``--x`` arrives as ``llm_x``,
+    the settings field ``x``; a field with no option keeps its default)."""
+    return LLMOptions(**{f.name: kwargs.pop(f"llm_{f.name}") for f in fields(LLMOptions) if f"llm_{f.name}" in kwargs})
 
 
 def reject_stray_llm_options(kwargs: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from tritonkit.planner import (
     GPUS,
     PRECISIONS,
     CapacityPlan,
+    GpuFigures,
     GpuSpec,
     ModelOverrides,
     PlanAssumptions,
@@ -68,31 +69,11 @@ def _gpu_table() -> str:
     return "\n".join(rows)
 
 
-def _resolve_gpu(
-    name: str | None,
-    memory_gib: float | None,
-    bandwidth_gb_s: float | None,
-    fp16_tflops: float | None,
-    fp8_tflops: float | None,
-    int8_tops: float | None,
-    required: bool,
-) -> GpuSpec | None:
+def _resolve_gpu(name: str | None, figures: GpuFigures, required: bool) -> GpuSpec | None:
     if name is not None:
-        return override_gpu(
-            find_gpu(name), memory_gib=memory_gib, bandwidth_gb_s=bandwidth_gb_s, fp16_tflops=fp16_tflops,
-            fp8_tflops=fp8_tflops, int8_tops=int8_tops,
-        )
-    given = {"--gpu-memory-gib": memory_gib, "--gpu-bandwidth-gb-s": bandwidth_gb_s, "--gpu-fp16-tflops": fp16_tflops}
-    if any(v is not None for v in (*given.values(), fp8_tflops, int8_tops)):
-        missing = [flag for flag, value in given.items() if value is None]
-        if missing:
-            raise ConfigError(
-                f"a custom GPU needs {', '.join(missing)} as well",
-                hint="pass all of --gpu-memory-gib, --gpu-bandwidth-gb-s and --gpu-fp16-tflops, or --gpu NAME",
-            )
-        assert memory_gib is not None and bandwidth_gb_s is not None and fp16_tflops is not None
-        return custom_gpu(memory_gib=memory_gib, bandwidth_gb_s=bandwidth_gb_s, fp16_tflops=fp16_tflops,
-                          fp8_tflops=fp8_tflops, int8_tops=int8_tops)
+        return override_gpu(find_gpu(name), figures)
+    if figures.any_given:
+        return custom_gpu(figures)
     if required:
         raise ConfigError(
             f"no GPU given; known: {', '.join(gpu_names())}",
@@ -117,11 +98,7 @@ def _resolve_model(hf_config: Path | None, o: dict[str, Any]) -> TransformerShap
     if hf_config is not None:
         return model_from_hf_config(load_hf_config(hf_config), source=str(hf_config), overrides=overrides)
     if any(o[k] is not None for k in ("num_layers", "num_kv_heads", "head_dim", "params")):
-        return model_from_values(
-            num_layers=o["num_layers"], num_kv_heads=o["num_kv_heads"], head_dim=o["head_dim"],
-            num_attention_heads=o["num_heads"], hidden_size=o["hidden_size"], total_params=o["params"],
-            active_params=o["active_params"], sliding_window=o["sliding_window"], name=o["model_name"] or "model",
-        )
+        return model_from_values(overrides)
     return None
 
 
@@ -252,8 +229,9 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
             hint="pass --hf-config (an LLM), model flags (--num-layers, --num-kv-heads, --head-dim, --params), "
             "or --from-result result.json (any model)",
         )
-    gpu = _resolve_gpu(gpu_name, o["gpu_memory_gib"], o["gpu_bandwidth_gb_s"], o["gpu_fp16_tflops"],
-                       o["gpu_fp8_tflops"], o["gpu_int8_tops"], required=model is not None)
+    figures = GpuFigures(memory_gib=o["gpu_memory_gib"], bandwidth_gb_s=o["gpu_bandwidth_gb_s"],
+                         fp16_tflops=o["gpu_fp16_tflops"], fp8_tflops=o["gpu_fp8_tflops"], int8_tops=o["gpu_int8_tops"])
+    gpu = _resolve_gpu(gpu_name, figures, required=model is not None)
     workload = Workload(
         target_qps=o["qps"], input_tokens=o["input_tokens"], output_tokens=o["output_tokens"],
         input_tokens_p95=o["input_tokens_p95"], output_tokens_p95=o["output_tokens_p95"], mode=o["mode"],

@@ -8,7 +8,8 @@ Four steps, each its own subpackage, data flowing one way:
   :class:`Verdict`); baselines and regressions (:func:`compare_results`);
 * :mod:`tritonkit.perf.report`: Markdown, HTML and plots from (result, verdict);
 * :func:`run_perf` (:mod:`tritonkit.perf.pipeline`): all three in order, into one results folder;
-  :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`);
+  :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`); both
+  take the same :class:`RunSetup` keywords (results folder, perf_analyzer, metrics, baselines, progress);
 * :mod:`tritonkit.perf.metric_registry`: every metric's name, unit, definition, SLA key, report
   column and Prometheus quantile, read by all of the above.
 
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
         StepResult,
         run_ladder,
     )
-    from tritonkit.perf.pipeline import LLMRun, PerfRun, StepEvent, run_llm_perf, run_perf
+    from tritonkit.perf.pipeline import LLMRun, PerfRun, RunSetup, StepEvent, run_llm_perf, run_perf
     from tritonkit.perf.report import write_report
 
 # Public name → the module that defines it (imported when the name is first asked for).
@@ -74,6 +75,7 @@ _EXPORTS: dict[str, str] = {
     "run_ladder": "tritonkit.perf.measure",
     "write_report": "tritonkit.perf.report",
     "PerfRun": "tritonkit.perf.pipeline",
+    "RunSetup": "tritonkit.perf.pipeline",
     "StepEvent": "tritonkit.perf.pipeline",
     "run_perf": "tritonkit.perf.pipeline",
     "LLMRun": "tritonkit.perf.pipeline",
@@ -92,6 +94,7 @@ __all__ = [
     "PerfRun",
     "PerfSpec",
     "RequestRateRange",
+    "RunSetup",
     "SLA",
     "StepEvent",
     "StepResult",

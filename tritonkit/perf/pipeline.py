@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from tritonkit._fs import folder_write_errors
 from tritonkit._lock import FolderLock
@@ -50,10 +51,16 @@ from tritonkit.perf.report.files import ReportFiles, check_report_folder, write_
 from tritonkit.perf.resume import Resume, combine, plan_resume, run_settings
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # typed **kwargs (PEP 692) on 3.10 need the backport
+    from typing_extensions import Unpack
+
 __all__ = [
     "LLMRun",
     "PerfRun",
     "PlannedCommand",
+    "RunSetup",
     "StepEvent",
     "judge_step",
     "ladder_check",
@@ -65,6 +72,44 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+
+
+class RunSetup(TypedDict, total=False):
+    """Where a run writes and with what tools: the keywords :func:`run_perf` and :func:`run_llm_perf` share.
+
+    Every key is optional. ``results_dir``: the run's folder (default
+    ``<results_root>/<UTC timestamp>-<model>``, ``results_root`` defaulting to ``results``; see
+    :func:`~tritonkit.perf.measure.plan.default_results_dir`). ``perf_analyzer``: the install to run
+    (default: located, see :func:`~tritonkit.provision.perf_analyzer.locate_perf_analyzer`).
+    ``metrics_url``: the server's Prometheus ``/metrics``, scraped during each step (default: not
+    scraped). ``baseline_root`` (e.g. ``results/baselines``): keep the run there as a timestamped
+    baseline when it measured something and failed nowhere (default: keep none). ``progress``:
+    called with a line per step as the run goes (default: silent).
+    """
+
+    results_dir: str | os.PathLike[str] | None
+    results_root: str | os.PathLike[str]
+    perf_analyzer: PerfAnalyzerInstall | None
+    metrics_url: str | None
+    baseline_root: str | os.PathLike[str] | None
+    progress: Progress | None
+
+
+def _check_setup(setup: RunSetup) -> None:
+    """Refuse a keyword :class:`RunSetup` does not know, as Python refuses one a signature does not
+    list: a misspelt ``result_dir=`` must not quietly run into the default folder."""
+    unknown = sorted(set(setup) - RunSetup.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+                        f"a run's setup takes {', '.join(RunSetup.__annotations__)}")
+
+
+def _folder_and_tool(model: str, setup: RunSetup) -> tuple[Path, PerfAnalyzerInstall]:
+    """The run's folder and perf_analyzer, defaults filled in (see :class:`RunSetup`)."""
+    tool = setup.get("perf_analyzer") or locate_perf_analyzer()
+    given = setup.get("results_dir")
+    folder = Path(given) if given is not None else default_results_dir(model, setup.get("results_root", "results"))
+    return folder, tool
 
 
 @dataclass(frozen=True)
@@ -256,24 +301,20 @@ def run_perf(
     *,
     sla: SLA | None = None,
     require_zero_errors: bool = True,
-    results_dir: str | os.PathLike[str] | None = None,
-    results_root: str | os.PathLike[str] = "results",
-    perf_analyzer: PerfAnalyzerInstall | None = None,
-    metrics_url: str | None = None,
-    baseline_root: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     input_notes: Sequence[str] = (),
+    **setup: Unpack[RunSetup],
 ) -> PerfRun:
     """Run a load ladder against ``spec``'s model and judge it against ``sla``.
 
-    ``results_dir`` defaults to ``<results_root>/<UTC timestamp>-<model>``; an existing folder
-    holding a run with the same specification is resumed (see the module docstring).
-    ``require_zero_errors`` adds ``errors==0`` to an SLA that bounds neither errors nor the error
-    rate (a run passes only with zero failed requests unless told otherwise).
-    ``baseline_root`` (e.g. ``results/baselines``) keeps the run as a timestamped baseline when
-    it measured something and perf_analyzer did not fail. ``input_notes`` (how the input data was
-    made) are kept in the run's notes and in ``result.extra["input_data"]``.
+    ``setup``: where the run writes and with what tools (``results_dir``, ``results_root``,
+    ``perf_analyzer``, ``metrics_url``, ``baseline_root``, ``progress``; see :class:`RunSetup`).
+    An existing ``results_dir`` holding a run with the same specification is resumed (see the
+    module docstring). ``require_zero_errors`` adds ``errors==0`` to an SLA that bounds neither
+    errors nor the error rate (a run passes only with zero failed requests unless told otherwise).
+    A baseline is kept only when the run measured something and perf_analyzer did not fail.
+    ``on_step`` sees each step as it finishes. ``input_notes`` (how the input data was made) are
+    kept in the run's notes and in ``result.extra["input_data"]``.
 
     Raises before starting anything: ``ConfigError`` (bad spec / plan / folder, or a folder
     holding a run of another specification), ``MissingComponentError`` (no perf_analyzer),
@@ -281,10 +322,10 @@ def run_perf(
     Failures after launch are returned in :attr:`PerfRun.error` with everything measured so far
     saved.
     """
+    _check_setup(setup)
     if sla is not None and require_zero_errors:
         sla = sla.with_zero_errors()
-    tool = perf_analyzer or locate_perf_analyzer()
-    folder = Path(results_dir) if results_dir is not None else default_results_dir(spec.model, results_root)
+    folder, tool = _folder_and_tool(spec.model, setup)
     # A second run into the same folder would overwrite this one's raw files and result.json.
     created = not folder.exists()
     try:
@@ -292,8 +333,7 @@ def run_perf(
         # written atomically after every step, so it still holds every step saved before.
         with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
                 folder_write_errors("write the run's results", folder):
-            return _run_locked(spec, plan, sla, folder, tool, metrics_url=metrics_url, baseline_root=baseline_root,
-                               progress=progress, on_step=on_step, input_notes=input_notes,
+            return _run_locked(spec, plan, sla, folder, tool, setup, on_step=on_step, input_notes=input_notes,
                                notes=[*input_notes, *([lock.taken_over] if lock.taken_over else [])])
     except BaseException:
         if created:  # refused before writing anything (server down, bad folder): leave no empty folder
@@ -308,15 +348,14 @@ def _run_locked(
     sla: SLA | None,
     folder: Path,
     tool: PerfAnalyzerInstall,
+    setup: RunSetup,
     *,
-    metrics_url: str | None,
-    baseline_root: str | os.PathLike[str] | None,
-    progress: Progress | None,
     on_step: Callable[[StepEvent], None] | None,
     input_notes: Sequence[str],
     notes: list[str],
 ) -> PerfRun:
     """:func:`run_perf` once its results folder is locked."""
+    baseline_root, progress = setup.get("baseline_root"), setup.get("progress")
     check_report_folder(folder)  # before measuring: the report at the end must be writable
     for name in ("result.json", "report.md", "report.html"):
         if (folder / name).is_dir():  # found only when writing it, after all the measuring
@@ -338,7 +377,8 @@ def _run_locked(
         assert previous is not None
         combine(previous, partial, resume.ladder_dir.name).save(folder / "result.json")
 
-    analyzer = PerfAnalyzer(resume.ladder_dir, perf_analyzer=tool, metrics_url=metrics_url, progress=progress)
+    analyzer = PerfAnalyzer(resume.ladder_dir, perf_analyzer=tool, metrics_url=setup.get("metrics_url"),
+                            progress=progress)
     observe = on_step or (lambda _event: None)
     ladder = run_ladder(
         spec,
@@ -456,33 +496,28 @@ def run_llm_perf(
     settings: LLMSettings,
     *,
     sla: SLA | None = None,
-    results_dir: str | os.PathLike[str] | None = None,
-    results_root: str | os.PathLike[str] = "results",
-    perf_analyzer: PerfAnalyzerInstall | None = None,
-    metrics_url: str | None = None,
-    baseline_root: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
+    **setup: Unpack[RunSetup],
 ) -> LLMRun:
     """An LLM load test end to end: measure (``run_llm``), judge against ``sla``, save
     ``llm_result.json`` with the verdict, write ``llm_report.md``, keep an LLM baseline.
 
-    The same order and guarantees as :func:`run_perf`: the result is on disk before the report
-    is written; a report that cannot be written comes back in :attr:`LLMRun.error` (exit 2).
-    ``results_dir`` defaults to :func:`~tritonkit.perf.measure.plan.default_results_dir`.
+    The same order and guarantees as :func:`run_perf`, and the same ``setup`` keywords
+    (:class:`RunSetup`): the result is on disk before the report is written; a report that
+    cannot be written comes back in :attr:`LLMRun.error` (exit 2).
     """
     from tritonkit.perf.llm.loadtest import run_llm
 
+    _check_setup(setup)
     settings = settings.with_served_tokenizer(model, url)  # a TensorRT-LLM pipeline names its own
     prompts, source = settings.load_prompts()
     plan = settings.plan(sla)
-    tool = perf_analyzer or locate_perf_analyzer()
-    folder = Path(results_dir) if results_dir is not None else default_results_dir(model, results_root)
-    result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=metrics_url,
-                     streaming=settings.stream, prompt_source=source, perf_analyzer=tool, progress=progress,
-                     interface=settings.interface, tokenizer=settings.token_counter(),
-                     trtllm_version=settings.trtllm_version, tokenizer_from=settings.tokenizer_record(),
-                     token_output=settings.token_output)
-    return _finish_llm(result, folder, sla, baseline_root=baseline_root)
+    folder, tool = _folder_and_tool(model, setup)
+    result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=setup.get("metrics_url"),
+                     streaming=settings.stream, prompt_source=source, perf_analyzer=tool,
+                     progress=setup.get("progress"), interface=settings.interface,
+                     tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
+                     tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output)
+    return _finish_llm(result, folder, sla, baseline_root=setup.get("baseline_root"))
 
 
 def rejudge_llm(

@@ -43,7 +43,16 @@ from tritonkit.planner.capacity import (
     size_fleet,
     weights_bytes,
 )
-from tritonkit.planner.catalogue import GPUS, Figure, GpuSpec, custom_gpu, find_gpu, gpu_names, override_gpu
+from tritonkit.planner.catalogue import (
+    GPUS,
+    Figure,
+    GpuFigures,
+    GpuSpec,
+    custom_gpu,
+    find_gpu,
+    gpu_names,
+    override_gpu,
+)
 from tritonkit.planner.hf_config import load_hf_config, model_from_hf_config, model_from_values
 from tritonkit.planner.llm import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, plan_llm
 from tritonkit.planner.llm_calibrate import (
@@ -116,6 +125,7 @@ __all__ = [
     "CapacityPlan",
     "Figure",
     "FleetSize",
+    "GpuFigures",
     "GpuSpec",
     "CapacityReading",
     "CheckRow",

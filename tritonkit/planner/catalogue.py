@@ -27,6 +27,7 @@ from tritonkit.errors import ConfigError
 __all__ = [
     "GPUS",
     "Figure",
+    "GpuFigures",
     "GpuSpec",
     "custom_gpu",
     "find_gpu",
@@ -332,62 +333,73 @@ def _positive(value: float, what: str, flag: str) -> float:
     return float(value)
 
 
-def override_gpu(
-    gpu: GpuSpec,
-    *,
-    memory_gib: float | None = None,
-    bandwidth_gb_s: float | None = None,
-    fp16_tflops: float | None = None,
-    fp8_tflops: float | None = None,
-    int8_tops: float | None = None,
-) -> GpuSpec:
+#: The figures a caller may give, in :class:`GpuFigures`' order: its field → (the :class:`GpuSpec`
+#: field it sets, what it is, the CLI flag that gives it, its unit, whether it is a dense tensor figure).
+_GIVEN: dict[str, tuple[str, str, str, str, bool | None]] = {
+    "memory_gib": ("memory", "GPU memory", "--gpu-memory-gib", "GiB", None),
+    "bandwidth_gb_s": ("bandwidth", "GPU memory bandwidth", "--gpu-bandwidth-gb-s", "GB/s", None),
+    "fp16_tflops": ("fp16", "FP16 TFLOPS", "--gpu-fp16-tflops", "TFLOPS", True),
+    "fp8_tflops": ("fp8", "FP8 TFLOPS", "--gpu-fp8-tflops", "TFLOPS", True),
+    "int8_tops": ("int8", "INT8 TOPS", "--gpu-int8-tops", "TOPS", True),
+}
+#: What :func:`custom_gpu` cannot do without (FP8 may be absent, INT8 is assumed from FP16).
+_REQUIRED = ("memory_gib", "bandwidth_gb_s", "fp16_tflops")
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    """Figures a caller gives for a GPU (the CLI's ``--gpu-*`` flags), in the module's units;
+    ``None``: not given. :func:`override_gpu` puts them into a catalogue card,
+    :func:`custom_gpu` describes a whole card by them."""
+
+    memory_gib: float | None = None
+    bandwidth_gb_s: float | None = None
+    fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    int8_tops: float | None = None
+
+    @property
+    def any_given(self) -> bool:
+        """Whether any figure is given (the CLI then describes a custom card, or edits ``--gpu``'s)."""
+        return any(getattr(self, name) is not None for name in _GIVEN)
+
+    def given(self) -> dict[str, Figure]:
+        """A ``"given"`` :class:`Figure` per figure given, by :class:`GpuSpec` field; each must be
+        positive (``ConfigError`` naming its flag)."""
+        figures: dict[str, Figure] = {}
+        for name, (spec_field, what, flag, unit, dense) in _GIVEN.items():
+            value = getattr(self, name)
+            if value is not None:
+                figures[spec_field] = Figure(_positive(value, what, flag), unit, "given", dense)
+        return figures
+
+
+def override_gpu(gpu: GpuSpec, figures: GpuFigures) -> GpuSpec:
     """``gpu`` with the given figures replaced; each replaced figure's source says "given"."""
-    changes: dict[str, Any] = {}
-    if memory_gib is not None:
-        changes["memory"] = Figure(_positive(memory_gib, "GPU memory", "--gpu-memory-gib"), "GiB", "given")
-    if bandwidth_gb_s is not None:
-        changes["bandwidth"] = Figure(
-            _positive(bandwidth_gb_s, "GPU memory bandwidth", "--gpu-bandwidth-gb-s"), "GB/s", "given"
-        )
-    if fp16_tflops is not None:
-        changes["fp16"] = Figure(_positive(fp16_tflops, "FP16 TFLOPS", "--gpu-fp16-tflops"), "TFLOPS", "given", True)
-    if fp8_tflops is not None:
-        changes["fp8"] = Figure(_positive(fp8_tflops, "FP8 TFLOPS", "--gpu-fp8-tflops"), "TFLOPS", "given", True)
-    if int8_tops is not None:
-        changes["int8"] = Figure(_positive(int8_tops, "INT8 TOPS", "--gpu-int8-tops"), "TOPS", "given", True)
+    changes: dict[str, Any] = figures.given()  # GpuSpec field → Figure (replace() is typed per field)
     if not changes:
         return gpu
     return replace(gpu, name=f"{gpu.name} (edited)", **changes)
 
 
-def custom_gpu(
-    *,
-    memory_gib: float,
-    bandwidth_gb_s: float,
-    fp16_tflops: float,
-    fp8_tflops: float | None = None,
-    int8_tops: float | None = None,
-    name: str = "custom",
-) -> GpuSpec:
-    """A GPU described entirely by the caller (figures are dense; INT8 defaults to 2 × FP16)."""
-    fp16 = _positive(fp16_tflops, "FP16 TFLOPS", "--gpu-fp16-tflops")
-    int8 = int8_tops if int8_tops is not None else 2 * fp16
+def custom_gpu(figures: GpuFigures, *, name: str = "custom") -> GpuSpec:
+    """A GPU described entirely by the caller: memory, bandwidth and FP16 must be given (figures
+    are dense; INT8 defaults to 2 × FP16, FP8 to none)."""
+    missing = [_GIVEN[field][2] for field in _REQUIRED if getattr(figures, field) is None]
+    if missing:
+        raise ConfigError(
+            f"a custom GPU needs {', '.join(missing)} as well",
+            hint="pass all of --gpu-memory-gib, --gpu-bandwidth-gb-s and --gpu-fp16-tflops, or --gpu NAME",
+        )
+    given = figures.given()
+    fp16 = given["fp16"]
+    assert fp16.value is not None
     return GpuSpec(
         name=name,
-        memory=Figure(_positive(memory_gib, "GPU memory", "--gpu-memory-gib"), "GiB", "given"),
-        bandwidth=Figure(_positive(bandwidth_gb_s, "GPU memory bandwidth", "--gpu-bandwidth-gb-s"), "GB/s", "given"),
-        fp16=Figure(fp16, "TFLOPS", "given", True),
-        fp8=Figure(
-            _positive(fp8_tflops, "FP8 TFLOPS", "--gpu-fp8-tflops") if fp8_tflops is not None else None,
-            "TFLOPS",
-            "given" if fp8_tflops is not None else "not given",
-            True if fp8_tflops is not None else None,
-        ),
-        int8=Figure(
-            _positive(int8, "INT8 TOPS", "--gpu-int8-tops"),
-            "TOPS",
-            "given" if int8_tops is not None else "assumed 2 × FP16 (not given)",
-            True,
-        ),
+        memory=given["memory"],
+        bandwidth=given["bandwidth"],
+        fp16=fp16,
+        fp8=given.get("fp8", Figure(None, "TFLOPS", "not given")),
+        int8=given.get("int8", Figure(2 * fp16.value, "TOPS", "assumed 2 × FP16 (not given)", True)),
         kind="custom",
     )

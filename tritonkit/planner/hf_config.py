@@ -213,44 +213,37 @@ def model_from_hf_config(
     )
 
 
-def model_from_values(
-    *,
-    num_layers: int | None,
-    num_kv_heads: int | None,
-    head_dim: int | None = None,
-    num_attention_heads: int | None = None,
-    hidden_size: int | None = None,
-    total_params: int | None = None,
-    active_params: int | None = None,
-    sliding_window: int | None = None,
-    name: str = "model",
-) -> TransformerShape:
-    """A model given field by field (no config.json); the parameter count must be given."""
+def model_from_values(values: ModelOverrides) -> TransformerShape:
+    """A model given field by field (no config.json: the CLI's flags); the parameter count must be given.
+
+    The shape (layers, heads, KV heads, head size, hidden size) is read as a config's would be,
+    each value checked the same way; the name (default ``"model"``), the parameter counts and a
+    sliding window, which a config cannot say, are applied as overrides.
+    """
     source = "flags"
-    if num_layers is None:
+    if values.num_layers is None:
         raise ConfigError("no model: the number of layers is unknown", hint="pass --hf-config or --num-layers")
-    if num_attention_heads is None and num_kv_heads is None:
+    if values.num_attention_heads is None and values.num_kv_heads is None:
         raise ConfigError("the number of KV heads is unknown", hint="pass --num-kv-heads (and --num-heads)")
-    if total_params is None:
+    if values.total_params is None:
         raise ConfigError(
             "the parameter count is unknown (there is no config.json to count it from)",
             hint="pass --params, e.g. --params 7B, or --hf-config",
         )
     config: dict[str, Any] = {
-        "num_hidden_layers": num_layers,
-        "num_attention_heads": num_attention_heads or num_kv_heads,
-        "num_key_value_heads": num_kv_heads,
-        "hidden_size": hidden_size,
-        "head_dim": head_dim,
+        "num_hidden_layers": values.num_layers,
+        "num_attention_heads": values.num_attention_heads or values.num_kv_heads,
+        "num_key_value_heads": values.num_kv_heads,
+        "hidden_size": values.hidden_size,
+        "head_dim": values.head_dim,
     }
-    if head_dim is None and (hidden_size is None or num_attention_heads is None):
+    if values.head_dim is None and (values.hidden_size is None or values.num_attention_heads is None):
         raise ConfigError("head_dim is unknown", hint="pass --head-dim, or --hidden-size with --num-heads")
     return model_from_hf_config(
         {k: v for k, v in config.items() if v is not None},
         source=source,
-        overrides=ModelOverrides(
-            name=name, total_params=total_params, active_params=active_params, sliding_window=sliding_window
-        ),
+        overrides=ModelOverrides(name=values.name or "model", total_params=values.total_params,
+                                 active_params=values.active_params, sliding_window=values.sliding_window),
     )
 
 

@@ -15,14 +15,16 @@ that with GenAI-Perf's definitions (``metrics``). Traffic shapes it cannot expre
 """
 
 from tritonkit.perf.llm.compare import (
+    LLM_COMPARE_LIMITS,
     LLMComparison,
     LLMComparisonRow,
     compare_llm_results,
     latest_llm_baseline,
+    llm_compare_limits,
     save_llm_baseline,
 )
 from tritonkit.perf.llm.judge import evaluate_llm, goodput_slo_from_sla, llm_measurement
-from tritonkit.perf.llm.loadtest import LLMPlan, llm_argv, run_llm
+from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.metrics import (
     Distribution,
     Drift,
@@ -75,6 +77,7 @@ __all__ = [
     "DriftWindow",
     "FailureReport",
     "GoodputSLO",
+    "LLM_COMPARE_LIMITS",
     "LLMComparison",
     "LLMComparisonRow",
     "LLMMetrics",
@@ -104,7 +107,7 @@ __all__ = [
     "goodput_slo_from_sla",
     "in_flight",
     "latest_llm_baseline",
-    "llm_argv",
+    "llm_compare_limits",
     "llm_measurement",
     "load_export_records",
     "load_prompts",

@@ -1,8 +1,10 @@
 """Compare two LLM results (a baseline and a new run) and keep timestamped LLM baselines.
 
 Steps are paired by load (``concurrency 4`` with ``concurrency 4``, ``spike`` with ``spike``). A
-pair regresses when TTFT p99 or ITL p99 rose, or output token throughput or goodput fell, beyond
-the allowed fraction; a step the baseline measured and the new run did not is a regression too.
+pair regresses when a compared metric moved the wrong way (by default TTFT p99 or ITL p99 rose, or
+output token throughput or goodput fell) beyond its allowed fraction; a step the baseline measured
+and the new run did not is a regression too. The limits are keyed by the metric registry's names,
+which also says which way is wrong for each.
 Pure functions; the baseline files are ``llm_result.json`` copies.
 """
 
@@ -10,17 +12,41 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
 from tritonkit.perf.llm.result import LLMResult, LLMStep
-from tritonkit.perf.metric_registry import METRICS
+from tritonkit.perf.metric_registry import METRICS, Metric
 
-__all__ = ["LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results", "find_llm_result",
-           "latest_llm_baseline", "save_llm_baseline"]
+__all__ = ["LLM_COMPARE_LIMITS", "LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results",
+           "find_llm_result", "latest_llm_baseline", "llm_compare_limits", "save_llm_baseline"]
+
+#: The metrics an LLM run is held to against its baseline (metric registry names), each with the
+#: fraction of its baseline value it may move the wrong way by (the registry says which way that is).
+LLM_COMPARE_LIMITS: Mapping[str, float] = MappingProxyType(
+    {"ttft_p99": 0.10, "itl_p99": 0.10, "tokens_per_s": 0.05, "goodput": 0.05}
+)
+
+
+def llm_compare_limits(
+    *, max_rise: float, max_drop: float, metrics: Iterable[str] = LLM_COMPARE_LIMITS
+) -> dict[str, float]:
+    """``perf compare``'s two limits spread over ``metrics``: ``max_rise`` for each a rise makes
+    worse (TTFT, ITL), ``max_drop`` for each a drop does (token throughput, goodput)."""
+    return {name: max_rise if _metric(name).worse_when == "rise" else max_drop for name in metrics}
+
+
+def _metric(name: str) -> Metric:
+    found = METRICS.get(name)
+    if found is None or "llm" not in found.modes:
+        known = ", ".join(m.name for m in METRICS.values() if "llm" in m.modes)
+        raise ConfigError(f"no LLM metric {name!r} to compare", hint=f"name one of {known}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -82,17 +108,14 @@ def _values(step: LLMStep | None) -> dict[str, float | None]:
 
 
 def compare_llm_results(
-    base: LLMResult,
-    new: LLMResult,
-    *,
-    max_ttft_rise: float = 0.10,
-    max_itl_rise: float = 0.10,
-    max_tokens_drop: float = 0.05,
+    base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS
 ) -> LLMComparison:
-    """Rows for TTFT p99, ITL p99 (rise is worse), output tokens/s and goodput (drop is worse)."""
-    limits = {"ttft_p99": max_ttft_rise, "itl_p99": max_itl_rise, "tokens_per_s": max_tokens_drop,
-              "goodput": max_tokens_drop}
-    checks = [(name, limit, METRICS[name].worse_when) for name, limit in limits.items()]
+    """A row per step and metric of ``limits`` (registry name → the fraction of the base it may
+    worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`.
+
+    An unknown metric name raises ``ConfigError``.
+    """
+    checks = [(name, limit, _metric(name).worse_when) for name, limit in limits.items()]
     new_steps = {(s.load_mode, s.load_value): s for s in new.steps}
     rows: list[LLMComparisonRow] = []
     for base_step in base.steps:
@@ -153,7 +176,7 @@ def compare_llm_files(
         raise ConfigError(f"{missing} holds no LLM result (llm_result.json)",
                           hint="compare two LLM runs, or two classic runs, not one of each")
     base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
-    comparison = compare_llm_results(base_result, new_result, max_ttft_rise=max_rise, max_itl_rise=max_rise,
-                                     max_tokens_drop=max_drop)
+    comparison = compare_llm_results(base_result, new_result,
+                                     limits=llm_compare_limits(max_rise=max_rise, max_drop=max_drop))
     saved = save_llm_baseline(new_result, baseline_root) if baseline_root is not None and comparison.passed else None
     return comparison, base_path, new_path, saved

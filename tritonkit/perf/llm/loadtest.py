@@ -3,7 +3,8 @@
 Each step is one perf_analyzer invocation that sends an exact number of requests
 (``--request-count``) from the prompts we wrote (``--input-data``), streaming from decoupled
 models (``--streaming``), either closed-loop at a concurrency or on a traffic shape's schedule
-(``--request-intervals``). Its ``--profile-export-file`` holds every request's send time and
+(``--request-intervals``): a :class:`~tritonkit.perf.measure.spec.PerfSpec` rendered by the same
+``to_argv`` as every ladder step. Its ``--profile-export-file`` holds every request's send time and
 every response's time and outputs; the metrics come from there (``tritonkit.perf.llm.metrics``).
 The server's ``/metrics`` is scraped during the step and for ``settle_s`` after it, for the time
 line, the recovery time and the failure classes.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -34,9 +35,10 @@ from tritonkit.perf.llm.tokens import TokenCounter
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, utc_now
 from tritonkit.perf.measure.failures import Failure, StepError, classify
 from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 
-__all__ = ["STALL_MARKER", "LLMPlan", "llm_argv", "run_llm"]
+__all__ = ["STALL_MARKER", "LLMPlan", "run_llm"]
 
 #: What perf_analyzer prints before it hangs on a failed streamed request.
 STALL_MARKER = "Failed to retrieve results from inference request."
@@ -66,39 +68,6 @@ class LLMPlan:
     settle_s: float = 2.0
     metrics_interval_s: float = 0.25
     step_timeout_s: float = 600.0
-
-
-def llm_argv(
-    model: str,
-    url: str,
-    *,
-    input_data: Path | None,
-    export_file: Path,
-    request_count: int,
-    streaming: bool,
-    concurrency: int | None = None,
-    intervals_file: Path | None = None,
-    warmup_requests: int = 0,
-) -> list[str]:
-    """perf_analyzer's options for one LLM step (pure; the binary is prepended by the runner)."""
-    if (concurrency is None) == (intervals_file is None):
-        raise ValueError("give exactly one of concurrency and intervals_file")
-    argv = ["-m", model, "-u", url, "-i", "grpc", "--async"]
-    if streaming:
-        argv.append("--streaming")
-    if input_data is not None:  # None: perf_analyzer makes inputs from the model's metadata
-        argv += ["--input-data", str(input_data)]
-    if concurrency is not None:
-        argv += ["--concurrency-range", f"{concurrency}:{concurrency}:1"]
-    else:
-        argv += ["--request-intervals", str(intervals_file)]
-    argv += ["--request-count", str(request_count)]
-    if warmup_requests:
-        argv += ["--warmup-request-count", str(warmup_requests)]
-    argv += ["--profile-export-file", str(export_file)]
-    return argv
-
-
 
 
 def _input_data(folder: Path, prompts: Sequence[Prompt], layout: RequestLayout, stream: bool) -> Path | None:
@@ -171,7 +140,6 @@ def run_llm(
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
     from tritonkit.perf.llm.prompts import prompts_for_lengths
-    from tritonkit.perf.measure.spec import PerfSpec
     from tritonkit.perf.measure.target import check_target, server_answers
 
     folder = Path(results_dir)
@@ -201,6 +169,8 @@ def run_llm(
     if meta.decoupled and not stream:
         notes.append("the model is decoupled but streaming was turned off: perf_analyzer may refuse it")
 
+    # Every step: async, streaming from a decoupled model, an exact request count, the profile export.
+    step_spec = replace(spec, streaming=stream, async_mode=True)
     runs: list[tuple[str, str, float, list[str], Schedule | None]] = []
     if plan.shape is not None:
         schedule = plan.shape.schedule()
@@ -210,17 +180,18 @@ def run_llm(
             prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
         intervals = write_intervals(folder / "intervals.txt", schedule)
         input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
-        argv = llm_argv(model, url, input_data=input_data, export_file=folder / f"{plan.shape.kind}.json",
-                        request_count=schedule.request_count, streaming=stream, intervals_file=intervals)
+        argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
+                               request_count=schedule.request_count,
+                               profile_export_file=folder / f"{plan.shape.kind}.json"))
         runs.append((plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule))
     else:
         input_data = _input_data(folder, prompts, layout, stream)
         for level in plan.concurrency:
             name = f"c{level}"
-            count = max(plan.requests_per_level, level)
-            argv = llm_argv(model, url, input_data=input_data, export_file=folder / f"{name}.json",
-                            request_count=count, streaming=stream, concurrency=level,
-                            warmup_requests=plan.warmup_rounds * level)
+            argv = to_argv(replace(step_spec, load=ConcurrencyRange(level), input_data=input_data,
+                                   request_count=max(plan.requests_per_level, level),
+                                   warmup_request_count=plan.warmup_rounds * level or None,
+                                   profile_export_file=folder / f"{name}.json"))
             runs.append((name, "concurrency", float(level), argv, None))
 
     steps: list[LLMStep] = []

@@ -29,6 +29,7 @@ from tritonkit.perf.measure.result import (
 from tritonkit.perf.measure.spec import (
     ConcurrencyRange,
     PerfSpec,
+    RequestIntervals,
     RequestRateRange,
     to_argv,
     write_input_data,
@@ -47,6 +48,7 @@ __all__ = [
     "PerfAnalyzer",
     "PerfResult",
     "PerfSpec",
+    "RequestIntervals",
     "RequestRateRange",
     "RunMetadata",
     "ServerBreakdown",

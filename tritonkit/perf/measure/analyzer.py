@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from tritonkit._fs import atomic_write
-from tritonkit.errors import ConnectError, ModelNotReadyError, PerfError, TritonKitError
+from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError, TritonKitError
 from tritonkit.perf.measure.failures import (
     Failure,
     StepError,
@@ -60,7 +60,7 @@ from tritonkit.perf.measure.parse import (
     parse_profile_export,
 )
 from tritonkit.perf.measure.result import StepResult
-from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, to_argv
+from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.server.children import spawn, stop_group
 
@@ -207,6 +207,10 @@ class PerfAnalyzer:
         the files written so far stay). The CSV / export paths in ``spec`` are replaced by the
         folder's own.
         """
+        requested = spec.load
+        if isinstance(requested, RequestIntervals):  # no load levels to read a ladder step from
+            raise ConfigError(f"{name}: a request-intervals schedule is an LLM step, not a ladder step",
+                              hint="run traffic shapes with run_llm (tritonkit perf run --llm --traffic ...)")
         self.results_dir.mkdir(parents=True, exist_ok=True)
         csv_path, export_path = output_files(self.results_dir, name)
         for stale in (csv_path, export_path):
@@ -230,7 +234,7 @@ class PerfAnalyzer:
         cpu_warning = generator_cpu_warning(cpu_pct, self.cores)
         if cpu_warning:
             warnings.append(cpu_warning)
-        loads = spec.load.values()
+        loads = requested.values()
         if console.request_error_lines:
             diagnosis = diagnose_request_errors(invocation.console)
             failed_load = self._failed_load(loads, steps)

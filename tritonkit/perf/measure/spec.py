@@ -29,6 +29,7 @@ from tritonkit.errors import ConfigError
 __all__ = [
     "ConcurrencyRange",
     "PerfSpec",
+    "RequestIntervals",
     "RequestRateRange",
     "to_argv",
     "write_input_data",
@@ -115,7 +116,23 @@ class RequestRateRange:
         ]
 
 
-Load = ConcurrencyRange | RequestRateRange
+@dataclass(frozen=True)
+class RequestIntervals:
+    """Open-loop load on a schedule: perf_analyzer waits the i-th gap of ``path`` (µs, one a line)
+    before it sends the i-th request (``--request-intervals``). An LLM traffic shape's schedule
+    (:mod:`tritonkit.perf.llm.shapes`), measured by ``run_llm``, not by a ladder step."""
+
+    path: Path
+
+    def validate(self) -> None:
+        if not str(self.path):
+            raise ConfigError("request intervals file is empty", hint="write the schedule with write_intervals")
+
+    def argv(self) -> list[str]:
+        return ["--request-intervals", str(self.path)]
+
+
+Load = ConcurrencyRange | RequestRateRange | RequestIntervals
 
 
 @dataclass(frozen=True)
@@ -125,6 +142,7 @@ class PerfSpec:
     Times carry their unit in the name; ``input_data`` is ``"zero"``, ``"random"`` or a path to a
     JSON file (see ``write_input_data``); ``shapes`` gives dims (without the batch dim) for
     inputs with variable dims. ``async_mode``: ``True`` → ``--async``, ``False`` → ``--sync``.
+    ``request_count``: send exactly that many requests, then stop (``--request-count``; an LLM step).
     ``extra_args`` are appended verbatim (an escape hatch for options this spec lacks).
     """
 
@@ -137,6 +155,7 @@ class PerfSpec:
     measurement_mode: MeasurementMode | None = None
     measurement_interval_ms: int | None = None
     measurement_request_count: int | None = None
+    request_count: int | None = None
     stability_percentage: float | None = None
     max_trials: int | None = None
     percentile: int | None = None
@@ -210,6 +229,7 @@ class PerfSpec:
         _positive("measurement_request_count", self.measurement_request_count)
         _positive("max_trials", self.max_trials)
         _positive("max_threads", self.max_threads)
+        _positive("request_count", self.request_count)
         _positive("metrics_interval_ms", self.metrics_interval_ms)
         _positive("output_shared_memory_size_bytes", self.output_shared_memory_size_bytes)
         if self.warmup_request_count is not None and self.warmup_request_count < 0:
@@ -282,6 +302,7 @@ def to_argv(spec: PerfSpec) -> list[str]:
         argv += ["--stability-percentage", _fmt(spec.stability_percentage)]
     argv += _option("--max-trials", spec.max_trials)
     argv += _option("--percentile", spec.percentile)
+    argv += _option("--request-count", spec.request_count)
     argv += _option("--warmup-request-count", spec.warmup_request_count)
     argv += _option("--input-data", spec.input_data)
     for name in sorted(spec.shapes):
