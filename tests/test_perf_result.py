@@ -117,3 +117,13 @@ def test_a_malformed_stored_verdict_is_a_clear_error_not_a_traceback() -> None:
     result.verdict = {"schema_version": 1, "status": "pass"}  # the rest is missing
     with pytest.raises(ConfigError, match="stored SLA verdict is malformed"):
         stored_verdict(result)
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '{"steps": []}', '{"schema_version": 99}'])
+def test_a_file_that_is_no_result_is_refused_naming_the_file(tmp_path: Path, text: str) -> None:
+    """A JSON list, a dict without ``schema_version`` or a newer schema: the error says which file."""
+    path = tmp_path / "result.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        PerfResult.load(path)
+    assert str(path) in info.value.message

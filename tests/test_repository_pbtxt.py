@@ -156,3 +156,13 @@ def test_field_lines_find_repeated_singular_and_map_fields() -> None:
 
 def test_field_lines_never_raise_on_broken_text() -> None:
     assert field_lines("input [ { name: ").line_of("input[0]") in (1, None)
+
+
+def test_a_config_pbtxt_that_is_a_folder_is_named_once(tmp_path: Path) -> None:
+    """Read as the file or through its model folder, the error names ``…/config.pbtxt`` as a folder."""
+    model = tmp_path / "m"
+    (model / "config.pbtxt").mkdir(parents=True)
+    for given in (model, model / "config.pbtxt"):
+        with pytest.raises(ConfigError) as info:
+            read_config(given)
+        assert info.value.message == f"{model / 'config.pbtxt'} is a folder, not a file"

@@ -195,8 +195,10 @@ def parse_config(text: str, *, path: Path | str | None = None) -> mc.ModelConfig
 def read_config(path: Path | str) -> mc.ModelConfig:
     """Read a ``config.pbtxt`` file (or a model folder holding one)."""
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() and p.name != CONFIG_FILENAME:
         p = p / CONFIG_FILENAME
+    if p.is_dir():
+        raise ConfigError(f"{p} is a folder, not a file", hint=f"replace that folder with the model's {CONFIG_FILENAME}")
     # A writer killed between its temp file and the rename left one behind: the next reader cleans it.
     clean_stale_temps(p)
     try:

@@ -235,5 +235,10 @@ def read_record(cls: type[R], path: str | os.PathLike[str], *, what: str, hint: 
         raise ConfigError(f"{what} {source}: {wrong}", hint=f"fix or remove that field, or {hint}")
     try:
         return cls.from_dict(data)  # type: ignore[attr-defined]
+    except ConfigError as exc:
+        # A schema's own refusal (not a result at all, a newer schema) names no file: add it.
+        if str(source) in exc.message:
+            raise
+        raise ConfigError(f"{what} {source}: {exc.message}", hint=exc.hint) from exc
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{what} {source} does not match its schema: {exc!r}", hint=hint) from exc
