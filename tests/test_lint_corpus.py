@@ -11,11 +11,9 @@ is exactly what TK601 says (those two rules concern backends the bundled server 
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import textwrap
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +21,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.support.served import LoadOutcome, load_and_unload, load_side_by_side
 from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
 from tritonkit.server import TritonServer
@@ -164,33 +163,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
         server.stop()
 
 
-def _unload_quietly(server: TritonServer, names: list[str]) -> None:
-    # Cleanup between cases: a model that never loaded cannot unload, and that is fine.
-    for name in names:
-        with contextlib.suppress(Exception):
-            server.unload_model(name)
-
-
-@dataclass(frozen=True)
-class LoadOutcome:
-    """What one ``load_model`` of a case did: the error it raised, or whether the model was then ready."""
-
-    error: Exception | None
-    ready: bool = False
-
-
-def _load_and_unload(server: TritonServer, case: Case) -> LoadOutcome:
-    try:
-        server.load_model(case.name, timeout_s=60.0)
-    except Exception as exc:  # noqa: BLE001 - the test inspects it
-        _unload_quietly(server, list(case.needs))
-        return LoadOutcome(exc)
-    try:
-        return LoadOutcome(None, ready=server.model_ready(case.name))
-    finally:
-        _unload_quietly(server, [case.name, *case.needs])
-
-
 def _loads_alone(case: Case) -> bool:
     # Cases with `needs` share composing models: one case's cleanup unloads what another loads.
     # tritonserver 2.51 was seen to die (SIGSEGV) loading initial-state configs side by side with
@@ -205,17 +177,14 @@ def solo_loads(corpus: Corpus) -> dict[str, LoadOutcome]:
     The others (:func:`_loads_alone`) are loaded by their own tests, one at a time, after these.
     """
     assert corpus.server.is_running(), "the shared tritonserver died before the first case"
-    solo = [case for case in [*REFUSED, *LOADS] if not _loads_alone(case)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        outcomes = list(pool.map(lambda case: _load_and_unload(corpus.server, case), solo))
-    return {case.name: outcome for case, outcome in zip(solo, outcomes, strict=True)}
+    return load_side_by_side(corpus.server, [case.name for case in [*REFUSED, *LOADS] if not _loads_alone(case)])
 
 
 def _outcome(case: Case, corpus: Corpus, solo_loads: dict[str, LoadOutcome]) -> LoadOutcome:
     if case.name in solo_loads:
         return solo_loads[case.name]
     assert corpus.server.is_running(), "the shared tritonserver died in an earlier case"
-    return _load_and_unload(corpus.server, case)
+    return load_and_unload(corpus.server, case.name, needs=case.needs)
 
 
 def test_corpus_has_at_least_25_refused_and_15_loading_configs() -> None:
