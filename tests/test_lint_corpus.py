@@ -4,9 +4,11 @@ tritonserver 2.51 **and** reported as an error; every config in ``loads`` loads 
 One real server (explicit model control) serves the whole corpus; each case is one
 ``load_model`` call. Most cases are loaded four at a time (the server loads on parallel threads;
 each load is its own request, and the server names the failed model in its answer and its log);
-those that share composing models (``needs``) or use the sequence batcher load one by one. The target is the bundled install itself: its backend folder holds only the
-python backend, so the onnxruntime and tensorrt cases are refused for a missing backend, which
-is exactly what TK601 says (those two rules concern backends the bundled server lacks).
+those that share composing models (``needs``) or use the sequence batcher load one by one.
+
+The target is the bundled install itself: its backend folder holds only the python backend, so
+the onnxruntime and tensorrt cases are refused for a missing backend, which is exactly what
+TK601 says (those two rules concern backends the bundled server lacks).
 """
 
 from __future__ import annotations
