@@ -1,7 +1,7 @@
 """Things tritonserver 2.51 accepts although they are wrong: the linter warns (never errors).
 
-Each case is loaded on one real server (explicit model control) to prove the server accepts it,
-and linted to prove the linter flags it with a warning and no error.
+Each case is loaded on one real server (explicit model control; four loads at a time) to prove
+the server accepts it, and linted to prove the linter flags it with a warning and no error.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.pymodels import ADD_SUB_PY
+from tests.support.served import LoadOutcome, load_side_by_side
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
 from tritonkit.server import TritonServer
 
@@ -107,16 +108,22 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield Served(repo, server, report)
 
 
+@pytest.fixture(scope="module")
+def loads(served: Served) -> dict[str, LoadOutcome]:
+    """Each case loaded (and unloaded again) on the server, four at a time: each one's own outcome."""
+    return load_side_by_side(served.server, [case.name for case in CASES])
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_server_accepts_and_linter_warns_without_error(case: WarnCase, served: Served) -> None:
+def test_server_accepts_and_linter_warns_without_error(case: WarnCase, served: Served,
+                                                       loads: dict[str, LoadOutcome]) -> None:
     findings = served.report.for_model(case.name)
     assert case.rule in {f.rule_id for f in findings if f.severity is case.severity}, [str(f) for f in findings]
     assert not [f for f in findings if f.severity is Severity.ERROR], [str(f) for f in findings]
-    served.server.load_model(case.name, timeout_s=60.0)
-    try:
-        assert served.server.model_ready(case.name)
-    finally:
-        served.server.unload_model(case.name)
+    outcome = loads[case.name]
+    assert outcome.error is None, f"{case.name}: the server refused it: {outcome.error!r}"
+    assert outcome.ready, f"{case.name}: loaded but not ready"
+    assert outcome.unload_error is None, f"{case.name}: {outcome.unload_error!r}"
 
 
 def test_window_warning_suggests_the_microsecond_value(served: Served) -> None:

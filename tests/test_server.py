@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ import tritonclient.http as httpclient
 
 from tests.conftest import pid_alive
 from tests.support.pymodels import ADD_SUB_PY, write_add_sub, write_python_model
+from tests.support.served import serve_models
 from tests.support.signals import default_sigint
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
 from tritonkit.server import TritonServer, find_load_failures, locate_server, server_argv
@@ -41,9 +43,15 @@ def _metric(text: str, name: str, model: str) -> float:
     raise AssertionError(f"{name} for {model} not in metrics")
 
 
-def test_server_serves_grpc_and_http_and_counts_them_in_metrics(tmp_path: Path, start_server) -> None:  # type: ignore[no-untyped-def]
-    write_add_sub(tmp_path)
-    server = start_server(tmp_path)
+@pytest.fixture(scope="module")
+def add_sub_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    """One server for the tests that only look at a running one; only the first test infers on it."""
+    with serve_models(tmp_path_factory.mktemp("add_sub_repo"), write_add_sub) as server:
+        yield server
+
+
+def test_server_serves_grpc_and_http_and_counts_them_in_metrics(add_sub_server: TritonServer) -> None:
+    server = add_sub_server
     assert server.version().startswith("2.")
     a = np.arange(8, dtype=np.float32).reshape(2, 4)
     b = np.ones((2, 4), dtype=np.float32)
@@ -62,9 +70,8 @@ def test_server_serves_grpc_and_http_and_counts_them_in_metrics(tmp_path: Path, 
     assert _metric(metrics, "nv_inference_request_success", "add_sub") == 2
 
 
-def test_server_binds_loopback_only(tmp_path: Path, start_server) -> None:  # type: ignore[no-untyped-def]
-    write_add_sub(tmp_path)
-    server = start_server(tmp_path)
+def test_server_binds_loopback_only(add_sub_server: TritonServer) -> None:
+    server = add_sub_server
     argv = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
     for flag in (b"--http-address=127.0.0.1", b"--grpc-address=127.0.0.1", b"--metrics-address=127.0.0.1"):
         assert flag in argv
@@ -210,9 +217,10 @@ def test_sigterm_to_a_cli_serve_stops_the_whole_process_group(tmp_path: Path) ->
             proc.wait()
 
 
-def test_two_servers_side_by_side_get_distinct_free_ports(tmp_path: Path, start_server) -> None:  # type: ignore[no-untyped-def]
+def test_two_servers_side_by_side_get_distinct_free_ports(tmp_path: Path, add_sub_server: TritonServer,
+                                                         start_server: Callable[..., TritonServer]) -> None:
     write_add_sub(tmp_path)
-    first = start_server(tmp_path)
+    first = add_sub_server
     second = start_server(tmp_path)
     ports = {first.http_port, first.grpc_port, first.metrics_port, second.http_port, second.grpc_port,
              second.metrics_port}
@@ -220,9 +228,9 @@ def test_two_servers_side_by_side_get_distinct_free_ports(tmp_path: Path, start_
     assert first.model_ready("add_sub") and second.model_ready("add_sub")
 
 
-def test_a_port_in_use_is_reported_as_such(tmp_path: Path, start_server) -> None:  # type: ignore[no-untyped-def]
+def test_a_port_in_use_is_reported_as_such(tmp_path: Path, add_sub_server: TritonServer) -> None:
     write_add_sub(tmp_path)
-    first = start_server(tmp_path)
+    first = add_sub_server
     with pytest.raises(ServerError, match="port .* is already in use"):
         TritonServer(tmp_path, grpc_port=first.grpc_port, http_port=None).start()
 

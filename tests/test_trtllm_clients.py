@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import queue
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,12 +20,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import np_to_triton_dtype
 
 from tests.support.trtllm import expected_text
-from tritonkit.builders.trtllm import (
-    SUPPORTED_TRTLLM_VERSIONS,
-    ReferenceEngine,
-    ReferenceRepository,
-    build_reference_repository,
-)
+from tritonkit.builders.trtllm import ReferenceRepository
 from tritonkit.server import TritonServer
 
 pytestmark = [pytest.mark.server]
@@ -35,15 +29,11 @@ PROMPT = "The quick brown fox"
 FRONT_ENDS = ("ensemble", "tensorrt_llm_bls")
 
 
-@pytest.fixture(scope="module", params=SUPPORTED_TRTLLM_VERSIONS)
-def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[tuple[ReferenceRepository, TritonServer]]:
-    # max_seq_len 512 holds GenAI-Perf's default 256 output tokens; 0.2 ms steps keep 256 tokens cheap.
-    engine = ReferenceEngine(max_batch_size=8, max_input_len=128, max_seq_len=512, step_ms=0.2, per_sequence_ms=0.0)
-    ref = build_reference_repository(tmp_path_factory.mktemp(f"clients_{request.param}"), engine=engine,
-                                     trtllm_version=request.param)
-    with TritonServer(ref.repo) as server:
-        yield ref, server
+@pytest.fixture
+def served(trtllm_served: tuple[ReferenceRepository, TritonServer]) -> tuple[ReferenceRepository, TritonServer]:
+    """The session's served reference repository of each version line (tests/conftest.py), shared
+    with test_trtllm_contract.py: these tests only send requests."""
+    return trtllm_served
 
 
 def _grpc_stream(server: TritonServer, model: str, tensors: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:

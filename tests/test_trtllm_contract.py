@@ -19,7 +19,6 @@ unless said otherwise; the 1.x line from TensorRT-LLM 1.0.0rc4 ``triton_backend/
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ import tritonclient.grpc as grpcclient
 
 from tests.support.trtllm import expected_generation, prompt_ids, tiny_lm
 from tritonkit.builders.trtllm import (
-    SUPPORTED_TRTLLM_VERSIONS,
     ReferenceEngine,
     ReferenceRepository,
     build_reference_repository,
@@ -45,14 +43,11 @@ PROMPT = "The server loads every model"
 FRONT_ENDS = ("ensemble", "tensorrt_llm_bls")
 
 
-@pytest.fixture(scope="module", params=SUPPORTED_TRTLLM_VERSIONS)
-def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[tuple[ReferenceRepository, TritonServer]]:
-    engine = ReferenceEngine(max_batch_size=8, max_input_len=64, max_seq_len=192, step_ms=1.0)
-    ref = build_reference_repository(tmp_path_factory.mktemp(f"trtllm_{request.param}"), engine=engine,
-                                     trtllm_version=request.param)
-    with TritonServer(ref.repo) as server:
-        yield ref, server
+@pytest.fixture
+def served(trtllm_served: tuple[ReferenceRepository, TritonServer]) -> tuple[ReferenceRepository, TritonServer]:
+    """The session's served reference repository of each version line (tests/conftest.py), shared
+    with test_trtllm_clients.py: these tests only send requests."""
+    return trtllm_served
 
 
 def _inputs(prompt: str | list[str], max_tokens: int, *, stream: bool = False,
