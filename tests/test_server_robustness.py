@@ -337,3 +337,30 @@ def test_a_server_killed_during_start_up_is_not_blamed_on_the_model_that_failed_
         server.stop()
     assert type(info.value) is ServerError, info.value
     assert "died during start-up: killed by SIGKILL" in info.value.message
+
+
+def test_a_killed_servers_python_shared_memory_is_removed_when_it_is_stopped(tmp_path: Path) -> None:
+    """SIGKILL skips the python backend's own clean-up: its stubs' regions stay in /dev/shm until
+    stop() removes the ones under this launch's prefix (and only those)."""
+    from tritonkit.server.process import SHM_DIR
+
+    write_add_sub(tmp_path)
+    stranger = SHM_DIR / "triton_python_backend_shm_region_not_ours"
+    stranger.write_bytes(b"")
+    try:
+        server = TritonServer(tmp_path)
+        with server:
+            prefix = server._shm_prefix
+            assert prefix is not None
+            ours = sorted(SHM_DIR.glob(f"{prefix}*"))
+            assert ours, "the model's stub keeps a region under the launch's prefix"
+            assert server.pid is not None
+            os.killpg(server.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while server.is_running and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert all(region.exists() for region in ours), "SIGKILL left them behind"
+        assert not list(SHM_DIR.glob(f"{prefix}*"))
+        assert stranger.exists(), "another server's region is not ours to remove"
+    finally:
+        stranger.unlink(missing_ok=True)

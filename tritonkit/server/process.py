@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import http.client
+import itertools
 import math
 import os
 import shutil
@@ -37,6 +38,13 @@ ModelControl = Literal["none", "explicit", "poll"]
 
 _LIVE: weakref.WeakSet[TritonServer] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
+_LAUNCHES = itertools.count()
+#: Where POSIX shared memory lives; the python backend keeps one region per model stub there.
+SHM_DIR = Path("/dev/shm")
+_SHM_OPTION = "python,shm-region-prefix-name="
+#: The python backend's own default region prefix; ours extends it, so regions stay recognisable.
+_SHM_DEFAULT_PREFIX = "triton_python_backend_shm_region_"
+
 
 
 def _stop_all_live() -> None:
@@ -168,6 +176,7 @@ class TritonServer(ContextManaged):
         self.extra_args = list(extra_args)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: Any = None
+        self._shm_prefix: str | None = None
 
     # ---- addresses -------------------------------------------------------
     @property
@@ -252,10 +261,16 @@ class TritonServer(ContextManaged):
             self._own_log_dir = Path(tempfile.mkdtemp(prefix="tritonkit-server-"))
             self.log_path = self._own_log_dir / "tritonserver.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        extra = list(self.extra_args)
+        # A server that dies without unloading (SIGKILL, a crash) leaves its python stubs' shared
+        # memory in /dev/shm for good; a prefix of this launch's own lets stop() remove exactly that.
+        if not any(arg.startswith(f"--backend-config={_SHM_OPTION}") for arg in extra):
+            self._shm_prefix = f"{_SHM_DEFAULT_PREFIX}tk{os.getpid()}_{next(_LAUNCHES)}_"
+            extra.append(f"--backend-config={_SHM_OPTION}{self._shm_prefix}")
         argv = server_argv(
             self.install, self.repositories, host=self.host, http_port=self.http_port, grpc_port=self.grpc_port,
             metrics_port=self.metrics_port, model_control=self.model_control, models=self.models,
-            exit_on_error=self.exit_on_error, log_verbose=self.log_verbose, extra_args=self.extra_args,
+            exit_on_error=self.exit_on_error, log_verbose=self.log_verbose, extra_args=extra,
         )
         self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         # SIGTERM on our death: tritonserver then unloads its models, stops its stubs and
@@ -351,6 +366,7 @@ class TritonServer(ContextManaged):
             stop_group(proc, self.stop_grace_s)
             with _LIVE_LOCK:
                 _LIVE.discard(self)
+            self._remove_shared_memory()
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -358,6 +374,16 @@ class TritonServer(ContextManaged):
             # A clean run's log is not worth keeping; a failed one's path is in the error.
             shutil.rmtree(self._own_log_dir, ignore_errors=True)
             self._own_log_dir = None
+
+    def _remove_shared_memory(self) -> None:
+        """Remove what this launch's stubs left in /dev/shm (nothing after a clean stop)."""
+        prefix, self._shm_prefix = self._shm_prefix, None
+        if prefix is None:
+            return
+        with contextlib.suppress(OSError):
+            for region in SHM_DIR.glob(f"{prefix}*"):
+                with contextlib.suppress(OSError):
+                    region.unlink()
 
     # ---- administration (through the one admin layer) ----------------------
     @property
