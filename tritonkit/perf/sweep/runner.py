@@ -116,7 +116,7 @@ class SweepResult:
         """The breakdown as one line: ``server start 3.1 s, loads 4.0 s, …``."""
         names = {"server_start": "server start", "load": "model loads", "warmup": "warm-ups",
                  "steps": "perf_analyzer steps", "windows": "of which measurement windows ≥",
-                 "retries": "unstable-step retries and checks", "confirm": "re-measurements",
+                 "retries": "unstable-step retries", "checks": "ladder checks", "confirm": "re-measurements",
                  "unload": "unloads", "other": "other (search, reports)"}
         parts = [f"{names.get(k, k)} {v:.1f} s" for k, v in self.time_breakdown().items() if v > 0 or k == "steps"]
         return "time: " + ", ".join(parts)
@@ -349,18 +349,31 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
             rate_tolerance=settings.rate_tolerance, max_gpu_memory_mb=settings.max_gpu_memory_mb,
             target=LiveModel(live_server, target) if settings.target else None,
-            target_config=target_config,
+            target_config=target_config, noise_allowance=settings.noise_allowance,
         )
         meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
         if gpus is not None:
             search_settings = replace(search_settings, gpus=gpus)
 
+        best_per_s = [0.0]
+
         def measure(variant: Variant, loads: tuple[float, ...]) -> VariantOutcome:
             reused = variant.knobs_id in finished_before
             if not reused:
                 progress.start(variant, loads)
-            outcome = meter.measure(variant, loads)
+            # Every variant is measured from its top load down (see driver.py), unless the sweep
+            # is exhaustive. A contender (within twice the tie tolerance of the best so far, or above it) is
+            # re-measured while it is loaded; the search's closing round re-measures, loading them
+            # again, only the contenders not re-measured so.
+            quick = not settings.exhaustive
+            outcome = meter.measure(
+                variant, loads, descend=quick, floor_per_s=best_per_s[0] * (1.0 - settings.tie_tolerance),
+                confirm_above_per_s=(best_per_s[0] * (1.0 - 2 * settings.tie_tolerance)
+                                     if quick and best_per_s[0] > 0 else None))
+            score = outcome.score()
+            if score is not None:
+                best_per_s[0] = max(best_per_s[0], score.throughput_per_s)
             if reused:
                 resumed.append(variant.id)
             progress.finished(outcome, reused)
