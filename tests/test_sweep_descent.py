@@ -9,9 +9,10 @@ about 570 infer/s at concurrency 8 with a p99 near 30 ms.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,7 +20,7 @@ from tests.support.sweep_models import write_sleepy
 from tritonkit.perf import LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.measure.ladder import LadderResult
 from tritonkit.perf.measure.result import PerfResult, RunMetadata, StepResult
-from tritonkit.perf.sweep import SweepSettings, SweepStore, Variant
+from tritonkit.perf.sweep import SweepSettings, SweepStore, Variant, VariantOutcome
 from tritonkit.perf.sweep.driver import STOP_BELOW_FLOOR, STOP_MET_FROM_TOP, VariantMeter, _timings
 from tritonkit.perf.sweep.live import LiveModel
 from tritonkit.repository import read_config
@@ -27,6 +28,14 @@ from tritonkit.server import TritonServer
 
 MODEL = "sleepy"
 LEVELS = (1.0, 2.0, 4.0, 8.0)
+Test = TypeVar("Test", bound=Callable[..., None])
+Served = tuple[TritonServer, Path]
+
+
+def on_server(test: Test) -> Test:
+    """Marks a test that runs perf_analyzer against the module's server."""
+    marked: Test = pytest.mark.perf_analyzer(pytest.mark.server(test))
+    return marked
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TritonServer, Path]]:
@@ -36,23 +45,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TritonSer
         yield server, root
 
 
-def _meter(served: tuple[TritonServer, Path], out: str, sla: str) -> VariantMeter:
+def _measure(served: Served, out: str, sla: str, variant: Variant, **options: Any) -> tuple[VariantMeter, VariantOutcome]:
+    """``variant`` measured on the module's server (300 ms windows, short warm-up) into ``out``."""
     server, root = served
     settings = SweepSettings(sla=sla, concurrency=",".join(f"{x:g}" for x in LEVELS), step_window_ms=300,
                              warmup_s=0.3)
-    return VariantMeter(live=LiveModel(server, MODEL), base=read_config(root / "repo" / MODEL / "config.pbtxt"),
-                        spec=PerfSpec(model=MODEL, url=server.grpc_url), plan=settings.ladder_plan(),
-                        sla=parse_sla(sla).with_zero_errors(), store=SweepStore(root / out), say=lambda _text: None)
-
-
-@pytest.mark.server
-@pytest.mark.perf_analyzer
-def test_a_top_load_that_meets_the_sla_is_the_only_one_measured_and_a_contender_is_confirmed_while_loaded(
-    served: tuple[TritonServer, Path],
-) -> None:
-    meter = _meter(served, "top", "p99<=80ms")
-    outcome = meter.measure(Variant(2, 4, 0), LEVELS, descend=True, confirm_above_per_s=1.0)
+    meter = VariantMeter(live=LiveModel(server, MODEL), base=read_config(root / "repo" / MODEL / "config.pbtxt"),
+                         spec=PerfSpec(model=MODEL, url=server.grpc_url), plan=settings.ladder_plan(),
+                         sla=parse_sla(sla).with_zero_errors(), store=SweepStore(root / out), say=lambda _text: None)
+    outcome = meter.measure(variant, LEVELS, descend=True, **options)
     assert outcome.status == "measured", outcome.reason
+    return meter, outcome
+
+
+@on_server
+def test_a_top_load_that_meets_the_sla_is_the_only_one_measured_and_a_contender_is_confirmed_while_loaded(
+    served: Served,
+) -> None:
+    meter, outcome = _measure(served, "top", "p99<=80ms", Variant(2, 4, 0), confirm_above_per_s=1.0)
     assert [s.load for s in outcome.steps] == [8.0]
     assert outcome.steps[0].meets_sla and outcome.stop_reason == STOP_MET_FROM_TOP
     assert outcome.unmeasured_loads == [1.0, 2.0, 4.0]
@@ -67,15 +77,12 @@ def test_a_top_load_that_meets_the_sla_is_the_only_one_measured_and_a_contender_
     assert stored is not None and stored.unmeasured_loads == [1.0, 2.0, 4.0] and len(stored.confirmations) == 1
 
 
-@pytest.mark.server
-@pytest.mark.perf_analyzer
+@on_server
 def test_loads_that_break_the_sla_send_the_descent_lower_until_one_meets_it(
-    served: tuple[TritonServer, Path],
+    served: Served,
 ) -> None:
     # One instance, no batching: p99 about 16 ms at concurrency 2, 32 ms at 4, 64 ms at 8.
-    meter = _meter(served, "down", "p99<=25ms")
-    outcome = meter.measure(Variant(1, 1, None), LEVELS, descend=True, confirm_above_per_s=1e9)
-    assert outcome.status == "measured", outcome.reason
+    meter, outcome = _measure(served, "down", "p99<=25ms", Variant(1, 1, None), confirm_above_per_s=1e9)
     by_load = {s.load: s for s in outcome.steps}
     assert sorted(by_load) == [2.0, 4.0, 8.0]
     assert not by_load[8.0].meets_sla and not by_load[4.0].meets_sla and by_load[2.0].meets_sla
@@ -87,26 +94,20 @@ def test_loads_that_break_the_sla_send_the_descent_lower_until_one_meets_it(
     assert [s["load_value"] for s in ladder["steps"]] == [2.0, 4.0, 8.0]  # one result, every load in it
 
 
-@pytest.mark.server
-@pytest.mark.perf_analyzer
-def test_a_descent_stops_when_what_a_load_carried_cannot_reach_the_floor(served: tuple[TritonServer, Path]) -> None:
-    meter = _meter(served, "floor", "p99<=25ms")
+@on_server
+def test_a_descent_stops_when_what_a_load_carried_cannot_reach_the_floor(served: Served) -> None:
     # About 125 infer/s at concurrency 8: with the 10 % allowance still far below 10,000.
-    outcome = meter.measure(Variant(1, 1, None), LEVELS, descend=True, floor_per_s=10_000.0)
-    assert outcome.status == "measured", outcome.reason
+    _, outcome = _measure(served, "floor", "p99<=25ms", Variant(1, 1, None), floor_per_s=10_000.0)
     assert [s.load for s in outcome.steps] == [8.0]
     assert outcome.stop_reason == STOP_BELOW_FLOOR
     assert outcome.unmeasured_loads == [1.0, 2.0, 4.0]
     assert outcome.score() is None
 
 
-@pytest.mark.server
-@pytest.mark.perf_analyzer
-def test_the_default_config_measures_its_lowest_load_first_then_descends(served: tuple[TritonServer, Path]) -> None:
-    meter = _meter(served, "default", "p99<=25ms")
+@on_server
+def test_the_default_config_measures_its_lowest_load_first_then_descends(served: Served) -> None:
     default = Variant(1, 4, 5000, is_default=True)  # the model's own config
-    outcome = meter.measure(default, LEVELS, descend=True)
-    assert outcome.status == "measured", outcome.reason
+    _, outcome = _measure(served, "default", "p99<=25ms", default)
     assert 1.0 in {s.load for s in outcome.steps}  # its cost per execution, without contention
     assert 1 in outcome.exec_cost_us
 
