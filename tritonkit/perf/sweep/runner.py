@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -288,15 +289,25 @@ def run_sweep(
         store.begin({"model": model, "target": settings.target, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
                      "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
-        sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started, target_config)
-        sweep.warnings = warnings
-        pending: PendingWriteBack | None = None
-        if settings.write_back and sweep.search.winner is not None and not sweep.failed:
-            pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
-            sweep.write_back = pending.planned
-        sweep.wall_s = time.monotonic() - started
-        sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
-        store.write_summary(sweep.to_dict())
+        stopping: list[threading.Thread] = []
+        try:
+            sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started,
+                                     target_config, stopping=stopping)
+            sweep.warnings = warnings
+            pending: PendingWriteBack | None = None
+            if settings.write_back and sweep.search.winner is not None and not sweep.failed:
+                pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
+                sweep.write_back = pending.planned
+            sweep.wall_s = time.monotonic() - started
+            sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
+            store.write_summary(sweep.to_dict())
+        finally:
+            for thread in stopping:
+                thread.join()
+        if stopping:
+            # The report shows the time up to itself; the result and sweep.json the whole of it.
+            sweep.wall_s = time.monotonic() - started
+            store.write_summary(sweep.to_dict())
     if pending is not None:
         # Last, and only once everything above is on disk: the repository changes or stays as it was.
         with _os_errors("write the winner into the repository", config_path):
@@ -311,9 +322,13 @@ def run_sweep(
 
 def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
              store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
-             started: float, target_config: mc.ModelConfig | None) -> SweepResult:
+             started: float, target_config: mc.ModelConfig | None, *,
+             stopping: list[threading.Thread] | None = None) -> SweepResult:
     """Serve (unless ``server`` is given), search and stop the server it started, however the
-    search ends; nothing is written back here. The joint sweep calls it for each model alone."""
+    search ends; nothing is written back here. The joint sweep calls it for each model alone.
+    ``stopping``: once the search has finished, the server this call started is stopped in a
+    thread appended there, for the caller to join (any other way out stops it at once)."""
+    searched = False
     parsed = settings.parsed_sla()
     plan = settings.ladder_plan()
     out_dir = store.root
@@ -383,8 +398,15 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             progress.decision(kind, data)
 
         result = search(variants, measure, meter.confirm, search_settings, notify=notify)
+        searched = True
     finally:
-        if own_server:
+        if own_server and searched and stopping is not None:
+            # The server takes seconds to let its models go (python stubs exit slowly): the
+            # report is written meanwhile, and the caller joins the thread before it returns.
+            thread = threading.Thread(target=live_server.stop, name="tritonserver-stop")
+            thread.start()
+            stopping.append(thread)
+        elif own_server:
             live_server.stop()
     return SweepResult(
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
