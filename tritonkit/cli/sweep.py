@@ -137,7 +137,8 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
             click.echo(f"written: {written.config_path} (previous kept: {written.backup_path})")
         else:
             click.echo(f"{model}: {written.config_path} already holds its winner")
-    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
+    reused = f", {len(result.resumed)} results reused from the sweep folder" if result.resumed else ""
+    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations{reused}, {result.wall_s:.1f} s")
 
 
 @click.command("sweep")

@@ -40,7 +40,7 @@ from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.repository import model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_shares"]
+__all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_dir_name", "joint_shares"]
 
 Say = Callable[[str], None]
 
@@ -59,6 +59,11 @@ def joint_shares(models: Sequence[str], shares: Mapping[str, float] | None) -> d
         raise ConfigError(f"traffic shares must be > 0, got {raw}", hint="e.g. --share A=2 --share B=1")
     total = sum(raw.values())
     return {m: v / total for m, v in raw.items()}
+
+
+def joint_dir_name(variants: Mapping[str, Variant]) -> str:
+    """The folder name of one joint configuration under ``OUT/joint/`` (each model's knobs)."""
+    return "-".join(f"{m}_{v.knobs_id}" for m, v in sorted(variants.items()))
 
 
 def joint_concurrency(total: float, shares: Mapping[str, float]) -> dict[str, int]:
@@ -178,7 +183,7 @@ class JointMeter:
         if outcome.key() in self.measured:
             return self.measured[outcome.key()]
         started = time.monotonic()
-        run_dir = self.folder / "joint" / "-".join(f"{m}_{v.knobs_id}" for m, v in sorted(variants.items()))
+        run_dir = self.folder / "joint" / joint_dir_name(variants)
         self.say(f"measuring {name} under the joint load: "
                  + ", ".join(f"{m} {v.describe()}" for m, v in variants.items()))
         try:

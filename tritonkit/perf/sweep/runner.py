@@ -192,7 +192,7 @@ class SweepResult:
         }
 
 
-def _config_key(base: mc.ModelConfig) -> str:
+def config_key(base: mc.ModelConfig) -> str:
     """A digest of ``base`` without the swept knobs: writing a winner back keeps the key, so a
     re-run after it reuses the results; any other edit to the config invalidates them."""
     neutral = apply_variant(base, Variant(1, base.max_batch_size, 0))
@@ -286,7 +286,7 @@ def run_sweep(
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)
-        store.begin({"model": model, "target": settings.target, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
+        store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
                      "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
         stopping: list[threading.Thread] = []
