@@ -65,6 +65,7 @@ class JointResult:
     write_backs: dict[str, WriteBack] = field(default_factory=dict)
     report_path: Path | None = None
     resumed: list[str] = field(default_factory=list)
+    load_text: str = "total concurrency"
 
     @property
     def failed(self) -> list[JointOutcome]:
@@ -94,7 +95,7 @@ class JointResult:
         parts = ", ".join(f"{m} {v.knobs_id}" for m, v in self.winner.variants.items())
         versus = [f"{r:.2f}× every model's default" for r in [self._ratio(self.defaults)] if r is not None]
         versus += [f"{r:.2f}× the alone winners together" for r in [self._ratio(self.alone_together)] if r is not None]
-        return (f"Joint winner {parts}: {best.throughput_per_s:,.1f} infer/s in all at total concurrency "
+        return (f"Joint winner {parts}: {best.throughput_per_s:,.1f} infer/s in all at {self.load_text} "
                 f"{best.total:g}" + (f" — {', '.join(versus)}" if versus else "") + ".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,7 +120,7 @@ class JointResult:
                  f"- wall time {self.wall_s:.1f} s; {len(self.tried)} joint configurations measured", "",
                  "## Result", "", self.headline(), "",
                  "| configuration | " + " | ".join(f"{m} (infer/s, p99 ms)" for m in self.models)
-                 + " | total infer/s | at total concurrency |",
+                 + f" | total infer/s | at {self.load_text} |",
                  "| --- | " + " | ".join("---" for _ in self.models) + " | ---: | ---: |"]
         rows = [self.defaults, *([self.alone_together] if self.alone_together else []),
                 *[o for o in self.tried if o not in (self.defaults, self.alone_together)]]
@@ -142,6 +143,10 @@ class JointResult:
 def _alone_settings(settings: SweepSettings, model: str, out: Path, share: float) -> SweepSettings:
     """The single-model sweep of ``model`` alone: its own SLA, its share of the total load."""
     plan = settings.ladder_plan()
+    if plan.mode == "request_rate":
+        rates = sorted({level * share for level in plan.levels})
+        return replace(settings, sla=settings.parsed_sla(model), concurrency=None, request_rate=rates, out=out,
+                       write_back=False, shares=None, model_slas=None)
     levels = sorted({max(1.0, float(round(level * share))) for level in plan.levels})
     return replace(settings, sla=settings.parsed_sla(model), concurrency=levels, out=out, write_back=False,
                    shares=None, model_slas=None)
@@ -188,9 +193,6 @@ def run_joint_sweep(
     started = time.monotonic()
     emit = on_event or (lambda _event: None)
     settings.validate()
-    if settings.request_rate is not None:
-        raise ConfigError("a joint sweep climbs total concurrency; --request-rate is for one model",
-                          hint="use --concurrency with several models")
     repo_path = Path(repo)
     models = list(models)
     shares = joint_shares(models, settings.shares)
@@ -254,7 +256,7 @@ def run_joint_sweep(
         result = JointResult(models=models, shares=shares, out_dir=out_dir, defaults=defaults, alone=alone,
                              alone_together=together, winner=winner if winner.best() else None,
                              tried=list(meter.measured.values()), wall_s=time.monotonic() - started,
-                             resumed=resumed)
+                             resumed=resumed, load_text=f"total {plan.mode.replace('_', ' ')}")
         pending: dict[str, PendingWriteBack] = {}
         if settings.write_back and result.exit_code == EXIT_OK and result.winner is not None:
             for model, variant in result.winner.variants.items():
