@@ -301,6 +301,8 @@ class VariantMeter:
             best = max((p for p in points if p.counts), key=lambda p: p.throughput_per_s, default=None)
             if complete and best is not None and confirm_above_per_s is not None \
                     and best.throughput_per_s >= confirm_above_per_s:
+                self.say(f"  {variant.id} is within reach of the best so far: measured once more at load "
+                         f"{best.load:g} while it is loaded")
                 confirmed = self._one_step(variant, best.load, 1, warm=True)
                 confirm_s = time.monotonic() - measured
         finally:
