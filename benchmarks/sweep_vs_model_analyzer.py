@@ -33,7 +33,7 @@ Model Analyzer lives in its own environment (it pins packages the project does n
 Run (about 15 minutes on two cores, most of it Model Analyzer)::
 
     .venv/bin/python benchmarks/sweep_vs_model_analyzer.py [--json] [--skip-model-analyzer] \\
-        [--ma-modes brute-local,quick-remote,brute-remote]
+        [--skip-restart] [--ma-modes brute-local,quick-remote,brute-remote]
 """
 
 from __future__ import annotations
@@ -154,6 +154,7 @@ def run_tritonkit(work: Path) -> dict[str, Any]:
         "server_starts": 1,
         "perf_runs": sum(len(o.steps) + len(o.confirmations) + 1 for o in result.search.outcomes if o.steps),
         "time_breakdown_s": result.time_breakdown(),
+        "time_breakdown": result.breakdown_text(),
     }
 
 
@@ -360,6 +361,7 @@ def _name(variant: Variant | None) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-model-analyzer", action="store_true", help="Only tritonkit and the restart baseline.")
+    parser.add_argument("--skip-restart", action="store_true", help="Leave out the restart-per-variant baseline.")
     parser.add_argument("--json", action="store_true", help="Print one JSON document.")
     parser.add_argument("--keep", action="store_true", help="Keep the work folder (printed).")
     parser.add_argument("--ma-modes", default=",".join(MA_MODES),
@@ -370,7 +372,8 @@ def main() -> int:
     notes: list[str] = []
     try:
         results["tritonkit"] = run_tritonkit(work)
-        results["restart"] = run_restart_baseline(work)
+        if not args.skip_restart:
+            results["restart"] = run_restart_baseline(work)
         if args.skip_model_analyzer:
             notes.append("Model Analyzer skipped (--skip-model-analyzer)")
         elif not MA_BIN.exists():
@@ -417,8 +420,7 @@ def main() -> int:
         print(json.dumps(summary, indent=2, default=str))
         return 0
     print(f"grid: instances {INSTANCES} × max batch {MAX_BATCH} × concurrency {LEVELS}; SLA {SLA_TEXT}")
-    breakdown = ours.get("time_breakdown_s") or {}
-    print("tritonkit's time: " + ", ".join(f"{k} {v:.1f} s" for k, v in breakdown.items()))
+    print(f"tritonkit's {ours['time_breakdown']}")
     for note in notes:
         print(f"note: {note}")
     print(f"{'tool':<18}{'wall s':>8}{'× ours':>8}{'servers':>9}{'perf runs':>11}  winner (own infer/s at load; "

@@ -76,13 +76,15 @@ def _sweep_cli(repo: Path, model: str, out: Path, *extra: str) -> tuple[int, str
 def test_perf_analyzer_killed_mid_ladder_fails_the_variant_and_a_resume_measures_it_again(tmp_path: Path) -> None:
     write_sleepy(tmp_path / "repo", "killed")
     out = tmp_path / "out"
-    killer = _kill_when(str(out), "step02-c2")
+    # The default climbs its lowest load first, then from the top down, one perf_analyzer run
+    # per load: the run at concurrency 8 (the first step of its own ladder) is the one cut.
+    killer = _kill_when(str(out), "step01-c8")
     code, output = _sweep_cli(tmp_path / "repo", "killed", out, "--no-write-back")
     killer.join(timeout=1)
     assert code == 2, output
     assert "sweep_failed variant=default" in output and "failed=1" in output
     stored = json.loads(next((out / "variants").glob("*/outcome.json")).read_text())
-    assert stored["status"] == "failed" and len(stored["steps"]) == 1  # step 1 was measured, step 2 cut
+    assert stored["status"] == "failed" and len(stored["steps"]) == 1  # c1 was measured, c8 cut
     assert "perf_analyzer" in stored["reason"] or "signal" in stored["reason"], stored["reason"]
     assert SweepStore(out).finished() == {}
 

@@ -137,7 +137,8 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
             click.echo(f"written: {written.config_path} (previous kept: {written.backup_path})")
         else:
             click.echo(f"{model}: {written.config_path} already holds its winner")
-    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
+    reused = f", {len(result.resumed)} results reused from the sweep folder" if result.resumed else ""
+    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations{reused}, {result.wall_s:.1f} s")
 
 
 @click.command("sweep")
@@ -194,9 +195,10 @@ def sweep_command(
     several models, the configurations that carry the most together under their joint load.
 
     One tritonserver serves REPO with explicit model control for the whole sweep; each variant
-    is loaded with its config, warmed up, load-tested with the real perf_analyzer and unloaded.
-    The default config is measured first, then a first guess, then only variants that could
-    still win; --exhaustive measures them all. The sweep folder and the model folder are locked
+    is loaded with its config, warmed up, load-tested with the real perf_analyzer from its top
+    load down (the first load that meets the SLA is its best) and unloaded. The default config
+    is measured first, then a first guess, then only variants that could still win;
+    --exhaustive measures them all, each climbing its whole ladder. The sweep folder and the model folder are locked
     while it runs. The winner is written into REPO/MODEL/config.pbtxt (the old file kept beside
     it as config.pbtxt.orig-<UTC>) after the report with a throughput-vs-p99 plot is written to
     the sweep folder. Exit status: 0 a configuration meets the SLA, 1 none does, 2 could not
@@ -212,7 +214,8 @@ def sweep_command(
           --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8 --concurrency 2,4,8,16
 
     With several models, each model's default config and each model swept alone are measured
-    too, and the joint winner is compared with both (joint.md in the sweep folder).
+    too, and the joint winner is compared with both (joint.md in the sweep folder); the load is
+    shared by --share, of the total concurrency or --request-rate, and --out resumes.
     """
     model = models[0]
     grid = SweepGrid(

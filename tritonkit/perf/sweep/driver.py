@@ -5,6 +5,15 @@ step breaks the SLA on a latency, queue or error limit; throughput that stops ri
 too), so a variant's ``ladder/result.json`` reads like any other perf result. The server's
 statistics before and after give the mean execution time per batch size, which the search
 uses to bound what other variants can carry.
+
+A variant other than the reference can instead be measured **from the top load down**
+(``descend``): a closed loop with more requests in flight carries at least as much (an open
+loop that carries its offered rate carries more at a higher rate), so the first load from the
+top whose step meets the SLA is the variant's best and the loads below it are not measured.
+A step that misses the SLA sends the descent one load lower, unless what it carried, with the
+noise allowance, is already below the floor the variant must reach to win: no lower load
+carries more, so the variant cannot win and the descent stops. An unstable step is tried
+again with longer windows only when it could still reach that floor.
 """
 
 from __future__ import annotations
@@ -20,7 +29,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit.errors import ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_result, run_ladder
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
+from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.pipeline import ladder_check
+from tritonkit.perf.resume import combine
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
 from tritonkit.perf.sweep.outcome import (
     STATUS_FAILED,
@@ -80,15 +91,25 @@ def step_points(ladder: LadderResult, sla: SLA, *, rate_tolerance: float = 0.05,
 
 
 def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
-          preflight: bool = True) -> LadderResult:
+          preflight: bool = True, attempts_s: list[float] | None = None) -> LadderResult:
     """:func:`run_ladder` judged by ``sla``; a ladder whose unrecorded warm-up saw no request
     complete is started once more, afresh (a model slow to start its first executions — a
-    python stub on a loaded machine — says nothing about how it bears load)."""
-    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight)
+    python stub on a loaded machine — says nothing about how it bears load). ``attempts_s``
+    collects the duration of every step perf_analyzer ran, unstable attempts tried again included."""
+
+    def seen(step: StepResult, _name: str) -> None:
+        if attempts_s is not None and step.duration_s:
+            attempts_s.append(step.duration_s)
+
+    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight,
+                        on_step=seen)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
         say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
         shutil.rmtree(folder, ignore_errors=True)
-        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight)
+        if attempts_s is not None:
+            attempts_s.clear()
+        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight,
+                            on_step=seen)
     return ladder
 
 
@@ -110,13 +131,19 @@ def failure_reason(ladder: LadderResult) -> str:
     return INCOMPLETE_STOPS.get(stop, f"stopped: {stop.replace('_', ' ')}" if stop else "no step was measured")
 
 
+#: Why a descent stopped above the lowest load (``stop_reason`` of its outcome).
+STOP_MET_FROM_TOP = "met_sla_from_top"
+STOP_BELOW_FLOOR = "below_floor"
+
+
 @dataclass
 class VariantMeter:
     """Everything needed to measure variants of one model on one running server.
 
     ``rate_tolerance``/``max_gpu_memory_mb`` judge steps as :func:`step_points` says.
     ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
-    names it), an ensemble or BLS model calling the swept one.
+    names it), an ensemble or BLS model calling the swept one. ``noise_allowance``: the headroom
+    a descent gives what a step carried before it rules lower loads out (see the module docstring).
     """
 
     live: LiveModel
@@ -131,6 +158,7 @@ class VariantMeter:
     max_gpu_memory_mb: float | None = None
     target: LiveModel | None = None
     target_config: mc.ModelConfig | None = None
+    noise_allowance: float = 0.10
 
     def load_target(self) -> None:
         """Load the load target (an ensemble or BLS model calling the swept one) as written; its
@@ -152,8 +180,9 @@ class VariantMeter:
         except ServerError as exc:
             self.say(f"  could not unload {self.live.model}: {exc.message}")
 
-    def _ladder(self, plan: LadderPlan, folder: Path) -> LadderResult:
-        ladder = climb(self.spec, plan, folder, self.sla, self.say)
+    def _ladder(self, plan: LadderPlan, folder: Path, attempts_s: list[float] | None = None, *,
+                preflight: bool = True) -> LadderResult:
+        ladder = climb(self.spec, plan, folder, self.sla, self.say, preflight=preflight, attempts_s=attempts_s)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder
@@ -161,6 +190,61 @@ class VariantMeter:
     def _points(self, ladder: LadderResult) -> list[StepPoint]:
         return step_points(ladder, self.sla, rate_tolerance=self.rate_tolerance,
                            max_gpu_memory_mb=self.max_gpu_memory_mb)
+
+    def _descend(self, plan: LadderPlan, folder: Path, floor_per_s: float, attempts_s: list[float], *,
+                 lowest_first: bool = False) -> LadderResult:
+        """``plan``'s loads from the top down, one single-load ladder each (the first in ``folder``
+        with the warm-up, the others in sub-folders of it), folded into one result saved as
+        ``folder/result.json``; stops as the module docstring says. ``lowest_first``: the lowest
+        load is measured first, whatever the others give (the reference's uncontended cost)."""
+        grow = 1.0 + self.noise_allowance
+        combined: LadderResult | None = None
+        stop = ""
+        order = sorted(plan.levels, reverse=True)
+        if lowest_first and len(order) > 1:
+            order = [order[-1], *order[:-1]]
+        for index, level in enumerate(order):
+            window_ms = float(plan.step_window_ms)
+            step: StepResult | None = None
+            for attempt in range(plan.unstable_retries + 1):
+                name = f"at-{level:g}" + (f"-retry{attempt}" if attempt else "")
+                sub = folder if combined is None else folder / name
+                one = replace(plan, levels=(level,), unstable_retries=0, step_window_ms=int(window_ms),
+                              warmup_s=plan.warmup_s if combined is None else 0.0)
+                ladder = self._ladder(one, sub, attempts_s, preflight=combined is None)
+                combined = ladder if combined is None else LadderResult(
+                    combine(combined.result, ladder.result, name), ladder.error)
+                step = next((s for s in ladder.result.steps if s.load_value == level), None)
+                if ladder.result.stop_reason in INCOMPLETE_STOPS or step is None:
+                    return self._save(combined, folder)  # a step did not complete: the variant failed
+                if step.stable or step.error_count:
+                    break
+                if (step.throughput_per_s or 0.0) * grow < floor_per_s:
+                    break  # unstable, and even with the allowance below what it must reach: no retry
+                window_ms *= plan.retry_window_factor
+                self.say(f"  unstable at {plan.mode} {level:g}: once more with {window_ms:g} ms windows")
+            assert combined is not None and step is not None
+            if lowest_first and index == 0:
+                continue
+            point = next((p for p in self._points(LadderResult(ladder.result)) if p.load == level), None)
+            if point is not None and point.counts:
+                stop = STOP_MET_FROM_TOP
+                break
+            if (step.throughput_per_s or 0.0) * grow < floor_per_s:
+                stop = STOP_BELOW_FLOOR
+                break
+        assert combined is not None
+        result = combined.result
+        result.steps.sort(key=lambda s: s.load_value)
+        if stop:
+            result.stop_reason = stop
+        measured = any(s.measured for s in result.steps)
+        return self._save(LadderResult(result, None if measured else combined.error), folder)
+
+    @staticmethod
+    def _save(ladder: LadderResult, folder: Path) -> LadderResult:
+        ladder.result.save(folder / "result.json")
+        return ladder
 
     def stored(self, variant: Variant) -> VariantOutcome | None:
         """The finished outcome of ``variant`` from an earlier run, if one is stored and valid; a
@@ -172,11 +256,17 @@ class VariantMeter:
             self.say(f"  {exc.message}; measuring {variant.id} again (the bad file is kept as {kept})")
             return None
 
-    def measure(self, variant: Variant, loads: tuple[float, ...] = ()) -> VariantOutcome:
+    def measure(self, variant: Variant, loads: tuple[float, ...] = (), *, descend: bool = False,
+                floor_per_s: float = 0.0, confirm_above_per_s: float | None = None) -> VariantOutcome:
         """Load → warm up → ladder at ``loads`` (default: the plan's) → unload; the outcome is saved
         before it is returned. A ladder cut short (perf_analyzer failed or was killed, the server
         went away, time ran out) makes the variant ``failed`` with the reason, whatever it measured
-        before."""
+        before. ``descend``: from the top load down, ``floor_per_s`` being the least the variant
+        must carry to win (see the module docstring); the default config's lowest load is measured
+        first (its cost per execution, measured without contention, is what the search's bounds
+        rest on). ``confirm_above_per_s``: when the best step
+        carries at least that much, it is measured once more before the unload (a contender is
+        re-measured while it is loaded instead of loaded and warmed up again at the end)."""
         stored = self.stored(variant)
         if stored is not None:
             stored.variant = variant
@@ -192,17 +282,37 @@ class VariantMeter:
             self.store.save(outcome)
             return outcome
         loaded = time.monotonic()
+        attempts_s: list[float] = []
+        confirmed: StepPoint | None = None
+        confirm_s = 0.0
         try:
             before = self.live.exec_stats()
             plan = replace(self.plan, levels=loads) if loads else self.plan
-            ladder = self._ladder(plan, self.store.ladder_dir(variant.knobs_id))
+            folder = self.store.ladder_dir(variant.knobs_id)
+            if descend:
+                ladder = self._descend(plan, folder, floor_per_s, attempts_s, lowest_first=variant.is_default)
+            else:
+                ladder = self._ladder(plan, folder, attempts_s)
             costs = mean_exec_us(before, self.live.exec_stats())
-        finally:
             measured = time.monotonic()
+            points = self._points(ladder)
+            stop = ladder.result.stop_reason
+            complete = ladder.error is None and stop not in INCOMPLETE_STOPS
+            best = max((p for p in points if p.counts), key=lambda p: p.throughput_per_s, default=None)
+            if complete and best is not None and confirm_above_per_s is not None \
+                    and best.throughput_per_s >= confirm_above_per_s:
+                self.say(f"  {variant.id} is within reach of the best so far: measured once more at load "
+                         f"{best.load:g} while it is loaded")
+                confirmed = self._one_step(variant, best.load, 1, warm=True)
+                confirm_s = time.monotonic() - measured
+        finally:
+            unloading = time.monotonic()
             self._unload()
-        points = self._points(ladder)
-        stop = ladder.result.stop_reason
-        complete = ladder.error is None and stop not in INCOMPLETE_STOPS
+        measured_loads = {p.load for p in points}
+        timings = _timings(ladder, plan, attempts_s, load_s=loaded - started, ladder_s=measured - loaded,
+                           unload_s=time.monotonic() - unloading)
+        if confirm_s:
+            timings["confirm"] = round(confirm_s, 3)
         outcome = VariantOutcome(
             variant,
             status=STATUS_MEASURED if points and complete else STATUS_FAILED,
@@ -211,12 +321,22 @@ class VariantMeter:
             exec_cost_us=costs,
             duration_s=time.monotonic() - started,
             stop_reason=stop,
+            confirmations=[confirmed] if confirmed is not None else [],
             skipped_loads=[level for level in self.plan.levels if level not in plan.levels],
-            timings_s=_timings(ladder, plan, load_s=loaded - started, ladder_s=measured - loaded,
-                               unload_s=time.monotonic() - measured),
+            unmeasured_loads=([level for level in plan.levels if level not in measured_loads]
+                              if descend else []),
+            timings_s=timings,
         )
         self.store.save(outcome)
         return outcome
+
+    def _one_step(self, variant: Variant, load: float, index: int, *, warm: bool) -> StepPoint | None:
+        """One more step of the loaded ``variant`` at ``load`` (after the plan's warm-up unless it
+        is ``warm`` already), into ``confirm-<index>``; ``None`` when it measured nothing."""
+        plan = replace(self.plan, levels=(load,), warmup_s=0.0 if warm else self.plan.warmup_s)
+        ladder = self._ladder(plan, self.store.confirm_dir(variant.knobs_id, index), preflight=not warm)
+        points = self._points(ladder)
+        return points[0] if points and ladder.error is None else None
 
     def confirm(self, outcome: VariantOutcome) -> StepPoint | None:
         """Measure ``outcome``'s best load once more (load → warm up → one step → unload)."""
@@ -230,35 +350,32 @@ class VariantMeter:
         except ModelLoadError as exc:
             self.say(f"  {variant.id} did not load again for its re-measurement: {exc.reason}")
             return None
-        index = len(outcome.confirmations) + 1
         try:
-            ladder = self._ladder(replace(self.plan, levels=(best.load,)), self.store.confirm_dir(variant.knobs_id, index))
+            point = self._one_step(variant, best.load, len(outcome.confirmations) + 1, warm=False)
         finally:
             self._unload()
-        points = self._points(ladder)
         saved = VariantOutcome.from_dict(outcome.to_dict())
         saved.timings_s["confirm"] = saved.timings_s.get("confirm", 0.0) + time.monotonic() - started
         outcome.timings_s = dict(saved.timings_s)
-        if not points or ladder.error is not None:
-            self.store.save(saved)
-            return None
-        point = points[0]
-        saved.confirmations.append(point)
+        if point is not None:
+            saved.confirmations.append(point)
         self.store.save(saved)
         return point
 
 
-def _timings(ladder: LadderResult, plan: LadderPlan, *, load_s: float, ladder_s: float,
+def _timings(ladder: LadderResult, plan: LadderPlan, attempts_s: list[float], *, load_s: float, ladder_s: float,
              unload_s: float) -> dict[str, float]:
     """Where one variant's time went. ``windows`` is the least the measurement windows took
     (three per step); the rest of ``steps`` is perf_analyzer's start-up, connection and any
-    extra windows it needed to call a step stable. ``retries`` is the rest of the ladder: the
-    runs of unstable steps tried again with longer windows (a step keeps only its last
-    attempt's duration), and the ladder's checks of the server."""
+    extra windows it needed to call a step stable. ``retries`` is the time of the unstable
+    attempts tried again with longer windows (every attempt perf_analyzer ran, less the one
+    kept per step); ``checks`` the rest of the ladder (the checks of the target and the server
+    before the first step, saving the result)."""
     result = ladder.result
     warmup_s = result.warmup.duration_s if result.warmup is not None else 0.0
     steps_s = sum(s.duration_s or 0.0 for s in result.steps)
     windows_s = sum(3 * plan.step_window_ms / 1000.0 for s in result.steps if s.duration_s)
+    retries_s = max(0.0, sum(attempts_s) - steps_s)
     return {"load": round(load_s, 3), "warmup": round(warmup_s, 3), "steps": round(steps_s, 3),
-            "windows": round(min(windows_s, steps_s), 3),
-            "retries": round(max(0.0, ladder_s - warmup_s - steps_s), 3), "unload": round(unload_s, 3)}
+            "windows": round(min(windows_s, steps_s), 3), "retries": round(retries_s, 3),
+            "checks": round(max(0.0, ladder_s - warmup_s - steps_s - retries_s), 3), "unload": round(unload_s, 3)}

@@ -12,8 +12,10 @@
 
 **Joint load.** A joint step at total concurrency ``L`` runs one perf_analyzer per model at
 once, each in its own process group, model ``m`` at ``max(1, round(L × share_m))`` requests in
-flight (shares equal by default). A step meets the SLA only if every model meets its own SLA at
-it; its score is the sum of the models' throughputs. The ladder over ``L`` stops at the first
+flight (shares equal by default); with a request-rate ladder, at ``L × share_m`` requests per
+second, and a model's step meets its SLA only if the server carried that rate (less the rate
+tolerance). A step meets the SLA only if every model meets its own SLA at it; its score is the
+sum of the models' throughputs. The ladder over ``L`` stops at the first
 step that breaks, or when the sum stops rising. A joint configuration whose perf_analyzer runs
 did not all complete is ``failed`` (exit 2), as in the single-model sweep.
 """
@@ -40,7 +42,7 @@ from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.repository import model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_shares"]
+__all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_dir_name", "joint_load", "joint_shares"]
 
 Say = Callable[[str], None]
 
@@ -61,9 +63,22 @@ def joint_shares(models: Sequence[str], shares: Mapping[str, float] | None) -> d
     return {m: v / total for m, v in raw.items()}
 
 
+def joint_dir_name(variants: Mapping[str, Variant]) -> str:
+    """The folder name of one joint configuration under ``OUT/joint/`` (each model's knobs)."""
+    return "-".join(f"{m}_{v.knobs_id}" for m, v in sorted(variants.items()))
+
+
 def joint_concurrency(total: float, shares: Mapping[str, float]) -> dict[str, int]:
     """Requests in flight per model at a total of ``total`` (at least one each)."""
     return {m: max(1, round(total * share)) for m, share in shares.items()}
+
+
+def joint_load(total: float, shares: Mapping[str, float], mode: str) -> dict[str, float]:
+    """Each model's load at a total of ``total``: requests in flight (:func:`joint_concurrency`),
+    or with ``mode="request_rate"`` its share of the total requests per second."""
+    if mode == "request_rate":
+        return {m: total * share for m, share in shares.items()}
+    return {m: float(c) for m, c in joint_concurrency(total, shares).items()}
 
 
 @dataclass(frozen=True)
@@ -152,7 +167,7 @@ class JointMeter:
 
     def _step(self, total: float, first: bool, run_dir: Path) -> tuple[dict[str, LadderResult], dict[str, str]]:
         """One joint step: a perf_analyzer per model, started together, each in its own group."""
-        per_model = joint_concurrency(total, self.shares)
+        per_model = joint_load(total, self.shares, self.plan.mode)
         ladders: dict[str, LadderResult] = {}
         errors: dict[str, str] = {}
 
@@ -178,7 +193,7 @@ class JointMeter:
         if outcome.key() in self.measured:
             return self.measured[outcome.key()]
         started = time.monotonic()
-        run_dir = self.folder / "joint" / "-".join(f"{m}_{v.knobs_id}" for m, v in sorted(variants.items()))
+        run_dir = self.folder / "joint" / joint_dir_name(variants)
         self.say(f"measuring {name} under the joint load: "
                  + ", ".join(f"{m} {v.describe()}" for m, v in variants.items()))
         try:
@@ -218,7 +233,7 @@ class JointMeter:
         self.measured[outcome.key()] = outcome
         best_step = outcome.best()
         self.say(f"  {name}: " + (f"failed: {outcome.reason}" if outcome.failed else
-                                  f"{best_step.throughput_per_s:,.1f} infer/s in all at total concurrency "
+                                  f"{best_step.throughput_per_s:,.1f} infer/s in all at total {self.plan.mode.replace('_', ' ')} "
                                   f"{best_step.total:g}" if best_step else "no joint step met every SLA"))
         return outcome
 

@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,17 +23,20 @@ from tritonkit._fs import path_error
 from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
+from tritonkit.perf.sweep.joint_store import JointStore
+from tritonkit.perf.sweep.outcome import StoredResultError
 from tritonkit.perf.sweep.runner import (
     EXIT_NONE_MEETS,
     EXIT_OK,
     EXIT_UNMEASURED,
     SweepEvent,
     SweepResult,
+    config_key,
     search_on_server,
 )
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
-from tritonkit.perf.sweep.variants import apply_variant, variant_grid
+from tritonkit.perf.sweep.variants import Variant, apply_variant, variant_grid
 from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
@@ -61,6 +64,8 @@ class JointResult:
     wall_s: float
     write_backs: dict[str, WriteBack] = field(default_factory=dict)
     report_path: Path | None = None
+    resumed: list[str] = field(default_factory=list)
+    load_text: str = "total concurrency"
 
     @property
     def failed(self) -> list[JointOutcome]:
@@ -90,7 +95,7 @@ class JointResult:
         parts = ", ".join(f"{m} {v.knobs_id}" for m, v in self.winner.variants.items())
         versus = [f"{r:.2f}× every model's default" for r in [self._ratio(self.defaults)] if r is not None]
         versus += [f"{r:.2f}× the alone winners together" for r in [self._ratio(self.alone_together)] if r is not None]
-        return (f"Joint winner {parts}: {best.throughput_per_s:,.1f} infer/s in all at total concurrency "
+        return (f"Joint winner {parts}: {best.throughput_per_s:,.1f} infer/s in all at {self.load_text} "
                 f"{best.total:g}" + (f" — {', '.join(versus)}" if versus else "") + ".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,6 +109,7 @@ class JointResult:
             "ratio_to_defaults": self._ratio(self.defaults),
             "ratio_to_alone_together": self._ratio(self.alone_together),
             "tried": [o.to_dict() for o in self.tried],
+            "resumed": list(self.resumed),
             "write_back": {m: wb.to_dict() for m, wb in self.write_backs.items()},
             "report": str(self.report_path) if self.report_path else None,
         }
@@ -114,7 +120,7 @@ class JointResult:
                  f"- wall time {self.wall_s:.1f} s; {len(self.tried)} joint configurations measured", "",
                  "## Result", "", self.headline(), "",
                  "| configuration | " + " | ".join(f"{m} (infer/s, p99 ms)" for m in self.models)
-                 + " | total infer/s | at total concurrency |",
+                 + f" | total infer/s | at {self.load_text} |",
                  "| --- | " + " | ".join("---" for _ in self.models) + " | ---: | ---: |"]
         rows = [self.defaults, *([self.alone_together] if self.alone_together else []),
                 *[o for o in self.tried if o not in (self.defaults, self.alone_together)]]
@@ -137,9 +143,42 @@ class JointResult:
 def _alone_settings(settings: SweepSettings, model: str, out: Path, share: float) -> SweepSettings:
     """The single-model sweep of ``model`` alone: its own SLA, its share of the total load."""
     plan = settings.ladder_plan()
+    if plan.mode == "request_rate":
+        rates = sorted({level * share for level in plan.levels})
+        return replace(settings, sla=settings.parsed_sla(model), concurrency=None, request_rate=rates, out=out,
+                       write_back=False, shares=None, model_slas=None)
     levels = sorted({max(1.0, float(round(level * share))) for level in plan.levels})
     return replace(settings, sla=settings.parsed_sla(model), concurrency=levels, out=out, write_back=False,
                    shares=None, model_slas=None)
+
+
+def _resumable(meter: JointMeter, store: JointStore, resumed: list[str],
+               say: Callable[[str], None]) -> Callable[[str, Mapping[str, Variant]], JointOutcome]:
+    """``meter.measure`` that first reuses a configuration finished in an earlier run into the same
+    folder (a corrupt one is set aside, said, and measured again) and saves each one it measures."""
+
+    def measure(name: str, variants: Mapping[str, Variant]) -> JointOutcome:
+        key = JointOutcome(name, dict(variants)).key()
+        if key in meter.measured:
+            return meter.measured[key]
+        try:
+            stored = store.load(variants)
+        except StoredResultError as exc:
+            kept = store.reject(variants)
+            say(f"  {exc.message}; measuring {name} again (the bad file is kept as {kept})")
+            stored = None
+        if stored is not None:
+            stored.name, stored.variants = name, dict(variants)
+            meter.measured[key] = stored
+            resumed.append(name)
+            say(f"{name}: finished in an earlier run, reused")
+            return stored
+        store.discard(variants)  # what an interrupted or failed run of it left
+        outcome = meter.measure(name, variants)
+        store.save(outcome)
+        return outcome
+
+    return measure
 
 
 def run_joint_sweep(
@@ -154,9 +193,6 @@ def run_joint_sweep(
     started = time.monotonic()
     emit = on_event or (lambda _event: None)
     settings.validate()
-    if settings.request_rate is not None:
-        raise ConfigError("a joint sweep climbs total concurrency; --request-rate is for one model",
-                          hint="use --concurrency with several models")
     repo_path = Path(repo)
     models = list(models)
     shares = joint_shares(models, settings.shares)
@@ -184,9 +220,16 @@ def run_joint_sweep(
         try:
             server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
                                                       log_path=out_dir / "tritonserver.log"))
+            plan = settings.ladder_plan()
+            SweepStore(out_dir).begin({
+                "models": models, "shares": shares, "slas": {m: str(slas[m]) for m in models},
+                "configs": {m: config_key(bases[m]) for m in models}, "mode": plan.mode, "levels": list(plan.levels),
+                "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
             meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
-                               plan=settings.ladder_plan(), settings=settings, folder=out_dir, say=say)
-            defaults = meter.measure("every model's default", {m: grids[m][0] for m in models})
+                               plan=plan, settings=settings, folder=out_dir, say=say)
+            resumed: list[str] = []
+            measure = _resumable(meter, JointStore(out_dir), resumed, say)
+            defaults = measure("every model's default", {m: grids[m][0] for m in models})
             alone: dict[str, SweepResult] = {}
             for model in models:
                 say(f"sweeping {model} alone (the others unloaded), at its share of the load")
@@ -195,8 +238,9 @@ def run_joint_sweep(
                 store.begin({"model": model, "alone_in": models, "sla": str(one.sla)})
                 alone[model] = search_on_server(repo_path, model, bases[model], grids[model], one, store, server, emit,
                                         time.monotonic(), None)
+                resumed += [f"{model} alone: {v}" for v in alone[model].resumed]
             current = {m: (r.search.winner.variant if r.search.winner else grids[m][0]) for m, r in alone.items()}
-            together = meter.measure("the alone winners together", current)
+            together = measure("the alone winners together", current)
             winner = together if better(together, defaults, settings.tie_tolerance) else defaults
             for model in models:
                 ranked = sorted((o for o in alone[model].search.outcomes if o.score() is not None),
@@ -204,14 +248,15 @@ def run_joint_sweep(
                 candidates = [o.variant for o in ranked[:CANDIDATES_PER_MODEL]] + [grids[model][0]]
                 for variant in candidates:
                     trial = {**winner.variants, model: variant}
-                    outcome = meter.measure(f"{model} → {variant.knobs_id}", trial)
+                    outcome = measure(f"{model} → {variant.knobs_id}", trial)
                     if better(outcome, winner, settings.tie_tolerance):
                         winner = outcome
         except OSError as exc:
             raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
         result = JointResult(models=models, shares=shares, out_dir=out_dir, defaults=defaults, alone=alone,
                              alone_together=together, winner=winner if winner.best() else None,
-                             tried=list(meter.measured.values()), wall_s=time.monotonic() - started)
+                             tried=list(meter.measured.values()), wall_s=time.monotonic() - started,
+                             resumed=resumed, load_text=f"total {plan.mode.replace('_', ' ')}")
         pending: dict[str, PendingWriteBack] = {}
         if settings.write_back and result.exit_code == EXIT_OK and result.winner is not None:
             for model, variant in result.winner.variants.items():

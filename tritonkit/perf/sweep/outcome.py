@@ -138,9 +138,10 @@ class VariantOutcome:
     ``exec_cost_us`` maps batch size to the mean time of one model execution, from the server's
     statistics. ``confirmations`` are re-measurements at the best step's load; ``skipped_loads``
     are ladder loads not measured because they could not carry the best throughput already
-    found. ``timings_s`` splits ``duration_s`` into where it went (``load``, ``warmup``,
-    ``steps``, ``windows`` — the measurement windows inside the steps, at least —, ``retries``
-    of unstable steps, ``unload``, ``confirm``).
+    found; ``unmeasured_loads`` those a descent from the top load did not reach (a higher load
+    met the SLA, or carried too little to win). ``timings_s`` splits ``duration_s`` into where
+    it went (``load``, ``warmup``, ``steps``, ``windows`` — the measurement windows inside the
+    steps, at least —, ``retries`` of unstable steps, ``checks``, ``unload``, ``confirm``).
     """
 
     variant: Variant
@@ -152,6 +153,7 @@ class VariantOutcome:
     stop_reason: str = ""
     confirmations: list[StepPoint] = field(default_factory=list)
     skipped_loads: list[float] = field(default_factory=list)
+    unmeasured_loads: list[float] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
 
     def best(self) -> StepPoint | None:
@@ -203,6 +205,7 @@ class VariantOutcome:
             "stop_reason": self.stop_reason,
             "confirmations": [c.to_dict() for c in self.confirmations],
             "skipped_loads": list(self.skipped_loads),
+            "unmeasured_loads": list(self.unmeasured_loads),
             "timings_s": dict(self.timings_s),
         }
 
@@ -240,5 +243,7 @@ class VariantOutcome:
                            for i, c in enumerate(_list(data, "confirmations", where))],
             skipped_loads=[_number({"load": x}, "load", f"{where} skipped_loads")
                            for x in _list(data, "skipped_loads", where)],
+            unmeasured_loads=[_number({"load": x}, "load", f"{where} unmeasured_loads")
+                              for x in _list(data, "unmeasured_loads", where)],
             timings_s={str(k): _number(timings, k, f"{where} timings_s") for k in timings},
         )

@@ -47,6 +47,9 @@ def variant_rows(result: SweepResult) -> list[list[str]]:
             note += f"; GPU peak {memory_mb:,.0f} MiB" + (f", {100 * utilization:.0f} % busy" if utilization else "")
         if outcome.skipped_loads:
             note += f"; skipped loads {', '.join(f'{x:g}' for x in outcome.skipped_loads)} (below the best)"
+        if outcome.unmeasured_loads:
+            note += (f"; loads {', '.join(f'{x:g}' for x in outcome.unmeasured_loads)} not measured "
+                     "(measured from the top down)")
         rows.append([
             variant.id + mark, variant.describe(), outcome.status.replace("_", " "),
             _num(score.load, 0) if score else "–",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -116,7 +117,7 @@ class SweepResult:
         """The breakdown as one line: ``server start 3.1 s, loads 4.0 s, …``."""
         names = {"server_start": "server start", "load": "model loads", "warmup": "warm-ups",
                  "steps": "perf_analyzer steps", "windows": "of which measurement windows ≥",
-                 "retries": "unstable-step retries and checks", "confirm": "re-measurements",
+                 "retries": "unstable-step retries", "checks": "ladder checks", "confirm": "re-measurements",
                  "unload": "unloads", "other": "other (search, reports)"}
         parts = [f"{names.get(k, k)} {v:.1f} s" for k, v in self.time_breakdown().items() if v > 0 or k == "steps"]
         return "time: " + ", ".join(parts)
@@ -191,7 +192,7 @@ class SweepResult:
         }
 
 
-def _config_key(base: mc.ModelConfig) -> str:
+def config_key(base: mc.ModelConfig) -> str:
     """A digest of ``base`` without the swept knobs: writing a winner back keeps the key, so a
     re-run after it reuses the results; any other edit to the config invalidates them."""
     neutral = apply_variant(base, Variant(1, base.max_batch_size, 0))
@@ -285,18 +286,28 @@ def run_sweep(
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)
-        store.begin({"model": model, "target": settings.target, "config": _config_key(base), "sla": str(parsed), "mode": plan.mode,
+        store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
                      "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
-        sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started, target_config)
-        sweep.warnings = warnings
-        pending: PendingWriteBack | None = None
-        if settings.write_back and sweep.search.winner is not None and not sweep.failed:
-            pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
-            sweep.write_back = pending.planned
-        sweep.wall_s = time.monotonic() - started
-        sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
-        store.write_summary(sweep.to_dict())
+        stopping: list[threading.Thread] = []
+        try:
+            sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started,
+                                     target_config, stopping=stopping)
+            sweep.warnings = warnings
+            pending: PendingWriteBack | None = None
+            if settings.write_back and sweep.search.winner is not None and not sweep.failed:
+                pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
+                sweep.write_back = pending.planned
+            sweep.wall_s = time.monotonic() - started
+            sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
+            store.write_summary(sweep.to_dict())
+        finally:
+            for thread in stopping:
+                thread.join()
+        if stopping:
+            # The report shows the time up to itself; the result and sweep.json the whole of it.
+            sweep.wall_s = time.monotonic() - started
+            store.write_summary(sweep.to_dict())
     if pending is not None:
         # Last, and only once everything above is on disk: the repository changes or stays as it was.
         with _os_errors("write the winner into the repository", config_path):
@@ -311,9 +322,13 @@ def run_sweep(
 
 def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
              store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
-             started: float, target_config: mc.ModelConfig | None) -> SweepResult:
+             started: float, target_config: mc.ModelConfig | None, *,
+             stopping: list[threading.Thread] | None = None) -> SweepResult:
     """Serve (unless ``server`` is given), search and stop the server it started, however the
-    search ends; nothing is written back here. The joint sweep calls it for each model alone."""
+    search ends; nothing is written back here. The joint sweep calls it for each model alone.
+    ``stopping``: once the search has finished, the server this call started is stopped in a
+    thread appended there, for the caller to join (any other way out stops it at once)."""
+    searched = False
     parsed = settings.parsed_sla()
     plan = settings.ladder_plan()
     out_dir = store.root
@@ -349,18 +364,31 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
             rate_tolerance=settings.rate_tolerance, max_gpu_memory_mb=settings.max_gpu_memory_mb,
             target=LiveModel(live_server, target) if settings.target else None,
-            target_config=target_config,
+            target_config=target_config, noise_allowance=settings.noise_allowance,
         )
         meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
         if gpus is not None:
             search_settings = replace(search_settings, gpus=gpus)
 
+        best_per_s = [0.0]
+
         def measure(variant: Variant, loads: tuple[float, ...]) -> VariantOutcome:
             reused = variant.knobs_id in finished_before
             if not reused:
                 progress.start(variant, loads)
-            outcome = meter.measure(variant, loads)
+            # Every variant is measured from its top load down (see driver.py), unless the sweep
+            # is exhaustive. A contender (within twice the tie tolerance of the best so far, or above it) is
+            # re-measured while it is loaded; the search's closing round re-measures, loading them
+            # again, only the contenders not re-measured so.
+            quick = not settings.exhaustive
+            outcome = meter.measure(
+                variant, loads, descend=quick, floor_per_s=best_per_s[0] * (1.0 - settings.tie_tolerance),
+                confirm_above_per_s=(best_per_s[0] * (1.0 - 2 * settings.tie_tolerance)
+                                     if quick and best_per_s[0] > 0 else None))
+            score = outcome.score()
+            if score is not None:
+                best_per_s[0] = max(best_per_s[0], score.throughput_per_s)
             if reused:
                 resumed.append(variant.id)
             progress.finished(outcome, reused)
@@ -370,8 +398,15 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             progress.decision(kind, data)
 
         result = search(variants, measure, meter.confirm, search_settings, notify=notify)
+        searched = True
     finally:
-        if own_server:
+        if own_server and searched and stopping is not None:
+            # The server takes seconds to let its models go (python stubs exit slowly): the
+            # report is written meanwhile, and the caller joins the thread before it returns.
+            thread = threading.Thread(target=live_server.stop, name="tritonserver-stop")
+            thread.start()
+            stopping.append(thread)
+        elif own_server:
             live_server.stop()
     return SweepResult(
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,

@@ -24,7 +24,9 @@ How the search decides:
   complete more than ``c`` per cheapest execution, so once a best is known, loads that cannot
   reach it are not measured.
 * **Confirmation.** The top candidates are measured once more at their best load; the score is
-  the mean. Throughputs within the tie tolerance (default 5 %) are a tie, broken by lower p99
+  the mean. (A live sweep re-measures a contender right after its ladder, while it is still
+  loaded; the closing round here then covers only the contenders left without a second
+  measurement.) Throughputs within the tie tolerance (default 5 %) are a tie, broken by lower p99
   (again within the tolerance), then fewer instances, then the default config (nothing to
   change), then the smaller max batch and window.
 """
