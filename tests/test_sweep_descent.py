@@ -126,3 +126,23 @@ def test_retry_time_is_every_attempt_less_the_one_kept_per_step() -> None:
     assert timings["steps"] == 5.0 and timings["retries"] == 2.5
     assert timings["windows"] == 3.0  # three 500 ms windows per step
     assert timings["checks"] == pytest.approx(0.5)  # 8 s of ladder − 5 s kept − 2.5 s retried
+
+
+@on_server
+def test_a_step_too_unstable_to_give_a_throughput_is_retried_whatever_the_floor(served: Served) -> None:
+    """Within 0.01 % perf_analyzer calls no step stable and reports no throughput for it: that is
+    not "below the floor" (nothing is known), so the step is tried again with longer windows, and a
+    variant nothing could be measured of is failed with perf_analyzer's reason, not judged."""
+    server, root = served
+    settings = SweepSettings(sla="p99<=25ms", concurrency=",".join(f"{x:g}" for x in LEVELS), step_window_ms=200,
+                             warmup_s=0.3, max_trials=3)
+    plan = replace(settings.ladder_plan(), stability_percentage=0.01)
+    meter = VariantMeter(live=LiveModel(server, MODEL), base=read_config(root / "repo" / MODEL / "config.pbtxt"),
+                         spec=PerfSpec(model=MODEL, url=server.grpc_url), plan=plan,
+                         sla=parse_sla("p99<=25ms").with_zero_errors(), store=SweepStore(root / "unstable"),
+                         say=lambda _text: None)
+    outcome = meter.measure(Variant(1, 1, None), (8.0,), descend=True, floor_per_s=10_000.0)
+    folder = meter.store.ladder_dir("i1-b1-nodb")
+    assert (folder / "at-8-retry1" / "result.json").is_file(), "the unstable step was not tried again"
+    assert outcome.status == "failed" and "stable" in outcome.reason
+    assert outcome.stop_reason != STOP_BELOW_FLOOR

@@ -131,6 +131,12 @@ def failure_reason(ladder: LadderResult) -> str:
     return INCOMPLETE_STOPS.get(stop, f"stopped: {stop.replace('_', ' ')}" if stop else "no step was measured")
 
 
+def _below(step: StepResult, floor_per_s: float, grow: float) -> bool:
+    """Whether ``step`` carried less than ``floor_per_s`` even grown by the noise allowance. A step
+    perf_analyzer could not call stable may come without a throughput: unknown is not below."""
+    return step.throughput_per_s is not None and step.throughput_per_s * grow < floor_per_s
+
+
 #: Why a descent stopped above the lowest load (``stop_reason`` of its outcome).
 STOP_MET_FROM_TOP = "met_sla_from_top"
 STOP_BELOW_FLOOR = "below_floor"
@@ -219,7 +225,7 @@ class VariantMeter:
                     return self._save(combined, folder)  # a step did not complete: the variant failed
                 if step.stable or step.error_count:
                     break
-                if (step.throughput_per_s or 0.0) * grow < floor_per_s:
+                if _below(step, floor_per_s, grow):
                     break  # unstable, and even with the allowance below what it must reach: no retry
                 window_ms *= plan.retry_window_factor
                 self.say(f"  unstable at {plan.mode} {level:g}: once more with {window_ms:g} ms windows")
@@ -230,7 +236,7 @@ class VariantMeter:
             if point is not None and point.counts:
                 stop = STOP_MET_FROM_TOP
                 break
-            if (step.throughput_per_s or 0.0) * grow < floor_per_s:
+            if _below(step, floor_per_s, grow):
                 stop = STOP_BELOW_FLOOR
                 break
         assert combined is not None
