@@ -71,6 +71,14 @@ def test_the_first_guess_is_re_measured_in_the_closing_round_and_loads_skip_auto
     assert "auto-complete off" in server.message  # the model's config is complete as written
 
 
+def test_the_server_is_stopped_only_once_the_last_variant_is_unloaded(searched: Searched) -> None:
+    """Told to stop with a model still unloading, the server looks again only a second later."""
+    result, _, _, _ = searched
+    log = (result.out_dir / "tritonserver.log").read_text(errors="replace")
+    looks = [line for line in log.splitlines() if "live models" in line]
+    assert looks and "Found 0 live models" in looks[0], looks
+
+
 def test_a_variant_the_server_refuses_is_reported_with_its_reason_and_skipped(
     searched: Searched,
 ) -> None:

@@ -22,7 +22,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
 from tritonkit._lock import FolderLock, LockedError, model_folder_lock
-from tritonkit.errors import ConfigError
+from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.sweep.driver import VariantMeter
@@ -411,7 +411,8 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         if own_server and searched and stopping is not None:
             # The server takes seconds to let its models go (python stubs exit slowly): the
             # report is written meanwhile, and the caller joins the thread before it returns.
-            thread = threading.Thread(target=live_server.stop, name="tritonserver-stop")
+            thread = threading.Thread(target=_stop_unloaded, args=(live_server, [model, settings.target or model]),
+                                      name="tritonserver-stop")
             thread.start()
             stopping.append(thread)
         elif own_server:
@@ -446,6 +447,16 @@ def needs_auto_complete(repo: Path, model: str, base: mc.ModelConfig) -> bool:
     except OSError:
         return True
     return False
+
+
+def _stop_unloaded(server: TritonServer, models: list[str]) -> None:
+    """Stop ``server`` once ``models`` are unloaded. A server told to stop with a model still
+    unloading looks again only once a second (``--exit-timeout-secs``); unloaded first, it
+    finds none at its first look and exits at once (about 0.7 s less, here)."""
+    for name in dict.fromkeys(models):
+        with contextlib.suppress(TritonKitError):  # best effort: stop() ends the server however it is
+            server.unload_model(name, wait=True, timeout_s=30.0)
+    server.stop()
 
 
 def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig | None:
