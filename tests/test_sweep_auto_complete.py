@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tritonclient.grpc import model_config_pb2 as mc
 
 from tests.support.sweep_models import write_sleepy
 from tritonkit.perf.sweep.runner import NO_AUTO_COMPLETE, needs_auto_complete
@@ -61,7 +62,7 @@ def test_without_auto_complete_the_server_serves_the_same_config_and_a_hook_woul
     write_sleepy(tmp_path, "plain")
     write_sleepy(tmp_path, "hooked")
     _with_hook(tmp_path, "hooked")
-    served: dict[tuple[str, bool], object] = {}
+    served: dict[tuple[str, bool], mc.ModelConfig] = {}
     for off in (False, True):
         with TritonServer(tmp_path, model_control="explicit", log_path=tmp_path / f"log-{off}",
                           extra_args=[NO_AUTO_COMPLETE] if off else []) as server:
@@ -71,4 +72,4 @@ def test_without_auto_complete_the_server_serves_the_same_config_and_a_hook_woul
                 served[(name, off)] = server.admin.model_config(name)
     assert served[("plain", False)] == served[("plain", True)]
     hooked_on, hooked_off = served[("hooked", False)], served[("hooked", True)]
-    assert hooked_on.HasField("dynamic_batching") and not hooked_off.HasField("dynamic_batching")  # type: ignore[attr-defined]
+    assert hooked_on.HasField("dynamic_batching") and not hooked_off.HasField("dynamic_batching")
