@@ -57,6 +57,28 @@ def test_the_search_finds_two_instances_with_batches_of_four(searched: Searched)
     assert result.search.winner.confirmations, "the winner was not re-measured"
 
 
+def test_the_first_guess_is_re_measured_in_the_closing_round_and_loads_skip_auto_complete(searched: Searched) -> None:
+    """The default alone sets no bar for re-measuring a variant while it is loaded: the guess
+    measured right after it is re-measured, if it is still a contender, once every variant is in."""
+    result, _, _, events = searched
+    guess = result.search.guess
+    assert guess is not None
+    kinds = [(e.kind, e.variant) for e in events]
+    assert ("confirm", guess.id) in kinds, kinds
+    assert kinds.index(("confirm", guess.id)) > max(i for i, (kind, _) in enumerate(kinds) if kind == "measured")
+    assert not any(e.kind == "note" and e.message.strip().startswith(f"{guess.id} is within reach") for e in events)
+    server = next(e for e in events if e.kind == "server")
+    assert "auto-complete off" in server.message  # the model's config is complete as written
+
+
+def test_the_server_is_stopped_only_once_the_last_variant_is_unloaded(searched: Searched) -> None:
+    """Told to stop with a model still unloading, the server looks again only a second later."""
+    result, _, _, _ = searched
+    log = (result.out_dir / "tritonserver.log").read_text(errors="replace")
+    looks = [line for line in log.splitlines() if "live models" in line]
+    assert looks and "Found 0 live models" in looks[0], looks
+
+
 def test_a_variant_the_server_refuses_is_reported_with_its_reason_and_skipped(
     searched: Searched,
 ) -> None:

@@ -196,7 +196,10 @@ def sweep_command(
 
     One tritonserver serves REPO with explicit model control for the whole sweep; each variant
     is loaded with its config, warmed up, load-tested with the real perf_analyzer from its top
-    load down (the first load that meets the SLA is its best) and unloaded. The default config
+    load down (the first load that meets the SLA is its best) and unloaded (a python-backend
+    model whose config declares its tensors, with no auto_complete_config in its model.py, is
+    served with auto-complete off: its config is loaded as written, about a second sooner per
+    variant). The default config
     is measured first, then a first guess, then only variants that could still win;
     --exhaustive measures them all, each climbing its whole ladder. The sweep folder and the model folder are locked
     while it runs. The winner is written into REPO/MODEL/config.pbtxt (the old file kept beside
