@@ -69,6 +69,8 @@ def test_a_joint_sweep_rerun_reuses_what_it_finished_and_remeasures_a_corrupt_re
                              concurrency="2,4,8", step_window_ms=300, warmup_s=0.3, write_back=False, out=out)
     third = run_joint_sweep(repo, ["a", "b"], settings, on_event=events.append)
     assert third.exit_code == 0
+    # Both models are complete python-backend configs: their loads skip the auto-complete stub.
+    assert any("auto-complete off" in e.message for e in events), events
     assert any(str(defaults) in e.message and "throughput_per_s" in e.message for e in events), events
     assert (out / "rejected" / f"joint-{defaults.parent.name}.outcome.json").is_file()
     assert "every model's default" not in third.resumed and "the alone winners together" in third.resumed

@@ -29,9 +29,11 @@ from tritonkit.perf.sweep.runner import (
     EXIT_NONE_MEETS,
     EXIT_OK,
     EXIT_UNMEASURED,
+    NO_AUTO_COMPLETE,
     SweepEvent,
     SweepResult,
     config_key,
+    needs_auto_complete,
     search_on_server,
 )
 from tritonkit.perf.sweep.settings import SweepSettings
@@ -217,9 +219,16 @@ def run_joint_sweep(
                                        else model_folder_lock(folder, purpose=purpose))
             if lock.taken_over:
                 say(lock.taken_over)
+        # Only the swept models are loaded on this server: when none of them needs the server to
+        # complete its config, loads skip the python backend's auto-complete stub (as a single sweep's do).
+        quick_loads = not any(needs_auto_complete(repo_path, m, bases[m]) for m in models)
+        if quick_loads:
+            say("config auto-complete off: every swept model is a python-backend config that declares its "
+                "tensors, with no auto_complete_config hook")
         try:
             server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
-                                                      log_path=out_dir / "tritonserver.log"))
+                                                      log_path=out_dir / "tritonserver.log",
+                                                      extra_args=[NO_AUTO_COMPLETE] if quick_loads else []))
             plan = settings.ladder_plan()
             SweepStore(out_dir).begin({
                 "models": models, "shares": shares, "slas": {m: str(slas[m]) for m in models},
