@@ -38,8 +38,8 @@ from tritonkit.perf.sweep.outcome import (
     STATUS_LOAD_FAILED,
     STATUS_MEASURED,
     StepPoint,
-    StoredResultError,
     VariantOutcome,
+    reuse_or_reject,
 )
 from tritonkit.perf.sweep.store import SweepStore
 from tritonkit.perf.sweep.variants import Variant, apply_variant
@@ -255,12 +255,8 @@ class VariantMeter:
     def stored(self, variant: Variant) -> VariantOutcome | None:
         """The finished outcome of ``variant`` from an earlier run, if one is stored and valid; a
         corrupt one is set aside (``OUT/rejected/``), said, and measured again."""
-        try:
-            return self.store.load(variant.knobs_id)
-        except StoredResultError as exc:
-            kept = self.store.reject(variant.knobs_id)
-            self.say(f"  {exc.message}; measuring {variant.id} again (the bad file is kept as {kept})")
-            return None
+        return reuse_or_reject(lambda: self.store.load(variant.knobs_id), lambda: self.store.reject(variant.knobs_id),
+                               variant.id, self.say)
 
     def measure(self, variant: Variant, loads: tuple[float, ...] = (), *, descend: bool = False,
                 floor_per_s: float = 0.0, confirm_above_per_s: float | None = None) -> VariantOutcome:

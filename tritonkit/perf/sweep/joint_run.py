@@ -24,16 +24,16 @@ from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
-from tritonkit.perf.sweep.outcome import StoredResultError
+from tritonkit.perf.sweep.outcome import reuse_or_reject
 from tritonkit.perf.sweep.runner import (
+    AUTO_COMPLETE_OFF,
     EXIT_NONE_MEETS,
     EXIT_OK,
     EXIT_UNMEASURED,
-    NO_AUTO_COMPLETE,
     SweepEvent,
     SweepResult,
     config_key,
-    needs_auto_complete,
+    quick_load_args,
     search_on_server,
 )
 from tritonkit.perf.sweep.settings import SweepSettings
@@ -163,12 +163,7 @@ def _resumable(meter: JointMeter, store: JointStore, resumed: list[str],
         key = JointOutcome(name, dict(variants)).key()
         if key in meter.measured:
             return meter.measured[key]
-        try:
-            stored = store.load(variants)
-        except StoredResultError as exc:
-            kept = store.reject(variants)
-            say(f"  {exc.message}; measuring {name} again (the bad file is kept as {kept})")
-            stored = None
+        stored = reuse_or_reject(lambda: store.load(variants), lambda: store.reject(variants), name, say)
         if stored is not None:
             stored.name, stored.variants = name, dict(variants)
             meter.measured[key] = stored
@@ -219,16 +214,13 @@ def run_joint_sweep(
                                        else model_folder_lock(folder, purpose=purpose))
             if lock.taken_over:
                 say(lock.taken_over)
-        # Only the swept models are loaded on this server: when none of them needs the server to
-        # complete its config, loads skip the python backend's auto-complete stub (as a single sweep's do).
-        quick_loads = not any(needs_auto_complete(repo_path, m, bases[m]) for m in models)
-        if quick_loads:
-            say("config auto-complete off: every swept model is a python-backend config that declares its "
-                "tensors, with no auto_complete_config hook")
+        # Only the swept models are loaded on this server, so their configs alone decide.
+        load_args = quick_load_args(repo_path, bases)
+        if load_args:
+            say(f"{AUTO_COMPLETE_OFF} (every swept model)")
         try:
             server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
-                                                      log_path=out_dir / "tritonserver.log",
-                                                      extra_args=[NO_AUTO_COMPLETE] if quick_loads else []))
+                                                      log_path=out_dir / "tritonserver.log", extra_args=load_args))
             plan = settings.ladder_plan()
             SweepStore(out_dir).begin({
                 "models": models, "shares": shares, "slas": {m: str(slas[m]) for m in models},

@@ -10,8 +10,10 @@ written back from a corrupt number.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.variants import Variant
@@ -25,6 +27,7 @@ __all__ = [
     "StepPoint",
     "StoredResultError",
     "VariantOutcome",
+    "reuse_or_reject",
 ]
 
 STATUS_MEASURED = "measured"
@@ -43,6 +46,21 @@ class StoredResultError(ConfigError):
     def __init__(self, message: str, *, field_name: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.field_name = field_name
+
+
+Stored = TypeVar("Stored")
+
+
+def reuse_or_reject(load: Callable[[], Stored | None], reject: Callable[[], Path], name: str,
+                    say: Callable[[str], None]) -> Stored | None:
+    """What ``load`` reads back of an earlier run (``None``: nothing finished). A stored result
+    that fails its checks is set aside by ``reject``, said, and ``None`` comes back: measure ``name`` again."""
+    try:
+        return load()
+    except StoredResultError as exc:
+        kept = reject()
+        say(f"  {exc.message}; measuring {name} again (the bad file is kept as {kept})")
+        return None
 
 
 def _number(data: dict[str, Any], key: str, where: str, *, low: float = 0.0, high: float = math.inf,

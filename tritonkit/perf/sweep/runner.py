@@ -345,9 +345,9 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         cpu_cores=hardware.cpu_cores, gpus=len(hardware.gpus),
     )
     own_server = server is None
-    quick_loads = own_server and settings.target is None and not needs_auto_complete(repo_path, model, base)
+    load_args = quick_load_args(repo_path, {model: base}) if own_server and settings.target is None else []
     live_server = server or TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
-                                         extra_args=[NO_AUTO_COMPLETE] if quick_loads else [])
+                                         extra_args=load_args)
     resumed: list[str] = []
     progress = _Progress(emit, total=len(variants))
     server_start_s = 0.0
@@ -357,7 +357,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             server_start_s = time.monotonic() - started
         version = live_server.version()
         emit(SweepEvent("server", f"tritonserver {version} on {live_server.grpc_url} (explicit model control"
-                        + (", config auto-complete off: the config is complete as written" if quick_loads else "")
+                        + (f", {AUTO_COMPLETE_OFF}" if load_args else "")
                         + f"); {len(variants)} variants, sweep folder {out_dir}"))
         target = settings.target or model
         template = settings.spec or PerfSpec(model=target, url=live_server.grpc_url)
@@ -447,6 +447,16 @@ def needs_auto_complete(repo: Path, model: str, base: mc.ModelConfig) -> bool:
     except OSError:
         return True
     return False
+
+
+#: What a sweep says when its server loads configs as written.
+AUTO_COMPLETE_OFF = "config auto-complete off: the config is complete as written"
+
+
+def quick_load_args(repo: Path, bases: dict[str, mc.ModelConfig]) -> list[str]:
+    """The server arguments for a sweep's own server that loads only ``bases``' models: without
+    auto-complete when none of them needs it (see :func:`needs_auto_complete`), else none."""
+    return [] if any(needs_auto_complete(repo, m, base) for m, base in bases.items()) else [NO_AUTO_COMPLETE]
 
 
 def _stop_unloaded(server: TritonServer, models: list[str]) -> None:
