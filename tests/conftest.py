@@ -27,19 +27,6 @@ def start_server() -> Iterator[Callable[..., TritonServer]]:
         server.stop()
 
 
-def pid_alive(pid: int) -> bool:
-    """True when a process with ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 # ---- markers that say what a test starts ---------------------------------------------------
 # `pytest -m "not server and not perf_analyzer"` promises the pure tests. A test that starts a
 # tritonserver or perf_analyzer in this process without its marker fails, naming the marker.
@@ -95,25 +82,3 @@ def _guard_llm_runs() -> None:
 
 
 _guard_llm_runs()
-
-
-# ---- one served TensorRT-LLM reference repository per version line, for the whole session ------
-# test_trtllm_contract and test_trtllm_clients only send requests to it (no loads, no statistics
-# read), so they share one server per line instead of starting one each: pytest groups the tests
-# of both modules by line, and only one of these servers runs at a time.
-from tritonkit.trtllm_versions import SUPPORTED_TRTLLM_VERSIONS  # noqa: E402
-
-
-@pytest.fixture(scope="session", params=SUPPORTED_TRTLLM_VERSIONS)
-def trtllm_served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """``(ReferenceRepository, TritonServer)``: the reference repository of one version line, served.
-
-    max_seq_len 512 holds GenAI-Perf's default 256 output tokens; 0.2 ms steps keep 256 tokens cheap.
-    """
-    from tritonkit.builders.trtllm import ReferenceEngine, build_reference_repository
-
-    engine = ReferenceEngine(max_batch_size=8, max_input_len=128, max_seq_len=512, step_ms=0.2, per_sequence_ms=0.0)
-    ref = build_reference_repository(tmp_path_factory.mktemp(f"trtllm_served_{request.param}"), engine=engine,
-                                     trtllm_version=request.param)
-    with TritonServer(ref.repo) as server:
-        yield ref, server

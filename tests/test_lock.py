@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
 from tritonkit._lock import LOCK_FILENAME, FolderLock, LockedError
 from tritonkit.errors import ConfigError
 
 HOLD = """
 import sys, time
 from tritonkit._lock import FolderLock
+from tests.support.paths import ROOT
 lock = FolderLock(sys.argv[1], what="sweep folder", purpose="perf sweep held")
 lock.acquire()
 print("held", flush=True)
@@ -27,7 +29,7 @@ time.sleep(120)
 
 def _holder(folder: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
 

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper, save_model
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+from tests.support.paths import ROOT
+
+README = ROOT / "README.md"
 
 def library_block() -> str:
     """The first ```python block of the README's "## Library" section."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.paths import DATA as TEST_DATA
 from tritonkit.errors import ConfigError
 from tritonkit.planner import (
     KIB,
@@ -20,7 +21,7 @@ from tritonkit.planner import (
     parse_param_count,
 )
 
-DATA = Path(__file__).parent / "data" / "planner"
+DATA = TEST_DATA / "planner"
 
 
 def _load(name: str, **overrides: Any) -> TransformerShape:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.support.paths import DATA
 from tritonkit.perf.judge.sla import parse_sla
 from tritonkit.perf.llm.judge import evaluate_llm
 from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
@@ -58,12 +59,11 @@ def test_a_verdict_whose_limit_lies_inside_the_interval_says_its_margin_is_noise
 
 def test_a_classic_step_carries_its_throughput_spread_over_the_measured_windows() -> None:
     """perf_analyzer 2.60's real files (tests/data/perf), recorded against the bundled server."""
-    from pathlib import Path
 
     from tritonkit.perf.judge.verdict import evaluate, measurement_from_step
     from tritonkit.perf.measure.parse import build_steps, parse_csv, parse_profile_export
 
-    data = Path(__file__).parent / "data" / "perf"
+    data = DATA / "perf"
     experiments = parse_profile_export(data / "concurrency_verbose.json")
     assert all(sum(e.window_counts) == e.request_count for e in experiments)
     steps = build_steps(parse_csv(data / "concurrency_verbose.csv"), experiments)

@@ -18,7 +18,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from tests.conftest import pid_alive
+from tests.support.processes import pid_alive
 from tests.support.pymodels import ADD_SUB_PY, write_add_sub, write_python_model
 from tests.support.served import serve_models
 from tests.support.signals import default_sigint

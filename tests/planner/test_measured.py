@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import ROOT
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.perf import PerfResult, evaluate_result, parse_sla
@@ -143,7 +144,7 @@ def test_a_remote_server_without_gpu_metrics_is_not_called_a_cpu_host(tmp_path: 
 
 
 def test_serving_parameters_never_exceed_the_measured_config(tmp_path: Path) -> None:
-    demo_config = Path(__file__).parents[1] / "model_repository" / "demo_mlp" / "config.pbtxt"
+    demo_config = ROOT / "model_repository" / "demo_mlp" / "config.pbtxt"
     served = served_config_from_proto(read_config(demo_config), str(demo_config))
     assert (served.max_batch_size, served.instance_count, served.max_queue_delay_us) == (8, 1, 5000)
     m = load_measurement(_load(tmp_path, DEMO_LIKE), config=served)
@@ -184,7 +185,7 @@ def test_a_recorded_cpu_run_plans_per_cpu_host_and_caps_the_batch_without_option
 
 
 def test_options_override_what_the_run_recorded(tmp_path: Path) -> None:
-    demo_config = Path(__file__).parents[1] / "model_repository" / "demo_mlp" / "config.pbtxt"
+    demo_config = ROOT / "model_repository" / "demo_mlp" / "config.pbtxt"
     given = served_config_from_proto(read_config(demo_config), str(demo_config))
     recorded = replace(RECORDED_CONFIG, max_batch_size=4)
     m = load_measurement(_recorded(tmp_path, config=recorded), config=given, gpu_name="L4")

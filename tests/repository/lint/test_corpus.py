@@ -23,6 +23,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.support.paths import LINT_CORPUS, ROOT
 from tests.support.served import LoadOutcome, load_and_unload, load_side_by_side
 from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
@@ -30,7 +31,7 @@ from tritonkit.server import TritonServer
 
 pytestmark = pytest.mark.server
 
-CORPUS = Path(__file__).parent / "lint_corpus"
+
 
 #: Copies its first input to every declared output (cast to the output's type); streams when decoupled.
 ECHO_MODEL_PY = textwrap.dedent('''
@@ -99,7 +100,7 @@ def _read_case(kind: str, folder: Path) -> Case:
 
 
 def _cases(kind: str) -> list[Case]:
-    return [_read_case(kind, p) for p in sorted((CORPUS / kind).iterdir()) if (p / "config.pbtxt").is_file()]
+    return [_read_case(kind, p) for p in sorted((LINT_CORPUS / kind).iterdir()) if (p / "config.pbtxt").is_file()]
 
 
 REFUSED = _cases("refused")
@@ -246,7 +247,7 @@ def test_lint_findings_carry_location_and_fix(corpus: Corpus) -> None:
 def test_coverage_table_names_every_error_rule_and_every_refused_case() -> None:
     from tritonkit.repository.lint import RULES
 
-    doc = (Path(__file__).parents[1] / "docs" / "lint-coverage.md").read_text()
+    doc = (ROOT / "docs" / "lint-coverage.md").read_text()
     missing_rules = [r.id for r in RULES.values()
                      if r.severity is Severity.ERROR and r.family != "trtllm" and r.id not in doc]
     missing_cases = [c.name for c in REFUSED if f"`{c.name}`" not in doc]

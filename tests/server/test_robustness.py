@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import pid_alive
+from tests.support.processes import pid_alive
 from tests.support.pymodels import write_add_sub, write_python_model
 from tests.support.signals import default_sigint
 from tritonkit.errors import ConfigError, ServerError

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import DATA as TEST_DATA
+from tests.support.paths import ROOT
 from tritonkit.cli import main
 from tritonkit.perf import PerfResult
 from tritonkit.perf.measure import LatencyStats, RunMetadata, ServerBreakdown, StepMetrics, StepResult
 from tritonkit.planner import Scenario, ServiceModel, simulate
 
-DATA = Path(__file__).parent / "data" / "planner"
+DATA = TEST_DATA / "planner"
 LLAMA3 = str(DATA / "llama-3-8b.json")
 
 
@@ -194,7 +196,7 @@ def test_from_result_accepts_the_toolkits_own_result_with_failed_requests(tmp_pa
 
 def test_the_measured_config_caps_the_suggested_batch_size(tmp_path: Path) -> None:
     result = _result_file(tmp_path / "result.json", ((1, 900.0, 1.0, 1.5), (16, 5578.0, 2.8, 4.9)))
-    demo = Path(__file__).parents[1] / "model_repository" / "demo_mlp"
+    demo = ROOT / "model_repository" / "demo_mlp"
     code, out = _run("--from-result", str(result), "--model-config", str(demo), "--qps", "1000", "--json")
     assert code == 0, out
     assert json.loads(out)["serving"]["max_batch_size"] == 8

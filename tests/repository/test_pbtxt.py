@@ -10,6 +10,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.paths import LINT_CORPUS
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     ConfigSyntaxError,
@@ -23,8 +24,6 @@ from tritonkit.repository import (
     write_config,
 )
 from tritonkit.repository.pbtxt import field_lines
-
-CORPUS = Path(__file__).parent / "lint_corpus"
 
 SPEC = ModelSpec(
     name="m", backend="onnxruntime", max_batch_size=8,
@@ -76,7 +75,7 @@ def _parses(path: Path) -> bool:
 
 
 def _corpus_configs() -> list[Path]:
-    return sorted(p for p in CORPUS.glob("*/*/config.pbtxt") if _parses(p))
+    return sorted(p for p in LINT_CORPUS.glob("*/*/config.pbtxt") if _parses(p))
 
 
 @pytest.mark.parametrize("path", _corpus_configs(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")

@@ -2,7 +2,7 @@
 
 ``promtool test rules`` evaluates the generated rules over synthetic series (the only way to
 show a GPU alert on a machine without a GPU); series names and labels are those the bundled
-Triton 2.51 server exposes (see tests/test_deploy_live.py for the real scrape).
+Triton 2.51 server exposes (see tests/deploy/test_live.py for the real scrape).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_perf_runner import is_perf_analyzer
+from tests.support.perf_models import is_perf_analyzer
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.failures import Failure, classify
 from tritonkit.perf.measure.folders import run_folder
@@ -69,8 +69,8 @@ def test_a_window_that_recorded_no_request_is_not_called_refused_options() -> No
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["/x/.venv/bin/python", "-m", "pytest", "-k", "perf_analyzer", "tests/test_perf_runner.py"], False),
-    (["python", "-m", "pytest", "tests/test_perf_runner.py::test_no_perf_analyzer_is_left_running"], False),
+    (["/x/.venv/bin/python", "-m", "pytest", "-k", "perf_analyzer", "tests/perf/test_pipeline.py"], False),
+    (["python", "-m", "pytest", "tests/perf/test_pipeline.py::test_no_perf_analyzer_is_left_running"], False),
     (["/opt/pa/bin/perf_analyzer", "-m", "m"], True),
     (["/opt/rt/ld-linux-x86-64.so.2", "--library-path", "/opt/rt", "/opt/pa/bin/perf_analyzer", "-m", "m"], True),
 ])

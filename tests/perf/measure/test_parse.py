@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.paths import DATA as TEST_DATA
 from tritonkit.errors import ConfigError, PerfError
 from tritonkit.perf.measure.metrics import generator_cpu_warning, parse_metrics, step_metrics
 from tritonkit.perf.measure.parse import (
@@ -27,7 +28,7 @@ from tritonkit.perf.measure.parse import (
 from tritonkit.perf.measure.percentiles import latency_stats, percentile, percentiles
 from tritonkit.perf.measure.result import SCHEMA_VERSION, LatencyStats, PerfResult, RunMetadata
 
-DATA = Path(__file__).parent / "data" / "perf"
+DATA = TEST_DATA / "perf"
 
 
 def _console(name: str) -> tuple[str, str]:

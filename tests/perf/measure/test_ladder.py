@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_perf_runner import perf_analyzer_pids, write_perf_models
+from tests.support.perf_models import perf_analyzer_pids, write_perf_models
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
 from tritonkit.perf.judge.sla import parse_sla
 from tritonkit.perf.judge.verdict import evaluate_result

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import pid_alive
 from tests.support.faults import small_tmpfs
+from tests.support.processes import pid_alive
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import pid_alive
+from tests.support.processes import pid_alive
 from tests.support.signals import default_sigint
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main

@@ -17,6 +17,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.support.paths import DATA as TEST_DATA
 from tritonkit.client import TensorMetadata
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
@@ -33,7 +34,7 @@ from tritonkit.perf.measure.output_check import check_declared
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
 
-DATA = Path(__file__).parent / "data" / "perf"
+DATA = TEST_DATA / "perf"
 VOCAB = 37
 
 

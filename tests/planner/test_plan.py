@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import DATA as TEST_DATA
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.perf import PerfResult
 from tritonkit.perf.measure import LatencyStats, RunMetadata, StepResult
@@ -31,7 +32,7 @@ from tritonkit.planner import (
     plan_llm,
 )
 
-DATA = Path(__file__).parent / "data" / "planner"
+DATA = TEST_DATA / "planner"
 
 # the unit a line prints → what its JSON key must contain
 UNIT_IN_KEY = {"B": "bytes", "GiB": "gib", "MiB": "mib", "KiB": "kib", "GB/s": "gb_s", "ms": "_ms",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.paths import ROOT
 from tritonkit.builders.demo import DEMO_MODEL_NAME, build_demo_entry
 from tritonkit.builders.python_runtime import MODEL_PY_SOURCE
 
-COMMITTED = Path(__file__).resolve().parent.parent / "model_repository" / DEMO_MODEL_NAME
+COMMITTED = ROOT / "model_repository" / DEMO_MODEL_NAME
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -1,0 +1,31 @@
+"""The TensorRT-LLM builder's tests: one served reference repository per version line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tritonkit.server import TritonServer
+from tritonkit.trtllm_versions import SUPPORTED_TRTLLM_VERSIONS
+
+# ---- one served TensorRT-LLM reference repository per version line, for the whole session ------
+# test_contract and test_clients only send requests to it (no loads, no statistics
+# read), so they share one server per line instead of starting one each: pytest groups the tests
+# of both modules by line, and only one of these servers runs at a time.
+
+
+@pytest.fixture(scope="session", params=SUPPORTED_TRTLLM_VERSIONS)
+def trtllm_served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``(ReferenceRepository, TritonServer)``: the reference repository of one version line, served.
+
+    max_seq_len 512 holds GenAI-Perf's default 256 output tokens; 0.2 ms steps keep 256 tokens cheap.
+    """
+    from tritonkit.builders.trtllm import ReferenceEngine, build_reference_repository
+
+    engine = ReferenceEngine(max_batch_size=8, max_input_len=128, max_seq_len=512, step_ms=0.2, per_sequence_ms=0.0)
+    ref = build_reference_repository(tmp_path_factory.mktemp(f"trtllm_served_{request.param}"), engine=engine,
+                                     trtllm_version=request.param)
+    with TritonServer(ref.repo) as server:
+        yield ref, server
