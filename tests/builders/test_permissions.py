@@ -1,8 +1,11 @@
 """Repositories the user may not write everywhere: a writable repository under a read-only parent
 builds; a read-only repository is one clear error naming the path and a fix.
 
-Tests run as root, and root ignores permission bits, so each build here runs as the unprivileged
-user ``nobody`` (``setpriv``); skipped where that is not possible.
+Tests run as root here and on CI, and root ignores permission bits: each build here then runs as
+root without the capabilities that override them (``setpriv --bounding-set=-dac_override,…``), so
+the bits of its own files apply to it as to any owner. Not another user: a checkout only its owner
+can read (what ``mktemp -d`` and most home folders give) would hide the package from one. Skipped,
+saying so, where root cannot drop them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import pytest
 
 from tritonkit.builders import make_demo_model
 
-_NOBODY = 65534
+#: The capabilities that let root read, write and search whatever the permission bits say.
+_OVERRIDES = "-dac_override,-dac_read_search,-fowner"
 _CHILD = """
 import sys
 from tritonkit.builders import build_onnx
@@ -33,24 +37,23 @@ print(result.outcome)
 """
 
 
-def _run_as_nobody(model: Path, repo: Path, *, cli: bool = False) -> subprocess.CompletedProcess[str]:
+def _run_restricted(model: Path, repo: Path, *, cli: bool = False) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", _CHILD, str(model), str(repo)]
     if cli:
         command = [sys.executable, "-m", "tritonkit.cli", "build", "onnx", str(model), "--name", "demo",
                    "--repo", str(repo), "--runtime", "python", "--kind", "cpu"]
     if os.geteuid() == 0:
-        command = ["setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups", *command]
+        command = ["setpriv", f"--bounding-set={_OVERRIDES}", "--inh-caps=-all", *command]
     env = {**os.environ, "HOME": "/nonexistent", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd="/")
 
 
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
-    """A folder outside root's private pytest folder, so that ``nobody`` can reach it."""
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: permission bits would not apply")
+    """A folder of this test's own, where it sets the permission bits the build meets."""
+    if os.geteuid() == 0 and not _can_drop_overrides():
+        pytest.skip("running as root, and setpriv cannot drop the capabilities that override permission bits")
     base = Path(tempfile.mkdtemp(prefix="tritonkit-perm-"))
-    base.chmod(0o755)
     try:
         yield base
     finally:
@@ -60,11 +63,14 @@ def shared_dir() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-def _owned_by_nobody(path: Path) -> Path:
-    path.mkdir()
-    if os.geteuid() == 0:
-        os.chown(path, _NOBODY, _NOBODY)
-    return path
+def _can_drop_overrides() -> bool:
+    """Whether ``setpriv`` can run a child without root's permission-overriding capabilities (it
+    needs CAP_SETPCAP, which a locked-down container may lack)."""
+    if shutil.which("setpriv") is None:
+        return False
+    probe = subprocess.run(["setpriv", f"--bounding-set={_OVERRIDES}", "--inh-caps=-all", "true"],
+                           capture_output=True, timeout=30)
+    return probe.returncode == 0
 
 
 def test_a_writable_repository_under_a_read_only_parent_builds(shared_dir: Path) -> None:
@@ -72,9 +78,10 @@ def test_a_writable_repository_under_a_read_only_parent_builds(shared_dir: Path)
     model.chmod(0o644)
     parent = shared_dir / "readonly"
     parent.mkdir()
-    repo = _owned_by_nobody(parent / "repo")
+    repo = parent / "repo"
+    repo.mkdir()
     parent.chmod(0o555)
-    result = _run_as_nobody(model, repo)
+    result = _run_restricted(model, repo)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "new model, version 1" in result.stdout
     assert sorted(p.name for p in (repo / "demo" / "1").iterdir()) == ["model.onnx", "model.py"]
@@ -87,7 +94,7 @@ def test_a_read_only_repository_is_a_clear_error_with_the_path_and_a_fix(shared_
     repo = shared_dir / "repo"
     repo.mkdir()
     repo.chmod(0o555)
-    result = _run_as_nobody(model, repo)
+    result = _run_restricted(model, repo)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     kind, message, hint = result.stdout.strip().split("|")
@@ -102,7 +109,7 @@ def test_the_command_line_says_the_same_in_one_error_and_one_fix_line(shared_dir
     repo = shared_dir / "repo"
     repo.mkdir()
     repo.chmod(0o555)
-    result = _run_as_nobody(model, repo, cli=True)
+    result = _run_restricted(model, repo, cli=True)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith(("error:", "  fix:"))]
