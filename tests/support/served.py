@@ -13,7 +13,7 @@ from typing import Any
 
 from tritonkit.server import TritonServer
 
-__all__ = ["LoadOutcome", "load_and_unload", "load_side_by_side", "serve_models"]
+__all__ = ["LoadOutcome", "RestartingServer", "load_and_unload", "load_side_by_side", "serve_models"]
 
 
 @contextmanager
@@ -67,3 +67,64 @@ def load_side_by_side(server: TritonServer, names: Sequence[str], *, workers: in
     with ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(lambda name: load_and_unload(server, name), names))
     return dict(zip(names, outcomes, strict=True))
+
+
+class RestartingServer:
+    """One explicit-control server over a repository of many cases, started afresh when it dies.
+
+    tritonserver 2.51 was seen to die (SIGSEGV) now and then while loading configs it should refuse
+    or accept, more often on a busy machine; one such crash must not fail every case loaded after
+    it. A case whose load the server did not survive is loaded once more on a fresh server; only a
+    second crash on the same case is its own outcome (a ``ServerCrash`` naming the case and the log).
+    """
+
+    def __init__(self, repo: Path, **server_options: Any) -> None:
+        self._repo, self._options = repo, server_options
+        self.crashes: list[str] = []
+        self.server = TritonServer(repo, **server_options).start()
+
+    def _fresh(self, why: str) -> TritonServer:
+        log = self.server.log_path
+        self.crashes.append(f"{why} (log: {log})")
+        self.server.stop()
+        self.server = TritonServer(self._repo, **self._options).start()
+        return self.server
+
+    def running(self) -> TritonServer:
+        """The server, started afresh if it died since the last look."""
+        if not self.server.is_running():
+            self._fresh("died between cases")
+        return self.server
+
+    def load_and_unload(self, name: str, *, needs: Sequence[str] = ()) -> LoadOutcome:
+        """:func:`load_and_unload` on a running server, once more on a fresh one if the load killed it."""
+        outcome = load_and_unload(self.running(), name, needs=needs)
+        if self.server.is_running():
+            return outcome
+        outcome = load_and_unload(self._fresh(f"died loading {name}"), name, needs=needs)
+        if self.server.is_running():
+            return outcome
+        self._fresh(f"died loading {name} a second time")
+        return LoadOutcome(ServerCrash(f"tritonserver died loading {name!r} twice: {self.crashes[-2:]}"))
+
+    def load_side_by_side(self, names: Sequence[str], *, workers: int = 4) -> dict[str, LoadOutcome]:
+        """:func:`load_side_by_side`; if the server died on the way, the cases whose load did not come
+        back as the server's own answer are loaded again one at a time (:meth:`load_and_unload`)."""
+        outcomes = load_side_by_side(self.running(), names, workers=workers)
+        if self.server.is_running():
+            return outcomes
+        self._fresh("died while loading cases side by side")
+        from tritonkit.errors import ModelLoadError
+
+        for name, outcome in outcomes.items():
+            answered = outcome.error is None or isinstance(outcome.error, ModelLoadError)
+            if not answered:
+                outcomes[name] = self.load_and_unload(name)
+        return outcomes
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+class ServerCrash(Exception):
+    """The server died twice loading the same case."""

@@ -24,10 +24,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from tests.support.paths import LINT_CORPUS, ROOT
-from tests.support.served import LoadOutcome, load_and_unload, load_side_by_side
+from tests.support.served import LoadOutcome, RestartingServer
 from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
-from tritonkit.server import TritonServer
 
 pytestmark = pytest.mark.server
 
@@ -144,7 +143,7 @@ class Corpus:
     """The corpus laid out as one repository, served by one real server and linted once."""
 
     repo: Path
-    server: TritonServer
+    server: RestartingServer
     report: LintReport
 
     def errors(self, model: str) -> set[str]:
@@ -157,10 +156,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
     repo.mkdir()
     for case in [*SHARED, *REFUSED, *LOADS]:
         _materialise(case, repo)
-    server = TritonServer(repo, model_control="explicit", startup_timeout_s=120.0)
-    server.start()
+    server = RestartingServer(repo, model_control="explicit", startup_timeout_s=120.0)
     try:
-        report = lint_repository(repo, target=target_from_install(server.install, kind="cpu"))
+        report = lint_repository(repo, target=target_from_install(server.server.install, kind="cpu"))
         yield Corpus(repo=repo, server=server, report=report)
     finally:
         server.stop()
@@ -179,15 +177,13 @@ def solo_loads(corpus: Corpus) -> dict[str, LoadOutcome]:
 
     The others (:func:`_loads_alone`) are loaded by their own tests, one at a time, after these.
     """
-    assert corpus.server.is_running(), "the shared tritonserver died before the first case"
-    return load_side_by_side(corpus.server, [case.name for case in [*REFUSED, *LOADS] if not _loads_alone(case)])
+    return corpus.server.load_side_by_side([case.name for case in [*REFUSED, *LOADS] if not _loads_alone(case)])
 
 
 def _outcome(case: Case, corpus: Corpus, solo_loads: dict[str, LoadOutcome]) -> LoadOutcome:
     if case.name in solo_loads:
         return solo_loads[case.name]
-    assert corpus.server.is_running(), "the shared tritonserver died in an earlier case"
-    return load_and_unload(corpus.server, case.name, needs=case.needs)
+    return corpus.server.load_and_unload(case.name, needs=case.needs)
 
 
 def test_corpus_has_at_least_25_refused_and_15_loading_configs() -> None:
