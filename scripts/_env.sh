@@ -12,10 +12,11 @@ fi
 STAMP="$VENV/.tritonkit-install-stamp"
 WANT="$(cat pyproject.toml scripts/_env.sh | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
-    echo "[setup] installing tritonkit with extras cpu,server,dev into $VENV"
+    echo "[setup] installing tritonkit with extras cpu,server,cluster,dev into $VENV"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    # cpu: onnxruntime (never together with onnxruntime-gpu); server: the bundled tritonserver.
-    "$VENV/bin/python" -m pip install --quiet -e ".[cpu,server,dev]"
+    # cpu: onnxruntime (never together with onnxruntime-gpu); server: the bundled tritonserver;
+    # cluster: Ray, for the cluster sweeps and their tests.
+    "$VENV/bin/python" -m pip install --quiet -e ".[cpu,server,cluster,dev]"
     echo "$WANT" > "$STAMP"
 fi
 # The real perf_analyzer binary (and, on glibc < 2.38, its private runtime); quick when present.
