@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ import tritonkit
 from tests.support.pymodels import ADD_SUB_CONFIG, ADD_SUB_PY, write_python_model
 from tritonkit.perf.metric_registry import METRICS
 from tritonkit.provision.server import locate_server
+from tritonkit.repository.spec import Hardware
 from tritonkit.server import TritonServer
 from tritonkit.triton_metrics import (
     FAILURE_REASONS,
@@ -151,15 +150,8 @@ def served_2_51(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Trit
         yield server, _scrape(server.metrics_url)
 
 
-def _gpu_count() -> int:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return 0
-    try:
-        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+#: GPUs on this machine, as the library sees them (``nvidia-smi -L``).
+GPUS = len(Hardware.detect().gpus)
 
 
 @pytest.mark.server
@@ -167,7 +159,7 @@ def test_the_bundled_server_is_2_51_and_shows_every_family_the_table_gives_2_51(
     server, exposed = served_2_51
     assert server.version().startswith(OLDEST_RELEASE + ".")
     # Every switch is on except a GPU: the per-GPU families need one (the gpu test below has them).
-    expected = {f.name for f in exposed_in(OLDEST_RELEASE) if f.scope != "gpu" or _gpu_count()}
+    expected = {f.name for f in exposed_in(OLDEST_RELEASE) if f.scope != "gpu" or GPUS}
     assert sorted(expected - set(exposed)) == []
 
 
@@ -204,7 +196,7 @@ def test_the_failure_counter_has_one_series_per_reason_the_table_lists(served_2_
 
 @pytest.mark.gpu
 @pytest.mark.server
-@pytest.mark.skipif(_gpu_count() == 0, reason="needs an NVIDIA GPU (nvidia-smi lists none on this machine)")
+@pytest.mark.skipif(GPUS == 0, reason="needs an NVIDIA GPU (nvidia-smi lists none on this machine)")
 def test_with_a_gpu_the_server_shows_every_per_gpu_family_labelled_by_uuid(served_2_51) -> None:  # type: ignore[no-untyped-def]
     _, exposed = served_2_51
     for name in sorted(f.name for f in exposed_in(OLDEST_RELEASE) if f.scope == "gpu"):
