@@ -22,9 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonkit._lazy import lazy_exports as _lazy_exports
+from tritonkit._version import __version__
 from tritonkit.errors import TritonKitError
-
-__version__ = "0.1.0"
 
 # Lazy: ``import tritonkit`` (or the CLI's start-up) must not pay for grpc, onnx or perf it does not use.
 _LAZY = {

@@ -13,7 +13,7 @@ from tests.support.pymodels import write_python_model
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.deploy import DashboardOptions, build_dashboard, panel_queries, read_repository
-from tritonkit.deploy.triton_metrics import ALWAYS, GPU, SUMMARY, TRTLLM
+from tritonkit.triton_metrics import FAMILIES, OLDEST_RELEASE, exposed_in
 
 TRTLLM_CONFIG = """
 name: "tensorrt_llm"
@@ -25,7 +25,8 @@ output [ { name: "output_ids" data_type: TYPE_INT32 dims: [ -1, -1 ] } ]
 instance_group [ { count: 1 kind: KIND_CPU } ]
 """
 
-KNOWN = set(ALWAYS.values()) | set(SUMMARY.values()) | set(GPU.values()) | set(TRTLLM.values())
+# What every server release tritonkit knows exposes, and the TensorRT-LLM backend's own families.
+KNOWN = {f.name for f in exposed_in(OLDEST_RELEASE)} | {f.name for f in FAMILIES.values() if f.since is None}
 
 
 def _metric_names(expr: str) -> set[str]:

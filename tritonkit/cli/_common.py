@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit.errors import TritonKitError
+from tritonkit.errors import CommandExit, TritonKitError
 from tritonkit.provision.server import SERVER_BIN_ENV
 
 #: Exit status for a TritonKitError that a command did not map itself.
@@ -77,14 +77,6 @@ def host_port_problem(text: str) -> str | None:
 
 #: The one ``--url``/``--server`` parameter type every command shares.
 HOST_PORT = HostPort()
-
-
-class CommandExit(Exception):
-    """Raised by a command that has printed its result and wants a given exit status."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 def report_error(exc: TritonKitError) -> None:

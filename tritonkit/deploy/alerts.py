@@ -24,18 +24,20 @@ from typing import Any
 import yaml
 
 from tritonkit._fs import atomic_write
+from tritonkit.deploy.promql import SERVER_FLAGS, duration_text, selector
 from tritonkit.deploy.source import RepositoryFacts
-from tritonkit.deploy.triton_metrics import (
-    ALWAYS,
-    GPU,
-    QUANTILES,
-    SERVER_FLAGS,
-    SUMMARY,
-    duration_text,
-    selector,
-)
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.sla import METRICS, SLA, Constraint, fmt_number
+from tritonkit.triton_metrics import (
+    GPU_UTILIZATION,
+    INFERENCE_COUNT,
+    PENDING_REQUESTS,
+    QUEUE_DURATION_US,
+    REQUEST_DURATION_US,
+    REQUEST_FAILURE,
+    REQUEST_SUCCESS,
+    REQUEST_SUMMARY_US,
+)
 
 __all__ = [
     "GPU_ALERT",
@@ -177,7 +179,14 @@ def _fmt_ms(value_ms: float) -> str:
 def _quantile_ms(quantile: str, sel: str) -> str:
     """A latency quantile in ms from Triton's request summary (which reports µs)."""
     q_sel = sel[:-1] + f',quantile="{quantile}"}}' if sel else f'{{quantile="{quantile}"}}'
-    return f"{SUMMARY['request']}{q_sel} / 1000"
+    return f"{REQUEST_SUMMARY_US.name}{q_sel} / 1000"
+
+
+def _p99_ms(sel: str) -> str:
+    """The p99 latency in ms, at the summary quantile the metric registry names for p99."""
+    quantile = METRICS["p99"].prometheus_quantile
+    assert quantile is not None  # the registry's p99 has Triton's 0.99
+    return _quantile_ms(quantile, sel)
 
 
 def _breach(c: Constraint) -> str:
@@ -195,8 +204,8 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
     """The alert for one SLA term, with a note; or the reason there is none."""
     w = options.rate_window
     metric = c.metric
-    if metric in QUANTILES:
-        quantile = QUANTILES[metric]
+    quantile = METRICS[metric].prometheus_quantile if metric in METRICS else None
+    if quantile is not None:
         name = P99_ALERT if metric == "p99" else f"TritonLatency{metric.upper()}AboveSla"
         expr = f"{_quantile_ms(quantile, sel)} {_breach(c)}"
         rule = {
@@ -210,11 +219,11 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
                                f"{{{{ $labels.instance }}}}, over the SLA's {_fmt_ms(c.value)}.",
             },
         }
-        return rule, f"{SUMMARY['request']} quantile {quantile} (needs summary_latencies=true)"
+        return rule, f"{REQUEST_SUMMARY_US.name} quantile {quantile} (needs summary_latencies=true)"
     if metric in ("mean", "queue"):
-        counter = ALWAYS["request_us"] if metric == "mean" else ALWAYS["queue_us"]
+        counter = REQUEST_DURATION_US.name if metric == "mean" else QUEUE_DURATION_US.name
         name = "TritonMeanLatencyAboveSla" if metric == "mean" else "TritonQueueTimeAboveSla"
-        expr = f"rate({counter}{sel}[{w}]) / rate({ALWAYS['success']}{sel}[{w}]) / 1000 {_breach(c)}"
+        expr = f"rate({counter}{sel}[{w}]) / rate({REQUEST_SUCCESS.name}{sel}[{w}]) / 1000 {_breach(c)}"
         what = "mean request latency" if metric == "mean" else "mean queue time"
         rule = {
             "alert": name, "expr": expr, "for": options.sla_for, "labels": _labels("warning"),
@@ -223,9 +232,9 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
                 "description": f"{what} is {{{{ $value | printf \"%.1f\" }}}} ms over {w}.",
             },
         }
-        return rule, f"rate({counter}) / rate({ALWAYS['success']})"
+        return rule, f"rate({counter}) / rate({REQUEST_SUCCESS.name})"
     if metric == "errors":
-        expr = f"increase({ALWAYS['failure']}{sel}[{w}]) {_breach(c)}"
+        expr = f"increase({REQUEST_FAILURE.name}{sel}[{w}]) {_breach(c)}"
         rule = {
             "alert": "TritonRequestsFailing", "expr": expr, "labels": _labels("critical"),
             "annotations": {
@@ -234,9 +243,9 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
                                f"the SLA allows {fmt_number(c.value)}.",
             },
         }
-        return rule, f"increase({ALWAYS['failure']})"
+        return rule, f"increase({REQUEST_FAILURE.name})"
     if metric == "error_rate":
-        fail, ok = f"rate({ALWAYS['failure']}{sel}[{w}])", f"rate({ALWAYS['success']}{sel}[{w}])"
+        fail, ok = f"rate({REQUEST_FAILURE.name}{sel}[{w}])", f"rate({REQUEST_SUCCESS.name}{sel}[{w}])"
         expr = f"{fail} / ({fail} + {ok}) {_breach(c)}"
         rule = {
             "alert": "TritonErrorRateAboveSla", "expr": expr, "for": options.sla_for, "labels": _labels("critical"),
@@ -245,11 +254,11 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
                 "description": "{{ $value | humanizePercentage }} of requests failed.",
             },
         }
-        return rule, f"{ALWAYS['failure']} / all requests"
+        return rule, f"{REQUEST_FAILURE.name} / all requests"
     if metric == "throughput":
         # A floor is only broken when demand is there: below it with an empty queue is just
         # quiet traffic. So: below the floor *while requests wait*.
-        expr = f"rate({ALWAYS['count']}{sel}[{w}]) {_breach(c)} and {ALWAYS['pending']}{sel} > 0"
+        expr = f"rate({INFERENCE_COUNT.name}{sel}[{w}]) {_breach(c)} and {PENDING_REQUESTS.name}{sel} > 0"
         rule = {
             "alert": "TritonThroughputBelowSlaUnderLoad", "expr": expr, "for": options.sla_for,
             "labels": _labels("warning"),
@@ -258,7 +267,7 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
                 "description": "Requests are waiting, yet throughput is {{ $value | printf \"%.1f\" }} infer/s.",
             },
         }
-        return rule, f"rate({ALWAYS['count']}) while {ALWAYS['pending']} > 0 (quiet traffic is no breach)"
+        return rule, f"rate({INFERENCE_COUNT.name}) while {PENDING_REQUESTS.name} > 0 (quiet traffic is no breach)"
     for prefix, why in _NO_SERVER_METRIC.items():
         if metric.startswith(prefix):
             return why
@@ -278,7 +287,7 @@ def build_rules(sla: SLA | None, facts: RepositoryFacts | None = None,
     gpu_sel = selector(job=job)
     alerts.append({
         "alert": GPU_ALERT,
-        "expr": f"{GPU['utilization']}{gpu_sel} > {fmt_number(options.gpu_utilisation)}",
+        "expr": f"{GPU_UTILIZATION.name}{gpu_sel} > {fmt_number(options.gpu_utilisation)}",
         "for": options.gpu_for,
         "labels": _labels("warning", "gpu"),
         "annotations": {
@@ -300,7 +309,7 @@ def build_rules(sla: SLA | None, facts: RepositoryFacts | None = None,
         result.mapped.append(TermMapping(_term_text(c), rule["alert"], note))
         if rule["alert"] == P99_ALERT:
             signals.append(P99_ALERT)
-            records.append({"record": "tritonkit:request_latency_p99:ms", "expr": _quantile_ms(QUANTILES["p99"], sel)})
+            records.append({"record": "tritonkit:request_latency_p99:ms", "expr": _p99_ms(sel)})
     if P99_ALERT not in signals:
         result.notes.append("The SLA bounds no p99: the p99 signal of the scale-out rule is absent.")
 
@@ -311,9 +320,9 @@ def build_rules(sla: SLA | None, facts: RepositoryFacts | None = None,
 
     w = options.rate_window
     records += [
-        {"record": "tritonkit:inference_rate:per_s", "expr": f"rate({ALWAYS['count']}{sel}[{w}])"},
+        {"record": "tritonkit:inference_rate:per_s", "expr": f"rate({INFERENCE_COUNT.name}{sel}[{w}])"},
         {"record": "tritonkit:queue_time_mean:ms",
-         "expr": f"rate({ALWAYS['queue_us']}{sel}[{w}]) / rate({ALWAYS['success']}{sel}[{w}]) / 1000"},
+         "expr": f"rate({QUEUE_DURATION_US.name}{sel}[{w}]) / rate({REQUEST_SUCCESS.name}{sel}[{w}]) / 1000"},
     ]
     signal_re = "|".join(signals)
     need = min(options.scale_out_signals, len(signals))
@@ -325,7 +334,7 @@ def build_rules(sla: SLA | None, facts: RepositoryFacts | None = None,
         {"record": SCALE_OUT_SIGNALS_RECORD,
          "expr": f'count by (job) (count by (job, alertname) '
                  f'(ALERTS{{alertstate="firing",alertname=~"{signal_re}"}})) '
-                 f"or 0 * count by (job) ({ALWAYS['count']}{sel})"},
+                 f"or 0 * count by (job) ({INFERENCE_COUNT.name}{sel})"},
         {"record": SCALE_OUT_RECORD, "expr": f"{SCALE_OUT_SIGNALS_RECORD} >= {need}"},
         {"alert": SCALE_OUT_ALERT, "expr": SCALE_OUT_RECORD,
          "labels": _labels("warning", "scale_out"),
@@ -359,7 +368,7 @@ def _queue_rules(facts: RepositoryFacts | None, options: AlertOptions, result: R
         return []
     # One rule, its thresholds joined with `or`: per-model rules of one name and the same labels
     # would be duplicates to Prometheus (promtool's lint refuses them).
-    expr = " or ".join(f"{ALWAYS['pending']}{selector(job=job, model=model)} > "
+    expr = " or ".join(f"{PENDING_REQUESTS.name}{selector(job=job, model=model)} > "
                        f"{fmt_number(limit * options.queue_fraction)}" for model, limit in limits)
     share = fmt_number(options.queue_fraction * 100)
     return [{

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from tritonkit import __version__
 from tritonkit._fs import atomic_write
+from tritonkit._version import __version__
 from tritonkit.builders.trtllm.repository import (
     ENGINE_QUEUE_DELAY,
     TrtllmRepoOptions,

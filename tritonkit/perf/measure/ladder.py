@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._version import __version__
 from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
 from tritonkit.perf.measure.failures import Failure
@@ -69,15 +70,6 @@ STOP_SERVER_LOST = "server_lost"
 
 #: The name (raw-file stem) of the unrecorded warm-up run.
 WARMUP_NAME = "warmup"
-
-
-def _tritonkit_version() -> str | None:
-    try:
-        from tritonkit import __version__
-
-        return str(__version__)
-    except ImportError:  # pragma: no cover - the package always has it
-        return None
 
 
 def _loaded_config(spec: PerfSpec) -> ServedModelConfig | None:
@@ -248,7 +240,7 @@ def run_ladder(
             tool="perf_analyzer",
             tool_version=tool.version,
             tool_path=str(tool.binary),
-            tritonkit_version=_tritonkit_version(),
+            tritonkit_version=__version__,
             metrics_url=analyzer.metrics_url,
             generator_host=socket.gethostname(),
             generator_cpu_count=host_cpu_count(),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tritonkit.errors import ConfigError
+from tritonkit.errors import StoredResultError
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
@@ -38,14 +38,6 @@ STATUSES = (STATUS_MEASURED, STATUS_LOAD_FAILED, STATUS_FAILED)
 #: No stored step may claim more: one perf_analyzer process on one host stays orders of magnitude
 #: below ten million inferences per second, so a larger figure is a corrupt or edited file.
 MAX_THROUGHPUT_PER_S = 1e7
-
-
-class StoredResultError(ConfigError):
-    """A stored sweep result is malformed or holds an impossible value; ``field`` names which."""
-
-    def __init__(self, message: str, *, field_name: str, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.field_name = field_name
 
 
 Stored = TypeVar("Stored")
