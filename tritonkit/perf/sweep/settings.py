@@ -14,13 +14,13 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._settings import field_default
 from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.measure.folders import run_folder
@@ -88,13 +88,7 @@ class SweepSettings:
     @staticmethod
     def default(name: str) -> Any:
         """The default of field ``name`` (the CLI's option defaults are read from here)."""
-        for item in dataclasses.fields(SweepSettings):
-            if item.name == name:
-                if item.default is not dataclasses.MISSING:
-                    return item.default
-                if item.default_factory is not dataclasses.MISSING:
-                    return item.default_factory()
-        raise KeyError(name)
+        return field_default(SweepSettings, name)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` for a value no sweep can use (before any server starts)."""
