@@ -32,9 +32,9 @@ from tritonkit.cli.perf_llm import (
     run_llm_command,
 )
 from tritonkit.cli.sweep import sweep_command
+from tritonkit.perf.command import LoadTestSettings, load_test
 from tritonkit.perf.judge.compare import DEFAULT_BASELINE_ROOT, BaselineComparison, parse_percent
 from tritonkit.perf.judge.sla import load_sla
-from tritonkit.perf.command import LoadTestSettings, load_test
 from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN
 from tritonkit.perf.measure.spec import PerfSpec
 from tritonkit.perf.pipeline import LLMRun

@@ -19,9 +19,9 @@ import click
 
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.errors import ConfigError
+from tritonkit.perf.command import LoadTestSettings, llm_load_test
 from tritonkit.perf.llm.compare import LLMComparison
 from tritonkit.perf.llm.settings import LLMSettings
-from tritonkit.perf.command import LoadTestSettings, llm_load_test
 from tritonkit.perf.pipeline import LLMRun
 
 __all__ = ["LLMOptions", "llm_options", "options_from_kwargs", "print_llm_comparison", "print_llm_report",

@@ -38,6 +38,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tritonkit.perf.command import LLMLoadTest, LoadTest, LoadTestSettings, llm_load_test, load_test
     from tritonkit.perf.judge import (
         SLA,
         BaselineComparison,
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
         parse_sla,
     )
     from tritonkit.perf.llm.settings import LLMSettings
-    from tritonkit.perf.command import LLMLoadTest, LoadTest, LoadTestSettings, llm_load_test, load_test
     from tritonkit.perf.measure import (
         ConcurrencyRange,
         LadderPlan,

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -128,6 +129,18 @@ class SweepSettings:
         if self.out is not None:
             return Path(self.out)
         return run_folder(model, self.results_root, kind="sweep")
+
+    def with_input_data(self, repo: str | os.PathLike[str], model: str, folder: Path) -> SweepSettings:
+        """These settings with valid input data derived from the model file in ``repo`` (the
+        target's with ``target``), written into the sweep ``folder``, as ``perf run`` derives it
+        (see :func:`~tritonkit.perf.measure.input_data.sweep_spec`); unchanged when ``spec`` has
+        data of its own or no model file is there. One model swept alone (a joint sweep does not)."""
+        from tritonkit.perf.measure.input_data import sweep_spec
+
+        measured = self.target or model
+        spec = self.spec or PerfSpec(model=measured, url="127.0.0.1:8001")
+        prepared = sweep_spec(spec, Path(repo), measured, folder, max_batch_sizes=self.grid.max_batch_sizes)
+        return replace(self, spec=prepared.spec)
 
     def with_out(self, model: str) -> SweepSettings:
         """These settings with ``out`` fixed (the CLI fixes it first, so it can print where to resume)."""
