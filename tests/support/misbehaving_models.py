@@ -34,7 +34,7 @@ WRONG_VALUES_PY = _MISBEHAVING_PY.format(why="the declared shape and dtype, othe
 
 
 def build_misbehaving(source_dir: Path, repo: Path, name: str, model_py: str) -> OnnxBuildResult:
-    """The demo MLP (x [batch, 8] → y [batch, 4]) built into ``repo`` as ``name`` with the python
+    """The demo MLP (x [batch, 16] → y [batch, 4]) built into ``repo`` as ``name`` with the python
     runtime, its ``model.py`` then replaced by ``model_py``; the model file stays, as the reference."""
     source = source_dir / "misbehaving.onnx"
     if not source.is_file():

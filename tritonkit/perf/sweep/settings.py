@@ -140,7 +140,7 @@ class SweepSettings:
         measured = self.target or model
         spec = self.spec or PerfSpec(model=measured, url="127.0.0.1:8001")
         prepared = sweep_spec(spec, Path(repo), measured, folder, max_batch_sizes=self.grid.max_batch_sizes)
-        return replace(self, spec=prepared.spec)
+        return self if prepared.spec is spec else replace(self, spec=prepared.spec)
 
     def with_out(self, model: str) -> SweepSettings:
         """These settings with ``out`` fixed (the CLI fixes it first, so it can print where to resume)."""
