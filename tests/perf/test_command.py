@@ -156,12 +156,12 @@ def test_a_run_from_the_guessed_repository_derives_data_and_checks_answers_under
     server, home = served
     monkeypatch.chdir(home)
     lines: list[str] = []
-    test = load_test("mlp", LoadTestSettings(url=server.grpc_url, sla="p99<=2s", concurrency="1", duration_s=1.5,
+    test = load_test("mlp", LoadTestSettings(url=server.grpc_url, sla="p99<=2000ms", concurrency="1", duration_s=1.5,
                                              warmup_s=0, max_trials=10, check_outputs=True, out=tmp_path / "run"),
                      progress=lines.append)
     assert test.run is not None, test
     assert test.exit_code == 0, (test.run.verdict, test.output_check)
-    assert lines[0] == "SLA: p99<=2s,errors==0"
+    assert lines[0] == "SLA: p99<=2000ms,errors==0"
     assert any(n.startswith("input data: input data derived from model_repository/mlp/1/model.onnx")
                for n in test.run.notes)
     assert test.output_check is not None and test.output_check.ok and test.output_check.checked > 0

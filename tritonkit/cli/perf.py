@@ -196,6 +196,8 @@ def run_command(
     --traffic ramp/spike/soak/replay); results in llm_result.json and llm_report.md.
     """
     llm_settings = options_from_kwargs(options)
+    if not llm:
+        reject_stray_llm_options(llm_settings)
     # The other options are named as LoadTestSettings' fields (url, protocol, concurrency, duration_s, …).
     settings = LoadTestSettings(
         sla=sla_text, shapes=PerfSpec.shapes_from_text(shapes) if not llm else {}, repo=model_repo, out=out_dir,
@@ -207,7 +209,6 @@ def run_command(
                        concurrency=options["concurrency"] or llm_settings.concurrency)
         run_llm_command(model, settings, load, dry_run=dry_run, as_json=as_json, quiet=quiet)
         return
-    reject_stray_llm_options(llm_settings)
     out = Terminal(as_json=as_json, quiet=quiet)
     with sigterm_as_interrupt():
         test = load_test(model, settings, dry_run=dry_run, progress=out.progress, on_step=out.step)
