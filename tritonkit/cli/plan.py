@@ -6,11 +6,13 @@ The options become one :class:`~tritonkit.planner.PlanRequest` for
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 
+from tritonkit._settings import field_default
 from tritonkit.cli._common import echo_json
 from tritonkit.errors import ConfigError
 from tritonkit.planner import (
@@ -28,6 +30,9 @@ from tritonkit.planner import (
 from tritonkit.planner.precision import KV_DTYPES
 
 _PRECISION_NAMES = [p.name for p in PRECISIONS]
+
+#: The option defaults are the library's (:class:`PlanAssumptions`), so the help shows what the plan uses.
+_assumed = partial(field_default, PlanAssumptions)
 
 
 def _params(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -93,17 +98,17 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
 @click.option("--output-tokens", type=float, default=None, help="Mean output tokens per request (default 256).")
 @click.option("--input-tokens-p95", type=float, default=None, help="p95 input tokens.")
 @click.option("--output-tokens-p95", type=float, default=None, help="p95 output tokens.")
-@click.option("--mode", type=click.Choice(["interactive", "batch"]), default="interactive", show_default=True)
+@click.option("--mode", type=click.Choice(["interactive", "batch"]), default=field_default(Workload, "mode"), show_default=True)
 @click.option("--p99-ms", type=float, default=None, help="SLA: end-to-end P99 latency (ms); makes η strict.")
 @click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token (ms).")
 @click.option("--tokens-per-s", type=float, default=None, help="SLA: decode tokens/s each user must see.")
 # assumptions
 @click.option("--efficiency", type=float, default=None, help="η (default by SLA: 0.6 interactive, 0.8 batch, 0.45 strict P99).")
-@click.option("--headroom", type=float, default=0.25, show_default=True, help="Spare capacity kept at the target.")
-@click.option("--scale-out-at", type=float, default=0.65, show_default=True, help="Utilisation at which to scale out.")
-@click.option("--bandwidth-efficiency", type=float, default=0.5, show_default=True,
+@click.option("--headroom", type=float, default=_assumed("headroom"), show_default=True, help="Spare capacity kept at the target.")
+@click.option("--scale-out-at", type=float, default=_assumed("scale_out_utilisation"), show_default=True, help="Utilisation at which to scale out.")
+@click.option("--bandwidth-efficiency", type=float, default=_assumed("bandwidth_efficiency"), show_default=True,
               help="Achievable share of datasheet bandwidth.")
-@click.option("--compute-efficiency", type=float, default=0.5, show_default=True,
+@click.option("--compute-efficiency", type=float, default=_assumed("compute_efficiency"), show_default=True,
               help="Achievable share of dense tensor throughput.")
 @click.option("--reserve-gib", type=float, default=None, help="Memory kept back per GPU (default 10 %, 25 % on Jetson).")
 # measurement
@@ -121,7 +126,7 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
               help="Also predict with this many instances (repeatable).")
 @click.option("--predict-window-us", type=int, multiple=True,
               help="Also predict with this dynamic batching window in µs (repeatable).")
-@click.option("--arrivals", type=click.Choice(["constant", "poisson"]), default="constant", show_default=True,
+@click.option("--arrivals", type=click.Choice(["constant", "poisson"]), default=field_default(PlanRequest, "arrivals"), show_default=True,
               help="Arrivals for --predict-rate (perf_analyzer's --request-distribution).")
 @click.option("--check", "check_result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A later perf result.json to score saved predictions against (with --predictions).")
