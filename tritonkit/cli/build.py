@@ -212,10 +212,7 @@ def build_tensorrt_command(
             timing_cache=timing_cache, cuda_graphs=cuda_graphs, version=model_version, force=force,
             log=_progress(False, as_json))
     if as_json:
-        echo_json({"name": result.name, "version": result.version, "model_dir": str(result.model_dir),
-                   "outcome": result.outcome,
-                   "max_batch_size": result.max_batch_size, "flags": result.flags, "build_s": result.build_s,
-                   "profile": [{"input": p.name, "min": p.min, "opt": p.opt, "max": p.max} for p in result.profile]})
+        echo_json(result.to_dict())
     else:
         click.echo(result.summary())
 

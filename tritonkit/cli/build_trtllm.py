@@ -120,18 +120,7 @@ def build_trtllm_command(
         runtime=runtime_version, force=force,
     )
     if as_json:
-        echo_json({
-            "repo": str(result.repo),
-            "engine": result.engine,
-            "params": result.plan.params.to_dict() if result.plan else None,
-            "reasons": [{"key": r.key, "value": str(r.value), "why": r.why} for r in result.plan.reasons]
-            if result.plan else [],
-            "build_argv": result.build_argv,
-            "engine_built": result.engine_built,
-            "engine_version": result.engine_version or (result.engine_info.version if result.engine_info else None),
-            "not_built_reason": result.not_built_reason,
-            "trtllm_version": result.options.trtllm_version,
-        })
+        echo_json(result.to_dict())
     else:
         click.echo(result.summary())
     sys.stdout.flush()

@@ -8,7 +8,6 @@ document. Exit codes: 0 a configuration meets the SLA, 1 none does, 2 could not 
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -17,7 +16,6 @@ import click
 
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.perf import PerfSpec, load_sla
-from tritonkit.perf.measure.input_data import sweep_spec
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
     JointResult,
@@ -243,10 +241,6 @@ def sweep_command(
         raise click.UsageError("--target sweeps one composing model; give one MODEL with it")
     if len(models) == 1 and (shares or model_slas):
         raise click.UsageError("--share and --model-sla are for several models swept together")
-    if len(models) == 1:
-        # Valid data from the model file (ids within the vocabulary, finite floats), as perf run derives it.
-        derived = sweep_spec(spec, repo, spec.model, folder, max_batch_sizes=grid.max_batch_sizes).spec
-        settings = dataclasses.replace(settings, spec=derived)
     try:
         with sigterm_as_interrupt():
             if len(models) > 1:

@@ -13,9 +13,9 @@ Queries use two Grafana variables, ``$model`` (multi-select, from the server's o
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tritonkit._fs import atomic_write
 from tritonkit.deploy.promql import selector
@@ -39,6 +39,9 @@ from tritonkit.triton_metrics import (
     TRTLLM_KV_CACHE_BLOCKS,
     TRTLLM_REQUESTS,
 )
+
+if TYPE_CHECKING:
+    from tritonkit.perf.judge.sla import SLA
 
 __all__ = ["DashboardOptions", "build_dashboard", "panel_queries", "write_dashboard"]
 
@@ -100,9 +103,17 @@ def _row(pid: int, title: str, y: int) -> dict[str, Any]:
             "panels": []}
 
 
-def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOptions | None = None) -> dict[str, Any]:
-    """The dashboard JSON model (import it in Grafana, or provision it as a file)."""
+def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOptions | None = None,
+                    sla: SLA | None = None) -> dict[str, Any]:
+    """The dashboard JSON model (import it in Grafana, or provision it as a file).
+
+    ``sla``'s p99 bound is drawn as the latency panel's threshold line, unless
+    ``options.p99_limit_ms`` says otherwise.
+    """
     o = options or DashboardOptions()
+    p99 = sla.constraint("p99") if sla is not None else None
+    if o.p99_limit_ms is None and p99 is not None:
+        o = replace(o, p99_limit_ms=p99.value)
     llm = o.llm or (facts is not None and facts.has_llm)
     s = _sel(o.job)
     job_sel = selector(job=o.job)

@@ -10,6 +10,11 @@ Four steps, each its own subpackage, data flowing one way:
 * :func:`run_perf` (:mod:`tritonkit.perf.pipeline`): all three in order, into one results folder;
   :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`); both
   take the same :class:`RunSetup` keywords (results folder, perf_analyzer, metrics, baselines, progress);
+* :func:`load_test` (:mod:`tritonkit.perf.command`): ``tritonkit perf run`` as one call over
+  :class:`LoadTestSettings`, the command's options: the model file found, valid input data, a
+  preflight request, answers checked under load, a dry run, then :func:`run_perf`;
+  :func:`llm_load_test` is ``perf run --llm``; :func:`compare_stored` and :func:`rerender`
+  (:mod:`tritonkit.perf.stored`) are ``perf compare`` and ``perf report`` on classic or LLM runs;
 * :mod:`tritonkit.perf.metric_registry`: every metric's name, unit, definition, SLA key, report
   column and Prometheus quantile, read by all of the above.
 
@@ -33,6 +38,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tritonkit.perf.command import LLMLoadTest, LoadTest, LoadTestSettings, llm_load_test, load_test
     from tritonkit.perf.judge import (
         SLA,
         BaselineComparison,
@@ -55,6 +61,7 @@ if TYPE_CHECKING:
     )
     from tritonkit.perf.pipeline import LLMRun, PerfRun, RunSetup, StepEvent, run_llm_perf, run_perf
     from tritonkit.perf.report import write_report
+    from tritonkit.perf.stored import StoredComparison, compare_stored, rerender
 
 # Public name → the module that defines it (imported when the name is first asked for).
 _EXPORTS: dict[str, str] = {
@@ -81,15 +88,26 @@ _EXPORTS: dict[str, str] = {
     "LLMRun": "tritonkit.perf.pipeline",
     "run_llm_perf": "tritonkit.perf.pipeline",
     "LLMSettings": "tritonkit.perf.llm.settings",
+    "LLMLoadTest": "tritonkit.perf.command",
+    "LoadTest": "tritonkit.perf.command",
+    "LoadTestSettings": "tritonkit.perf.command",
+    "llm_load_test": "tritonkit.perf.command",
+    "load_test": "tritonkit.perf.command",
+    "StoredComparison": "tritonkit.perf.stored",
+    "compare_stored": "tritonkit.perf.stored",
+    "rerender": "tritonkit.perf.stored",
 }
 
 __all__ = [
     "BaselineComparison",
     "ConcurrencyRange",
+    "LLMLoadTest",
     "LLMRun",
     "LLMSettings",
     "LadderPlan",
     "LadderResult",
+    "LoadTest",
+    "LoadTestSettings",
     "PerfResult",
     "PerfRun",
     "PerfSpec",
@@ -98,11 +116,16 @@ __all__ = [
     "SLA",
     "StepEvent",
     "StepResult",
+    "StoredComparison",
     "Verdict",
     "compare_results",
+    "compare_stored",
     "evaluate_result",
+    "llm_load_test",
     "load_sla",
+    "load_test",
     "parse_sla",
+    "rerender",
     "run_ladder",
     "run_llm_perf",
     "run_perf",

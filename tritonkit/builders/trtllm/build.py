@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tritonkit.builders.trtllm.engine import (
     EngineInfo,
@@ -75,6 +76,22 @@ class TrtllmBuildResult:
             # Quoted for a POSIX shell: a path holding spaces or $(...) is pasted as a path, not run.
             lines.append(f"  to build it on the GPU machine: {shlex.join(self.build_argv)}")
         return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit build trtllm --json``): the parameters with their reasons, the build
+        command, and the engine's TensorRT-LLM version (built now, or found and checked)."""
+        return {
+            "repo": str(self.repo),
+            "engine": self.engine,
+            "params": self.plan.params.to_dict() if self.plan else None,
+            "reasons": [{"key": r.key, "value": str(r.value), "why": r.why} for r in self.plan.reasons]
+            if self.plan else [],
+            "build_argv": self.build_argv,
+            "engine_built": self.engine_built,
+            "engine_version": self.engine_version or (self.engine_info.version if self.engine_info else None),
+            "not_built_reason": self.not_built_reason,
+            "trtllm_version": self.options.trtllm_version,
+        }
 
 
 def build_trtllm(

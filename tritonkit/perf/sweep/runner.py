@@ -134,6 +134,7 @@ def run_sweep(
     warnings = grid_warnings(variants)
     with _locks(out_dir, model_folder(repo_path, model), model, write_back=settings.write_back, emit=emit), \
             _os_errors("write the sweep's results", out_dir):
+        settings = settings.with_input_data(repo_path, model, out_dir)
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)

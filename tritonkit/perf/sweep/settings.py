@@ -14,13 +14,14 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._settings import field_default
 from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.measure.folders import run_folder
@@ -88,13 +89,7 @@ class SweepSettings:
     @staticmethod
     def default(name: str) -> Any:
         """The default of field ``name`` (the CLI's option defaults are read from here)."""
-        for item in dataclasses.fields(SweepSettings):
-            if item.name == name:
-                if item.default is not dataclasses.MISSING:
-                    return item.default
-                if item.default_factory is not dataclasses.MISSING:
-                    return item.default_factory()
-        raise KeyError(name)
+        return field_default(SweepSettings, name)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` for a value no sweep can use (before any server starts)."""
@@ -134,6 +129,18 @@ class SweepSettings:
         if self.out is not None:
             return Path(self.out)
         return run_folder(model, self.results_root, kind="sweep")
+
+    def with_input_data(self, repo: str | os.PathLike[str], model: str, folder: Path) -> SweepSettings:
+        """These settings with valid input data derived from the model file in ``repo`` (the
+        target's with ``target``), written into the sweep ``folder``, as ``perf run`` derives it
+        (see :func:`~tritonkit.perf.measure.input_data.sweep_spec`); unchanged when ``spec`` has
+        data of its own or no model file is there. One model swept alone (a joint sweep does not)."""
+        from tritonkit.perf.measure.input_data import sweep_spec
+
+        measured = self.target or model
+        spec = self.spec or PerfSpec(model=measured, url="127.0.0.1:8001")
+        prepared = sweep_spec(spec, Path(repo), measured, folder, max_batch_sizes=self.grid.max_batch_sizes)
+        return self if prepared.spec is spec else replace(self, spec=prepared.spec)
 
     def with_out(self, model: str) -> SweepSettings:
         """These settings with ``out`` fixed (the CLI fixes it first, so it can print where to resume)."""
