@@ -13,7 +13,7 @@ CPU reference engine that serves the same repository without a GPU.
 
 from __future__ import annotations
 
-from tritonkit.builders.trtllm.build import TrtllmBuildResult, build_trtllm
+from tritonkit.builders.trtllm.build import LlmApiSettings, TrtllmBuildResult, build_trtllm
 from tritonkit.builders.trtllm.engine import (
     EngineInfo,
     check_engine,
@@ -24,6 +24,16 @@ from tritonkit.builders.trtllm.engine import (
     runtime_version,
     same_release,
     write_build_files,
+)
+from tritonkit.builders.trtllm.instances import TokenizerInstances, derive_tokenizer_instances
+from tritonkit.builders.trtllm.llmapi import (
+    LlmApiOptions,
+    LlmApiPlan,
+    llmapi_model_spec,
+    llmapi_model_yaml,
+    parse_llm_args,
+    plan_llmapi,
+    write_llmapi_repository,
 )
 from tritonkit.builders.trtllm.params import (
     EngineOverrides,
@@ -36,7 +46,9 @@ from tritonkit.builders.trtllm.params import (
 from tritonkit.builders.trtllm.reference import (
     REFERENCE_VERSION,
     ReferenceEngine,
+    ReferenceLlmApiRepository,
     ReferenceRepository,
+    build_reference_llmapi_repository,
     build_reference_repository,
     reference_engine_config,
 )
@@ -61,6 +73,18 @@ from tritonkit.trtllm_versions import (
 )
 
 __all__ = [
+    "LlmApiOptions",
+    "LlmApiPlan",
+    "LlmApiSettings",
+    "ReferenceLlmApiRepository",
+    "TokenizerInstances",
+    "build_reference_llmapi_repository",
+    "derive_tokenizer_instances",
+    "llmapi_model_spec",
+    "llmapi_model_yaml",
+    "parse_llm_args",
+    "plan_llmapi",
+    "write_llmapi_repository",
     "EngineInfo",
     "EngineOverrides",
     "EngineParams",
