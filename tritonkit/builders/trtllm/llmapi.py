@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from tritonkit._fs import atomic_write
 from tritonkit.builders.trtllm.params import EnginePlan, Reason
 from tritonkit.errors import ConfigError
 from tritonkit.repository import InstanceGroup, ModelRepository, ModelSpec, TensorSpec
@@ -277,6 +278,11 @@ def write_llmapi_repository(
         files = {"model.py": _LOADER.format(where=CONTAINER_MODEL_DIR)}
     files["model.yaml"] = llmapi_model_yaml(plan)
     entry = repository.add_model(llmapi_model_spec(plan), files=files, overwrite=True)
+    # WAR: the renderer writes "max_batch_size: 0" for every non-batching model; here model.py sets
+    # max_batch_size (and decoupled) from model.yaml at load, and upstream's config.pbtxt has no such
+    # line ("The below config arguments are specific in model.yaml"), so neither does this one.
+    config = entry.root / "config.pbtxt"
+    atomic_write(config, config.read_text(encoding="utf-8").replace("max_batch_size: 0\n", "", 1))
     return entry.root
 
 
