@@ -22,13 +22,13 @@ from click.testing import CliRunner
 from tests.support.trtllm import LLAMA2_7B, LLAMA3_8B, write_engine, write_hf_model
 from tritonkit.builders.trtllm import (
     SUPPORTED_TRTLLM_VERSIONS,
-    derive_tokenizer_instances,
     TRTLLM_INTERFACES,
     EngineOverrides,
     EngineTarget,
     TrtllmRepoOptions,
     build_trtllm,
     derive_engine_params,
+    derive_tokenizer_instances,
     find_interface,
     resolve_trtllm_version,
     trtllm_model_specs,

@@ -115,7 +115,13 @@ def build_trtllm_command(
       tritonkit build trtllm --engine reference --interface llmapi --repo ref_llmapi
       tritonkit build trtllm --engine reference --repo ref_repo --trtllm-version 0.19
     """
-    from tritonkit.builders.trtllm import EngineOverrides, EngineTarget, LlmApiSettings, build_trtllm, parse_llm_args
+    from tritonkit.builders.trtllm import (
+        EngineOverrides,
+        EngineTarget,
+        LlmApiSettings,
+        build_trtllm,
+        parse_llm_args,
+    )
     from tritonkit.planner import Workload
 
     workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,

@@ -24,7 +24,11 @@ from click.testing import CliRunner
 from tokenizers import Tokenizer
 
 from tests.support.trtllm import _tiny_lm_class
-from tritonkit.builders.trtllm import ReferenceEngine, ReferenceLlmApiRepository, build_reference_llmapi_repository
+from tritonkit.builders.trtllm import (
+    ReferenceEngine,
+    ReferenceLlmApiRepository,
+    build_reference_llmapi_repository,
+)
 from tritonkit.cli import main
 from tritonkit.client import Client
 from tritonkit.errors import ClientError

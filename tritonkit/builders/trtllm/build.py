@@ -35,7 +35,6 @@ from tritonkit.builders.trtllm.reference import (
 )
 from tritonkit.builders.trtllm.repository import (
     ENGINE_QUEUE_DELAY,
-    EngineKind,
     TrtllmRepoOptions,
     write_trtllm_repository,
 )
@@ -88,7 +87,7 @@ class TrtllmBuildResult:
             if self.engine == "reference":
                 lines.append("model: CPU reference stand-in (serves here; it tests the serving path, not text quality)")
             else:
-                lines.append(f"model.py: TensorRT-LLM's own, from the container (/app/all_models/llmapi/tensorrt_llm/1) "
+                lines.append("model.py: TensorRT-LLM's own, from the container (/app/all_models/llmapi/tensorrt_llm/1) "
                              "unless --python-model-file placed it")
                 lines.append(f"serve: {self.llmapi.launch}")
             return "\n".join(lines)
