@@ -5,7 +5,8 @@ all_models/llmapi/tensorrt_llm/1/{model.py,helpers.py} (auto_complete_config fro
 triton_config; text_input 1-D; scalars; "Streaming is only supported in decoupled mode.";
 exclude_input_from_output defaulting to false; finish/stop reasons and cumulative log-prob as
 strings only when asked); NVIDIA/TensorRT-LLM b35ac1b6 (1.2.0rc2) …/llmapi/tensorrt_llm/1/model.py
-(the per-request metric outputs with sampling_param_return_perf_metrics; the stop flag);
+(the per-request metric outputs with sampling_param_return_perf_metrics, sent as strings; the stop
+flag); main's config.pbtxt at 0a710573 (the metric outputs' types, which the main stand-in sends);
 tensorrtllm_backend docs/llmapi.md (the generate-endpoint request with sampling_param_max_tokens).
 The text the stand-in writes is meaningless; its token ids are recomputed here from the same
 tiny model and tokenizer.
@@ -159,7 +160,8 @@ def test_perf_metrics_come_when_asked_with_the_servers_own_timings_as_upstream_s
                       _inputs(PROMPT, 4, streaming=True, sampling_param_return_perf_metrics=True))
     plain = _raw_stream(server.grpc_url, reference.model, _inputs(PROMPT, 2, streaming=True))
     assert len(got) == 4 and all(set(r) == {"text_output"} for r in plain)
-    assert {dtype for dtype, _ in got[-1].values()} == {"BYTES"}  # str(value), as model.py sends them
+    # main: the types its config.pbtxt declares (0a710573).
+    assert {got[-1][k][0] for k in ("arrival_time_ns", "first_token_time_ns")} == {"INT64"}
     last = {k: int(got[-1][k][1]) for k in ("arrival_time_ns", "first_scheduled_time_ns", "first_token_time_ns",
                                              "last_token_time_ns")}
     assert last["arrival_time_ns"] <= last["first_scheduled_time_ns"] <= last["first_token_time_ns"] \
@@ -181,6 +183,16 @@ def test_a_sequence_beyond_max_seq_len_and_beam_search_are_refused_with_the_reas
         with pytest.raises(ClientError, match="generates one sequence: sampling_param_best_of 2"), \
                 client.stream(reference.model, wide) as responses:
             list(responses)
+
+
+def test_on_1_2_the_metrics_come_as_strings_as_its_model_py_sends_them(tmp_path: Path) -> None:
+    ref = build_reference_llmapi_repository(tmp_path / "r", trtllm_version="1.2")
+    with TritonServer(ref.repo) as server:
+        got = _raw_stream(server.grpc_url, ref.model,
+                          _inputs("Hello", 2, streaming=True, sampling_param_return_perf_metrics=True,
+                                  return_cumulative_logprob=True))
+    assert {got[-1][k][0] for k in ("arrival_time_ns", "first_token_time_ns", "cumulative_logprob")} == {"BYTES"}
+    assert int(got[-1]["first_token_time_ns"][1]) >= int(got[-1]["arrival_time_ns"][1]) > 0
 
 
 def test_streaming_without_decoupled_is_refused_as_upstream_does(tmp_path: Path) -> None:

@@ -247,6 +247,8 @@ def build_reference_llmapi_repository(
         "best_of_input": "sampling_param_best_of" if "sampling_param_best_of" in api.input_names
         else "sampling_param_beam_width",
         "max_batch_size": eng.max_batch_size, "max_seq_len": eng.max_seq_len,
+        # As the line's model.py sends them (see pymodels/reference_llmapi.py): strings up to 1.2.
+        "metrics_as_strings": line.version != "main",
     })
     atomic_write(checkpoint / "config.json", json.dumps(config, indent=2) + "\n")
     return ReferenceLlmApiRepository(repo=root, checkpoint_dir=checkpoint, plan=plan, engine=eng, vocab_size=vocab)

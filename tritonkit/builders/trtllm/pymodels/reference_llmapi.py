@@ -22,7 +22,11 @@ NVIDIA/TensorRT-LLM b35ac1b6 (1.2.0rc2) ``triton_backend/all_models/llmapi/tenso
   ``return_*`` flag is set, as strings (model.py sends ``str(value)`` as an object tensor, so a
   missing stop reason reads ``None``);
 * with ``sampling_param_return_perf_metrics`` every response carries the per-request metrics,
-  sent like model.py sends them (as strings): ``arrival_time_ns``, ``first_scheduled_time_ns``,
+  typed as its line's model.py sends them (``metrics_as_strings`` in the checkpoint's config: 1.1 and
+  1.2 follow 1.2.0rc2's model.py, which sends ``str(value)`` in the text output's type although
+  config.pbtxt declares INT64 / INT32 / FP32 — perf_analyzer then exports the bytes as integers,
+  unreadable; main follows its config.pbtxt's types, its model.py not having been read):
+  ``arrival_time_ns``, ``first_scheduled_time_ns``,
   ``first_token_time_ns``, ``last_token_time_ns`` (this process's monotonic clock, as the
   executor's steady clock: differences are meaningful, not the absolute values), the KV-cache
   block counts and hit rate, and the speculative-decoding figures (0 here);
@@ -77,6 +81,9 @@ def _strings(values):
     return np.asarray([str(v).encode("utf-8") for v in values], dtype=np.object_)
 
 
+_NUMPY = {"TYPE_INT64": np.int64, "TYPE_INT32": np.int32, "TYPE_FP32": np.float32}
+
+
 class _Request:
     def __init__(self, request, prompt, ids, settings):
         self.request = request
@@ -121,6 +128,8 @@ class TritonPythonModel:
         self.step_s = float(ref["step_ms"]) / 1000.0
         self.per_sequence_s = float(ref["per_sequence_ms"]) / 1000.0
         self.best_of_input = ref["best_of_input"]
+        self.metrics_as_strings = bool(ref["metrics_as_strings"])
+        self.output_types = {o["name"]: o["data_type"] for o in self.model_config["output"]}
         self.waiting = collections.deque()
         self.active = []
         self.cond = threading.Condition()
@@ -275,7 +284,8 @@ class TritonPythonModel:
         if item.want_stop:
             tensors.append(pb_utils.Tensor("stop_reason", _strings([item.stop_reason])))
         if item.want_logprob:
-            tensors.append(pb_utils.Tensor("cumulative_logprob", _strings([item.log_prob])))
+            value = _strings([item.log_prob]) if self.metrics_as_strings else np.asarray([item.log_prob], np.float32)
+            tensors.append(pb_utils.Tensor("cumulative_logprob", value))
         if item.perf:
             blocks = -(-(len(item.ids) + len(item.tokens)) // _BLOCK_TOKENS)
             for name, value in (("kv_cache_reused_block", 0), ("kv_cache_hit_rate", 0.0),
@@ -285,7 +295,10 @@ class TritonPythonModel:
                                 ("first_token_time_ns", item.first_token_ns),
                                 ("last_token_time_ns", item.last_token_ns), ("acceptance_rate", 0.0),
                                 ("total_accepted_draft_tokens", 0), ("total_draft_tokens", 0)):
-                tensors.append(pb_utils.Tensor(name, _strings([value])))
+                if self.metrics_as_strings:
+                    tensors.append(pb_utils.Tensor(name, _strings([value])))
+                else:
+                    tensors.append(pb_utils.Tensor(name, np.asarray([value], dtype=_NUMPY[self.output_types[name]])))
         return pb_utils.InferenceResponse(output_tensors=tensors)
 
     def finalize(self):
