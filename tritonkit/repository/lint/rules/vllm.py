@@ -85,9 +85,11 @@ def decoupled(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
 @rule("TK954", WARNING, "vLLM model: engine argument out of range", family=FAMILY)
 def engine_ranges(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     found = engine_args(m) if cfg.backend == "vllm" else None
-    if found is None or found[1] is None:
+    if found is None:
         return
     where, doc, _ = found
+    if doc is None:
+        return
     share = doc.get("gpu_memory_utilization")
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1):
         ctx.report(m, f"{where}: gpu_memory_utilization {share!r} must be a share in (0, 1]", file=where,
