@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from tritonkit.cli._common import echo_json
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[int] | None:
@@ -20,6 +24,22 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     if not ids or any(i < 0 for i in ids):
         raise click.BadParameter(f"{value!r}: expected comma-separated non-negative GPU ids like 0,1")
     return ids
+
+
+def llm_target_options(command: F) -> F:
+    """The options an LLM serving plan is derived from (the GPU, tp × pp, the workload): ``build trtllm``
+    and ``build vllm`` share them."""
+    for option in reversed((
+        click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue."),
+        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallelism."),
+        click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallelism."),
+        click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024)."),
+        click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256)."),
+        click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens."),
+        click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens."),
+    )):
+        command = option(command)
+    return command
 
 
 @click.command("trtllm")
@@ -41,13 +61,7 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
 @click.option("--llm-arg", "llm_args", multiple=True,
               help="--engine llmapi: one more LLM() argument for model.yaml, KEY=YAML (repeat); refused unless the "
                    "line's LLM() takes it.")
-@click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue.")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallelism.")
-@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallelism.")
-@click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024).")
-@click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256).")
-@click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens.")
-@click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens.")
+@llm_target_options
 @click.option("--precision", default=None, help="fp16, bf16, fp8, int8, int8-wo or int4 (default: torch_dtype).")
 @click.option("--kv-dtype", type=click.Choice(["fp16", "bf16", "fp8", "int8"]), default=None,
               help="KV-cache element type (default: the model's activation dtype).")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from tritonkit.cli._common import echo_json
+from tritonkit.cli.build_trtllm import llm_target_options
 
 
 @click.command("vllm")
@@ -16,13 +17,7 @@ from tritonkit.cli._common import echo_json
               show_default=True, help="Repository folder to write (created if missing).")
 @click.option("--name", default="vllm_model", show_default=True, help="Model name (folder).")
 @click.option("--model-path", default=None, help="The checkpoint as the server sees it (default: --hf-model).")
-@click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue.")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="tensor_parallel_size.")
-@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="pipeline_parallel_size.")
-@click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024).")
-@click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256).")
-@click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens.")
-@click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens.")
+@llm_target_options
 @click.option("--gpu-memory-utilization", type=float, default=None, help="Override (vLLM's default 0.9).")
 @click.option("--max-num-seqs", type=int, default=None, help="Override: sequences batched at once.")
 @click.option("--max-model-len", type=int, default=None, help="Override: prompt + output tokens.")
