@@ -1,5 +1,5 @@
-"""TensorRT-LLM: engine build plan, the in-flight-batching repository as typed configs, and a
-CPU reference engine that serves the same repository without a GPU.
+"""TensorRT-LLM: the LLM-API repository (one python model and its ``model.yaml``), the engine build plan
+and the in-flight-batching repository as typed configs, and CPU stand-ins that serve both here.
 
 ::
 
@@ -8,7 +8,9 @@ CPU reference engine that serves the same repository without a GPU.
     # clients call ref.ensemble ("ensemble"): text_input, max_tokens, stream → text_output
 
     result = build_trtllm("Llama-3-8B/", repo="llama_repo", target=EngineTarget(gpu="H100-80GB", tp=1))
-    print(result.summary())     # derived parameters with reasons; engine built only on a GPU machine
+    print(result.summary())     # the line and backend chosen, derived values with reasons
+    # engine="llmapi": config.pbtxt + 1/model.yaml (LLM() arguments); engine="tensorrtllm": the
+    # five-model repository and its engine build (GPU machines only)
 """
 
 from __future__ import annotations
