@@ -83,7 +83,8 @@ def llm_target_options(command: F) -> F:
               help="Queue delay in front of tensorrt_llm (the in-flight batcher schedules per step itself).")
 @click.option("--tokenizer-instances", type=click.IntRange(min=1), default=None,
               help="Instances of preprocessing and of postprocessing (each detokenizes one streamed token at a time; "
-                   "default: the Triton max batch size, as upstream recommends; 1 with --engine reference).")
+                   "default: from this machine's cores and memory, at most 8 and the max batch size, the reason "
+                   "printed; 1 with --engine reference). Tune: perf sweep REPO postprocessing --target ensemble.")
 @click.option("--trtllm-version", default=None,
               help="TensorRT-LLM line the configs are written for: 0.17, 0.18, 0.19, 1.0, 1.1, 1.2 or main (later "
                    "versions are main; default: the installed tensorrt_llm, else the newest).")
