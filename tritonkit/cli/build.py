@@ -25,6 +25,7 @@ from tritonkit.builders.plan import (
 )
 from tritonkit.cli._common import echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.cli.build_trtllm import build_trtllm_command
+from tritonkit.cli.build_vllm import build_vllm_command
 from tritonkit.errors import VerificationError
 
 _INPUT = click.Path(dir_okay=False, path_type=Path)
@@ -218,5 +219,6 @@ def build_tensorrt_command(
 
 
 build.add_command(build_trtllm_command)
+build.add_command(build_vllm_command)
 
 COMMANDS: list[click.Command] = [build]

@@ -61,7 +61,7 @@ _LLM_OPTIONS = [
                  help="--llm: per-request objectives for goodput, e.g. 'ttft=500ms,itl=40ms' "
                       "(default: the SLA's TTFT / ITL / latency bounds)."),
     click.option("--interface", "llm_interface", default=None,
-                 type=click.Choice(["text", "ids", "vllm", "text_io", "generic"]),
+                 type=click.Choice(["text", "ids", "llmapi", "vllm", "text_io", "generic"]),
                  help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
                       "of them is timed per response as 'generic')."),
     click.option("--tokenizer", "llm_tokenizer", type=click.Path(exists=True, path_type=Path), default=None,

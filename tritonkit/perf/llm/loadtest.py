@@ -247,6 +247,8 @@ def run_llm(
             load_mode=mode, load_value=value, metrics=metrics, failures=failures,
             timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
             requests=[((r.sent_ns - first_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
+            server_ttft_ms=([r.server_ttft_ms for r in records] if any(r.server_ttft_ms is not None for r in records)
+                            else []),
             wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=full,
             raw_files=[p.name for p in folder.glob(f"{name}.*")],
         )
