@@ -466,18 +466,3 @@ def test_install_is_idempotent_and_reports_which_binary_runs() -> None:
     assert Path(data["binary"]) == before.binary and data["mode"] in ("native", "private-runtime")
 
 
-def test_the_ladder_stop_rule_ignores_throughput_floors_that_low_loads_miss_by_design() -> None:
-    """Pure rule check on hand-made steps (no server): only limits that load makes worse stop a ladder."""
-    from tritonkit.perf.judge.sla import parse_sla
-    from tritonkit.perf.measure.result import LatencyStats, StepResult
-    from tritonkit.perf.pipeline import ladder_check
-
-    def step(thr: float, p99: float, errors: int = 0) -> StepResult:
-        latency = LatencyStats(p50_ms=p99, p90_ms=p99, p95_ms=p99, p99_ms=p99)
-        return StepResult("concurrency", 1, thr, latency, request_count=100, error_count=errors)
-
-    check = ladder_check(parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors())
-    assert check(step(thr=20, p99=10))  # too little throughput: not a break, keep climbing
-    assert not check(step(thr=300, p99=80))  # latency past its limit: a break
-    assert not check(step(thr=300, p99=10, errors=1))  # failed requests: a break
-    assert ladder_check(parse_sla("throughput>=200/s"))(step(thr=20, p99=999))
