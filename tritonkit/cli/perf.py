@@ -20,6 +20,7 @@ from tritonkit.cli._common import (
     CommandExit,
     ErrorHandlingGroup,
     echo_json,
+    rate_tolerance_option,
     sigterm_as_interrupt,
     sla_option,
 )
@@ -41,6 +42,7 @@ from tritonkit.perf.judge.compare import (
     parse_percent,
 )
 from tritonkit.perf.judge.compare import save_baseline as keep_baseline
+from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.sla import SLA, load_sla
 from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
 from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, prepare_run_inputs
@@ -114,6 +116,7 @@ def perf() -> None:
     show_default=True,
     help="Request-rate arrival process.",
 )
+@rate_tolerance_option()
 @click.option(
     "--duration-s",
     type=float,
@@ -186,6 +189,7 @@ def run_command(
     concurrency: str | None,
     request_rate: str | None,
     distribution: str,
+    rate_tolerance: float,
     duration_s: float,
     max_trials: int,
     warmup_s: float,
@@ -293,6 +297,7 @@ def run_command(
                 spec,
                 plan,
                 sla=sla,
+                judging=JudgeSettings(rate_tolerance=rate_tolerance),
                 results_dir=folder,
                 perf_analyzer=tool,
                 metrics_url=metrics_url,
