@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.support.cli_output import kv_lines
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.server import TritonServer
@@ -24,15 +24,6 @@ pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 #: asks here, so a busy machine (which only slows it further) cannot make the step pass.
 OFFERED_PER_S = 200
 CAPACITY_PER_S = 50
-
-
-def _kv(output: str, kind: str) -> list[dict[str, str]]:
-    rows = []
-    for line in output.splitlines():
-        words = shlex.split(line)
-        if words and words[0] == kind:
-            rows.append(dict(word.split("=", 1) for word in words[1:]))
-    return rows
 
 
 def test_an_open_loop_step_the_server_could_not_carry_misses_the_sla_and_exits_1(tmp_path: Path) -> None:
@@ -49,12 +40,12 @@ def test_an_open_loop_step_the_server_could_not_carry_misses_the_sla_and_exits_1
             "--duration-s", "1.5", "--max-trials", "6", "--warmup-s", "0", "--out", str(out),
         ], catch_exceptions=False)
     assert result.exit_code == 1, result.output
-    step = _kv(result.output, "step")[-1]
+    step = kv_lines(result.output, "step")[-1]
     assert step["sla"] == "fail", result.output
     carried = re.fullmatch(rf"carried ([\d.,]+) of {OFFERED_PER_S} req/s offered \(below 90 %\)", step["reasons"])
     assert carried is not None, step
     assert float(carried.group(1).replace(",", "")) < 1.2 * CAPACITY_PER_S  # what the model can do, no more
-    assert _kv(result.output, "verdict")[0]["status"] == "fail"
+    assert kv_lines(result.output, "verdict")[0]["status"] == "fail"
 
     stored = json.loads((out / "result.json").read_text())["verdict"]
     assert stored["status"] == "fail" and stored["judging"]["rate_tolerance"] == pytest.approx(0.10)
