@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import CommandExit, echo_json, rate_tolerance_option, sigterm_as_interrupt
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
@@ -165,9 +165,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
 @click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
-@click.option("--rate-tolerance", type=float, default=100 * _D("rate_tolerance"), show_default=True,
-              help="With --request-rate, a step meets the SLA only if the server carried the offered rate "
-                   "less this many percent.")
+@rate_tolerance_option(_D("rate_tolerance"))
 @click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
 @click.option("--target", default=None,
@@ -231,7 +229,7 @@ def sweep_command(
         sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
+        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
     ).with_out("-".join(models))
