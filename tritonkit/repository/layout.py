@@ -23,6 +23,7 @@ from tritonkit._fs import user_path_errors
 from tritonkit.errors import ConfigError
 from tritonkit.repository.pbtxt import CONFIG_FILENAME, atomic_write, read_config, write_config
 from tritonkit.repository.spec import ModelSpec
+from tritonkit.triton_releases import TritonRelease, default_model_file, newest_release
 
 __all__ = [
     "DEFAULT_MODEL_FILENAMES",
@@ -53,13 +54,17 @@ DEFAULT_MODEL_FILENAMES: dict[str, str] = {
 FileSource: TypeAlias = "bytes | str | Path"
 
 
-def expected_model_filename(config: mc.ModelConfig) -> str | None:
+def expected_model_filename(config: mc.ModelConfig, release: TritonRelease | None = None) -> str | None:
     """The model file Triton will look for, or ``None`` when the backend needs none (ensembles,
-    TensorRT-LLM, custom backends whose file we cannot know)."""
+    TensorRT-LLM, custom backends whose file we cannot know). ``release``: the Triton release
+    (default: the newest line tritonkit knows), for platforms whose file changed between releases."""
     if config.default_model_filename:
         return str(config.default_model_filename)
     if config.platform == "ensemble":
         return None
+    by_release = default_model_file(config.platform, config.backend, release or newest_release())
+    if by_release is not None:
+        return by_release
     # Triton uses the backend when both are set (seen on 2.51: platform onnxruntime_onnx with
     # backend python loads model.py), so the backend decides the file name first.
     for key in (config.backend, config.platform):
