@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import total_ordering
-from typing import Literal
+from typing import Any, Literal
 
 from tritonkit.errors import ConfigError, UnsupportedByReleaseError
 
@@ -61,11 +61,14 @@ __all__ = [
     "TritonRelease",
     "check_config_for_release",
     "check_server_flags",
+    "client_shm_args",
+    "client_shm_note",
     "client_shm_refused_by",
     "config_fields_newer_than",
     "default_model_file",
     "flag_name",
     "guessable_model_files",
+    "install_release",
     "is_client_shm_refusal",
     "known_lines_text",
     "newest_release",
@@ -399,25 +402,27 @@ BEHAVIOURS: dict[str, ReleaseFact] = {f.subject: f for f in (
 
 # Every flag of the 2.51 command line: server src/command_line_parser.cc at r24.10 (87 names;
 # the bundled 2.51's --help lists exactly these, checked in the tests).
-_FLAGS_2_51 = (
-    "allow-cpu-metrics allow-gpu-metrics allow-grpc allow-http allow-metrics allow-sagemaker allow-vertex-ai "
-    "backend-config backend-directory buffer-manager-thread-count cache-config cache-directory "
-    "cuda-memory-pool-byte-size cuda-virtual-address-size disable-auto-complete-config enable-peer-access "
-    "exit-on-error exit-timeout-secs grpc-address grpc-header-forward-pattern grpc-http2-max-ping-strikes "
-    "grpc-http2-max-pings-without-data grpc-http2-min-recv-ping-interval-without-data "
-    "grpc-infer-allocation-pool-size grpc-infer-response-compression-level grpc-keepalive-permit-without-calls "
-    "grpc-keepalive-time grpc-keepalive-timeout grpc-max-connection-age grpc-max-connection-age-grace grpc-port "
-    "grpc-restricted-protocol grpc-root-cert grpc-server-cert grpc-server-key grpc-use-ssl grpc-use-ssl-mutual "
-    "help host-policy http-address http-header-forward-pattern http-port http-restricted-api http-thread-count "
-    "id load-model log-error log-file log-format log-info log-verbose log-warning metrics-address metrics-config "
-    "metrics-interval-ms metrics-port min-supported-compute-capability model-config-name model-control-mode "
-    "model-load-gpu-limit model-load-retry-count model-load-thread-count model-namespacing model-repository "
-    "model-store pinned-memory-pool-byte-size rate-limit rate-limit-resource repoagent-directory "
-    "repository-poll-secs response-cache-byte-size reuse-grpc-port reuse-http-port sagemaker-port "
-    "sagemaker-safe-port-range sagemaker-thread-count strict-model-config strict-readiness trace-config "
-    "trace-count trace-file trace-level trace-log-frequency trace-rate vertex-ai-default-model vertex-ai-port "
-    "vertex-ai-thread-count"
-).split()
+_FLAGS_2_51: tuple[str, ...] = (
+    "allow-cpu-metrics", "allow-gpu-metrics", "allow-grpc", "allow-http", "allow-metrics", "allow-sagemaker",
+    "allow-vertex-ai", "backend-config", "backend-directory", "buffer-manager-thread-count", "cache-config",
+    "cache-directory", "cuda-memory-pool-byte-size", "cuda-virtual-address-size", "disable-auto-complete-config",
+    "enable-peer-access", "exit-on-error", "exit-timeout-secs", "grpc-address", "grpc-header-forward-pattern",
+    "grpc-http2-max-ping-strikes", "grpc-http2-max-pings-without-data",
+    "grpc-http2-min-recv-ping-interval-without-data", "grpc-infer-allocation-pool-size",
+    "grpc-infer-response-compression-level", "grpc-keepalive-permit-without-calls", "grpc-keepalive-time",
+    "grpc-keepalive-timeout", "grpc-max-connection-age", "grpc-max-connection-age-grace", "grpc-port",
+    "grpc-restricted-protocol", "grpc-root-cert", "grpc-server-cert", "grpc-server-key", "grpc-use-ssl",
+    "grpc-use-ssl-mutual", "help", "host-policy", "http-address", "http-header-forward-pattern", "http-port",
+    "http-restricted-api", "http-thread-count", "id", "load-model", "log-error", "log-file", "log-format",
+    "log-info", "log-verbose", "log-warning", "metrics-address", "metrics-config", "metrics-interval-ms",
+    "metrics-port", "min-supported-compute-capability", "model-config-name", "model-control-mode",
+    "model-load-gpu-limit", "model-load-retry-count", "model-load-thread-count", "model-namespacing",
+    "model-repository", "model-store", "pinned-memory-pool-byte-size", "rate-limit", "rate-limit-resource",
+    "repoagent-directory", "repository-poll-secs", "response-cache-byte-size", "reuse-grpc-port", "reuse-http-port",
+    "sagemaker-port", "sagemaker-safe-port-range", "sagemaker-thread-count", "strict-model-config",
+    "strict-readiness", "trace-config", "trace-count", "trace-file", "trace-level", "trace-log-frequency",
+    "trace-rate", "vertex-ai-default-model", "vertex-ai-port", "vertex-ai-thread-count",
+)
 _PARSER = "src/command_line_parser.cc"
 
 #: Every tritonserver flag (without ``--``) and the first release that has it. Read release by
@@ -472,13 +477,15 @@ def written_proto_fields(message: object, *, prefix: str = "") -> dict[str, str]
 
     assert isinstance(message, Message)
     found: dict[str, str] = {}
+    owner = message.DESCRIPTOR.full_name.split(".", 1)[-1]  # "inference.ModelEnsembling" -> "ModelEnsembling"
     for fd, value in message.ListFields():
         path = f"{prefix}.{fd.name}" if prefix else fd.name
-        found.setdefault(f"{fd.containing_type.full_name.split('.', 1)[-1]}.{fd.name}", path)
+        found.setdefault(f"{owner}.{fd.name}", path)
         if fd.message_type is None or fd.message_type.GetOptions().map_entry:
             continue
-        flag = getattr(fd, "is_repeated", None)  # protobuf 6 deprecates ``label``
-        repeated = flag if isinstance(flag, bool) else fd.label == fd.LABEL_REPEATED
+        field: Any = fd
+        flag = getattr(field, "is_repeated", None)  # protobuf 6 deprecates ``label``
+        repeated = flag if isinstance(flag, bool) else field.label == field.LABEL_REPEATED
         for item in (value if repeated else [value]):
             for proto_path, config_path in written_proto_fields(item, prefix=path).items():
                 found.setdefault(proto_path, config_path)
@@ -492,7 +499,20 @@ def config_fields_newer_than(proto_paths: Iterable[str], at: TritonRelease) -> l
 
 
 def check_config_for_release(config: object, at: TritonRelease, *, model: str) -> None:
-    """Refuse (:class:`UnsupportedByReleaseError`) a config whose fields release ``at`` cannot parse."""
+    """Refuse (:class:`UnsupportedByReleaseError`) a config whose fields release ``at`` cannot parse,
+    or whose platform it does not serve, naming the first release that has it."""
+    platform = str(getattr(config, "platform", ""))
+    if platform in PLATFORM_ALIASES:
+        meant, alias = PLATFORM_ALIASES[platform]
+        raise UnsupportedByReleaseError(f"model {model!r}: platform {platform!r} is not served by any release "
+                                        f"tritonkit knows ({alias.what})", release=str(at),
+                                        hint=f'write platform: "{meant}"')
+    known = PLATFORMS.get(platform)
+    if known is not None and known.since > at:
+        raise UnsupportedByReleaseError(
+            f"model {model!r}: platform {platform!r} is new in {known.since.describe()}; Triton {at} refuses it",
+            release=str(at), first_release=str(known.since),
+            hint=f"target Triton {known.since} or later (--server-version), or another platform")
     written = written_proto_fields(config)
     newer = config_fields_newer_than(written, at)
     if not newer:
@@ -550,6 +570,33 @@ def _allows_client_shm(argv: Sequence[str]) -> bool:
 def client_shm_refused_by(at: TritonRelease, argv: Sequence[str] = ()) -> bool:
     """Whether a server of release ``at`` started with ``argv`` refuses client shared-memory registration."""
     return at >= CLIENT_SHM.since and not _allows_client_shm(argv)
+
+
+def client_shm_note(at: TritonRelease, argv: Sequence[str] = ()) -> str | None:
+    """The one line to say when a server of release ``at`` started with ``argv`` refuses client
+    shared memory (``None`` when it allows it)."""
+    if not client_shm_refused_by(at, argv):
+        return None
+    return (f"tritonserver {at} refuses client shared-memory registration (from {CLIENT_SHM.since}, unless started "
+            f"with {CLIENT_SHM_FLAG}): clients send tensors in-band")
+
+
+def client_shm_args(version: str | None) -> list[str]:
+    """``[--allow-client-shm=true]`` for a server install of ``version`` that needs it to take client
+    shared memory (2.68+); ``[]`` for older ones (the flag would stop them starting) or an unknown version."""
+    known = install_release(version)
+    return [CLIENT_SHM_FLAG] if known is not None and known >= CLIENT_SHM.since else []
+
+
+def install_release(version: str | None) -> TritonRelease | None:
+    """The line of an install's version (``ServerInstall.version``), or ``None`` when it is unknown or
+    older than the lines tritonkit knows (then nothing is checked before the server starts)."""
+    if version is None:
+        return None
+    try:
+        return resolve_release(reported=version, reported_by="the install").release
+    except ConfigError:
+        return None
 
 
 def is_client_shm_refusal(status: str | None, message: str) -> bool:

@@ -20,7 +20,6 @@ from typing import Any, Literal
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ConfigError, LintError
-from tritonkit.triton_releases import ReleaseChoice, TritonRelease, newest_release
 from tritonkit.repository.pbtxt import (
     CONFIG_FILENAME,
     ConfigSyntaxError,
@@ -28,6 +27,7 @@ from tritonkit.repository.pbtxt import (
     field_lines,
     parse_config,
 )
+from tritonkit.triton_releases import ReleaseChoice, TritonRelease, newest_release
 
 __all__ = [
     "RULES",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

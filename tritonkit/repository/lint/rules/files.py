@@ -17,7 +17,13 @@ from tritonkit.repository.lint.core import (
     is_version_name,
     rule,
 )
-from tritonkit.triton_releases import PLATFORM_ALIASES, PLATFORMS, guessable_model_files, newest_release, platform_backends
+from tritonkit.triton_releases import (
+    PLATFORM_ALIASES,
+    PLATFORMS,
+    guessable_model_files,
+    newest_release,
+    platform_backends,
+)
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
