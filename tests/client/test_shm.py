@@ -197,3 +197,12 @@ def test_the_client_says_the_refusal_once_naming_the_flag_or_raises_it_in_always
                 assert client._registration_refused(caught.value, strict=False)
             said = [r.getMessage() for r in caplog.records if "shared" in r.getMessage()]
             assert len(said) == 1 and CLIENT_SHM_FLAG in said[0] and "in-band" in said[0]
+
+
+def test_perf_keeps_its_output_region_on_the_bundled_2_51(server: TritonServer) -> None:
+    from tritonkit.perf.measure.input_data import region_for_server
+    from tritonkit.perf.measure.spec import PerfSpec
+
+    spec = PerfSpec(model="echo", url=server.grpc_url, shared_memory="system", output_shared_memory_size_bytes=4096)
+    assert region_for_server(spec) == (spec, None)
+    assert _our_segments() == [] and registered_regions(server.grpc_url) == []
