@@ -149,17 +149,22 @@ def test_the_bundled_2_51_takes_client_shared_memory(server: TritonServer) -> No
     assert server.client_shm_note() is None
 
 
+def _refused_registration(url: str) -> InferenceServerException:
+    """What tritonclient raises when the server at ``url`` refuses a registration."""
+    raw = grpcclient.InferenceServerClient(url)
+    try:
+        with pytest.raises(InferenceServerException) as caught:
+            raw.register_system_shared_memory("r", "/r", 8)
+    finally:
+        raw.close()
+    return caught.value
+
+
 def test_a_2_68_refusal_is_read_from_the_error_tritonclient_raises_and_names_the_flag() -> None:
     """The refusal as tritonclient raises it from the gRPC answer a 2.68+ server gives (status and
     words from the server's source at r26.04; see tests/support/shm_refusal.py)."""
     with refusing_server() as url:
-        raw = grpcclient.InferenceServerClient(url)
-        try:
-            with pytest.raises(InferenceServerException) as caught:
-                raw.register_system_shared_memory("r", "/r", 8)
-        finally:
-            raw.close()
-        refusal = shm_refusal(caught.value, url=url)
+        refusal = shm_refusal(_refused_registration(url), url=url)
         assert isinstance(refusal, SharedMemoryRefusedError)
         assert CLIENT_SHM_FLAG in refusal.message and refusal.hint and CLIENT_SHM_FLAG in refusal.hint
         probed = shared_memory_refusal(url)
@@ -183,18 +188,13 @@ def test_the_client_says_the_refusal_once_naming_the_flag_or_raises_it_in_always
     """The client's decision on a refused registration (the infer path calls it with the error
     tritonclient raised; the stand-in serves no models, so the decision is called directly)."""
     with refusing_server() as url:
-        raw = grpcclient.InferenceServerClient(url)
-        try:
-            with pytest.raises(InferenceServerException) as caught:
-                raw.register_system_shared_memory("r", "/r", 8)
-        finally:
-            raw.close()
+        refused = _refused_registration(url)
         with Client(url) as client:
             with pytest.raises(SharedMemoryRefusedError, match="--allow-client-shm=true"):
-                client._registration_refused(caught.value, strict=True)
+                client._registration_refused(refused, strict=True)
             with caplog.at_level("WARNING", logger="tritonkit.client"):
-                assert client._registration_refused(caught.value, strict=False)
-                assert client._registration_refused(caught.value, strict=False)
+                assert client._registration_refused(refused, strict=False)
+                assert client._registration_refused(refused, strict=False)
             said = [r.getMessage() for r in caplog.records if "shared" in r.getMessage()]
             assert len(said) == 1 and CLIENT_SHM_FLAG in said[0] and "in-band" in said[0]
 
