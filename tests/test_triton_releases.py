@@ -52,7 +52,7 @@ def test_the_lines_run_from_2_51_to_2_72_without_a_gap() -> None:
 
 def test_every_fact_names_an_upstream_file_and_a_release_branch() -> None:
     for fact in [*ALL_FACTS]:
-        assert fact.source.repo in ("core", "common", "server"), fact
+        assert fact.source.repo in ("core", "common", "server", "tensorrt_backend"), fact
         assert fact.source.tag in BRANCHES and fact.source.path, fact
         assert str(fact.since) in KNOWN_LINES, fact
         # A fact read at a branch is about that branch's release or an older one.

@@ -53,6 +53,7 @@ __all__ = [
     "PLATFORM_ALIASES",
     "PYTRITON_SERVER_LINES",
     "SERVER_FLAGS",
+    "TENSORRT_ALLOCATION_STRATEGIES",
     "VALIDATIONS",
     "PlatformFact",
     "ReleaseChoice",
@@ -362,6 +363,9 @@ def guessable_model_files(at: TritonRelease) -> dict[str, bool | None]:
 #: other family is accepted with a warning ("is not a customizable metric in Triton core").
 CUSTOMIZABLE_METRIC_FAMILIES: tuple[str, ...] = ("nv_inference_first_response_histogram_ms",)
 
+#: Values of the TensorRT backend's ``execution_context_allocation_strategy`` (2.58+).
+TENSORRT_ALLOCATION_STRATEGIES: tuple[str, ...] = ("STATIC", "ON_PROFILE_CHANGE")
+
 #: What loading checks, by the release that added the check (subjects are the lint rules' keys).
 VALIDATIONS: dict[str, ReleaseFact] = {f.subject: f for f in (
     _fact("2.52", "validation", "model_metrics",
@@ -382,6 +386,10 @@ VALIDATIONS: dict[str, ReleaseFact] = {f.subject: f for f in (
           "a load request for a name containing '..' or '/' or only white space is refused "
           "(ValidateModelName, commit 66f09f8); 2.68 refuses only '..' itself, '/' and blank names (commit 50830ba)",
           "core", "src/model_repository_manager/model_repository_manager.cc"),
+    _fact("2.58", "validation", "tensorrt_allocation_strategy",
+          "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
+          "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
+          "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
     _fact("2.70", "validation", "batch_strategy_inside_model",
           "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
           "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),

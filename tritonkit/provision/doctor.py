@@ -179,8 +179,8 @@ def _release_check(version: str) -> Check:
                      required=False, data=data)
     shm = client_shm_note(here)
     return Check("Triton releases", True,
-                 f"this server is {here.describe()}; lint, writers, serve and deploy know {KNOWN_LINES[0]} … "
-                 f"{KNOWN_LINES[-1]} (`tritonkit repo lint --help` lists them)" + (f"; {shm}" if shm else ""),
+                 f"this server is {here.describe()}; lint, writers, serve and deploy know {', '.join(KNOWN_LINES)} "
+                 "(NGC tags: `tritonkit repo lint --help`)" + (f"; {shm}" if shm else ""),
                  required=False, data=data)
 
 

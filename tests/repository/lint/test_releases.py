@@ -292,3 +292,17 @@ def test_the_json_report_names_the_release_and_where_it_came_from(tmp_path: Path
     data = json.loads(CliRunner().invoke(main, ["repo", "lint", str(tmp_path), "--server-version", "2.60",
                                                 "--format", "json"]).output)
     assert data["target"]["server_version"] == "2.60" and data["target"]["server_version_from"] == "--server-version"
+
+
+def test_tensorrt_allocation_strategy_is_checked_from_2_58_as_the_qa_cases_say(tmp_path: Path) -> None:
+    """qa/L0_model_config/custom_parameters/tensorrt at r26.08: UNKNOWN refused, STATIC and
+    ON_PROFILE_CHANGE accepted, no parameter accepted."""
+    for name, value in (("unknown", "UNKNOWN"), ("static", "STATIC"), ("on_change", "ON_PROFILE_CHANGE")):
+        _model(tmp_path, name, f'platform: "tensorrt_plan"\n{IO}\nparameters {{ key: '
+                               f'"execution_context_allocation_strategy" value {{ string_value: "{value}" }} }}',
+               files=("model.plan",))
+    new = lint_repository(tmp_path, server_version="2.58")
+    assert "TK808" in _errors(new, "unknown") and "Invalid value for" in _messages(new, "unknown", "TK808")[0]
+    assert "TK808" not in new.rule_ids("static") | new.rule_ids("on_change")
+    old = lint_repository(tmp_path, server_version="2.57")
+    assert "TK808" in old.rule_ids("static", severity=Severity.WARNING) and "TK808" not in _errors(old, "unknown")

@@ -181,8 +181,10 @@ def lint_for_server(root: Path | str, install: Any, version: str | None, *, kind
                     models: Iterable[str] | None = None) -> LintReport:
     """Lint ``root`` for the server ``install`` that reports ``version`` (what ``serve`` started)."""
     target = target_from_install(install, kind=kind)
+    # A version older than the lines tritonkit knows keeps the install's release (or the newest).
     if version:
-        target = target.with_release(resolve_release(reported=version, reported_by="the running server"))
+        with contextlib.suppress(ConfigError):
+            target = target.with_release(resolve_release(reported=version, reported_by="the running server"))
     return lint_repository(root, target=target, models=models)
 
 

@@ -19,6 +19,7 @@ from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, fol
 from tritonkit.triton_releases import (
     CONFIG_FIELDS,
     CUSTOMIZABLE_METRIC_FAMILIES,
+    TENSORRT_ALLOCATION_STRATEGIES,
     VALIDATIONS,
     TritonRelease,
     release,
@@ -248,3 +249,25 @@ def load_request_name(ctx: LintContext, m: ModelInfo) -> None:
     ctx.report(m, f"Triton {fact.since} refuses load requests (explicit model control, the load API) for a name "
                f"containing '..': {m.name!r} loads at start-up only; 2.68 accepts it ({fact.source})",
                file=f"{m.name}/", hint="rename the model folder (and its config's name) without '..'")
+
+
+_ALLOCATION = "execution_context_allocation_strategy"
+
+
+@rule("TK808", ERROR, "TensorRT execution_context_allocation_strategy the backend does not take", family=FAMILY,
+      releases="2.58+ (not read before: a warning)")
+def tensorrt_allocation_strategy(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    parameter = cfg.parameters.get(_ALLOCATION)
+    if parameter is None or not (cfg.backend == "tensorrt" or cfg.platform == "tensorrt_plan"):
+        return
+    fact = VALIDATIONS["tensorrt_allocation_strategy"]
+    value = str(parameter.string_value)
+    field = f'parameters["{_ALLOCATION}"]'
+    choices = " or ".join(TENSORRT_ALLOCATION_STRATEGIES)
+    if ctx.target.release < fact.since:
+        ctx.report(m, f"{_ALLOCATION} is read by the TensorRT backend from {fact.since.describe()}: Triton "
+                   f"{ctx.target.release} ignores it ({fact.source})", field=field, severity=WARNING,
+                   hint=f"drop it, or deploy Triton {fact.since} or later")
+    elif value not in TENSORRT_ALLOCATION_STRATEGIES:
+        ctx.report(m, f"{_ALLOCATION} {value!r}: the TensorRT backend refuses the model ('Invalid value for "
+                   f"'{_ALLOCATION}''; {fact.origin()})", field=field, hint=f"use {choices}")
