@@ -11,7 +11,9 @@ import click
 
 from tritonkit.cli._common import CommandExit, echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.errors import ServerError
+from tritonkit.repository.lint import lint_for_server, load_failure_fix
 from tritonkit.server import TritonServer
+from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 #: ``serve`` and ``doctor`` run the same server.
 _server_bin = server_bin_option("tritonserver binary to run")
@@ -34,6 +36,9 @@ _PORT = click.IntRange(1, 65535)
     help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
 )
 @click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
+@click.option("--server-arg", "extra_args", multiple=True,
+              help="A tritonserver flag to pass as is, e.g. --server-arg=--allow-client-shm=true (repeat); a flag "
+                   "the server's release does not have is refused first, naming the release that has it.")
 @_server_bin
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
@@ -56,12 +61,12 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
                 for failure in failures:
                     click.secho(f"error: model '{failure.model}' failed to load: {failure.reason}", fg="red", err=True)
                 if failures:
+                    # Linted for the release this server is, so the fix line never sends the user
+                    # to a lint that passes.
+                    failed = [failure.model for failure in failures]
+                    report = lint_for_server(repo, server.install, server.version(), models=failed)
                     click.echo(f"  server log: {server.log_path}", err=True)
-                    click.echo(
-                        "  fix: `tritonkit repo lint REPO` explains most causes; to load models one by one, "
-                        "run `tritonkit serve REPO --explicit --load-model NAME` (repeat --load-model)",
-                        err=True,
-                    )
+                    click.echo(f"  fix: {load_failure_fix(report, failed, repo)}", err=True)
                     if strict or not ready:
                         why = "--strict was given" if strict else "no model loaded"
                         click.echo(f"stopping: {why}.", err=True)
@@ -72,6 +77,9 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
                 click.echo(f"  HTTP     http://{server.http_url}")
                 click.echo(f"  metrics  {server.metrics_url}")
                 click.echo(f"  log      {server.log_path}")
+                shm = server.client_shm_note()
+                if shm:
+                    click.echo(f"  note: {shm}; to allow it: --server-arg={CLIENT_SHM_FLAG}")
                 click.echo("Press Ctrl-C to stop.")
                 sys.stdout.flush()
                 while server.is_running():

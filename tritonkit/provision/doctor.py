@@ -142,6 +142,7 @@ def _server_checks(server_bin: str | None) -> list[Check]:
                     Check("tritonserver start", True, f"version {version}, ready in this machine",
                           data={"version": version})
                 )
+                checks.append(_release_check(version))
                 if has_python:
                     server.load_model("tritonkit_probe")
                     round_trip = _probe_round_trip(server.http_url)
@@ -164,6 +165,23 @@ def _server_checks(server_bin: str | None) -> list[Check]:
             )
             checks.append(_round_trip_check(round_trip, info))
     return checks
+
+
+def _release_check(version: str) -> Check:
+    """Which Triton release lines tritonkit knows, and which one the server here is."""
+    from tritonkit.triton_releases import KNOWN_LINES, client_shm_note, install_release, known_lines_text
+
+    here = install_release(version)
+    data: dict[str, Any] = {"known_lines": list(KNOWN_LINES), "server_line": str(here) if here else None}
+    if here is None:
+        return Check("Triton releases", False, f"tritonkit knows {known_lines_text()}; this server ({version}) is "
+                     "none of them", "lint, serve and deploy check for the line you name: --server-version X.Y",
+                     required=False, data=data)
+    shm = client_shm_note(here)
+    return Check("Triton releases", True,
+                 f"this server is {here.describe()}; lint, writers, serve and deploy know {', '.join(KNOWN_LINES)} "
+                 "(NGC tags: `tritonkit repo lint --help`)" + (f"; {shm}" if shm else ""),
+                 required=False, data=data)
 
 
 def _probe_round_trip(http_url: str) -> list[Any] | str:

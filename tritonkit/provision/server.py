@@ -41,6 +41,9 @@ class ServerInstall:
     lib_dirs: tuple[Path, ...] = ()
     source: str = "nvidia-pytriton"
     notes: tuple[str, ...] = field(default=())
+    #: The server's version as known before it starts (``2.51``, ``2.68.0``), or ``None``:
+    #: the bundled wheel's line, or an install's ``TRITON_VERSION`` file (see :func:`_install_version`).
+    version: str | None = None
 
     def backends(self) -> list[str]:
         """Backends this server can load: folders holding ``libtriton_<name>.so`` or a ``model.py`` backend."""
@@ -83,7 +86,7 @@ def locate_server(server_bin: str | os.PathLike[str] | None = None, *, backend_d
             )
         # A standard install keeps backends in <prefix>/backends next to bin/.
         backends = backend_dir or path.resolve().parent.parent / "backends"
-        return ServerInstall(binary=path, backend_dir=backends, source=source)
+        return ServerInstall(binary=path, backend_dir=backends, source=source, version=_install_version(path))
     return _bundled_server(backend_dir)
 
 
@@ -104,7 +107,30 @@ def _bundled_server(backend_dir: Path | None) -> ServerInstall:
         lib_dirs=(libs,) if libs.is_dir() else (),
         source="nvidia-pytriton",
         notes=notes,
+        version=_bundled_version(),
     )
+
+
+def _bundled_version() -> str | None:
+    """The tritonserver line the installed nvidia-pytriton wheel bundles, when tritonkit knows it."""
+    import importlib.metadata
+
+    from tritonkit.triton_releases import PYTRITON_SERVER_LINES
+
+    try:
+        return PYTRITON_SERVER_LINES.get(importlib.metadata.version("nvidia-pytriton"))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _install_version(binary: Path) -> str | None:
+    """``<prefix>/TRITON_VERSION`` of a standard install (``<prefix>/bin/tritonserver``): the server's
+    build.py copies that file into the install folder (/opt/tritonserver in the NGC images)."""
+    try:
+        text = (binary.resolve().parent.parent / "TRITON_VERSION").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
 
 
 def _assemble_bundled_backends(root: Path) -> Path:

@@ -31,6 +31,7 @@ from tritonkit.server.admin import ModelState, ServerAdmin
 from tritonkit.server.children import spawn, stop_group
 from tritonkit.server.log import LoadFailure, find_load_failures, log_tail
 from tritonkit.server.ports import free_ports, port_is_free
+from tritonkit.triton_releases import check_server_flags, client_shm_note, install_release
 
 __all__ = ["ModelControl", "TritonServer", "server_argv"]
 
@@ -165,6 +166,10 @@ class TritonServer(ContextManaged):
         self._fixed_ports = (http_port, grpc_port, metrics_port)
         self.http_port, self.grpc_port, self.metrics_port = 0, 0, 0
         self.install = locate_server(server_bin, backend_dir=Path(backend_dir) if backend_dir else None)
+        known = install_release(self.install.version)
+        if known is not None:
+            # A flag the release predates makes tritonserver exit at once: say which release has it.
+            check_server_flags(extra_args, known, where=f"tritonserver {self.install.version} ({self.install.binary})")
         self.startup_timeout_s = startup_timeout_s
         self.stop_grace_s = stop_grace_s
         self._own_log_dir: Path | None = None
@@ -353,11 +358,17 @@ class TritonServer(ContextManaged):
                 first.model,
                 first.reason + others,
                 log_path=self.log_path,
-                hint=f"fix {first.model}/config.pbtxt or its model files; `tritonkit repo lint` explains most causes",
+                hint=self._load_failure_hint(first.model),
             )
         tail = log_tail(self.log_path, 8).strip()
         detail = f"; last log lines:\n{tail}" if tail else ""
         raise ServerError(f"{what} (log: {self.log_path}){detail}", log_path=self.log_path, hint=hint)
+
+    def _load_failure_hint(self, model: str) -> str:
+        """What to do about a model that failed to load: the server's own reason says what. Linting
+        for this server's release is the caller's (``tritonkit serve`` does it): the server layer
+        imports no linter, and a fix line must never send the user to a lint that would pass."""
+        return f"fix {model}/config.pbtxt or its model files (the server's reason above)"
 
     def stop(self, *, _failed: bool = False) -> None:
         """Stop the server and its process group: SIGTERM, grace period, SIGKILL. Idempotent."""
@@ -401,6 +412,12 @@ class TritonServer(ContextManaged):
     def version(self) -> str:
         """The server's version string, e.g. ``2.51.0``."""
         return str(self.metadata().get("version", "unknown"))
+
+    def client_shm_note(self) -> str | None:
+        """One line when this running server refuses client shared-memory registration (2.68+
+        without ``--allow-client-shm=true``), naming the flag; ``None`` when it allows it."""
+        known = install_release(self.version())
+        return client_shm_note(known, self.extra_args) if known is not None else None
 
     def load_model(self, name: str, *, config: mc.ModelConfig | None = None, timeout_s: float = 120.0) -> None:
         """Load (or reload) ``name``, optionally with ``config`` replacing its ``config.pbtxt`` for this load.

@@ -41,6 +41,7 @@ from tritonkit.perf.measure.spec import PerfSpec, write_input_data
 __all__ = [
     "DEFAULT_SAMPLES",
     "DEFAULT_SEQ_LEN",
+    "UNBOUNDED_OUTPUT_BYTES",
     "PreparedInputs",
     "SeqLen",
     "derive_samples",
@@ -49,6 +50,7 @@ __all__ = [
     "output_region_bytes",
     "prepare_run_inputs",
     "prepare_spec",
+    "region_for_server",
     "sweep_spec",
 ]
 
@@ -58,6 +60,10 @@ DEFAULT_SEQ_LEN = 128
 DEFAULT_SAMPLES = 8
 #: Name of the data file written into the run folder.
 INPUT_DATA_FILE = "input_data.json"
+#: Outputs per request (each output's region) from which measuring without the output region is
+#: refused: perf_analyzer would then keep that much per request in memory and in the profile
+#: export, growing with every request of the run (an LM's logits are megabytes a request).
+UNBOUNDED_OUTPUT_BYTES = 1 << 20
 
 # Ops an index tensor passes through unchanged in value on its way to the Gather it feeds.
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand", "Transpose"}
@@ -314,6 +320,36 @@ def prepare_spec(spec: PerfSpec, model_file: Path, folder: Path, *, batched: boo
                           model_file=model_file, samples=samples)
 
 
+def region_for_server(spec: PerfSpec) -> tuple[PerfSpec, str | None]:
+    """``spec`` as the server at ``spec.url`` takes it, and the line to say when that changed it.
+
+    The output region :func:`prepare_spec` adds (``output_shared_memory_size_bytes``) stays when
+    the server takes client shared memory. A server that refuses it by policy (Triton 2.68+
+    started without ``--allow-client-shm=true``) is measured without it: perf_analyzer then keeps
+    each response's outputs, and the line says what that costs; with outputs of
+    :data:`UNBOUNDED_OUTPUT_BYTES` or more a request that is refused (:class:`ConfigError`), since
+    the profile export would grow without bound.
+    """
+    size = spec.output_shared_memory_size_bytes
+    if size is None or spec.shared_memory in (None, "none"):
+        return spec, None
+    from tritonkit.client import shared_memory_refusal
+    from tritonkit.triton_releases import CLIENT_SHM_FLAG
+
+    refusal = shared_memory_refusal(spec.url)
+    if refusal is None:
+        return spec, None
+    said = refusal.message.split("): ", 1)[0] + ")"
+    if size >= UNBOUNDED_OUTPUT_BYTES:
+        raise ConfigError(
+            f"model '{spec.model}': {said}; without the output region perf_analyzer keeps every response's outputs "
+            f"({size} B per output and request) in its memory and profile export, which grow without bound",
+            hint=f"start the server with {CLIENT_SHM_FLAG}, or pass --keep-outputs to measure with the outputs kept")
+    plain = replace(spec, shared_memory=None, output_shared_memory_size_bytes=None)
+    return plain, (f"{said}: measured without the output region, so perf_analyzer keeps each response's outputs "
+                   f"(up to {size} B per output and request) in its memory and profile export")
+
+
 def missing_data_error(model: str, inputs: Sequence[tuple[str, Sequence[int]]],
                        shapes: Mapping[str, Sequence[int]]) -> ConfigError | None:
     """The refusal for a model whose inputs have variable dims that no ``--shape`` covers, naming
@@ -355,8 +391,13 @@ def prepare_run_inputs(spec: PerfSpec, folder: Path, *, repo: Path | str | None,
     batched = metadata.max_batch_size > 0
     model_file = find_model_file(repo, spec.model, spec.model_version)
     if model_file is not None:
-        return prepare_spec(spec, model_file, folder, batched=batched, seq_len=seq_len, keep_outputs=keep_outputs,
-                            write=write)
+        prepared = prepare_spec(spec, model_file, folder, batched=batched, seq_len=seq_len,
+                                keep_outputs=keep_outputs, write=write)
+        checked, said = region_for_server(prepared.spec)
+        if said is None:
+            return prepared
+        notes = [n for n in prepared.notes if not n.startswith("outputs go to system shared memory")]
+        return replace(prepared, spec=checked, notes=[*notes, said], output_bytes=None)
     if spec.input_data is None:
         error = missing_data_error(spec.model, [(t.name, t.dims) for t in metadata.inputs], spec.shapes)
         if error is not None:

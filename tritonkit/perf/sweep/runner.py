@@ -24,6 +24,7 @@ from tritonkit._fs import path_error
 from tritonkit._lock import FolderLock, LockedError, model_folder_lock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf import PerfSpec
+from tritonkit.perf.measure.input_data import region_for_server
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.sweep.driver import VariantMeter
 from tritonkit.perf.sweep.live import LiveModel
@@ -37,7 +38,8 @@ from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings,
 from tritonkit.perf.sweep.writeback import PendingWriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, Hardware, model_folder, read_config, render_config
-from tritonkit.server import TritonServer
+from tritonkit.server import TritonServer, locate_server
+from tritonkit.triton_releases import client_shm_args
 
 __all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepGrid", "SweepResult",
            "SweepSettings", "run_sweep"]
@@ -198,6 +200,9 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
     )
     own_server = server is None
     load_args = quick_load_args(repo_path, {model: base}) if own_server and settings.target is None else []
+    if own_server and settings.spec is not None and settings.spec.output_shared_memory_size_bytes is not None:
+        # Its own loopback server: let perf_analyzer's output region in where the release needs the flag.
+        load_args = [*load_args, *client_shm_args(locate_server().version)]
     live_server = server or TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
                                          extra_args=load_args)
     resumed: list[str] = []
@@ -213,6 +218,10 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
                         + f"); {len(variants)} variants, sweep folder {out_dir}"))
         target = settings.target or model
         template = settings.spec or PerfSpec(model=target, url=live_server.grpc_url)
+        # The output region of derived data needs a server that takes client shared memory.
+        template, shm_said = region_for_server(replace(template, url=live_server.grpc_url))
+        if shm_said:
+            emit(SweepEvent("note", shm_said))
         meter = VariantMeter(
             live=LiveModel(live_server, model), base=base,
             spec=replace(template, model=target, url=live_server.grpc_url),
