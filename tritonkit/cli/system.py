@@ -9,12 +9,19 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, server_bin_option, sigterm_as_interrupt
+from tritonkit.cli._common import (
+    CommandExit,
+    backend_dir_option,
+    echo_json,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.errors import ServerError
 from tritonkit.server import TritonServer
 
 #: ``serve`` and ``doctor`` run the same server.
 _server_bin = server_bin_option("tritonserver binary to run")
+_backend_dir = backend_dir_option("Backends the server loads")
 
 
 _PORT = click.IntRange(1, 65535)
@@ -35,6 +42,7 @@ _PORT = click.IntRange(1, 65535)
 )
 @click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
 @_server_bin
+@_backend_dir
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
@@ -48,7 +56,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
     with sigterm_as_interrupt():
         try:
             # The other options are named as TritonServer's keywords (ports, host, server_bin,
-            # startup_timeout_s), so they pass through as given.
+            # backend_dir, startup_timeout_s), so they pass through as given.
             with TritonServer(repo, model_control="explicit" if explicit else "none", models=models,
                               exit_on_error=False, **server_options) as server:
                 failures = server.load_failures()
@@ -88,11 +96,13 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @_server_bin
-def doctor(as_json: bool, server_bin: Path | None) -> None:
+@_backend_dir
+def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 
     Starts the server once to read its version and to ask a probe model which
-    Python interpreter and site-packages python-backend models will see.
+    Python interpreter and site-packages python-backend models will see. Lists each
+    backend with the version its files give (the onnxruntime backend's ONNX Runtime).
     Exit status 1 when a required piece is missing.
 
     \b
@@ -101,7 +111,8 @@ def doctor(as_json: bool, server_bin: Path | None) -> None:
     """
     from tritonkit.provision.doctor import run_checks
 
-    checks = run_checks(server_bin=str(server_bin) if server_bin else None)
+    checks = run_checks(server_bin=str(server_bin) if server_bin else None,
+                        backend_dir=str(backend_dir) if backend_dir else None)
     if as_json:
         echo_json([c.to_dict() for c in checks])
     else:

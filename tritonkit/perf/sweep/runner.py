@@ -199,7 +199,8 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
     own_server = server is None
     load_args = quick_load_args(repo_path, {model: base}) if own_server and settings.target is None else []
     live_server = server or TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
-                                         extra_args=load_args)
+                                         extra_args=load_args, server_bin=settings.server_bin,
+                                         backend_dir=settings.backend_dir)
     resumed: list[str] = []
     progress = _Progress(emit, total=len(variants))
     server_start_s = 0.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
@@ -168,7 +168,8 @@ class Target:
     when unknown (then no backend rule fires). ``backends_complete`` says whether
     the set is the whole list (read from a local install's backend folder) or only
     a lower bound (backends seen in use by a running server's models).
-    ``gpu_count`` is ``None`` when unknown.
+    ``gpu_count`` is ``None`` when unknown. ``onnxruntime`` is the ONNX Runtime version of the
+    server's onnxruntime backend when known (read from its files), ``onnxruntime_source`` how.
     """
 
     kind: Literal["cpu", "gpu", "unknown"] = "unknown"
@@ -177,6 +178,8 @@ class Target:
     backends_complete: bool = False
     source: str = "none"
     notes: tuple[str, ...] = ()
+    onnxruntime: str | None = None
+    onnxruntime_source: str = ""
 
     @classmethod
     def cpu(cls) -> Target:
@@ -202,8 +205,11 @@ class Target:
 
     def with_backends(self, backends: set[str] | frozenset[str], *, complete: bool, source: str) -> Target:
         """This target, knowing which backends the server has."""
-        return Target(kind=self.kind, gpu_count=self.gpu_count, backends=frozenset(backends),
-                      backends_complete=complete, source=source, notes=self.notes)
+        return replace(self, backends=frozenset(backends), backends_complete=complete, source=source)
+
+    def with_onnxruntime(self, version: str, source: str) -> Target:
+        """This target, knowing the ONNX Runtime version of its onnxruntime backend and where that was read."""
+        return replace(self, onnxruntime=version, onnxruntime_source=source)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -213,6 +219,7 @@ class Target:
             "backends": sorted(self.backends) if self.backends is not None else None,
             "backends_complete": self.backends_complete,
             "source": self.source,
+            "onnxruntime": self.onnxruntime,
             "notes": list(self.notes),
         }
 

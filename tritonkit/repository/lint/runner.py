@@ -68,12 +68,17 @@ def lint_repository(
 def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | None = None) -> Target:
     """The target for a local server install (``tritonkit.server.ServerInstall``).
 
-    Its backend folder lists every backend that server can load, so the set is complete.
+    Its backend folder lists every backend that server can load, so the set is complete; its
+    onnxruntime backend's ONNX Runtime version is read from the backend's library.
     """
     base = Target.parse(kind) if gpu_count is None else Target(kind="gpu" if gpu_count else "cpu",
                                                                gpu_count=gpu_count)
     backends = set(install.backends())
-    return base.with_backends(backends, complete=True, source=f"local install {install.binary}")
+    target = base.with_backends(backends, complete=True, source=f"local install {install.binary}")
+    onnxruntime = install.backend("onnxruntime") if "onnxruntime" in backends else None
+    if onnxruntime is not None and onnxruntime.runtime_version:
+        target = target.with_onnxruntime(onnxruntime.runtime_version, f"{onnxruntime.path}: {onnxruntime.how}")
+    return target
 
 
 def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: float = 5.0) -> Target:
@@ -130,19 +135,21 @@ def resolve_target(
     metrics_url: str | None = None,
     server_bin: Path | str | None = None,
     bundled: bool = False,
+    backend_dir: Path | str | None = None,
 ) -> Target | None:
     """The target ``tritonkit repo lint`` options describe, or ``None`` when nothing is known.
 
-    ``bundled`` (the tritonserver shipped with nvidia-pytriton) or ``server_bin`` (a local
-    tritonserver binary) give the complete backend list of that install, for the hardware
+    ``bundled`` (the tritonserver shipped with nvidia-pytriton), ``server_bin`` (a local
+    tritonserver binary) or ``backend_dir`` (a backends folder, for that server or the bundled
+    one) give the complete backend list of that install, for the hardware
     ``target`` states (``cpu`` when none). Otherwise ``server`` (a running server's gRPC address)
     is read for its backends and GPUs, and a stated ``target`` overrides the hardware it saw,
     because a stated fact beats what a server lets us see. Otherwise ``target`` alone, or nothing.
     """
-    if bundled or server_bin is not None:
+    if bundled or server_bin is not None or backend_dir is not None:
         from tritonkit.server import locate_server
 
-        install = locate_server(Path(server_bin) if server_bin is not None else None)
+        install = locate_server(Path(server_bin) if server_bin is not None else None, backend_dir=backend_dir)
         return target_from_install(install, kind=target or "cpu")
     if server:
         resolved = target_from_server(server, metrics_url=metrics_url)
