@@ -66,8 +66,9 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
                 if failures:
                     click.echo(f"  server log: {server.log_path}", err=True)
                     click.echo(
-                        "  fix: `tritonkit repo lint REPO` explains most causes; to load models one by one, "
-                        "run `tritonkit serve REPO --explicit --load-model NAME` (repeat --load-model)",
+                        f"  fix: `{server.lint_command()}` explains most causes (it lints against this server's "
+                        "backends); to load models one by one, run `tritonkit serve REPO --explicit --load-model NAME` "
+                        "(repeat --load-model)",
                         err=True,
                     )
                     if strict or not ready:

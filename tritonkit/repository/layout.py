@@ -26,12 +26,33 @@ from tritonkit.repository.spec import ModelSpec
 
 __all__ = [
     "DEFAULT_MODEL_FILENAMES",
+    "PLATFORM_BACKENDS",
+    "backend_of",
     "FileSource",
     "ModelEntry",
     "ModelRepository",
     "expected_model_filename",
     "model_folder",
 ]
+
+#: Platforms Triton knows, and the backend each one implies (an ensemble: none; the server runs it).
+PLATFORM_BACKENDS = {
+    "tensorrt_plan": "tensorrt",
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch_libtorch": "pytorch",
+    "tensorflow_graphdef": "tensorflow",
+    "tensorflow_savedmodel": "tensorflow",
+    "ensemble": "",
+}
+
+
+def backend_of(config: mc.ModelConfig) -> str:
+    """The backend library a model needs: its ``backend``, else its platform's ('' for an ensemble or
+    an unknown platform)."""
+    if config.backend:
+        return str(config.backend)
+    return PLATFORM_BACKENDS.get(config.platform, "")
+
 
 #: The file (or folder) Triton looks for in a version folder, by backend or platform.
 DEFAULT_MODEL_FILENAMES: dict[str, str] = {

@@ -8,7 +8,7 @@ import shlex
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.layout import expected_model_filename
+from tritonkit.repository.layout import PLATFORM_BACKENDS, expected_model_filename
 from tritonkit.repository.lint.core import (
     LintContext,
     ModelInfo,
@@ -21,15 +21,6 @@ from tritonkit.repository.lint.core import (
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
 
-#: Platforms Triton knows, and the backend each one implies.
-PLATFORM_BACKENDS = {
-    "tensorrt_plan": "tensorrt",
-    "onnxruntime_onnx": "onnxruntime",
-    "pytorch_libtorch": "pytorch",
-    "tensorflow_graphdef": "tensorflow",
-    "tensorflow_savedmodel": "tensorflow",
-    "ensemble": "",
-}
 
 #: Backends tritonserver ties to a platform: naming one of them with another platform is refused.
 PAIRED_BACKENDS = frozenset({"tensorrt", "onnxruntime", "pytorch", "tensorflow"})
