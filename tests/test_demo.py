@@ -59,7 +59,7 @@ def test_demo_sweeps_a_copy_writes_the_winner_there_and_leaves_the_built_reposit
     assert all(v["runtime"]["stand_in"] for v in summary["variants"])
     warned = [w for w in summary["warnings"] if "python stand-in" in w]
     assert len(warned) == 1 and "--backend-dir" in warned[0]
-    assert result.output.count("this winner is the stand-in's") == 1
+    assert result.output.count("this winner is the stand-in") == 1
     assert "served by the python stand-in" in (sweeps[0] / "report.md").read_text()
 
 
