@@ -3,7 +3,6 @@ a server's backends come from (--backend-dir, TRITONKIT_BACKEND_DIR, the binary'
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -11,7 +10,12 @@ import onnxruntime
 import pytest
 
 from tritonkit.errors import ConfigError
-from tritonkit.provision.backends import BACKEND_DIR_ENV, backend_info, backend_names, onnxruntime_library_version
+from tritonkit.provision.backends import (
+    BACKEND_DIR_ENV,
+    backend_info,
+    backend_names,
+    onnxruntime_library_version,
+)
 from tritonkit.provision.server import locate_server
 
 

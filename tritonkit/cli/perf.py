@@ -20,6 +20,7 @@ from tritonkit.cli._common import (
     CommandExit,
     ErrorHandlingGroup,
     echo_json,
+    rate_tolerance_option,
     sigterm_as_interrupt,
     sla_option,
 )
@@ -100,6 +101,7 @@ def perf() -> None:
     show_default=True,
     help="Request-rate arrival process.",
 )
+@rate_tolerance_option()
 @click.option(
     "--duration-s",
     type=float,

@@ -18,6 +18,7 @@ from tritonkit.cli._common import (
     CommandExit,
     backend_dir_option,
     echo_json,
+    rate_tolerance_option,
     server_bin_option,
     sigterm_as_interrupt,
 )
@@ -171,9 +172,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
 @click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
-@click.option("--rate-tolerance", type=float, default=100 * _D("rate_tolerance"), show_default=True,
-              help="With --request-rate, a step meets the SLA only if the server carried the offered rate "
-                   "less this many percent.")
+@rate_tolerance_option(_D("rate_tolerance"))
 @click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
 @click.option("--target", default=None,
@@ -240,7 +239,7 @@ def sweep_command(
         sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
+        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
         server_bin=server_bin, backend_dir=backend_dir,

@@ -4,8 +4,9 @@ Four steps, each its own subpackage, data flowing one way:
 
 * :mod:`tritonkit.perf.measure`: a :class:`PerfSpec` and a :class:`LadderPlan` become
   perf_analyzer runs and a typed :class:`PerfResult` (``run_ladder`` → :class:`LadderResult`);
-* :mod:`tritonkit.perf.judge`: an :class:`SLA` judges a result (:func:`evaluate_result` →
-  :class:`Verdict`); baselines and regressions (:func:`compare_results`);
+* :mod:`tritonkit.perf.judge`: an :class:`SLA` and the :class:`JudgeSettings` (what a step must
+  meet beyond the SLA's bounds) judge a result (:func:`evaluate_result` → :class:`Verdict`): the
+  one place a step is judged; baselines and regressions (:func:`compare_results`);
 * :mod:`tritonkit.perf.report`: Markdown, HTML and plots from (result, verdict);
 * :func:`run_perf` (:mod:`tritonkit.perf.pipeline`): all three in order, into one results folder;
   :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`); both
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from tritonkit.perf.judge import (
         SLA,
         BaselineComparison,
+        JudgeSettings,
         Verdict,
         compare_results,
         evaluate_result,
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "SLA": "tritonkit.perf.judge",
     "BaselineComparison": "tritonkit.perf.judge",
+    "JudgeSettings": "tritonkit.perf.judge",
     "Verdict": "tritonkit.perf.judge",
     "compare_results": "tritonkit.perf.judge",
     "evaluate_result": "tritonkit.perf.judge",
@@ -101,6 +104,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "BaselineComparison",
     "ConcurrencyRange",
+    "JudgeSettings",
     "LLMLoadTest",
     "LLMRun",
     "LLMSettings",

@@ -40,6 +40,7 @@ from typing import Any
 
 from tritonkit._settings import field_default
 from tritonkit.errors import ConfigError, MissingComponentError
+from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.judge.sla import SLA, load_sla
 from tritonkit.perf.judge.verdict import EXIT_PASS, EXIT_UNMEASURED
 from tritonkit.perf.llm.settings import LLMSettings
@@ -78,8 +79,9 @@ class LoadTestSettings:
     during each step; ``perf_analyzer`` a binary or an install (default: located).
     What: ``sla`` (an :class:`SLA`, an expression or a YAML file; ``errors==0`` is added unless
     errors are bounded); the ladder's ``concurrency`` or ``request_rate`` levels (numbers, or
-    text as ``'1,2,4'``, ``'1:16'``; default concurrency ``1:8``) with ``distribution``,
-    ``duration_s`` per step, ``max_trials``, ``warmup_s``, ``stop_after`` SLA-breaking steps and
+    text as ``'1,2,4'``, ``'1:16'``; default concurrency ``1:8``) with ``distribution`` and
+    ``rate_tolerance`` (with request-rate levels a step meets the SLA only if the server carried
+    the offered rate less this fraction; see :class:`JudgeSettings`), ``duration_s`` per step, ``max_trials``, ``warmup_s``, ``stop_after`` SLA-breaking steps and
     ``timeout_s`` for the whole ladder (see :meth:`LadderPlan.from_duration`).
     Data: ``batch_size``, ``input_data`` (``'zero'``, ``'random'`` or a perf_analyzer JSON file),
     ``shapes`` of variable-size inputs; ``repo`` the model repository holding the model file that
@@ -95,6 +97,7 @@ class LoadTestSettings:
     concurrency: str | Sequence[float] | None = None
     request_rate: str | Sequence[float] | None = None
     distribution: str = "constant"
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
     duration_s: float = 6.0
     max_trials: int = 6
     warmup_s: float = 5.0
@@ -131,6 +134,10 @@ class LoadTestSettings:
         return PerfSpec(model=model, url=self.target_url(), protocol=self.protocol, batch_size=self.batch_size,
                         input_data=None if self.input_data is None else str(self.input_data),
                         shapes={name: list(dims) for name, dims in self.shapes.items()})
+
+    def judging(self) -> JudgeSettings:
+        """What a step must meet beyond the SLA's bounds (checked: a tolerance outside [0, 1) is refused)."""
+        return JudgeSettings(rate_tolerance=self.rate_tolerance)
 
     def ladder_plan(self) -> LadderPlan:
         """How the ladder climbs (checked: both kinds of levels, or a duration of 0, are refused)."""
@@ -249,7 +256,7 @@ def load_test(
             checker.start()
         test.run = run_perf(spec, plan, sla=sla, results_dir=folder, perf_analyzer=tool,
                             metrics_url=settings.metrics_url, baseline_root=settings.baseline_root,
-                            progress=progress, on_step=on_step,
+                            progress=progress, on_step=on_step, judging=settings.judging(),
                             input_notes=[f"input data: {note}" for note in prepared.notes])
     except KeyboardInterrupt:
         test.interrupted = True  # run_perf saved and judged the steps measured so far

@@ -89,8 +89,9 @@ class StepPoint:
     """One measured load step of one variant: load (concurrency or requests/s), what it carried,
     its p99, failed requests, whether perf_analyzer called it stable, and whether it met the SLA.
     ``gpu_memory_mb``/``gpu_utilization`` are the server's peak GPU memory (MiB) and utilisation
-    (0-1) during the step (``None``: no GPU metrics); ``note`` says why a step missed the SLA on
-    something other than its latency (rate not carried, GPU memory)."""
+    (0-1) during the step (``None``: no GPU metrics); ``note`` says why a step missed the SLA: the
+    judge's reasons (a bound broken with what was measured, the offered rate not carried, GPU memory
+    above the cap), as its step verdict gives them."""
 
     load: float
     throughput_per_s: float

@@ -226,7 +226,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             live=LiveModel(live_server, model), base=base,
             spec=replace(template, model=target, url=live_server.grpc_url),
             plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
-            rate_tolerance=settings.rate_tolerance, max_gpu_memory_mb=settings.max_gpu_memory_mb,
+            judging=settings.judging(),
             target=LiveModel(live_server, target) if settings.target else None,
             target_config=target_config, noise_allowance=settings.noise_allowance, runtime=runtime,
         )
