@@ -8,7 +8,7 @@ from typing import Literal
 
 import click
 
-from tritonkit.cli._common import HOST_PORT, CommandExit, echo_json, server_bin_option
+from tritonkit.cli._common import HOST_PORT, CommandExit, backend_dir_option, echo_json, server_bin_option
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     CONFIG_FILENAME,
@@ -190,6 +190,7 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
               help="Triton release to check for: X.Y, X.Y.Z or an NGC tag YY.MM. Known: "
                    f"{known_lines_text()}. [default: the version --server reports, else that of the "
                    f"--bundled/--server-bin install, else {NEWEST_LINE}]")
+@backend_dir_option("Lint against these backends (with the bundled server, or --server-bin's)")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeat).")
 @click.option("--ignore", "ignored", multiple=True, help="Skip this rule id (repeat).")
 @click.option("--min-severity", type=click.Choice(["error", "warning", "info"]), default="info", show_default=True,
@@ -197,7 +198,7 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
 @click.option("--list-rules", is_flag=True, help="Print every rule id, severity and title, then exit.")
 @format_option
 def lint(path: Path | None, target: str | None, server: str | None, metrics_url: str | None,
-         server_bin: Path | None, bundled: bool, server_version: str | None, rules: tuple[str, ...],
+         server_bin: Path | None, bundled: bool, server_version: str | None, backend_dir: Path | None, rules: tuple[str, ...],
          ignored: tuple[str, ...], min_severity: str, list_rules: bool, fmt: str) -> None:
     """Lint every model in the repository at PATH; exit 0 clean, 1 errors found, 2 usage error.
 
@@ -207,6 +208,7 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
       tritonkit repo lint model_repository --server 127.0.0.1:8001 --format json
       tritonkit repo lint model_repository --bundled
       tritonkit repo lint model_repository --server-version 2.60
+      tritonkit repo lint model_repository --backend-dir /opt/tritonserver/backends
     """
     if list_rules:
         if fmt == "json":
@@ -221,7 +223,7 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
     if not path.is_dir():
         raise click.UsageError(f"{path} is not a folder")
     chosen = resolve_target(target, server=server, metrics_url=metrics_url, server_bin=server_bin,
-                            bundled=bundled, server_version=server_version)
+                            bundled=bundled, server_version=server_version, backend_dir=backend_dir)
     report = lint_repository(path, target=chosen, rules=rules or None, ignore=ignored)
     _print_report(report, fmt, Severity(min_severity))
     raise CommandExit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)

@@ -28,17 +28,33 @@ from tritonkit.triton_releases import (
     check_config_for_release,
     default_model_file,
     newest_release,
+    platform_backends,
     resolve_release,
 )
 
 __all__ = [
     "DEFAULT_MODEL_FILENAMES",
+    "PLATFORM_BACKENDS",
+    "backend_of",
     "FileSource",
     "ModelEntry",
     "ModelRepository",
     "expected_model_filename",
     "model_folder",
 ]
+
+#: Platforms the newest Triton release knows, and the backend each one implies (an ensemble: none;
+#: the server runs it). Per release: :func:`tritonkit.triton_releases.platform_backends`.
+PLATFORM_BACKENDS = platform_backends(newest_release())
+
+
+def backend_of(config: mc.ModelConfig) -> str:
+    """The backend library a model needs: its ``backend``, else its platform's ('' for an ensemble or
+    an unknown platform)."""
+    if config.backend:
+        return str(config.backend)
+    return PLATFORM_BACKENDS.get(config.platform, "")
+
 
 #: The file (or folder) Triton looks for in a version folder, by backend or platform.
 DEFAULT_MODEL_FILENAMES: dict[str, str] = {

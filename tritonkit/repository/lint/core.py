@@ -177,6 +177,8 @@ class Target:
     ``gpu_count`` is ``None`` when unknown. ``release`` is the Triton release the repository is
     checked for (default: the newest line tritonkit knows; see :mod:`tritonkit.triton_releases`),
     ``release_origin`` where that came from (``--server-version``, the server, the install).
+    ``gpu_count`` is ``None`` when unknown. ``onnxruntime`` is the ONNX Runtime version of the
+    server's onnxruntime backend when known (read from its files), ``onnxruntime_source`` how.
     """
 
     kind: Literal["cpu", "gpu", "unknown"] = "unknown"
@@ -187,6 +189,8 @@ class Target:
     notes: tuple[str, ...] = ()
     release: TritonRelease = field(default_factory=newest_release)
     release_origin: str = "the newest line tritonkit knows"
+    onnxruntime: str | None = None
+    onnxruntime_source: str = ""
 
     @classmethod
     def cpu(cls) -> Target:
@@ -219,6 +223,10 @@ class Target:
         notes = (*self.notes, choice.note) if choice.note else self.notes
         return replace(self, release=choice.release, release_origin=choice.origin, notes=notes)
 
+    def with_onnxruntime(self, version: str, source: str) -> Target:
+        """This target, knowing the ONNX Runtime version of its onnxruntime backend and where that was read."""
+        return replace(self, onnxruntime=version, onnxruntime_source=source)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
@@ -229,6 +237,7 @@ class Target:
             "source": self.source,
             "server_version": str(self.release),
             "server_version_from": self.release_origin,
+            "onnxruntime": self.onnxruntime,
             "notes": list(self.notes),
         }
 

@@ -28,9 +28,6 @@ from tritonkit.triton_releases import (
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
 
-#: Platforms the newest Triton release knows, and the backend each one implies (per release:
-#: :func:`tritonkit.triton_releases.platform_backends`).
-PLATFORM_BACKENDS = platform_backends(newest_release())
 
 #: Backends tritonserver ties to a platform: naming one of them with another platform is refused.
 PAIRED_BACKENDS = frozenset({"tensorrt", "onnxruntime", "pytorch", "tensorflow"})
