@@ -17,6 +17,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
+from tritonkit._fs import regular_file
 from tritonkit.builders.batch_axis import BatchAxis, find_batch_axis
 from tritonkit.builders.onnx_tensor import (
     ONNX_TO_TRITON,
@@ -96,10 +97,8 @@ def load_onnx(path: Path | str, *, load_external_data: bool = False) -> onnx.Mod
     By default the weights in external data files are not read (see the module docstring).
     """
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file", hint="check the path to the .onnx file")
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a folder, not an ONNX file", hint="pass the .onnx file itself")
+    # A FIFO would block onnx.load forever and a device would read without end: regular files only.
+    regular_file(path, what="ONNX model", hint="check the path to the .onnx file")
     if path.stat().st_size == 0:
         raise BuildError(f"{path}: file is empty, not an ONNX model", hint="re-export or re-download the model")
     try:

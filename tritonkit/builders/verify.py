@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tritonkit._fs import regular_file
+from tritonkit._values import excerpt
 from tritonkit.builders.onnx_tensor import TensorInfo
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 
@@ -166,12 +168,11 @@ def load_samples(path: Path | str, inputs: Sequence[TensorInfo], *, batched: boo
     array is one whole request. Types are converted when numpy can do so safely.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--samples {path}: no such file", hint="pass an .npz saved with numpy.savez(path, name=array, ...)")
+    regular_file(path, what="--samples file", hint="pass an .npz saved with numpy.savez(path, name=array, ...)")
     try:
         archive = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - numpy raises ValueError/OSError/BadZipFile
-        raise ConfigError(f"--samples {path}: not a readable .npz file: {exc}",
+        raise ConfigError(f"--samples {path}: not a readable .npz file: {excerpt(str(exc), 120)}",
                           hint="save samples with numpy.savez(path, input_name=array, ...)") from exc
     with archive:
         missing = [i.name for i in inputs if i.name not in archive.files]
