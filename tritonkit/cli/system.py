@@ -9,7 +9,17 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, server_bin_option, sigterm_as_interrupt
+from tritonkit._values import SECONDS
+from tritonkit.cli._common import (
+    CommandExit,
+    UserPath,
+    Words,
+    check_model_name,
+    echo_json,
+    number,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.errors import ServerError
 from tritonkit.server import TritonServer
 
@@ -21,19 +31,19 @@ _PORT = click.IntRange(1, 65535)
 
 
 @click.command("serve")
-@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
 @click.option("--grpc-port", type=_PORT, default=None, help="gRPC port (default: a free one).")
 @click.option("--http-port", type=_PORT, default=None, help="HTTP port (default: a free one).")
 @click.option("--metrics-port", type=_PORT, default=None, help="Prometheus metrics port (default: a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
+@click.option("--host", type=Words(example="127.0.0.1"), default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
 @click.option("--explicit", is_flag=True, help="Explicit model control: load models with --load-model or the API.")
-@click.option("--load-model", "models", multiple=True, help="With --explicit: a model to load at start (repeat).")
+@click.option("--load-model", "models", type=Words(check_model_name, example="resnet"), multiple=True, help="With --explicit: a model to load at start (repeat).")
 @click.option(
     "--strict",
     is_flag=True,
     help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
 )
-@click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
+@click.option("--startup-timeout-s", type=number(SECONDS), default=120.0, show_default=True)
 @_server_bin
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
