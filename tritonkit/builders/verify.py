@@ -10,6 +10,7 @@ string outputs must match exactly.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,6 +122,9 @@ class Comparison:
 
 # ---------------------------------------------------------------------------- samples
 
+#: The most sample data generated for one input to verify a model: far above any real input.
+MAX_SAMPLE_BYTES = 1 << 30
+
 
 def _sample_shape(info: TensorInfo, *, count: int, batched: bool, dynamic_size: int) -> tuple[int, ...]:
     assert info.shape is not None
@@ -146,6 +150,11 @@ def make_samples(inputs: Sequence[TensorInfo], *, count: int, batched: bool, see
                              hint="pass --samples FILE.npz with real inputs")
         shape = _sample_shape(info, count=count, batched=batched, dynamic_size=dynamic_size)
         dtype = info.numpy_dtype
+        size_bytes = math.prod(shape) * max(dtype.itemsize, 8)
+        if size_bytes > MAX_SAMPLE_BYTES:
+            raise BuildError(f"input {info.name!r} of shape {list(shape)} would need {size_bytes:.3g} bytes of samples, "
+                             f"more than the {MAX_SAMPLE_BYTES >> 20} MiB generated to verify a model",
+                             hint="check the input's dims in the model; pass --samples FILE.npz, or --no-verify")
         if dtype.kind == "f":
             samples[info.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind in "iu":

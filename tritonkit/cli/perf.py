@@ -21,6 +21,7 @@ from tritonkit.cli._common import (
     ErrorHandlingGroup,
     UserPath,
     Words,
+    check_model_name,
     echo_json,
     levels_type,
     number,
@@ -83,7 +84,7 @@ def perf() -> None:
 
 
 @perf.command("run")
-@click.argument("model")
+@click.argument("model", type=Words(check_model_name, example="resnet"))
 @click.option(
     "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )

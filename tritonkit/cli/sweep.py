@@ -19,6 +19,7 @@ from tritonkit.cli._common import (
     CommandExit,
     UserPath,
     Words,
+    check_model_name,
     echo_json,
     levels_type,
     number,
@@ -147,10 +148,11 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 
 @click.command("sweep")
 @click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
-@click.argument("models", metavar="MODEL [MODEL...]", nargs=-1, required=True)
-@click.option("--share", "shares", multiple=True,
+@click.argument("models", metavar="MODEL [MODEL...]", type=Words(check_model_name, example="resnet"), nargs=-1,
+                required=True)
+@click.option("--share", "shares", type=Words(example="detector=2"), multiple=True,
               help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
-@click.option("--model-sla", "model_slas", multiple=True,
+@click.option("--model-sla", "model_slas", type=Words(example="b=p99<=200ms"), multiple=True,
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
 @click.option("--sla", "sla_text", type=Words(example="'p99<=50ms'"), required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")

@@ -449,7 +449,7 @@ def load_sla(source: str | Path) -> SLA:
         if isinstance(data, str) and len(lines) > 1:
             # YAML reads any text as one string: lines of text are another file given by mistake.
             raise ConfigError(f"SLA file {shown_path(path)} is not an SLA: {len(lines)} lines of text that are not "
-                              f"a mapping or a list (the first: {excerpt(lines[0], 40)})",
+                              f"a mapping or a list (the first begins {excerpt(lines[0], 20)})",
                               hint="an SLA file holds a mapping (p99: 50ms), a list of expressions or one expression")
         return _from_yaml_data(data, f"SLA file {shown_path(path)}")
     return parse_sla(text)
