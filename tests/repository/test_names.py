@@ -20,6 +20,7 @@ from tritonkit.repository.names import check_name, name_problem
     ("a/b", "model", "is not a plain folder name inside the repository"),
     (".hidden", "model", "is not a plain folder name inside the repository"),
     ("..", "model", "is not a plain folder name inside the repository"),
+    ("x" * 256, "model", "is longer than a folder name can be (255 bytes)"),
 ])
 def test_unusable_names_are_named_with_their_problem(name: str, kind: str, problem: str) -> None:
     assert name_problem(name, kind) == problem  # type: ignore[arg-type]

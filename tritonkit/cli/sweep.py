@@ -178,7 +178,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
                    "less this many percent.")
 @click.option("--max-gpu-memory-mb", type=number(SweepSettings, "max_gpu_memory_mb"), default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
-@click.option("--target", type=Words(example="ensemble"), default=None,
+@click.option("--target", type=Words(check_model_name, example="ensemble"), default=None,
               help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
                    "(MODEL's instances and batching are swept, the target's config is used as written).")
 @click.option("--out", "out_dir", type=UserPath(file_okay=False, path_type=Path), default=None,

@@ -11,7 +11,8 @@ files and of the server's log lines, every name a Prometheus label value and a l
 ``config.pbtxt``. A control character (NUL, a newline, …) breaks one of those silently: a request
 that reaches another model, a log line that forges another, a JSON key the user cannot type. So
 a name must not be empty and must hold no control character; a model name is also one folder, not
-hidden (``.``, ``..``, no ``/`` or ``\\``), because Triton finds a model by its folder.
+hidden (``.``, ``..``, no ``/`` or ``\\``) and at most 255 bytes long, because Triton finds a model
+by its folder.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from typing import Literal
 from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
 
-__all__ = ["NameKind", "check_name", "name_problem"]
+__all__ = ["MAX_FOLDER_NAME_BYTES", "NameKind", "check_name", "name_problem"]
 
 NameKind = Literal["model", "tensor", "instance group"]
 
+#: The longest file or folder name Linux file systems take (NAME_MAX): a model name is a folder name.
+MAX_FOLDER_NAME_BYTES = 255
 #: Unicode's control characters and the line and paragraph separators (which split lines too).
 _UNUSABLE_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
@@ -41,6 +44,8 @@ def name_problem(name: object, kind: NameKind) -> str | None:
         return f"holds the control character {control!r}"
     if kind == "model" and (name.startswith(".") or "/" in name or "\\" in name):
         return "is not a plain folder name inside the repository"
+    if kind == "model" and len(name.encode("utf-8", "surrogateescape")) > MAX_FOLDER_NAME_BYTES:
+        return f"is longer than a folder name can be ({MAX_FOLDER_NAME_BYTES} bytes)"
     return None
 
 

@@ -18,6 +18,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write, clean_stale_temps, read_user_text
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError, ConfigSyntaxError
 
 __all__ = [
@@ -235,6 +236,9 @@ def parse_config(text: str, *, path: Path | str | None = None) -> mc.ModelConfig
     except RecursionError:
         raise ConfigSyntaxError(f"{where}: nested too deeply to read", path=path,
                                 hint="a config nests a few levels deep: look for unbalanced braces") from None
+    except ValueError as exc:  # protobuf's own range check of an enum number, raised outside ParseError
+        raise ConfigSyntaxError(f"{where}: a number out of range for its field ({excerpt(str(exc), 80)})", path=path,
+                                hint="write an enum by its name (Triton's model_config.proto lists them)") from exc
     except text_format.ParseError as exc:
         line, column = exc.GetLine(), exc.GetColumn()
         detail = str(exc)

@@ -104,3 +104,12 @@ def test_a_model_folder_name_with_a_newline_is_an_error(tmp_path: Path) -> None:
     _model(tmp_path, 'name: "a\\nb"\nbackend: "python"\n', name="a\nb")
     report = lint_repository(tmp_path)
     assert any(f.rule_id == "TK004" and "holds the control character '\\n'" in f.message for f in report.errors)
+
+
+def test_an_enum_number_past_int32_is_a_syntax_finding_not_a_crash(tmp_path: Path) -> None:
+    """protobuf raises a bare ValueError for it (outside its ParseError): found by the fuzz test."""
+    folder = _model(tmp_path, 'name: "m"\nbackend: "python"\ninstance_group [ { kind: 99999999999999999999 } ]\n')
+    (finding,) = [f for f in lint_repository(tmp_path).findings if f.rule_id == "TK002"]
+    assert "a number out of range for its field" in finding.message
+    shown = CliRunner().invoke(main, ["repo", "show", str(folder)])
+    assert shown.exit_code == 2 and "  fix: " in shown.stderr and "Traceback" not in shown.output
