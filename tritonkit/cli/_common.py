@@ -31,8 +31,9 @@ SLA_FORMS = "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0',
 def sla_option(more: str = "", *, default: str | None = None) -> Callable[[_Command], _Command]:
     """``--sla`` (``sla_text``), one declaration for every command that takes an SLA: its forms,
     then ``more`` (what this command does with it)."""
-    return click.option("--sla", "sla_text", type=Words(example="'p99<=50ms'"), default=default,
-                        show_default=default is not None, help=f"{SLA_FORMS} {more}".rstrip())
+    # Plain text: the library refuses an empty SLA itself, saying how to run without one.
+    return click.option("--sla", "sla_text", default=default, show_default=default is not None,
+                        help=f"{SLA_FORMS} {more}".rstrip())
 
 
 def server_bin_option(purpose: str, *, falls_back: bool = True) -> Callable[[_Command], _Command]:

@@ -154,7 +154,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
               help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
 @click.option("--model-sla", "model_slas", type=Words(example="b=p99<=200ms"), multiple=True,
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
-@click.option("--sla", "sla_text", type=Words(example="'p99<=50ms'"), required=True,
+@click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
 @click.option("--instances", type=Words(example="1,2,4"), default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
 @click.option("--max-batch-size", "max_batch", type=Words(example="1,4,8"), default=None,
