@@ -58,7 +58,6 @@ __all__ = [
     "bounded",
     "check_choice",
     "check_fields",
-    "check_text",
     "excerpt",
     "field_bounds",
 ]
@@ -250,13 +249,6 @@ def check_fields(obj: Any) -> None:
         if value is None and item.metadata.get(_OPTIONAL_KEY):
             continue
         bounds.check(value, f"{type(obj).__name__}.{item.name}")
-
-
-def check_text(value: Any, where: str, *, example: str) -> str:
-    """``value`` when it is a non-empty text (not only spaces); else a :class:`ConfigError`."""
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where} {excerpt(value)}: empty", hint=f"give a value, e.g. {where} {example}")
-    return value
 
 
 def check_choice(value: Any, where: str, choices: tuple[str, ...] | list[str]) -> str:

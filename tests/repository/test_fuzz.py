@@ -5,7 +5,8 @@ but ordinary user breaks a file: bytes flipped, the file cut short, a line writt
 made huge or NaN, a name given a NUL, a newline or a quote, an enum written as a number its enum
 does not define, a string blown up, braces nested thousands deep. Whatever comes out, ``repo lint``
 reports findings (exit 0 or 1; its JSON parses, and no rule fails: exit 3 would be a linter bug),
-and ``repo show`` prints the config or refuses it with one ``error:`` and one ``fix:`` line (exit 2).
+and ``repo show`` (of the model, and of the repository) prints the config or its summary, or refuses
+it with one ``error:`` and one ``fix:`` line (exit 2).
 A FIFO, a device and a folder where the config should be are refused at once.
 
 Fixed seed (``derandomize``), bounded examples: a few seconds on two busy cores.
@@ -112,13 +113,15 @@ def test_lint_and_show_of_a_mutated_config_report_or_refuse_without_a_traceback(
         if as_json:
             report = json.loads(linted.stdout)
             assert report["internal_errors"] == 0 and report["models_checked"] == 1
-        shown = runner.invoke(main, ["repo", "show", str(model), "--format", "json" if as_json else "text"])
-        _no_traceback(shown)
-        assert shown.exit_code in (0, 2), (shown.exit_code, shown.output)
-        if shown.exit_code == 2:
-            _refused_cleanly(shown)
-        elif as_json:
-            json.loads(shown.stdout)
+        # The model's config, and the repository's one-line summary of it.
+        for target in (model, Path(folder)):
+            shown = runner.invoke(main, ["repo", "show", str(target), "--format", "json" if as_json else "text"])
+            _no_traceback(shown)
+            assert shown.exit_code in (0, 2), (shown.exit_code, shown.output)
+            if shown.exit_code == 2:
+                _refused_cleanly(shown)
+            elif as_json:
+                json.loads(shown.stdout)
 
 
 @pytest.mark.parametrize("field", ["label_filename", "input_data_file", "tokenizer_dir"])
