@@ -32,7 +32,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
@@ -116,11 +116,15 @@ def _folder_and_tool(model: str, setup: RunSetup) -> tuple[Path, PerfAnalyzerIns
 
 @dataclass(frozen=True)
 class StepEvent:
-    """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it."""
+    """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it.
+
+    ``attempt``: a try of an unstable step that was measured again after it (not the load's step:
+    each load has exactly one event with ``attempt=False``)."""
 
     step: StepResult
     name: str
     verdict: StepVerdict | None
+    attempt: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,10 @@ class PerfRun(_RunRecord[PerfResult, ReportFiles]):
                     "p99_ms": s.latency.p99_ms if s.latency else None,
                     "errors": s.error_count,
                     "stable": s.stable,
+                    "noisy": s.noisy,
+                    "intervals": dict(s.intervals),
+                    "interval_basis": s.interval_basis,
+                    "machine": asdict(s.machine) if s.machine else None,
                 }
                 for s in self.result.steps
             ],
@@ -378,6 +386,7 @@ def _run_locked(
         progress=progress,
         on_step=lambda step, name: observe(
             StepEvent(step, name, judge_step(sla, step, judging, batch_size=spec.batch_size))),
+        on_attempt=lambda step, name: observe(StepEvent(step, name, None, attempt=True)),
         on_saved=None if previous is None else keep_merged,
         extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
     )

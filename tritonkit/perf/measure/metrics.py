@@ -362,6 +362,13 @@ class ProcessCpu:
             self.samples.append((self._last_wall_s, cpu))
 
     @property
+    def cpu_s(self) -> float | None:
+        """CPU seconds used between ``begin()`` and the last sample; ``None`` if never read."""
+        if self._start_cpu_s is None or self._last_cpu_s is None:
+            return None
+        return self._last_cpu_s - self._start_cpu_s
+
+    @property
     def cpu_pct(self) -> float | None:
         """Mean CPU in percent of one core (200.0 = two busy cores); ``None`` if never read."""
         if self._start_cpu_s is None or self._last_cpu_s is None:

@@ -1,0 +1,175 @@
+"""A step's measurement windows: their figures, whether they agree, and each figure's interval.
+
+perf_analyzer measures a step in consecutive windows and calls it stable when its last three
+agree: the highest throughput is at most ``1 + stability`` times the lowest, and so is the
+highest mean latency (``InferenceProfiler::DetermineStability`` / ``IsInferWindowStable`` /
+``IsLatencyWindowStable`` in triton-inference-server/perf_analyzer ``src/inference_profiler.cc``,
+read at main 263c5f6e; the window count, 3, is ``load_parameters_.stability_window`` there).
+When they never agree it exits 2 and writes neither its CSV nor its profile export (same file,
+``Profile``: the merged report is only made ``if (*is_stable)``), so the ladder's last try of such
+a step asks it to accept any three windows and judges their agreement here, by the same rule
+(:func:`windows_agree`): a step whose windows disagree is **noisy**, still a measurement.
+
+Intervals (:func:`interval`): the 95 % Student-t interval of a figure's mean over ``n`` values
+(windows of one run, or runs of a repeated ladder), ``mean ± t(n-1) · s / √n``. Over three
+windows that is ``± 2.48 s``: three values say little about their spread, and the interval says
+so — a percentile bootstrap over three values spans about ``± 0.9 s`` and covers far less than
+it claims. Windows of one run share that run's server start, placement and neighbours, so the
+interval over them is *within the run*; the spread between runs is only measured by running
+again (``perf run --repeat N``, an interval over the runs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from tritonkit.perf.measure.percentiles import latency_stats
+from tritonkit.perf.measure.result import StepResult, WindowFigures
+
+__all__ = [
+    "ACCEPT_ANY_STABILITY_PERCENTAGE",
+    "DEFAULT_STABILITY_PERCENTAGE",
+    "FIGURES",
+    "STABILITY_WINDOWS",
+    "interval",
+    "intervals_of",
+    "median_of",
+    "settle",
+    "t_quantile",
+    "window_figures",
+    "windows_agree",
+]
+
+#: perf_analyzer's stability window: the last three windows must agree.
+STABILITY_WINDOWS = 3
+#: perf_analyzer's default ``--stability-percentage``.
+DEFAULT_STABILITY_PERCENTAGE = 10.0
+#: A stability percentage no three windows with requests in them can miss (max/min ≤ 101):
+#: perf_analyzer then accepts the first three windows and writes them, and the windows are
+#: judged here instead.
+ACCEPT_ANY_STABILITY_PERCENTAGE = 10_000.0
+#: The figures a step has windows (and intervals) for, by SLA metric name.
+FIGURES = ("throughput", "p50", "p90", "p95", "p99", "mean")
+
+# Student's t, 97.5th percentile (two-sided 95 %), by degrees of freedom 1..30.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t_quantile(df: int) -> float:
+    """Student's t two-sided 95 % quantile for ``df`` degrees of freedom (the normal's 1.96 at ∞)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    # Beyond 30 the first terms of the Cornish-Fisher expansion are exact to 3 decimals.
+    z = 1.959964
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def interval(values: Sequence[float | None]) -> tuple[float, float] | None:
+    """The 95 % Student-t interval of the mean of ``values`` (``None`` values skipped; ``None``
+    below two values). Never below zero: every figure it is used for is a rate or a time."""
+    data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+    if data.size < 2:
+        return None
+    mean = float(data.mean())
+    half = t_quantile(int(data.size) - 1) * float(data.std(ddof=1)) / math.sqrt(data.size)
+    return max(0.0, mean - half), mean + half
+
+
+def window_figures(latencies_ms: Sequence[np.ndarray], boundaries_ns: Sequence[int], *, batch_size: int = 1,
+                   counted_from: int = 0) -> list[WindowFigures]:
+    """One :class:`WindowFigures` per window: ``latencies_ms[i]`` are the latencies of the requests
+    whose last response fell between ``boundaries_ns[i]`` and ``boundaries_ns[i + 1]``. Windows
+    from index ``counted_from`` on are the counted ones. Throughput counts inferences (requests
+    × ``batch_size``), as perf_analyzer's does."""
+    windows: list[WindowFigures] = []
+    for index, (start, end) in enumerate(zip(boundaries_ns, boundaries_ns[1:], strict=False)):
+        duration_s = (end - start) / 1e9
+        if duration_s <= 0 or index >= len(latencies_ms):
+            continue
+        values = np.asarray(latencies_ms[index], dtype=np.float64)
+        stats = latency_stats(values) if values.size else None
+        windows.append(WindowFigures(
+            start_ns=int(start), duration_s=duration_s, request_count=int(values.size),
+            throughput_per_s=values.size * batch_size / duration_s,
+            mean_ms=stats.mean_ms if stats else None, p50_ms=stats.p50_ms if stats else None,
+            p90_ms=stats.p90_ms if stats else None, p95_ms=stats.p95_ms if stats else None,
+            p99_ms=stats.p99_ms if stats else None, counted=index >= counted_from,
+        ))
+    return windows
+
+
+def _counted(windows: Sequence[WindowFigures]) -> list[WindowFigures]:
+    return [w for w in windows if w.counted]
+
+
+def windows_agree(windows: Sequence[WindowFigures], stability_percentage: float | None) -> bool:
+    """perf_analyzer's stability rule over the last :data:`STABILITY_WINDOWS` counted windows:
+    none empty, and max/min of throughput and of mean latency each within ``1 + stability``
+    (``None``: perf_analyzer's default 10 %). Fewer windows than that never agree."""
+    last = _counted(windows)[-STABILITY_WINDOWS:]
+    if len(last) < STABILITY_WINDOWS or any(w.request_count == 0 or not w.mean_ms for w in last):
+        return False
+    limit = 1.0 + (stability_percentage if stability_percentage is not None else DEFAULT_STABILITY_PERCENTAGE) / 100
+    rates = [w.throughput_per_s for w in last]
+    means = [float(w.mean_ms or 0.0) for w in last]
+    return max(rates) / min(rates) <= limit and max(means) / min(means) <= limit
+
+
+def intervals_of(windows: Sequence[WindowFigures]) -> dict[str, list[float]]:
+    """Each figure's 95 % interval over the counted windows (see :func:`interval`), by metric name."""
+    counted = _counted(windows)
+    found: dict[str, list[float]] = {}
+    for name in FIGURES:
+        band = interval([w.figure(name) for w in counted])
+        if band is not None:
+            found[name] = [band[0], band[1]]
+    return found
+
+
+def median_of(windows: Sequence[WindowFigures], name: str) -> float | None:
+    """The median over the counted windows of figure ``name`` (``None`` when no window has it)."""
+    values = [v for w in _counted(windows) if (v := w.figure(name)) is not None]
+    return float(np.median(values)) if values else None
+
+
+def _span(windows: Sequence[WindowFigures], name: str, unit: str, digits: str) -> str:
+    values = [v for w in windows if (v := w.figure(name)) is not None]
+    return f"{min(values):{digits}}–{max(values):{digits}} {unit}" if values else f"– {unit}"
+
+
+def settle(step: StepResult, stability_percentage: float | None) -> StepResult:
+    """Judge a step measured over fixed windows (perf_analyzer told to accept any three) by
+    perf_analyzer's own rule (:func:`windows_agree`): windows that agree make it **stable**, as
+    perf_analyzer would have called it; windows that do not make it **noisy**, a measurement
+    whose figures are the medians of its windows (one window disturbed by other work on the
+    machine moves a median least) and whose intervals say how far apart they were. A step with
+    failed requests, a failure, or no windows is left as it is."""
+    if step.error_count or step.failure is not None or not step.windows or step.throughput_per_s is None:
+        return step
+    if windows_agree(step.windows, stability_percentage):
+        step.stable, step.noisy, step.unstable_note = True, False, None
+        return step
+    counted = _counted(step.windows)
+    limit = stability_percentage if stability_percentage is not None else DEFAULT_STABILITY_PERCENTAGE
+    step.stable, step.noisy = False, True
+    step.unstable_note = (
+        f"noisy: its {len(counted)} windows disagreed by more than {limit:g} % (throughput "
+        f"{_span(counted, 'throughput', 'infer/s', ',.1f')}, mean latency {_span(counted, 'mean', 'ms', '.2f')}); "
+        "its figures are the windows' medians")
+    step.throughput_per_s = median_of(step.windows, "throughput")
+    if step.latency is not None:
+        latency = replace(step.latency, source="window_medians")
+        for name in ("p50", "p90", "p95", "p99", "mean"):
+            value = median_of(step.windows, name)
+            if value is not None:
+                setattr(latency, f"{name}_ms", value)
+        step.latency = latency
+    return step
