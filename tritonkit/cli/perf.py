@@ -4,7 +4,8 @@ Each command parses its options, calls one function of :mod:`tritonkit.perf` and
 outcome with :class:`tritonkit.perf.report.terminal.Terminal`. Output is made for build servers: on a terminal, progress lines (rich) on stderr and a readable
 summary; piped or under CI, one ``key=value`` line per step and per result on stdout, nothing
 else; ``--json`` prints one JSON document. Exit codes: 0 SLA met / no regression, 1 SLA missed /
-regression, 2 could not measure (or any other error).
+regression, 2 could not measure (or any other error), 3 inside the noise (no load clearly meets
+the SLA and some is within its measurement noise of it / the change is within the runs' noise).
 """
 
 from __future__ import annotations
@@ -162,6 +163,11 @@ def perf() -> None:
 @click.option(
     "--timeout-s", type=float, default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
 )
+@click.option(
+    "--repeat", type=int, default=_D("repeat"), show_default=True,
+    help="Run the ladder this many times (each into run-<i>/) and judge each figure's median over the runs, "
+         "with its 95 % interval over them: the spread from run to run, not only within one run.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the perf_analyzer commands; run nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
@@ -184,9 +190,13 @@ def run_command(
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
     Results go to results/<UTC timestamp>-<model>/: raw perf_analyzer files, result.json,
-    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed (or outputs wrong:
-    dtype or shape unlike the config, or unlike ONNX Runtime with --check-outputs),
-    2 nothing could be measured (or an error, failed requests included).
+    report.md and report.html. Each step is judged on its 95 % interval. Exit status: 0 SLA met
+    at some load, 1 SLA missed (or outputs wrong: dtype or shape unlike the config, or unlike ONNX
+    Runtime with --check-outputs), 2 nothing could be measured (or an error, failed requests
+    included), 3 inside the noise: no load clearly meets the SLA, and at some load its bound lies
+    inside the measured interval (measure again: longer --duration-s, or --repeat N).
+    A step perf_analyzer cannot call stable is measured once more over fixed windows and kept as
+    a noisy measurement (the medians of its windows), never dropped.
 
     \b
     Example:
@@ -290,7 +300,8 @@ def compare_command(
 def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
     """Re-render report.md and report.html from a saved RESULT (result.json or its run folder).
 
-    With --sla the steps are judged again; the exit status is the verdict's (0, 1, 2).
+    With --sla the steps are judged again; the exit status is the verdict's (0 met, 1 missed,
+    2 could not measure, 3 inside the noise).
 
     \b
     Example:

@@ -49,6 +49,7 @@ from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.ladder import ladder_commands, run_ladder
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
+from tritonkit.perf.measure.repeats import combine_runs, run_folder_name
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
 from tritonkit.perf.report.files import ReportFiles, check_report_folder, write_report
@@ -119,12 +120,15 @@ class StepEvent:
     """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it.
 
     ``attempt``: a try of an unstable step that was measured again after it (not the load's step:
-    each load has exactly one event with ``attempt=False``)."""
+    each load has exactly one event with ``attempt=False`` and ``run=None``). ``run``: in a
+    repeated run (``repeat`` > 1), the number of the run a step belongs to; the combined steps,
+    one per load, come last with ``run=None``."""
 
     step: StepResult
     name: str
     verdict: StepVerdict | None
     attempt: bool = False
+    run: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,17 +217,23 @@ def planned_commands(
     plan: LadderPlan,
     results_dir: str | os.PathLike[str],
     perf_analyzer: PerfAnalyzerInstall | None = None,
+    *,
+    repeat: int = 1,
 ) -> list[PlannedCommand]:
     """The perf_analyzer argv of every run the ladder would make (first attempts), in order.
 
     Pure apart from locating perf_analyzer; starts nothing and writes nothing. The warm-up is
     listed (``recorded=False``); steps past an early stop are included. Built on
-    :func:`~tritonkit.perf.measure.ladder.ladder_commands`, the same list the ladder runs.
+    :func:`~tritonkit.perf.measure.ladder.ladder_commands`, the same list the ladder runs. With
+    ``repeat`` > 1 every run's commands are listed, each run in its folder ``run-<i>/``.
     """
     prefix = list(perf_analyzer.argv) if perf_analyzer else ["perf_analyzer"]
+    folders = [("", Path(results_dir))] if repeat <= 1 else [
+        (f"{run_folder_name(i)}/", Path(results_dir) / run_folder_name(i)) for i in range(1, repeat + 1)]
     return [
-        PlannedCommand(c.name, [*prefix, *to_argv(c.spec)], recorded=c.recorded)
-        for c in ladder_commands(spec, plan, results_dir)
+        PlannedCommand(f"{label}{c.name}", [*prefix, *to_argv(c.spec)], recorded=c.recorded)
+        for label, folder in folders
+        for c in ladder_commands(spec, plan, folder)
     ]
 
 
@@ -294,9 +304,15 @@ def run_perf(
     judging: JudgeSettings | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     input_notes: Sequence[str] = (),
+    repeat: int = 1,
     **setup: Unpack[RunSetup],
 ) -> PerfRun:
     """Run a load ladder against ``spec``'s model and judge it against ``sla``.
+
+    ``repeat`` > 1 runs the whole ladder that many times, one after the other (each into
+    ``run-<i>/``), and judges the runs folded into one result: each figure the median over the
+    runs, its interval over the runs (:func:`~tritonkit.perf.measure.repeats.combine_runs`). A
+    repeated run does not resume: its folder must not hold an earlier run.
 
     ``setup``: where the run writes and with what tools (``results_dir``, ``results_root``,
     ``perf_analyzer``, ``metrics_url``, ``baseline_root``, ``progress``; see :class:`RunSetup`).
@@ -317,6 +333,8 @@ def run_perf(
     saved.
     """
     _check_setup(setup)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigError(f"repeat must be a whole number >= 1, got {repeat!r}", hint="e.g. --repeat 5")
     if sla is not None and require_zero_errors:
         sla = sla.with_zero_errors()
     folder, tool = _folder_and_tool(spec.model, setup)
@@ -327,9 +345,12 @@ def run_perf(
         # written atomically after every step, so it still holds every step saved before.
         with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
                 folder_write_errors("write the run's results", folder):
+            notes = [*input_notes, *([lock.taken_over] if lock.taken_over else [])]
+            if repeat > 1:
+                return _run_repeated(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup, repeat,
+                                     on_step=on_step, input_notes=input_notes, notes=notes)
             return _run_locked(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup,
-                               on_step=on_step, input_notes=input_notes,
-                               notes=[*input_notes, *([lock.taken_over] if lock.taken_over else [])])
+                               on_step=on_step, input_notes=input_notes, notes=notes)
     except BaseException:
         if created:  # refused before writing anything (server down, bad folder): leave no empty folder
             with contextlib.suppress(OSError):
@@ -401,6 +422,66 @@ def _run_locked(
         result, folder, sla, judging=judging, baseline_root=baseline_root, error=ladder.error,
         resumed_steps=resume.kept_steps, notes=notes,
     )
+
+
+def _run_repeated(
+    spec: PerfSpec,
+    plan: LadderPlan,
+    sla: SLA | None,
+    judging: JudgeSettings,
+    folder: Path,
+    tool: PerfAnalyzerInstall,
+    setup: RunSetup,
+    repeat: int,
+    *,
+    on_step: Callable[[StepEvent], None] | None,
+    input_notes: Sequence[str],
+    notes: list[str],
+) -> PerfRun:
+    """:func:`run_perf` with ``repeat`` > 1, once its folder is locked: the ladder ``repeat`` times,
+    each run's steps said as ``run`` events, then the runs combined, judged and reported."""
+    check_report_folder(folder)
+    if (folder / "result.json").exists():
+        raise ConfigError(f"{folder} already holds a run: a repeated run (--repeat {repeat}) does not resume",
+                          hint="choose another --out folder, or delete that one")
+    progress = setup.get("progress") or (lambda _message: None)
+    observe = on_step or (lambda _event: None)
+    stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size) if sla is not None else None
+    settings = {**run_settings(spec, plan, sla, judging), "repeat": repeat}
+    runs: list[PerfResult] = []
+    error: TritonKitError | None = None
+    interrupted = False
+    def kept(run: int) -> Callable[[StepResult, str], None]:
+        return lambda step, name: observe(
+            StepEvent(step, name, judge_step(sla, step, judging, batch_size=spec.batch_size), run=run))
+
+    def tried(run: int) -> Callable[[StepResult, str], None]:
+        return lambda step, name: observe(StepEvent(step, name, None, attempt=True, run=run))
+
+    for index in range(1, repeat + 1):
+        progress(f"run {index} of {repeat}")
+        sub = folder / run_folder_name(index)
+        ladder = run_ladder(
+            spec, plan, results_dir=sub,
+            analyzer=PerfAnalyzer(sub, perf_analyzer=tool, metrics_url=setup.get("metrics_url"), progress=progress),
+            sla_check=stop_rule, progress=progress, preflight=index == 1, on_step=kept(index), on_attempt=tried(index),
+            extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
+        )
+        runs.append(ladder.result)
+        if ladder.interrupted or ladder.error is not None:
+            error, interrupted = ladder.error, ladder.interrupted
+            break
+    result = combine_runs(runs)
+    if len(runs) < repeat:
+        notes = [*notes, f"only {len(runs)} of {repeat} runs finished"]
+    if on_step is not None:
+        for step in result.steps:  # the combined steps: one per load, judged on the runs' spread
+            observe(StepEvent(step, "combined", judge_step(sla, step, judging, batch_size=spec.batch_size)))
+    run = _finish(result, folder, sla, judging=judging, baseline_root=None if interrupted else setup.get("baseline_root"),
+                  error=error, resumed_steps=0, notes=notes)
+    if interrupted:
+        raise KeyboardInterrupt
+    return run
 
 
 def rejudge(

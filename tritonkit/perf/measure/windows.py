@@ -10,11 +10,11 @@ When they never agree it exits 2 and writes neither its CSV nor its profile expo
 a step asks it to accept any three windows and judges their agreement here, by the same rule
 (:func:`windows_agree`): a step whose windows disagree is **noisy**, still a measurement.
 
-Intervals (:func:`interval`): the 95 % Student-t interval of a figure's mean over ``n`` values
-(windows of one run, or runs of a repeated ladder), ``mean ± t(n-1) · s / √n``. Over three
-windows that is ``± 2.48 s``: three values say little about their spread, and the interval says
-so — a percentile bootstrap over three values spans about ``± 0.9 s`` and covers far less than
-it claims. Windows of one run share that run's server start, placement and neighbours, so the
+Intervals (:func:`interval`): the 95 % Student-t interval of a figure over ``n`` values
+(windows of one run, or runs of a repeated ladder), ``centre ± t(n-1) · s / √n`` on the log
+scale (rates and times spread by factors). Over three windows that is ``± 2.48 s``: three values
+say little about their spread, and the interval says so — a percentile bootstrap over three
+values spans about ``± 0.9 s`` and covers far less than it claims. Windows of one run share that run's server start, placement and neighbours, so the
 interval over them is *within the run*; the spread between runs is only measured by running
 again (``perf run --repeat N``, an interval over the runs).
 """
@@ -28,15 +28,17 @@ from dataclasses import replace
 import numpy as np
 
 from tritonkit.perf.measure.percentiles import latency_stats
-from tritonkit.perf.measure.result import StepResult, WindowFigures
+from tritonkit.perf.measure.result import LatencyStats, StepResult, WindowFigures
 
 __all__ = [
     "ACCEPT_ANY_STABILITY_PERCENTAGE",
     "DEFAULT_STABILITY_PERCENTAGE",
     "FIGURES",
+    "LATENCY_FIGURES",
     "STABILITY_WINDOWS",
     "interval",
     "intervals_of",
+    "latency_with",
     "median_of",
     "settle",
     "t_quantile",
@@ -54,6 +56,8 @@ DEFAULT_STABILITY_PERCENTAGE = 10.0
 ACCEPT_ANY_STABILITY_PERCENTAGE = 10_000.0
 #: The figures a step has windows (and intervals) for, by SLA metric name.
 FIGURES = ("throughput", "p50", "p90", "p95", "p99", "mean")
+#: Those of them that are latencies (``LatencyStats`` fields ``<name>_ms``).
+LATENCY_FIGURES = FIGURES[1:]
 
 # Student's t, 97.5th percentile (two-sided 95 %), by degrees of freedom 1..30.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
@@ -73,13 +77,24 @@ def t_quantile(df: int) -> float:
 
 
 def interval(values: Sequence[float | None]) -> tuple[float, float] | None:
-    """The 95 % Student-t interval of the mean of ``values`` (``None`` values skipped; ``None``
-    below two values). Never below zero: every figure it is used for is a rate or a time."""
+    """The 95 % Student-t interval of ``values``' central value (``None`` values skipped; ``None``
+    below two values).
+
+    Every figure it is used for is a rate or a time: positive, and spread by factors rather than
+    by amounts (one window's p99 three times another's). So the interval is taken on the log
+    scale and brought back (a geometric interval): it never reaches zero or below, and a figure
+    whose windows all lie far above a limit is not called "inside the noise" of it. Values of zero
+    (a window in which nothing completed) have no logarithm: the plain interval over the values,
+    floored at zero, is used then."""
     data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
     if data.size < 2:
         return None
-    mean = float(data.mean())
-    half = t_quantile(int(data.size) - 1) * float(data.std(ddof=1)) / math.sqrt(data.size)
+    t = t_quantile(int(data.size) - 1) / math.sqrt(data.size)
+    if np.all(data > 0):
+        logs = np.log(data)
+        centre, half = float(logs.mean()), t * float(logs.std(ddof=1))
+        return math.exp(centre - half), math.exp(centre + half)
+    mean, half = float(data.mean()), t * float(data.std(ddof=1))
     return max(0.0, mean - half), mean + half
 
 
@@ -166,10 +181,15 @@ def settle(step: StepResult, stability_percentage: float | None) -> StepResult:
         "its figures are the windows' medians")
     step.throughput_per_s = median_of(step.windows, "throughput")
     if step.latency is not None:
-        latency = replace(step.latency, source="window_medians")
-        for name in ("p50", "p90", "p95", "p99", "mean"):
-            value = median_of(step.windows, name)
-            if value is not None:
-                setattr(latency, f"{name}_ms", value)
-        step.latency = latency
+        medians = {name: value for name in LATENCY_FIGURES if (value := median_of(step.windows, name)) is not None}
+        step.latency = latency_with(step.latency, medians, source="window_medians")
     return step
+
+
+def latency_with(latency: LatencyStats, figures: dict[str, float], *, source: str) -> LatencyStats:
+    """A copy of ``latency`` with ``figures`` (by name: ``p50``…``p99``, ``mean``, in ms) in place
+    of its own, and ``source`` saying where they came from."""
+    copy = replace(latency, source=source)
+    for name, value in figures.items():
+        setattr(copy, f"{name}_ms", value)
+    return copy

@@ -82,6 +82,7 @@ class Terminal:
         if event.attempt:
             self._attempt(event)
             return
+        kind = "step" if event.run is None else "run_step"  # a repeated run's own steps, before the combined ones
         judged = event.verdict
         sla = judged.status if judged else None
         margin = judged.margin_check if judged else None
@@ -100,13 +101,15 @@ class Terminal:
             flag = "  (noisy)" if step.noisy else ("" if step.stable else "  (unstable)")
             tag = f"  {'INSIDE THE NOISE' if sla == 'noise' else sla.upper()}" if sla else ""
             why = f": {'; '.join(judged.reasons)}" if judged and judged.reasons else ""
-            click.secho(f"  {step.load_mode} {step.load_value:<6g} {body}{flag}{tag}{why}", fg=colour)
+            run = f"run {event.run}: " if event.run is not None else ("all runs: " if step.runs else "")
+            click.secho(f"  {run}{step.load_mode} {step.load_value:<6g} {body}{flag}{tag}{why}", fg=colour)
             for warning in step.warnings:
                 click.secho(f"    warning: {warning}", fg="yellow")
             return
         _kv(
             sys.stdout,
-            "step",
+            kind,
+            **({"run": event.run} if event.run is not None else {}),
             mode=step.load_mode,
             load=f"{step.load_value:g}",
             name=event.name,
@@ -139,8 +142,9 @@ class Terminal:
             click.secho(f"  {step.load_mode} {step.load_value:<6g} attempt {step.attempts}: {why}; measuring again",
                         fg="yellow")
             return
-        _kv(sys.stdout, "attempt", mode=step.load_mode, load=f"{step.load_value:g}", name=event.name,
-            attempt=step.attempts, stable=str(step.stable).lower(), note=why)
+        _kv(sys.stdout, "attempt", **({"run": event.run} if event.run is not None else {}), mode=step.load_mode,
+            load=f"{step.load_value:g}", name=event.name, attempt=step.attempts, stable=str(step.stable).lower(),
+            note=why)
 
     def verdict(self, verdict: Verdict | None) -> None:
         """The verdict's one-line summary (terminal) or its ``verdict`` line (piped)."""
