@@ -258,6 +258,8 @@ def run_command(
 @click.option(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
 )
+@click.option("--per-step", is_flag=True,
+              help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
 @_baseline_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare_command(
@@ -266,14 +268,19 @@ def compare_command(
     max_throughput_drop: str,
     max_p99_rise: str,
     save_baseline: bool,
+    per_step: bool,
     baseline_dir: Path,
     as_json: bool,
 ) -> None:
-    """Compare run NEW against BASE; exit 1 on a regression.
+    """Compare run NEW against BASE: regression (exit 1), no regression (0), inside the noise (3).
 
     BASE and NEW are result.json files, run folders, or a model's baseline folder (its newest
-    baseline is used). Steps are matched by load; a regression is a throughput drop or p99 rise
-    past the limits at any matched load or at peak throughput, or failed requests appearing.
+    baseline is used). Classic runs are gated on each run's peak throughput within its SLA
+    (without an SLA: its peak throughput), decided by the 95 % interval of the change from the
+    runs' windows (or runs, with --repeat): a regression when the whole interval is a drop past
+    --max-throughput-drop, inside the noise when the interval holds that limit. --per-step gates
+    every matched load's throughput and p99 the same way. Failed requests appearing are always a
+    regression.
 
     \b
     Example:
@@ -282,7 +289,7 @@ def compare_command(
     """
     stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
-                            baseline_root=baseline_dir if save_baseline else None)
+                            baseline_root=baseline_dir if save_baseline else None, per_step=per_step)
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline

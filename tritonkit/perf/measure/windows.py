@@ -32,6 +32,7 @@ from tritonkit.perf.measure.result import LatencyStats, StepResult, WindowFigure
 
 __all__ = [
     "ACCEPT_ANY_STABILITY_PERCENTAGE",
+    "change_interval",
     "DEFAULT_STABILITY_PERCENTAGE",
     "FIGURES",
     "LATENCY_FIGURES",
@@ -40,6 +41,7 @@ __all__ = [
     "intervals_of",
     "latency_with",
     "median_of",
+    "samples",
     "settle",
     "t_quantile",
     "window_figures",
@@ -193,3 +195,35 @@ def latency_with(latency: LatencyStats, figures: dict[str, float], *, source: st
     for name, value in figures.items():
         setattr(copy, f"{name}_ms", value)
     return copy
+
+
+def samples(step: StepResult, name: str) -> list[float]:
+    """The values a step's figure ``name`` was measured from: each run's (a repeated ladder's
+    combined step), else each counted window's. Positive values only (the log scale's)."""
+    if step.interval_basis == "runs" and step.runs:
+        values = [getattr(r, "throughput_per_s" if name == "throughput" else f"{name}_ms", None) for r in step.runs]
+    else:
+        values = [w.figure(name) for w in _counted(step.windows)]
+    return [float(v) for v in values if v is not None and math.isfinite(v) and v > 0]
+
+
+def change_interval(base: float, new: float, base_samples: Sequence[float],
+                    new_samples: Sequence[float]) -> tuple[float, float] | None:
+    """The 95 % interval of the relative change ``new / base − 1``, centred on the two figures'
+    ratio, its width from the two steps' samples (windows or runs): Welch's interval on the log
+    scale, ``ln(new/base) ± t(df) · √(s²_b/n_b + s²_n/n_n)`` with the Welch–Satterthwaite ``df``.
+    ``None`` when either side has fewer than two samples or a figure is not positive."""
+    if base <= 0 or new <= 0 or len(base_samples) < 2 or len(new_samples) < 2:
+        return None
+    parts = []
+    for values in (base_samples, new_samples):
+        logs = np.log(np.asarray(values, dtype=np.float64))
+        parts.append((float(logs.var(ddof=1)) / logs.size, logs.size - 1))
+    se2 = sum(v for v, _ in parts)
+    if se2 <= 0:
+        centre = math.log(new / base)
+        return math.exp(centre) - 1.0, math.exp(centre) - 1.0
+    df = se2**2 / sum(v**2 / d for v, d in parts if v > 0)
+    half = t_quantile(max(1, int(df))) * math.sqrt(se2)
+    centre = math.log(new / base)
+    return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0

@@ -237,8 +237,10 @@ class Terminal:
         click.echo(comparison.table())
         for note in comparison.notes:
             click.echo(f"note: {note}")
-        click.secho(comparison.summary(), fg="red" if comparison.regressed else "green")
+        colour = {"regression": "red", "inside the noise": "magenta"}.get(comparison.outcome, "green")
+        click.secho(comparison.summary(), fg=colour)
         if saved:
             click.echo(f"baseline saved: {saved}")
         elif save_requested:
-            click.echo("baseline not saved: the new run regressed")
+            click.echo("baseline not saved: the new run " + (
+                "regressed" if comparison.regressed else "is inside the noise of the baseline"))
