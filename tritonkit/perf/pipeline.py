@@ -47,7 +47,7 @@ from tritonkit.perf.judge.verdict import evaluate_result, stored_verdict
 from tritonkit.perf.llm.result import LLMResult
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
-from tritonkit.perf.measure.ladder import ladder_commands, run_ladder
+from tritonkit.perf.measure.ladder import LadderResult, ladder_commands, run_ladder
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.repeats import combine_runs, run_folder_name
 from tritonkit.perf.measure.result import PerfResult, StepResult
@@ -345,12 +345,9 @@ def run_perf(
         # written atomically after every step, so it still holds every step saved before.
         with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
                 folder_write_errors("write the run's results", folder):
-            notes = [*input_notes, *([lock.taken_over] if lock.taken_over else [])]
-            if repeat > 1:
-                return _run_repeated(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup, repeat,
-                                     on_step=on_step, input_notes=input_notes, notes=notes)
-            return _run_locked(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup,
-                               on_step=on_step, input_notes=input_notes, notes=notes)
+            job = _Job(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup, on_step, input_notes,
+                       [*input_notes, *([lock.taken_over] if lock.taken_over else [])])
+            return _run_repeated(job, repeat) if repeat > 1 else _run_locked(job)
     except BaseException:
         if created:  # refused before writing anything (server down, bad folder): leave no empty folder
             with contextlib.suppress(OSError):
@@ -358,36 +355,64 @@ def run_perf(
         raise
 
 
-def _run_locked(
-    spec: PerfSpec,
-    plan: LadderPlan,
-    sla: SLA | None,
-    judging: JudgeSettings,
-    folder: Path,
-    tool: PerfAnalyzerInstall,
-    setup: RunSetup,
-    *,
-    on_step: Callable[[StepEvent], None] | None,
-    input_notes: Sequence[str],
-    notes: list[str],
-) -> PerfRun:
+@dataclass(frozen=True)
+class _Job:
+    """What :func:`run_perf` runs, once its folder is locked: the ladder, how it is judged, where
+    it writes, and who hears of each step."""
+
+    spec: PerfSpec
+    plan: LadderPlan
+    sla: SLA | None
+    judging: JudgeSettings
+    folder: Path
+    tool: PerfAnalyzerInstall
+    setup: RunSetup
+    on_step: Callable[[StepEvent], None] | None
+    input_notes: Sequence[str]
+    notes: list[str]
+
+    def stop_rule(self) -> Callable[[StepResult], bool] | None:
+        return ladder_check(self.sla, self.judging, batch_size=self.spec.batch_size) if self.sla is not None else None
+
+    def judged(self, step: StepResult) -> StepVerdict | None:
+        return judge_step(self.sla, step, self.judging, batch_size=self.spec.batch_size)
+
+    def ladder(self, plan: LadderPlan, folder: Path, settings: dict[str, Any], *, run: int | None = None,
+               preflight: bool = True, on_saved: Callable[[PerfResult], None] | None = None) -> LadderResult:
+        """One ladder into ``folder``, each kept step and each superseded try told to ``on_step``."""
+        observe = self.on_step or (lambda _event: None)
+        progress = self.setup.get("progress")
+        return run_ladder(
+            self.spec, plan, results_dir=folder,
+            analyzer=PerfAnalyzer(folder, perf_analyzer=self.tool, metrics_url=self.setup.get("metrics_url"),
+                                  progress=progress),
+            sla_check=self.stop_rule(), progress=progress, preflight=preflight,
+            on_step=lambda step, name: observe(StepEvent(step, name, self.judged(step), run=run)),
+            on_attempt=lambda step, name: observe(StepEvent(step, name, None, attempt=True, run=run)),
+            on_saved=on_saved,
+            extra={"settings": settings, **({"input_data": list(self.input_notes)} if self.input_notes else {})},
+        )
+
+    def finish(self, result: PerfResult, *, error: TritonKitError | None, resumed_steps: int, notes: list[str],
+               keep_baseline: bool = True) -> PerfRun:
+        return _finish(result, self.folder, self.sla, judging=self.judging,
+                       baseline_root=self.setup.get("baseline_root") if keep_baseline else None, error=error,
+                       resumed_steps=resumed_steps, notes=notes)
+
+
+def _run_locked(job: _Job) -> PerfRun:
     """:func:`run_perf` once its results folder is locked."""
-    baseline_root, progress = setup.get("baseline_root"), setup.get("progress")
+    folder = job.folder
     check_report_folder(folder)  # before measuring: the report at the end must be writable
     for name in ("result.json", "report.md", "report.html"):
         if (folder / name).is_dir():  # found only when writing it, after all the measuring
             raise ConfigError(f"{folder / name} is a folder, so the run's {name} cannot be written there",
                               hint="move it away, or choose another --out folder")
-    settings = run_settings(spec, plan, sla, judging)
-    stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size) if sla is not None else None
-    resume: Resume = plan_resume(folder, settings, plan, stop_rule)
-    notes = [*notes, *resume.notes]
+    settings = run_settings(job.spec, job.plan, job.sla, job.judging)
+    resume: Resume = plan_resume(folder, settings, job.plan, job.stop_rule())
+    notes = [*job.notes, *resume.notes]
     if resume.previous is not None and resume.plan is None:
-        return _finish(
-            resume.previous, folder, sla, judging=judging, baseline_root=baseline_root, error=None,
-            resumed_steps=resume.kept_steps, notes=notes,
-        )
-    ladder_plan = resume.plan or plan
+        return job.finish(resume.previous, error=None, resumed_steps=resume.kept_steps, notes=notes)
     previous = resume.previous
 
     def keep_merged(partial: PerfResult) -> None:
@@ -395,90 +420,43 @@ def _run_locked(
         assert previous is not None
         combine(previous, partial, resume.ladder_dir.name).save(folder / "result.json")
 
-    analyzer = PerfAnalyzer(resume.ladder_dir, perf_analyzer=tool, metrics_url=setup.get("metrics_url"),
-                            progress=progress)
-    observe = on_step or (lambda _event: None)
-    ladder = run_ladder(
-        spec,
-        ladder_plan,
-        results_dir=resume.ladder_dir,
-        analyzer=analyzer,
-        sla_check=stop_rule,
-        progress=progress,
-        on_step=lambda step, name: observe(
-            StepEvent(step, name, judge_step(sla, step, judging, batch_size=spec.batch_size))),
-        on_attempt=lambda step, name: observe(StepEvent(step, name, None, attempt=True)),
-        on_saved=None if previous is None else keep_merged,
-        extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
-    )
+    ladder = job.ladder(resume.plan or job.plan, resume.ladder_dir, settings,
+                        on_saved=None if previous is None else keep_merged)
     result = ladder.result
     if previous is not None:
         result = combine(previous, result, resume.ladder_dir.name)
     if ladder.interrupted:
-        _finish(result, folder, sla, judging=judging, baseline_root=None, error=None, resumed_steps=resume.kept_steps,
-                notes=notes)
+        job.finish(result, error=None, resumed_steps=resume.kept_steps, notes=notes, keep_baseline=False)
         raise KeyboardInterrupt
-    return _finish(
-        result, folder, sla, judging=judging, baseline_root=baseline_root, error=ladder.error,
-        resumed_steps=resume.kept_steps, notes=notes,
-    )
+    return job.finish(result, error=ladder.error, resumed_steps=resume.kept_steps, notes=notes)
 
 
-def _run_repeated(
-    spec: PerfSpec,
-    plan: LadderPlan,
-    sla: SLA | None,
-    judging: JudgeSettings,
-    folder: Path,
-    tool: PerfAnalyzerInstall,
-    setup: RunSetup,
-    repeat: int,
-    *,
-    on_step: Callable[[StepEvent], None] | None,
-    input_notes: Sequence[str],
-    notes: list[str],
-) -> PerfRun:
+def _run_repeated(job: _Job, repeat: int) -> PerfRun:
     """:func:`run_perf` with ``repeat`` > 1, once its folder is locked: the ladder ``repeat`` times,
-    each run's steps said as ``run`` events, then the runs combined, judged and reported."""
+    each run's steps told with their run's number, then the runs combined, judged and reported."""
+    folder = job.folder
     check_report_folder(folder)
     if (folder / "result.json").exists():
         raise ConfigError(f"{folder} already holds a run: a repeated run (--repeat {repeat}) does not resume",
                           hint="choose another --out folder, or delete that one")
-    progress = setup.get("progress") or (lambda _message: None)
-    observe = on_step or (lambda _event: None)
-    stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size) if sla is not None else None
-    settings = {**run_settings(spec, plan, sla, judging), "repeat": repeat}
+    progress = job.setup.get("progress") or (lambda _message: None)
+    settings = {**run_settings(job.spec, job.plan, job.sla, job.judging), "repeat": repeat}
     runs: list[PerfResult] = []
     error: TritonKitError | None = None
     interrupted = False
-    def kept(run: int) -> Callable[[StepResult, str], None]:
-        return lambda step, name: observe(
-            StepEvent(step, name, judge_step(sla, step, judging, batch_size=spec.batch_size), run=run))
-
-    def tried(run: int) -> Callable[[StepResult, str], None]:
-        return lambda step, name: observe(StepEvent(step, name, None, attempt=True, run=run))
-
     for index in range(1, repeat + 1):
         progress(f"run {index} of {repeat}")
-        sub = folder / run_folder_name(index)
-        ladder = run_ladder(
-            spec, plan, results_dir=sub,
-            analyzer=PerfAnalyzer(sub, perf_analyzer=tool, metrics_url=setup.get("metrics_url"), progress=progress),
-            sla_check=stop_rule, progress=progress, preflight=index == 1, on_step=kept(index), on_attempt=tried(index),
-            extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
-        )
+        ladder = job.ladder(job.plan, folder / run_folder_name(index), settings, run=index, preflight=index == 1)
         runs.append(ladder.result)
         if ladder.interrupted or ladder.error is not None:
             error, interrupted = ladder.error, ladder.interrupted
             break
     result = combine_runs(runs)
-    if len(runs) < repeat:
-        notes = [*notes, f"only {len(runs)} of {repeat} runs finished"]
-    if on_step is not None:
+    notes = job.notes if len(runs) == repeat else [*job.notes, f"only {len(runs)} of {repeat} runs finished"]
+    if job.on_step is not None:
         for step in result.steps:  # the combined steps: one per load, judged on the runs' spread
-            observe(StepEvent(step, "combined", judge_step(sla, step, judging, batch_size=spec.batch_size)))
-    run = _finish(result, folder, sla, judging=judging, baseline_root=None if interrupted else setup.get("baseline_root"),
-                  error=error, resumed_steps=0, notes=notes)
+            job.on_step(StepEvent(step, "combined", job.judged(step)))
+    run = job.finish(result, error=error, resumed_steps=0, notes=notes, keep_baseline=not interrupted)
     if interrupted:
         raise KeyboardInterrupt
     return run

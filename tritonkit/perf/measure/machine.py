@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tritonkit.perf.measure.metrics import host_cpu_count, is_loopback
+from tritonkit.perf.measure.metrics import host_cpu_count, is_loopback, process_stat
 from tritonkit.perf.measure.result import MachineLoad
 
 __all__ = [
@@ -68,20 +68,6 @@ def _busy_s() -> float | None:
     return (user + nice + system + irq + softirq + steal) / _TICKS
 
 
-def _proc_stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) of ``pid``; ``None`` when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
-        return None
-    rest = text.rsplit(")", 1)[-1].split()
-    try:
-        return int(rest[1]), (int(rest[11]) + int(rest[12])) / _TICKS
-    except (IndexError, ValueError):
-        return None
-
-
 def _pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
@@ -90,7 +76,7 @@ def process_tree(root: int) -> set[int]:
     """``root`` and every live process below it."""
     parents: dict[int, int] = {}
     for pid in _pids():
-        stat = _proc_stat(pid)
+        stat = process_stat(pid)
         if stat is not None:
             parents[pid] = stat[0]
     tree = {root} if root in parents else set()
@@ -143,7 +129,7 @@ def listening_pid(url: str) -> int | None:
 def _tree_cpu_s(pids: set[int]) -> dict[int, float]:
     found = {}
     for pid in pids:
-        stat = _proc_stat(pid)
+        stat = process_stat(pid)
         if stat is not None:
             found[pid] = stat[1]
     return found

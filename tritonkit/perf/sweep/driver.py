@@ -95,13 +95,15 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
             attempts_s.append(step.duration_s)
 
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
-    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen)
+    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
+                        on_attempt=seen)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
         say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
-        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen)
+        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
+                            on_attempt=seen)
     return ladder
 
 
