@@ -466,8 +466,8 @@ def _unstable_note(spec: PerfSpec, load: float, lines: tuple[str, ...]) -> str:
     windows = f"{trials.group(1)} windows" if trials else (f"{spec.max_trials} windows" if spec.max_trials else "its windows")
     length = f" of {spec.measurement_interval_ms} ms" if spec.measurement_interval_ms else ""
     stability = spec.stability_percentage if spec.stability_percentage is not None else 10.0
-    return (f"perf_analyzer found no three agreeing windows (within {stability:g} %) in {windows}{length} at "
-            f"{_mode(spec).replace('_', ' ')} {load:g}: measure longer or allow more windows "
+    return (f"perf_analyzer could not call {_mode(spec).replace('_', ' ')} {load:g} stable: no three of "
+            f"{windows}{length} agreed within {stability:g} %; measure longer or allow more windows "
             "(perf run: --duration-s, --max-trials; perf sweep: --window-ms)")
 
 

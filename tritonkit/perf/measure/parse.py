@@ -337,11 +337,13 @@ def build_steps(
         warnings: list[str] = []
         request_count = 0
         windows: list[WindowFigures] = []
+        latencies = None
         if exp is not None and exp.request_count > 0:
             latency = latency_stats(exp.latencies_ms)
             request_count = exp.request_count
             warnings = cross_check(csv_stats, latency)
             windows = exp.windows(batch_size)
+            latencies = exp.latencies_ms
         steps.append(_with_windows(StepResult(
             load_mode=row.load_mode,
             load_value=row.load_value,
@@ -352,7 +354,7 @@ def build_steps(
             client=row.client,
             request_count=request_count,
             warnings=warnings,
-        ), windows))
+        ), windows, latencies))
     for exp in by_load.values():
         counted = exp.request_count > 0 and exp.measured_duration_s > 0
         steps.append(_with_windows(StepResult(
@@ -368,10 +370,11 @@ def build_steps(
     return sorted(steps, key=lambda s: s.load_value)
 
 
-def _with_windows(step: StepResult, windows: list[WindowFigures]) -> StepResult:
-    """``step`` with its windows and the within-run interval of each figure over them."""
+def _with_windows(step: StepResult, windows: list[WindowFigures], latencies_ms: np.ndarray | None = None) -> StepResult:
+    """``step`` with its windows and the within-run interval of each figure (see
+    :func:`~tritonkit.perf.measure.windows.intervals_of`)."""
     step.windows = windows
-    step.intervals = intervals_of(windows)
+    step.intervals = intervals_of(windows, latencies_ms)
     step.interval_basis = "windows" if step.intervals else None
     band = step.intervals.get("throughput")
     step.throughput_interval_per_s = list(band) if band else None

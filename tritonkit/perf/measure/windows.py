@@ -14,7 +14,9 @@ Intervals (:func:`interval`): the 95 % Student-t interval of a figure over ``n``
 (windows of one run, or runs of a repeated ladder), ``centre ± t(n-1) · s / √n`` on the log
 scale (rates and times spread by factors). Over three windows that is ``± 2.48 s``: three values
 say little about their spread, and the interval says so — a percentile bootstrap over three
-values spans about ``± 0.9 s`` and covers far less than it claims. Windows of one run share that run's server start, placement and neighbours, so the
+values spans about ``± 0.9 s`` and covers far less than it claims. A stable step's latencies
+take their intervals from its requests instead (:func:`latency_intervals`: a tail percentile of a
+third of the requests is mostly small-sample noise); a noisy step's every figure from its windows. Windows of one run share that run's server start, placement and neighbours, so the
 interval over them is *within the run*; the spread between runs is only measured by running
 again (``perf run --repeat N``, an interval over the runs).
 """
@@ -39,6 +41,7 @@ __all__ = [
     "STABILITY_WINDOWS",
     "interval",
     "intervals_of",
+    "latency_intervals",
     "latency_with",
     "median_of",
     "samples",
@@ -140,14 +143,42 @@ def windows_agree(windows: Sequence[WindowFigures], stability_percentage: float 
     return max(rates) / min(rates) <= limit and max(means) / min(means) <= limit
 
 
-def intervals_of(windows: Sequence[WindowFigures]) -> dict[str, list[float]]:
-    """Each figure's 95 % interval over the counted windows (see :func:`interval`), by metric name."""
+def intervals_of(windows: Sequence[WindowFigures], latencies_ms: np.ndarray | None = None) -> dict[str, list[float]]:
+    """Each figure's 95 % interval within the run, by metric name: throughput over the counted
+    windows (:func:`interval`); the latencies, given the step's requests (``latencies_ms``), from
+    those requests (:func:`latency_intervals`), else over the counted windows too."""
     counted = _counted(windows)
     found: dict[str, list[float]] = {}
     for name in FIGURES:
         band = interval([w.figure(name) for w in counted])
         if band is not None:
             found[name] = [band[0], band[1]]
+    if latencies_ms is not None and latencies_ms.size >= 2:
+        found.update(latency_intervals(latencies_ms))
+    return found
+
+
+def latency_intervals(latencies_ms: np.ndarray) -> dict[str, list[float]]:
+    """The 95 % intervals of a step's latency figures from its requests: each percentile by the
+    distribution-free order-statistic rule (the ranks ``n·q ± 1.96·√(n·q·(1−q))`` of the sorted
+    latencies, held within the smallest and largest measured: fewer requests than a tail
+    percentile needs give an interval up to the largest), the mean by Student's t.
+
+    A percentile of one window holds a third of the requests, and three such values say little:
+    over windows a p99 interval is mostly the noise of estimating a tail from few requests. The
+    step's requests together estimate it far better; the windows stay the measure of drift, which
+    is why a step whose windows disagree (a noisy one) is judged on its windows instead."""
+    ordered = np.sort(np.asarray(latencies_ms, dtype=np.float64))
+    n = ordered.size
+    found: dict[str, list[float]] = {}
+    for name, q in (("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99)):
+        spread = 1.959964 * math.sqrt(n * q * (1.0 - q))
+        low = min(n - 1, max(0, math.floor(n * q - spread) - 1))
+        high = min(n - 1, max(0, math.ceil(n * q + spread) - 1))
+        found[name] = [float(ordered[low]), float(ordered[high])]
+    half = t_quantile(n - 1) * float(ordered.std(ddof=1)) / math.sqrt(n)
+    mean = float(ordered.mean())
+    found["mean"] = [max(0.0, mean - half), mean + half]
     return found
 
 
@@ -177,6 +208,9 @@ def settle(step: StepResult, stability_percentage: float | None) -> StepResult:
     counted = _counted(step.windows)
     limit = stability_percentage if stability_percentage is not None else DEFAULT_STABILITY_PERCENTAGE
     step.stable, step.noisy = False, True
+    # Drift between windows is the noise here: every figure's interval is taken over the windows.
+    step.intervals = intervals_of(step.windows)
+    step.throughput_interval_per_s = step.intervals.get("throughput")
     step.unstable_note = (
         f"noisy: its {len(counted)} windows disagreed by more than {limit:g} % (throughput "
         f"{_span(counted, 'throughput', 'infer/s', ',.1f')}, mean latency {_span(counted, 'mean', 'ms', '.2f')}); "

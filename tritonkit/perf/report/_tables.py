@@ -128,7 +128,7 @@ def margin_cell(judged: StepVerdict | None) -> str:
         return "–"
     c = check.constraint
     headroom = f" ({check.headroom * 100:+.0f}%)" if check.headroom is not None else ""
-    sign = "+" if check.margin >= 0 else "−"
+    sign = "+" if check.margin >= 0 else "-"
     return f"{c}: {sign}{format_metric(c.metric, abs(check.margin))}{headroom}"
 
 

@@ -169,6 +169,7 @@ class Terminal:
                 else "-"
             ),
             headroom=_num(verdict.headroom),
+            noisy_loads=",".join(f"{v:g}" for v in verdict.noisy_loads) or "-",
         )
 
     def run(self, run: PerfRun) -> None:
