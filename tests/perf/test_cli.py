@@ -145,8 +145,12 @@ def test_a_ladder_that_meets_the_sla_exits_0_and_keeps_raw_files_result_report_a
     assert saved.warmup is not None and (folder / "warmup.csv").is_file()
     assert saved.steps[0].metrics is not None and saved.steps[0].metrics.success_count
     assert saved.verdict is not None and Verdict.from_dict(saved.verdict).knee_load == 2
-    for name in ("step01-c1.csv", "step01-c1.json", "step02-c2.csv", "step02-c2.stdout"):
-        assert (folder / name).is_file(), name
+    # Each step's raw files are those of the try it kept (a first, unstable try writes no CSV).
+    for step, stem in zip(saved.steps, ("step01-c1", "step02-c2"), strict=True):
+        kept = stem if step.attempts == 1 else f"{stem}-retry{step.attempts - 1}"
+        assert {f"{kept}.csv", f"{kept}.json", f"{kept}.stdout"} <= set(step.raw_files), step.raw_files
+        assert all((folder / name).is_file() for name in step.raw_files), step.raw_files
+    assert (folder / "step01-c1.stdout").is_file() and (folder / "step02-c2.argv.json").is_file()  # first tries too
     assert "**PASS** (exit code 0)" in (folder / "report.md").read_text()
     assert "data:image/png;base64," in (folder / "report.html").read_text()
     assert len(list((folder / "plots").glob("*.png"))) == 3

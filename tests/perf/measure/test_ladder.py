@@ -71,9 +71,11 @@ def test_ladder_warms_up_unrecorded_then_measures_each_level_and_saves_result(se
     assert all(s.measured and s.metrics is not None and s.generator_cpu_pct is not None for s in result.steps)
     assert result.steps[1].throughput_per_s > result.steps[0].throughput_per_s  # type: ignore[operator]
     assert PerfResult.load(tmp_path / "result.json") == result
-    assert "warmup.csv" in result.raw_files and "step02-c2.json" in result.raw_files
+    # On a busy machine a step's first try may be unstable and measured again: its files stay listed.
+    kept = "step02-c2" if result.steps[1].attempts == 1 else f"step02-c2-retry{result.steps[1].attempts - 1}"
+    assert {"warmup.csv", "step02-c2.argv.json", f"{kept}.json"} <= set(result.raw_files)
     assert result.metadata.tool_version and result.metadata.finished_utc
-    assert result.metadata.command[-1] == str(tmp_path / "step02-c2.json")
+    assert result.metadata.command[-1] == str(tmp_path / f"{kept}.json")
     assert any("warming up" in line for line in lines)
 
 

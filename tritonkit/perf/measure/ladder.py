@@ -357,6 +357,7 @@ def run_ladder(
                     (observe if kept else superseded)(measured, outcome.name)
                 if kept:
                     break
+                result.raw_files.extend(outcome.raw_files)  # a superseded try's files are the run's too
                 window_ms *= plan.retry_window_factor
             assert step is not None
             result.steps.append(step)
