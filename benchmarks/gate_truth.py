@@ -2,8 +2,11 @@
 intervals it decides with cover what they claim.
 
 Three builds of one python-backend model differ only in the cost of a request, which this script
-sets: the **base** (``--cost-ms``), one **20 % slower** (throughput × 0.80: cost ÷ 0.80) and one
-**5 % slower** (cost ÷ 0.95). Each is run ``--runs`` times, every run on a **fresh server** (as CI
+sets: the **base** (``--cost-ms``), one **20 % slower** (throughput × 0.80) and one **5 % slower**
+(× 0.95). A request costs the server more than the model's own time (gRPC, the queue, the python
+stub's hand-over), so a first, calibrating run of the base measures that overhead ``o`` from its
+throughput, and a build ``s`` times as fast burns ``(o + cost) / s − o``: its whole time per request,
+not only the model's, is ``1 / s`` times the base's. Each is run ``--runs`` times, every run on a **fresh server** (as CI
 runs it: start, load, warm up, ``perf run``, stop), the three interleaved so the machine's drift
 falls on all alike. Then, with ``perf compare``'s own rule (:func:`tritonkit.perf.judge.compare_results`,
 default limits: a 5 % drop, gated on peak throughput within the SLA):
@@ -162,10 +165,17 @@ def main() -> int:
     print(f"gate_truth: {len(BUILDS)} builds × {args.runs} fresh-server runs; base cost {args.cost_ms:g} ms/request "
           f"({args.cost_kind}); concurrency {args.concurrency}, {args.duration_s:g} s per step; SLA {args.sla}")
     runs: dict[str, list[tuple[Run, PerfResult]]] = {name: [] for name in BUILDS}
+    cost_s = args.cost_ms / 1000.0
     with tempfile.TemporaryDirectory(prefix="gate_truth-") as tmp:
+        calibration, _ = one_run("calibrate", 0, cost_s, args, Path(tmp))
+        overhead_s = max(0.0, 1.0 / calibration.peak_per_s - cost_s) if calibration.peak_per_s else 0.0
+        costs = {build: (overhead_s + cost_s) / speed - overhead_s for build, speed in BUILDS.items()}
+        print(f"calibration: base peak {calibration.peak_per_s or 0:.1f} infer/s, so {overhead_s * 1000:.2f} ms per "
+              f"request beyond the model's; model cost per build: "
+              + ", ".join(f"{b} {c * 1000:.2f} ms" for b, c in costs.items()), flush=True)
         for index in range(1, args.runs + 1):
-            for build, speed in BUILDS.items():  # interleaved: the machine's drift falls on every build
-                run, result = one_run(build, index, args.cost_ms / 1000.0 / speed, args, Path(tmp))
+            for build in BUILDS:  # interleaved: the machine's drift falls on every build
+                run, result = one_run(build, index, costs[build], args, Path(tmp))
                 runs[build].append((run, result))
                 print(f"  {build:7s} run {index:2d}: peak {run.peak_per_s or 0:8.1f} infer/s "
                       f"{'(noisy) ' if run.peak_noisy else ''}exit {run.exit_code} ({run.wall_s:.0f} s)", flush=True)

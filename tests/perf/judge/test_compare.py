@@ -296,3 +296,14 @@ def test_a_new_run_that_meets_its_sla_at_no_load_is_a_regression() -> None:
     new = _gated(_windowed(1, 100, 50, 0.01), sla="p99<=30ms")
     comparison = compare_results(base, new)
     assert comparison.regressed and comparison.rows[-1].problems == ("the new run meets its SLA at no load",)
+
+
+def test_runs_measured_on_a_busy_machine_are_said_to_need_repeating() -> None:
+    from tritonkit.perf.measure.result import MachineLoad
+
+    busy = _gated(_windowed(4, 300, 40, 0.02))
+    busy.steps[0].machine = MachineLoad(cores=2, other_cores=1.2)
+    comparison = compare_results(_gated(_windowed(4, 300, 40, 0.02)), busy)
+    assert any("busy during the new run" in n and "--repeat N" in n for n in comparison.notes)
+    quiet = compare_results(_gated(_windowed(4, 300, 40, 0.02)), _gated(_windowed(4, 300, 40, 0.02)))
+    assert not any("busy" in n for n in quiet.notes)

@@ -41,6 +41,7 @@ from tritonkit.perf.judge.baselines import (
     save_baseline,
 )
 from tritonkit.perf.judge.verdict import stored_verdict
+from tritonkit.perf.measure.machine import BUSY_SHARE
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.measure.windows import change_interval, samples
 
@@ -327,6 +328,12 @@ def _row(
     return replace(row, problems=tuple(problems), unsure=tuple(unsure))
 
 
+def _busy(result: PerfResult) -> bool:
+    """Whether other processes used more than :data:`BUSY_SHARE` of the host during any step."""
+    shares = [s.machine.other_share for s in result.steps if s.machine is not None]
+    return any(share is not None and share > BUSY_SHARE for share in shares) and result.repeats == 1
+
+
 def _peak(steps: Iterable[StepResult], passing: set[float] | None = None) -> StepResult | None:
     """The highest-throughput measured step (among the loads in ``passing``, when given)."""
     clean = [(s.throughput_per_s, s) for s in steps
@@ -450,6 +457,11 @@ def compare_results(
         rows.append(peak)
     if any(r.throughput_change_interval is None and r.throughput_change is not None for r in rows):
         notes.append("a row without windows or runs to build an interval from is judged on its figures alone")
+    busy = [name for name, result in (("baseline", base), ("new run", new)) if _busy(result)]
+    if busy:
+        notes.append(f"the machine was busy during the {' and the '.join(busy)} (other processes above "
+                     f"{BUSY_SHARE:.0%} of its cores): single runs on a busy machine differ by more than their "
+                     "windows show; repeat both runs (perf run --repeat N) to measure that spread")
     return BaselineComparison(
         base.metadata.model, base_kind, max_throughput_drop, max_p99_rise, tuple(rows), tuple(notes),
         per_step=per_step, gated_on=gated_on,
