@@ -261,6 +261,9 @@ def run_command(
 @click.option("--per-step", is_flag=True,
               help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
 @_baseline_dir_option
+@click.option("--accept-runtime-change", is_flag=True,
+              help="Compare runs measured on different runtimes (backend, stand-in, engine version) instead of "
+                   "refusing; the comparison then says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare_command(
     base: Path,
@@ -270,6 +273,7 @@ def compare_command(
     save_baseline: bool,
     per_step: bool,
     baseline_dir: Path,
+    accept_runtime_change: bool,
     as_json: bool,
 ) -> None:
     """Compare run NEW against BASE: regression (exit 1), no regression (0), inside the noise (3).
@@ -289,7 +293,8 @@ def compare_command(
     """
     stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
-                            baseline_root=baseline_dir if save_baseline else None, per_step=per_step)
+                            baseline_root=baseline_dir if save_baseline else None, per_step=per_step,
+                            accept_runtime_change=accept_runtime_change)
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline

@@ -49,6 +49,7 @@ def compare_stored(
     max_p99_rise: float = DEFAULT_MAX_P99_RISE,
     baseline_root: str | os.PathLike[str] | None = None,
     per_step: bool = False,
+    accept_runtime_change: bool = False,
 ) -> StoredComparison:
     """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
     baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
@@ -61,7 +62,8 @@ def compare_stored(
     (:func:`~tritonkit.perf.judge.compare.compare_results`). Only a run with no regression (not
     one inside the noise) becomes a baseline. LLM runs (``new`` holds an
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
-    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`).
+    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
+    on different runtimes are refused unless ``accept_runtime_change``.
     """
     root = Path(baseline_root) if baseline_root is not None else None
     if find_llm_result(Path(new)) is not None:
@@ -71,7 +73,8 @@ def compare_stored(
     base_result, base_path = load_result(Path(base))
     new_result, new_path = load_result(Path(new))
     classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
-                              max_p99_rise=max_p99_rise, per_step=per_step)
+                              max_p99_rise=max_p99_rise, per_step=per_step,
+                              accept_runtime_change=accept_runtime_change)
     kept = save_baseline(new_result, root) if root is not None and classic.outcome == "no regression" else None
     return StoredComparison(classic, base_path, new_path, kept)
 
