@@ -94,3 +94,11 @@ def test_an_offered_rate_inside_the_carried_rates_noise_is_neither_met_nor_misse
     judged = evaluate(SLA, [step], load_kind="request_rate", judging=JudgeSettings()).steps[0]
     assert judged.status == "noise" and judged.misses == () and len(judged.unsure) == 1
     assert judged.unsure[0].startswith("carried 470.0 of 500 req/s offered (below 95 %)")
+
+
+def test_a_step_inside_the_noise_says_whether_its_values_alone_meet_the_sla() -> None:
+    """What the sweep counts a step by (its leaders are measured again): the values, not the interval."""
+    verdict = evaluate(SLA, [_step(1, 45, (38, 60)), _step(2, 55, (40, 70)), _step(4, 30, (25, 40))])
+    assert [(s.status, s.met_by_values) for s in verdict.steps] == [("noise", True), ("noise", False),
+                                                                    ("pass", True)]
+    assert not evaluate(SLA, [_step(8, 80, (70, 95))]).steps[0].met_by_values

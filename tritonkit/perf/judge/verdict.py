@@ -230,6 +230,15 @@ class StepVerdict:
         return tuple(c for c in self.checks if c.status == "noise")
 
     @property
+    def met_by_values(self) -> bool:
+        """Whether the measured values alone meet every bound and criterion: ``pass``, or ``noise``
+        whose values all fall on the good side (what a judge blind to intervals would call a pass)."""
+        if self.status == "pass":
+            return True
+        return (self.status == "noise" and not self.misses and not self.unsure
+                and all(c.passed is not False for c in self.checks))
+
+    @property
     def margin_check(self) -> CheckResult | None:
         """The measured bound with the least headroom: the step's margin to the SLA at its load."""
         scaled = [c for c in self.checks if c.headroom is not None]
