@@ -48,6 +48,7 @@ __all__ = [
     "SECONDS",
     "SECONDS_OR_ZERO",
     "SEED",
+    "REPEATS",
     "STEPS",
     "TOKENS",
     "TOLERANCE",
@@ -197,6 +198,8 @@ VERSION = Bounds(integer=True, low=0, high=INT64_MAX, example="1")
 BUILD_VERSION = Bounds(integer=True, low=1, high=INT64_MAX, example="2")
 #: Trials, retries, steps: small counts, where a thousand is already a typo.
 STEPS = Bounds(integer=True, low=1, high=1000, example="3")
+#: Whole ladders run again to measure run-to-run spread: each is minutes long, so a hundred is a typo.
+REPEATS = Bounds(integer=True, low=1, high=100, example="5")
 #: A relative tolerance as a fraction, none to almost all: ``0.05`` is 5 %.
 TOLERANCE = Bounds(integer=False, low=0, high=1, high_open=True, noun="fraction", example="0.05")
 #: The same tolerance in percent, as the command line takes it.

@@ -4,7 +4,8 @@ Each command parses its options, calls one function of :mod:`tritonkit.perf` and
 outcome with :class:`tritonkit.perf.report.terminal.Terminal`. Output is made for build servers: on a terminal, progress lines (rich) on stderr and a readable
 summary; piped or under CI, one ``key=value`` line per step and per result on stdout, nothing
 else; ``--json`` prints one JSON document. Exit codes: 0 SLA met / no regression, 1 SLA missed /
-regression, 2 could not measure (or any other error).
+regression, 2 could not measure (or any other error), 3 inside the noise (no load clearly meets
+the SLA and some is within its measurement noise of it / the change is within the runs' noise).
 """
 
 from __future__ import annotations
@@ -171,6 +172,11 @@ def perf() -> None:
 @click.option(
     "--timeout-s", type=number(LoadTestSettings, "timeout_s"), default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
 )
+@click.option(
+    "--repeat", type=number(LoadTestSettings, "repeat"), default=_D("repeat"), show_default=True,
+    help="Run the ladder this many times (each into run-<i>/) and judge each figure's median over the runs, "
+         "with its 95 % interval over them: the spread from run to run, not only within one run.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the perf_analyzer commands; run nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
@@ -193,9 +199,13 @@ def run_command(
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
     Results go to results/<UTC timestamp>-<model>/: raw perf_analyzer files, result.json,
-    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed (or outputs wrong:
-    dtype or shape unlike the config, or unlike ONNX Runtime with --check-outputs),
-    2 nothing could be measured (or an error, failed requests included).
+    report.md and report.html. Each step is judged on its 95 % interval. Exit status: 0 SLA met
+    at some load, 1 SLA missed (or outputs wrong: dtype or shape unlike the config, or unlike ONNX
+    Runtime with --check-outputs), 2 nothing could be measured (or an error, failed requests
+    included), 3 inside the noise: no load clearly meets the SLA, and at some load its bound lies
+    inside the measured interval (measure again: longer --duration-s, or --repeat N).
+    A step perf_analyzer cannot call stable is measured once more over fixed windows and kept as
+    a noisy measurement (the medians of its windows), never dropped.
 
     \b
     Example:
@@ -257,6 +267,8 @@ def run_command(
 @click.option(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
 )
+@click.option("--per-step", is_flag=True,
+              help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
 @_baseline_dir_option
 @click.option("--accept-runtime-change", is_flag=True,
               help="Compare runs measured on different runtimes (backend, stand-in, engine version) instead of "
@@ -268,15 +280,20 @@ def compare_command(
     max_throughput_drop: str,
     max_p99_rise: str,
     save_baseline: bool,
+    per_step: bool,
     baseline_dir: Path,
     accept_runtime_change: bool,
     as_json: bool,
 ) -> None:
-    """Compare run NEW against BASE; exit 1 on a regression.
+    """Compare run NEW against BASE: regression (exit 1), no regression (0), inside the noise (3).
 
     BASE and NEW are result.json files, run folders, or a model's baseline folder (its newest
-    baseline is used). Steps are matched by load; a regression is a throughput drop or p99 rise
-    past the limits at any matched load or at peak throughput, or failed requests appearing.
+    baseline is used). Classic runs are gated on each run's peak throughput within its SLA
+    (without an SLA: its peak throughput), decided by the 95 % interval of the change from the
+    runs' windows (or runs, with --repeat): a regression when the whole interval is a drop past
+    --max-throughput-drop, inside the noise when the interval holds that limit. --per-step gates
+    every matched load's throughput and p99 the same way. Failed requests appearing are always a
+    regression.
 
     \b
     Example:
@@ -285,7 +302,7 @@ def compare_command(
     """
     stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
-                            baseline_root=baseline_dir if save_baseline else None,
+                            baseline_root=baseline_dir if save_baseline else None, per_step=per_step,
                             accept_runtime_change=accept_runtime_change)
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
@@ -304,7 +321,8 @@ def compare_command(
 def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
     """Re-render report.md and report.html from a saved RESULT (result.json or its run folder).
 
-    With --sla the steps are judged again; the exit status is the verdict's (0, 1, 2).
+    With --sla the steps are judged again; the exit status is the verdict's (0 met, 1 missed,
+    2 could not measure, 3 inside the noise).
 
     \b
     Example:

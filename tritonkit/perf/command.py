@@ -41,6 +41,7 @@ from typing import Any
 from tritonkit._settings import field_default
 from tritonkit._values import (
     COUNT,
+    REPEATS,
     SECONDS,
     SECONDS_OR_ZERO,
     STEPS,
@@ -92,7 +93,9 @@ class LoadTestSettings:
     text as ``'1,2,4'``, ``'1:16'``; default concurrency ``1:8``) with ``distribution`` and
     ``rate_tolerance`` (with request-rate levels a step meets the SLA only if the server carried
     the offered rate less this fraction; see :class:`JudgeSettings`), ``duration_s`` per step, ``max_trials``, ``warmup_s``, ``stop_after`` SLA-breaking steps and
-    ``timeout_s`` for the whole ladder (see :meth:`LadderPlan.from_duration`).
+    ``timeout_s`` for the whole ladder (see :meth:`LadderPlan.from_duration`); ``repeat`` runs
+    the ladder that many times and judges each figure's median over the runs with its interval
+    over them (the spread from run to run; see :func:`~tritonkit.perf.pipeline.run_perf`).
     Data: ``batch_size``, ``input_data`` (``'zero'``, ``'random'`` or a perf_analyzer JSON file),
     ``shapes`` of variable-size inputs; ``repo`` the model repository holding the model file that
     valid data is derived from (default: ./model_repository when it holds the model), with
@@ -125,6 +128,7 @@ class LoadTestSettings:
     baseline_root: Path | None = None
     perf_analyzer: str | os.PathLike[str] | PerfAnalyzerInstall | None = None
     timeout_s: float = bounded(1800.0, SECONDS)
+    repeat: int = bounded(1, REPEATS)
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -258,7 +262,7 @@ def load_test(
         except MissingComponentError as exc:
             planned_tool = None
             test.notes.append(f"{exc.message}; showing 'perf_analyzer' in its place")
-        test.planned = planned_commands(spec, plan, folder, planned_tool)
+        test.planned = planned_commands(spec, plan, folder, planned_tool, repeat=settings.repeat)
         return test
     tool = settings.locate_perf_analyzer()
     say = progress or (lambda _message: None)
@@ -275,7 +279,7 @@ def load_test(
         test.run = run_perf(spec, plan, sla=sla, results_dir=folder, perf_analyzer=tool,
                             metrics_url=settings.metrics_url, baseline_root=settings.baseline_root,
                             progress=progress, on_step=on_step, judging=settings.judging(),
-                            input_notes=[f"input data: {note}" for note in prepared.notes])
+                            input_notes=[f"input data: {note}" for note in prepared.notes], repeat=settings.repeat)
     except KeyboardInterrupt:
         test.interrupted = True  # run_perf saved and judged the steps measured so far
     finally:

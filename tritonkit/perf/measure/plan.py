@@ -58,7 +58,10 @@ class LadderPlan:
     (``mode="request_rate"``), visited in the given order. Each step measures with
     ``step_window_ms`` windows (perf_analyzer needs 3 agreeing windows, at most ``max_trials``);
     an unstable step is retried ``unstable_retries`` times with the window multiplied by
-    ``retry_window_factor``. ``warmup_s`` of load at ``warmup_level`` (default: the first level)
+    ``retry_window_factor``, the last retry over fixed windows whose agreement tritonkit judges
+    (the step is then stable or **noisy**, a measurement either way); with ``unstable_retries=0``
+    an unstable step stays unmeasured, and ends the ladder unless ``continue_after_unstable``.
+    ``warmup_s`` of load at ``warmup_level`` (default: the first level)
     runs first and is not recorded. Throughput "stops rising" when a step gains less than
     ``plateau_gain`` (5 %) over the best earlier step, ``plateau_patience`` times in a row
     (``plateau_gain=None`` never stops for that).

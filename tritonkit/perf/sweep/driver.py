@@ -61,7 +61,9 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
     """Each step of ``ladder`` that carried something, as a :class:`StepPoint` judged by the one
     judge (:func:`~tritonkit.perf.evaluate_result` with ``judging``): whether it meets the SLA and
     why not (the step verdict's reasons: a bound broken, an offered rate not carried — at least
-    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's."""
+    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's;
+    a step whose bound lies inside its noise meets the SLA when its measured values do
+    (:attr:`~tritonkit.perf.judge.verdict.StepVerdict.met_by_values`)."""
     verdict = evaluate_result(sla, ladder.result, judging)
     judged = {s.load: s for s in verdict.steps}
     points: list[StepPoint] = []
@@ -76,7 +78,9 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
         points.append(StepPoint(
             load=step.load_value, throughput_per_s=step.throughput_per_s, p99_ms=p99,
             errors=step.error_count, stable=step.stable,
-            meets_sla=verdict_step is not None and verdict_step.status == "pass", gpu_memory_mb=memory_mb,
+            # A step inside the noise counts as its values say: the sweep answers noise by measuring
+            # its leaders again (the verdict's three-way status stays in the ladder's result.json).
+            meets_sla=verdict_step is not None and verdict_step.met_by_values, gpu_memory_mb=memory_mb,
             gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None,
             note="; ".join(verdict_step.reasons) if verdict_step is not None else "",
         ))
@@ -98,14 +102,14 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
 
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
     ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                        runtime=runtime)
+                        on_attempt=seen, runtime=runtime)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
         say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
         ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                            runtime=runtime)
+                            on_attempt=seen, runtime=runtime)
     return ladder
 
 
