@@ -25,10 +25,15 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   └── ClientClosedError       the client was closed before or during the call
     ├── PerfError                   perf_analyzer failed (``returncode``, ``stderr_tail``)
     │   └── PerfTimeoutError        a perf run passed its time limit and was stopped
-    └── PlanError                   the planner cannot compute from what it was given
+    ├── PlanError                   the planner cannot compute from what it was given
+    └── ClusterError                a Ray cluster cannot do what was asked: unreachable, no node with
+        │                           the resources asked, a node without tritonkit or perf_analyzer
+        └── NodeLostError           the node running a piece of work died (``node_id``, ``host``)
 
 Third-party errors are translated in one place per subsystem and chained with
-``raise ... from exc`` so the original is never lost.
+``raise ... from exc`` so the original is never lost. Every error survives pickling whole (its
+class, message, hint and fields), so one raised in a Ray task on another machine reaches the
+driver as itself.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import Any
 __all__ = [
     "BuildError",
     "ClientClosedError",
+    "ClusterError",
     "ClientError",
     "ConfigError",
     "ConfigSyntaxError",
@@ -51,6 +57,7 @@ __all__ = [
     "MissingComponentError",
     "ModelLoadError",
     "ModelNotReadyError",
+    "NodeLostError",
     "OverloadedError",
     "PerfError",
     "PerfTimeoutError",
@@ -78,6 +85,19 @@ class TritonKitError(Exception):
         if self.hint:
             return f"{self.message} (fix: {self.hint})"
         return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by its fields, not by re-calling __init__ with ``args`` (which would lose the hint
+        # and break ModelLoadError(model, reason)): a Ray task sends its error to the driver so.
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild_error(cls: type[TritonKitError], args: tuple[Any, ...], state: dict[str, Any]) -> TritonKitError:
+    """The unpickled twin of an error :meth:`TritonKitError.__reduce__` wrote."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigError(TritonKitError):
@@ -230,3 +250,17 @@ class PerfTimeoutError(PerfError):
 
 class PlanError(TritonKitError):
     """The capacity planner cannot compute from the inputs it was given."""
+
+
+class ClusterError(TritonKitError):
+    """A Ray cluster cannot do what was asked: it cannot be reached, no node has the resources
+    asked, or a node lacks tritonkit, perf_analyzer or tritonserver. Raised before any server starts."""
+
+
+class NodeLostError(ClusterError):
+    """The node running a piece of work (a model's sweep, a load generator) died before it finished."""
+
+    def __init__(self, message: str, *, node_id: str = "", host: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.node_id = node_id
+        self.host = host
