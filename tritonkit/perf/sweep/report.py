@@ -74,6 +74,9 @@ def render_sweep_markdown(result: SweepResult) -> str:
                  + (f", first guess {search.guess.id}" if search.guess else "")
                  + f"; wall time {result.wall_s:.1f} s; tritonserver {result.server_version}")
     lines.append(f"- {result.breakdown_text()}")
+    if result.node is not None:  # swept on a node of a Ray cluster (tritonkit.perf.cluster)
+        lines.append(f"- measured on node {result.node.get('node_id', '?')} ({result.node.get('where', '?')}): "
+                     "every variant on this one node, the winner judged against those alone")
     lines += [f"- warning: {text}" for text in result.warnings]
     lines += ["", "## Result", "", result.headline()]
     if len(search.tied) > 1:

@@ -82,6 +82,8 @@ class SweepResult:
     warnings: list[str] = field(default_factory=list)
     server_start_s: float = 0.0
     target: str | None = None
+    #: The Ray node every variant was measured on, when swept on a cluster (``node_id``, ``host``, …).
+    node: dict[str, Any] | None = None
 
     @property
     def failed(self) -> list[VariantOutcome]:
@@ -189,6 +191,7 @@ class SweepResult:
             "report": str(self.report_path) if self.report_path else None,
             "plot": str(self.plot_path) if self.plot_path else None,
             "variants": [o.to_dict() for o in self.search.outcomes],
+            **({"node": dict(self.node)} if self.node is not None else {}),
         }
 
 
