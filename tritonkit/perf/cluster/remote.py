@@ -1,0 +1,155 @@
+"""What runs on a node: a model's sweep (alone or for a joint sweep) and the joint phase, each a call
+of the library (:func:`~tritonkit.perf.sweep.run_sweep`, :func:`~tritonkit.perf.sweep.joint_run.sweep_alone`,
+:func:`~tritonkit.perf.sweep.run_joint_sweep`) on a node-local copy of the model folders, into a
+node-local folder that comes back as bytes; plus the event sink that carries progress back.
+
+Each task first tells the driver which node it runs on (so a lost node is named), then works in a
+temporary folder of its own that it removes however it ends. A Ctrl-C of the driver reaches it as
+``KeyboardInterrupt`` (``ray.cancel``): the library stops its server and perf_analyzer on the way
+out; were the worker killed instead, both die with it (they are bound to their parent's life).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tritonkit.perf.cluster.nodes import NodeInfo, _make_probe
+from tritonkit.perf.cluster.transfer import pack_contents, pack_folders, unpack
+from tritonkit.perf.sweep.runner import SweepEvent, SweepResult
+from tritonkit.perf.sweep.settings import SweepSettings
+
+__all__ = ["KIND_ALONE", "KIND_JOINT", "KIND_SINGLE", "NodeSweep", "SweepJob", "make_event_sink", "node_here",
+           "run_sweep_job"]
+
+#: A model swept on its own (``perf sweep REPO A B --cluster … --separately``): its own folder, its own winner.
+KIND_SINGLE = "single"
+#: A model's alone phase of a joint sweep (``OUT/alone-<model>``).
+KIND_ALONE = "alone"
+#: The joint phase of co-located models, on one node, after their alone phases.
+KIND_JOINT = "joint"
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """One piece of a cluster sweep. ``key``: the model (or ``joint``); ``attempt`` counts tries (a
+    node lost mid-sweep means another). ``shared_repo``: a repository path every node sees (else the
+    model folders come as bytes). ``input_data``: the bytes of a ``--input-data`` file given here,
+    written beside the node's copy under ``input_name``. ``swept_alone``: for the joint phase, each
+    model's alone sweep (measured on whichever node ran it)."""
+
+    key: str
+    kind: str
+    models: tuple[str, ...]
+    settings: SweepSettings
+    attempt: int = 1
+    shared_repo: str | None = None
+    input_data: bytes | None = None
+    input_name: str = "input_data.json"
+    swept_alone: Mapping[str, SweepResult] | None = None
+
+
+@dataclass
+class NodeSweep:
+    """What a job brings back: the node, the library's result, the sweep folder as bytes."""
+
+    node: NodeInfo
+    result: Any  # SweepResult, or JointResult for the joint phase
+    folder: bytes
+    wall_s: float
+
+
+def node_here() -> NodeInfo:
+    """This node, as the probe sees it, with Ray's address and resources for it."""
+    import ray
+
+    facts = _make_probe()(False, [])
+    node_id = str(facts["node_id"])
+    known: dict[str, Any] = next((n for n in ray.nodes() if n.get("NodeID") == node_id), {})
+    return NodeInfo.from_dict({**facts, "address": known.get("NodeManagerAddress", ray.util.get_node_ip_address()),
+                               "resources": known.get("Resources") or {}})
+
+
+def make_event_sink(ray: Any) -> Any:
+    """The class of the actor that collects events from every task for the driver to print. Made
+    here (and so sent by value) so that it runs on the driver's node whatever Python the node runs."""
+
+    class EventSink:
+        def __init__(self) -> None:
+            self.items: list[tuple[Any, ...]] = []
+
+        def put(self, item: tuple[Any, ...]) -> None:
+            self.items.append(item)
+
+        def drain(self) -> list[tuple[Any, ...]]:
+            items, self.items = self.items, []
+            return items
+
+    return ray.remote(EventSink)
+
+
+def _input_settings(job: SweepJob, work: Path, repo: Path) -> SweepSettings:
+    """The job's settings on this node: the ``--input-data`` file written here, or data derived from the
+    model file here (as ``perf sweep`` derives it on one machine) when none was given."""
+    from tritonkit.perf.measure.input_data import sweep_spec
+
+    settings = job.settings
+    spec = settings.spec
+    if spec is None:
+        return settings
+    if job.input_data is not None:
+        path = work / job.input_name
+        path.write_bytes(job.input_data)
+        return replace(settings, spec=replace(spec, input_data=str(path)))
+    if len(job.models) == 1 and spec.input_data is None:
+        derived = sweep_spec(spec, repo, spec.model, work / "data", max_batch_sizes=settings.grid.max_batch_sizes)
+        return replace(settings, spec=derived.spec)
+    return settings
+
+
+def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSweep:
+    """Run ``job`` here (a Ray task's body); ``repo_blob``: the model folders, unless ``job.shared_repo``."""
+    from tritonkit.perf.sweep import run_joint_sweep, run_sweep
+    from tritonkit.perf.sweep.joint import joint_shares
+    from tritonkit.perf.sweep.joint_run import sweep_alone
+    from tritonkit.perf.sweep.variants import variant_grid
+    from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
+
+    started = time.monotonic()
+    node = node_here()
+    sink.put.remote(("node", job.key, job.attempt, node.to_dict()))
+
+    def emit(event: SweepEvent) -> None:
+        sink.put.remote(("event", job.key, job.attempt, event.kind, event.message, event.variant))
+
+    work = Path(tempfile.mkdtemp(prefix=f"tritonkit-{job.kind}-"))
+    try:
+        repo = Path(job.shared_repo) if job.shared_repo else unpack(repo_blob or b"", work / "repo")
+        out = work / "out"
+        settings = replace(_input_settings(job, work, repo), write_back=False)
+        result: Any
+        if job.kind == KIND_SINGLE:
+            result = run_sweep(repo, job.models[0], replace(settings, out=out), on_event=emit)
+            folder = pack_contents(out)
+        elif job.kind == KIND_ALONE:
+            model = job.key
+            base = read_config(model_folder(repo, model) / CONFIG_FILENAME)
+            axes = settings.grid
+            grid = variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
+                                windows_us=axes.windows_us, preferred=axes.preferred,
+                                batcher_on_batch_sweep=axes.batcher_on_batch_sweep)
+            shares = joint_shares(list(job.models), settings.shares)
+            result = sweep_alone(repo, model, base, grid, settings, job.models, shares, out, None, emit)
+            folder = pack_contents(out / f"alone-{model}")
+        else:
+            result = run_joint_sweep(repo, list(job.models), replace(settings, out=out), on_event=emit,
+                                     swept_alone=job.swept_alone)
+            folder = pack_folders(out, [p.name for p in out.iterdir() if not p.name.startswith("alone-")])
+        return NodeSweep(node=node, result=result, folder=folder, wall_s=time.monotonic() - started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
