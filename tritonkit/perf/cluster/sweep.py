@@ -243,7 +243,8 @@ class ClusterSweepResult:
         for model, sweep in self.sweeps.items():
             node = sweep.node
             result = sweep.result.headline() if sweep.result else f"failed: {sweep.outcome.error}"
-            folder = f"`{sweep.result.out_dir.name}/`" if sweep.result else "–"
+            folder = (f"`{sweep.result.out_dir.name}/`" if sweep.result and sweep.result.out_dir != self.out_dir
+                      else "this folder" if sweep.result else "–")
             lines.append(f"| {model} | {node.name() if node else '–'} | {node.hardware() if node else '–'} | "
                          f"{len(sweep.outcome.attempts)} | {result.replace('|', '/')} | {folder} |")
         if self.joint_outcome is not None:
@@ -315,12 +316,22 @@ def _node_record(node: NodeInfo) -> dict[str, Any]:
     return {**node.to_dict(), "where": f"{node.name()}, {node.hardware()}"}
 
 
-def _land(folder_bytes: bytes, target: Path) -> None:
-    """Write a sweep folder that came back into ``target`` (whatever was there is replaced whole)."""
-    incoming = Path(tempfile.mkdtemp(prefix=f".{target.name}.incoming-", dir=target.parent))
+def _land(folder_bytes: bytes, target: Path, *, whole: bool) -> None:
+    """Write a sweep folder that came back into ``target``: replacing the folder ``whole``, or item by
+    item into a folder that holds more (the top sweep folder, with its lock and the other results)."""
+    parent = target.parent if whole else target
+    parent.mkdir(parents=True, exist_ok=True)
+    incoming = Path(tempfile.mkdtemp(prefix=f".{target.name}.incoming-", dir=parent))
     try:
         unpack(folder_bytes, incoming)
-        replace_folder(incoming, target)
+        if whole:
+            replace_folder(incoming, target)
+            return
+        for item in incoming.iterdir():
+            if item.is_dir():
+                replace_folder(item, target / item.name)
+            else:
+                item.replace(target / item.name)
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
 
@@ -447,8 +458,9 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
             value: NodeSweep | None = outcome.value
             if value is None:
                 continue
-            folder = out_dir / (f"alone-{model}" if co_located else model)
-            _land(value.folder, folder)
+            # One model lands as a local sweep of it would: in the sweep folder itself.
+            folder = out_dir / f"alone-{model}" if co_located else out_dir / model if len(models) > 1 else out_dir
+            _land(value.folder, folder, whole=folder != out_dir)
             sweep.result = _settle_single(value.result, value.node, repo, folder)
             emit(ClusterEvent("done", model, f"{model}: {sweep.result.headline()}", node=value.node))
         if co_located and not result.failed:
@@ -460,8 +472,7 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
             result.joint_outcome = dispatcher.wait_all()["joint"]
             value = result.joint_outcome.value
             if value is not None:
-                for item in unpack(value.folder, Path(tempfile.mkdtemp(prefix=".joint-", dir=out_dir))).iterdir():
-                    _land_item(item, out_dir / item.name)
+                _land(value.folder, out_dir, whole=False)
                 result.joint = value.result
         result.wall_s = time.monotonic() - started
         pending = _plan_write_backs(repo, bases, result, settings)
@@ -477,15 +488,6 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
         emit(ClusterEvent("written", model, f"{model}: winner written to {written.config_path}"
                           + (f" (previous kept as {written.backup_path})" if written.backup_path else "")))
     return result
-
-
-def _land_item(item: Path, final: Path) -> None:
-    if item.is_dir():
-        replace_folder(item, final)
-    else:
-        item.replace(final)
-    with contextlib.suppress(OSError):
-        item.parent.rmdir()
 
 
 def _plan_write_backs(repo: Path, bases: Mapping[str, mc.ModelConfig], result: ClusterSweepResult,
