@@ -30,7 +30,7 @@ from pathlib import Path
 from tritonkit.server.children import spawn, stop_group
 
 __all__ = ["LOAD_PROCESS_NAMES", "MARKER_ENV", "LocalRayCluster", "RayNode", "free_port", "load_processes",
-           "processes_marked"]
+           "describe_processes", "processes_marked", "python_without_tritonkit"]
 
 #: The environment variable every process of a test cluster carries (its value: the cluster's folder).
 MARKER_ENV = "TRITONKIT_TEST_CLUSTER"
@@ -66,14 +66,53 @@ def processes_marked(value: str) -> list[tuple[int, str]]:
     return found
 
 
+def describe_processes(found: list[tuple[int, str]]) -> str:
+    """``pid (state, parent, group, age): command`` per process, for an assertion message."""
+    lines = []
+    for pid, command in found:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+            ticks = os.sysconf("SC_CLK_TCK")
+            uptime = float(Path("/proc/uptime").read_text().split()[0])
+            age = uptime - int(fields[19]) / ticks
+            lines.append(f"{pid} ({fields[0]}, parent {fields[1]}, group {fields[2]}, {age:.0f} s old): {command[:300]}")
+        except (OSError, IndexError, ValueError):
+            lines.append(f"{pid} (gone): {command[:300]}")
+    return "\n".join(lines)
+
+
 #: What a remote sweep or load test starts on a node: none may outlive the run.
 LOAD_PROCESS_NAMES = ("tritonserver", "perf_analyzer", "triton_python_backend_stub")
 
 
-def load_processes(value: str) -> list[tuple[int, str]]:
-    """The marked processes (see :func:`processes_marked`) that are servers, stubs or perf_analyzer."""
-    return [(pid, command) for pid, command in processes_marked(value)
-            if any(name in command for name in LOAD_PROCESS_NAMES)]
+def load_processes(value: str, *, wait_s: float = 0.0) -> list[tuple[int, str]]:
+    """The marked processes (see :func:`processes_marked`) that are servers, stubs or perf_analyzer;
+    with ``wait_s``, asked again until there are none or that time has passed."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = [(pid, command) for pid, command in processes_marked(value)
+                 if any(name in command for name in LOAD_PROCESS_NAMES)]
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.3)
+
+
+def python_without_tritonkit(folder: Path) -> str:
+    """An interpreter with Ray and the rest of this environment's packages but no tritonkit: a venv of
+    this Python whose one ``.pth`` line adds the package folders that hold Ray. A line of a ``.pth``
+    file only adds a folder; the ``.pth`` files inside it (an editable tritonkit's) are not run."""
+    import ray
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    site = next(folder.glob("lib/python3*/site-packages"))
+    (site / "ray_only.pth").write_text(str(Path(ray.__file__).parents[1]) + "\n")
+    python = folder / "bin" / "python"
+    probe = subprocess.run([str(python), "-c", "import ray, importlib.util; "
+                            "print(importlib.util.find_spec('tritonkit') is None)"],
+                           capture_output=True, text=True, timeout=120, cwd=str(folder))
+    if probe.stdout.strip() != "True":
+        raise RuntimeError(f"{python} still imports tritonkit (or not ray): {probe.stdout} {probe.stderr}")
+    return str(python)
 
 
 @dataclass
@@ -84,6 +123,7 @@ class RayNode:
     folder: Path
     proc: subprocess.Popen[bytes]
     log: Path
+    ip: str = ""
     env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -107,20 +147,23 @@ class RayNode:
 
 
 class LocalRayCluster:
-    """A head and ``workers`` worker nodes of ``cpus`` CPUs each, under ``root``; see the module docstring.
+    """A head and ``workers`` worker nodes of ``cpus`` CPUs each (the head ``head_cpus``: 0 keeps work
+    off it, so that a worker can be lost without the driver's own node), under ``root``; see the
+    module docstring.
 
     ``start()`` returns once every node said "Ray runtime started"; ``stop()`` is safe to call twice
     and on a cluster that failed half-way. ``node_env`` adds environment variables to one node
     (by index: 0 the head) — e.g. a node whose perf_analyzer is missing.
     """
 
-    def __init__(self, root: Path, *, workers: int = 1, cpus: int = 1,
+    def __init__(self, root: Path, *, workers: int = 1, cpus: int = 1, head_cpus: int | None = None,
                  node_env: dict[int, dict[str, str]] | None = None,
                  python: dict[int, str] | None = None,
                  start_timeout_s: float = 120.0) -> None:
         self.root = root
         self.workers = workers
         self.cpus = cpus
+        self.head_cpus = cpus if head_cpus is None else head_cpus
         self.node_env = dict(node_env or {})
         self.python = dict(python or {})
         self.start_timeout_s = start_timeout_s
@@ -150,7 +193,7 @@ class LocalRayCluster:
         # raylet alone, and a worker node can be lost without taking the driver with it.
         ip = "127.0.0.1" if index == 0 else f"127.0.0.{index + 1}"
         argv = [python, "-m", "ray.scripts.scripts", "start", "--block", "--node-ip-address", ip,
-                "--num-cpus", str(self.cpus), "--disable-usage-stats", "--temp-dir", str(folder / "r"),
+                "--num-cpus", str(self.head_cpus if index == 0 else self.cpus), "--disable-usage-stats", "--temp-dir", str(folder / "r"),
                 "--object-store-memory", str(OBJECT_STORE_BYTES),
                 "--dashboard-agent-listen-port", str(free_port()), "--dashboard-agent-grpc-port", str(free_port()),
                 "--runtime-env-agent-port", str(free_port()), "--metrics-export-port", str(free_port())]
@@ -166,7 +209,7 @@ class LocalRayCluster:
             # takes the node's processes down when the ``ray start --block`` leader dies.
             proc = spawn(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                          cwd=str(folder), death_signal=signal.SIGTERM)
-        node = RayNode(name, folder, proc, log, env=env)
+        node = RayNode(name, folder, proc, log, ip=ip, env=env)
         self.nodes.append(node)
         return node
 
@@ -204,6 +247,10 @@ class LocalRayCluster:
         node = self._start_node(index)
         self._wait_started(node, time.monotonic() + self.start_timeout_s)
         return node
+
+    def node_at(self, address: str) -> RayNode:
+        """The worker node Ray knows under ``address`` (127.0.0.2, …)."""
+        return next(n for n in self.nodes if n.ip == address)
 
     def kill_raylet(self, node: RayNode) -> int:
         """SIGKILL ``node``'s raylet (a node lost mid-run, as when its machine dies); its pid."""

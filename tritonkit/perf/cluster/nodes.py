@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -291,6 +290,15 @@ def _make_probe() -> Callable[[bool, Sequence[str]], dict[str, Any]]:
     return probe
 
 
+#: What to do about what a probe found missing (a phrase of its problem → the fix).
+_FIXES = (
+    ("cannot import tritonkit", CLUSTER_EXTRA_HINT),
+    ("no perf_analyzer", "run 'tritonkit perf install' on that node (or set TRITONKIT_PERF_ANALYZER there)"),
+    ("no tritonserver", "pip install 'tritonkit[server]' on that node, or set TRITONKIT_SERVER_BIN there"),
+    ("cannot reach", "open the endpoint's port to that node (its firewall, or the Service it is behind)"),
+)
+
+
 def _alive_nodes(ray: Any) -> list[dict[str, Any]]:
     return [n for n in ray.nodes() if n.get("Alive")]
 
@@ -337,30 +345,17 @@ def check_nodes(ray: Any, need: NodeResources, *, address: str, need_server: boo
         except ray.exceptions.RayError as exc:
             raise ClusterError(f"{where} could not run its check: {str(exc).splitlines()[0][:300]}",
                                hint="check that the node runs the same Python and Ray as this machine") from exc
-        info = NodeInfo.from_dict({**facts, "address": node.get("NodeManagerAddress", ""),
-                                   "resources": node.get("Resources") or {}})
-        if info.problems:
-            fixes = []
-            text = " ".join(info.problems)
-            if "tritonkit" in text and "import" in text:
-                fixes.append(CLUSTER_EXTRA_HINT)
-            if "perf_analyzer" in text:
-                fixes.append("run 'tritonkit perf install' on that node (or set TRITONKIT_PERF_ANALYZER there)")
-            if "tritonserver" in text:
-                fixes.append("pip install 'tritonkit[server]' on that node, or set TRITONKIT_SERVER_BIN there")
-            if "cannot reach" in text:
-                fixes.append("open the endpoint's port to that node (its firewall, or the Service it is behind)")
-            raise ClusterError(f"node {info.name()} {'; '.join(info.problems)}",
-                               hint="; ".join(fixes) or "fix that node, or stop it from taking this work")
-        infos.append(info)
+        infos.append(NodeInfo.from_dict({**facts, "address": node.get("NodeManagerAddress", ""),
+                                         "resources": node.get("Resources") or {}}))
+    lacking = [info for info in infos if info.problems]
+    if lacking:
+        text = " ".join(p for info in lacking for p in info.problems)
+        fixes = [fix for needle, fix in _FIXES if needle in text]
+        raise ClusterError("; ".join(f"node {info.name()} {', and '.join(info.problems)}" for info in lacking),
+                           hint="; ".join(fixes) or "fix those nodes, or keep this work off them")
     return infos
 
 
 def driver_node_id(ray: Any) -> str:
     """The Ray node id of the node this driver is attached to."""
     return str(ray.get_runtime_context().get_node_id())
-
-
-def environ_flag(name: str) -> bool:
-    """An on/off environment variable (``1``, ``true``, ``yes``)."""
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")

@@ -423,8 +423,9 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
             emit(ClusterEvent(str(item[3]), key, f"{key}: {item[4]}", node=nodes.get((key, attempt)),
                               variant=item[5]))
 
+    # On the driver's own node: the events must not die with a node lost mid-sweep.
     sink = make_event_sink(ray).options(
-        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(driver_node_id(ray), soft=True)).remote()
+        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(driver_node_id(ray), soft=False)).remote()
     dispatcher = Dispatcher(ray, sink, on_event=heard, max_attempts=cluster.max_attempts,
                             cancel_grace_s=cluster.cancel_grace_s)
     task = ray.remote(run_sweep_job)
