@@ -56,7 +56,7 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.perf import LadderPlan, PerfSpec, parse_sla, run_ladder
-from tritonkit.perf.pipeline import ladder_check
+from tritonkit.perf.judge import ladder_check
 from tritonkit.perf.sweep import (
     SweepGrid,
     SweepSettings,

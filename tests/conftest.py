@@ -84,6 +84,27 @@ def _guard_llm_runs() -> None:
 _guard_llm_runs()
 
 
+# ---- the two phases of scripts/test -----------------------------------------------------------
+# scripts/test runs the suite twice: side by side (pytest-xdist) every test but the `serial` ones,
+# then the `serial` ones alone. TRITONKIT_TEST_PHASE picks the phase; unset, every test runs (a
+# plain `pytest`). An environment variable rather than `-m`, so a caller's own `-m` still applies.
+_PHASES = {"parallel": False, "serial": True}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    phase = os.environ.get("TRITONKIT_TEST_PHASE", "")
+    if not phase:
+        return
+    if phase not in _PHASES:
+        raise pytest.UsageError(f"TRITONKIT_TEST_PHASE={phase!r}: expected one of {', '.join(_PHASES)}")
+    wanted = _PHASES[phase]
+    keep = [item for item in items if (item.get_closest_marker("serial") is not None) == wanted]
+    dropped = [item for item in items if (item.get_closest_marker("serial") is not None) != wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
 def _guard_clusters() -> None:
     # Every Ray cluster a test owns starts in LocalRayCluster.start (tests/support/ray_cluster.py).
     from tests.support.ray_cluster import LocalRayCluster

@@ -49,9 +49,10 @@ def test_all_is_complete_and_every_entry_exists(name: str) -> None:
 
 #: The README's flow, and nothing else: the front door is curated, not grown.
 FRONT_DOOR = [
-    "AsyncClient", "Client", "LadderPlan", "ModelRepository", "ModelSpec", "PerfSpec", "SweepSettings", "TensorSpec",
-    "TritonKitError", "TritonServer", "Workload", "__version__", "build_onnx", "lint_repository",
-    "load_measurement", "parse_sla", "plan_from_measurement", "run_ladder", "run_perf", "run_sweep",
+    "AsyncClient", "Client", "LadderPlan", "LoadTestSettings", "ModelRepository", "ModelSpec", "PerfSpec",
+    "SweepSettings", "TensorSpec", "TritonKitError", "TritonServer", "Workload", "__version__", "build_onnx",
+    "lint_repository", "load_measurement", "load_test", "parse_sla", "plan_from_measurement", "run_ladder", "run_perf",
+    "run_sweep",
 ]
 
 

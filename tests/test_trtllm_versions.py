@@ -2,9 +2,11 @@
 
 Facts checked against upstream: the renamed inputs (tensorrtllm_backend v0.19.0
 inflight_batcher_llm/src/utils.h reads ``min_length`` / ``random_seed``; commit c2e65b88 renamed
-them ``min_tokens`` / ``seed``); the template's 0 µs queue delay in front of tensorrt_llm and the
-pre/post instance counts matched to triton_max_batch_size (v0.19.0 README); postprocessing's
-``dynamic_batching {}`` (v0.19.0 postprocessing/config.pbtxt).
+them ``min_tokens`` / ``seed``); the 1.x engine names read at NVIDIA/TensorRT-LLM 0c8de69a, whose
+tensorrt_llm/version.py says 1.2.0rc8; the engine backend removed on TensorRT-LLM main (#15907,
+tensorrtllm_backend f526fc5); the LLM-API backend from 0.19 (tensorrtllm_backend v0.19.0
+all_models/llmapi, absent at v0.18.2); the template's 0 µs queue delay in front of tensorrt_llm
+(v0.19.0 README); postprocessing's ``dynamic_batching {}`` (v0.19.0 postprocessing/config.pbtxt).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tritonkit.builders.trtllm import (
     TrtllmRepoOptions,
     build_trtllm,
     derive_engine_params,
+    derive_tokenizer_instances,
     find_interface,
     resolve_trtllm_version,
     trtllm_model_specs,
@@ -34,36 +37,75 @@ from tritonkit.cli import main
 from tritonkit.errors import ConfigError
 from tritonkit.planner import find_gpu
 from tritonkit.repository import lint_repository, read_config
+from tritonkit.trtllm_versions import ENGINE_LINES, FACTS, LLMAPI_LINES, resolve_trtllm_line
 
 
-def test_the_matrix_covers_the_0_17_to_0_19_lines_and_1_x_each_with_its_upstream_source() -> None:
-    assert SUPPORTED_TRTLLM_VERSIONS == ("0.17", "0.18", "0.19", "1.0")
+def test_the_matrix_covers_0_17_to_1_2_and_main_each_with_its_upstream_source() -> None:
+    assert SUPPORTED_TRTLLM_VERSIONS == ("0.17", "0.18", "0.19", "1.0", "1.1", "1.2", "main")
     for interface in TRTLLM_INTERFACES.values():
-        assert "config.pbtxt" in interface.source and interface.reads("input_ids")
+        if interface.has_engine:
+            assert "config.pbtxt" in interface.source and interface.reads("input_ids")
     assert [(v.min_tokens_input, v.seed_input) for v in TRTLLM_INTERFACES.values()] == \
-        [("min_length", "random_seed")] * 3 + [("min_tokens", "seed")]
+        [("min_length", "random_seed")] * 3 + [("min_tokens", "seed")] * 4
     assert TRTLLM_INTERFACES["0.17"].reads("return_kv_cache_reuse_stats")
     assert not TRTLLM_INTERFACES["0.19"].reads("return_kv_cache_reuse_stats")
     assert TRTLLM_INTERFACES["0.19"].reads("return_perf_metrics")
-    assert TRTLLM_INTERFACES["1.0"].reads("return_num_output_tokens")
+    assert TRTLLM_INTERFACES["1.2"].reads("return_num_output_tokens")
+
+
+def test_the_1_x_engine_names_are_labelled_with_the_release_they_were_read_at() -> None:
+    """0c8de69a is 1.2.0rc8 (its tensorrt_llm/version.py), not 1.0.0rc4: the 1.2 line says so, and
+    1.0 / 1.1 say their names are carried over from it."""
+    assert "0c8de69a (version.py 1.2.0rc8)" in TRTLLM_INTERFACES["1.2"].source
+    assert "1.0.0rc4 (commit 0c8de69a)" not in " ".join(v.source for v in TRTLLM_INTERFACES.values())
+    for line in ("1.0", "1.1"):
+        assert TRTLLM_INTERFACES[line].source.startswith("carried over from")
+    assert {row[0] for row in FACTS} == set(SUPPORTED_TRTLLM_VERSIONS)
+
+
+def test_main_has_no_engine_backend_and_says_why() -> None:
+    main_line = TRTLLM_INTERFACES["main"]
+    assert not main_line.has_engine and main_line.engine_refusal is not None
+    assert "#15907" in main_line.engine_refusal
+    assert ENGINE_LINES == ("0.17", "0.18", "0.19", "1.0", "1.1", "1.2")
+    assert LLMAPI_LINES == ("0.19", "1.0", "1.1", "1.2", "main")
+    with pytest.raises(ConfigError, match="TensorRT-LLM main has no engine backend: .*#15907"):
+        resolve_trtllm_version("main")
 
 
 @pytest.mark.parametrize(("given", "line"), [("0.17.0.post1", "0.17"), ("0.18.2", "0.18"), ("v0.19.0", "0.19"),
-                                             ("1.0.0rc4", "1.0"), ("1.1", "1.0"), ("0.19", "0.19")])
+                                             ("1.0.0rc4", "1.0"), ("1.1.0", "1.1"), ("1.2.1", "1.2"),
+                                             ("1.2.0rc8", "1.2"), ("1.3.0rc5", "main"), ("2.0", "main"),
+                                             ("main", "main"), ("0.19", "0.19")])
 def test_versions_map_to_their_line(given: str, line: str) -> None:
     found = find_interface(given)
     assert found is not None and found.version == line
 
 
-def test_the_default_is_the_installed_tensorrt_llm_else_the_newest_line() -> None:
-    assert resolve_trtllm_version(None, installed=None).version == "1.0"
+def test_an_unknown_installed_release_gets_the_newest_lines_llm_api_backend() -> None:
+    for installed in (None, "0.16.0", "garbage"):
+        line, engine, why = resolve_trtllm_line(None, installed=installed, engine=None)
+        assert (line.version, engine) == ("main", "llmapi"), why
+    line, engine, why = resolve_trtllm_line(None, installed="1.2.1", engine=None)
+    assert (line.version, engine) == ("1.2", "llmapi") and "installed tensorrt_llm 1.2.1" in why
+    assert resolve_trtllm_line(None, installed=None, engine="tensorrtllm")[0].version == "1.2"
+    assert resolve_trtllm_line("0.18", installed=None, engine=None)[1] == "tensorrtllm"
+    with pytest.raises(ConfigError, match="no LLM-API backend"):
+        resolve_trtllm_line("0.18", installed=None, engine="llmapi")
+    with pytest.raises(ConfigError, match="not in the supported matrix"):
+        resolve_trtllm_line("0.16", installed=None, engine=None)
+
+
+def test_the_default_is_the_installed_tensorrt_llm_else_the_newest_engine_line() -> None:
+    assert resolve_trtllm_version(None, installed=None).version == "1.2"
+    assert resolve_trtllm_version(None, installed=None, need_engine=False).version == "main"
     assert resolve_trtllm_version(None, installed="0.18.1").version == "0.18"
     assert resolve_trtllm_version("0.17", installed="0.18.1").version == "0.17"
-    with pytest.raises(ConfigError, match=r"TensorRT-LLM 0\.20\.0 \(--trtllm-version\) is not in the supported"):
-        resolve_trtllm_version("0.20.0")
+    with pytest.raises(ConfigError, match=r"TensorRT-LLM 0\.16\.0 \(--trtllm-version\) is not in the supported"):
+        resolve_trtllm_version("0.16.0")
 
 
-@pytest.mark.parametrize("version", SUPPORTED_TRTLLM_VERSIONS)
+@pytest.mark.parametrize("version", ENGINE_LINES)
 def test_each_lines_configs_use_its_names_and_accept_both_spellings_at_the_front(version: str) -> None:
     v = TRTLLM_INTERFACES[version]
     specs = {s.name: s for s in trtllm_model_specs(TrtllmRepoOptions(engine_dir="/e", tokenizer_dir="/t",
@@ -84,13 +126,14 @@ def test_queue_delay_instances_and_batching_are_sized_like_upstream() -> None:
     specs = {s.name: s.to_proto() for s in trtllm_model_specs(TrtllmRepoOptions(engine_dir="/e", tokenizer_dir="/t",
                                                                                   max_batch_size=32))}
     assert specs["tensorrt_llm"].dynamic_batching.max_queue_delay_microseconds == 0
+    derived = derive_tokenizer_instances(32).count
     for name in ("preprocessing", "postprocessing"):
-        assert specs[name].instance_group[0].count == 32
+        assert specs[name].instance_group[0].count == derived
         assert specs[name].HasField("dynamic_batching")
         assert specs[name].dynamic_batching.max_queue_delay_microseconds == 0
     assert specs["preprocessing"].parameters["add_special_tokens"].string_value == "true"
     given = TrtllmRepoOptions(engine_dir="/e", tokenizer_dir="/t", max_batch_size=32, preprocessing_instances=2)
-    assert given.tokenizer_instances == (2, 32)
+    assert given.tokenizer_instances == (2, derived)
 
 
 def test_an_int8_kv_cache_turns_paged_context_fmha_off_with_the_reason() -> None:
@@ -125,7 +168,7 @@ def test_the_printed_build_command_pastes_safely_into_a_shell(tmp_path: Path) ->
     hf = write_hf_model(tmp_path / "hf")
     marker = tmp_path / "ran"
     repo = tmp_path / f"repo $(touch {marker})"
-    result = build_trtllm(hf, repo=repo, run_build=False)
+    result = build_trtllm(hf, engine="tensorrtllm", repo=repo, run_build=False)
     line = next(x for x in result.summary().splitlines() if "to build it on the GPU machine:" in x)
     pasted = line.split("to build it on the GPU machine: ", 1)[1]
     assert shlex.split(pasted) == result.build_argv
@@ -142,7 +185,7 @@ def test_cli_writes_the_requested_lines_names(tmp_path: Path) -> None:
     names = {t.name for t in read_config(tmp_path / "r" / "tensorrt_llm" / "config.pbtxt").input}
     assert {"min_length", "random_seed"} <= names and not {"min_tokens", "seed"} & names
     bad = CliRunner().invoke(main, ["build", "trtllm", "--engine", "reference", "--repo", str(tmp_path / "s"),
-                                    "--trtllm-version", "0.20"])
+                                    "--trtllm-version", "0.16"])
     assert bad.exit_code == 2 and "not in the supported matrix" in bad.output and "Traceback" not in bad.output
 
 

@@ -8,9 +8,9 @@ The front door holds the README's flow; each name loads its subpackage on first 
     tk.lint_repository("model_repository", target="cpu")                  # repository
     with tk.TritonServer("model_repository") as server:                   # server
         with tk.Client(server.grpc_url) as client: ...                    # client
-        run = tk.run_perf(tk.PerfSpec(model="mlp", url=server.grpc_url),  # perf
-                          tk.LadderPlan(levels=(1, 2, 4)), sla=tk.parse_sla("p99<=50ms"))
-    tk.plan_from_measurement(tk.load_measurement("results/…/result.json"), tk.Workload(target_qps=500))
+        test = tk.load_test("mlp", tk.LoadTestSettings(url=server.grpc_url,  # perf (`perf run`)
+                                                       sla="p99<=50ms", concurrency="1,2,4"))
+    tk.plan_from_measurement(tk.load_measurement(test.run.result_path), tk.Workload(target_qps=500))
 
 Everything else lives in the subpackages (``tritonkit.builders``, ``tritonkit.repository``,
 ``tritonkit.server``, ``tritonkit.client``, ``tritonkit.perf``, ``tritonkit.planner``,
@@ -22,9 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonkit._lazy import lazy_exports as _lazy_exports
+from tritonkit._version import __version__
 from tritonkit.errors import TritonKitError
-
-__version__ = "0.1.0"
 
 # Lazy: ``import tritonkit`` (or the CLI's start-up) must not pay for grpc, onnx or perf it does not use.
 _LAZY = {
@@ -38,6 +37,8 @@ _LAZY = {
     "AsyncClient": "tritonkit.client",
     "PerfSpec": "tritonkit.perf",
     "LadderPlan": "tritonkit.perf",
+    "LoadTestSettings": "tritonkit.perf",
+    "load_test": "tritonkit.perf",
     "parse_sla": "tritonkit.perf",
     "run_perf": "tritonkit.perf",
     "run_ladder": "tritonkit.perf",
@@ -52,7 +53,15 @@ __getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
 if TYPE_CHECKING:
     from tritonkit.builders import build_onnx
     from tritonkit.client import AsyncClient, Client
-    from tritonkit.perf import LadderPlan, PerfSpec, parse_sla, run_ladder, run_perf
+    from tritonkit.perf import (
+        LadderPlan,
+        LoadTestSettings,
+        PerfSpec,
+        load_test,
+        parse_sla,
+        run_ladder,
+        run_perf,
+    )
     from tritonkit.perf.sweep import SweepSettings, run_sweep
     from tritonkit.planner import Workload, load_measurement, plan_from_measurement
     from tritonkit.repository import ModelRepository, ModelSpec, TensorSpec, lint_repository
@@ -62,6 +71,7 @@ __all__ = [
     "AsyncClient",
     "Client",
     "LadderPlan",
+    "LoadTestSettings",
     "ModelRepository",
     "ModelSpec",
     "PerfSpec",
@@ -74,6 +84,7 @@ __all__ = [
     "build_onnx",
     "lint_repository",
     "load_measurement",
+    "load_test",
     "parse_sla",
     "plan_from_measurement",
     "run_ladder",

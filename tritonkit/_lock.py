@@ -33,19 +33,11 @@ from types import TracebackType
 from typing import Any
 
 from tritonkit._fs import path_error
-from tritonkit.errors import ConfigError
+from tritonkit.errors import LockedError
 
 __all__ = ["LOCK_FILENAME", "FolderLock", "LockedError", "model_folder_lock"]
 
 LOCK_FILENAME = ".tritonkit.lock"
-
-
-class LockedError(ConfigError):
-    """Another live process holds the lock on a folder. ``holder`` is what it wrote (pid, host, since)."""
-
-    def __init__(self, message: str, *, holder: dict[str, Any], hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.holder = holder
 
 
 def _describe(holder: dict[str, Any]) -> str:

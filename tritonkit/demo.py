@@ -59,6 +59,11 @@ class DemoRun:
         """0 a configuration meets the SLA, 1 none does, 2 nothing could be measured."""
         return self.sweep.exit_code
 
+    @property
+    def status(self) -> str:
+        """The verdict in a word: ``pass``, ``fail`` or ``unmeasured`` (as :attr:`exit_code` says)."""
+        return {0: "pass", 1: "fail"}.get(self.exit_code, "unmeasured")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``tritonkit demo --json``)."""
         return {"exit_code": self.exit_code, "model": DEFAULT_DEMO_MODEL, "built": str(self.build.model_dir),
@@ -72,7 +77,7 @@ def run_demo(
     sla: str = DEFAULT_DEMO_SLA,
     levels: str | Sequence[float] = DEFAULT_DEMO_LEVELS,
     instances: Sequence[int] = DEFAULT_DEMO_INSTANCES,
-    windows_us: Sequence[int] = DEFAULT_DEMO_WINDOWS_US,
+    windows_us: Sequence[int | None] = DEFAULT_DEMO_WINDOWS_US,
     step_window_ms: int = 500,
     warmup_s: float = 0.5,
     batch_window: str = DEFAULT_WINDOW,
@@ -81,9 +86,12 @@ def run_demo(
 ) -> DemoRun:
     """Build the default model into ``repo``, copy it into the run folder, sweep the copy within ``sla``.
 
-    Checks everything cheap first (SLA syntax, perf_analyzer present) so a bad option costs
-    nothing. The server is stopped however this ends; ``repo`` is never changed by the sweep.
+    ``windows_us``: the batching windows to try; every variant keeps the dynamic batcher, so a
+    ``None`` (no batcher) is dropped, and with none left the defaults are tried. Checks everything
+    cheap first (SLA syntax, perf_analyzer present) so a bad option costs nothing. The server is
+    stopped however this ends; ``repo`` is never changed by the sweep.
     """
+    windows = [w for w in windows_us if w is not None] or list(DEFAULT_DEMO_WINDOWS_US)
     say = progress or (lambda _message: None)
     parse_sla(sla)
     locate_perf_analyzer()
@@ -102,7 +110,7 @@ def run_demo(
     say(f"sweeping a copy, {tuned}/{DEFAULT_DEMO_MODEL}: the default config and its variants, one server")
     settings = SweepSettings(
         sla=sla,
-        grid=SweepGrid(instances=list(instances), windows_us=list(windows_us)),
+        grid=SweepGrid(instances=list(instances), windows_us=list(windows)),
         concurrency=levels if isinstance(levels, str) else [float(level) for level in levels],
         step_window_ms=step_window_ms,
         warmup_s=warmup_s,

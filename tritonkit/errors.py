@@ -1,11 +1,13 @@
-"""Every error tritonkit raises on purpose.
+"""Every error tritonkit raises on purpose, and the few signals it passes to itself.
 
 One root, so a caller (or the CLI) can catch everything the toolkit means to say::
 
     TritonKitError                  root; ``message`` + optional ``hint`` (what to do)
     ├── ConfigError                 bad user input: a spec, a config.pbtxt, an SLA, a flag
     │   ├── ConfigSyntaxError       a config.pbtxt does not parse (``path``, ``line``, ``column``)
-    │   └── LintError               the linter found errors (``findings`` attached)
+    │   ├── LintError               the linter found errors (``findings`` attached)
+    │   ├── LockedError             another live process holds a folder's lock (``holder``: pid, host, since)
+    │   └── StoredResultError       a stored sweep result is malformed or impossible (``field_name``)
     ├── MissingComponentError       an optional piece is absent (perf_analyzer, tensorrt,
     │                               a GPU); ``hint`` is the command that installs it
     ├── BuildError                  a builder could not produce a servable model
@@ -24,16 +26,30 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   ├── ServerSideError         the server failed while handling the request
     │   └── ClientClosedError       the client was closed before or during the call
     ├── PerfError                   perf_analyzer failed (``returncode``, ``stderr_tail``)
-    │   └── PerfTimeoutError        a perf run passed its time limit and was stopped
+    │   ├── PerfTimeoutError        a perf run passed its time limit and was stopped
+    │   └── StepError               one load step failed, classified (``failure``, ``server_message``)
+    │       └── StepTimeoutError    it passed its time limit (also a PerfTimeoutError)
     ├── PlanError                   the planner cannot compute from what it was given
     └── ClusterError                a Ray cluster cannot do what was asked: unreachable, no node with
         │                           the resources asked, a node without tritonkit or perf_analyzer
         └── NodeLostError           the node running a piece of work died (``node_id``, ``host``)
 
-Third-party errors are translated in one place per subsystem and chained with
-``raise ... from exc`` so the original is never lost. Every error survives pickling whole (its
-class, message, hint and fields), so one raised in a Ray task on another machine reaches the
-driver as itself.
+Not errors: signals that carry a decision from where it is made to where it is acted on, inside
+tritonkit; none reaches a library caller::
+
+    Exception
+    ├── CommandExit                 a CLI command printed its result: exit with ``code``
+    ├── ShmUnusable                 the server refused a shared-memory registration in "auto"
+    │                               mode: the client sends the request in-band instead
+    ├── AdminRefused                the server's admin API said no (``code``, ``text``); ServerAdmin
+    │                               turns it into ModelLoadError, ModelNotReadyError, ServerError…
+    └── AdminNoAnswer               nothing answered, or not in time (``timed_out``); ServerAdmin
+                                    turns it into ConnectError or DeadlineExceededError
+
+Every exception class of the package is defined here and drawn above (a test keeps it so). Third-party
+errors are translated in one place per subsystem and chained with ``raise ... from exc`` so the
+original is never lost. Every error survives pickling whole (its class, message, hint and fields), so
+one raised in a Ray task on another machine reaches the driver as itself.
 """
 
 from __future__ import annotations
@@ -42,10 +58,13 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "AdminNoAnswer",
+    "AdminRefused",
     "BuildError",
     "ClientClosedError",
     "ClusterError",
     "ClientError",
+    "CommandExit",
     "ConfigError",
     "ConfigSyntaxError",
     "ConnectError",
@@ -54,6 +73,7 @@ __all__ = [
     "DeadlineExceededError",
     "InvalidInputError",
     "LintError",
+    "LockedError",
     "MissingComponentError",
     "ModelLoadError",
     "ModelNotReadyError",
@@ -65,6 +85,10 @@ __all__ = [
     "QueueTimeoutError",
     "ServerError",
     "ServerSideError",
+    "ShmUnusable",
+    "StepError",
+    "StepTimeoutError",
+    "StoredResultError",
     "TritonKitError",
     "VerificationError",
 ]
@@ -128,6 +152,22 @@ class LintError(ConfigError):
     def __init__(self, message: str, *, findings: list[Any] | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.findings: list[Any] = list(findings or [])
+
+
+class LockedError(ConfigError):
+    """Another live process holds the lock on a folder. ``holder`` is what it wrote (pid, host, since)."""
+
+    def __init__(self, message: str, *, holder: dict[str, Any], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.holder = holder
+
+
+class StoredResultError(ConfigError):
+    """A stored sweep result is malformed or holds an impossible value; ``field_name`` names which."""
+
+    def __init__(self, message: str, *, field_name: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.field_name = field_name
 
 
 class MissingComponentError(TritonKitError):
@@ -248,6 +288,29 @@ class PerfTimeoutError(PerfError):
     """A perf_analyzer run passed its time limit; it was stopped and what it wrote was kept."""
 
 
+class StepError(PerfError):
+    """A load step that failed, classified: ``failure`` (a :class:`tritonkit.perf.measure.failures.Failure`,
+    a ``str`` enum) and the server's or model's own message."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        failure: str,
+        server_message: str = "",
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, returncode=returncode, stderr_tail=stderr_tail, hint=hint)
+        self.failure = failure
+        self.server_message = server_message
+
+
+class StepTimeoutError(StepError, PerfTimeoutError):
+    """A step that passed its time limit (``failure`` is ``Failure.TIMEOUT``)."""
+
+
 class PlanError(TritonKitError):
     """The capacity planner cannot compute from the inputs it was given."""
 
@@ -264,3 +327,35 @@ class NodeLostError(ClusterError):
         super().__init__(message, hint=hint)
         self.node_id = node_id
         self.host = host
+
+
+# ---- signals: never reach a library caller ------------------------------------------------------
+
+
+class CommandExit(Exception):
+    """Raised by a CLI command that has printed its result and wants a given exit status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class ShmUnusable(Exception):
+    """The server refused a registration in "auto" mode: resend the request in-band."""
+
+
+class AdminRefused(Exception):
+    """What the server answered when it did not say yes: the HTTP status (or gRPC code name) and its words."""
+
+    def __init__(self, code: str, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+
+
+class AdminNoAnswer(Exception):
+    """Nothing answered; ``timed_out`` when something accepted but said nothing in time."""
+
+    def __init__(self, detail: str, *, timed_out: bool) -> None:
+        super().__init__(detail)
+        self.timed_out = timed_out

@@ -19,7 +19,6 @@ The table of results (model, build, serve, max abs diff, perf run) is printed by
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support import corpus_models as corpus
-from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model, ort_runner
+from tests.support.misbehaving_models import WRONG_SHAPE_PY, WRONG_VALUES_PY, build_misbehaving
+from tritonkit.builders import OnnxBuildResult, build_onnx, ort_runner
 from tritonkit.cli import main
 from tritonkit.client import Client
 from tritonkit.perf.measure.input_data import SeqLen, derive_samples
@@ -64,29 +64,6 @@ EXPORTERS: dict[str, tuple[Callable[[Path], Path], dict[str, object]]] = {
     "lightgbm": (corpus.export_lightgbm, {"batch_outputs": ("label",)}),
     "tfidf": (_export_tfidf, {}),
 }
-
-_MISBEHAVING_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    # {why}
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
-            y = {answer}
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", y)]))
-        return responses
-"""
-#: Declares y: [batch, 4] in config.pbtxt but answers [batch, 3].
-WRONG_SHAPE_PY = _MISBEHAVING_PY.format(why="answers [batch, 3] for the declared [batch, 4]",
-                                        answer="np.zeros((x.shape[0], 3), dtype=np.float32)")
-#: The declared shape and dtype, but not what the model file computes.
-WRONG_VALUES_PY = _MISBEHAVING_PY.format(why="the declared shape and dtype, other numbers",
-                                         answer="np.full((x.shape[0], 4), 0.5, dtype=np.float32)")
-
 
 @dataclass
 class Entry:
@@ -127,11 +104,8 @@ def entries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Entry]:
         with file.open("r+b") as fh:
             fh.seek(size // 2)
             fh.write(b"\x3f" * (size - size // 2))
-    make_demo_model(src / "wrong_shape.onnx")
-    wrong = build_onnx(src / "wrong_shape.onnx", name="wrong_shape", repo=repo, runtime="python", kind="cpu")
-    (wrong.model_dir / "1" / "model.py").write_text(textwrap.dedent(WRONG_SHAPE_PY).lstrip())
-    values = build_onnx(src / "wrong_shape.onnx", name="wrong_values", repo=repo, runtime="python", kind="cpu")
-    (values.model_dir / "1" / "model.py").write_text(textwrap.dedent(WRONG_VALUES_PY).lstrip())
+    build_misbehaving(src, repo, "wrong_shape", WRONG_SHAPE_PY)
+    build_misbehaving(src, repo, "wrong_values", WRONG_VALUES_PY)
     return found
 
 

@@ -13,7 +13,8 @@ from tests.support.pymodels import write_python_model
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.deploy import DashboardOptions, build_dashboard, panel_queries, read_repository
-from tritonkit.deploy.triton_metrics import ALWAYS, GPU, SUMMARY, TRTLLM
+from tritonkit.perf import parse_sla
+from tritonkit.triton_metrics import FAMILIES, OLDEST_RELEASE, exposed_in
 
 TRTLLM_CONFIG = """
 name: "tensorrt_llm"
@@ -25,7 +26,8 @@ output [ { name: "output_ids" data_type: TYPE_INT32 dims: [ -1, -1 ] } ]
 instance_group [ { count: 1 kind: KIND_CPU } ]
 """
 
-KNOWN = set(ALWAYS.values()) | set(SUMMARY.values()) | set(GPU.values()) | set(TRTLLM.values())
+# What every server release tritonkit knows exposes, and the TensorRT-LLM backend's own families.
+KNOWN = {f.name for f in exposed_in(OLDEST_RELEASE)} | {f.name for f in FAMILIES.values() if f.since is None}
 
 
 def _metric_names(expr: str) -> set[str]:
@@ -90,11 +92,18 @@ def test_a_tensorrt_llm_repository_adds_the_llm_row_and_says_where_ttft_comes_fr
     assert not any("LLM" in str(p["title"]) for p in _panels(build_dashboard(read_repository(plain))))
 
 
-def test_the_sla_p99_is_drawn_on_the_latency_panel() -> None:
-    dashboard = build_dashboard(options=DashboardOptions(p99_limit_ms=50))
+def _p99_line(dashboard: dict[str, object]) -> object:
     panel = next(p for p in _panels(dashboard) if p["title"] == "Request latency percentiles")
-    steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]  # type: ignore[index]
-    assert steps[-1] == {"color": "red", "value": 50}
+    defaults = panel["fieldConfig"]["defaults"]  # type: ignore[index]
+    return defaults["thresholds"]["steps"][-1] if "thresholds" in defaults else None
+
+
+def test_the_sla_p99_is_drawn_on_the_latency_panel() -> None:
+    assert _p99_line(build_dashboard(options=DashboardOptions(p99_limit_ms=50))) == {"color": "red", "value": 50}
+    assert _p99_line(build_dashboard(sla=parse_sla("p99<=75ms,errors==0"))) == {"color": "red", "value": 75}
+    assert _p99_line(build_dashboard(sla=parse_sla("p50<=75ms"))) is None  # no p99 bound, no line
+    chosen = build_dashboard(options=DashboardOptions(p99_limit_ms=40), sla=parse_sla("p99<=75ms"))
+    assert _p99_line(chosen) == {"color": "red", "value": 40}  # the options say otherwise
 
 
 @pytest.mark.parametrize("args", [["--sla", "p99<=75ms", "--device", "cpu"], []])

@@ -10,10 +10,9 @@ from click.testing import CliRunner
 
 from tests.support.paths import DATA as TEST_DATA
 from tests.support.paths import ROOT
+from tests.support.planner_runs import known_cost_run, result_file
 from tritonkit.cli import main
 from tritonkit.perf import PerfResult
-from tritonkit.perf.measure import LatencyStats, RunMetadata, ServerBreakdown, StepMetrics, StepResult
-from tritonkit.planner import Scenario, ServiceModel, simulate
 
 DATA = TEST_DATA / "planner"
 LLAMA3 = str(DATA / "llama-3-8b.json")
@@ -137,40 +136,8 @@ def test_no_wording_points_at_documents_the_user_cannot_read() -> None:
     assert "rule of thumb" in out
 
 
-def _result_file(path: Path, steps: tuple[tuple[float, float, float, float], ...]) -> Path:
-    result = PerfResult(
-        metadata=RunMetadata(model="resnet50", url="127.0.0.1:8001", protocol="grpc",
-                             started_utc="2026-11-29T10:00:00Z", generator_cpu_count=2),
-        steps=[
-            StepResult(load_mode="concurrency", load_value=c, throughput_per_s=thr,
-                       latency=LatencyStats(p50_ms=p50, p90_ms=p50, p95_ms=p99, p99_ms=p99, mean_ms=p50))
-            for c, thr, p50, p99 in steps
-        ],
-    )
-    return result.save(path)
-
-
-def _known_cost_run(path: Path, levels: list[float]) -> Path:
-    """What perf would record for a model of S(b) = 5 + 2·b ms behind 1 ms of overhead (window 0)."""
-    model, scenario = ServiceModel(5.0, 2.0, 1.0, 0.0), Scenario(1, 8, 0)
-    steps = []
-    for level in levels:
-        sim = simulate(model, scenario, load_mode="concurrency", load_value=level)
-        steps.append(StepResult(
-            load_mode="concurrency", load_value=level, throughput_per_s=sim.throughput_per_s,
-            latency=LatencyStats(p50_ms=sim.p50_ms, p90_ms=sim.p99_ms, p95_ms=sim.p99_ms, p99_ms=sim.p99_ms,
-                                 mean_ms=sim.mean_ms),
-            server=ServerBreakdown(queue_us=(sim.mean_ms - 1.0 - sim.service_ms_per_request) * 1000,
-                                   compute_infer_us=sim.service_ms_per_request * 1000),
-            metrics=StepMetrics(raw={"nv_inference_count": 100.0 * sim.items_per_exec,
-                                     "nv_inference_exec_count": 100.0}),
-        ))
-    return PerfResult(metadata=RunMetadata(model="cost", url="127.0.0.1:8001", protocol="grpc",
-                                           started_utc="2026-11-30T10:00:00Z"), steps=steps).save(path)
-
-
 def test_from_result_sizes_a_non_llm_model(tmp_path: Path) -> None:
-    result = _result_file(tmp_path / "result.json", ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0),
+    result = result_file(tmp_path / "result.json", ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0),
                                                      (8, 100.0, 80.0, 200.0)))
     code, out = _run("--from-result", str(result), "--qps", "200", "--p99-ms", "100", "--efficiency", "0.6",
                      "--json")
@@ -186,7 +153,7 @@ def test_from_result_sizes_a_non_llm_model(tmp_path: Path) -> None:
 
 
 def test_from_result_accepts_the_toolkits_own_result_with_failed_requests(tmp_path: Path) -> None:
-    result = PerfResult.load(_result_file(tmp_path / "r.json", ((1, 25.0, 40.0, 45.0), (8, 100.0, 80.0, 90.0))))
+    result = PerfResult.load(result_file(tmp_path / "r.json", ((1, 25.0, 40.0, 45.0), (8, 100.0, 80.0, 90.0))))
     result.steps[1].error_count, result.steps[1].error_note = 4, "deadline exceeded"
     result.stop_reason = "request_errors"
     code, out = _run("--from-result", str(result.save(tmp_path / "result.json")), "--qps", "100")
@@ -195,7 +162,7 @@ def test_from_result_accepts_the_toolkits_own_result_with_failed_requests(tmp_pa
 
 
 def test_the_measured_config_caps_the_suggested_batch_size(tmp_path: Path) -> None:
-    result = _result_file(tmp_path / "result.json", ((1, 900.0, 1.0, 1.5), (16, 5578.0, 2.8, 4.9)))
+    result = result_file(tmp_path / "result.json", ((1, 900.0, 1.0, 1.5), (16, 5578.0, 2.8, 4.9)))
     demo = ROOT / "model_repository" / "demo_mlp"
     code, out = _run("--from-result", str(result), "--model-config", str(demo), "--qps", "1000", "--json")
     assert code == 0, out
@@ -203,7 +170,7 @@ def test_the_measured_config_caps_the_suggested_batch_size(tmp_path: Path) -> No
 
 
 def test_predict_then_check_writes_the_predictions_and_scores_a_later_run(tmp_path: Path) -> None:
-    calib = _known_cost_run(tmp_path / "calib.json", [1, 2, 4])
+    calib = known_cost_run(tmp_path / "calib.json", [1, 2, 4])
     config = tmp_path / "config.pbtxt"
     config.write_text('name: "m"\nbackend: "python"\nmax_batch_size: 8\n'
                       "dynamic_batching { max_queue_delay_microseconds: 0 }\n"
@@ -215,7 +182,7 @@ def test_predict_then_check_writes_the_predictions_and_scores_a_later_run(tmp_pa
     assert "[predictions]" in out and "closed loop" in out
     saved = json.loads(plan_path.read_text())["predictions"]["predictions"]
     assert saved[0]["throughput_per_s"] == pytest.approx(8000 / 21, rel=0.02)  # B / S(B) with S = 5 + 2·8 ms
-    later = _result_file(tmp_path / "later.json", ((64, 8000 / 21 * 1.05, 170.0, 180.0),))
+    later = result_file(tmp_path / "later.json", ((64, 8000 / 21 * 1.05, 170.0, 180.0),))
     code, out = _run("--check", str(later), "--predictions", str(plan_path))
     assert code == 0, out
     error = saved[0]["throughput_per_s"] / (8000 / 21 * 1.05) - 1  # about −4.8 %
@@ -223,13 +190,13 @@ def test_predict_then_check_writes_the_predictions_and_scores_a_later_run(tmp_pa
 
 
 def test_predictions_without_the_measured_config_say_what_to_pass(tmp_path: Path) -> None:
-    calib = _known_cost_run(tmp_path / "calib.json", [1])
+    calib = known_cost_run(tmp_path / "calib.json", [1])
     code, out = _run("--from-result", str(calib), "--predict-concurrency", "8")
     assert code == 2 and "--model-config" in out
 
 
 def test_check_without_predictions_says_what_to_pass(tmp_path: Path) -> None:
-    later = _result_file(tmp_path / "later.json", ((64, 100.0, 170.0, 180.0),))
+    later = result_file(tmp_path / "later.json", ((64, 100.0, 170.0, 180.0),))
     code, out = _run("--check", str(later))
     assert code == 2 and "--predictions" in out
 
@@ -250,7 +217,7 @@ def test_plan_help_shows_an_example() -> None:
                                               ("p99_ms", -3.0), ("throughput_per_s", 1e12)])
 def test_from_result_refuses_a_figure_that_is_not_finite_or_in_range(tmp_path: Path, field: str,
                                                                       value: float) -> None:
-    result = PerfResult.load(_result_file(tmp_path / "r.json", ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0))))
+    result = PerfResult.load(result_file(tmp_path / "r.json", ((1, 25.0, 40.0, 45.0), (4, 80.0, 50.0, 90.0))))
     step = result.steps[1]
     if field == "p99_ms":
         assert step.latency is not None

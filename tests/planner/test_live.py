@@ -20,7 +20,9 @@ from tritonkit.perf import LadderPlan, PerfSpec, run_perf
 from tritonkit.perf.measure.metrics import host_cpu_count
 from tritonkit.server import TritonServer
 
-pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+# serial: predictions are scored against throughput and latency measured here, which other
+# tests' load on the same cores would change between the two.
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer, pytest.mark.serial]
 
 # Each execution sleeps 4 ms + 2 ms per batch item: a cost the test knows.
 CONFIG = """

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.support.pymodels import write_python_model
 
-__all__ = ["LLM_SIM_CONFIG", "LLM_SIM_PY", "write_llm_sim"]
+__all__ = ["LLM_SIM_CONFIG", "LLM_SIM_PY", "saved_llm_result", "write_llm_sim"]
 
 LLM_SIM_CONFIG = """
 name: "{name}"
@@ -139,3 +139,20 @@ def write_llm_sim(
         concurrent="1" if concurrent else "0",
     )
     return write_python_model(repo, name, config_pbtxt=config, model_py=LLM_SIM_PY)
+
+
+def saved_llm_result(folder: Path, interval_ms: float) -> Path:
+    """An ``llm_result.json`` written into ``folder``: six requests of six tokens at concurrency 1,
+    the first token after 50 ms, then one every ``interval_ms`` (so a larger interval is slower)."""
+    from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
+    from tritonkit.perf.llm.result import LLMResult, LLMStep
+    from tritonkit.perf.llm.timeline import FailureReport
+
+    ms = 1_000_000
+    span = 50 + 5 * interval_ms
+    records = [RequestRecord(int(i * span * ms), tuple(int((i * span + 50 + k * interval_ms) * ms) for k in range(6)),
+                             (1,) * 6) for i in range(6)]
+    result = LLMResult("llm", "u", True, "text", "synthetic",
+                       [LLMStep("concurrency", 1, compute_metrics(records), FailureReport())])
+    folder.mkdir(parents=True)
+    return result.save(folder / "llm_result.json")

@@ -13,10 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from tritonkit.builders.onnx_model import TensorInfo
+from tritonkit.builders.onnx_tensor import TensorInfo
 
 __all__ = ["BatchAxis", "find_batch_axis"]
 

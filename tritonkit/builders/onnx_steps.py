@@ -11,7 +11,8 @@ from typing import Any, Literal
 import numpy as np
 
 from tritonkit.builders.fp16 import Fp16Report, convert_to_fp16
-from tritonkit.builders.onnx_model import OnnxAnalysis, TensorInfo, load_onnx, make_batch_dynamic, save_onnx
+from tritonkit.builders.onnx_model import OnnxAnalysis, load_onnx, make_batch_dynamic, save_onnx
+from tritonkit.builders.onnx_tensor import TensorInfo
 from tritonkit.builders.plan import BuildPlan
 from tritonkit.builders.python_runtime import python_runtime_parameters
 from tritonkit.builders.verify import DEFAULT_DYNAMIC_SIZE, Comparison, Reference

@@ -347,6 +347,12 @@ class TensorRTBuildResult:
                      f"({self.outcome or f'version {self.version}'}: model.plan)")
         return "\n".join(lines)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit build tensorrt --json``)."""
+        return {"name": self.name, "version": self.version, "model_dir": str(self.model_dir), "outcome": self.outcome,
+                "max_batch_size": self.max_batch_size, "flags": self.flags, "build_s": self.build_s,
+                "profile": [{"input": p.name, "min": p.min, "opt": p.opt, "max": p.max} for p in self.profile]}
+
 
 def build_tensorrt(
     model: Path | str,

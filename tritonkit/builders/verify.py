@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonkit.builders.onnx_model import TensorInfo
+from tritonkit.builders.onnx_tensor import TensorInfo
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 
 __all__ = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from tritonkit import __version__
+from tritonkit._version import __version__
 from tritonkit.cli import build, demo, deploy, infer, perf, plan, repo, system
 from tritonkit.cli._common import ErrorHandlingGroup
 

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit.errors import TritonKitError
+from tritonkit.errors import CommandExit, TritonKitError
+from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
 from tritonkit.provision.server import SERVER_BIN_ENV
 
 #: Exit status for a TritonKitError that a command did not map itself.
@@ -32,6 +33,20 @@ def sla_option(more: str = "", *, default: str | None = None) -> Callable[[_Comm
     then ``more`` (what this command does with it)."""
     return click.option("--sla", "sla_text", default=default, show_default=default is not None,
                         help=f"{SLA_FORMS} {more}".rstrip())
+
+
+def _percent_to_fraction(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    return value / 100.0
+
+
+def rate_tolerance_option(default: float = DEFAULT_RATE_TOLERANCE) -> Callable[[_Command], _Command]:
+    """``--rate-tolerance PERCENT`` (``rate_tolerance``), one declaration for every command that
+    judges request-rate steps: given in percent, handed to the command as the fraction
+    :class:`~tritonkit.perf.judge.JudgeSettings` takes (``default`` is that fraction)."""
+    return click.option("--rate-tolerance", type=click.FloatRange(0.0, 100.0, max_open=True), default=100 * default,
+                        show_default=True, callback=_percent_to_fraction,
+                        help="With --request-rate, a step meets the SLA only if the server carried the offered "
+                             "rate less this many percent.")
 
 
 def server_bin_option(purpose: str, *, falls_back: bool = True) -> Callable[[_Command], _Command]:
@@ -77,14 +92,6 @@ def host_port_problem(text: str) -> str | None:
 
 #: The one ``--url``/``--server`` parameter type every command shares.
 HOST_PORT = HostPort()
-
-
-class CommandExit(Exception):
-    """Raised by a command that has printed its result and wants a given exit status."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 def report_error(exc: TritonKitError) -> None:

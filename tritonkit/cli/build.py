@@ -25,6 +25,7 @@ from tritonkit.builders.plan import (
 )
 from tritonkit.cli._common import echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.cli.build_trtllm import build_trtllm_command
+from tritonkit.cli.build_vllm import build_vllm_command
 from tritonkit.errors import VerificationError
 
 _INPUT = click.Path(dir_okay=False, path_type=Path)
@@ -212,14 +213,12 @@ def build_tensorrt_command(
             timing_cache=timing_cache, cuda_graphs=cuda_graphs, version=model_version, force=force,
             log=_progress(False, as_json))
     if as_json:
-        echo_json({"name": result.name, "version": result.version, "model_dir": str(result.model_dir),
-                   "outcome": result.outcome,
-                   "max_batch_size": result.max_batch_size, "flags": result.flags, "build_s": result.build_s,
-                   "profile": [{"input": p.name, "min": p.min, "opt": p.opt, "max": p.max} for p in result.profile]})
+        echo_json(result.to_dict())
     else:
         click.echo(result.summary())
 
 
 build.add_command(build_trtllm_command)
+build.add_command(build_vllm_command)
 
 COMMANDS: list[click.Command] = [build]

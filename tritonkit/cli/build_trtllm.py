@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from tritonkit.cli._common import echo_json
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[int] | None:
@@ -22,22 +26,42 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     return ids
 
 
+def llm_target_options(command: F) -> F:
+    """The options an LLM serving plan is derived from (the GPU, tp × pp, the workload): ``build trtllm``
+    and ``build vllm`` share them."""
+    for option in reversed((
+        click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue."),
+        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallelism."),
+        click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallelism."),
+        click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024)."),
+        click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256)."),
+        click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens."),
+        click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens."),
+    )):
+        command = option(command)
+    return command
+
+
 @click.command("trtllm")
 @click.option("--hf-model", type=click.Path(exists=True, path_type=Path), default=None,
               help="Hugging Face model folder (config.json, tokenizer, weights). Optional with --engine reference.")
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
               show_default=True, help="Repository folder to write (created if missing).")
-@click.option("--engine", "engine_kind", type=click.Choice(["tensorrtllm", "python", "reference"]),
-              default="tensorrtllm", show_default=True,
-              help="tensorrtllm: C++ backend (NGC containers); python: TensorRT-LLM's python-backend model; "
-                   "reference: the CPU reference engine (serves here, for testing the serving path).")
-@click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue.")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallelism.")
-@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallelism.")
-@click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024).")
-@click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256).")
-@click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens.")
-@click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens.")
+@click.option("--engine", "engine_kind", type=click.Choice(["llmapi", "tensorrtllm", "python", "reference"]),
+              default=None,
+              help="llmapi: the LLM-API backend (one python model, model.yaml; no engine build); tensorrtllm: the "
+                   "C++ engine backend; python: TensorRT-LLM's python engine model; reference: the CPU stand-in "
+                   "(serves here). Default: as the line serves today (llmapi from 0.19).")
+@click.option("--interface", type=click.Choice(["engine", "llmapi"]), default="engine", show_default=True,
+              help="--engine reference: the interface the stand-in serves (the engine repository's or LLM-API's).")
+@click.option("--instances", type=click.IntRange(min=1), default=1, show_default=True,
+              help="--engine llmapi: instances of the model, each on tp×pp GPUs (gpu_device_ids; serve with --no-mpi).")
+@click.option("--cuda-graphs/--no-cuda-graphs", default=True, show_default=True,
+              help="--engine llmapi: CUDA graphs for decode batches up to max_batch_size.")
+@click.option("--llm-arg", "llm_args", multiple=True,
+              help="--engine llmapi: one more LLM() argument for model.yaml, KEY=YAML (repeat); refused unless the "
+                   "line's LLM() takes it.")
+@llm_target_options
 @click.option("--precision", default=None, help="fp16, bf16, fp8, int8, int8-wo or int4 (default: torch_dtype).")
 @click.option("--kv-dtype", type=click.Choice(["fp16", "bf16", "fp8", "int8"]), default=None,
               help="KV-cache element type (default: the model's activation dtype).")
@@ -59,24 +83,28 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
               help="Queue delay in front of tensorrt_llm (the in-flight batcher schedules per step itself).")
 @click.option("--tokenizer-instances", type=click.IntRange(min=1), default=None,
               help="Instances of preprocessing and of postprocessing (each detokenizes one streamed token at a time; "
-                   "default: the Triton max batch size, as upstream recommends; 1 with --engine reference).")
+                   "default: from this machine's cores and memory, at most 8 and the max batch size, the reason "
+                   "printed; 1 with --engine reference). Tune: perf sweep REPO postprocessing --target ensemble.")
 @click.option("--trtllm-version", default=None,
-              help="TensorRT-LLM line the configs are written for: 0.17, 0.18, 0.19 or 1.x (input names differ; "
-                   "default: the installed tensorrt_llm, else the newest).")
+              help="TensorRT-LLM line the configs are written for: 0.17, 0.18, 0.19, 1.0, 1.1, 1.2 or main (later "
+                   "versions are main; default: the installed tensorrt_llm, else the newest).")
 @click.option("--bls-instances", type=click.IntRange(min=1), default=1, show_default=True,
               help="Instances of tensorrt_llm_bls.")
 @click.option("--engine-dir", default=None, help="Engine folder as the server sees it (default <repo>/tensorrt_llm/1/engine).")
 @click.option("--tokenizer-dir", default=None, help="Tokenizer folder as the server sees it (default: --hf-model).")
 @click.option("--build-hf-model", default=None, help="HF folder as the build machine sees it (default: --hf-model).")
 @click.option("--python-model-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="--engine python: TensorRT-LLM's tensorrt_llm/1/model.py from the release that builds the engine.")
+              help="--engine python: TensorRT-LLM's inflight_batcher_llm tensorrt_llm/1/model.py; --engine llmapi: "
+                   "its llmapi/tensorrt_llm/1/model.py (helpers.py beside it is copied too; default: a loader of "
+                   "/app/all_models/llmapi/tensorrt_llm/1 in the container).")
 @click.option("--no-build", is_flag=True, help="Write the repository and the build script only.")
 @click.option("--runtime-version", default=None,
               help="TensorRT-LLM version of the serving container, to check an existing engine against.")
 @click.option("--force", is_flag=True, help="Replace models of these names in the repository.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_trtllm_command(
-    hf_model: Path | None, repo: Path, engine_kind: str, gpu: str, tp: int, pp: int, input_tokens: float | None,
+    hf_model: Path | None, repo: Path, engine_kind: str | None, interface: str, instances: int, cuda_graphs: bool,
+    llm_args: tuple[str, ...], gpu: str, tp: int, pp: int, input_tokens: float | None,
     output_tokens: float | None, input_tokens_p95: float | None, output_tokens_p95: float | None,
     precision: str | None, kv_dtype: str | None, max_batch_size: int | None, max_input_len: int | None,
     max_seq_len: int | None, max_num_tokens: int | None, kv_cache_fraction: float | None, kv_reuse: bool | None,
@@ -86,7 +114,8 @@ def build_trtllm_command(
     tokenizer_dir: str | None, build_hf_model: str | None, python_model_file: Path | None, no_build: bool,
     runtime_version: str | None, force: bool, as_json: bool,
 ) -> None:
-    """Derive TensorRT-LLM engine parameters, write the in-flight-batching repository, build the engine.
+    """Derive TensorRT-LLM serving parameters and write the repository: the LLM-API model (model.yaml),
+    or the in-flight-batching repository and its engine build.
 
     The engine parameters come from the model's config.json, the GPU and the workload, with the
     reasoning printed; every value can be overridden. The engine builds only where tensorrt_llm and
@@ -97,9 +126,17 @@ def build_trtllm_command(
     \b
     Examples:
       tritonkit build trtllm --hf-model Llama-3-8B/ --repo llama_repo --gpu H100-80GB --tp 2
+      tritonkit build trtllm --hf-model Llama-3-8B/ --engine llmapi --trtllm-version 1.2 --instances 2
+      tritonkit build trtllm --engine reference --interface llmapi --repo ref_llmapi
       tritonkit build trtllm --engine reference --repo ref_repo --trtllm-version 0.19
     """
-    from tritonkit.builders.trtllm import EngineOverrides, EngineTarget, build_trtllm
+    from tritonkit.builders.trtllm import (
+        EngineOverrides,
+        EngineTarget,
+        LlmApiSettings,
+        build_trtllm,
+        parse_llm_args,
+    )
     from tritonkit.planner import Workload
 
     workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,
@@ -118,20 +155,11 @@ def build_trtllm_command(
         trtllm_version=trtllm_version,
         python_model_file=python_model_file, run_build=not no_build,
         runtime=runtime_version, force=force,
+        llmapi=LlmApiSettings(instances=instances, cuda_graphs=cuda_graphs, llm_args=parse_llm_args(llm_args),
+                              reference_interface=interface),  # type: ignore[arg-type]  # click.Choice checked it
     )
     if as_json:
-        echo_json({
-            "repo": str(result.repo),
-            "engine": result.engine,
-            "params": result.plan.params.to_dict() if result.plan else None,
-            "reasons": [{"key": r.key, "value": str(r.value), "why": r.why} for r in result.plan.reasons]
-            if result.plan else [],
-            "build_argv": result.build_argv,
-            "engine_built": result.engine_built,
-            "engine_version": result.engine_version or (result.engine_info.version if result.engine_info else None),
-            "not_built_reason": result.not_built_reason,
-            "trtllm_version": result.options.trtllm_version,
-        })
+        echo_json(result.to_dict())
     else:
         click.echo(result.summary())
     sys.stdout.flush()

@@ -13,7 +13,6 @@ from tritonkit.demo import (
     DEFAULT_DEMO_INSTANCES,
     DEFAULT_DEMO_LEVELS,
     DEFAULT_DEMO_SLA,
-    DEFAULT_DEMO_WINDOWS_US,
     run_demo,
 )
 from tritonkit.perf.sweep import EXIT_UNMEASURED, parse_instances, parse_windows
@@ -54,12 +53,11 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
             click.echo(f"[demo] {message}", err=True)
 
     counts = parse_instances(instances)
-    windows = [w for w in parse_windows(batch_window) if w is not None]
+    windows = parse_windows(batch_window)
     try:
         with sigterm_as_interrupt():
             result = run_demo(repo=repo, results_root=results_root, sla=sla_text, levels=concurrency, instances=counts,
-                              windows_us=windows or list(DEFAULT_DEMO_WINDOWS_US), step_window_ms=window_ms,
-                              progress=say, on_event=printer.event)
+                              windows_us=windows, step_window_ms=window_ms, progress=say, on_event=printer.event)
     except KeyboardInterrupt:
         click.echo("interrupted: the server and perf_analyzer are stopped; finished variants are kept under "
                    f"{results_root}", err=True)
@@ -68,7 +66,7 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
         echo_json(result.to_dict())
         raise CommandExit(result.exit_code)
     printer.result(result.sweep)
-    verdict = {0: "pass", 1: "fail"}.get(result.exit_code, "unmeasured")
+    verdict = result.status
     tuned = shlex.quote(str(result.tuned_repository))
     if printer.lines:
         click.echo(f"verdict status={verdict} tuned_repository={tuned}")

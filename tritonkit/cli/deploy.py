@@ -28,8 +28,8 @@ from tritonkit.deploy import (
     write_rules,
 )
 from tritonkit.deploy.alerts import limits_text
-from tritonkit.deploy.checkov import CHECKOV_VERSION, accepted_checks, install_checkov, scan_manifests
-from tritonkit.deploy.k8s import ADAPTER_FILE, parse_replicas
+from tritonkit.deploy.checkov import CHECKOV_VERSION, check_manifest_folder, install_checkov
+from tritonkit.deploy.k8s import parse_replicas
 from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
@@ -150,22 +150,17 @@ def check_command(folder: Path, as_json: bool) -> None:
       tritonkit deploy k8s model_repository --image nvcr.io/nvidia/tritonserver:24.10-py3 --out k8s/
       tritonkit deploy check k8s/
     """
-    paths = sorted(p for p in folder.glob("*.yaml") if p.name != ADAPTER_FILE)
-    report = scan_manifests(paths)
-    accepted = accepted_checks()
-    outside = report.outside(accepted)
+    check = check_manifest_folder(folder)
+    report = check.report
     if as_json:
-        echo_json({"passed": report.passed, "resources": report.resources, "checkov_version": report.version,
-                   "failed": [{"check": f.check_id, "name": f.check_name, "resource": f.resource, "file": f.file,
-                               "accepted": accepted.get(f.check_id, {}).get("reason")} for f in report.failed]})
+        echo_json(check.to_dict())
     else:
         click.echo(f"checkov {report.version}: {report.passed} passed, {len(report.failed)} failed "
-                   f"({len(outside)} not accepted) on {report.resources} resources")
+                   f"({len(check.not_accepted)} not accepted) on {report.resources} resources")
         for f in report.failed:
-            why = accepted.get(f.check_id, {}).get("reason")
+            why = check.reason(f)
             click.echo(f"  {f.check_id} {f.resource}: {f.check_name}" + (f" — accepted: {why}" if why else ""))
-    if outside:
-        raise CommandExit(1)
+    raise CommandExit(check.exit_code)
 
 
 @deploy.command("alerts")
@@ -211,14 +206,7 @@ def alerts_command(repo: Path | None, sla_text: str | None, concurrency_limit: i
     facts = _facts(repo, models)
     rules = build_rules(_sla(sla_text), facts, options)
     if as_json:
-        echo_json({
-            "alerts": rules.alert_names,
-            "mapped": [{"term": m.term, "alert": m.alert, "metric": m.note} for m in rules.mapped],
-            "unmapped": [{"term": m.term, "reason": m.note} for m in rules.unmapped],
-            "notes": rules.notes,
-            "server_flags": rules.server_flags,
-            "path": str(out) if out else None,
-        })
+        echo_json({**rules.mapping_dict(), "path": str(out) if out else None})
     if facts is not None and not as_json:
         for line in limits_text(facts, options):
             _say(line)
@@ -252,11 +240,8 @@ def dashboard_command(repo: Path | None, sla_text: str | None, device: str, llm:
     Example:
       tritonkit deploy dashboard model_repository --sla 'p99<=50ms' --out triton-dashboard.json
     """
-    sla = _sla(sla_text)
-    p99 = sla.constraint("p99") if sla else None
-    options = DashboardOptions(title=title, device="cpu" if device == "cpu" else "gpu", llm=llm, job=job,
-                               p99_limit_ms=p99.value if p99 else None)
-    dashboard = build_dashboard(_facts(repo, ()), options)
+    options = DashboardOptions(title=title, device="cpu" if device == "cpu" else "gpu", llm=llm, job=job)
+    dashboard = build_dashboard(_facts(repo, ()), options, _sla(sla_text))
     if out is None:
         click.echo(json.dumps(dashboard, indent=2))
         return

@@ -20,41 +20,28 @@ from tritonkit.cli._common import (
     CommandExit,
     ErrorHandlingGroup,
     echo_json,
+    rate_tolerance_option,
     sigterm_as_interrupt,
     sla_option,
 )
 from tritonkit.cli.perf_llm import (
-    compare_llm_command,
-    find_llm_result,
     llm_options,
     options_from_kwargs,
+    print_llm_comparison,
+    print_llm_report,
     reject_stray_llm_options,
-    report_llm_command,
     run_llm_command,
 )
 from tritonkit.cli.sweep import sweep_command
-from tritonkit.errors import ConfigError, MissingComponentError
-from tritonkit.perf.judge.compare import (
-    DEFAULT_BASELINE_ROOT,
-    compare_results,
-    load_result,
-    parse_percent,
-)
-from tritonkit.perf.judge.compare import save_baseline as keep_baseline
-from tritonkit.perf.judge.sla import SLA, load_sla
-from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
-from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, prepare_run_inputs
-from tritonkit.perf.measure.output_check import EXIT_WRONG_OUTPUTS, output_checker, preflight
-from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
+from tritonkit.perf.command import LoadTestSettings, load_test
+from tritonkit.perf.judge.compare import DEFAULT_BASELINE_ROOT, BaselineComparison, parse_percent
+from tritonkit.perf.judge.sla import load_sla
+from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN
 from tritonkit.perf.measure.spec import PerfSpec
-from tritonkit.perf.pipeline import planned_commands, rejudge, run_perf
+from tritonkit.perf.pipeline import LLMRun
 from tritonkit.perf.report.terminal import Terminal
-from tritonkit.provision.perf_analyzer import (
-    PERF_ANALYZER_ENV,
-    PERF_ANALYZER_VERSION,
-    install_perf_analyzer,
-    locate_perf_analyzer,
-)
+from tritonkit.perf.stored import DEFAULT_MAX_P99_RISE, DEFAULT_MAX_THROUGHPUT_DROP, compare_stored, rerender
+from tritonkit.provision.perf_analyzer import PERF_ANALYZER_ENV, PERF_ANALYZER_VERSION, install_perf_analyzer
 
 #: What ``perf run`` judges: every metric of the registry, and an implied errors==0.
 _SLA_TERMS = (
@@ -62,8 +49,8 @@ _SLA_TERMS = (
     "itl_p99 (p50 p90 p95 mean too) tokens_per_s user_tokens_per_s goodput; units ms us s, /s, %. "
     "errors==0 is added unless errors or error_rate is bounded."
 )
-
-
+#: ``perf run``'s option defaults are the library's (:class:`LoadTestSettings`), so the two cannot drift.
+_D = LoadTestSettings.default
 
 
 def _out_option(help_text: str) -> Any:
@@ -97,7 +84,7 @@ def perf() -> None:
 @click.option(
     "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )
-@click.option("--protocol", type=click.Choice(["grpc", "http"]), default="grpc", show_default=True)
+@click.option("--protocol", type=click.Choice(["grpc", "http"]), default=_D("protocol"), show_default=True)
 @sla_option(_SLA_TERMS)
 @click.option(
     "--concurrency",
@@ -110,27 +97,28 @@ def perf() -> None:
 @click.option(
     "--distribution",
     type=click.Choice(["constant", "poisson"]),
-    default="constant",
+    default=_D("distribution"),
     show_default=True,
     help="Request-rate arrival process.",
 )
+@rate_tolerance_option()
 @click.option(
     "--duration-s",
     type=float,
-    default=6.0,
+    default=_D("duration_s"),
     show_default=True,
     help="Measuring time per step (three windows of a third each; an unstable step takes longer).",
 )
 @click.option(
-    "--max-trials", type=int, default=6, show_default=True, help="Windows per step before it is unstable."
+    "--max-trials", type=int, default=_D("max_trials"), show_default=True, help="Windows per step before it is unstable."
 )
 @click.option(
-    "--warmup-s", type=float, default=5.0, show_default=True, help="Unrecorded warm-up before the ladder."
+    "--warmup-s", type=float, default=_D("warmup_s"), show_default=True, help="Unrecorded warm-up before the ladder."
 )
 @click.option(
-    "--stop-after", type=int, default=2, show_default=True, help="Stop after this many SLA-breaking steps."
+    "--stop-after", type=int, default=_D("stop_after"), show_default=True, help="Stop after this many SLA-breaking steps."
 )
-@click.option("--batch-size", type=int, default=1, show_default=True)
+@click.option("--batch-size", type=int, default=_D("batch_size"), show_default=True)
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
 @click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
 @click.option(
@@ -159,7 +147,7 @@ def perf() -> None:
 @click.option(
     "--results-root",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("results"),
+    default=_D("results_root"),
     show_default=True,
     help="Where timestamped run folders go.",
 )
@@ -172,7 +160,7 @@ def perf() -> None:
     help=f"perf_analyzer binary to run (default: ${PERF_ANALYZER_ENV}, else the installed one).",
 )
 @click.option(
-    "--timeout-s", type=float, default=1800.0, show_default=True, help="Limit for the whole ladder."
+    "--timeout-s", type=float, default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
 )
 @click.option("--dry-run", is_flag=True, help="Print the perf_analyzer commands; run nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
@@ -180,35 +168,18 @@ def perf() -> None:
 @llm_options
 def run_command(
     model: str,
-    url: str | None,
-    protocol: str,
     sla_text: str | None,
-    concurrency: str | None,
-    request_rate: str | None,
-    distribution: str,
-    duration_s: float,
-    max_trials: int,
-    warmup_s: float,
-    stop_after: int,
-    batch_size: int,
-    input_data: str | None,
     shapes: tuple[str, ...],
     model_repo: Path | None,
-    seq_len: str | None,
-    keep_outputs: bool,
-    check_outputs: bool,
-    metrics_url: str | None,
     out_dir: Path | None,
-    results_root: Path,
     save_baseline: bool,
     baseline_dir: Path,
     perf_analyzer_path: str | None,
-    timeout_s: float,
     dry_run: bool,
     as_json: bool,
     quiet: bool,
     llm: bool = False,
-    **llm_kwargs: Any,
+    **options: Any,
 ) -> None:
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
@@ -226,103 +197,54 @@ def run_command(
     With --llm: a streaming LLM load test (TTFT, inter-token latency, tokens/s, goodput;
     --traffic ramp/spike/soak/replay); results in llm_result.json and llm_report.md.
     """
+    llm_settings = options_from_kwargs(options)
+    if not llm:
+        reject_stray_llm_options(llm_settings)
+    # The other options are named as LoadTestSettings' fields (url, protocol, concurrency, duration_s, …).
+    settings = LoadTestSettings(
+        sla=sla_text, shapes=PerfSpec.shapes_from_text(shapes) if not llm else {}, repo=model_repo, out=out_dir,
+        baseline_root=baseline_dir if save_baseline else None, perf_analyzer=perf_analyzer_path, **options,
+    )
     if llm:
-        if model_repo is not None and not model_repo.is_dir():
-            raise ConfigError(f"--repo {model_repo}: no such folder",
-                              hint="give the served model repository as it is on this machine, or leave --repo out")
-        run_llm_command(
-            model=model, url=url, sla_text=sla_text, concurrency=concurrency, metrics_url=metrics_url,
-            out_dir=out_dir, results_root=results_root, perf_analyzer_path=perf_analyzer_path, dry_run=dry_run,
-            as_json=as_json, quiet=quiet, options=replace(options_from_kwargs(llm_kwargs), repo=model_repo),
-            baseline_dir=baseline_dir if save_baseline else None, protocol=protocol, timeout_s=timeout_s,
-        )
+        # --concurrency, --timeout-s and --repo describe the LLM load too: they are LLMSettings' own there.
+        load = replace(llm_settings, repo=model_repo, timeout_s=settings.timeout_s,
+                       concurrency=options["concurrency"] or llm_settings.concurrency)
+        run_llm_command(model, settings, load, dry_run=dry_run, as_json=as_json, quiet=quiet)
         return
-    reject_stray_llm_options(llm_kwargs)
-    sla: SLA | None = load_sla(sla_text) if sla_text is not None else None
-    spec = PerfSpec(
-        model=model,
-        url=url or ("127.0.0.1:8001" if protocol == "grpc" else "127.0.0.1:8000"),
-        protocol=protocol,  # type: ignore[arg-type]  # click.Choice limits it
-        batch_size=batch_size,
-        input_data=input_data,
-        shapes=PerfSpec.shapes_from_text(shapes),
-    )
-    plan = LadderPlan.from_duration(
-        duration_s,
-        concurrency=concurrency,
-        request_rate=request_rate,
-        distribution=distribution,
-        max_trials=max_trials,
-        warmup_s=warmup_s,
-        stop_after_sla_breaks=stop_after,
-        total_timeout_s=timeout_s,
-    )
     out = Terminal(as_json=as_json, quiet=quiet)
-    folder = out_dir or default_results_dir(model, results_root)
-    if model_repo is None and (Path("model_repository") / model).is_dir():
-        model_repo = Path("model_repository")
-    prepared = prepare_run_inputs(spec, folder, repo=model_repo, seq_len=SeqLen.parse(seq_len),
-                                  keep_outputs=keep_outputs, write=not dry_run)
-    spec = prepared.spec
-    if dry_run:
-        try:
-            planned_tool = locate_perf_analyzer(perf_analyzer_path)
-        except MissingComponentError as exc:
-            planned_tool = None
-            click.echo(f"note: {exc.message}; showing 'perf_analyzer' in its place", err=True)
-        commands = planned_commands(spec, plan, folder, planned_tool)
-        out.dry_run(folder, sla.with_zero_errors() if sla else None, commands)
+    with sigterm_as_interrupt():
+        test = load_test(model, settings, dry_run=dry_run, progress=out.progress, on_step=out.step)
+    for note in test.notes:
+        click.echo(f"note: {note}", err=True)
+    if test.planned is not None:
+        out.dry_run(test.results_dir, test.sla, test.planned)
         return
-    tool = locate_perf_analyzer(perf_analyzer_path)
-    if sla is not None:
-        out.progress(f"SLA: {sla.with_zero_errors()}")
-    checker = output_checker(prepared, check_outputs)
-    if prepared.samples:
-        wrong = preflight(spec.url, model, prepared.samples[0], version=spec.model_version or "")
-        for problem in wrong:
+    if test.wrong_outputs:
+        for problem in test.wrong_outputs:
             click.echo(f"error: model '{model}': {problem}", err=True)
-        if wrong:
-            click.echo("  fix: make the model return what its config declares (or fix the config); "
-                       "nothing was measured", err=True)
-            raise CommandExit(EXIT_WRONG_OUTPUTS)
-    try:
-        with sigterm_as_interrupt():
-            if checker is not None:
-                checker.start()
-            run = run_perf(
-                spec,
-                plan,
-                sla=sla,
-                results_dir=folder,
-                perf_analyzer=tool,
-                metrics_url=metrics_url,
-                baseline_root=baseline_dir if save_baseline else None,
-                progress=out.progress,
-                on_step=out.step,
-                input_notes=[f"input data: {note}" for note in prepared.notes],
-            )
-    except KeyboardInterrupt:
-        click.echo(f"interrupted: the steps measured so far are saved in {folder}", err=True)
-        raise CommandExit(EXIT_UNMEASURED) from None
-    finally:
-        check = checker.stop() if checker is not None else None
-    out.run(run)
-    if run.error is not None:
-        raise run.error  # reported after the results were saved and printed
-    if check is not None:
-        click.echo(check.summary(), err=True)
-        if not check.ok:
-            raise CommandExit(EXIT_WRONG_OUTPUTS if check.problems else EXIT_UNMEASURED)
-    raise CommandExit(run.exit_code)
+        click.echo("  fix: make the model return what its config declares (or fix the config); "
+                   "nothing was measured", err=True)
+        raise CommandExit(test.exit_code)
+    if test.interrupted or test.run is None:
+        click.echo(f"interrupted: the steps measured so far are saved in {test.results_dir}", err=True)
+        raise CommandExit(test.exit_code)
+    out.run(test.run)
+    if test.run.error is not None:
+        raise test.run.error  # reported after the results were saved and printed
+    if test.output_check is not None:
+        click.echo(test.output_check.summary(), err=True)
+    raise CommandExit(test.exit_code)
 
 
 @perf.command("compare")
 @click.argument("base", type=click.Path(exists=True, path_type=Path))
 @click.argument("new", type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--max-throughput-drop", default="5%", show_default=True, help="Largest allowed throughput drop."
+    "--max-throughput-drop", default=f"{DEFAULT_MAX_THROUGHPUT_DROP:.0%}", show_default=True,
+    help="Largest allowed throughput drop.",
 )
-@click.option("--max-p99-rise", default="10%", show_default=True, help="Largest allowed p99 latency rise.")
+@click.option("--max-p99-rise", default=f"{DEFAULT_MAX_P99_RISE:.0%}", show_default=True,
+              help="Largest allowed p99 latency rise.")
 @click.option(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
 )
@@ -348,20 +270,16 @@ def compare_command(
       tritonkit perf compare results/baselines/resnet results/20261129T101500Z-resnet \\
           --max-throughput-drop 5% --max-p99-rise 10%
     """
-    drop = parse_percent(max_throughput_drop, option="--max-throughput-drop")
-    rise = parse_percent(max_p99_rise, option="--max-p99-rise")
-    if find_llm_result(new) is not None:
-        # LLM runs: TTFT / ITL p99 may rise by --max-p99-rise, tokens/s and goodput drop by --max-throughput-drop.
-        compare_llm_command(base, new, max_rise=rise, max_drop=drop, save_baseline=save_baseline,
-                            baseline_dir=baseline_dir, as_json=as_json)
-    base_result, base_path = load_result(base)
-    new_result, new_path = load_result(new)
-    comparison = compare_results(base_result, new_result, max_throughput_drop=drop, max_p99_rise=rise)
-    saved = keep_baseline(new_result, baseline_dir) if save_baseline and not comparison.regressed else None
-    Terminal(as_json=as_json, quiet=True).comparison(
-        comparison, base_path, new_path, saved=saved, save_requested=save_baseline
-    )
-    raise CommandExit(comparison.exit_code)
+    stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
+                            max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
+                            baseline_root=baseline_dir if save_baseline else None)
+    if isinstance(stored.comparison, BaselineComparison):
+        Terminal(as_json=as_json, quiet=True).comparison(
+            stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline
+        )
+    else:
+        print_llm_comparison(stored.comparison, stored.base_path, stored.new_path, stored.saved, as_json=as_json)
+    raise CommandExit(stored.exit_code)
 
 
 @perf.command("report")
@@ -378,11 +296,13 @@ def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_
     Example:
       tritonkit perf report results/20261129T101500Z-resnet/result.json --sla 'p99<=40ms'
     """
-    if find_llm_result(result) is not None:
-        report_llm_command(result, sla_text=sla_text, out_dir=out_dir, as_json=as_json)
-    sla = load_sla(sla_text) if sla_text is not None else None
-    run = rejudge(result, sla, out_dir=out_dir)
-    Terminal(as_json=as_json, quiet=True).run(run)
+    run = rerender(result, load_sla(sla_text) if sla_text is not None else None, out_dir=out_dir)
+    if isinstance(run, LLMRun):
+        print_llm_report(run, as_json=as_json)
+        if run.error is not None:
+            raise run.error  # the verdict is saved; only the report is missing
+    else:
+        Terminal(as_json=as_json, quiet=True).run(run)
     raise CommandExit(run.verdict.exit_code if run.verdict else 0)
 
 
@@ -415,16 +335,7 @@ def install_command(version: str, wheel: Path | None, force: bool, as_json: bool
     progress = None if as_json or quiet else (lambda message: click.echo(message, err=True))
     installed = install_perf_analyzer(version=version, wheel=wheel, force=force, progress=progress)
     if as_json:
-        echo_json(
-            {
-                "binary": str(installed.binary),
-                "argv": list(installed.argv),
-                "mode": installed.mode,
-                "version": installed.version,
-                "source": installed.source,
-                "install_dir": str(installed.install_dir) if installed.install_dir else None,
-            }
-        )
+        echo_json(installed.to_dict())
     else:
         click.echo(installed.describe())
 

@@ -1,15 +1,17 @@
-"""The ``--llm`` side of ``tritonkit perf run``: streaming LLM load tests.
+"""The ``--llm`` side of ``tritonkit perf``: streaming LLM load tests, their comparisons and reports.
 
 ``llm_options`` adds the LLM options to a click command; ``options_from_kwargs`` turns them into
 the library's :class:`~tritonkit.perf.llm.settings.LLMSettings`; ``run_llm_command`` hands that to
-:func:`tritonkit.perf.pipeline.run_llm_perf` (measure → judge → ``llm_result.json`` with its verdict →
-``llm_report.md`` → baseline), prints, and raises ``CommandExit`` with the run's exit status.
+:func:`tritonkit.perf.command.llm_load_test` (checks, dry run, measure → judge → ``llm_result.json``
+with its verdict → ``llm_report.md`` → baseline), prints, and raises ``CommandExit`` with the run's
+exit status. ``print_llm_comparison`` and ``print_llm_report`` print what ``perf compare`` and
+``perf report`` found for an LLM run (:mod:`tritonkit.perf.stored`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,11 +19,13 @@ import click
 
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 from tritonkit.errors import ConfigError
-from tritonkit.perf.llm.compare import find_llm_result
+from tritonkit.perf.command import LoadTestSettings, llm_load_test
+from tritonkit.perf.llm.compare import LLMComparison
 from tritonkit.perf.llm.settings import LLMSettings
+from tritonkit.perf.pipeline import LLMRun
 
-__all__ = ["LLMOptions", "compare_llm_command", "find_llm_result", "llm_options", "reject_stray_llm_options",
-           "report_llm_command", "run_llm_command"]
+__all__ = ["LLMOptions", "llm_options", "options_from_kwargs", "print_llm_comparison", "print_llm_report",
+           "reject_stray_llm_options", "run_llm_command"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,7 +61,7 @@ _LLM_OPTIONS = [
                  help="--llm: per-request objectives for goodput, e.g. 'ttft=500ms,itl=40ms' "
                       "(default: the SLA's TTFT / ITL / latency bounds)."),
     click.option("--interface", "llm_interface", default=None,
-                 type=click.Choice(["text", "ids", "vllm", "text_io", "generic"]),
+                 type=click.Choice(["text", "ids", "llmapi", "vllm", "text_io", "generic"]),
                  help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
                       "of them is timed per response as 'generic')."),
     click.option("--tokenizer", "llm_tokenizer", type=click.Path(exists=True, path_type=Path), default=None,
@@ -87,62 +91,26 @@ def options_from_kwargs(kwargs: dict[str, Any]) -> LLMOptions:
     return LLMOptions(**{f.name: kwargs.pop(f"llm_{f.name}") for f in fields(LLMOptions) if f"llm_{f.name}" in kwargs})
 
 
-def reject_stray_llm_options(kwargs: dict[str, Any]) -> None:
+def reject_stray_llm_options(given: LLMOptions) -> None:
     """A ``--llm`` option given without ``--llm`` is a mistake, not something to ignore silently."""
-    given = options_from_kwargs(dict(kwargs))
     stray = [f"--{f.name.replace('_', '-')}" for f in fields(LLMOptions) if getattr(given, f.name) != f.default]
     if stray:
         raise ConfigError(f"{', '.join(stray)} only apply to LLM load tests", hint="add --llm, or drop them")
 
 
-def run_llm_command(
-    *,
-    model: str,
-    url: str | None,
-    sla_text: str | None,
-    concurrency: str | None,
-    metrics_url: str | None,
-    out_dir: Path | None,
-    results_root: Path,
-    perf_analyzer_path: str | None,
-    dry_run: bool,
-    as_json: bool,
-    quiet: bool,
-    options: LLMSettings,
-    baseline_dir: Path | None = None,
-    protocol: str = "grpc",
-    timeout_s: float = 600.0,
-) -> None:
-    """Run ``perf run MODEL --llm``: parse, call :func:`~tritonkit.perf.pipeline.run_llm_perf`, print, exit."""
-    from tritonkit.perf.judge.sla import load_sla
-    from tritonkit.perf.judge.verdict import EXIT_UNMEASURED
-    from tritonkit.perf.measure.plan import default_results_dir
-    from tritonkit.perf.pipeline import run_llm_perf
-    from tritonkit.provision.perf_analyzer import locate_perf_analyzer
-
-    if protocol != "grpc":
-        raise ConfigError("--llm streams over gRPC only", hint="drop --protocol http")
-    sla = load_sla(sla_text) if sla_text is not None else None
-    settings = replace(options, concurrency=concurrency or "1", timeout_s=timeout_s)
-    _prompts, source = settings.load_prompts()
-    settings.plan(sla)  # bad options are refused before anything starts, dry run or not
-    folder = out_dir or default_results_dir(model, results_root)
-    target = url or "127.0.0.1:8001"
-    if dry_run:
-        found = "" if settings.tokenizer is not None else (
-            "; a TensorRT-LLM pipeline's own tokenizer is looked up on the server when the run starts")
-        click.echo(f"would run an LLM load test on {model} at {target}: {settings.describe_load()}; "
-                   f"prompts: {source}{found}; into {folder}")
-        return
-    tool = locate_perf_analyzer(perf_analyzer_path)
+def run_llm_command(model: str, settings: LoadTestSettings, llm: LLMSettings, *, dry_run: bool, as_json: bool,
+                    quiet: bool) -> None:
+    """Run ``perf run MODEL --llm``: call :func:`~tritonkit.perf.command.llm_load_test`, print, exit."""
     say = (lambda _m: None) if quiet or as_json else (lambda m: click.echo(m, err=True))
-    try:
-        with sigterm_as_interrupt():
-            run = run_llm_perf(model, target, settings, sla=sla, results_dir=folder, perf_analyzer=tool,
-                               metrics_url=metrics_url, baseline_root=baseline_dir, progress=say)
-    except KeyboardInterrupt:
-        click.echo(f"interrupted: files so far are in {folder}", err=True)
-        raise CommandExit(EXIT_UNMEASURED) from None
+    with sigterm_as_interrupt():
+        test = llm_load_test(model, llm, settings, dry_run=dry_run, progress=say)
+    if test.dry_run:
+        click.echo(test.plan_line())
+        return
+    if test.interrupted or test.run is None:
+        click.echo(f"interrupted: files so far are in {test.results_dir}", err=True)
+        raise CommandExit(test.exit_code)
+    run = test.run
     if as_json:
         echo_json(run.to_dict())
     else:
@@ -156,7 +124,7 @@ def run_llm_command(
             click.echo(f"baseline: {run.baseline_path}")
     if run.error is not None:
         raise run.error  # reported after the results were saved and printed
-    raise CommandExit(run.exit_code)
+    raise CommandExit(test.exit_code)
 
 
 def _summary_line(step: Any) -> str:
@@ -179,44 +147,30 @@ def _summary_line(step: Any) -> str:
     return " ".join(parts)
 
 
-def compare_llm_command(
-    base: Path, new: Path, *, max_rise: float, max_drop: float, save_baseline: bool, baseline_dir: Path, as_json: bool
-) -> None:
-    """``perf compare`` on LLM results: TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput
-    fall by ``max_drop``; exits 0 (no regression) or 1."""
-    from tritonkit.perf.llm.compare import compare_llm_files
-
-    comparison, base_path, new_path, saved = compare_llm_files(
-        base, new, max_rise=max_rise, max_drop=max_drop, baseline_root=baseline_dir if save_baseline else None)
+def print_llm_comparison(comparison: LLMComparison, base_path: Path, new_path: Path, saved: Path | None, *,
+                         as_json: bool) -> None:
+    """``perf compare`` on LLM results: one line per compared metric, the summary, the baseline kept."""
     if as_json:
         echo_json({**comparison.to_dict(), "base": str(base_path), "new": str(new_path),
                    "baseline": None if saved is None else str(saved)})
-    else:
-        for row in comparison.rows:
-            change = "unmeasured" if row.change is None else f"{row.change * 100:+.1f}%"
-            flag = " REGRESSION" if row.regressed else ""
-            click.echo(f"{row.step}: {row.metric} {row.base:.4g} -> "
-                       f"{'–' if row.new is None else f'{row.new:.4g}'} ({change}, limit {row.limit * 100:g}% "
-                       f"{row.worse_when}){flag}")
-        click.echo(comparison.summary())
-        if saved is not None:
-            click.echo(f"baseline: {saved}")
-    raise CommandExit(comparison.exit_code)
+        return
+    for row in comparison.rows:
+        change = "unmeasured" if row.change is None else f"{row.change * 100:+.1f}%"
+        flag = " REGRESSION" if row.regressed else ""
+        click.echo(f"{row.step}: {row.metric} {row.base:.4g} -> "
+                   f"{'–' if row.new is None else f'{row.new:.4g}'} ({change}, limit {row.limit * 100:g}% "
+                   f"{row.worse_when}){flag}")
+    click.echo(comparison.summary())
+    if saved is not None:
+        click.echo(f"baseline: {saved}")
 
 
-def report_llm_command(result_path: Path, *, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
-    """``perf report`` on an LLM result: re-render ``llm_report.md`` (judged again with ``--sla``)."""
-    from tritonkit.perf.judge.sla import load_sla
-    from tritonkit.perf.pipeline import rejudge_llm
-
-    run = rejudge_llm(result_path, load_sla(sla_text) if sla_text is not None else None, out_dir=out_dir)
+def print_llm_report(run: LLMRun, *, as_json: bool) -> None:
+    """``perf report`` on an LLM result: the verdict and where the report went."""
     if as_json:
         echo_json({"report": str(run.report), "verdict": None if run.verdict is None else run.verdict.to_dict()})
-    else:
-        if run.verdict is not None:
-            click.echo(run.verdict.summary())
-        if run.report is not None:
-            click.echo(f"report: {run.report}")
-    if run.error is not None:
-        raise run.error  # the verdict is saved; only the report is missing
-    raise CommandExit(run.verdict.exit_code if run.verdict is not None else 0)
+        return
+    if run.verdict is not None:
+        click.echo(run.verdict.summary())
+    if run.report is not None:
+        click.echo(f"report: {run.report}")

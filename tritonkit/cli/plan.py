@@ -1,50 +1,38 @@
-"""``tritonkit plan``: capacity planning from business targets and measurements."""
+"""``tritonkit plan``: capacity planning from business targets and measurements.
+
+The options become one :class:`~tritonkit.planner.PlanRequest` for
+:func:`~tritonkit.planner.plan_capacity` (``--check``: :func:`~tritonkit.planner.check_saved_predictions`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 
+from tritonkit._settings import field_default
 from tritonkit.cli._common import echo_json
 from tritonkit.errors import ConfigError
-from tritonkit.perf.measure import levels_from_text
 from tritonkit.planner import (
     GPUS,
     PRECISIONS,
-    CapacityPlan,
     GpuFigures,
-    GpuSpec,
     ModelOverrides,
     PlanAssumptions,
-    Scenario,
-    ServedConfig,
-    TransformerShape,
+    PlanRequest,
     Workload,
-    check_predictions,
-    custom_gpu,
-    find_gpu,
-    find_precision,
-    gpu_names,
-    load_hf_config,
-    load_measurement,
-    load_predictions,
-    model_from_hf_config,
-    model_from_values,
-    override_gpu,
+    check_saved_predictions,
     parse_param_count,
-    plan_from_measurement,
-    plan_llm,
-    precision_from_torch_dtype,
-    predict_loads,
-    served_config_from_proto,
+    plan_capacity,
 )
 from tritonkit.planner.precision import KV_DTYPES
-from tritonkit.repository import CONFIG_FILENAME, read_config
 
 _PRECISION_NAMES = [p.name for p in PRECISIONS]
+
+#: The option defaults are the library's (:class:`PlanAssumptions`), so the help shows what the plan uses.
+_assumed = partial(field_default, PlanAssumptions)
 
 
 def _params(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -67,39 +55,6 @@ def _gpu_table() -> str:
     rows.append("Tensor figures are dense (no 2:4 sparsity); memory is the datasheet's GB label (= GiB);")
     rows.append("bandwidth is decimal GB/s. Each figure's source: tritonkit plan --list-gpus --json.")
     return "\n".join(rows)
-
-
-def _resolve_gpu(name: str | None, figures: GpuFigures, required: bool) -> GpuSpec | None:
-    if name is not None:
-        return override_gpu(find_gpu(name), figures)
-    if figures.any_given:
-        return custom_gpu(figures)
-    if required:
-        raise ConfigError(
-            f"no GPU given; known: {', '.join(gpu_names())}",
-            hint="pass --gpu NAME (tritonkit plan --list-gpus), or describe one with --gpu-memory-gib, "
-            "--gpu-bandwidth-gb-s and --gpu-fp16-tflops",
-        )
-    return None
-
-
-def _resolve_model(hf_config: Path | None, o: dict[str, Any]) -> TransformerShape | None:
-    overrides = ModelOverrides(
-        name=o["model_name"],
-        num_layers=o["num_layers"],
-        num_attention_heads=o["num_heads"],
-        num_kv_heads=o["num_kv_heads"],
-        head_dim=o["head_dim"],
-        hidden_size=o["hidden_size"],
-        total_params=o["params"],
-        active_params=o["active_params"],
-        sliding_window=o["sliding_window"],
-    )
-    if hf_config is not None:
-        return model_from_hf_config(load_hf_config(hf_config), source=str(hf_config), overrides=overrides)
-    if any(o[k] is not None for k in ("num_layers", "num_kv_heads", "head_dim", "params")):
-        return model_from_values(overrides)
-    return None
 
 
 def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -143,17 +98,17 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
 @click.option("--output-tokens", type=float, default=None, help="Mean output tokens per request (default 256).")
 @click.option("--input-tokens-p95", type=float, default=None, help="p95 input tokens.")
 @click.option("--output-tokens-p95", type=float, default=None, help="p95 output tokens.")
-@click.option("--mode", type=click.Choice(["interactive", "batch"]), default="interactive", show_default=True)
+@click.option("--mode", type=click.Choice(["interactive", "batch"]), default=field_default(Workload, "mode"), show_default=True)
 @click.option("--p99-ms", type=float, default=None, help="SLA: end-to-end P99 latency (ms); makes η strict.")
 @click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token (ms).")
 @click.option("--tokens-per-s", type=float, default=None, help="SLA: decode tokens/s each user must see.")
 # assumptions
 @click.option("--efficiency", type=float, default=None, help="η (default by SLA: 0.6 interactive, 0.8 batch, 0.45 strict P99).")
-@click.option("--headroom", type=float, default=0.25, show_default=True, help="Spare capacity kept at the target.")
-@click.option("--scale-out-at", type=float, default=0.65, show_default=True, help="Utilisation at which to scale out.")
-@click.option("--bandwidth-efficiency", type=float, default=0.5, show_default=True,
+@click.option("--headroom", type=float, default=_assumed("headroom"), show_default=True, help="Spare capacity kept at the target.")
+@click.option("--scale-out-at", type=float, default=_assumed("scale_out_utilisation"), show_default=True, help="Utilisation at which to scale out.")
+@click.option("--bandwidth-efficiency", type=float, default=_assumed("bandwidth_efficiency"), show_default=True,
               help="Achievable share of datasheet bandwidth.")
-@click.option("--compute-efficiency", type=float, default=0.5, show_default=True,
+@click.option("--compute-efficiency", type=float, default=_assumed("compute_efficiency"), show_default=True,
               help="Achievable share of dense tensor throughput.")
 @click.option("--reserve-gib", type=float, default=None, help="Memory kept back per GPU (default 10 %, 25 % on Jetson).")
 # measurement
@@ -171,7 +126,7 @@ def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None)
               help="Also predict with this many instances (repeatable).")
 @click.option("--predict-window-us", type=int, multiple=True,
               help="Also predict with this dynamic batching window in µs (repeatable).")
-@click.option("--arrivals", type=click.Choice(["constant", "poisson"]), default="constant", show_default=True,
+@click.option("--arrivals", type=click.Choice(["constant", "poisson"]), default=field_default(PlanRequest, "arrivals"), show_default=True,
               help="Arrivals for --predict-rate (perf_analyzer's --request-distribution).")
 @click.option("--check", "check_result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A later perf result.json to score saved predictions against (with --predictions).")
@@ -206,32 +161,23 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         else:
             click.echo(_gpu_table())
         return
-    served = _served_config(o["model_config"])
     if o["check_result"] is not None:
         if o["predictions"] is None:
             raise ConfigError("--check needs the saved predictions to score",
                               hint="pass --predictions plan.json (written by a predicting 'tritonkit plan ... --out')")
-        later = load_measurement(o["check_result"], config=served)
-        check = check_predictions(load_predictions(o["predictions"]), later,
-                                  Scenario.from_served(later.config) if later.config is not None else None)
+        check = check_saved_predictions(o["check_result"], o["predictions"], model_config=o["model_config"])
         if as_json:
             echo_json(check.to_dict())
         else:
             click.echo(check.render_text(), nl=False)
         return
-
-    model = _resolve_model(hf_config, o)
-    measurement = (load_measurement(from_result, config=served, gpu_name=gpu_name if model is None else None)
-                   if from_result is not None else None)
-    if model is None and measurement is None:
-        raise ConfigError(
-            "nothing to plan",
-            hint="pass --hf-config (an LLM), model flags (--num-layers, --num-kv-heads, --head-dim, --params), "
-            "or --from-result result.json (any model)",
-        )
+    model = ModelOverrides(
+        name=o["model_name"], num_layers=o["num_layers"], num_attention_heads=o["num_heads"],
+        num_kv_heads=o["num_kv_heads"], head_dim=o["head_dim"], hidden_size=o["hidden_size"], total_params=o["params"],
+        active_params=o["active_params"], sliding_window=o["sliding_window"],
+    )
     figures = GpuFigures(memory_gib=o["gpu_memory_gib"], bandwidth_gb_s=o["gpu_bandwidth_gb_s"],
                          fp16_tflops=o["gpu_fp16_tflops"], fp8_tflops=o["gpu_fp8_tflops"], int8_tops=o["gpu_int8_tops"])
-    gpu = _resolve_gpu(gpu_name, figures, required=model is not None)
     workload = Workload(
         target_qps=o["qps"], input_tokens=o["input_tokens"], output_tokens=o["output_tokens"],
         input_tokens_p95=o["input_tokens_p95"], output_tokens_p95=o["output_tokens_p95"], mode=o["mode"],
@@ -243,38 +189,13 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         reserve_gib=o["reserve_gib"], tensor_parallel=o["tp"],
         kv_dtype=o["kv_dtype"].lower() if o["kv_dtype"] else None,
     )
-    result: CapacityPlan
-    if model is None:
-        assert measurement is not None
-        result = plan_from_measurement(measurement, workload, assumptions,
-                                       instances_per_unit=o["instances_per_gpu"], gpu=gpu)
-    else:
-        assert gpu is not None
-        if o["precision"] is not None:
-            precision, precision_note = find_precision(o["precision"]), None
-        else:
-            precision, precision_note = precision_from_torch_dtype(model.torch_dtype)
-            precision_note += " (--precision to choose)"
-        weights_gb = o["weights_gb"]
-        if weights_gb is not None and not weights_gb > 0:
-            raise ConfigError(f"--weights-gb must be positive, got {weights_gb}", hint="pass the weights size in GB")
-        result = plan_llm(
-            model, gpu, precision, workload, assumptions, measurement=measurement,
-            weights_bytes_override=int(round(weights_gb * 1e9)) if weights_gb is not None else None,
-            precision_note=precision_note,
-        )
-    loads = [("concurrency", v) for v in levels_from_text(o["predict_concurrency"])] if o["predict_concurrency"] else []
-    loads += [("request_rate", v) for v in levels_from_text(o["predict_rate"])] if o["predict_rate"] else []
-    if loads or o["predict_instances"] or o["predict_window_us"]:
-        if measurement is None or measurement.config is None:
-            raise ConfigError("predictions need a measured run and the config it was measured with",
-                              hint="pass --from-result result.json (a run that recorded its model config), "
-                              "or add --model-config config.pbtxt")
-        if not loads:
-            loads = [(s.load_mode, s.load_value) for s in measurement.steps if s.measured]
-        result = replace(result, predictions=predict_loads(
-            measurement, config=measurement.config, loads=loads, instances=o["predict_instances"],
-            windows_us=o["predict_window_us"], arrivals=o["arrivals"]))
+    result = plan_capacity(PlanRequest(
+        hf_config=hf_config, model=model, precision=o["precision"], weights_gb=o["weights_gb"], gpu=gpu_name,
+        gpu_figures=figures, workload=workload, assumptions=assumptions, from_result=from_result,
+        model_config=o["model_config"], instances_per_gpu=o["instances_per_gpu"],
+        predict_concurrency=o["predict_concurrency"], predict_rate=o["predict_rate"],
+        predict_instances=o["predict_instances"], predict_window_us=o["predict_window_us"], arrivals=o["arrivals"],
+    ))
     if out is not None:
         result.save(out)
     if as_json:
@@ -283,13 +204,6 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         click.echo(result.render_text(), nl=False)
         if out is not None:
             click.echo(f"\nplan written to {out}")
-
-
-def _served_config(path: Path | None) -> ServedConfig | None:
-    if path is None:
-        return None
-    file = path / CONFIG_FILENAME if path.is_dir() else path
-    return served_config_from_proto(read_config(file), str(file))
 
 
 def _positive_ints(values: tuple[int, ...]) -> tuple[int, ...]:

@@ -8,14 +8,13 @@ document. Exit codes: 0 a configuration meets the SLA, 1 none does, 2 could not 
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 import sys
 from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import CommandExit, echo_json, rate_tolerance_option, sigterm_as_interrupt
 from tritonkit.cli.perf_cluster import (
     cluster_settings,
     cluster_sweep_options,
@@ -23,7 +22,6 @@ from tritonkit.cli.perf_cluster import (
     run_cluster_sweep_command,
 )
 from tritonkit.perf import PerfSpec, load_sla
-from tritonkit.perf.measure.input_data import sweep_spec
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
     JointResult,
@@ -173,9 +171,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
 @click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
-@click.option("--rate-tolerance", type=float, default=100 * _D("rate_tolerance"), show_default=True,
-              help="With --request-rate, a step meets the SLA only if the server carried the offered rate "
-                   "less this many percent.")
+@rate_tolerance_option(_D("rate_tolerance"))
 @click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
 @click.option("--target", default=None,
@@ -251,7 +247,7 @@ def sweep_command(
         sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-        rate_tolerance=rate_tolerance / 100.0, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
+        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
     ).with_out("-".join(models))
@@ -266,10 +262,6 @@ def sweep_command(
     else:
         run_cluster_sweep_command(repo, models, settings, cluster_settings(cluster, node_resources, shared_repo,
                                                                            separately), as_json=as_json, quiet=quiet)
-    if len(models) == 1:
-        # Valid data from the model file (ids within the vocabulary, finite floats), as perf run derives it.
-        derived = sweep_spec(spec, repo, spec.model, folder, max_batch_sizes=grid.max_batch_sizes).spec
-        settings = dataclasses.replace(settings, spec=derived)
     try:
         with sigterm_as_interrupt():
             if len(models) > 1:

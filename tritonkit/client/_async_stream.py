@@ -4,20 +4,48 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import tritonclient.grpc.aio as aioclient
 
 from tritonkit.client._errors import RPC_ERRORS, FailedCall
+from tritonkit.client._model import ModelMetadata
 from tritonkit.client._request import Array, PreparedRequest
 from tritonkit.client._response import decode_response, is_final_response
-from tritonkit.client._retry import Deadline
+from tritonkit.client._retry import Deadline, RetryPolicy
+from tritonkit.client._settings import Unset
 from tritonkit.client._streaming import StreamRequest, idle_timeout_error, in_band_error
+from tritonkit.errors import ClientError
 
-if TYPE_CHECKING:
-    from tritonkit.client._async import AsyncClient
+__all__ = ["AsyncResponseStream", "AsyncStreamOwner"]
 
-__all__ = ["AsyncResponseStream"]
+
+class AsyncStreamOwner(Protocol):
+    """What an ``AsyncResponseStream`` uses of the ``AsyncClient`` that opened it: the checks and
+    the request building before the call, its gRPC client, and its error translation. Written
+    here so that the stream does not import the client that imports it."""
+
+    url: str
+    max_message_bytes: int
+    _call_s: float | None
+
+    @property
+    def _tc(self) -> aioclient.InferenceServerClient: ...
+
+    def _check_open(self) -> None: ...
+
+    def model_metadata(
+        self, model: str, *, version: str = "", timeout_s: float | None | Unset = ...,
+        retry: RetryPolicy | None | Unset = ...,
+    ) -> Awaitable[ModelMetadata]: ...
+
+    def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None: ...
+
+    def _translate(self, failed: FailedCall) -> Awaitable[ClientError]: ...
+
+    def _raise_if_closed(self, operation: str, model: str | None) -> None: ...
 
 
 def _cancel_call(holder: list[Any]) -> None:
@@ -39,7 +67,7 @@ class AsyncResponseStream:
 
     def __init__(
         self,
-        client: AsyncClient,
+        client: AsyncStreamOwner,
         request: StreamRequest,
         *,
         timeout_s: float | None,

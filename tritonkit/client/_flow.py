@@ -34,9 +34,9 @@ from tritonkit.client._request import Array, PreparedRequest
 from tritonkit.client._response import decode_response
 from tritonkit.client._retry import Deadline, RetryPolicy
 from tritonkit.client._settings import PROBE_TIMEOUT_S, UNSET, Unset
-from tritonkit.client._shm import Segment, SharedMemoryMode, ShmCall, ShmUnusable
+from tritonkit.client._shm import Segment, SharedMemoryMode, ShmCall
 from tritonkit.client._streaming import StreamRequest
-from tritonkit.errors import ClientError, ConnectError, InvalidInputError
+from tritonkit.errors import ClientError, ConnectError, InvalidInputError, ShmUnusable
 
 __all__ = [
     "Connect",

@@ -34,6 +34,7 @@ import tritonclient.utils.shared_memory as tshm
 from tritonclient.utils import triton_to_np_dtype
 
 from tritonkit.client._errors import status_of
+from tritonkit.errors import ShmUnusable
 
 __all__ = [
     "SEGMENT_PREFIX",
@@ -44,7 +45,6 @@ __all__ = [
     "ShmOutput",
     "ShmJanitor",
     "ShmPlan",
-    "ShmUnusable",
     "new_region_name",
 ]
 
@@ -160,10 +160,6 @@ class Segment:
             return
         with _LOCK, contextlib.suppress(FileNotFoundError):
             tshm.destroy_shared_memory_region(handle)
-
-
-class ShmUnusable(Exception):
-    """The server refused a registration in "auto" mode: resend the request in-band."""
 
 
 class ShmCall:

@@ -9,7 +9,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import tritonclient.grpc as grpcclient
 
@@ -19,11 +19,20 @@ from tritonkit.client._request import Array, PreparedRequest
 from tritonkit.client._response import decode_response, is_final_response
 from tritonkit.client._retry import Deadline
 from tritonkit.client._streaming import StreamRequest, idle_timeout_error, in_band_error
+from tritonkit.errors import ClientError
 
-if TYPE_CHECKING:
-    from tritonkit.client._sync import Client
+__all__ = ["ResponseStream", "StreamOwner"]
 
-__all__ = ["ResponseStream"]
+
+class StreamOwner(Protocol):
+    """What a ``ResponseStream`` uses of the ``Client`` that opened it: its address and channel
+    options (each stream has its own tritonclient object), and its error translation. Written
+    here so that the stream does not import the client that imports it."""
+
+    url: str
+    _channel_args: list[tuple[str, Any]]
+
+    def _translate(self, failed: FailedCall, *, connected: bool | None = None) -> ClientError: ...
 
 
 def _hand_over(inbox: queue.SimpleQueue[tuple[Any, BaseException | None]], result: Any, error: Any) -> None:
@@ -63,7 +72,7 @@ class ResponseStream:
     """
 
     def __init__(
-        self, client: Client, prepared: PreparedRequest, deadline: Deadline, idle_timeout_s: float | None
+        self, client: StreamOwner, prepared: PreparedRequest, deadline: Deadline, idle_timeout_s: float | None
     ) -> None:
         self._client = client
         self._prepared = prepared

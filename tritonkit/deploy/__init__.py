@@ -17,7 +17,8 @@ numbers the toolkit measured::
 
 Rendering is pure; ``write_manifests`` / ``write_rules`` / ``write_dashboard`` write atomically.
 ``install_prometheus`` fetches Debian's Prometheus privately for ``promtool`` checks;
-``install_checkov`` gives checkov its own venv and ``scan_manifests`` runs it on written manifests.
+``install_checkov`` gives checkov its own venv, ``scan_manifests`` runs it on written manifests and
+``check_manifest_folder`` judges a written folder against the accepted failures (``deploy check``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from __future__ import annotations
 from tritonkit.deploy.alerts import AlertOptions, RuleSet, TermMapping, build_rules, write_rules
 from tritonkit.deploy.checkov import (
     CheckovReport,
+    ManifestCheck,
     accepted_checks,
+    check_manifest_folder,
     install_checkov,
     locate_checkov,
     scan_manifests,
@@ -57,6 +60,7 @@ __all__ = [
     "DashboardOptions",
     "GrpcIngress",
     "K8sOptions",
+    "ManifestCheck",
     "Manifests",
     "ModelFacts",
     "PodSize",
@@ -69,6 +73,7 @@ __all__ = [
     "build_dashboard",
     "build_manifests",
     "build_rules",
+    "check_manifest_folder",
     "check_rules",
     "install_checkov",
     "install_prometheus",

@@ -32,7 +32,9 @@ __all__ = [
     "CHECKOV_VERSION",
     "CheckovFinding",
     "CheckovReport",
+    "ManifestCheck",
     "accepted_checks",
+    "check_manifest_folder",
     "default_checkov_dir",
     "install_checkov",
     "locate_checkov",
@@ -185,3 +187,41 @@ def scan_manifests(paths: Sequence[str | Path], checkov: Path | None = None) -> 
         raise MissingComponentError(f"checkov exited {proc.returncode} without a JSON report: {tail}",
                                     hint="run: tritonkit deploy install-checkov --force") from exc
     return _report(parsed)
+
+
+@dataclass(frozen=True)
+class ManifestCheck:
+    """A folder of manifests judged: checkov's ``report`` and the ``accepted`` list it is held to."""
+
+    report: CheckovReport
+    accepted: dict[str, dict[str, str]]
+
+    @property
+    def not_accepted(self) -> tuple[CheckovFinding, ...]:
+        """The failures not on the accepted list."""
+        return self.report.outside(self.accepted)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every failure is accepted, 1 otherwise (``tritonkit deploy check``)."""
+        return 1 if self.not_accepted else 0
+
+    def reason(self, finding: CheckovFinding) -> str | None:
+        """Why ``finding`` is accepted, or ``None`` when it is not."""
+        return self.accepted.get(finding.check_id, {}).get("reason")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit deploy check --json``)."""
+        return {"passed": self.report.passed, "resources": self.report.resources, "checkov_version": self.report.version,
+                "failed": [{"check": f.check_id, "name": f.check_name, "resource": f.resource, "file": f.file,
+                            "accepted": self.reason(f)} for f in self.report.failed]}
+
+
+def check_manifest_folder(folder: str | Path, checkov: Path | None = None) -> ManifestCheck:
+    """checkov's Kubernetes checks on the manifests ``tritonkit deploy k8s --out`` wrote into
+    ``folder`` (every ``*.yaml`` but the prometheus-adapter values, which are no Kubernetes
+    object), held to :func:`accepted_checks`."""
+    from tritonkit.deploy.k8s import ADAPTER_FILE
+
+    paths = sorted(p for p in Path(folder).glob("*.yaml") if p.name != ADAPTER_FILE)
+    return ManifestCheck(scan_manifests(paths, checkov), accepted_checks())

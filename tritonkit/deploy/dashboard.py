@@ -13,13 +13,35 @@ Queries use two Grafana variables, ``$model`` (multi-select, from the server's o
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tritonkit._fs import atomic_write
+from tritonkit.deploy.promql import selector
 from tritonkit.deploy.source import RepositoryFacts
-from tritonkit.deploy.triton_metrics import ALWAYS, GPU, SUMMARY, TRTLLM, selector
+from tritonkit.triton_metrics import (
+    COMPUTE_INFER_DURATION_US,
+    CPU_MEMORY_TOTAL_BYTES,
+    CPU_MEMORY_USED_BYTES,
+    CPU_UTILIZATION,
+    EXEC_COUNT,
+    GPU_MEMORY_TOTAL_BYTES,
+    GPU_MEMORY_USED_BYTES,
+    GPU_UTILIZATION,
+    INFERENCE_COUNT,
+    PENDING_REQUESTS,
+    QUEUE_DURATION_US,
+    REQUEST_DURATION_US,
+    REQUEST_FAILURE,
+    REQUEST_SUCCESS,
+    REQUEST_SUMMARY_US,
+    TRTLLM_KV_CACHE_BLOCKS,
+    TRTLLM_REQUESTS,
+)
+
+if TYPE_CHECKING:
+    from tritonkit.perf.judge.sla import SLA
 
 __all__ = ["DashboardOptions", "build_dashboard", "panel_queries", "write_dashboard"]
 
@@ -81,9 +103,17 @@ def _row(pid: int, title: str, y: int) -> dict[str, Any]:
             "panels": []}
 
 
-def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOptions | None = None) -> dict[str, Any]:
-    """The dashboard JSON model (import it in Grafana, or provision it as a file)."""
+def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOptions | None = None,
+                    sla: SLA | None = None) -> dict[str, Any]:
+    """The dashboard JSON model (import it in Grafana, or provision it as a file).
+
+    ``sla``'s p99 bound is drawn as the latency panel's threshold line, unless
+    ``options.p99_limit_ms`` says otherwise.
+    """
     o = options or DashboardOptions()
+    p99 = sla.constraint("p99") if sla is not None else None
+    if o.p99_limit_ms is None and p99 is not None:
+        o = replace(o, p99_limit_ms=p99.value)
     llm = o.llm or (facts is not None and facts.has_llm)
     s = _sel(o.job)
     job_sel = selector(job=o.job)
@@ -93,14 +123,14 @@ def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOpti
 
     panels.append(_row(next(pid), "Traffic", 0))
     panels.append(_panel(next(pid), "Throughput", "reqps", [
-        (f"sum by ({by}) (rate({ALWAYS['count']}{s}[{_R}]))", "{{model}} inferences/s"),
-        (f"sum by ({by}) (rate({ALWAYS['success']}{s}[{_R}]))", "{{model}} requests/s"),
+        (f"sum by ({by}) (rate({INFERENCE_COUNT.name}{s}[{_R}]))", "{{model}} inferences/s"),
+        (f"sum by ({by}) (rate({REQUEST_SUCCESS.name}{s}[{_R}]))", "{{model}} requests/s"),
     ], (0, 1, 12, 8), "Inferences (batch items) and successful requests per second, per model."))
     panels.append(_panel(next(pid), "Failed requests", "reqps", [
-        (f"sum by ({by}) (rate({ALWAYS['failure']}{s}[{_R}]))", "{{model}} failures/s"),
+        (f"sum by ({by}) (rate({REQUEST_FAILURE.name}{s}[{_R}]))", "{{model}} failures/s"),
     ], (12, 1, 6, 8), "Requests the server failed. A load test passes only with zero."))
     panels.append(_panel(next(pid), "Batch size per execution", "short", [
-        (f"sum by ({by}) (rate({ALWAYS['count']}{s}[{_R}])) / sum by ({by}) (rate({ALWAYS['exec_count']}{s}[{_R}]))",
+        (f"sum by ({by}) (rate({INFERENCE_COUNT.name}{s}[{_R}])) / sum by ({by}) (rate({EXEC_COUNT.name}{s}[{_R}]))",
          "{{model}}"),
     ], (18, 1, 6, 8), "Inferences per model execution: how much the dynamic batcher merges."))
 
@@ -110,31 +140,31 @@ def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOpti
     if o.p99_limit_ms is not None:
         p99_steps = [{"color": "green", "value": None}, {"color": "red", "value": o.p99_limit_ms}]
     panels.append(_panel(next(pid), "Request latency percentiles", "ms", [
-        (f"max by ({by}, quantile) ({SUMMARY['request']}{q_sel}) / 1000",
+        (f"max by ({by}, quantile) ({REQUEST_SUMMARY_US.name}{q_sel}) / 1000",
          "{{model}} p{{quantile}}"),
     ], (0, 10, 12, 8), "p50/p90/p99 from Triton's latency summaries (server flag "
        "--metrics-config summary_latencies=true); the red line is the SLA.", p99_steps))
     panels.append(_panel(next(pid), "Mean latency and queue time", "ms", [
-        (f"sum by ({by}) (rate({ALWAYS['request_us']}{s}[{_R}])) / sum by ({by}) (rate({ALWAYS['success']}{s}[{_R}])) / 1000",
+        (f"sum by ({by}) (rate({REQUEST_DURATION_US.name}{s}[{_R}])) / sum by ({by}) (rate({REQUEST_SUCCESS.name}{s}[{_R}])) / 1000",
          "{{model}} request"),
-        (f"sum by ({by}) (rate({ALWAYS['queue_us']}{s}[{_R}])) / sum by ({by}) (rate({ALWAYS['success']}{s}[{_R}])) / 1000",
+        (f"sum by ({by}) (rate({QUEUE_DURATION_US.name}{s}[{_R}])) / sum by ({by}) (rate({REQUEST_SUCCESS.name}{s}[{_R}])) / 1000",
          "{{model}} queue"),
-        (f"sum by ({by}) (rate({ALWAYS['compute_infer_us']}{s}[{_R}])) / sum by ({by}) "
-         f"(rate({ALWAYS['exec_count']}{s}[{_R}])) / 1000", "{{model}} compute per execution"),
+        (f"sum by ({by}) (rate({COMPUTE_INFER_DURATION_US.name}{s}[{_R}])) / sum by ({by}) "
+         f"(rate({EXEC_COUNT.name}{s}[{_R}])) / 1000", "{{model}} compute per execution"),
     ], (12, 10, 12, 8), "Mean request time, mean time waiting in the queue, and compute per execution: "
        "queue time rising while compute stays flat is overload, not a slow model."))
 
     panels.append(_row(next(pid), "Load", 18))
     panels.append(_panel(next(pid), "In-flight (pending) requests", "short", [
-        (f"sum by ({by}) ({ALWAYS['pending']}{s})", "{{model}} pending"),
+        (f"sum by ({by}) ({PENDING_REQUESTS.name}{s})", "{{model}} pending"),
     ], (0, 19, 8, 8), "Requests waiting for an instance: the queue depth the scale-out rule watches."))
     if o.device == "gpu":
-        util = (f"{GPU['utilization']}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
-        mem = (f"{GPU['memory_used']}{job_sel} / {GPU['memory_total']}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
+        util = (f"{GPU_UTILIZATION.name}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
+        mem = (f"{GPU_MEMORY_USED_BYTES.name}{job_sel} / {GPU_MEMORY_TOTAL_BYTES.name}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
         what = "GPU"
     else:
-        util = (f"{ALWAYS['cpu_utilization']}{job_sel} * 100", "{{instance}}")
-        mem = (f"{ALWAYS['cpu_memory_used']}{job_sel} / {ALWAYS['cpu_memory_total']}{job_sel} * 100", "{{instance}}")
+        util = (f"{CPU_UTILIZATION.name}{job_sel} * 100", "{{instance}}")
+        mem = (f"{CPU_MEMORY_USED_BYTES.name}{job_sel} / {CPU_MEMORY_TOTAL_BYTES.name}{job_sel} * 100", "{{instance}}")
         what = "CPU"
     panels.append(_panel(next(pid), f"{what} utilisation", "percent", [util], (8, 19, 8, 8),
                          f"{what} busy share. Rule of thumb: scale out at 60–70 %, alert above 85 % for 5 minutes.",
@@ -144,7 +174,7 @@ def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOpti
                          f"{what} memory in use. Near 100 % the next larger batch or sequence fails."))
 
     if llm:
-        req, kv = TRTLLM["requests"], TRTLLM["kv_blocks"]
+        req, kv = TRTLLM_REQUESTS.name, TRTLLM_KV_CACHE_BLOCKS.name
         req_sel = _sel(o.job, 'request_type=~"active|scheduled|context|waiting"')
         used_sel, max_sel = _sel(o.job, 'kv_cache_block_type="used"'), _sel(o.job, 'kv_cache_block_type="max"')
         panels.append(_row(next(pid), "LLM (TensorRT-LLM backend)", 27))
@@ -173,8 +203,8 @@ def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOpti
             {"name": "model", "type": "query", "label": "model", "multi": True, "includeAll": True,
              "allValue": ".*", "current": {"text": "All", "value": "$__all"},
              "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "query": {"query": f"label_values({ALWAYS['success']}{job_sel}, model)", "refId": "models"},
-             "definition": f"label_values({ALWAYS['success']}{job_sel}, model)", "refresh": 2, "sort": 1},
+             "query": {"query": f"label_values({REQUEST_SUCCESS.name}{job_sel}, model)", "refId": "models"},
+             "definition": f"label_values({REQUEST_SUCCESS.name}{job_sel}, model)", "refresh": 2, "sort": 1},
         ]},
         "panels": panels,
     }

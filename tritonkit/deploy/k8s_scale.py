@@ -25,7 +25,7 @@ from typing import Any
 
 from tritonkit.deploy.alerts import SCALE_OUT_SIGNALS_RECORD
 from tritonkit.deploy.k8s_options import K8sOptions, object_meta
-from tritonkit.deploy.triton_metrics import ALWAYS, GPU
+from tritonkit.triton_metrics import GPU_UTILIZATION, PENDING_REQUESTS, QUEUE_DURATION_US, REQUEST_SUCCESS
 
 __all__ = [
     "QUEUE_TIME_METRIC",
@@ -80,12 +80,12 @@ def _pods_metric(name: str, average: str) -> dict[str, Any]:
 
 def hpa(o: K8sOptions, labels: dict[str, str], targets: ScaleTargets) -> dict[str, Any]:
     """The ``autoscaling/v2`` HorizontalPodAutoscaler of the Deployment."""
-    metrics = [_pods_metric(ALWAYS["pending"], str(targets.pending))]
+    metrics = [_pods_metric(PENDING_REQUESTS.name, str(targets.pending))]
     if targets.queue_time_ms is not None:
         metrics.append(_pods_metric(QUEUE_TIME_METRIC, _milli(targets.queue_time_ms)))
     if targets.gpu_utilisation is not None:
         # nv_gpu_utilization is a fraction: 650m is 65 %.
-        metrics.append(_pods_metric(GPU["utilization"], _milli(targets.gpu_utilisation)))
+        metrics.append(_pods_metric(GPU_UTILIZATION.name, _milli(targets.gpu_utilisation)))
     metrics.append({"type": "External", "external": {"metric": {"name": SIGNALS_METRIC},
                                                      "target": {"type": "Value", "value": _milli(SIGNALS_TARGET)}}})
     return {
@@ -107,13 +107,13 @@ def hpa(o: K8sOptions, labels: dict[str, str], targets: ScaleTargets) -> dict[st
 
 def queue_time_ms_query(matchers: str, group_by: str) -> str:
     """Mean queue time per request, ms, over ``RATE_WINDOW`` (0 without traffic)."""
-    return (f"sum(rate({ALWAYS['queue_us']}{{{matchers}}}[{RATE_WINDOW}])) by ({group_by}) / "
-            f"clamp_min(sum(rate({ALWAYS['success']}{{{matchers}}}[{RATE_WINDOW}])) by ({group_by}), 0.001) / 1000")
+    return (f"sum(rate({QUEUE_DURATION_US.name}{{{matchers}}}[{RATE_WINDOW}])) by ({group_by}) / "
+            f"clamp_min(sum(rate({REQUEST_SUCCESS.name}{{{matchers}}}[{RATE_WINDOW}])) by ({group_by}), 0.001) / 1000")
 
 
 def pending_query(matchers: str, group_by: str) -> str:
     """Pending requests on a pod, every model's queue together (the pod is what scales)."""
-    return f"sum({ALWAYS['pending']}{{{matchers}}}) by ({group_by})"
+    return f"sum({PENDING_REQUESTS.name}{{{matchers}}}) by ({group_by})"
 
 
 def adapter_rules(targets: ScaleTargets) -> dict[str, Any]:
@@ -124,12 +124,12 @@ def adapter_rules(targets: ScaleTargets) -> dict[str, Any]:
         return {"seriesQuery": f'{series}{{namespace!="",pod!=""}}', "resources": resources,
                 "name": {"matches": f"^{series}$", "as": served}, "metricsQuery": query}
 
-    custom = [pod_rule(ALWAYS["pending"], ALWAYS["pending"], pending_query("<<.LabelMatchers>>", "<<.GroupBy>>"))]
+    custom = [pod_rule(PENDING_REQUESTS.name, PENDING_REQUESTS.name, pending_query("<<.LabelMatchers>>", "<<.GroupBy>>"))]
     if targets.queue_time_ms is not None:
-        custom.append(pod_rule(ALWAYS["queue_us"], QUEUE_TIME_METRIC,
+        custom.append(pod_rule(QUEUE_DURATION_US.name, QUEUE_TIME_METRIC,
                                queue_time_ms_query("<<.LabelMatchers>>", "<<.GroupBy>>")))
     if targets.gpu_utilisation is not None:
-        custom.append(pod_rule(GPU["utilization"], GPU["utilization"],
+        custom.append(pod_rule(GPU_UTILIZATION.name, GPU_UTILIZATION.name,
                                "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"))
     external = [{
         "seriesQuery": SCALE_OUT_SIGNALS_RECORD,
@@ -158,7 +158,7 @@ def kserve_autoscaling(o: K8sOptions, targets: ScaleTargets) -> dict[str, Any]:
         metrics.append(external(queue_time_ms_query(pods, "namespace"),
                                 {"type": "Value", "value": f"{targets.queue_time_ms:g}"}))
     if targets.gpu_utilisation is not None:
-        metrics.append(external(f"avg({GPU['utilization']}{{{pods}}})",
+        metrics.append(external(f"avg({GPU_UTILIZATION.name}{{{pods}}})",
                                 {"type": "Value", "value": f"{targets.gpu_utilisation:g}"}))
     metrics.append(external(f"max({SCALE_OUT_SIGNALS_RECORD}) or vector(0)",
                             {"type": "Value", "value": f"{SIGNALS_TARGET:g}"}))

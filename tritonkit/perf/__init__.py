@@ -4,12 +4,18 @@ Four steps, each its own subpackage, data flowing one way:
 
 * :mod:`tritonkit.perf.measure`: a :class:`PerfSpec` and a :class:`LadderPlan` become
   perf_analyzer runs and a typed :class:`PerfResult` (``run_ladder`` → :class:`LadderResult`);
-* :mod:`tritonkit.perf.judge`: an :class:`SLA` judges a result (:func:`evaluate_result` →
-  :class:`Verdict`); baselines and regressions (:func:`compare_results`);
+* :mod:`tritonkit.perf.judge`: an :class:`SLA` and the :class:`JudgeSettings` (what a step must
+  meet beyond the SLA's bounds) judge a result (:func:`evaluate_result` → :class:`Verdict`): the
+  one place a step is judged; baselines and regressions (:func:`compare_results`);
 * :mod:`tritonkit.perf.report`: Markdown, HTML and plots from (result, verdict);
 * :func:`run_perf` (:mod:`tritonkit.perf.pipeline`): all three in order, into one results folder;
   :func:`run_llm_perf` the same for a streaming LLM load test (:mod:`tritonkit.perf.llm`); both
   take the same :class:`RunSetup` keywords (results folder, perf_analyzer, metrics, baselines, progress);
+* :func:`load_test` (:mod:`tritonkit.perf.command`): ``tritonkit perf run`` as one call over
+  :class:`LoadTestSettings`, the command's options: the model file found, valid input data, a
+  preflight request, answers checked under load, a dry run, then :func:`run_perf`;
+  :func:`llm_load_test` is ``perf run --llm``; :func:`compare_stored` and :func:`rerender`
+  (:mod:`tritonkit.perf.stored`) are ``perf compare`` and ``perf report`` on classic or LLM runs;
 * :mod:`tritonkit.perf.metric_registry`: every metric's name, unit, definition, SLA key, report
   column and Prometheus quantile, read by all of the above.
 
@@ -33,9 +39,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tritonkit.perf.command import LLMLoadTest, LoadTest, LoadTestSettings, llm_load_test, load_test
     from tritonkit.perf.judge import (
         SLA,
         BaselineComparison,
+        JudgeSettings,
         Verdict,
         compare_results,
         evaluate_result,
@@ -55,11 +63,13 @@ if TYPE_CHECKING:
     )
     from tritonkit.perf.pipeline import LLMRun, PerfRun, RunSetup, StepEvent, run_llm_perf, run_perf
     from tritonkit.perf.report import write_report
+    from tritonkit.perf.stored import StoredComparison, compare_stored, rerender
 
 # Public name → the module that defines it (imported when the name is first asked for).
 _EXPORTS: dict[str, str] = {
     "SLA": "tritonkit.perf.judge",
     "BaselineComparison": "tritonkit.perf.judge",
+    "JudgeSettings": "tritonkit.perf.judge",
     "Verdict": "tritonkit.perf.judge",
     "compare_results": "tritonkit.perf.judge",
     "evaluate_result": "tritonkit.perf.judge",
@@ -81,15 +91,27 @@ _EXPORTS: dict[str, str] = {
     "LLMRun": "tritonkit.perf.pipeline",
     "run_llm_perf": "tritonkit.perf.pipeline",
     "LLMSettings": "tritonkit.perf.llm.settings",
+    "LLMLoadTest": "tritonkit.perf.command",
+    "LoadTest": "tritonkit.perf.command",
+    "LoadTestSettings": "tritonkit.perf.command",
+    "llm_load_test": "tritonkit.perf.command",
+    "load_test": "tritonkit.perf.command",
+    "StoredComparison": "tritonkit.perf.stored",
+    "compare_stored": "tritonkit.perf.stored",
+    "rerender": "tritonkit.perf.stored",
 }
 
 __all__ = [
     "BaselineComparison",
     "ConcurrencyRange",
+    "JudgeSettings",
+    "LLMLoadTest",
     "LLMRun",
     "LLMSettings",
     "LadderPlan",
     "LadderResult",
+    "LoadTest",
+    "LoadTestSettings",
     "PerfResult",
     "PerfRun",
     "PerfSpec",
@@ -98,11 +120,16 @@ __all__ = [
     "SLA",
     "StepEvent",
     "StepResult",
+    "StoredComparison",
     "Verdict",
     "compare_results",
+    "compare_stored",
     "evaluate_result",
+    "llm_load_test",
     "load_sla",
+    "load_test",
     "parse_sla",
+    "rerender",
     "run_ladder",
     "run_llm_perf",
     "run_perf",

@@ -7,14 +7,17 @@ worse, a one-line definition, the report column it appears under, and — for la
 The SLA parser (:mod:`tritonkit.perf.judge.sla`), the verdicts, the reports and ``perf compare``
 read it; adding a metric is one entry here.
 
-Pure data and the standard library only: importing it loads no plotting, templating or client
-library (``tritonkit.deploy`` may read it for its alert rules).
+Pure data and the standard library only (and Triton's metric table, for the summary quantiles):
+importing it loads no plotting, templating or client library. ``tritonkit.deploy`` reads it for
+its alert rules: a latency percentile's alert watches the quantile its entry names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from tritonkit.triton_metrics import summary_quantile
 
 __all__ = ["LATENCY_STATS", "METRICS", "PERCENTILES", "PER_REQUEST_TIMES", "Bound", "Kind", "Metric", "Mode", "metric", "metrics_for"]
 
@@ -57,9 +60,9 @@ class Metric:
         return "rise" if self.bound == "upper" else "drop"
 
 
-_QUANTILES = {"p50": "0.5", "p90": "0.9", "p95": "0.95", "p99": "0.99"}
+_FRACTIONS = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 #: The latency percentiles tritonkit reports and judges (each ``pNN_ms`` in a latency record).
-PERCENTILES: tuple[str, ...] = tuple(_QUANTILES)
+PERCENTILES: tuple[str, ...] = tuple(_FRACTIONS)
 #: The statistics of a latency distribution an SLA can bound: the percentiles and the mean.
 LATENCY_STATS: tuple[str, ...] = (*PERCENTILES, "mean")
 _BOTH: tuple[Mode, ...] = ("classic", "llm")
@@ -77,7 +80,7 @@ def _entries() -> tuple[Metric, ...]:
     latency = tuple(
         Metric(stat, "time", f"{stat} latency", "upper", (f"{stat}_latency", f"latency_{stat}", *extra),
                definition=f"{stat} of the end-to-end request latency the client saw", modes=_BOTH,
-               column=f"{stat} (ms)", prometheus_quantile=_QUANTILES[stat])
+               column=f"{stat} (ms)", prometheus_quantile=summary_quantile(_FRACTIONS[stat]))
         for stat, extra in (("p50", ("median",)), ("p90", ()), ("p95", ()), ("p99", ()))
     )
     llm_times = tuple(

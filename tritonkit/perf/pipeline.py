@@ -3,7 +3,9 @@
     locate perf_analyzer, read an earlier run in the folder      (errors: nothing started or written)
       → run_ladder (measure)       validates spec + plan once, checks the target, climbs;
                                    result.json rewritten after every step
-      → evaluate_result (judge)    the verdict against the SLA
+      → evaluate_result (judge)    the verdict against the SLA and the JudgeSettings; the same
+                                   judge saw each step as it finished (judge_step) and decided
+                                   where the ladder stops (ladder_check)
       → write_report (report)      report.md, report.html, plots/
       → save_baseline (judge)      optional: results/baselines/<model>/<UTC>.json
 
@@ -39,7 +41,9 @@ from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
 from tritonkit.perf.judge.baselines import save_baseline
-from tritonkit.perf.judge.verdict import evaluate, evaluate_result, measurement_from_step, stored_verdict
+from tritonkit.perf.judge.criteria import JudgeSettings
+from tritonkit.perf.judge.step import judge_step, ladder_check
+from tritonkit.perf.judge.verdict import evaluate_result, stored_verdict
 from tritonkit.perf.llm.result import LLMResult
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
@@ -62,8 +66,6 @@ __all__ = [
     "PlannedCommand",
     "RunSetup",
     "StepEvent",
-    "judge_step",
-    "ladder_check",
     "planned_commands",
     "rejudge",
     "rejudge_llm",
@@ -198,32 +200,6 @@ class PerfRun(_RunRecord[PerfResult, ReportFiles]):
         }
 
 
-def judge_step(sla: SLA | None, step: StepResult) -> StepVerdict | None:
-    """One step judged on its own against ``sla`` (``None`` without an SLA)."""
-    if sla is None:
-        return None
-    return evaluate(sla, [measurement_from_step(step)]).steps[0]
-
-
-def ladder_check(sla: SLA) -> Callable[[StepResult], bool]:
-    """The ladder's stop rule: a step *breaks* the SLA when a limit that load makes worse breaks.
-
-    A throughput floor is not such a limit: low loads miss it by design, and stopping there
-    would end the ladder before it reached the knee. Latency, queue and error limits only get
-    worse as the load rises, so two breaks of those mean the knee is behind us.
-    """
-    upper = tuple(c for c in sla.constraints if c.spec.bound == "upper")
-    if not upper:
-        return lambda _step: True
-    capped = SLA(upper)
-
-    def check(step: StepResult) -> bool:
-        judged = judge_step(capped, step)
-        return judged is None or judged.status != "fail"
-
-    return check
-
-
 def planned_commands(
     spec: PerfSpec,
     plan: LadderPlan,
@@ -241,6 +217,11 @@ def planned_commands(
         PlannedCommand(c.name, [*prefix, *to_argv(c.spec)], recorded=c.recorded)
         for c in ladder_commands(spec, plan, results_dir)
     ]
+
+
+def _stored_judging(verdict: dict[str, Any] | None) -> JudgeSettings:
+    """The settings a stored verdict was judged with (the defaults for one stored before them, or none)."""
+    return JudgeSettings.from_dict((verdict or {}).get("judging"))
 
 
 def _report_error(exc: OSError, folder: Path, result_path: Path) -> TritonKitError:
@@ -279,13 +260,14 @@ def _finish(
     folder: Path,
     sla: SLA | None,
     *,
+    judging: JudgeSettings | None = None,
     baseline_root: str | os.PathLike[str] | None,
     error: TritonKitError | None,
     resumed_steps: int,
     notes: list[str],
 ) -> PerfRun:
     """Judge, save result.json, write the report, keep a baseline: in that order, each atomic."""
-    verdict = evaluate_result(sla, result) if sla is not None else None
+    verdict = evaluate_result(sla, result, judging) if sla is not None else None
     result.verdict = verdict.to_dict() if verdict else None
     if error is not None:
         result.extra["error"] = str(error)
@@ -301,6 +283,7 @@ def run_perf(
     *,
     sla: SLA | None = None,
     require_zero_errors: bool = True,
+    judging: JudgeSettings | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     input_notes: Sequence[str] = (),
     **setup: Unpack[RunSetup],
@@ -312,6 +295,9 @@ def run_perf(
     An existing ``results_dir`` holding a run with the same specification is resumed (see the
     module docstring). ``require_zero_errors`` adds ``errors==0`` to an SLA that bounds neither
     errors nor the error rate (a run passes only with zero failed requests unless told otherwise).
+    ``judging``: what a step must meet beyond the SLA (default :class:`JudgeSettings`: with a
+    request-rate plan a step passes only if the server carried at least 95 % of the offered
+    rate); every step is judged with it as it finishes, for the stop rule, and in the verdict.
     A baseline is kept only when the run measured something and perf_analyzer did not fail.
     ``on_step`` sees each step as it finishes. ``input_notes`` (how the input data was made) are
     kept in the run's notes and in ``result.extra["input_data"]``.
@@ -333,7 +319,8 @@ def run_perf(
         # written atomically after every step, so it still holds every step saved before.
         with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
                 folder_write_errors("write the run's results", folder):
-            return _run_locked(spec, plan, sla, folder, tool, setup, on_step=on_step, input_notes=input_notes,
+            return _run_locked(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup,
+                               on_step=on_step, input_notes=input_notes,
                                notes=[*input_notes, *([lock.taken_over] if lock.taken_over else [])])
     except BaseException:
         if created:  # refused before writing anything (server down, bad folder): leave no empty folder
@@ -346,6 +333,7 @@ def _run_locked(
     spec: PerfSpec,
     plan: LadderPlan,
     sla: SLA | None,
+    judging: JudgeSettings,
     folder: Path,
     tool: PerfAnalyzerInstall,
     setup: RunSetup,
@@ -361,12 +349,13 @@ def _run_locked(
         if (folder / name).is_dir():  # found only when writing it, after all the measuring
             raise ConfigError(f"{folder / name} is a folder, so the run's {name} cannot be written there",
                               hint="move it away, or choose another --out folder")
-    settings = run_settings(spec, plan, sla)
-    resume: Resume = plan_resume(folder, settings, plan, ladder_check(sla) if sla else None)
+    settings = run_settings(spec, plan, sla, judging)
+    stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size) if sla is not None else None
+    resume: Resume = plan_resume(folder, settings, plan, stop_rule)
     notes = [*notes, *resume.notes]
     if resume.previous is not None and resume.plan is None:
         return _finish(
-            resume.previous, folder, sla, baseline_root=baseline_root, error=None,
+            resume.previous, folder, sla, judging=judging, baseline_root=baseline_root, error=None,
             resumed_steps=resume.kept_steps, notes=notes,
         )
     ladder_plan = resume.plan or plan
@@ -385,9 +374,10 @@ def _run_locked(
         ladder_plan,
         results_dir=resume.ladder_dir,
         analyzer=analyzer,
-        sla_check=ladder_check(sla) if sla is not None else None,
+        sla_check=stop_rule,
         progress=progress,
-        on_step=lambda step, name: observe(StepEvent(step, name, judge_step(sla, step))),
+        on_step=lambda step, name: observe(
+            StepEvent(step, name, judge_step(sla, step, judging, batch_size=spec.batch_size))),
         on_saved=None if previous is None else keep_merged,
         extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
     )
@@ -395,10 +385,11 @@ def _run_locked(
     if previous is not None:
         result = combine(previous, result, resume.ladder_dir.name)
     if ladder.interrupted:
-        _finish(result, folder, sla, baseline_root=None, error=None, resumed_steps=resume.kept_steps, notes=notes)
+        _finish(result, folder, sla, judging=judging, baseline_root=None, error=None, resumed_steps=resume.kept_steps,
+                notes=notes)
         raise KeyboardInterrupt
     return _finish(
-        result, folder, sla, baseline_root=baseline_root, error=ladder.error,
+        result, folder, sla, judging=judging, baseline_root=baseline_root, error=ladder.error,
         resumed_steps=resume.kept_steps, notes=notes,
     )
 
@@ -409,12 +400,14 @@ def rejudge(
     *,
     require_zero_errors: bool = True,
     out_dir: str | os.PathLike[str] | None = None,
+    judging: JudgeSettings | None = None,
 ) -> PerfRun:
     """Re-render the report of a saved ``result.json`` (``tritonkit perf report``).
 
-    With ``sla`` the steps are judged again and the new verdict is written into the report (the
-    stored ``result.json`` is left as it was unless ``out_dir`` is its own folder); without, the
-    stored verdict is used. ``out_dir`` defaults to the result's folder.
+    With ``sla`` the steps are judged again, by the same judge as the run (with ``judging``,
+    default: the settings the stored verdict was judged with), and the new verdict is written
+    into the report (the stored ``result.json`` is left as it was unless ``out_dir`` is its own
+    folder); without, the stored verdict is used. ``out_dir`` defaults to the result's folder.
     """
     source = Path(result_path)
     if source.is_dir():
@@ -422,7 +415,8 @@ def rejudge(
     result = PerfResult.load(source)
     if sla is not None and require_zero_errors:
         sla = sla.with_zero_errors()
-    verdict = evaluate_result(sla, result) if sla is not None else stored_verdict(result)
+    judging = judging or _stored_judging(result.verdict)
+    verdict = evaluate_result(sla, result, judging) if sla is not None else stored_verdict(result)
     folder = Path(out_dir) if out_dir is not None else source.parent
     if sla is not None and folder == source.parent:
         result.verdict = verdict.to_dict() if verdict else None
@@ -475,6 +469,7 @@ def _finish_llm(
     folder: Path,
     sla: SLA | None,
     *,
+    judging: JudgeSettings | None = None,
     baseline_root: str | os.PathLike[str] | None,
     error: TritonKitError | None = None,
 ) -> LLMRun:
@@ -482,7 +477,7 @@ def _finish_llm(
     from tritonkit.perf.llm.judge import evaluate_llm
     from tritonkit.perf.llm.report import write_llm_report
 
-    verdict = evaluate_llm(sla, result) if sla is not None else None
+    verdict = evaluate_llm(sla, result, judging) if sla is not None else None
     result.verdict = verdict.to_dict() if verdict else None
     run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, error=error)
     _persist(run, lambda: result.save(run.result_path), lambda: write_llm_report(result, folder, verdict),
@@ -496,9 +491,11 @@ def run_llm_perf(
     settings: LLMSettings,
     *,
     sla: SLA | None = None,
+    judging: JudgeSettings | None = None,
     **setup: Unpack[RunSetup],
 ) -> LLMRun:
-    """An LLM load test end to end: measure (``run_llm``), judge against ``sla``, save
+    """An LLM load test end to end: measure (``run_llm``), judge against ``sla`` (and ``judging``,
+    as every run is judged; see :func:`~tritonkit.perf.llm.judge.evaluate_llm`), save
     ``llm_result.json`` with the verdict, write ``llm_report.md``, keep an LLM baseline.
 
     The same order and guarantees as :func:`run_perf`, and the same ``setup`` keywords
@@ -517,16 +514,18 @@ def run_llm_perf(
                      progress=setup.get("progress"), interface=settings.interface,
                      tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
                      tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output)
-    return _finish_llm(result, folder, sla, baseline_root=setup.get("baseline_root"))
+    return _finish_llm(result, folder, sla, judging=judging, baseline_root=setup.get("baseline_root"))
 
 
 def rejudge_llm(
-    result_path: str | os.PathLike[str], sla: SLA | None = None, *, out_dir: str | os.PathLike[str] | None = None
+    result_path: str | os.PathLike[str], sla: SLA | None = None, *, out_dir: str | os.PathLike[str] | None = None,
+    judging: JudgeSettings | None = None,
 ) -> LLMRun:
     """Re-render ``llm_report.md`` of a saved LLM result (``tritonkit perf report``).
 
-    With ``sla`` the steps are judged again and the verdict stored with the result (when the
-    report goes to the result's own folder); without, the stored verdict is used.
+    With ``sla`` the steps are judged again (with ``judging``, default: the settings the stored
+    verdict was judged with) and the verdict stored with the result (when the report goes to the
+    result's own folder); without, the stored verdict is used.
     """
     from tritonkit.perf.llm.compare import find_llm_result
     from tritonkit.perf.llm.report import write_llm_report
@@ -536,13 +535,14 @@ def rejudge_llm(
         raise ConfigError(f"{result_path} holds no LLM result", hint="pass an llm_result.json or its run folder")
     result = LLMResult.load(path)
     folder = Path(out_dir) if out_dir is not None else path.parent
+    judging = judging or _stored_judging(result.verdict)
     if sla is not None and folder == path.parent:
-        return _finish_llm(result, path.parent, sla, baseline_root=None)
+        return _finish_llm(result, path.parent, sla, judging=judging, baseline_root=None)
     verdict = None
     if sla is not None:
         from tritonkit.perf.llm.judge import evaluate_llm
 
-        verdict = evaluate_llm(sla, result)
+        verdict = evaluate_llm(sla, result, judging)
     elif result.verdict is not None:
         verdict = Verdict.from_dict(result.verdict)
     try:

@@ -2,7 +2,7 @@
 
 A folder is resumed only when the earlier run measured under the same specification: the same
 model, load mode and levels, batch size, input data and shapes, measurement window and trials,
-and SLA (the SLA decides where the ladder stops). Steps measured under other settings would be
+and SLA and (with a request rate) rate tolerance (they decide where the ladder stops). Steps measured under other settings would be
 mixed into one ``result.json`` whose metadata describes only one of them, so any difference is
 refused with the fields that differ. The server's address may change (a restarted server often
 gets other ports).
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit.errors import ConfigError
+from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.sla import SLA
 from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.result import PerfResult, StepResult
@@ -28,8 +29,10 @@ _FINISHED_BY_RULE = ("sla_broken", "throughput_plateau", "request_errors")
 _RESUME_PREFIX = "resume-"
 
 
-def run_settings(spec: PerfSpec, plan: LadderPlan, sla: SLA | None) -> dict[str, Any]:
+def run_settings(spec: PerfSpec, plan: LadderPlan, sla: SLA | None,
+                 judging: JudgeSettings | None = None) -> dict[str, Any]:
     """The settings that define what a run's steps measured (kept in ``result.extra["settings"]``)."""
+    open_loop = plan.mode == "request_rate"
     return {
         "model": spec.model,
         "model_version": spec.model_version,
@@ -39,13 +42,15 @@ def run_settings(spec: PerfSpec, plan: LadderPlan, sla: SLA | None) -> dict[str,
         "shapes": {name: list(dims) for name, dims in sorted(spec.shapes.items())},
         "load_mode": plan.mode,
         "levels": [float(v) for v in plan.levels],
-        "request_distribution": plan.request_distribution if plan.mode == "request_rate" else None,
+        "request_distribution": plan.request_distribution if open_loop else None,
         "step_window_ms": plan.step_window_ms,
         "max_trials": plan.max_trials,
         "stability_percentage": plan.stability_percentage
         if plan.stability_percentage is not None
         else spec.stability_percentage,
         "sla": None if sla is None else str(sla),
+        # Only an open loop is judged on the rate it carried; a run stored before this key resumes.
+        "rate_tolerance": (judging or JudgeSettings()).rate_tolerance if open_loop and sla is not None else None,
     }
 
 

@@ -1,6 +1,8 @@
 """Capacity planning: from business targets to GPUs, KV cache and concurrent sequences.
 
-Library first; ``tritonkit plan`` is a thin wrapper. Typical use::
+Library first; ``tritonkit plan`` is a thin wrapper over :func:`plan_capacity`, which takes the
+command's options as one :class:`PlanRequest` (and :func:`check_saved_predictions` for ``--check``).
+Typical use::
 
     from tritonkit.planner import (PlanAssumptions, Workload, find_gpu, find_precision,
                                    load_hf_config, model_from_hf_config, plan_llm)
@@ -73,6 +75,7 @@ from tritonkit.planner.precision import (
     kv_dtype_bytes,
     precision_from_torch_dtype,
 )
+from tritonkit.planner.request import PlanRequest, check_saved_predictions, plan_capacity, read_served_config
 from tritonkit.planner.result import BASES, CapacityPlan, PlanLine, ServingSuggestion
 
 # What reads perf results (measured, measured_plan, predict, queueing) loads on first use: importing
@@ -146,6 +149,7 @@ __all__ = [
     "TransformerShape",
     "PlanAssumptions",
     "PlanLine",
+    "PlanRequest",
     "Precision",
     "ServingSuggestion",
     "Workload",
@@ -178,6 +182,9 @@ __all__ = [
     "predict_loads",
     "precision_from_torch_dtype",
     "check_predictions",
+    "check_saved_predictions",
+    "plan_capacity",
+    "read_served_config",
     "serial_qps",
     "served_config_from_proto",
     "served_config_from_run",

@@ -155,15 +155,102 @@ def plan_llm(
     ``precision_note`` marks the precision as an assumption and says why (e.g. "from torch_dtype").
     Raises ``PlanError`` when the model cannot be served at all (weights do not fit, the SLA is
     out of reach even for one stream).
+
+    The plan is written in named steps, each adding its lines to the draft and handing the next
+    what it found: tensor parallel → the inputs (model, hardware, workload) → weights → KV cache
+    per sequence → memory budget and the sequences it holds → the replica's roofline → the walls
+    (memory, compute, SLA) and the concurrency where the first binds → throughput there → the
+    measured capacity, if any → GPUs needed → the serving suggestion.
     """
     a = assumptions or PlanAssumptions()
     w = workload
     draft = PlanDraft()
-    add, lines, warnings = draft.add, draft.lines, draft.warnings
+    tp, tp_note = _tensor_parallel(model, gpu, precision, a, w, weights_bytes_override)
+    _describe_model(draft, model, precision, precision_note)
+    rate_tflops = _describe_hardware(draft, gpu, precision, tp, tp_note)
+    lengths = _describe_workload(draft, w)
+    weights = _weights(draft, model, precision, tp, weights_bytes_override)
+    kv = _kv_cache(draft, model, a, precision, tp, lengths)
+    memory = _memory_budget(draft, model, gpu, precision, a, w, lengths, tp, weights, kv)
+    replica = _roofline(draft, model, gpu, precision, a, tp, rate_tflops, lengths, kv, weights_bytes_override)
+    walls = _walls(draft, replica, w, gpu, tp, memory.max_sequences)
+    theory = _throughput_at(draft, replica, walls.concurrent, lengths)
+    capacity = _replica_capacity(draft, theory, w, measurement)
+    fleet = _fleet(draft, w, a, capacity, tp, walls.concurrent)
+    suggestion = _llm_suggestion(w, a, gpu, walls.concurrent, lengths.mean_in, lengths.mean_out, memory.weights_gpu,
+                                 memory.reserve_gpu, memory.mem_gpu, tp, fleet)
+    if gpu.kind == "consumer":
+        draft.warnings.append(f"{gpu.name} is a consumer card: no ECC memory")
+    title = f"Capacity plan: {model.name} ({precision.name}) on {gpu.name}" + (f" × TP {tp}" if tp > 1 else "")
+    return draft.finish("llm", title, suggestion,
+                        {"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
+                         "kv_dtype": kv.dtype, "tensor_parallel": tp, "workload": _workload_dict(w)})
 
+
+# ---- the steps, in the order plan_llm takes them ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Lengths:
+    """Mean tokens per request (the workload's, or the defaults)."""
+
+    mean_in: float
+    mean_out: float
+
+
+@dataclass(frozen=True)
+class _KvCache:
+    """The KV cache's element type, its bytes per token as stored (KV heads replicated up to TP),
+    and one mean sequence's tokens kept and bytes."""
+
+    dtype: str
+    bytes_per_token_stored: int
+    tokens_per_sequence: float
+    bytes_per_sequence: int
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """Per-GPU memory, reserve and weights, and the sequences the rest holds per replica."""
+
+    mem_gpu: int
+    reserve_gpu: int
+    weights_gpu: float
+    max_sequences: int
+
+
+@dataclass(frozen=True)
+class _Walls:
+    """The concurrency per replica where the first wall binds, which wall, and why."""
+
+    concurrent: int
+    binding: str
+    why: str
+
+
+@dataclass(frozen=True)
+class _Theory:
+    """The roofline's QPS per replica and request latency at the binding concurrency."""
+
+    qps: float
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class _Capacity:
+    """What the fleet is sized on: QPS per replica and mean latency, theory or measured (``basis``)."""
+
+    qps: float
+    latency_ms: float
+    basis: str
+
+
+def _tensor_parallel(model: TransformerShape, gpu: GpuSpec, precision: Precision, a: PlanAssumptions,
+                     w: Workload, weights_override: int | None) -> tuple[int, str]:
+    """TP as given, or the smallest that holds the model (and why); it must split the attention heads."""
     tp_note = ""
     if a.tensor_parallel is None:
-        tp, tp_note = choose_tensor_parallel(model, gpu, precision, a, weights_bytes_override,
+        tp, tp_note = choose_tensor_parallel(model, gpu, precision, a, weights_override,
                                               (w.input_tokens or DEFAULT_INPUT_TOKENS)
                                               + (w.output_tokens or DEFAULT_OUTPUT_TOKENS))
     else:
@@ -173,8 +260,13 @@ def plan_llm(
             f"{model.num_attention_heads} attention heads do not split evenly over tensor parallel {tp}",
             hint="pick --tp that divides the number of attention heads (1, 2, 4, 8…)",
         )
+    return tp, tp_note
 
-    # --- model and hardware ----------------------------------------------------------------
+
+def _describe_model(draft: PlanDraft, model: TransformerShape, precision: Precision,
+                    precision_note: str | None) -> None:
+    """The model's lines: parameters, precision, KV layout, sliding window."""
+    add = draft.add
     add("model", "model", "model", model.name, "", "input", model.source or "")
     params_given = model.params_basis.startswith("given")
     add("model", "total_params", "parameters (total)", model.total_params, "", "input" if params_given else "theory",
@@ -191,6 +283,10 @@ def plan_llm(
         add("model", "sliding_window_tokens", "sliding window", model.sliding_window, "tokens", "input",
             "KV per sequence capped at the window")
 
+
+def _describe_hardware(draft: PlanDraft, gpu: GpuSpec, precision: Precision, tp: int, tp_note: str) -> float:
+    """The GPU's lines and TP; returns its dense tensor rate for the precision (TFLOPS or TOPS)."""
+    add = draft.add
     add("hardware", "gpu", "GPU", gpu.name, "", "input", f"{gpu.kind}{'' if gpu.ecc else ', no ECC'}")
     add("hardware", "gpu_memory_gib", "memory per GPU", gpu.memory_gib, "GiB", "datasheet", gpu.memory.source)
     add("hardware", "gpu_bandwidth_gb_s", "memory bandwidth per GPU", gpu.bandwidth_gb_s, "GB/s", "datasheet",
@@ -205,8 +301,12 @@ def plan_llm(
             f"{tp_note}; {tp_effects}" if tp > 1 else tp_note)
     else:
         add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "input", tp_effects)
+    return rate_tflops
 
-    # --- workload ----------------------------------------------------------------------------
+
+def _describe_workload(draft: PlanDraft, w: Workload) -> _Lengths:
+    """The workload's lines; returns the mean token counts (defaults where not given)."""
+    add = draft.add
     mean_in = w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS
     mean_out = w.output_tokens if w.output_tokens is not None else DEFAULT_OUTPUT_TOKENS
     add("workload", "input_tokens_mean", "input tokens (mean)", mean_in, "tokens",
@@ -225,29 +325,40 @@ def plan_llm(
     ):
         if value is not None:
             add("workload", key, label, value, unit, "input")
+    return _Lengths(mean_in, mean_out)
 
-    # --- memory ------------------------------------------------------------------------------
+
+def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp: int,
+             weights_override: int | None) -> int:
+    """Bytes of the weights (params × bytes per weight, or as given), and their lines."""
+    add = draft.add
     weights = (
-        weights_bytes_override if weights_bytes_override is not None
+        weights_override if weights_override is not None
         else weights_bytes(model.total_params, precision.bytes_per_weight)
     )
     weights_note = (
-        "given (--weights-gb)" if weights_bytes_override is not None
+        "given (--weights-gb)" if weights_override is not None
         else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})"
     )
-    add("memory", "weights_bytes", "weights", weights, "B", "input" if weights_bytes_override else "theory", weights_note)
+    add("memory", "weights_bytes", "weights", weights, "B", "input" if weights_override else "theory", weights_note)
     add("memory", "weights_gib", "weights", weights / GIB, "GiB", "theory", f"= {weights / 1e9:.2f} GB (decimal)")
     if tp > 1:
         add("memory", "weights_gib_per_gpu", "weights per GPU", weights / tp / GIB, "GiB", "theory",
             f"split over TP {tp} (embedding replication ignored)")
+    return weights
 
+
+def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, precision: Precision, tp: int,
+              lengths: _Lengths) -> _KvCache:
+    """The KV cache per token and per mean sequence; KV heads fewer than TP are replicated (a warning)."""
+    add = draft.add
     kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
     kv_elem = kv_dtype_bytes(kv_dtype)
     kv_heads_stored = model.num_kv_heads
     if model.num_kv_heads < tp:
         kv_heads_stored = tp  # each GPU keeps (a copy of) at least one KV head
-        warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
-                        f"{tp // model.num_kv_heads}")
+        draft.warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
+                              f"{tp // model.num_kv_heads}")
     elif model.num_kv_heads % tp:
         raise ConfigError(f"{model.num_kv_heads} KV heads do not split evenly over tensor parallel {tp}",
                           hint="pick --tp that divides the number of KV heads")
@@ -257,7 +368,7 @@ def plan_llm(
         f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({kv_dtype}: "
         f"{kv_dtype_note})")
     add("memory", "kv_kib_per_token", "KV cache per token", kv_token / KIB, "KiB", "theory", "")
-    seq_tokens = mean_in + mean_out
+    seq_tokens = lengths.mean_in + lengths.mean_out
     kv_seq = kv_bytes_per_sequence(kv_token_stored, seq_tokens, model.sliding_window)
     kept = model.kv_tokens(seq_tokens)
     add("memory", "kv_tokens_per_sequence", "KV tokens per sequence", kept, "tokens", "theory",
@@ -266,7 +377,15 @@ def plan_llm(
     add("memory", "kv_bytes_per_sequence", "KV cache per sequence", kv_seq, "B", "theory", "")
     add("memory", "kv_mib_per_sequence", "KV cache per sequence", kv_seq / MIB, "MiB", "theory",
         "at full length: a sequence's KV grows as it decodes")
+    return _KvCache(kv_dtype, kv_token_stored, kept, kv_seq)
 
+
+def _memory_budget(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, precision: Precision,
+                   a: PlanAssumptions, w: Workload, lengths: _Lengths, tp: int, weights: int,
+                   kv: _KvCache) -> _Memory:
+    """Memory left for the KV cache after weights and reserve, and the sequences it holds (the memory
+    wall); ``PlanError`` when the weights or one sequence do not fit."""
+    add = draft.add
     mem_gpu = gpu.memory_bytes
     if a.reserve_gib is not None:
         reserve_gpu = int(a.reserve_gib * GIB)
@@ -285,35 +404,41 @@ def plan_llm(
     free_kv = tp * mem_gpu - weights - tp * reserve_gpu
     add("memory", "kv_free_gib", "free for KV cache per replica", free_kv / GIB, "GiB", "theory",
         f"{tp} × {gpu.memory_gib:g} GiB − weights − reserve")
-    b_mem = max_sequences_by_memory(tp * mem_gpu, weights, tp * reserve_gpu, kv_seq)
+    b_mem = max_sequences_by_memory(tp * mem_gpu, weights, tp * reserve_gpu, kv.bytes_per_sequence)
     if b_mem < 1:
         raise PlanError(
-            f"one {kept:.0f}-token sequence needs {kv_seq / MIB:.0f} MiB of KV cache but only "
-            f"{free_kv / MIB:.0f} MiB is free on {gpu.name} × {tp}",
+            f"one {kv.tokens_per_sequence:.0f}-token sequence needs {kv.bytes_per_sequence / MIB:.0f} MiB of KV cache "
+            f"but only {free_kv / MIB:.0f} MiB is free on {gpu.name} × {tp}",
             hint="use shorter sequences, --kv-dtype fp8, a smaller precision, or more --tp",
         )
     add("memory", "max_sequences_by_memory", "max concurrent sequences by memory", b_mem, "sequences", "theory",
         "free KV / KV per sequence (mean lengths)")
     if w.input_tokens_p95 is not None or w.output_tokens_p95 is not None:
-        p95_tokens = (w.input_tokens_p95 or mean_in) + (w.output_tokens_p95 or mean_out)
+        p95_tokens = (w.input_tokens_p95 or lengths.mean_in) + (w.output_tokens_p95 or lengths.mean_out)
         b_mem_p95 = max_sequences_by_memory(
-            tp * mem_gpu, weights, tp * reserve_gpu, kv_bytes_per_sequence(kv_token_stored, p95_tokens, model.sliding_window)
+            tp * mem_gpu, weights, tp * reserve_gpu,
+            kv_bytes_per_sequence(kv.bytes_per_token_stored, p95_tokens, model.sliding_window)
         )
         add("memory", "max_sequences_by_memory_p95", "max concurrent sequences at p95 lengths", b_mem_p95, "sequences",
             "theory", f"{p95_tokens:g} tokens per sequence")
+    return _Memory(mem_gpu, reserve_gpu, weights_gpu, b_mem)
 
-    # --- throughput (roofline) -----------------------------------------------------------------
+
+def _roofline(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, precision: Precision, a: PlanAssumptions,
+              tp: int, rate_tflops: float, lengths: _Lengths, kv: _KvCache, weights_override: int | None) -> _Replica:
+    """One replica's roofline at achievable bandwidth and compute, and its single-stream figures."""
+    add = draft.add
     bandwidth_total = tp * gpu.bandwidth_gb_s
     replica = _Replica(
         model=model,
         bytes_per_weight=precision.bytes_per_weight,
-        kv_per_token=kv_token_stored,
+        kv_per_token=kv.bytes_per_token_stored,
         bandwidth_bytes_s=bandwidth_total * 1e9 * a.bandwidth_efficiency,
         flops_s=tp * rate_tflops * 1e12 * a.compute_efficiency,
-        decode_context=mean_in + mean_out / 2,
-        input_tokens=mean_in,
-        output_tokens=mean_out,
-        weights_override=weights_bytes_override,
+        decode_context=lengths.mean_in + lengths.mean_out / 2,
+        input_tokens=lengths.mean_in,
+        output_tokens=lengths.mean_out,
+        weights_override=weights_override,
     )
     add("throughput", "bandwidth_efficiency", "achievable share of bandwidth", a.bandwidth_efficiency, "",
         "assumption", "real decode kernels reach about half the datasheet bandwidth; --bandwidth-efficiency")
@@ -326,14 +451,20 @@ def plan_llm(
     add("throughput", "decode_tokens_per_s_per_stream", "decode per stream, batch 1 (achievable)",
         1.0 / replica.step_s(1), "tok/s", "theory", "× bandwidth efficiency, KV reads included")
     add("throughput", "prefill_ms", "prefill of a mean prompt (compute bound)", replica.prefill_s() * 1000, "ms",
-        "theory", f"2 × active params × {mean_in:g} tokens + attention, at achievable dense throughput")
+        "theory", f"2 × active params × {lengths.mean_in:g} tokens + attention, at achievable dense throughput")
+    return replica
 
-    scan_hi = min(b_mem, _B_SCAN_LIMIT)
+
+def _walls(draft: PlanDraft, replica: _Replica, w: Workload, gpu: GpuSpec, tp: int, max_sequences: int) -> _Walls:
+    """The walls — memory, compute (decode turns compute-bound), each SLA term — and the lowest, which
+    sets the concurrency per replica; ``PlanError`` when an SLA is out of reach even for one stream."""
+    add, warnings = draft.add, draft.warnings
+    scan_hi = min(max_sequences, _B_SCAN_LIMIT)
     b_compute_raw = _largest(lambda b: replica.step_compute_s(b) < replica.step_bandwidth_s(b), scan_hi)
     b_compute: int | None = b_compute_raw + 1 if b_compute_raw < scan_hi else None
     if b_compute_raw == 0:
         b_compute = 1
-    walls: list[tuple[str, int, str]] = [("memory", b_mem, "KV cache fills the free memory")]
+    walls: list[tuple[str, int, str]] = [("memory", max_sequences, "KV cache fills the free memory")]
     if b_compute is not None:
         walls.append(("compute", b_compute, "decode turns compute-bound: more concurrency only queues"))
     add("walls", "max_sequences_by_compute", "decode turns compute-bound at", b_compute, "sequences", "theory",
@@ -381,6 +512,13 @@ def plan_llm(
             f"each user then sees {replica.tokens_per_s_per_user(b_star):.1f} tok/s and "
             f"{replica.latency_s(b_star):.1f} s per request; pass --tokens-per-s, --ttft-ms or --p99-ms"
         )
+    return _Walls(b_star, binding, binding_why)
+
+
+def _throughput_at(draft: PlanDraft, replica: _Replica, concurrent: int, lengths: _Lengths) -> _Theory:
+    """The roofline's figures at the binding concurrency: step, tokens/s, TTFT, latency, QPS."""
+    add = draft.add
+    b_star = concurrent
     step = replica.step_s(b_star)
     add("throughput", "decode_step_ms", f"decode step at {b_star} sequences", step * 1000, "ms", "theory",
         "bandwidth-bound" if replica.step_bandwidth_s(b_star) >= replica.step_compute_s(b_star) else "compute-bound")
@@ -392,57 +530,54 @@ def plan_llm(
         "prefill + one decode step")
     theory_latency_ms = replica.latency_s(b_star) * 1000
     add("throughput", "request_latency_ms", "request latency at that concurrency", theory_latency_ms, "ms", "theory",
-        f"{b_star} × prefill + {mean_out:g} × step")
+        f"{b_star} × prefill + {lengths.mean_out:g} × step")
     theory_qps = replica.qps(b_star)
     add("throughput", "qps_serial", "serial QPS₁ (batch 1)", replica.qps(1), "req/s", "theory",
         "1 / (prefill + output × step at batch 1)")
     add("throughput", "qps_per_replica_theory", "QPS per replica (theory)", theory_qps, "req/s", "theory",
         f"{b_star} / request latency")
+    return _Theory(theory_qps, theory_latency_ms)
 
-    qps_replica = theory_qps
-    latency_ms = theory_latency_ms
-    basis_qps = "theory"
-    if measurement is not None:
-        reading = measurement.read_capacity(w.p99_ms)
-        step_m = reading.step
-        qps_replica = reading.requests_per_s
-        assert step_m.p50_ms is not None  # a passing step is a measured one
-        latency_ms = step_m.p50_ms
-        basis_qps = "measured"
-        add("measured", "measured_source", "measurement", measurement.source, "", "measured",
-            f"{reading.why}; measured on {measurement.hardware.describe()}")
-        bound = " (lower bound: no knee found)" if reading.is_lower_bound else ""
-        if reading.is_lower_bound:
-            warnings.append(f"the measured ladder found no limit, so its throughput is a lower bound and the fleet "
-                            f"an upper bound; {reading.extend}")
-        add("measured", "qps_per_replica_measured", f"QPS per replica (measured){bound}", qps_replica, "req/s",
-            "measured", "replaces the theoretical figure below in the fleet sizing"
-            + (f"; infer/s ÷ batch {measurement.batch_size}" if measurement.batch_size > 1 else ""))
-        add("measured", "latency_p50_ms_measured", "P50 latency at that step", step_m.p50_ms, "ms", "measured", "")
-        if step_m.p99_ms is not None:
-            add("measured", "latency_p99_ms_measured", "P99 latency at that step", step_m.p99_ms, "ms", "measured", "")
-        add("measured", "theory_over_measured", "theory / measured QPS", theory_qps / qps_replica if qps_replica else None,
-            "×", "measured", "how optimistic the roofline is for this deployment")
 
-    suggestion_fleet: dict[str, int] = {}
-    if w.target_qps is not None:
-        fleet_lines, fleet_warnings, fleet = plan_fleet(w, a, qps_replica, latency_ms, basis_qps, tp)
-        lines.extend(fleet_lines)
-        warnings.extend(fleet_warnings)
-        suggestion_fleet = {"replicas": fleet.replicas_recommended, "gpus": fleet.gpus_recommended}
-        in_flight_per_replica = littles_law_in_flight(w.target_qps, latency_ms) / fleet.replicas_recommended
-        if in_flight_per_replica > b_star:
-            warnings.append(f"{in_flight_per_replica:.1f} requests in flight per replica exceed its {b_star} "
-                            "concurrent sequences: requests will queue")
+def _replica_capacity(draft: PlanDraft, theory: _Theory, w: Workload, measurement: Measurement | None) -> _Capacity:
+    """What one replica carries: the measurement's reading when there is one, else the theory."""
+    if measurement is None:
+        return _Capacity(theory.qps, theory.latency_ms, "theory")
+    add = draft.add
+    reading = measurement.read_capacity(w.p99_ms)
+    step_m = reading.step
+    qps_replica = reading.requests_per_s
+    assert step_m.p50_ms is not None  # a passing step is a measured one
+    add("measured", "measured_source", "measurement", measurement.source, "", "measured",
+        f"{reading.why}; measured on {measurement.hardware.describe()}")
+    bound = " (lower bound: no knee found)" if reading.is_lower_bound else ""
+    if reading.is_lower_bound:
+        draft.warnings.append(f"the measured ladder found no limit, so its throughput is a lower bound and the fleet "
+                              f"an upper bound; {reading.extend}")
+    add("measured", "qps_per_replica_measured", f"QPS per replica (measured){bound}", qps_replica, "req/s",
+        "measured", "replaces the theoretical figure below in the fleet sizing"
+        + (f"; infer/s ÷ batch {measurement.batch_size}" if measurement.batch_size > 1 else ""))
+    add("measured", "latency_p50_ms_measured", "P50 latency at that step", step_m.p50_ms, "ms", "measured", "")
+    if step_m.p99_ms is not None:
+        add("measured", "latency_p99_ms_measured", "P99 latency at that step", step_m.p99_ms, "ms", "measured", "")
+    add("measured", "theory_over_measured", "theory / measured QPS", theory.qps / qps_replica if qps_replica else None,
+        "×", "measured", "how optimistic the roofline is for this deployment")
+    return _Capacity(qps_replica, step_m.p50_ms, "measured")
 
-    suggestion = _llm_suggestion(w, a, gpu, b_star, mean_in, mean_out, weights_gpu, reserve_gpu, mem_gpu, tp,
-                                 suggestion_fleet)
-    if gpu.kind == "consumer":
-        warnings.append(f"{gpu.name} is a consumer card: no ECC memory")
-    title = f"Capacity plan: {model.name} ({precision.name}) on {gpu.name}" + (f" × TP {tp}" if tp > 1 else "")
-    return draft.finish("llm", title, suggestion,
-                        {"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
-                         "kv_dtype": kv_dtype, "tensor_parallel": tp, "workload": _workload_dict(w)})
+
+def _fleet(draft: PlanDraft, w: Workload, a: PlanAssumptions, capacity: _Capacity, tp: int,
+           concurrent: int) -> dict[str, int]:
+    """The GPUs a target QPS needs (``{}`` without one): replicas and GPUs recommended."""
+    if w.target_qps is None:
+        return {}
+    fleet_lines, fleet_warnings, fleet = plan_fleet(w, a, capacity.qps, capacity.latency_ms, capacity.basis, tp)
+    draft.lines.extend(fleet_lines)
+    draft.warnings.extend(fleet_warnings)
+    in_flight_per_replica = littles_law_in_flight(w.target_qps, capacity.latency_ms) / fleet.replicas_recommended
+    if in_flight_per_replica > concurrent:
+        draft.warnings.append(f"{in_flight_per_replica:.1f} requests in flight per replica exceed its {concurrent} "
+                              "concurrent sequences: requests will queue")
+    return {"replicas": fleet.replicas_recommended, "gpus": fleet.gpus_recommended}
 
 
 def _round_up(value: float, multiple: int) -> int:

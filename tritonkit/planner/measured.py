@@ -25,6 +25,7 @@ from tritonkit.perf.judge import stored_verdict
 from tritonkit.perf.measure.metrics import is_loopback
 from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
 from tritonkit.repository.serving import serving_of
+from tritonkit.triton_metrics import EXEC_COUNT, INFERENCE_COUNT
 
 __all__ = [
     "PLATEAU_GAIN",
@@ -235,8 +236,8 @@ def _server_ms(step: StepResult) -> tuple[float | None, float | None]:
 def _items_per_exec(step: StepResult) -> float | None:
     if step.metrics is None:
         return None
-    count = step.metrics.raw.get("nv_inference_count")
-    execs = step.metrics.raw.get("nv_inference_exec_count")
+    count = step.metrics.raw.get(INFERENCE_COUNT.name)
+    execs = step.metrics.raw.get(EXEC_COUNT.name)
     if not count or not execs:
         return None
     return count / execs

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonkit import __version__
+from tritonkit._version import __version__
 from tritonkit.errors import TritonKitError
 
 __all__ = ["Check", "run_checks"]

@@ -97,6 +97,11 @@ class PerfAnalyzerInstall:
         version = f" {self.version}" if self.version else ""
         return f"perf_analyzer{version} ({self.source}) at {self.binary}: {how}"
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit perf install --json``)."""
+        return {"binary": str(self.binary), "argv": list(self.argv), "mode": self.mode, "version": self.version,
+                "source": self.source, "install_dir": str(self.install_dir) if self.install_dir else None}
+
 
 def default_install_dir(prefix: str | os.PathLike[str] | None = None) -> Path:
     """``<prefix>/share/tritonkit/perf_analyzer`` (prefix: this environment's ``sys.prefix``)."""

@@ -31,6 +31,8 @@ from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import (
+    AdminNoAnswer,
+    AdminRefused,
     ConnectError,
     DeadlineExceededError,
     ModelLoadError,
@@ -66,23 +68,6 @@ def config_json(config: mc.ModelConfig) -> str:
     """``config`` as the JSON Triton's load request accepts (protobuf's JSON mapping, field names as in
     ``config.pbtxt``)."""
     return json_format.MessageToJson(config, preserving_proto_field_name=True, indent=None)
-
-
-class _Refused(Exception):
-    """What the server answered when it did not say yes: the HTTP status (or gRPC code name) and its words."""
-
-    def __init__(self, code: str, text: str) -> None:
-        super().__init__(text)
-        self.code = code
-        self.text = text
-
-
-class _NoAnswer(Exception):
-    """Nothing answered; ``timed_out`` when something accepted but said nothing in time."""
-
-    def __init__(self, detail: str, *, timed_out: bool) -> None:
-        super().__init__(detail)
-        self.timed_out = timed_out
 
 
 class ServerAdmin:
@@ -141,7 +126,7 @@ class ServerAdmin:
             if what == "ready":
                 return bool(client.is_server_ready(client_timeout=timeout))
             return bool(client.is_model_ready(model, version, client_timeout=timeout))
-        except (_Refused, _NoAnswer):
+        except (AdminRefused, AdminNoAnswer):
             return False
         except Exception as exc:  # noqa: BLE001 - tritonclient's errors: any failure to answer is "no"
             if _is_grpc_error(exc):
@@ -246,12 +231,12 @@ class ServerAdmin:
             if self.protocol == "http":
                 return self._http(*http, timeout)
             return self._grpc_call(*grpc, timeout)
-        except _NoAnswer as exc:
+        except AdminNoAnswer as exc:
             raise self._no_answer(doing, exc, timeout) from exc
-        except _Refused as exc:
+        except AdminRefused as exc:
             raise self._refused(doing, model, exc, loading=loading) from exc
 
-    def _no_answer(self, doing: str, exc: _NoAnswer, timeout_s: float) -> TritonKitError:
+    def _no_answer(self, doing: str, exc: AdminNoAnswer, timeout_s: float) -> TritonKitError:
         where = f" (server log: {self.log_path})" if self.log_path else ""
         if exc.timed_out:
             return DeadlineExceededError(f"no answer from tritonserver at {self.url} within {timeout_s:g} s "
@@ -259,7 +244,7 @@ class ServerAdmin:
         return ConnectError(f"nothing answered at {self.url} ({self.protocol}) while {doing}: {exc}{where}",
                             hint=f"start the server, or pass its {self.protocol.upper()} host:port")
 
-    def _refused(self, doing: str, model: str, exc: _Refused, *, loading: bool) -> TritonKitError:
+    def _refused(self, doing: str, model: str, exc: AdminRefused, *, loading: bool) -> TritonKitError:
         said = exc.text or exc.code
         if loading:
             return ModelLoadError(model, said, log_path=self.log_path)
@@ -276,21 +261,21 @@ class ServerAdmin:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - host:port we were given
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            raise _Refused(str(exc.code), _error_text(exc.read())) from exc
+            raise AdminRefused(str(exc.code), _error_text(exc.read())) from exc
         except TimeoutError as exc:
-            raise _NoAnswer(str(exc) or "timed out", timed_out=True) from exc
+            raise AdminNoAnswer(str(exc) or "timed out", timed_out=True) from exc
         except urllib.error.URLError as exc:
             timed_out = isinstance(exc.reason, TimeoutError)
-            raise _NoAnswer(str(exc.reason), timed_out=timed_out) from exc
+            raise AdminNoAnswer(str(exc.reason), timed_out=timed_out) from exc
         except (OSError, ValueError) as exc:
             # ValueError / http.client errors: something that is not tritonserver answers there.
-            raise _NoAnswer(str(exc) or type(exc).__name__, timed_out=False) from exc
+            raise AdminNoAnswer(str(exc) or type(exc).__name__, timed_out=False) from exc
         if not raw:
             return {}
         try:
             return json.loads(raw)
         except ValueError as exc:
-            raise _NoAnswer(f"the answer to {method} {path} is not JSON (is this tritonserver?)",
+            raise AdminNoAnswer(f"the answer to {method} {path} is not JSON (is this tritonserver?)",
                             timed_out=False) from exc
 
     def _grpc_client(self) -> Any:
@@ -312,10 +297,10 @@ class ServerAdmin:
             code = str(exc.status() or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
             text = str(exc.message() or "").strip()  # type: ignore[attr-defined]
             if code == "DEADLINE_EXCEEDED":
-                raise _NoAnswer(text, timed_out=True) from exc
+                raise AdminNoAnswer(text, timed_out=True) from exc
             if code == "UNAVAILABLE" and not self._grpc_live(timeout_s):
-                raise _NoAnswer(text, timed_out=False) from exc
-            raise _Refused(code or "UNKNOWN", text) from exc
+                raise AdminNoAnswer(text, timed_out=False) from exc
+            raise AdminRefused(code or "UNKNOWN", text) from exc
 
     def _grpc_live(self, timeout_s: float) -> bool:
         """Whether the server answers at all: UNAVAILABLE means "not reachable" or "model not ready"."""

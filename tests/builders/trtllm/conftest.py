@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tritonkit.server import TritonServer
-from tritonkit.trtllm_versions import SUPPORTED_TRTLLM_VERSIONS
+from tritonkit.trtllm_versions import ENGINE_LINES, TRTLLM_INTERFACES
 
 # ---- one served TensorRT-LLM reference repository per version line, for the whole session ------
 # test_contract and test_clients only send requests to it (no loads, no statistics
@@ -16,7 +16,14 @@ from tritonkit.trtllm_versions import SUPPORTED_TRTLLM_VERSIONS
 # of both modules by line, and only one of these servers runs at a time.
 
 
-@pytest.fixture(scope="session", params=SUPPORTED_TRTLLM_VERSIONS)
+# One line per distinct engine interface: 1.0 and 1.1 declare the names of 1.2 (trtllm_versions says
+# where each was read), so serving 1.2 covers them; 0.18's inputs are 0.17's but it is its own release.
+SERVED_ENGINE_LINES = tuple(line for line in ENGINE_LINES if line not in ("1.0", "1.1"))
+assert {TRTLLM_INTERFACES[v].engine_input_names for v in ENGINE_LINES} == \
+    {TRTLLM_INTERFACES[v].engine_input_names for v in SERVED_ENGINE_LINES}
+
+
+@pytest.fixture(scope="session", params=SERVED_ENGINE_LINES)
 def trtllm_served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """``(ReferenceRepository, TritonServer)``: the reference repository of one version line, served.
 

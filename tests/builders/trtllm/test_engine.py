@@ -142,7 +142,7 @@ def test_the_build_runs_the_script_records_the_version_and_checks_the_engine(
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     hf = write_hf_model(tmp_path / "hf")
-    result = build_trtllm(hf, repo=tmp_path / "repo", target=EngineTarget(gpu="H100-80GB", tp=2, precision="fp8"))
+    result = build_trtllm(hf, engine="tensorrtllm", repo=tmp_path / "repo", target=EngineTarget(gpu="H100-80GB", tp=2, precision="fp8"))
     assert result.engine_built and result.engine_version == "0.17.0.post1"
     assert result.engine_info is not None and result.engine_info.world_size == 2
     engine_dir = Path(result.options.engine_dir)
@@ -158,7 +158,7 @@ def test_the_build_runs_the_script_records_the_version_and_checks_the_engine(
     assert not report.errors and "TK909" not in report.rule_ids(), report.to_text()
     # A second build finds the engine, does not rebuild, and refuses a runtime of another release.
     with pytest.raises(ConfigError, match="runtime is 0.18.0"):
-        build_trtllm(hf, repo=tmp_path / "repo", target=EngineTarget(gpu="H100-80GB", tp=2, precision="fp8"), force=True,
+        build_trtllm(hf, engine="tensorrtllm", repo=tmp_path / "repo", target=EngineTarget(gpu="H100-80GB", tp=2, precision="fp8"), force=True,
                      runtime="0.18.0")
 
 
@@ -174,7 +174,7 @@ def test_a_real_engine_builds_on_a_gpu_machine(tmp_path: Path) -> None:
                                       max_position_embeddings=256)
     transformers.LlamaForCausalLM(config).save_pretrained(hf)
     build_reference_tokenizer(hf)
-    result = build_trtllm(hf, repo=tmp_path / "repo", target=EngineTarget(
+    result = build_trtllm(hf, engine="tensorrtllm", repo=tmp_path / "repo", target=EngineTarget(
         gpu="H100-80GB", overrides=EngineOverrides(max_batch_size=4, max_input_len=64, max_seq_len=128)))
     assert result.engine_built and result.engine_info is not None
     assert same_release(result.engine_info.version, runtime_version() or "")

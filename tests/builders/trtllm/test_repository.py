@@ -44,7 +44,7 @@ def _tensors(cfg: mc.ModelConfig) -> dict[str, tuple[str, list[int], bool]]:
 
 
 def test_written_configs_parse_back_into_the_same_protobuf(tmp_path: Path, hf_model: Path) -> None:
-    result = build_trtllm(hf_model, repo=tmp_path / "repo", run_build=False)
+    result = build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path / "repo", run_build=False)
     for spec in trtllm_model_specs(result.options):
         assert read_config(tmp_path / "repo" / spec.name / "config.pbtxt") == spec.to_proto()
     assert sorted(p.name for p in (tmp_path / "repo").iterdir() if p.is_dir()) == sorted(MODEL_NAMES)
@@ -64,7 +64,7 @@ def test_no_placeholder_is_left_anywhere_in_the_repository(tmp_path: Path, hf_mo
 
 def test_ensemble_keeps_tensorrt_llms_request_interface(tmp_path: Path, hf_model: Path) -> None:
     """Names, dtypes and dims as in TensorRT-LLM's inflight_batcher_llm/ensemble/config.pbtxt."""
-    build_trtllm(hf_model, repo=tmp_path, run_build=False)
+    build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path, run_build=False)
     ensemble = read_config(tmp_path / "ensemble" / "config.pbtxt")
     t = _tensors(ensemble)
     assert ensemble.platform == "ensemble"
@@ -88,7 +88,7 @@ def test_ensemble_keeps_tensorrt_llms_request_interface(tmp_path: Path, hf_model
 
 
 def test_tensorrt_llm_model_carries_in_flight_batching_and_kv_settings(tmp_path: Path, hf_model: Path) -> None:
-    result = build_trtllm(hf_model, repo=tmp_path, target=EngineTarget(tp=2), run_build=False)
+    result = build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path, target=EngineTarget(tp=2), run_build=False)
     cfg = read_config(tmp_path / "tensorrt_llm" / "config.pbtxt")
     params = {k: v.string_value for k, v in cfg.parameters.items()}
     assert cfg.backend == "tensorrtllm" and cfg.model_transaction_policy.decoupled
@@ -121,7 +121,7 @@ def test_python_engine_uses_tensorrt_llms_model_file(tmp_path: Path, hf_model: P
 
 def test_generated_repositories_lint_clean_against_their_engine(tmp_path: Path, hf_model: Path) -> None:
     """The engine config.json is made here (a real one needs a GPU to build)."""
-    result = build_trtllm(hf_model, repo=tmp_path / "gpu", target=EngineTarget(tp=2), run_build=False,
+    result = build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path / "gpu", target=EngineTarget(tp=2), run_build=False,
                           triton_max_batch_size=16, trtllm_version="0.17")  # the engine's line
     write_engine(Path(result.options.engine_dir), max_batch_size=16, tp=2, max_seq_len=2560)
     report = lint_repository(tmp_path / "gpu", target="gpu:2")
@@ -155,8 +155,8 @@ def test_the_window_rule_still_warns_about_a_zero_delay_on_an_ordinary_model(tmp
 def test_an_existing_engine_of_another_release_is_refused_by_the_build(tmp_path: Path, hf_model: Path) -> None:
     write_engine(tmp_path / "engine", version="0.17.0.post1", max_batch_size=512)
     with pytest.raises(ConfigError, match="runtime is 0.18.0"):
-        build_trtllm(hf_model, repo=tmp_path / "r", engine_dir=str(tmp_path / "engine"), runtime="0.18.0")
-    ok = build_trtllm(hf_model, repo=tmp_path / "r2", engine_dir=str(tmp_path / "engine"), runtime="0.17.0",
+        build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path / "r", engine_dir=str(tmp_path / "engine"), runtime="0.18.0")
+    ok = build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path / "r2", engine_dir=str(tmp_path / "engine"), runtime="0.17.0",
                       triton_max_batch_size=64)
     assert ok.engine_info is not None and ok.engine_info.version == "0.17.0.post1"
 
@@ -178,7 +178,7 @@ def test_writing_over_existing_models_needs_overwrite(tmp_path: Path) -> None:
 
 def test_cli_writes_the_repository_and_build_plan_and_prints_the_reasoning(tmp_path: Path, hf_model: Path) -> None:
     repo = tmp_path / "repo"
-    run = CliRunner().invoke(main, ["build", "trtllm", "--hf-model", str(hf_model), "--repo", str(repo),
+    run = CliRunner().invoke(main, ["build", "trtllm", "--engine", "tensorrtllm", "--hf-model", str(hf_model), "--repo", str(repo),
                                     "--gpu", "H100-80GB", "--tp", "2", "--input-tokens", "512",
                                     "--max-num-tokens", "4096", "--tokenizer-instances", "3", "--no-build"])
     assert run.exit_code == 0, run.output
@@ -202,7 +202,7 @@ def test_cli_json_output_and_reference_engine(tmp_path: Path) -> None:
 
 
 def test_cli_user_mistakes_print_an_error_and_a_fix(tmp_path: Path, hf_model: Path) -> None:
-    run = CliRunner().invoke(main, ["build", "trtllm", "--hf-model", str(hf_model), "--repo", str(tmp_path / "r"),
+    run = CliRunner().invoke(main, ["build", "trtllm", "--engine", "tensorrtllm", "--hf-model", str(hf_model), "--repo", str(tmp_path / "r"),
                                     "--tp", "2", "--gpu-ids", "0", "--no-build"])
     assert run.exit_code != 0
     assert "error:" in run.output and "fix:" in run.output and "Traceback" not in run.output
@@ -210,14 +210,14 @@ def test_cli_user_mistakes_print_an_error_and_a_fix(tmp_path: Path, hf_model: Pa
 
 def test_gpu_engine_without_hf_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="needs the Hugging Face model folder"):
-        build_trtllm(None, repo=tmp_path)
+        build_trtllm(None, engine="tensorrtllm", repo=tmp_path)
 
 
 def test_hf_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
     (tmp_path / "hf").mkdir()
     (tmp_path / "hf" / "config.json").write_text(json.dumps(LLAMA3_8B))
     with pytest.raises(ConfigError, match="no tokenizer.json"):
-        build_trtllm(tmp_path / "hf", repo=tmp_path / "r", run_build=False)
+        build_trtllm(tmp_path / "hf", engine="tensorrtllm", repo=tmp_path / "r", run_build=False)
 
 
 def test_bls_model_passes_through_the_same_knobs_as_the_ensemble() -> None:

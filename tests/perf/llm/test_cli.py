@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.support.llm_models import write_llm_sim
+from tests.support.llm_models import saved_llm_result, write_llm_sim
 from tritonkit.cli import main
 from tritonkit.server import TritonServer
 
@@ -85,25 +85,10 @@ def test_a_bad_llm_option_is_one_clean_error(tmp_path: Path) -> None:
     assert "error:" in result.output and "Traceback" not in result.output
 
 
-def _saved_result(folder: Path, interval_ms: float) -> Path:
-    from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
-    from tritonkit.perf.llm.result import LLMResult, LLMStep
-    from tritonkit.perf.llm.timeline import FailureReport
-
-    ms = 1_000_000
-    span = 50 + 5 * interval_ms
-    records = [RequestRecord(int(i * span * ms), tuple(int((i * span + 50 + k * interval_ms) * ms) for k in range(6)),
-                             (1,) * 6) for i in range(6)]
-    result = LLMResult("llm", "u", True, "text", "synthetic",
-                       [LLMStep("concurrency", 1, compute_metrics(records), FailureReport())])
-    folder.mkdir(parents=True)
-    return result.save(folder / "llm_result.json")
-
-
 def test_perf_compare_gates_on_llm_regressions_and_keeps_a_baseline(tmp_path: Path) -> None:
-    base = _saved_result(tmp_path / "base", 10)
-    same = _saved_result(tmp_path / "same", 10)
-    slower = _saved_result(tmp_path / "slower", 20)
+    base = saved_llm_result(tmp_path / "base", 10)
+    same = saved_llm_result(tmp_path / "same", 10)
+    slower = saved_llm_result(tmp_path / "slower", 20)
     invoke = CliRunner().invoke
     ok = invoke(main, ["perf", "compare", str(base), str(same.parent), "--save-baseline",
                        "--baseline-dir", str(tmp_path / "baselines")], catch_exceptions=False)
@@ -117,7 +102,7 @@ def test_perf_compare_gates_on_llm_regressions_and_keeps_a_baseline(tmp_path: Pa
 
 
 def test_perf_report_rejudges_a_saved_llm_result(tmp_path: Path) -> None:
-    saved = _saved_result(tmp_path / "run", 10)
+    saved = saved_llm_result(tmp_path / "run", 10)
     invoke = CliRunner().invoke
     passed = invoke(main, ["perf", "report", str(saved.parent), "--sla", "itl_p99<=15ms"], catch_exceptions=False)
     assert passed.exit_code == 0, passed.output

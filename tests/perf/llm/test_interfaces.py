@@ -18,7 +18,7 @@ from tests.support.pymodels import write_python_model
 from tests.support.stream_models import stream_model_py
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
-from tritonkit.perf.llm.metrics import count_output_tokens
+from tritonkit.perf.llm.metrics import count_output_tokens, server_ttft_ms
 from tritonkit.perf.llm.prompts import detect_layout, synthetic_prompts, write_llm_input_data
 from tritonkit.server import TritonServer
 
@@ -34,6 +34,36 @@ def test_a_vllm_backend_model_gets_its_interface_and_requests_in_its_shape(tmp_p
     assert entry["text_input"] == [prompts[0].text] and entry["stream"] == [True]
     assert json.loads(entry["sampling_parameters"][0]) == {"max_tokens": 7, "ignore_eos": True}
     assert entry["exclude_input_in_output"] == [True]  # else the prompt's text would count as output
+
+
+def test_the_llm_api_model_is_told_by_its_tensors_and_asked_for_its_own_timings(tmp_path: Path) -> None:
+    """TensorRT-LLM main's LLM-API config.pbtxt (0a710573): text_input [-1], sampling_param_max_tokens,
+    streaming, sampling_param_exclude_input_from_output, sampling_param_return_perf_metrics."""
+    from tritonkit.trtllm_versions import TRTLLM_INTERFACES
+
+    api = TRTLLM_INTERFACES["main"].llmapi
+    assert api is not None
+    layout = detect_layout(api.input_names, max_batch_size=0, model="tensorrt_llm", decoupled=True)
+    assert (layout.name, layout.stream_input, layout.batched) == ("llmapi", "streaming", False)
+    assert layout.optional == ("sampling_param_exclude_input_from_output", "sampling_param_return_perf_metrics")
+    prompts = synthetic_prompts(1, input_tokens_mean=3, output_tokens_mean=5)
+    entry = json.loads(write_llm_input_data(tmp_path / "d.json", prompts, layout, streaming=True).read_text())["data"][0]
+    assert entry["text_input"]["shape"] == [1] and entry["sampling_param_max_tokens"] == [5]
+    assert entry["streaming"] == [True] and entry["sampling_param_return_perf_metrics"] == [True]
+    # 0.19 declares no perf-metrics switch: it is not sent.
+    old = TRTLLM_INTERFACES["0.19"].llmapi
+    assert old is not None
+    assert detect_layout(old.input_names, max_batch_size=0, model="m").optional == \
+        ("sampling_param_exclude_input_from_output",)
+
+
+def test_the_models_own_ttft_is_read_from_int64_timings_and_never_from_exported_string_bytes() -> None:
+    typed = [{"text_output": "a"}, {"text_output": "ab", "arrival_time_ns": [1_000_000], "first_token_time_ns": [4_500_000]}]
+    assert server_ttft_ms(typed) == 3.5
+    # A string sent in an INT64 output: perf_analyzer exports its bytes as two integers.
+    garbled = [{"arrival_time_ns": [3978146533739593741, 3977295516893919287],
+                "first_token_time_ns": [3978146533739593741, 4049078241614903351]}]
+    assert server_ttft_ms(garbled) is None and server_ttft_ms([{"text_output": "x"}]) is None
 
 
 def test_a_text_in_text_out_model_and_a_named_interface() -> None:

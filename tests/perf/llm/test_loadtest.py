@@ -24,7 +24,9 @@ from tritonkit.server import TritonServer
 
 FIRST_MS, INTERVAL_MS, TOKENS = 100.0, 20.0, 8
 
-pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+# serial: recovery times, queue timeouts and TTFT are compared with the simulated model's known
+# timing, which other tests' load on the same cores would stretch.
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,8 @@ ENGINE = ["input_ids", "input_lengths", "request_output_len", "streaming", "end_
 
 
 def test_the_line_is_read_from_the_renamed_inputs_a_model_declares() -> None:
-    assert line_from_inputs(["text_input", "max_tokens", "min_tokens", "seed"]) == TRTLLM_INTERFACES["1.0"]
+    # The newest engine line of that spelling (main has no engine backend).
+    assert line_from_inputs(["text_input", "max_tokens", "min_tokens", "seed"]) == TRTLLM_INTERFACES["1.2"]
     assert line_from_inputs(["text_input", "max_tokens", "min_length"]).min_tokens_input == "min_length"  # type: ignore[union-attr]
     # The engine model narrows it: return_kv_cache_reuse_stats is read up to 0.18, return_perf_metrics from 0.19.
     assert line_from_inputs([*ENGINE, "min_length", "return_kv_cache_reuse_stats"]) == TRTLLM_INTERFACES["0.18"]
@@ -39,7 +40,7 @@ def test_the_line_is_read_from_the_renamed_inputs_a_model_declares() -> None:
 def test_a_requested_line_the_model_does_not_declare_is_refused_before_anything_is_sent() -> None:
     inputs = [*ENGINE, "min_length", "random_seed"]
     layout = detect_layout(inputs, max_batch_size=8, model="tensorrt_llm")
-    with pytest.raises(ConfigError, match=r"declares 'min_length'.*TensorRT-LLM 1\.0.*reads 'min_tokens'"):
+    with pytest.raises(ConfigError, match=r"declares 'min_length'.*TensorRT-LLM 1\.1.*reads 'min_tokens'"):
         trtllm_layout(layout, inputs, model="tensorrt_llm", url="127.0.0.1:1", requested="1.1")
     chosen, line = trtllm_layout(layout, inputs, model="tensorrt_llm", url="127.0.0.1:1", requested="0.19.0")
     assert chosen.min_tokens_input == "min_length" and line is not None and "--trtllm-version 0.19.0" in line.origin
@@ -52,7 +53,7 @@ def test_the_output_length_goes_in_as_the_minimum_under_the_lines_name(tmp_path:
     inputs = ["text_input", "max_tokens", "stream", "min_tokens"]
     layout, line = trtllm_layout(detect_layout(inputs, max_batch_size=8, model="ensemble"), inputs,
                                  model="ensemble", url="127.0.0.1:1")
-    assert line is not None and line.interface == TRTLLM_INTERFACES["1.0"]
+    assert line is not None and line.interface == TRTLLM_INTERFACES["1.2"]
     prompts = synthetic_prompts(2, input_tokens_mean=4, output_tokens_mean=9)
     entry = json.loads(write_llm_input_data(tmp_path / "in.json", prompts, layout, streaming=True).read_text())["data"][0]
     assert entry["max_tokens"] == [9] and entry["min_tokens"] == [9] and "min_length" not in entry
@@ -115,7 +116,8 @@ def test_the_pipelines_own_tokenizer_is_found_and_prompts_are_its_length(tmp_pat
     result = run.result
     assert result.served["tokenizer"] == str(ref.tokenizer_dir)
     assert "tokenizer_dir of model 'preprocessing'" in result.served["tokenizer_from"]
-    assert result.served["trtllm_version"] == "1.0" and result.served["min_tokens_input"] == "min_tokens"
+    # 1.0, 1.1 and 1.2 declare the same engine names: the inputs tell the newest of them.
+    assert result.served["trtllm_version"] == "1.2" and result.served["min_tokens_input"] == "min_tokens"
     assert "lengths counted by the tokenizer" in result.prompt_source
     step = result.steps[0]
     assert step.metrics is not None and step.failures.total == 0, (step.warnings, step.failure_note)

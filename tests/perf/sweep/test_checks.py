@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.sweep_models import SLEEPY_CONFIG
-from tritonkit.perf import parse_sla
+from tritonkit.perf import evaluate_result, parse_sla
+from tritonkit.perf.judge import JudgeSettings
 from tritonkit.perf.measure.ladder import LadderResult
 from tritonkit.perf.measure.metrics import parse_metrics, server_gpus
 from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepMetrics, StepResult
@@ -128,17 +129,29 @@ def test_a_ladder_cut_short_has_its_reason_and_a_model_error_names_the_models_me
 
 def test_an_open_loop_step_that_did_not_carry_the_offered_rate_misses_the_sla() -> None:
     ladder = _ladder(_step("request_rate", 100, 98.0), _step("request_rate", 400, 250.0))
-    carried, behind = step_points(ladder, SLA, rate_tolerance=0.05)
+    carried, behind = step_points(ladder, SLA, JudgeSettings(rate_tolerance=0.05))
     assert carried.meets_sla and carried.note == ""
     assert not behind.meets_sla and "carried 250.0 of 400 req/s offered" in behind.note
-    loose = step_points(ladder, SLA, rate_tolerance=0.5)
+    loose = step_points(ladder, SLA, JudgeSettings(rate_tolerance=0.5))
     assert loose[1].meets_sla  # within a 50 % tolerance it passes: the tolerance is what decides
+
+
+def test_a_step_point_is_what_the_judge_says_of_that_step_with_its_reasons() -> None:
+    """The sweep reads the verdict: the same call the run's verdict makes, nothing changed after."""
+    ladder = _ladder(_step("request_rate", 100, 98.0), _step("request_rate", 200, 120.0, p99_ms=80.0))
+    judging = JudgeSettings(rate_tolerance=0.05)
+    verdict = evaluate_result(SLA, ladder.result, judging)
+    points = step_points(ladder, SLA, judging)
+    assert [p.meets_sla for p in points] == [s.status == "pass" for s in verdict.steps] == [True, False]
+    assert points[1].note == "; ".join(verdict.steps[1].reasons)
+    assert points[1].note.startswith("p99<=50ms (measured 80")  # the bound broken, then the rate
+    assert "carried 120.0 of 200 req/s offered (below 95 %)" in points[1].note
 
 
 def test_peak_gpu_memory_is_recorded_and_a_memory_limit_fails_the_step() -> None:
     ladder = _ladder(_step("concurrency", 1, 100.0, gpu_bytes=512 * 2**20),
                      _step("concurrency", 2, 190.0, gpu_bytes=3 * 2**30))
-    points = step_points(ladder, SLA, max_gpu_memory_mb=2048)
+    points = step_points(ladder, SLA, JudgeSettings(max_gpu_memory_mb=2048))
     assert [p.gpu_memory_mb for p in points] == [512.0, 3072.0]
     assert points[0].meets_sla and not points[1].meets_sla and "GPU memory 3,072 MiB" in points[1].note
     outcome = VariantOutcome(Variant(1, 4, 0), steps=points)

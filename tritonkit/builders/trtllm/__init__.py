@@ -1,5 +1,5 @@
-"""TensorRT-LLM: engine build plan, the in-flight-batching repository as typed configs, and a
-CPU reference engine that serves the same repository without a GPU.
+"""TensorRT-LLM: the LLM-API repository (one python model and its ``model.yaml``), the engine build plan
+and the in-flight-batching repository as typed configs, and CPU stand-ins that serve both here.
 
 ::
 
@@ -8,12 +8,14 @@ CPU reference engine that serves the same repository without a GPU.
     # clients call ref.ensemble ("ensemble"): text_input, max_tokens, stream → text_output
 
     result = build_trtllm("Llama-3-8B/", repo="llama_repo", target=EngineTarget(gpu="H100-80GB", tp=1))
-    print(result.summary())     # derived parameters with reasons; engine built only on a GPU machine
+    print(result.summary())     # the line and backend chosen, derived values with reasons
+    # engine="llmapi": config.pbtxt + 1/model.yaml (LLM() arguments); engine="tensorrtllm": the
+    # five-model repository and its engine build (GPU machines only)
 """
 
 from __future__ import annotations
 
-from tritonkit.builders.trtllm.build import TrtllmBuildResult, build_trtllm
+from tritonkit.builders.trtllm.build import LlmApiSettings, TrtllmBuildResult, build_trtllm
 from tritonkit.builders.trtllm.engine import (
     EngineInfo,
     check_engine,
@@ -24,6 +26,16 @@ from tritonkit.builders.trtllm.engine import (
     runtime_version,
     same_release,
     write_build_files,
+)
+from tritonkit.builders.trtllm.instances import TokenizerInstances, derive_tokenizer_instances
+from tritonkit.builders.trtllm.llmapi import (
+    LlmApiOptions,
+    LlmApiPlan,
+    llmapi_model_spec,
+    llmapi_model_yaml,
+    parse_llm_args,
+    plan_llmapi,
+    write_llmapi_repository,
 )
 from tritonkit.builders.trtllm.params import (
     EngineOverrides,
@@ -36,7 +48,9 @@ from tritonkit.builders.trtllm.params import (
 from tritonkit.builders.trtllm.reference import (
     REFERENCE_VERSION,
     ReferenceEngine,
+    ReferenceLlmApiRepository,
     ReferenceRepository,
+    build_reference_llmapi_repository,
     build_reference_repository,
     reference_engine_config,
 )
@@ -61,6 +75,18 @@ from tritonkit.trtllm_versions import (
 )
 
 __all__ = [
+    "LlmApiOptions",
+    "LlmApiPlan",
+    "LlmApiSettings",
+    "ReferenceLlmApiRepository",
+    "TokenizerInstances",
+    "build_reference_llmapi_repository",
+    "derive_tokenizer_instances",
+    "llmapi_model_spec",
+    "llmapi_model_yaml",
+    "parse_llm_args",
+    "plan_llmapi",
+    "write_llmapi_repository",
     "EngineInfo",
     "EngineOverrides",
     "EngineParams",

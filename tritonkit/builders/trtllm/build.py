@@ -11,9 +11,10 @@ repository is written with the CPU reference engine in place of the GPU one, and
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal
 
 from tritonkit.builders.trtllm.engine import (
     EngineInfo,
@@ -24,19 +25,37 @@ from tritonkit.builders.trtllm.engine import (
     runtime_version,
     write_build_files,
 )
+from tritonkit.builders.trtllm.instances import TokenizerInstances, derive_tokenizer_instances
+from tritonkit.builders.trtllm.llmapi import LlmApiOptions, LlmApiPlan, plan_llmapi, write_llmapi_repository
 from tritonkit.builders.trtllm.params import EnginePlan, EngineTarget, derive_engine_params
-from tritonkit.builders.trtllm.reference import ReferenceEngine, build_reference_repository
+from tritonkit.builders.trtllm.reference import (
+    ReferenceEngine,
+    build_reference_llmapi_repository,
+    build_reference_repository,
+)
 from tritonkit.builders.trtllm.repository import (
     ENGINE_QUEUE_DELAY,
-    EngineKind,
     TrtllmRepoOptions,
     write_trtllm_repository,
 )
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.planner import load_hf_config
-from tritonkit.trtllm_versions import resolve_trtllm_version
+from tritonkit.trtllm_versions import EngineChoice, TrtllmInterface, resolve_trtllm_line
 
-__all__ = ["TrtllmBuildResult", "build_trtllm"]
+__all__ = ["LlmApiSettings", "TrtllmBuildResult", "build_trtllm"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlmApiSettings:
+    """The LLM-API backend's own knobs (``--engine llmapi``): instances of the model (each on
+    tp × pp GPUs of ``gpu_ids``), CUDA graphs, and further ``LLM()`` arguments for ``model.yaml``
+    (each must be one the line accepts)."""
+
+    instances: int = 1
+    cuda_graphs: bool = True
+    llm_args: Mapping[str, Any] = field(default_factory=dict)
+    #: ``--engine reference``: serve the LLM-API interface instead of the engine's.
+    reference_interface: Literal["engine", "llmapi"] = "engine"
 
 
 @dataclass(frozen=True)
@@ -44,30 +63,51 @@ class TrtllmBuildResult:
     """What was derived, written and (maybe) built."""
 
     repo: Path
-    engine: EngineKind
+    engine: EngineChoice
     plan: EnginePlan | None
-    options: TrtllmRepoOptions
+    options: TrtllmRepoOptions | None
     build_argv: list[str]
     engine_built: bool
     engine_version: str | None
     not_built_reason: str | None
     engine_info: EngineInfo | None
+    line: TrtllmInterface
+    line_why: str = ""
+    llmapi: LlmApiPlan | None = None
+    tokenizer_instances: TokenizerInstances | None = None
 
     def summary(self) -> str:
         """Human-readable: the reasoning, what was written, and the engine's state."""
-        lines = []
+        lines = [f"line: {self.line_why}"]
+        if self.llmapi is not None:
+            lines += ["LLM-API model.yaml (every value can be overridden):", self.llmapi.render_text(), ""]
+            lines.append(f"repository: {self.repo} (tensorrt_llm [LLM-API backend], one python model)")
+            lines.append(f"interface: TensorRT-LLM {self.line.version} LLM-API, from "
+                         f"{self.llmapi.options.api.source}")
+            if self.engine == "reference":
+                lines.append("model: CPU reference stand-in (serves here; it tests the serving path, not text quality)")
+            else:
+                lines.append("model.py: TensorRT-LLM's own, from the container (/app/all_models/llmapi/tensorrt_llm/1) "
+                             "unless --python-model-file placed it")
+                lines.append(f"serve: {self.llmapi.launch}")
+            return "\n".join(lines)
         if self.plan is not None:
             lines += ["engine parameters (rule of thumb; every value can be overridden):", self.plan.render_text(), ""]
+        if self.tokenizer_instances is not None:
+            lines.append(f"{'preprocessing / postprocessing instances':<32} {self.tokenizer_instances.count:<14} "
+                         f"{self.tokenizer_instances.why}")
         lines.append(f"repository: {self.repo} (preprocessing, tensorrt_llm [{self.engine}], postprocessing, "
                      "ensemble, tensorrt_llm_bls)")
-        v = self.options.interface
+        v = self.line
         lines.append(f"interface: TensorRT-LLM {v.version} ({v.min_tokens_input}, {v.seed_input}; also accepted: "
                      f"{', '.join(v.renamed_inputs)}), from {v.source}")
         if self.engine == "reference":
             lines.append("engine: CPU reference engine (serves here; it tests the serving path, not text quality)")
         elif self.engine_built:
+            assert self.options is not None
             lines.append(f"engine: built by TensorRT-LLM {self.engine_version} in {self.options.engine_dir}")
         elif self.engine_info is not None:
+            assert self.options is not None
             lines.append(f"engine: found in {self.options.engine_dir} (TensorRT-LLM {self.engine_info.version}), "
                          "checked against the configs")
         else:
@@ -76,13 +116,32 @@ class TrtllmBuildResult:
             lines.append(f"  to build it on the GPU machine: {shlex.join(self.build_argv)}")
         return "\n".join(lines)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``tritonkit build trtllm --json``): the parameters with their reasons, the build
+        command, and the engine's TensorRT-LLM version (built now, or found and checked)."""
+        return {
+            "repo": str(self.repo),
+            "engine": self.engine,
+            "params": self.plan.params.to_dict() if self.plan else None,
+            "reasons": [{"key": r.key, "value": str(r.value), "why": r.why} for r in self.plan.reasons]
+            if self.plan else [],
+            "build_argv": self.build_argv,
+            "engine_built": self.engine_built,
+            "engine_version": self.engine_version or (self.engine_info.version if self.engine_info else None),
+            "not_built_reason": self.not_built_reason,
+            "trtllm_version": self.line.version,
+            "line": self.line_why,
+            "model_yaml": self.llmapi.model_yaml if self.llmapi else None,
+            "tokenizer_instances": self.tokenizer_instances.count if self.tokenizer_instances else None,
+        }
+
 
 def build_trtllm(
     hf_model: str | Path | None,
     *,
     repo: str | Path,
     target: EngineTarget | None = None,
-    engine: EngineKind = "tensorrtllm",
+    engine: EngineChoice | None = None,
     engine_dir: str | None = None,
     tokenizer_dir: str | None = None,
     hf_model_on_build_machine: str | None = None,
@@ -97,6 +156,8 @@ def build_trtllm(
     run_build: bool = True,
     runtime: str | None = None,
     force: bool = False,
+    llmapi: LlmApiSettings | None = None,
+    model_path: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> TrtllmBuildResult:
     """Derive, write and build; see the module docstring.
@@ -107,15 +168,22 @@ def build_trtllm(
     the build machine see them (default: this machine's absolute paths: ``<repo>/tensorrt_llm/1/engine``
     and the HF folder). ``gpu_ids`` default to ``0 … tp×pp−1``. ``runtime`` is the serving
     TensorRT-LLM version to check an existing engine against (default: the one installed here, if any).
-    ``tokenizer_instances`` (pre- and postprocessing each; default: the Triton max batch size, as
-    upstream recommends, and 1 for the reference engine, which shares this machine's CPUs) and
+    ``tokenizer_instances`` (pre- and postprocessing each; default: derived from this machine,
+    :func:`~tritonkit.builders.trtllm.instances.derive_tokenizer_instances`, and 1 for the reference
+    engine, which shares this machine's CPUs) and
     ``bls_instances`` are python-model instance counts: each handles one request (or one streamed
     token) at a time. ``trtllm_version`` picks the TensorRT-LLM line whose interface the configs
-    follow (default: the installed ``tensorrt_llm``, else the newest supported line).
+    follow and ``engine`` the backend (``None``: as the line serves today, the LLM-API backend where
+    it has one): :func:`~tritonkit.trtllm_versions.resolve_trtllm_line` decides both.
+    ``engine="llmapi"`` writes the LLM-API repository (``llmapi`` holds its own knobs; ``model_path``
+    is the checkpoint as the server sees it, default the HF folder).
     """
     say = log or (lambda _line: None)
     root = Path(repo).resolve()
-    interface = resolve_trtllm_version(trtllm_version, installed=runtime_version())
+    settings = llmapi or LlmApiSettings()
+    wants = "llmapi" if engine == "reference" and settings.reference_interface == "llmapi" else engine
+    interface, chosen, line_why = resolve_trtllm_line(trtllm_version, installed=runtime_version(), engine=wants)
+    say(f"line: {line_why}")
     target = target or EngineTarget()
     target = replace(target, gpu=target.gpu_spec)  # an unknown GPU name is refused before any work
     plan: EnginePlan | None = None
@@ -128,20 +196,43 @@ def build_trtllm(
             hf_dir = hf_dir.parent
         plan = derive_engine_params(hf_config, target, source=str(config_path))
         say(plan.render_text())
+    if engine == "reference" and settings.reference_interface == "llmapi":
+        ref_engine = _reference_engine(plan)
+        ref_api = build_reference_llmapi_repository(root, engine=ref_engine, streaming=streaming,
+                                                    trtllm_version=interface.version, overwrite=force)
+        return TrtllmBuildResult(repo=root, engine="reference", plan=plan, options=None, build_argv=[],
+                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None,
+                                 line=interface, line_why=line_why, llmapi=ref_api.plan)
+    if chosen == "llmapi":
+        if hf_dir is None and model_path is None:
+            raise ConfigError("the LLM-API backend needs the model: its folder to plan from (and to load)",
+                              hint="pass --hf-model DIR (the folder with config.json and the weights)")
+        ov = target.overrides
+        api_plan = plan_llmapi(LlmApiOptions(
+            line=interface, model=model_path or str(hf_dir), tp=target.tp, pp=target.pp,
+            max_batch_size=None, max_num_tokens=None, max_seq_len=None,
+            kv_cache_free_gpu_memory_fraction=None,
+            enable_block_reuse=bool(ov and ov.enable_kv_cache_reuse),
+            enable_chunked_prefill=bool(ov and ov.enable_chunked_context),
+            cuda_graphs=settings.cuda_graphs, streaming=streaming, instances=settings.instances,
+            gpu_ids=gpu_ids, extra_llm_args=settings.llm_args), plan)
+        write_llmapi_repository(root, api_plan, python_model_file=python_model_file, overwrite=force)
+        return TrtllmBuildResult(repo=root, engine="llmapi", plan=plan, options=None, build_argv=[],
+                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None,
+                                 line=interface, line_why=line_why, llmapi=api_plan)
     if engine == "reference":
-        ref_engine = ReferenceEngine()
-        if plan is not None:
-            ref_engine = ReferenceEngine(max_batch_size=plan.params.max_batch_size,
-                                         max_input_len=plan.params.max_input_len,
-                                         max_seq_len=plan.params.max_seq_len,
-                                         max_num_tokens=plan.params.max_num_tokens)
-        ref = build_reference_repository(root, engine=ref_engine, streaming=streaming,
+        ref = build_reference_repository(root, engine=_reference_engine(plan), streaming=streaming,
                                          max_batch_size=triton_max_batch_size, batch_window=batch_window,
                                          tokenizer_instances=tokenizer_instances or 1,
                                          trtllm_version=interface.version, overwrite=force)
         return TrtllmBuildResult(repo=root, engine="reference", plan=plan, options=ref.options, build_argv=[],
-                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None)
-
+                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None,
+                                 line=interface, line_why=line_why,
+                                 tokenizer_instances=TokenizerInstances(tokenizer_instances or 1, "given"
+                                                                        if tokenizer_instances else
+                                                                        "the reference engine shares this machine's "
+                                                                        "CPUs with the client"))
+    engine = chosen
     if plan is None or hf_dir is None:
         raise ConfigError(f"engine {engine!r} needs the Hugging Face model folder to derive and build the engine",
                           hint="pass --hf-model DIR (the folder with config.json and the weights)")
@@ -160,12 +251,14 @@ def build_trtllm(
         raise ConfigError(f"{hf_dir}: no tokenizer.json; the preprocessing and postprocessing models read it",
                           hint="save the fast tokenizer there (transformers: AutoTokenizer.from_pretrained(d)"
                                ".save_pretrained(d)), or pass --tokenizer-dir")
+    tokenizers = derive_tokenizer_instances(batch, given=tokenizer_instances)
+    say(f"preprocessing / postprocessing instances: {tokenizers.count} ({tokenizers.why})")
     options = TrtllmRepoOptions(
         engine=engine, engine_dir=engine_path, tokenizer_dir=tok_dir, max_batch_size=batch, streaming=streaming,
         gpu_ids=tuple(ids), kv_cache_free_gpu_mem_fraction=params.kv_cache_free_gpu_mem_fraction,
         enable_kv_cache_reuse=params.enable_kv_cache_reuse, enable_chunked_context=params.enable_chunked_context,
         max_beam_width=params.max_beam_width, batch_window=batch_window,
-        preprocessing_instances=tokenizer_instances, postprocessing_instances=tokenizer_instances,
+        preprocessing_instances=tokenizers.count, postprocessing_instances=tokenizers.count,
         bls_instances=bls_instances, trtllm_version=interface.version,
     )
     write_trtllm_repository(root, options, python_model_file=python_model_file, overwrite=force)
@@ -188,4 +281,12 @@ def build_trtllm(
         info = check_engine(engine_path, runtime=runtime or runtime_version(), triton_max_batch_size=batch,
                             gpu_ids=ids, enable_kv_cache_reuse=params.enable_kv_cache_reuse)
     return TrtllmBuildResult(repo=root, engine=engine, plan=plan, options=options, build_argv=argv,
-                             engine_built=built, engine_version=version, not_built_reason=reason, engine_info=info)
+                             engine_built=built, engine_version=version, not_built_reason=reason, engine_info=info,
+                             line=interface, line_why=line_why, tokenizer_instances=tokenizers)
+
+
+def _reference_engine(plan: EnginePlan | None) -> ReferenceEngine:
+    if plan is None:
+        return ReferenceEngine()
+    return ReferenceEngine(max_batch_size=plan.params.max_batch_size, max_input_len=plan.params.max_input_len,
+                           max_seq_len=plan.params.max_seq_len, max_num_tokens=plan.params.max_num_tokens)

@@ -20,19 +20,21 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from tritonkit import __version__
 from tritonkit._fs import atomic_write
+from tritonkit._version import __version__
+from tritonkit.builders.trtllm.llmapi import LlmApiOptions, LlmApiPlan, plan_llmapi, write_llmapi_repository
 from tritonkit.builders.trtllm.repository import (
     ENGINE_QUEUE_DELAY,
+    PYMODELS,
     TrtllmRepoOptions,
     write_trtllm_repository,
 )
 from tritonkit.builders.trtllm.tokenizer import REFERENCE_SPECIAL_TOKENS, build_reference_tokenizer
 from tritonkit.errors import ConfigError
-from tritonkit.trtllm_versions import NEWEST, TrtllmInterface, find_interface
+from tritonkit.trtllm_versions import NEWEST, NEWEST_ENGINE, TrtllmInterface, find_interface
 
-__all__ = ["REFERENCE_VERSION", "ReferenceEngine", "ReferenceRepository", "build_reference_repository",
-           "reference_engine_config"]
+__all__ = ["REFERENCE_VERSION", "ReferenceEngine", "ReferenceLlmApiRepository", "ReferenceRepository",
+           "build_reference_llmapi_repository", "build_reference_repository", "reference_engine_config"]
 
 #: What the reference engine's config.json records as the version that built it.
 REFERENCE_VERSION = f"tritonkit-reference-{__version__}"
@@ -90,7 +92,7 @@ def reference_engine_config(engine: ReferenceEngine, *, vocab_size: int, allowed
                             interface: TrtllmInterface | None = None) -> dict:
     """The reference engine's ``config.json``: TensorRT-LLM's layout plus a ``reference`` section
     (its cost model, and the input names of the TensorRT-LLM line it stands in for)."""
-    v = interface or find_interface(NEWEST)
+    v = interface or find_interface(NEWEST_ENGINE)
     assert v is not None
     return {
         "version": REFERENCE_VERSION,
@@ -156,7 +158,7 @@ def build_reference_repository(
     exclude_input_in_output: bool = True,
     batch_window: str = ENGINE_QUEUE_DELAY,
     tokenizer_instances: int = 1,
-    trtllm_version: str = NEWEST,
+    trtllm_version: str = NEWEST_ENGINE,
     overwrite: bool = False,
 ) -> ReferenceRepository:
     """Write a servable in-flight-batching repository with the CPU reference engine into ``repo``.
@@ -188,3 +190,65 @@ def build_reference_repository(
     atomic_write(engine_dir / "config.json", json.dumps(config, indent=2) + "\n")
     return ReferenceRepository(repo=root, engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, options=options,
                                engine=eng, vocab_size=vocab)
+
+
+@dataclass(frozen=True)
+class ReferenceLlmApiRepository:
+    """What :func:`build_reference_llmapi_repository` wrote: one ``tensorrt_llm`` model (LLM-API interface)."""
+
+    repo: Path
+    checkpoint_dir: Path
+    plan: LlmApiPlan
+    engine: ReferenceEngine
+    vocab_size: int
+
+    @property
+    def model(self) -> str:
+        """The model clients call (``text_input``, ``sampling_param_max_tokens``, ``streaming`` → ``text_output``)."""
+        return "tensorrt_llm"
+
+
+def build_reference_llmapi_repository(
+    repo: str | Path,
+    *,
+    engine: ReferenceEngine | None = None,
+    streaming: bool = True,
+    trtllm_version: str = NEWEST,
+    overwrite: bool = False,
+) -> ReferenceLlmApiRepository:
+    """Write TensorRT-LLM's LLM-API repository with a CPU stand-in for its ``model.py`` into ``repo``.
+
+    ``config.pbtxt`` and ``model.yaml`` are what ``--engine llmapi`` writes for ``trtllm_version``'s
+    line (its tensors, its ``LLM()`` arguments, ``triton_config.decoupled`` = ``streaming``); the
+    ``model`` path is a checkpoint folder written here (``<repo>/tensorrt_llm/1/checkpoint``: the
+    trained tokenizer and a ``config.json`` with the stand-in's settings). It serves on the bundled
+    server (see ``pymodels/reference_llmapi.py`` for the contract it keeps).
+    """
+    eng = engine or ReferenceEngine()
+    line = find_interface(trtllm_version)
+    if line is None or line.llmapi is None:
+        raise ConfigError(f"TensorRT-LLM {trtllm_version} has no LLM-API backend (it comes with 0.19)",
+                          hint="pass --trtllm-version 0.19 or newer")
+    root = Path(repo).resolve()
+    checkpoint = root / "tensorrt_llm" / "1" / "checkpoint"
+    plan = plan_llmapi(LlmApiOptions(line=line, model=str(checkpoint), max_batch_size=eng.max_batch_size,
+                                     max_num_tokens=eng.max_num_tokens, max_seq_len=eng.max_seq_len,
+                                     cuda_graphs=False, streaming=streaming))
+
+    def files(_root: Path) -> dict[str, str | bytes | Path]:
+        return {"model.py": PYMODELS / "reference_llmapi.py", "tiny_lm.py": PYMODELS / "tiny_lm.py"}
+
+    write_llmapi_repository(root, plan, model_files=files, overwrite=overwrite)
+    vocab = build_reference_tokenizer(checkpoint, vocab_size=eng.vocab_size)
+    config = reference_engine_config(eng, vocab_size=vocab, allowed_token_ids=printable_token_ids(checkpoint))
+    api = line.llmapi
+    config["reference"].update({
+        "trtllm_version": line.version, "llm_args": sorted(api.llm_args),
+        "best_of_input": "sampling_param_best_of" if "sampling_param_best_of" in api.input_names
+        else "sampling_param_beam_width",
+        "max_batch_size": eng.max_batch_size, "max_seq_len": eng.max_seq_len,
+        # As the line's model.py sends them (see pymodels/reference_llmapi.py): strings up to 1.2.
+        "metrics_as_strings": line.version != "main",
+    })
+    atomic_write(checkpoint / "config.json", json.dumps(config, indent=2) + "\n")
+    return ReferenceLlmApiRepository(repo=root, checkpoint_dir=checkpoint, plan=plan, engine=eng, vocab_size=vocab)

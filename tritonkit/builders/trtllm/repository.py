@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from tritonkit.builders.trtllm.instances import derive_tokenizer_instances
 from tritonkit.builders.trtllm.interface import (
     POST_INPUTS,
     POST_OUTPUTS,
@@ -43,7 +44,7 @@ from tritonkit.repository import (
 from tritonkit.repository.lint.rules.trtllm import BATCHING_STRATEGIES, DECODING_MODES, SCHEDULER_POLICIES
 from tritonkit.repository.units import Duration
 from tritonkit.trtllm_versions import (
-    NEWEST,
+    NEWEST_ENGINE,
     SUPPORTED_TRTLLM_VERSIONS,
     TrtllmInterface,
     find_interface,
@@ -87,13 +88,13 @@ class TrtllmRepoOptions:
     (inside a container they are container paths). ``gpu_ids`` are the GPUs of one engine
     instance (tp × pp of them). ``max_batch_size`` is Triton's, and must not exceed the engine's.
     ``trtllm_version`` is the TensorRT-LLM line the configs are written for (input names differ,
-    see :mod:`~tritonkit.trtllm_versions`). Pre- and postprocessing instance counts
-    default to ``max_batch_size``: tensorrtllm_backend's README (v0.19.0) recommends matching them
-    to triton_max_batch_size, since every streamed token goes through one detokeniser call.
+    see :mod:`~tritonkit.trtllm_versions`). Pre- and postprocessing instance counts default to
+    what the machine holds (:mod:`~tritonkit.builders.trtllm.instances`): upstream's "match the max
+    batch size" starts hundreds of tokenizer stubs for a large batch.
     """
 
     engine: EngineKind = "tensorrtllm"
-    trtllm_version: str = NEWEST
+    trtllm_version: str = NEWEST_ENGINE
     engine_dir: str
     tokenizer_dir: str
     max_batch_size: int = 64
@@ -135,10 +136,15 @@ class TrtllmRepoOptions:
         if not 0 < self.kv_cache_free_gpu_mem_fraction <= 1:
             raise ConfigError(f"kv_cache_free_gpu_mem_fraction {self.kv_cache_free_gpu_mem_fraction} must be in "
                               "(0, 1]", hint="pass --kv-cache-fraction like 0.9")
-        if find_interface(self.trtllm_version) is None:
+        line = find_interface(self.trtllm_version)
+        if line is None:
             raise ConfigError(f"TensorRT-LLM {self.trtllm_version} is not in the supported matrix "
-                              f"({', '.join(SUPPORTED_TRTLLM_VERSIONS)}, any 1.x)",
+                              f"({', '.join(SUPPORTED_TRTLLM_VERSIONS)})",
                               hint="pass --trtllm-version with the line your serving container ships")
+        if not line.has_engine:
+            raise ConfigError(f"TensorRT-LLM {self.trtllm_version} has no engine backend: {line.engine_refusal}",
+                              hint=f"write the LLM-API repository (--engine llmapi), or pass --trtllm-version "
+                                   f"{NEWEST_ENGINE} or older")
         for name, count in (("preprocessing_instances", self.preprocessing_instances),
                             ("postprocessing_instances", self.postprocessing_instances),
                             ("bls_instances", self.bls_instances)):
@@ -157,8 +163,10 @@ class TrtllmRepoOptions:
 
     @property
     def tokenizer_instances(self) -> tuple[int, int]:
-        """(preprocessing, postprocessing) instance counts: as given, else ``max_batch_size`` each."""
-        return (self.preprocessing_instances or self.max_batch_size, self.postprocessing_instances or self.max_batch_size)
+        """(preprocessing, postprocessing) instance counts: as given, else derived from this machine
+        (:func:`~tritonkit.builders.trtllm.instances.derive_tokenizer_instances`)."""
+        derived = derive_tokenizer_instances(self.max_batch_size).count
+        return (self.preprocessing_instances or derived, self.postprocessing_instances or derived)
 
     @property
     def queue_size(self) -> int:

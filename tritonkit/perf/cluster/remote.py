@@ -93,23 +93,15 @@ def make_event_sink(ray: Any) -> Any:
     return ray.remote(EventSink)
 
 
-def _input_settings(job: SweepJob, work: Path, repo: Path) -> SweepSettings:
-    """The job's settings on this node: the ``--input-data`` file written here, or data derived from the
-    model file here (as ``perf sweep`` derives it on one machine) when none was given."""
-    from tritonkit.perf.measure.input_data import sweep_spec
-
+def _input_settings(job: SweepJob, work: Path) -> SweepSettings:
+    """The job's settings on this node: a ``--input-data`` file given on the driver's machine is
+    written here (data derived from the model file, the library derives on the node itself)."""
     settings = job.settings
-    spec = settings.spec
-    if spec is None:
+    if settings.spec is None or job.input_data is None:
         return settings
-    if job.input_data is not None:
-        path = work / job.input_name
-        path.write_bytes(job.input_data)
-        return replace(settings, spec=replace(spec, input_data=str(path)))
-    if len(job.models) == 1 and spec.input_data is None:
-        derived = sweep_spec(spec, repo, spec.model, work / "data", max_batch_sizes=settings.grid.max_batch_sizes)
-        return replace(settings, spec=derived.spec)
-    return settings
+    path = work / job.input_name
+    path.write_bytes(job.input_data)
+    return replace(settings, spec=replace(settings.spec, input_data=str(path)))
 
 
 def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSweep:
@@ -131,7 +123,7 @@ def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSwee
     try:
         repo = Path(job.shared_repo) if job.shared_repo else unpack(repo_blob or b"", work / "repo")
         out = work / "out"
-        settings = replace(_input_settings(job, work, repo), write_back=False)
+        settings = replace(_input_settings(job, work), write_back=False)
         result: Any
         if job.kind == KIND_SINGLE:
             result = run_sweep(repo, job.models[0], replace(settings, out=out), on_event=emit)

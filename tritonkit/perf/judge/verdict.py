@@ -1,18 +1,27 @@
 """Judge a measured load ladder against an SLA: per step, then the ladder as a whole.
 
-* a step **passes** when every constraint holds; a step that was not measured (unstable, failed,
-  or missing a metric the SLA needs) is ``unmeasured`` and never counts as a pass;
+* a step **passes** when every constraint holds and it meets the criteria beyond the SLA's bounds
+  (:class:`~tritonkit.perf.judge.criteria.JudgeSettings`: an open loop carried the rate it was
+  offered, GPU memory within its cap); a step that was not measured (unstable, failed, or missing
+  a metric the SLA needs) is ``unmeasured`` and never counts as a pass, unless one of those
+  criteria already fails it (a fact, like failed requests);
+* a step that misses says why (:attr:`StepVerdict.reasons`: each bound it broke, with what was
+  measured, and each other criterion it missed);
 * the **knee** is the highest load whose step passes: the capacity within the SLA;
 * the **binding constraint** is the one that stops the ladder from going further: the worst
   failure at the first failing step above the knee, or, when every step passes, the constraint
-  with the least headroom at the knee;
+  with the least headroom at the knee (a step above the knee that broke no bound, only another
+  criterion, binds nothing: the summary names its reason instead);
 * **headroom** is the margin to a limit as a fraction of it (``+0.2`` = 20 % to spare,
   ``-0.1`` = 10 % over); a zero limit (``errors==0``) has none;
 * the overall verdict passes when some step passes (exit 0), fails when steps were measured and
   none passes (exit 1), and is ``unmeasured`` when no step could be measured (exit 2).
 
 :func:`evaluate` works on plain :class:`StepMeasurement` values; :func:`evaluate_result` reads a
-:class:`~tritonkit.perf.measure.result.PerfResult`. ``Verdict.to_dict()`` is what ``result.json`` keeps.
+:class:`~tritonkit.perf.measure.result.PerfResult`; both take the :class:`JudgeSettings` (default:
+5 % rate tolerance, no memory cap), and so do every other verdict (LLM runs, the sweep) and the
+ladder's stop rule (:mod:`tritonkit.perf.judge.step`). ``Verdict.to_dict()`` is what ``result.json``
+keeps, the settings it was judged with included.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any, Literal
 
 from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
+from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.metric_registry import LATENCY_STATS
@@ -63,6 +73,11 @@ class StepMeasurement:
     ``load`` is the offered load (concurrency, or request rate in requests/s); ``values`` maps
     canonical metric names to measurements (a metric that was not measured is absent or
     ``None``); ``measured`` is false for a step that has no trustworthy numbers.
+
+    What the criteria beyond the SLA read (``None``: not known, not judged): ``offered_per_s`` the
+    request rate an open loop offered (``None`` for a closed loop), ``carried_per_s`` the requests
+    per second the server answered (known even where the step is not otherwise measured) with its
+    95 % interval ``carried_interval_per_s``, ``gpu_memory_mb`` the peak GPU memory in MiB.
     """
 
     load: float
@@ -70,6 +85,10 @@ class StepMeasurement:
     measured: bool = True
     note: str = ""
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    offered_per_s: float | None = None
+    carried_per_s: float | None = None
+    carried_interval_per_s: tuple[float, float] | None = None
+    gpu_memory_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,12 @@ class CheckResult:
     def within_noise(self) -> bool:
         """The limit lies inside the value's 95 % interval: measured again, the verdict could flip."""
         return self.interval is not None and self.interval[0] <= self.constraint.value <= self.interval[1]
+
+    def describe(self) -> str:
+        """``"p99<=50ms (measured 73.2 ms)"``: the constraint and what was measured."""
+        c = self.constraint
+        measured = "not measured" if self.measured is None else format_metric(c.metric, self.measured)
+        return f"{c} (measured {measured})"
 
     def noise_note(self) -> str:
         """``"; the margin is inside the noise (…)"`` when :attr:`within_noise`, else ``""``."""
@@ -129,18 +154,29 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class StepVerdict:
-    """Every constraint judged at one step, and whether the step as a whole passes."""
+    """Every constraint judged at one step, and whether the step as a whole passes.
+
+    ``misses``: the criteria beyond the SLA's bounds this step missed, each as a sentence
+    (``"carried 412.3 of 500 req/s offered (below 95 %)"``); any of them fails the step.
+    """
 
     load: float
     status: Status
     checks: tuple[CheckResult, ...]
     throughput_per_s: float | None = None
     note: str = ""
+    misses: tuple[str, ...] = ()
 
     @property
     def failed(self) -> tuple[CheckResult, ...]:
         """The constraints this step broke."""
         return tuple(c for c in self.checks if c.passed is False)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why this step missed: each bound it broke (with what was measured), then each other
+        criterion it missed; empty for a step that passed or was not measured."""
+        return (*(c.describe() for c in self.failed), *self.misses)
 
     @property
     def worst(self) -> CheckResult | None:
@@ -164,6 +200,7 @@ class StepVerdict:
             tuple(CheckResult.from_dict(c) for c in data.get("checks") or []),
             None if throughput is None else float(throughput),
             str(data.get("note") or ""),
+            tuple(str(m) for m in data.get("misses") or []),  # absent from verdicts stored before it
         )
 
 
@@ -183,9 +220,20 @@ def _worst(checks: Iterable[CheckResult]) -> CheckResult | None:
     return ranked[0] if ranked else None
 
 
+def _where(load_kind: str, load: float) -> str:
+    """``"concurrency 8"`` or ``"request_rate 400 req/s"``: a step's load as summaries name it."""
+    unit = "" if load_kind == "concurrency" else " req/s"
+    return f"{load_kind} {fmt_number(load)}{unit}"
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """The ladder judged against the SLA."""
+    """The ladder judged against the SLA and the criteria beyond it (``judging``).
+
+    ``reasons``: why nothing could be measured (``unmeasured``), or what a step missed where no
+    broken bound says it (the step above the knee, or the closest miss, failed only a criterion
+    of ``judging``); empty otherwise.
+    """
 
     sla: SLA
     status: Status
@@ -194,6 +242,7 @@ class Verdict:
     binding: CheckResult | None
     load_kind: str = "concurrency"
     reasons: tuple[str, ...] = field(default=())
+    judging: JudgeSettings = field(default_factory=JudgeSettings)
 
     @property
     def exit_code(self) -> int:
@@ -230,7 +279,6 @@ class Verdict:
 
     def summary(self) -> str:
         """One line for people and logs."""
-        unit = "" if self.load_kind == "concurrency" else " req/s"
         if self.status == "unmeasured":
             why = "; ".join(self.reasons) or "no step was measured"
             return f"SLA {self.sla}: COULD NOT MEASURE ({why})"
@@ -242,9 +290,11 @@ class Verdict:
                     f"; closest step missed {b.constraint}"
                     f" (measured {format_metric(b.constraint.metric, b.measured)})"
                 ) + b.noise_note()
+            elif self.reasons:
+                detail = "; closest step " + "; ".join(self.reasons)
             return f"SLA {self.sla}: MISSED at every measured load{detail}"
         assert self.knee is not None  # a pass always has a knee
-        parts = [f"SLA {self.sla}: PASS up to {self.load_kind} {fmt_number(self.knee.load)}{unit}"]
+        parts = [f"SLA {self.sla}: PASS up to {_where(self.load_kind, self.knee.load)}"]
         if self.knee_throughput_per_s is not None:
             parts.append(f"{format_metric('throughput', self.knee_throughput_per_s)}")
         if self.binding is not None:
@@ -252,6 +302,8 @@ class Verdict:
             if self.headroom is not None:
                 bound += f" ({self.headroom * 100:+.1f}% headroom at the knee)"
             parts.append(bound + self.binding.noise_note())
+        elif self.reasons:
+            parts.append("above it " + "; ".join(self.reasons))
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -268,6 +320,7 @@ class Verdict:
             "binding": self.binding.to_dict() if self.binding else None,
             "headroom": self.headroom,
             "reasons": list(self.reasons),
+            "judging": self.judging.to_dict(),
             "steps": [s.to_dict() for s in self.steps],
         }
 
@@ -297,16 +350,21 @@ class Verdict:
                 binding,
                 str(data.get("load_kind") or "concurrency"),
                 tuple(str(r) for r in data.get("reasons") or []),
+                JudgeSettings.from_dict(data.get("judging")),  # the defaults for verdicts stored before it
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"the stored SLA verdict is malformed: {exc}") from exc
 
 
-def _judge_step(sla: SLA, step: StepMeasurement) -> StepVerdict:
+def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> StepVerdict:
     throughput = step.values.get("throughput")
+    misses = tuple(m for m in (judging.rate_miss(step.offered_per_s, step.carried_per_s, step.carried_interval_per_s),
+                               judging.memory_miss(step.gpu_memory_mb)) if m is not None)
     if not step.measured:
+        # Nothing the SLA's bounds could read; a criterion it missed all the same is a fact.
         checks = tuple(CheckResult(c, None, None, None) for c in sla.constraints)
-        return StepVerdict(step.load, "unmeasured", checks, throughput, step.note or "not measured")
+        return StepVerdict(step.load, "fail" if misses else "unmeasured", checks, throughput,
+                           step.note or "not measured", misses)
     checks_list: list[CheckResult] = []
     missing: list[str] = []
     for c in sla.constraints:
@@ -317,7 +375,7 @@ def _judge_step(sla: SLA, step: StepMeasurement) -> StepVerdict:
         else:
             checks_list.append(CheckResult(c, value, c.holds(value), c.headroom(value), step.intervals.get(c.metric)))
     checks = tuple(checks_list)
-    if any(c.passed is False for c in checks):
+    if misses or any(c.passed is False for c in checks):
         status: Status = "fail"
     elif missing:
         status = "unmeasured"
@@ -326,17 +384,36 @@ def _judge_step(sla: SLA, step: StepMeasurement) -> StepVerdict:
     note = step.note
     if missing and status != "fail":
         note = (note + "; " if note else "") + f"not measured: {', '.join(missing)}"
-    return StepVerdict(step.load, status, checks, throughput, note)
+    return StepVerdict(step.load, status, checks, throughput, note, misses)
 
 
-def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "concurrency") -> Verdict:
-    """Judge every step against ``sla`` and find the knee, the binding constraint and the headroom.
+def _step_rank(step: StepVerdict) -> tuple[int, float]:
+    """How close a failing step came to passing: by its worst broken bound; a step that broke no
+    bound (it missed only another criterion) ranks below every one that did."""
+    worst = step.worst
+    return _rank(worst) if worst is not None and worst.passed is False else (0, -math.inf)
+
+
+def _what_missed(step: StepVerdict, load_kind: str) -> tuple[CheckResult | None, tuple[str, ...]]:
+    """What a failing step says about the ladder: its worst broken bound, or, when it broke none,
+    the other criteria it missed (with its load)."""
+    if step.failed:
+        return step.worst, ()
+    return None, tuple(f"at {_where(load_kind, step.load)}: {m}" for m in step.misses)
+
+
+def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "concurrency",
+             judging: JudgeSettings | None = None) -> Verdict:
+    """Judge every step against ``sla`` and ``judging`` (default :class:`JudgeSettings`), and find
+    the knee, the binding constraint and the headroom.
 
     Steps are judged in order of load (they may arrive in any order). A step that broke a
-    constraint fails even if some other metric was not measured there.
+    constraint, or missed a criterion of ``judging``, fails even if some other metric was not
+    measured there.
     """
+    judging = judging or JudgeSettings()
     ordered = sorted(steps, key=lambda s: s.load)
-    judged = tuple(_judge_step(sla, s) for s in ordered)
+    judged = tuple(_judge_step(sla, s, judging) for s in ordered)
     passing = [s for s in judged if s.status == "pass"]
     failing = [s for s in judged if s.status == "fail"]
     reasons: list[str] = []
@@ -346,31 +423,35 @@ def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "co
         else:
             notes = sorted({s.note for s in judged if s.note})
             reasons.extend(notes or ["no step was measured"])
-        return Verdict(sla, "unmeasured", judged, None, None, load_kind, tuple(reasons))
+        return Verdict(sla, "unmeasured", judged, None, None, load_kind, tuple(reasons), judging)
     if not passing:
         # Nothing meets the SLA: report what the step closest to passing missed.
-        closest = max(failing, key=lambda s: _rank(s.worst) if s.worst else (0, -math.inf))
-        return Verdict(sla, "fail", judged, None, closest.worst, load_kind, ())
+        binding, missed = _what_missed(max(failing, key=_step_rank), load_kind)
+        return Verdict(sla, "fail", judged, None, binding, load_kind, missed, judging)
     knee = max(passing, key=lambda s: s.load)
     above = [s for s in failing if s.load > knee.load]
-    binding = above[0].worst if above else knee.worst
-    return Verdict(sla, "pass", judged, knee, binding, load_kind, ())
+    binding, missed = _what_missed(above[0], load_kind) if above else (knee.worst, ())
+    return Verdict(sla, "pass", judged, knee, binding, load_kind, missed, judging)
 
 
 # --------------------------------------------------------------------------- from a run result
 
 
-def measurement_from_step(step: StepResult) -> StepMeasurement:
+def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasurement:
     """What the SLA reads from one :class:`~tritonkit.perf.measure.result.StepResult`, in canonical units.
 
     * A clean step (stable, no failed request, numbers present) gives every metric.
     * A step where requests failed gives only ``errors`` and ``error_rate``: perf_analyzer stops
       at the first failure, so its latencies are not a measurement, but the failures are a fact
       that fails ``errors==0``.
-    * An unstable step, or one without numbers, is not measured: it neither passes nor fails.
+    * An unstable step, or one without numbers, is not measured: it passes no bound and fails
+      none (only a criterion beyond the SLA, judged on the facts below, can fail it).
 
     Errors are the larger of the step's count and the server's failure counter over the step,
-    so a failure either side saw is never missed.
+    so a failure either side saw is never missed. For the criteria beyond the SLA: an open-loop
+    step's offered rate, the requests per second it carried (its throughput over ``batch_size``:
+    throughput counts inferences, the rate counts requests) whenever perf_analyzer gave one and
+    did not fail, and its peak GPU memory from the server's metrics.
     """
     errors = float(step.error_count)
     if step.metrics is not None and step.metrics.failure_count is not None:
@@ -397,6 +478,15 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
     if step.server_lost:
         note = "the server stopped answering during this step"
         return StepMeasurement(step.load_value, {}, False, note)
+    per_request = 1.0 / max(1, batch_size)
+    carried = None
+    carried_band = None
+    if step.throughput_per_s is not None and step.failure is None:
+        carried = step.throughput_per_s * per_request
+        raw_band = step.throughput_interval_per_s
+        if raw_band and len(raw_band) == 2:
+            carried_band = (raw_band[0] * per_request, raw_band[1] * per_request)
+    memory_bytes = step.metrics.gpu_memory_used_bytes_max if step.metrics is not None else None
     if errors > 0:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
     elif not step.stable:
@@ -410,20 +500,26 @@ def measurement_from_step(step: StepResult) -> StepMeasurement:
     measured = clean or errors > 0
     band = step.throughput_interval_per_s
     intervals = {"throughput": (band[0], band[1])} if clean and band and len(band) == 2 else {}
-    return StepMeasurement(step.load_value, values, measured, note, intervals)
+    return StepMeasurement(
+        step.load_value, values, measured, note, intervals,
+        offered_per_s=step.load_value if step.load_mode == "request_rate" else None,
+        carried_per_s=carried, carried_interval_per_s=carried_band,
+        gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20,
+    )
 
 
-def evaluate_result(sla: SLA, result: PerfResult) -> Verdict:
-    """Judge every step of ``result`` against ``sla`` (see :func:`evaluate`)."""
+def evaluate_result(sla: SLA, result: PerfResult, judging: JudgeSettings | None = None) -> Verdict:
+    """Judge every step of ``result`` against ``sla`` and ``judging`` (see :func:`evaluate`)."""
     load_kind = result.steps[0].load_mode if result.steps else "concurrency"
-    measurements = [measurement_from_step(s) for s in result.steps]
-    verdict = evaluate(sla, measurements, load_kind=load_kind)
+    batch_size = result.metadata.batch_size or 1
+    measurements = [measurement_from_step(s, batch_size=batch_size) for s in result.steps]
+    verdict = evaluate(sla, measurements, load_kind=load_kind, judging=judging)
     lost = next((s for s in sorted(result.steps, key=lambda s: s.load_value) if s.server_lost), None)
     if lost is not None:
         return _cut_short(verdict, lost)
     if verdict.status == "unmeasured" and not result.steps and result.stop_reason not in ("", "completed"):
         verdict = Verdict(
-            sla, "unmeasured", (), None, None, load_kind, (f"ladder stopped: {result.stop_reason}",)
+            sla, "unmeasured", (), None, None, load_kind, (f"ladder stopped: {result.stop_reason}",), verdict.judging
         )
     return verdict
 
@@ -434,12 +530,10 @@ def _cut_short(verdict: Verdict, lost: StepResult) -> Verdict:
     Whatever the steps below said, the knee was not found (the next load might have passed), so
     the run is ``unmeasured`` (exit 2) and says where measuring stopped and what passed before.
     """
-    unit = "" if verdict.load_kind == "concurrency" else " req/s"
-    where = f"{verdict.load_kind} {fmt_number(lost.load_value)}{unit}"
-    reason = f"the server stopped answering at {where}: could not measure beyond it"
+    reason = f"the server stopped answering at {_where(verdict.load_kind, lost.load_value)}: could not measure beyond it"
     if verdict.knee is not None:
-        reason += f" (the SLA held up to {verdict.load_kind} {fmt_number(verdict.knee.load)}{unit})"
-    return Verdict(verdict.sla, "unmeasured", verdict.steps, None, None, verdict.load_kind, (reason,))
+        reason += f" (the SLA held up to {_where(verdict.load_kind, verdict.knee.load)})"
+    return Verdict(verdict.sla, "unmeasured", verdict.steps, None, None, verdict.load_kind, (reason,), verdict.judging)
 
 
 def stored_verdict(result: PerfResult) -> Verdict | None:

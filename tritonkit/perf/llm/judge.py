@@ -9,10 +9,18 @@ did not get its answer either.
 
 The per-request objectives goodput needs come from the SLA's own upper bounds on TTFT, ITL and
 request latency (``ttft_p99<=500ms`` → each request's TTFT ≤ 500 ms) unless given explicitly.
+
+The criteria beyond the SLA (:class:`~tritonkit.perf.judge.JudgeSettings`) are the judge's as for
+every run, and judge what an LLM step measures: no GPU memory figure (an LLM step scrapes no GPU
+metrics), and no offered rate. A concurrency step is a closed loop; a traffic shape (ramp, spike,
+soak, replay) is meant to outrun the server at times, and the requests it answered per second
+count the generation of the last ones after the schedule ended, so they are no carried rate to
+hold against the schedule's mean: how a shaped step falls behind and recovers is its recovery time.
 """
 
 from __future__ import annotations
 
+from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.sla import SLA
 from tritonkit.perf.judge.verdict import StepMeasurement, Verdict, evaluate
 from tritonkit.perf.llm.metrics import GoodputSLO
@@ -76,8 +84,10 @@ def _offered_load(step: LLMStep) -> float:
     return count / end_s if end_s > 0 else step.load_value
 
 
-def evaluate_llm(sla: SLA, result: LLMResult) -> Verdict:
-    """Judge every step of ``result`` against ``sla`` plus ``errors==0`` unless errors are bounded."""
+def evaluate_llm(sla: SLA, result: LLMResult, judging: JudgeSettings | None = None) -> Verdict:
+    """Judge every step of ``result`` against ``sla`` plus ``errors==0`` unless errors are bounded,
+    and ``judging`` (see the module docstring), with the one judge every run has."""
     shaped = bool(result.steps) and result.steps[0].load_mode != "concurrency"
     load_kind = "request_rate" if shaped else "concurrency"
-    return evaluate(sla.with_zero_errors(), [llm_measurement(s) for s in result.steps], load_kind=load_kind)
+    return evaluate(sla.with_zero_errors(), [llm_measurement(s) for s in result.steps], load_kind=load_kind,
+                    judging=judging)

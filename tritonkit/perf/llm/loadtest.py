@@ -37,6 +37,7 @@ from tritonkit.perf.measure.failures import Failure, StepError, classify
 from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
+from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST_FAILURE, REQUEST_SUCCESS
 
 __all__ = ["STALL_MARKER", "LLMPlan", "run_llm"]
 
@@ -102,8 +103,8 @@ def _counter_delta(snapshots: Sequence[MetricsSnapshot], name: str, model: str, 
 
 
 def _mean_queue_ms(snapshots: Sequence[MetricsSnapshot], model: str) -> float | None:
-    queue = _counter_delta(snapshots, "nv_inference_queue_duration_us", model)
-    done = _counter_delta(snapshots, "nv_inference_request_success", model)
+    queue = _counter_delta(snapshots, QUEUE_DURATION_US.name, model)
+    done = _counter_delta(snapshots, REQUEST_SUCCESS.name, model)
     return queue / done / 1000.0 if queue is not None and done else None
 
 
@@ -232,8 +233,8 @@ def run_llm(
             client_deadline_ms=plan.client_deadline_ms,
             analyzer_errors=[e.strip() for e in errors],
             analyzer_stalled=inv.stopped,
-            server_rejected=_counter_delta(inv.snapshots, "nv_inference_request_failure", model, reason="REJECTED"),
-            server_failed=_counter_delta(inv.snapshots, "nv_inference_request_failure", model),
+            server_rejected=_counter_delta(inv.snapshots, REQUEST_FAILURE.name, model, reason=REASON_REJECTED),
+            server_failed=_counter_delta(inv.snapshots, REQUEST_FAILURE.name, model),
             server_reachable=reachable,
             max_queue_size=meta.max_queue_size,
             queue_timeout_rejects=meta.queue_timeout_rejects and meta.queue_timeout_us > 0,
@@ -246,6 +247,8 @@ def run_llm(
             load_mode=mode, load_value=value, metrics=metrics, failures=failures,
             timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
             requests=[((r.sent_ns - first_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
+            server_ttft_ms=([r.server_ttft_ms for r in records] if any(r.server_ttft_ms is not None for r in records)
+                            else []),
             wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=full,
             raw_files=[p.name for p in folder.glob(f"{name}.*")],
         )

@@ -26,6 +26,12 @@ a decoupled model of unknown outputs, each response with any other non-empty out
 "token": TTFT is then the time to first response, ITL the inter-response latency.
 Input length: ``input_ids`` / ``input_lengths`` where the request carries them, else the prompt's
 tokens as the model's tokenizer counts them when one is given, else its whitespace-separated words.
+
+**Server TTFT**: where the model returns its own per-request timings (TensorRT-LLM's LLM-API model
+with ``sampling_param_return_perf_metrics``: ``arrival_time_ns`` and ``first_token_time_ns`` on
+its responses, the executor's steady clock), ``first_token_time_ns − arrival_time_ns`` of the last
+response that carries both, per request, beside the client's TTFT: the difference is what lies
+outside the engine (network, Triton's queue and frontends, the python model's hand-over).
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ __all__ = [
     "count_output_tokens",
     "drift",
     "records_from_export",
+    "server_ttft_ms",
     "load_export_records",
 ]
 
@@ -88,6 +95,8 @@ class RequestRecord:
     response_ns: tuple[int, ...]
     tokens_per_response: tuple[int, ...]
     input_tokens: int | None = None
+    #: The model's own time to first token (its ``first_token_time_ns − arrival_time_ns``), when it says.
+    server_ttft_ms: float | None = None
 
     @property
     def output_tokens(self) -> int:
@@ -217,6 +226,8 @@ class LLMMetrics(JsonDataclass):
     good_count: int | None = None
     goodput_per_s: float | None = None
     notes: tuple[str, ...] = ()
+    #: The model's own TTFT (see the module docstring), over the requests that carried it.
+    server_ttft_ms: Distribution | None = None
     #: 95 % bootstrap interval ``[low, high]`` of each headline figure, by SLA name (``ttft_p99``,
     #: ``itl_p99``, ``tokens_per_s``, ``requests_per_s``, ``goodput``): its spread over the requests.
     intervals: dict[str, list[float]] = field(default_factory=dict)
@@ -278,6 +289,32 @@ def count_output_tokens(
         return _new_text_counts([_text(out.get(text)) for out in outputs]), "responses"
     counts = tuple(int(any(_count_value(v) > 0 for k, v in out.items() if not _not_a_token(k))) for out in outputs)
     return counts, "responses"
+
+
+def _first_int(value: Any) -> int | None:
+    # One INT64 element, as declared. A model that sends the timing as a string in a tensor declared
+    # INT64 (TensorRT-LLM 1.2.0rc2's LLM-API model.py) is exported by perf_analyzer as its bytes read
+    # as integers (a length prefix and digits, several elements): no timing can be read from that.
+    if isinstance(value, list):
+        if len(value) != 1:
+            return None
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def server_ttft_ms(outputs: Sequence[Mapping[str, Any]]) -> float | None:
+    """The model's own TTFT from its responses' ``arrival_time_ns`` / ``first_token_time_ns`` (the last
+    response carrying both, after a first token); ``None`` when it sends no such timings."""
+    for out in reversed(outputs):
+        arrival, first = _first_int(out.get("arrival_time_ns")), _first_int(out.get("first_token_time_ns"))
+        if arrival is not None and first is not None and first > 0 and first >= arrival:
+            return (first - arrival) / 1e6
+    return None
 
 
 def _id_output(outputs: Sequence[Mapping[str, Any]]) -> str | None:
@@ -372,6 +409,7 @@ def records_from_export(
                         response_ns=responses,
                         tokens_per_response=counts,
                         input_tokens=_input_tokens(request.get("request_inputs") or {}, count_text),
+                        server_ttft_ms=server_ttft_ms(outputs),
                     )
                 )
             except (KeyError, TypeError, ValueError) as exc:
@@ -422,6 +460,7 @@ def compute_metrics(
         answered_count=len(answered),
         duration_s=duration_s,
         ttft_ms=Distribution.of(v for r in answered if (v := r.ttft_ms) is not None),
+        server_ttft_ms=Distribution.of(v for r in answered if (v := r.server_ttft_ms) is not None),
         itl_ms=Distribution.of(itls),
         latency_ms=Distribution.of(v for r in answered if (v := r.latency_ms) is not None),
         per_user_tokens_per_s=Distribution.of(1000.0 / v for v in itls if v > 0),

@@ -13,6 +13,7 @@ Two sources:
 The request layout follows the model (:data:`INTERFACES`, data, not code paths): the TensorRT-LLM
 ensemble / BLS interface (``text_input``, ``max_tokens``, optional ``stream``), the engine model
 itself (``input_ids``, ``input_lengths``, ``request_output_len``, optional ``streaming``), the
+LLM-API model (``text_input``, ``sampling_param_max_tokens``, ``streaming``), the
 vLLM backend (``text_input``, ``sampling_parameters`` JSON, ``stream``,
 ``exclude_input_in_output``), any ``text_input`` → ``text_output`` model, or — for any other
 decoupled model — ``generic``: perf_analyzer makes the inputs from the model's metadata and each
@@ -58,7 +59,7 @@ _WORDS_TEXT = (
 )
 WORDS: tuple[str, ...] = tuple(_WORDS_TEXT.split())
 
-LayoutName = Literal["text", "ids", "vllm", "text_io", "generic"]
+LayoutName = Literal["text", "ids", "llmapi", "vllm", "text_io", "generic"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class Interface:
 
 #: The interfaces tritonkit knows, most specific first.
 #: TensorRT-LLM: the tensorrtllm_backend's ensemble / BLS and the ``tensorrt_llm`` model;
+#: TensorRT-LLM's LLM-API model (``all_models/llmapi``; its tensors per line in
+#: :mod:`tritonkit.trtllm_versions`): ``text_input``, ``sampling_param_max_tokens``, ``streaming``;
 #: vLLM: triton-inference-server/vllm_backend ``src/model.py`` (``text_input``, optional ``stream``,
 #: ``sampling_parameters`` as JSON text and ``exclude_input_in_output``; output ``text_output``).
 INTERFACES: tuple[Interface, ...] = (
@@ -85,6 +88,8 @@ INTERFACES: tuple[Interface, ...] = (
               "text_input / max_tokens (TensorRT-LLM ensemble interface)"),
     Interface("ids", frozenset({"input_ids", "input_lengths", "request_output_len"}), "streaming",
               "input_ids / input_lengths / request_output_len (TensorRT-LLM engine interface)"),
+    Interface("llmapi", frozenset({"text_input", "sampling_param_max_tokens"}), "streaming",
+              "text_input / sampling_param_max_tokens / streaming (TensorRT-LLM LLM-API interface)"),
     Interface("vllm", frozenset({"text_input", "sampling_parameters"}), "stream",
               "text_input / sampling_parameters JSON / exclude_input_in_output (vLLM backend interface)"),
     Interface("text_io", frozenset({"text_input"}), "stream", "text_input → text_output (a text-in, text-out model)"),
@@ -234,7 +239,8 @@ def detect_layout(
     if chosen is None:
         raise ConfigError(
             f"model {model!r} has neither the TensorRT-LLM ensemble inputs (text_input, max_tokens) nor the "
-            f"engine's (input_ids, input_lengths, request_output_len), nor vLLM's (text_input, sampling_parameters), "
+            f"engine's (input_ids, input_lengths, request_output_len), nor the LLM-API model's (text_input, "
+            f"sampling_param_max_tokens), nor vLLM's (text_input, sampling_parameters), "
             f"and it is not decoupled; it has {', '.join(sorted(inputs)) or 'none'}",
             hint="point --llm at the ensemble, the BLS model or the tensorrt_llm model, or at a decoupled model",
         )
@@ -243,9 +249,13 @@ def detect_layout(
     return RequestLayout(chosen.name, stream, batched, optional)
 
 
-# Optional inputs filled when the model has them: vLLM would echo the prompt into text_output
-# (and so into the token count) unless told not to.
-_OPTIONAL: dict[str, tuple[str, ...]] = {"vllm": ("exclude_input_in_output",)}
+# Optional inputs filled (true) when the model has them: vLLM and the LLM-API model echo the prompt
+# into text_output unless told not to; the LLM-API model returns its own per-request timings when
+# asked (the report puts its TTFT beside the client's).
+_OPTIONAL: dict[str, tuple[str, ...]] = {
+    "vllm": ("exclude_input_in_output",),
+    "llmapi": ("sampling_param_exclude_input_from_output", "sampling_param_return_perf_metrics"),
+}
 
 
 def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -> dict[str, Any]:
@@ -256,6 +266,10 @@ def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -
         # ignore_eos: a model may stop early; the load asks for exactly this many tokens.
         params = {"max_tokens": prompt.output_tokens, "ignore_eos": True}
         entry = {"text_input": [prompt.text], "sampling_parameters": [json.dumps(params)]}
+    elif layout.name == "llmapi":
+        # text_input is declared [-1] (one prompt per request): perf_analyzer needs its shape given.
+        entry = {"text_input": {"content": [prompt.text], "shape": [1]},
+                 "sampling_param_max_tokens": [prompt.output_tokens]}
     elif layout.name == "text_io":
         entry = {"text_input": [prompt.text]}
     else:

@@ -40,6 +40,10 @@ METRIC_DEFINITIONS: tuple[tuple[str, str], ...] = (
     ("recovery", "after the load (a spike's burst, or the whole shape) ends: time until the server's pending "
                  "requests and queue time are back at their level before the load"),
     ("client deadline", "a request slower than the client's deadline counts as a client time-out"),
+    ("server TTFT", "the model's own time to first token, where it reports per-request timings (TensorRT-LLM's "
+                    "LLM-API model with sampling_param_return_perf_metrics): first_token_time_ns − arrival_time_ns; "
+                    "client − server TTFT of a request is what lies outside the engine (network, Triton's queue, "
+                    "the python model's hand-over)"),
 )
 
 
@@ -158,9 +162,30 @@ def _step_blocks(step: LLMStep) -> list[Block]:
                                 _f(w.latency_p99_ms), _f(w.ttft_p99_ms)] for w in step.drift.windows])))
         out.append(("p", f"First → last window: p99 latency {_f(step.drift.p99_change_pct)} %, "
                          f"TTFT p99 {_f(step.drift.ttft_p99_change_pct)} %."))
+    server = _server_ttft_rows(step)
+    if server is not None:
+        out.append(("p", "TTFT as the client saw it and as the model itself reports it, per request "
+                         "(the time line plots both):"))
+        out.append(("table", server))
     out += [("li", f"warning: {w}") for w in step.warnings]
     out.append(("img", _label(step)))
     return out
+
+
+def _server_ttft_rows(step: LLMStep) -> tuple[list[str], list[list[str]]] | None:
+    """Client TTFT, the model's own TTFT, and their per-request difference (``None``: no server timings)."""
+    pairs = [(r[1], s) for r, s in zip(step.requests, step.server_ttft_ms, strict=False)
+             if r[1] is not None and s is not None]
+    if not pairs:
+        return None
+    client = Distribution.of(c for c, _ in pairs)
+    server = Distribution.of(s for _, s in pairs)
+    gap = Distribution.of(c - s for c, s in pairs)
+    assert client is not None and server is not None and gap is not None
+    return (["per request (" + str(len(pairs)) + ")", "p50 ms", "p90 ms", "p99 ms", "max ms"],
+            [[name, _f(d.p50), _f(d.p90), _f(d.p99), _f(d.max)]
+             for name, d in (("client TTFT", client), ("server TTFT (model's own)", server),
+                             ("client − server", gap))])
 
 
 def render_llm_html(result: LLMResult, verdict: Verdict | None = None, *, plots: dict[str, bytes] | None = None,
@@ -221,6 +246,9 @@ def render_timeline_png(step: LLMStep) -> bytes | None:
     sent = [r[0] for r in step.requests]
     top.plot(sent, [r[2] for r in step.requests], ".", label="request latency (ms)")
     top.plot(sent, [r[1] for r in step.requests], "x", label="TTFT (ms)")
+    if step.server_ttft_ms:
+        top.plot(sent, [v if v is not None else float("nan") for v in step.server_ttft_ms], "+",
+                 label="server TTFT, the model's own (ms)")
     top.set_ylabel("ms")
     top.legend(loc="upper left", fontsize="small")
     times = [p.t_s for p in step.timeline]

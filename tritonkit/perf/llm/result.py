@@ -49,6 +49,8 @@ class LLMStep(JsonDataclass):
     failures: FailureReport
     timeline: list[TimelinePoint] = field(default_factory=list)
     requests: list[tuple[float, float | None, float | None]] = field(default_factory=list)
+    #: The model's own TTFT per request, in the order of ``requests`` (empty when the model sends no timings).
+    server_ttft_ms: list[float | None] = field(default_factory=list)
     recovery: Recovery | None = None
     drift: Drift | None = None
     phases: list[dict[str, Any]] = field(default_factory=list)

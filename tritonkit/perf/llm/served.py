@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError, TritonKitError
-from tritonkit.trtllm_versions import TrtllmInterface, line_from_inputs, resolve_trtllm_version
+from tritonkit.trtllm_versions import (
+    TrtllmInterface,
+    line_from_inputs,
+    llmapi_from_inputs,
+    resolve_trtllm_version,
+)
 
 if TYPE_CHECKING:
     from tritonkit.perf.llm.prompts import RequestLayout
@@ -106,6 +111,13 @@ def trtllm_layout(
     ``requested`` line whose spelling the model does not declare is refused: Triton would
     reject every request ("unexpected inference input").
     """
+    if layout.name == "llmapi":
+        # The LLM-API model: no minimum-length input; its line is told by its tensors (or named).
+        line = resolve_trtllm_version(requested, need_engine=False) if requested is not None \
+            else llmapi_from_inputs(input_names)
+        origin = f"--trtllm-version {requested}" if requested is not None else \
+            f"the LLM-API tensors model {model!r} declares"
+        return layout, TrtllmChoice(line, origin, None)
     if layout.name not in _TRTLLM_LAYOUTS:
         if requested is not None:
             raise ConfigError(f"--trtllm-version applies to TensorRT-LLM models; {model!r} speaks the "

@@ -30,6 +30,13 @@ from tritonkit._records import record_dict
 from tritonkit.perf.llm.metrics import RequestRecord
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.metrics import MetricsSnapshot
+from tritonkit.triton_metrics import (
+    PENDING_REQUESTS,
+    QUEUE_DURATION_US,
+    REASON_REJECTED,
+    REQUEST_FAILURE,
+    REQUEST_SUCCESS,
+)
 
 __all__ = [
     "FAILURE_CLASSES",
@@ -74,18 +81,18 @@ def server_timeline(snapshots: Sequence[MetricsSnapshot], model: str, *, t0_mono
         if previous is not None:
             done = [
                 _delta(previous, snap, name, model)
-                for name in ("nv_inference_request_success", "nv_inference_request_failure")
+                for name in (REQUEST_SUCCESS.name, REQUEST_FAILURE.name)
             ]
             count = sum(d for d in done if d is not None) if any(d is not None for d in done) else None
-            queue_us = _delta(previous, snap, "nv_inference_queue_duration_us", model)
+            queue_us = _delta(previous, snap, QUEUE_DURATION_US.name, model)
             completed = count
             if count and queue_us is not None:
                 queue_ms = queue_us / count / 1000.0
-            rejected = _delta(previous, snap, "nv_inference_request_failure", model, reason="REJECTED")
+            rejected = _delta(previous, snap, REQUEST_FAILURE.name, model, reason=REASON_REJECTED)
         points.append(
             ServerPoint(
                 t_s=snap.monotonic_s - t0_monotonic_s,
-                pending=_total(snap, "nv_inference_pending_request_count", model),
+                pending=_total(snap, PENDING_REQUESTS.name, model),
                 queue_ms=queue_ms,
                 completed=completed,
                 rejected=rejected,

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from tritonkit.errors import PerfError, PerfTimeoutError
+from tritonkit.errors import StepError, StepTimeoutError
 
 __all__ = ["Failure", "Diagnosis", "StepError", "StepTimeoutError", "classify", "diagnose_request_errors"]
 
@@ -56,28 +56,6 @@ class Diagnosis:
 
     failure: Failure
     message: str
-
-
-class StepError(PerfError):
-    """A perf_analyzer step that failed, classified: ``failure`` and the server's or model's message."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        failure: Failure,
-        server_message: str = "",
-        returncode: int | None = None,
-        stderr_tail: str = "",
-        hint: str | None = None,
-    ) -> None:
-        super().__init__(message, returncode=returncode, stderr_tail=stderr_tail, hint=hint)
-        self.failure = failure
-        self.server_message = server_message
-
-
-class StepTimeoutError(StepError, PerfTimeoutError):
-    """A step that passed its time limit (``failure`` is :attr:`Failure.TIMEOUT`)."""
 
 
 _MODEL_ERROR_RE = re.compile(r"Failed to process the request\(s\) for model '(?P<model>[^']*)', message: (?P<msg>.*)")

@@ -10,7 +10,9 @@ rewritten after every step.
 The SLA is whatever callable the caller passes (``sla_check(step) -> bool``, True = met); this
 module knows nothing of SLA syntax. A step with failed requests always counts as a break,
 unless the server no longer answers afterwards: then the step is marked ``server_lost`` and the
-ladder ends (``stop_reason="server_lost"``), since nothing beyond it can be measured.
+ladder ends (``stop_reason="server_lost"``), since nothing beyond it can be measured. The
+callable is asked about unstable steps too: one it already calls a break (the judge's stop rule
+does so for an open loop that did not carry its rate) is a break, not retried with longer windows.
 
 :func:`ladder_commands` is the one place that names the ladder's perf_analyzer runs and builds
 their specs; :func:`run_ladder` runs exactly those, so ``--dry-run`` (built on it) cannot drift.
@@ -32,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._version import __version__
 from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
 from tritonkit.perf.measure.failures import Failure
@@ -69,15 +72,6 @@ STOP_SERVER_LOST = "server_lost"
 
 #: The name (raw-file stem) of the unrecorded warm-up run.
 WARMUP_NAME = "warmup"
-
-
-def _tritonkit_version() -> str | None:
-    try:
-        from tritonkit import __version__
-
-        return str(__version__)
-    except ImportError:  # pragma: no cover - the package always has it
-        return None
 
 
 def _loaded_config(spec: PerfSpec) -> ServedModelConfig | None:
@@ -248,7 +242,7 @@ def run_ladder(
             tool="perf_analyzer",
             tool_version=tool.version,
             tool_path=str(tool.binary),
-            tritonkit_version=_tritonkit_version(),
+            tritonkit_version=__version__,
             metrics_url=analyzer.metrics_url,
             generator_host=socket.gethostname(),
             generator_cpu_count=host_cpu_count(),
@@ -326,6 +320,8 @@ def run_ladder(
                 step.attempts = attempt + 1
                 if step.stable or step.error_count:
                     break
+                if sla_check is not None and not sla_check(step):
+                    break  # unstable, but it breaks the SLA all the same (a rate not carried): no retry mends that
                 window_ms *= plan.retry_window_factor
             assert step is not None
             result.steps.append(step)
@@ -343,16 +339,19 @@ def run_ladder(
                 if len(sla_breaks) >= plan.stop_after_sla_breaks:
                     return finish(STOP_ERRORS, unmeasured_error(spec, plan.mode, result.steps))
                 continue
-            if not step.stable:
+            broken = sla_check is not None and not sla_check(step)
+            if not step.stable and not broken:
                 say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s)")
                 if plan.continue_after_unstable:
                     continue
                 return finish(STOP_UNSTABLE)
-            if sla_check is not None and not sla_check(step):
+            if broken:
                 sla_breaks.append(step.load_value)
                 say(f"  SLA broken at {plan.mode} {value:g} ({len(sla_breaks)} of {plan.stop_after_sla_breaks})")
                 if len(sla_breaks) >= plan.stop_after_sla_breaks:
                     return finish(STOP_SLA)
+                if not step.stable:
+                    continue  # its throughput came from windows perf_analyzer did not accept
             throughput = step.throughput_per_s or 0.0
             gain = plan.plateau_gain
             if gain is not None and best_throughput > 0 and throughput < best_throughput * (1.0 + gain):

@@ -24,6 +24,23 @@ from urllib.parse import urlsplit
 from prometheus_client.parser import text_string_to_metric_families
 
 from tritonkit.perf.measure.result import ServerGpu, ServerHardware, StepMetrics
+from tritonkit.triton_metrics import (
+    COMPUTE_INFER_DURATION_US,
+    COMPUTE_INPUT_DURATION_US,
+    COMPUTE_OUTPUT_DURATION_US,
+    CPU_MEMORY_USED_BYTES,
+    CPU_UTILIZATION,
+    EXEC_COUNT,
+    GPU_FAMILIES,
+    GPU_MEMORY_USED_BYTES,
+    GPU_UTILIZATION,
+    INFERENCE_COUNT,
+    PENDING_REQUESTS,
+    QUEUE_DURATION_US,
+    REQUEST_DURATION_US,
+    REQUEST_FAILURE,
+    REQUEST_SUCCESS,
+)
 
 __all__ = [
     "GENERATOR_CPU_WARN_FRACTION",
@@ -46,17 +63,10 @@ __all__ = [
 GENERATOR_CPU_WARN_FRACTION = 0.9
 
 # Counters whose per-step delta is kept in StepMetrics.raw (per model).
-_MODEL_COUNTERS = (
-    "nv_inference_request_success",
-    "nv_inference_request_failure",
-    "nv_inference_count",
-    "nv_inference_exec_count",
-    "nv_inference_request_duration_us",
-    "nv_inference_queue_duration_us",
-    "nv_inference_compute_input_duration_us",
-    "nv_inference_compute_infer_duration_us",
-    "nv_inference_compute_output_duration_us",
-)
+_MODEL_COUNTERS = tuple(f.name for f in (
+    REQUEST_SUCCESS, REQUEST_FAILURE, INFERENCE_COUNT, EXEC_COUNT, REQUEST_DURATION_US, QUEUE_DURATION_US,
+    COMPUTE_INPUT_DURATION_US, COMPUTE_INFER_DURATION_US, COMPUTE_OUTPUT_DURATION_US,
+))
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -124,12 +134,12 @@ def step_metrics(snapshots: list[MetricsSnapshot], model: str) -> StepMetrics | 
     if len(snapshots) < 2:
         return None
     first, last = snapshots[0], snapshots[-1]
-    success = _delta(first, last, "nv_inference_request_success", model=model)
-    failure = _delta(first, last, "nv_inference_request_failure", model=model)
-    queue_us = _delta(first, last, "nv_inference_queue_duration_us", model=model)
+    success = _delta(first, last, REQUEST_SUCCESS.name, model=model)
+    failure = _delta(first, last, REQUEST_FAILURE.name, model=model)
+    queue_us = _delta(first, last, QUEUE_DURATION_US.name, model=model)
     compute_us = [
-        _delta(first, last, f"nv_inference_compute_{part}_duration_us", model=model)
-        for part in ("input", "infer", "output")
+        _delta(first, last, part.name, model=model)
+        for part in (COMPUTE_INPUT_DURATION_US, COMPUTE_INFER_DURATION_US, COMPUTE_OUTPUT_DURATION_US)
     ]
     requests = (success or 0.0) + (failure or 0.0)
     raw = {}
@@ -148,11 +158,11 @@ def step_metrics(snapshots: list[MetricsSnapshot], model: str) -> StepMetrics | 
             if requests and all(c is not None for c in compute_us)
             else None
         ),
-        pending_requests_max=_max_over(snapshots, "nv_inference_pending_request_count", model=model),
-        gpu_utilization_max=_max_over(snapshots, "nv_gpu_utilization"),
-        gpu_memory_used_bytes_max=_max_over(snapshots, "nv_gpu_memory_used_bytes"),
-        server_cpu_utilization_max=_max_over(snapshots, "nv_cpu_utilization"),
-        server_memory_used_bytes_max=_max_over(snapshots, "nv_cpu_memory_used_bytes"),
+        pending_requests_max=_max_over(snapshots, PENDING_REQUESTS.name, model=model),
+        gpu_utilization_max=_max_over(snapshots, GPU_UTILIZATION.name),
+        gpu_memory_used_bytes_max=_max_over(snapshots, GPU_MEMORY_USED_BYTES.name),
+        server_cpu_utilization_max=_max_over(snapshots, CPU_UTILIZATION.name),
+        server_memory_used_bytes_max=_max_over(snapshots, CPU_MEMORY_USED_BYTES.name),
         raw=raw,
     )
 
@@ -229,8 +239,8 @@ def is_loopback(url: str) -> bool:
 
 
 def server_gpus(snapshot: MetricsSnapshot) -> list[str]:
-    """The ``gpu_uuid`` labels of the server's ``nv_gpu_*`` series, in order: the GPUs it uses."""
-    uuids = (dict(pairs).get("gpu_uuid") for family, pairs in snapshot.values if family.startswith("nv_gpu_"))
+    """The ``gpu_uuid`` labels of the server's per-GPU series, in order: the GPUs it uses."""
+    uuids = (dict(pairs).get("gpu_uuid") for family, pairs in snapshot.values if family in GPU_FAMILIES)
     return list(dict.fromkeys(u for u in uuids if u))
 
 
@@ -290,7 +300,7 @@ def read_server_hardware(
             gpu_count = len(uuids)
             named = (_smi_gpus() if smi is None else smi) if uuids and local else {}
             gpus = [ServerGpu(u, *named.get(u, (None, None))) for u in uuids]
-            notes.append(f"{gpu_count} GPU(s) in the server's nv_gpu_* metrics")
+            notes.append(f"{gpu_count} GPU(s) in the server's per-GPU metrics")
             if uuids:
                 notes.append("names from nvidia-smi on this host (the server's: loopback URL)"
                              if any(g.name for g in gpus) else

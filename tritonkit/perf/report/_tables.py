@@ -128,8 +128,11 @@ def step_rows(result: PerfResult, verdict: Verdict | None) -> tuple[list[str], l
         lat = step.latency
         judged = step_status(step, verdict)
         sla_cell = "–" if judged is None else judged.status.upper()
-        if judged is not None and judged.failed:
-            sla_cell += " (" + ", ".join(str(c.constraint) for c in judged.failed) + ")"
+        if judged is not None:
+            # The row shows what was measured: a broken bound needs only its name, another criterion its sentence.
+            broken = ", ".join(str(c.constraint) for c in judged.failed)
+            why = [broken] * bool(broken) + list(judged.misses)
+            sla_cell += f" ({'; '.join(why)})" if why else ""
         if not step.stable:
             sla_cell += " (unstable)"
         rows.append(
@@ -158,9 +161,7 @@ def check_cells(check: CheckResult) -> list[str]:
 
 
 def check_sentence(check: CheckResult) -> str:
-    c = check.constraint
-    measured = "not measured" if check.measured is None else format_metric(c.metric, check.measured)
-    return f"{c} (measured {measured})"
+    return check.describe()
 
 
 def notes_of(result: PerfResult) -> list[str]:

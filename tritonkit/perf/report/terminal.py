@@ -84,7 +84,8 @@ class Terminal:
                 )
             flag = "" if step.stable else "  (unstable)"
             tag = f"  {sla.upper()}" if sla else ""
-            click.secho(f"  {step.load_mode} {step.load_value:<6g} {body}{flag}{tag}", fg=colour)
+            why = f": {'; '.join(event.verdict.reasons)}" if event.verdict and event.verdict.reasons else ""
+            click.secho(f"  {step.load_mode} {step.load_value:<6g} {body}{flag}{tag}{why}", fg=colour)
             for warning in step.warnings:
                 click.secho(f"    warning: {warning}", fg="yellow")
             return
@@ -100,6 +101,7 @@ class Terminal:
             errors=step.error_count,
             stable=str(step.stable).lower(),
             sla=sla or "-",
+            reasons="; ".join(event.verdict.reasons) if event.verdict and event.verdict.reasons else "-",
         )
         for warning in step.warnings:
             _kv(sys.stdout, "warning", load=f"{step.load_value:g}", message=warning)

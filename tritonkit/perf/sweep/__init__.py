@@ -26,14 +26,8 @@ from tritonkit.perf.sweep.joint_run import JointResult, run_joint_sweep
 from tritonkit.perf.sweep.live import LiveModel, config_json, mean_exec_us
 from tritonkit.perf.sweep.outcome import StepPoint, StoredResultError, VariantOutcome
 from tritonkit.perf.sweep.report import render_sweep_markdown, render_sweep_plot, write_sweep_report
-from tritonkit.perf.sweep.runner import (
-    EXIT_NONE_MEETS,
-    EXIT_OK,
-    EXIT_UNMEASURED,
-    SweepEvent,
-    SweepResult,
-    run_sweep,
-)
+from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
+from tritonkit.perf.sweep.runner import run_sweep
 from tritonkit.perf.sweep.search import (
     SearchResult,
     SearchSettings,

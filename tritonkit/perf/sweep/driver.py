@@ -1,8 +1,10 @@
 """Measure one variant on the live server: load its config → warm up → ladder → unload.
 
-The ladder is :func:`tritonkit.perf.run_ladder` with the same stop rule ``perf run`` uses (a
-step breaks the SLA on a latency, queue or error limit; throughput that stops rising ends it
-too), so a variant's ``ladder/result.json`` reads like any other perf result. The server's
+The ladder is :func:`tritonkit.perf.run_ladder` with the same stop rule ``perf run`` uses
+(:func:`~tritonkit.perf.judge.ladder_check`: a step breaks the SLA on a latency, queue or error
+limit, or on a criterion of the sweep's :class:`~tritonkit.perf.judge.JudgeSettings`; throughput
+that stops rising ends it too), and each step's status is the judge's verdict on it, read as it
+is, so a variant's ``ladder/result.json`` reads like any other perf result. The server's
 statistics before and after give the mean execution time per batch size, which the search
 uses to bound what other variants can carry.
 
@@ -21,16 +23,16 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_result, run_ladder
+from tritonkit.perf.judge import JudgeSettings, ladder_check
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
 from tritonkit.perf.measure.result import StepResult
-from tritonkit.perf.pipeline import ladder_check
 from tritonkit.perf.resume import combine
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
 from tritonkit.perf.sweep.outcome import (
@@ -54,45 +56,36 @@ INCOMPLETE_STOPS = {STOP_PERF_ERROR: "perf_analyzer failed", STOP_SERVER_LOST: "
                     STOP_TIMEOUT: "the ladder ran out of time"}
 
 
-def step_points(ladder: LadderResult, sla: SLA, *, rate_tolerance: float = 0.05,
-                max_gpu_memory_mb: float | None = None) -> list[StepPoint]:
-    """Each measured step of ``ladder`` as a :class:`StepPoint`, judged against ``sla``.
-
-    An open-loop step (request rate) meets the SLA only if the server carried the offered rate:
-    at least ``(1 - rate_tolerance)`` × offered (a server that falls behind drops to what it can
-    do while its queue grows, and its latency then says little). A step whose peak GPU memory
-    is above ``max_gpu_memory_mb`` does not meet it either.
-    """
-    verdict = evaluate_result(sla, ladder.result)
-    status = {s.load: s.status for s in verdict.steps}
+def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = None) -> list[StepPoint]:
+    """Each step of ``ladder`` that carried something, as a :class:`StepPoint` judged by the one
+    judge (:func:`~tritonkit.perf.evaluate_result` with ``judging``): whether it meets the SLA and
+    why not (the step verdict's reasons: a bound broken, an offered rate not carried — at least
+    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's."""
+    verdict = evaluate_result(sla, ladder.result, judging)
+    judged = {s.load: s for s in verdict.steps}
     points: list[StepPoint] = []
     for step in ladder.result.steps:
         if step.throughput_per_s is None:
             continue
         p99 = step.latency.p99_ms if step.latency is not None else float("inf")
-        meets = status.get(step.load_value) == "pass"
-        notes: list[str] = []
-        if step.load_mode == "request_rate" and step.throughput_per_s < step.load_value * (1.0 - rate_tolerance):
-            meets = False
-            notes.append(f"carried {step.throughput_per_s:,.1f} of {step.load_value:g} req/s offered "
-                         f"(below {100 * (1 - rate_tolerance):g} %)")
+        verdict_step = judged.get(step.load_value)
         metrics = step.metrics
         memory_mb = (metrics.gpu_memory_used_bytes_max / 2**20
                      if metrics is not None and metrics.gpu_memory_used_bytes_max is not None else None)
-        if max_gpu_memory_mb is not None and memory_mb is not None and memory_mb > max_gpu_memory_mb:
-            meets = False
-            notes.append(f"GPU memory {memory_mb:,.0f} MiB above {max_gpu_memory_mb:g} MiB")
         points.append(StepPoint(
             load=step.load_value, throughput_per_s=step.throughput_per_s, p99_ms=p99,
-            errors=step.error_count, stable=step.stable, meets_sla=meets, gpu_memory_mb=memory_mb,
-            gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None, note="; ".join(notes),
+            errors=step.error_count, stable=step.stable,
+            meets_sla=verdict_step is not None and verdict_step.status == "pass", gpu_memory_mb=memory_mb,
+            gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None,
+            note="; ".join(verdict_step.reasons) if verdict_step is not None else "",
         ))
     return points
 
 
 def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
-          preflight: bool = True, attempts_s: list[float] | None = None) -> LadderResult:
-    """:func:`run_ladder` judged by ``sla``; a ladder whose unrecorded warm-up saw no request
+          judging: JudgeSettings | None = None, preflight: bool = True,
+          attempts_s: list[float] | None = None) -> LadderResult:
+    """:func:`run_ladder` judged by ``sla`` and ``judging``; a ladder whose unrecorded warm-up saw no request
     complete is started once more, afresh (a model slow to start its first executions — a
     python stub on a loaded machine — says nothing about how it bears load). ``attempts_s``
     collects the duration of every step perf_analyzer ran, unstable attempts tried again included."""
@@ -101,15 +94,14 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
         if attempts_s is not None and step.duration_s:
             attempts_s.append(step.duration_s)
 
-    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight,
-                        on_step=seen)
+    stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
+    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
         say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
-        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=ladder_check(sla), preflight=preflight,
-                            on_step=seen)
+        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen)
     return ladder
 
 
@@ -146,7 +138,7 @@ STOP_BELOW_FLOOR = "below_floor"
 class VariantMeter:
     """Everything needed to measure variants of one model on one running server.
 
-    ``rate_tolerance``/``max_gpu_memory_mb`` judge steps as :func:`step_points` says.
+    ``judging``: what a step must meet beyond the SLA (see :func:`step_points`).
     ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
     names it), an ensemble or BLS model calling the swept one. ``noise_allowance``: the headroom
     a descent gives what a step carried before it rules lower loads out (see the module docstring).
@@ -160,8 +152,7 @@ class VariantMeter:
     store: SweepStore
     say: Say
     load_timeout_s: float = 120.0
-    rate_tolerance: float = 0.05
-    max_gpu_memory_mb: float | None = None
+    judging: JudgeSettings = field(default_factory=JudgeSettings)
     target: LiveModel | None = None
     target_config: mc.ModelConfig | None = None
     noise_allowance: float = 0.10
@@ -188,14 +179,14 @@ class VariantMeter:
 
     def _ladder(self, plan: LadderPlan, folder: Path, attempts_s: list[float] | None = None, *,
                 preflight: bool = True) -> LadderResult:
-        ladder = climb(self.spec, plan, folder, self.sla, self.say, preflight=preflight, attempts_s=attempts_s)
+        ladder = climb(self.spec, plan, folder, self.sla, self.say, judging=self.judging, preflight=preflight,
+                       attempts_s=attempts_s)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder
 
     def _points(self, ladder: LadderResult) -> list[StepPoint]:
-        return step_points(ladder, self.sla, rate_tolerance=self.rate_tolerance,
-                           max_gpu_memory_mb=self.max_gpu_memory_mb)
+        return step_points(ladder, self.sla, self.judging)
 
     def _descend(self, plan: LadderPlan, folder: Path, floor_per_s: float, attempts_s: list[float], *,
                  lowest_first: bool = False) -> LadderResult:

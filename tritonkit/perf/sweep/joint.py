@@ -14,7 +14,8 @@
 once, each in its own process group, model ``m`` at ``max(1, round(L × share_m))`` requests in
 flight (shares equal by default); with a request-rate ladder, at ``L × share_m`` requests per
 second, and a model's step meets its SLA only if the server carried that rate (less the rate
-tolerance). A step meets the SLA only if every model meets its own SLA at it; its score is the
+tolerance; the judge's rule, as in ``perf run``). A step meets the SLA only if every model meets
+its own SLA at it; its score is the
 sum of the models' throughputs. The ladder over ``L`` stops at the first
 step that breaks, or when the sum stops rising. A joint configuration whose perf_analyzer runs
 did not all complete is ``failed`` (exit 2), as in the single-model sweep.
@@ -176,7 +177,7 @@ class JointMeter:
                            warmup_s=self.plan.warmup_s if first else 0.0)
             try:
                 ladders[model] = climb(self._spec(model), plan, run_dir / f"L{total:g}" / model, self.slas[model],
-                                       self.say, preflight=first)
+                                       self.say, judging=self.settings.judging(), preflight=first)
             except Exception as exc:  # noqa: BLE001 - reported as this configuration's failure
                 errors[model] = f"{type(exc).__name__}: {exc}"
 
@@ -206,20 +207,22 @@ class JointMeter:
                 return outcome
             best = 0.0
             flat = 0
+            judging = self.settings.judging()
             for index, total in enumerate(self.plan.levels):
                 ladders, errors = self._step(total, index == 0, run_dir)
+                points: dict[str, StepPoint] = {}
                 for model, ladder in ladders.items():
                     if ladder.interrupted:
                         raise KeyboardInterrupt
-                    if ladder.error is not None or not step_points(ladder, self.slas[model]):
+                    judged = step_points(ladder, self.slas[model], judging) if ladder.error is None else []
+                    if judged:
+                        points[model] = judged[0]
+                    else:
                         errors.setdefault(model, failure_reason(ladder))
                 if errors:
                     outcome.reason = "; ".join(f"{m}: {e}" for m, e in sorted(errors.items()))
                     break
-                step = JointStep(total, {m: step_points(ladders[m], self.slas[m],
-                                                        rate_tolerance=self.settings.rate_tolerance,
-                                                        max_gpu_memory_mb=self.settings.max_gpu_memory_mb)[0]
-                                         for m in self.models})
+                step = JointStep(total, {m: points[m] for m in self.models})
                 outcome.steps.append(step)
                 if not step.counts:
                     break  # once one model's SLA breaks, more load only breaks it harder

@@ -27,17 +27,8 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
 from tritonkit.perf.sweep.outcome import reuse_or_reject
-from tritonkit.perf.sweep.runner import (
-    AUTO_COMPLETE_OFF,
-    EXIT_NONE_MEETS,
-    EXIT_OK,
-    EXIT_UNMEASURED,
-    SweepEvent,
-    SweepResult,
-    config_key,
-    quick_load_args,
-    search_on_server,
-)
+from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
+from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
 from tritonkit.perf.sweep.variants import Variant, apply_variant, variant_grid

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tritonkit.errors import ConfigError
+from tritonkit.errors import StoredResultError
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
@@ -38,14 +38,6 @@ STATUSES = (STATUS_MEASURED, STATUS_LOAD_FAILED, STATUS_FAILED)
 #: No stored step may claim more: one perf_analyzer process on one host stays orders of magnitude
 #: below ten million inferences per second, so a larger figure is a corrupt or edited file.
 MAX_THROUGHPUT_PER_S = 1e7
-
-
-class StoredResultError(ConfigError):
-    """A stored sweep result is malformed or holds an impossible value; ``field`` names which."""
-
-    def __init__(self, message: str, *, field_name: str, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.field_name = field_name
 
 
 Stored = TypeVar("Stored")
@@ -97,8 +89,9 @@ class StepPoint:
     """One measured load step of one variant: load (concurrency or requests/s), what it carried,
     its p99, failed requests, whether perf_analyzer called it stable, and whether it met the SLA.
     ``gpu_memory_mb``/``gpu_utilization`` are the server's peak GPU memory (MiB) and utilisation
-    (0-1) during the step (``None``: no GPU metrics); ``note`` says why a step missed the SLA on
-    something other than its latency (rate not carried, GPU memory)."""
+    (0-1) during the step (``None``: no GPU metrics); ``note`` says why a step missed the SLA: the
+    judge's reasons (a bound broken with what was measured, the offered rate not carried, GPU memory
+    above the cap), as its step verdict gives them."""
 
     load: float
     throughput_per_s: float

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tritonkit._fs import atomic_write
 from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
+from tritonkit.perf.sweep.result import SweepResult
 from tritonkit.perf.sweep.search import pareto_front
-
-if TYPE_CHECKING:
-    from tritonkit.perf.sweep.runner import SweepResult
 
 __all__ = ["PLOT_FILE", "REPORT_FILE", "render_sweep_markdown", "render_sweep_plot", "variant_rows", "write_sweep_report"]
 

@@ -14,15 +14,17 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._settings import field_default
 from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
+from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.measure.folders import run_folder
 
 __all__ = ["SweepGrid", "SweepSettings"]
@@ -54,7 +56,8 @@ class SweepSettings:
     throughput difference that is a tie; ``noise_allowance``: headroom on the bounds that prune.
     ``rate_tolerance``: with a request-rate ladder a step meets the SLA only if the server carried
     at least ``(1 - rate_tolerance)`` × the offered rate. ``max_gpu_memory_mb``: a variant whose
-    peak GPU memory (from the server's metrics) is above it does not meet the SLA. ``spec``:
+    peak GPU memory (from the server's metrics) is above it does not meet the SLA. Both are the
+    judge's criteria (:meth:`judging`), the same ``perf run`` applies. ``spec``:
     perf_analyzer options (input data, shapes; model and URL are replaced). ``write_back=False``
     leaves the repository untouched. ``target``: the model perf_analyzer sends the load to, when
     it is not the swept model itself: an ensemble or a BLS model that calls it (the swept model's
@@ -78,7 +81,7 @@ class SweepSettings:
     write_back: bool = True
     tie_tolerance: float = 0.05
     noise_allowance: float = 0.10
-    rate_tolerance: float = 0.05
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
     max_gpu_memory_mb: float | None = None
     spec: PerfSpec | None = None
     target: str | None = None
@@ -88,26 +91,22 @@ class SweepSettings:
     @staticmethod
     def default(name: str) -> Any:
         """The default of field ``name`` (the CLI's option defaults are read from here)."""
-        for item in dataclasses.fields(SweepSettings):
-            if item.name == name:
-                if item.default is not dataclasses.MISSING:
-                    return item.default
-                if item.default_factory is not dataclasses.MISSING:
-                    return item.default_factory()
-        raise KeyError(name)
+        return field_default(SweepSettings, name)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` for a value no sweep can use (before any server starts)."""
-        for name in ("tie_tolerance", "noise_allowance", "rate_tolerance"):
+        for name in ("tie_tolerance", "noise_allowance"):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0.0 <= value < 1.0):
                 raise ConfigError(f"{name} must be a fraction in [0, 1), got {value!r}",
                                   hint="e.g. 0.05 for 5 % (the command line takes percent)")
-        if self.max_gpu_memory_mb is not None and not (math.isfinite(self.max_gpu_memory_mb)
-                                                       and self.max_gpu_memory_mb > 0):
-            raise ConfigError(f"max_gpu_memory_mb must be > 0, got {self.max_gpu_memory_mb!r}")
+        self.judging()  # refuses a rate tolerance or memory cap out of range
         if self.warmup_s < 0 or not math.isfinite(self.warmup_s):
             raise ConfigError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
+
+    def judging(self) -> JudgeSettings:
+        """What a step must meet beyond the SLA, as the judge takes it (``ConfigError`` if out of range)."""
+        return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb)
 
     def parsed_sla(self, model: str | None = None) -> SLA:
         """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a
@@ -134,6 +133,18 @@ class SweepSettings:
         if self.out is not None:
             return Path(self.out)
         return run_folder(model, self.results_root, kind="sweep")
+
+    def with_input_data(self, repo: str | os.PathLike[str], model: str, folder: Path) -> SweepSettings:
+        """These settings with valid input data derived from the model file in ``repo`` (the
+        target's with ``target``), written into the sweep ``folder``, as ``perf run`` derives it
+        (see :func:`~tritonkit.perf.measure.input_data.sweep_spec`); unchanged when ``spec`` has
+        data of its own or no model file is there. One model swept alone (a joint sweep does not)."""
+        from tritonkit.perf.measure.input_data import sweep_spec
+
+        measured = self.target or model
+        spec = self.spec or PerfSpec(model=measured, url="127.0.0.1:8001")
+        prepared = sweep_spec(spec, Path(repo), measured, folder, max_batch_sizes=self.grid.max_batch_sizes)
+        return self if prepared.spec is spec else replace(self, spec=prepared.spec)
 
     def with_out(self, model: str) -> SweepSettings:
         """These settings with ``out`` fixed (the CLI fixes it first, so it can print where to resume)."""

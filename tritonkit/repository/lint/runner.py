@@ -10,6 +10,7 @@ from typing import Any
 
 from tritonkit.errors import ConfigError, ConnectError
 from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Target
+from tritonkit.triton_metrics import GPU_FAMILIES
 
 __all__ = ["lint_repository", "resolve_target", "target_from_install", "target_from_server"]
 
@@ -83,7 +84,7 @@ def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: f
     - backends: the ``backend`` of every READY model's config (a lower bound: a
       backend nobody uses yet is invisible), so only "missing" findings for backends
       that are *known* absent could be exact — they are reported as warnings;
-    - GPUs: the ``gpu_uuid`` labels on ``nv_gpu_*`` metrics when ``metrics_url`` is given
+    - GPUs: the ``gpu_uuid`` labels on the per-GPU metrics when ``metrics_url`` is given
       (exact); otherwise a READY model with a KIND_GPU instance proves at least one GPU.
     """
     from tritonkit.errors import ModelNotReadyError
@@ -165,7 +166,7 @@ def _gpus_from_metrics(metrics_url: str, timeout_s: float) -> int:
                            hint="give the metrics URL, e.g. http://127.0.0.1:8002/metrics") from exc
     uuids = set()
     for line in text.splitlines():
-        if line.startswith("nv_gpu_") and 'gpu_uuid="' in line:
+        if line.split("{", 1)[0] in GPU_FAMILIES and 'gpu_uuid="' in line:
             uuids.add(line.split('gpu_uuid="', 1)[1].split('"', 1)[0])
     return len(uuids)
 

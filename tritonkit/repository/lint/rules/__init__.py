@@ -13,7 +13,8 @@ TK5xx       transactions: decoupled, streaming, response cache;
             sequence batching controls (TK51x)
 TK6xx       target: backends and GPUs of the server the repository is meant for
 TK7xx       model file: ONNX inputs/outputs against the config
-TK9xx       TensorRT-LLM configs
+TK9xx       LLM backends: TensorRT-LLM's engine repository (TK90x–TK910) and
+            LLM-API model (TK911–TK916), Triton's vLLM backend (TK95x)
 ==========  =======================================================
 """
 
@@ -28,12 +29,14 @@ from tritonkit.repository.lint.rules import (
     ensemble,  # noqa: F401
     files,  # noqa: F401
     instances,  # noqa: F401
+    llmapi,  # noqa: F401
     modelfile,  # noqa: F401
     sequence,  # noqa: F401
     target,  # noqa: F401
     tensors,  # noqa: F401
     transaction,  # noqa: F401
     trtllm,  # noqa: F401
+    vllm,  # noqa: F401
 )
 
 # Keep RULES in id order whatever order the families were imported in.

@@ -1,0 +1,51 @@
+"""``tritonkit build vllm``: HF checkpoint → vLLM engine arguments from the planner → Triton's vLLM backend model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tritonkit.cli._common import echo_json
+from tritonkit.cli.build_trtllm import llm_target_options
+
+
+@click.command("vllm")
+@click.option("--hf-model", type=click.Path(exists=True, path_type=Path), required=True,
+              help="Hugging Face model folder (config.json; the planner reads it).")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+              show_default=True, help="Repository folder to write (created if missing).")
+@click.option("--name", default="vllm_model", show_default=True, help="Model name (folder).")
+@click.option("--model-path", default=None, help="The checkpoint as the server sees it (default: --hf-model).")
+@llm_target_options
+@click.option("--gpu-memory-utilization", type=float, default=None, help="Override (vLLM's default 0.9).")
+@click.option("--max-num-seqs", type=int, default=None, help="Override: sequences batched at once.")
+@click.option("--max-model-len", type=int, default=None, help="Override: prompt + output tokens.")
+@click.option("--force", is_flag=True, help="Replace a model of this name.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def build_vllm_command(hf_model: Path, repo: Path, name: str, model_path: str | None, gpu: str, tp: int, pp: int,
+                       input_tokens: float | None, output_tokens: float | None, input_tokens_p95: float | None,
+                       output_tokens_p95: float | None, gpu_memory_utilization: float | None,
+                       max_num_seqs: int | None, max_model_len: int | None, force: bool, as_json: bool) -> None:
+    """Write a model for Triton's vLLM backend: config.pbtxt (backend vllm, one KIND_MODEL instance)
+    and 1/model.json with gpu_memory_utilization, max_num_seqs, max_model_len and the parallel sizes
+    from the planner (the model's config.json, the GPU, the workload), each printed with its reason.
+
+    \b
+    Example:
+      tritonkit build vllm --hf-model Llama-3-8B/ --repo repo --gpu H100-80GB --tp 2 --input-tokens 512
+    """
+    from tritonkit.builders.trtllm import EngineTarget
+    from tritonkit.builders.vllm import build_vllm
+    from tritonkit.planner import Workload
+
+    workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,
+                        output_tokens_p95=output_tokens_p95)
+    result = build_vllm(hf_model, repo=repo, name=name, target=EngineTarget(gpu=gpu, tp=tp, pp=pp, workload=workload),
+                        model_path=model_path, gpu_memory_utilization=gpu_memory_utilization,
+                        max_num_seqs=max_num_seqs, max_model_len=max_model_len, force=force)
+    if as_json:
+        echo_json({"repo": str(result.repo), "model": result.name, "model_json": result.engine_args,
+                   "reasons": [{"key": r.key, "value": str(r.value), "why": r.why} for r in result.reasons]})
+    else:
+        click.echo(result.summary())

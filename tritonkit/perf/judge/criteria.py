@@ -1,0 +1,96 @@
+"""What a step must meet beyond its SLA's bounds: one frozen value every verdict function takes.
+
+* **The offered rate, carried.** An open-loop step (a request rate) passes only if the server
+  carried at least ``(1 - rate_tolerance)`` × the rate it was offered. A server that falls behind
+  carries what it can while requests wait (in its queue, or in perf_analyzer's, which then sends
+  fewer), so the latency measured says little about the load that was asked for.
+* **GPU memory.** A step whose peak GPU memory (from the server's metrics) is above
+  ``max_gpu_memory_mb`` fails.
+
+Both are facts about a step even where perf_analyzer could not call it stable (the rate a server
+carries does not depend on its latency settling), so they fail such a step too; a figure that was
+not measured (no throughput, no GPU metrics) is not judged. Closed-loop steps (concurrency) are
+offered no rate, so the rate rule does not apply to them.
+
+``perf run`` (``--rate-tolerance``), ``perf sweep`` (``--rate-tolerance``, ``--max-gpu-memory-mb``),
+the joint sweep and LLM runs build a :class:`JudgeSettings` and pass it to the verdict functions
+of :mod:`tritonkit.perf.judge.verdict`; nobody changes a verdict afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tritonkit.errors import ConfigError
+
+__all__ = ["DEFAULT_RATE_TOLERANCE", "JudgeSettings"]
+
+#: The share of the offered rate a step may fall short by and still pass (5 %).
+DEFAULT_RATE_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The criteria of a step verdict beyond the SLA's own bounds (see the module docstring).
+
+    ``rate_tolerance``: a fraction in ``[0, 1)``; the command lines take it in percent.
+    ``max_gpu_memory_mb``: ``None`` caps nothing. Refused when built (``ConfigError``) if out of range.
+    """
+
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
+    max_gpu_memory_mb: float | None = None
+
+    def __post_init__(self) -> None:
+        tolerance = self.rate_tolerance
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) \
+                or not (math.isfinite(tolerance) and 0.0 <= tolerance < 1.0):
+            raise ConfigError(f"rate_tolerance must be a fraction in [0, 1), got {tolerance!r}",
+                              hint="e.g. 0.05 for 5 % (the command line takes percent: --rate-tolerance 5)")
+        cap = self.max_gpu_memory_mb
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                or not (math.isfinite(cap) and cap > 0)):
+            raise ConfigError(f"max_gpu_memory_mb must be > 0, got {cap!r}",
+                              hint="give the cap in MiB, e.g. --max-gpu-memory-mb 20000, or leave it out")
+
+    def rate_miss(self, offered_per_s: float | None, carried_per_s: float | None,
+                  interval_per_s: tuple[float, float] | None = None) -> str | None:
+        """Why an open-loop step offered ``offered_per_s`` requests/s missed by carrying
+        ``carried_per_s``; ``None`` when it carried enough, or when either figure is unknown
+        (a closed loop is offered no rate). ``interval_per_s`` (the carried rate's 95 % interval)
+        only adds a note when the required rate lies inside it."""
+        if offered_per_s is None or carried_per_s is None or offered_per_s <= 0:
+            return None
+        share = 1.0 - self.rate_tolerance
+        required = share * offered_per_s
+        if carried_per_s >= required:
+            return None
+        reason = (f"carried {carried_per_s:,.1f} of {offered_per_s:g} req/s offered "
+                  f"(below {100 * share:g} %)")
+        if interval_per_s is not None and interval_per_s[0] <= required <= interval_per_s[1]:
+            low, high = interval_per_s
+            reason += f"; inside the noise (95% interval {low:,.1f} – {high:,.1f} req/s)"
+        return reason
+
+    def memory_miss(self, gpu_memory_mb: float | None) -> str | None:
+        """Why a step whose peak GPU memory was ``gpu_memory_mb`` MiB missed; ``None`` when it is
+        within the cap, or there is no cap or no figure."""
+        cap = self.max_gpu_memory_mb
+        if cap is None or gpu_memory_mb is None or gpu_memory_mb <= cap:
+            return None
+        return f"GPU memory {gpu_memory_mb:,.0f} MiB above {cap:g} MiB"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (kept with a verdict; read back by :meth:`from_dict`)."""
+        return {"rate_tolerance": self.rate_tolerance, "max_gpu_memory_mb": self.max_gpu_memory_mb}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> JudgeSettings:
+        """Inverse of :meth:`to_dict`; the defaults for what a verdict written before them lacks."""
+        if not isinstance(data, dict):
+            return cls()
+        tolerance = data.get("rate_tolerance", DEFAULT_RATE_TOLERANCE)
+        cap = data.get("max_gpu_memory_mb")
+        return cls(DEFAULT_RATE_TOLERANCE if tolerance is None else float(tolerance),
+                   None if cap is None else float(cap))

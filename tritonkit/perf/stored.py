@@ -1,0 +1,82 @@
+"""Saved runs, classic or LLM: compare two, re-render one (``perf compare``, ``perf report``).
+
+Which kind a path holds (a file, a run folder or a model's baseline folder) is told here, once,
+by :func:`~tritonkit.perf.llm.compare.find_llm_result`; each kind is then compared or judged by
+its own rules. A new run becomes a baseline only when it does not regress.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonkit.perf.judge.baselines import save_baseline
+from tritonkit.perf.judge.compare import BaselineComparison, compare_results, load_result
+from tritonkit.perf.judge.sla import SLA
+from tritonkit.perf.llm.compare import LLMComparison, compare_llm_files, find_llm_result
+from tritonkit.perf.pipeline import LLMRun, PerfRun, rejudge, rejudge_llm
+
+__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "StoredComparison", "compare_stored", "rerender"]
+
+#: How far a new run may fall behind its base before it is a regression (``perf compare``'s defaults).
+DEFAULT_MAX_THROUGHPUT_DROP = 0.05
+DEFAULT_MAX_P99_RISE = 0.10
+
+
+@dataclass(frozen=True)
+class StoredComparison:
+    """What :func:`compare_stored` found: the comparison (classic or LLM), the two files it read,
+    and the baseline it kept (``None`` when none was asked for, or the new run regressed)."""
+
+    comparison: BaselineComparison | LLMComparison
+    base_path: Path
+    new_path: Path
+    saved: Path | None
+
+    @property
+    def exit_code(self) -> int:
+        """0 no regression, 1 a regression."""
+        return self.comparison.exit_code
+
+
+def compare_stored(
+    base: str | os.PathLike[str],
+    new: str | os.PathLike[str],
+    *,
+    max_throughput_drop: float = DEFAULT_MAX_THROUGHPUT_DROP,
+    max_p99_rise: float = DEFAULT_MAX_P99_RISE,
+    baseline_root: str | os.PathLike[str] | None = None,
+) -> StoredComparison:
+    """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
+    baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
+    ``baseline_root`` when it does not regress.
+
+    Classic runs: throughput may drop by ``max_throughput_drop``, p99 rise by ``max_p99_rise``
+    (fractions) at any matched load or at peak, and no failed requests may appear
+    (:func:`~tritonkit.perf.judge.compare.compare_results`). LLM runs (``new`` holds an
+    ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
+    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`).
+    """
+    root = Path(baseline_root) if baseline_root is not None else None
+    if find_llm_result(Path(new)) is not None:
+        llm, base_path, new_path, saved = compare_llm_files(
+            Path(base), Path(new), max_rise=max_p99_rise, max_drop=max_throughput_drop, baseline_root=root)
+        return StoredComparison(llm, base_path, new_path, saved)
+    base_result, base_path = load_result(Path(base))
+    new_result, new_path = load_result(Path(new))
+    classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
+                              max_p99_rise=max_p99_rise)
+    kept = save_baseline(new_result, root) if root is not None and not classic.regressed else None
+    return StoredComparison(classic, base_path, new_path, kept)
+
+
+def rerender(
+    result: str | os.PathLike[str], sla: SLA | None = None, *, out_dir: str | os.PathLike[str] | None = None
+) -> PerfRun | LLMRun:
+    """Re-render the report of a saved run (its result file or folder), judged again against
+    ``sla`` when one is given: :func:`~tritonkit.perf.pipeline.rejudge_llm` for an LLM run,
+    :func:`~tritonkit.perf.pipeline.rejudge` otherwise."""
+    if find_llm_result(Path(result)) is not None:
+        return rejudge_llm(result, sla, out_dir=out_dir)
+    return rejudge(result, sla, out_dir=out_dir)

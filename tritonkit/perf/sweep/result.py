@@ -1,0 +1,169 @@
+"""What a sweep measured, decided and wrote (:class:`SweepResult`), and what it did as it went
+(:class:`SweepEvent`): the values the runner returns and the report renders, in a module both import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
+from tritonkit.perf.sweep.search import SearchResult
+from tritonkit.perf.sweep.variants import Variant
+from tritonkit.perf.sweep.writeback import WriteBack
+
+__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepResult"]
+
+EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SweepEvent:
+    """Something the sweep did, as it happens. ``kind``: ``server``, ``start`` (a variant begins),
+    ``measured``, ``resumed``, ``load_failed``, ``failed``, ``guess``, ``pruned``, ``confirm``,
+    ``written``. ``done``/``left`` count variants finished and still possibly measured;
+    ``eta_s`` is an upper estimate (pruning only shortens it)."""
+
+    kind: str
+    message: str
+    variant: str | None = None
+    done: int = 0
+    left: int = 0
+    eta_s: float | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run_sweep` measured, decided and wrote."""
+
+    model: str
+    repo: Path
+    out_dir: Path
+    sla_text: str
+    load_text: str
+    p99_limit_ms: float | None
+    exhaustive: bool
+    grid: list[Variant]
+    search: SearchResult
+    write_back: WriteBack | None
+    wall_s: float
+    resumed: list[str]
+    server_version: str
+    report_path: Path | None = None
+    plot_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+    server_start_s: float = 0.0
+    target: str | None = None
+    #: The Ray node every variant was measured on, when swept on a cluster (``node_id``, ``host``, …).
+    node: dict[str, Any] | None = None
+
+    @property
+    def failed(self) -> list[VariantOutcome]:
+        """Variants that could not be measured (a step did not complete): the answer lacks them."""
+        return [o for o in self.search.outcomes if o.status == STATUS_FAILED]
+
+    @property
+    def exit_code(self) -> int:
+        """0 a variant meets the SLA and every variant tried was measured; 1 none does; 2 a variant
+        could not be measured (the winner may be missing from the answer) or nothing could."""
+        if self.failed:
+            return EXIT_UNMEASURED
+        if self.search.winner is not None:
+            return EXIT_OK
+        if any(o.status == STATUS_MEASURED for o in self.search.outcomes):
+            return EXIT_NONE_MEETS
+        return EXIT_UNMEASURED
+
+    def time_breakdown(self) -> dict[str, float]:
+        """Where the wall time went, in seconds: the server's start, then per phase summed over the
+        variants measured in this run (see :attr:`VariantOutcome.timings_s`), and the rest."""
+        totals: dict[str, float] = {"server_start": round(self.server_start_s, 2)}
+        for outcome in self.search.outcomes:
+            if outcome.variant.id in self.resumed:
+                continue
+            for phase, seconds in outcome.timings_s.items():
+                totals[phase] = totals.get(phase, 0.0) + seconds
+        accounted = sum(v for k, v in totals.items() if k != "windows")
+        totals["other"] = totals.get("other", 0.0) + max(0.0, self.wall_s - accounted)
+        return {k: round(v, 2) for k, v in totals.items()}
+
+    def breakdown_text(self) -> str:
+        """The breakdown as one line: ``server start 3.1 s, loads 4.0 s, …``."""
+        names = {"server_start": "server start", "load": "model loads", "warmup": "warm-ups",
+                 "steps": "perf_analyzer steps", "windows": "of which measurement windows ≥",
+                 "retries": "unstable-step retries", "checks": "ladder checks", "confirm": "re-measurements",
+                 "unload": "unloads", "other": "other (search, reports)"}
+        parts = [f"{names.get(k, k)} {v:.1f} s" for k, v in self.time_breakdown().items() if v > 0 or k == "steps"]
+        return "time: " + ", ".join(parts)
+
+    @property
+    def ratio_to_default(self) -> float | None:
+        """Winner's throughput within the SLA / the default config's (``None`` if either is missing)."""
+        winner = self.search.winner.score() if self.search.winner else None
+        default = self.search.default.score() if self.search.default else None
+        if winner is None or default is None or default.throughput_per_s <= 0:
+            return None
+        return winner.throughput_per_s / default.throughput_per_s
+
+    def counts(self) -> dict[str, int]:
+        statuses = [o.status for o in self.search.outcomes]
+        return {"measured": statuses.count(STATUS_MEASURED), "load_failed": statuses.count(STATUS_LOAD_FAILED),
+                "failed": statuses.count(STATUS_FAILED), "pruned": len(self.search.pruned)}
+
+    def headline(self) -> str:
+        """One sentence: what wins, how much load it carries within the SLA, and against the default."""
+        unit = "concurrency" if not self.load_text.startswith("request rate") else "request rate"
+        default = self.search.default.score() if self.search.default else None
+        default_text = (f"the default config carries {default.throughput_per_s:,.1f} infer/s"
+                        if default else "the default config meets the SLA at no load measured")
+        winner = self.search.winner
+        score = winner.score() if winner else None
+        failed = ""
+        if self.failed:
+            failed = (f" {len(self.failed)} variant(s) could not be measured ("
+                      + "; ".join(f"{o.variant.id}: {o.reason or o.stop_reason}" for o in self.failed)
+                      + "): nothing was written; re-run into the same folder to measure them again.")
+        if winner is None or score is None:
+            return f"No variant meets the SLA {self.sla_text}; {default_text}.{failed}"
+        ratio = self.ratio_to_default
+        on = f" on {self.target}" if self.target and self.target != self.model else ""
+        versus = f" — {ratio:.2f}× the default" if ratio is not None else f"; {default_text}"
+        return (f"Winner {winner.variant.id} ({winner.variant.describe()}): {score.throughput_per_s:,.1f} infer/s "
+                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{versus}"
+                + (f" ({default_text})." if ratio is not None else ".") + failed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (``--json``, and ``sweep.json``)."""
+        winner = self.search.winner
+        score = winner.score() if winner else None
+        default = self.search.default.score() if self.search.default else None
+        return {
+            "exit_code": self.exit_code,
+            "model": self.model,
+            "target": self.target or self.model,
+            "repo": str(self.repo),
+            "out_dir": str(self.out_dir),
+            "sla": self.sla_text,
+            "load": self.load_text,
+            "exhaustive": self.exhaustive,
+            "wall_s": round(self.wall_s, 2),
+            "server_version": self.server_version,
+            "winner": None if winner is None else {**winner.variant.to_dict(), **(score.to_dict() if score else {})},
+            "default": None if default is None else default.to_dict(),
+            "ratio_to_default": self.ratio_to_default,
+            "tied": [o.variant.id for o in self.search.tied],
+            "first_guess": self.search.guess.id if self.search.guess else None,
+            "pruned": dict(self.search.pruned),
+            "resumed": list(self.resumed),
+            "counts": self.counts(),
+            "failed": {o.variant.id: o.reason for o in self.failed},
+            "warnings": list(self.warnings),
+            "time_breakdown_s": self.time_breakdown(),
+            "write_back": self.write_back.to_dict() if self.write_back else None,
+            "report": str(self.report_path) if self.report_path else None,
+            "plot": str(self.plot_path) if self.plot_path else None,
+            "variants": [o.to_dict() for o in self.search.outcomes],
+            **({"node": dict(self.node)} if self.node is not None else {}),
+        }
