@@ -17,8 +17,8 @@ import click
 
 from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
 
-__all__ = ["ClusterPrinter", "cluster_settings", "cluster_sweep_options", "reject_cluster_options",
-           "run_cluster_sweep_command"]
+__all__ = ["ClusterPrinter", "cluster_load_tests", "cluster_run_options", "cluster_settings", "cluster_sweep_options",
+           "reject_cluster_options", "run_cluster_sweep_command"]
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
@@ -47,6 +47,35 @@ def cluster_sweep_options(command: _Command) -> _Command:
     ]):
         command = option(command)
     return command
+
+
+def cluster_run_options(command: _Command) -> _Command:
+    """The options ``perf run`` takes for a cluster: ``--cluster`` and ``--clients``."""
+    command = click.option("--clients", type=int, default=None, metavar="N",
+                           help="With --cluster: N perf_analyzer clients on N nodes at once, each with its share "
+                                "of the concurrency or rate; requests merged (default 2).")(command)
+    return cluster_address_option("Each step runs from --clients nodes of it at once.")(command)
+
+
+def cluster_load_tests(cluster: str | None, clients: int | None) -> tuple[Any, Any]:
+    """What runs ``perf run`` (and ``perf run --llm``) with these options: ``(None, None)`` without
+    ``--cluster`` (the local load tests); else :func:`~tritonkit.perf.cluster.run_cluster_perf` in the
+    shapes of :func:`~tritonkit.perf.command.load_test` and ``llm_load_test``."""
+    if cluster is None:
+        reject_cluster_options(clients=clients)
+        return None, None
+    from tritonkit.perf.cluster import ClusterSettings, run_cluster_perf
+
+    settings = ClusterSettings(address=cluster)
+    count = 2 if clients is None else clients
+
+    def classic(model: str, where: Any, **kwargs: Any) -> Any:
+        return run_cluster_perf(model, where, settings, clients=count, **kwargs)
+
+    def llm(model: str, load: Any, where: Any, **kwargs: Any) -> Any:
+        return run_cluster_perf(model, where, settings, clients=count, llm=load, **kwargs)
+
+    return classic, llm
 
 
 def reject_cluster_options(**given: Any) -> None:

@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+#: Makes the load generator of a run from its folder (see :class:`RunSetup`).
+LoadGenerator = Callable[[Path], PerfAnalyzer]
 
 
 class RunSetup(TypedDict, total=False):
@@ -86,7 +88,10 @@ class RunSetup(TypedDict, total=False):
     ``metrics_url``: the server's Prometheus ``/metrics``, scraped during each step (default: not
     scraped). ``baseline_root`` (e.g. ``results/baselines``): keep the run there as a timestamped
     baseline when it measured something and failed nowhere (default: keep none). ``progress``:
-    called with a line per step as the run goes (default: silent).
+    called with a line per step as the run goes (default: silent). ``load_generator``: makes the
+    :class:`~tritonkit.perf.measure.analyzer.PerfAnalyzer` that runs the steps into a folder
+    (default: perf_analyzer on this machine; :mod:`tritonkit.perf.cluster` passes one that runs
+    each step on several machines at once and merges their requests).
     """
 
     results_dir: str | os.PathLike[str] | None
@@ -95,6 +100,7 @@ class RunSetup(TypedDict, total=False):
     metrics_url: str | None
     baseline_root: str | os.PathLike[str] | None
     progress: Progress | None
+    load_generator: LoadGenerator | None
 
 
 def _check_setup(setup: RunSetup) -> None:
@@ -366,8 +372,9 @@ def _run_locked(
         assert previous is not None
         combine(previous, partial, resume.ladder_dir.name).save(folder / "result.json")
 
-    analyzer = PerfAnalyzer(resume.ladder_dir, perf_analyzer=tool, metrics_url=setup.get("metrics_url"),
-                            progress=progress)
+    make = setup.get("load_generator")
+    analyzer = make(resume.ladder_dir) if make is not None else PerfAnalyzer(
+        resume.ladder_dir, perf_analyzer=tool, metrics_url=setup.get("metrics_url"), progress=progress)
     observe = on_step or (lambda _event: None)
     ladder = run_ladder(
         spec,
@@ -513,7 +520,8 @@ def run_llm_perf(
                      streaming=settings.stream, prompt_source=source, perf_analyzer=tool,
                      progress=setup.get("progress"), interface=settings.interface,
                      tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
-                     tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output)
+                     tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output,
+                     analyzer=make(folder) if (make := setup.get("load_generator")) is not None else None)
     return _finish_llm(result, folder, sla, judging=judging, baseline_root=setup.get("baseline_root"))
 
 

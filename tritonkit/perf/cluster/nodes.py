@@ -176,7 +176,8 @@ def connected(address: str) -> Iterator[Any]:
 class NodeInfo:
     """One node as its probe saw it. ``node_id``: Ray's; ``address``: the node's IP as Ray knows it;
     ``host``: its host name; ``cpu_cores``/``cpu_model``/``gpus``: the machine (GPU names from
-    ``nvidia-smi -L``); ``resources``: Ray's totals for the node. ``problems``: what it lacks."""
+    ``nvidia-smi -L``); ``resources``: Ray's totals for the node; ``perf_analyzer`` its version there
+    (``perf_analyzer_binary`` where), ``server`` the tritonserver binary. ``problems``: what it lacks."""
 
     node_id: str
     address: str
@@ -187,6 +188,7 @@ class NodeInfo:
     resources: Mapping[str, float] = field(default_factory=dict)
     tritonkit_version: str = ""
     perf_analyzer: str = ""
+    perf_analyzer_binary: str = ""
     server: str = ""
     problems: tuple[str, ...] = ()
 
@@ -215,7 +217,7 @@ class NodeInfo:
         return {"node_id": self.node_id, "address": self.address, "host": self.host, "cpu_cores": self.cpu_cores,
                 "cpu_model": self.cpu_model, "gpus": list(self.gpus), "resources": dict(self.resources),
                 "tritonkit_version": self.tritonkit_version, "perf_analyzer": self.perf_analyzer,
-                "server": self.server}
+                "perf_analyzer_binary": self.perf_analyzer_binary, "server": self.server}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NodeInfo:
@@ -224,11 +226,12 @@ class NodeInfo:
                    gpus=tuple(str(g) for g in data.get("gpus", ())),
                    resources={str(k): float(v) for k, v in dict(data.get("resources") or {}).items()},
                    tritonkit_version=str(data.get("tritonkit_version", "")),
-                   perf_analyzer=str(data.get("perf_analyzer", "")), server=str(data.get("server", "")),
+                   perf_analyzer=str(data.get("perf_analyzer", "")),
+                   perf_analyzer_binary=str(data.get("perf_analyzer_binary", "")), server=str(data.get("server", "")),
                    problems=tuple(str(p) for p in data.get("problems", ())))
 
 
-def _make_probe() -> Callable[[bool, Sequence[str]], dict[str, Any]]:
+def make_probe() -> Callable[[bool, Sequence[str]], dict[str, Any]]:
     """The probe each node runs. Defined in a function so that Ray (cloudpickle) sends it by value:
     it must run, and say so, on a node where tritonkit cannot be imported."""
 
@@ -276,7 +279,7 @@ def _make_probe() -> Callable[[bool, Sequence[str]], dict[str, Any]]:
         errors = importlib.import_module("tritonkit.errors")
         try:
             located = importlib.import_module("tritonkit.provision.perf_analyzer").locate_perf_analyzer()
-            facts["perf_analyzer"] = f"{located.version} ({located.binary})"
+            facts["perf_analyzer"], facts["perf_analyzer_binary"] = str(located.version or "?"), str(located.binary)
         except errors.TritonKitError as exc:
             problems.append(f"has no perf_analyzer: {exc.message}")
         if need_server:
@@ -325,7 +328,7 @@ def check_nodes(ray: Any, need: NodeResources, *, address: str, need_server: boo
                            f"but {why} needs {asked} with it (its nodes: {have})",
                            hint="add nodes with those resources (ray start --num-gpus N / --resources), or ask for "
                                 "what the cluster has with --node-resources")
-    probe = ray.remote(_make_probe())
+    probe = ray.remote(make_probe())
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     refs = {

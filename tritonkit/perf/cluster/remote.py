@@ -19,13 +19,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tritonkit.perf.cluster.nodes import NodeInfo, _make_probe
+from tritonkit.perf.cluster.nodes import NodeInfo, make_probe
 from tritonkit.perf.cluster.transfer import pack_contents, pack_folders, unpack
-from tritonkit.perf.sweep.runner import SweepEvent, SweepResult
+from tritonkit.perf.measure.spec import PerfSpec
+from tritonkit.perf.sweep.result import SweepEvent, SweepResult
 from tritonkit.perf.sweep.settings import SweepSettings
 
-__all__ = ["KIND_ALONE", "KIND_JOINT", "KIND_SINGLE", "NodeSweep", "SweepJob", "make_event_sink", "node_here",
-           "run_sweep_job"]
+__all__ = ["KIND_ALONE", "KIND_JOINT", "KIND_SINGLE", "ClientJob", "ClientRun", "NodeSweep", "SweepJob",
+           "make_event_sink", "node_here", "now_ns", "run_client_job", "run_sweep_job"]
 
 #: A model swept on its own (``perf sweep REPO A B --cluster … --separately``): its own folder, its own winner.
 KIND_SINGLE = "single"
@@ -68,7 +69,7 @@ def node_here() -> NodeInfo:
     """This node, as the probe sees it, with Ray's address and resources for it."""
     import ray
 
-    facts = _make_probe()(False, [])
+    facts = make_probe()(False, [])
     node_id = str(facts["node_id"])
     known: dict[str, Any] = next((n for n in ray.nodes() if n.get("NodeID") == node_id), {})
     return NodeInfo.from_dict({**facts, "address": known.get("NodeManagerAddress", ray.util.get_node_ip_address()),
@@ -145,3 +146,96 @@ def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSwee
         return NodeSweep(node=node, result=result, folder=folder, wall_s=time.monotonic() - started)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- load-test clients
+
+
+def now_ns() -> int:
+    """This node's wall clock (a Ray task's body: the driver measures each node's offset with it)."""
+    return time.time_ns()
+
+
+@dataclass(frozen=True)
+class ClientJob:
+    """One client's part of one step. Exactly one of ``spec`` (a ladder step, run with
+    :meth:`~tritonkit.perf.measure.analyzer.PerfAnalyzer.run`) and ``argv`` (an LLM step's perf_analyzer
+    options, run with :meth:`~tritonkit.perf.measure.analyzer.PerfAnalyzer.invoke` behind this node's
+    own binary). ``start_at_ns``: when to start, on this node's clock. ``files``: files the options
+    name (input data, by their names in ``argv`` / ``spec``), written here first."""
+
+    index: int
+    name: str
+    start_at_ns: int
+    spec: PerfSpec | None = None
+    argv: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    files: Mapping[str, bytes] | None = None
+
+
+@dataclass
+class ClientRun:
+    """What a client brings back: its node, when it started (its clock), how late, and every file it
+    wrote for the step (``<name>.json`` the profile export, ``.csv``, ``.stdout``, ``.stderr``, …)."""
+
+    index: int
+    node: NodeInfo
+    started_ns: int
+    late_ms: float
+    files: dict[str, bytes]
+    steps: list[Any]  # StepResult, for a ladder step
+    returncode: int | None
+    duration_s: float
+    argv: list[str]
+
+
+def run_client_job(job: ClientJob) -> ClientRun:
+    """Run one client's part of a step here (a Ray task's body), starting at ``job.start_at_ns``."""
+    from tritonkit.perf.llm.loadtest import STALL_MARKER
+    from tritonkit.perf.measure.analyzer import PerfAnalyzer
+
+    node = node_here()
+    work = Path(tempfile.mkdtemp(prefix=f"tritonkit-client{job.index}-"))
+    try:
+        local = {name: work / Path(name).name for name in (job.files or {})}
+        for name, data in (job.files or {}).items():
+            local[name].write_bytes(data)
+        analyzer = PerfAnalyzer(work)
+        wait_ns = job.start_at_ns - time.time_ns()
+        if wait_ns > 0:
+            time.sleep(wait_ns / 1e9)
+        started = time.time_ns()
+        late_ms = max(0.0, (started - job.start_at_ns) / 1e6)
+        steps: list[Any] = []
+        returncode: int | None
+        if job.spec is not None:
+            spec = job.spec
+            if spec.input_data is not None and str(spec.input_data) in local:
+                spec = replace(spec, input_data=str(local[str(spec.input_data)]))
+            outcome = analyzer.run(spec, job.name, timeout_s=job.timeout_s)
+            steps, returncode, duration_s, argv = outcome.steps, outcome.returncode, outcome.duration_s, outcome.argv
+        else:
+            options = [str(local[a]) if a in local else a for a in job.argv]
+            export = work / f"{job.name}.json"
+            options = _with_option(options, "--profile-export-file", str(export))
+            consoles = (work / f"{job.name}.stdout", work / f"{job.name}.stderr")
+
+            def stalled() -> bool:
+                return any(p.exists() and STALL_MARKER in p.read_text(errors="replace") for p in consoles)
+
+            invocation = analyzer.invoke([*analyzer.perf_analyzer.argv, *options], job.name,
+                                         timeout_s=job.timeout_s, stop_when=stalled)
+            returncode, duration_s, argv = invocation.returncode, invocation.duration_s, invocation.argv
+        files = {p.name: p.read_bytes() for p in work.iterdir() if p.is_file() and p.name.startswith(job.name + ".")}
+        return ClientRun(index=job.index, node=node, started_ns=started, late_ms=late_ms, files=files, steps=steps,
+                         returncode=returncode, duration_s=duration_s, argv=list(argv))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _with_option(argv: list[str], option: str, value: str) -> list[str]:
+    """``argv`` with ``option``'s value replaced (or the option added)."""
+    if option in argv:
+        at = argv.index(option)
+        return [*argv[: at + 1], value, *argv[at + 2:]]
+    return [*argv, option, value]

@@ -59,7 +59,7 @@ from tritonkit.perf.cluster.transfer import pack_folders, replace_folder, unpack
 from tritonkit.perf.sweep.joint import joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_run import JointResult, plan_joint_write_backs
 from tritonkit.perf.sweep.report import write_sweep_report
-from tritonkit.perf.sweep.runner import EXIT_UNMEASURED, SweepResult
+from tritonkit.perf.sweep.result import EXIT_UNMEASURED, SweepResult
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
 from tritonkit.perf.sweep.variants import apply_variant, variant_grid
