@@ -70,6 +70,8 @@ def test_two_clients_on_two_nodes_load_one_endpoint_and_every_request_is_merged(
             own, (own_lo, own_hi) = _window_latencies_ms(json.loads((folder / f"{name}.json").read_text()))
             offset_ns = int(client["clock_offset_ms"] * 1e6)  # kept to the µs: 1 µs of slack
             assert own_lo - offset_ns <= lo + 1000 and hi <= own_hi - offset_ns + 1000 and own
+    report = (out / "report.md").read_text()
+    assert "| load generators | 2 clients at once: node " in report and "clients measured together" in report
     assert not load_processes(str(ray_cluster.root))
 
 
