@@ -7,7 +7,10 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   ├── ConfigSyntaxError       a config.pbtxt does not parse (``path``, ``line``, ``column``)
     │   ├── LintError               the linter found errors (``findings`` attached)
     │   ├── LockedError             another live process holds a folder's lock (``holder``: pid, host, since)
-    │   └── StoredResultError       a stored sweep result is malformed or impossible (``field_name``)
+    │   ├── StoredResultError       a stored sweep result is malformed or impossible (``field_name``)
+    │   └── UnsupportedByReleaseError  the target Triton release cannot parse or serve it:
+    │                               a config field, platform or server flag (``release``,
+    │                               ``first_release``: the first that has it, or None)
     ├── MissingComponentError       an optional piece is absent (perf_analyzer, tensorrt,
     │                               a GPU); ``hint`` is the command that installs it
     ├── BuildError                  a builder could not produce a servable model
@@ -24,6 +27,8 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   ├── OverloadedError         the server refused the request unexecuted (queue policy REJECT)
     │   │   └── QueueTimeoutError   it waited in the model's queue past its queue timeout
     │   ├── ServerSideError         the server failed while handling the request
+    │   ├── SharedMemoryRefusedError the server refuses client shared-memory registration
+    │   │                           (2.68+ started without ``--allow-client-shm=true``)
     │   └── ClientClosedError       the client was closed before or during the call
     ├── PerfError                   perf_analyzer failed (``returncode``, ``stderr_tail``)
     │   ├── PerfTimeoutError        a perf run passed its time limit and was stopped
@@ -85,11 +90,13 @@ __all__ = [
     "QueueTimeoutError",
     "ServerError",
     "ServerSideError",
+    "SharedMemoryRefusedError",
     "ShmUnusable",
     "StepError",
     "StepTimeoutError",
     "StoredResultError",
     "TritonKitError",
+    "UnsupportedByReleaseError",
     "VerificationError",
 ]
 
@@ -168,6 +175,20 @@ class StoredResultError(ConfigError):
     def __init__(self, message: str, *, field_name: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.field_name = field_name
+
+
+class UnsupportedByReleaseError(ConfigError):
+    """The target Triton release cannot parse or serve something: a config field, a platform, a flag.
+
+    ``release`` is the target (``"2.51"``); ``first_release`` the first release that has the
+    thing (``"2.52"``), or ``None`` when no release tritonkit knows has it.
+    """
+
+    def __init__(self, message: str, *, release: str, first_release: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.release = release
+        self.first_release = first_release
 
 
 class MissingComponentError(TritonKitError):
@@ -262,6 +283,11 @@ class QueueTimeoutError(OverloadedError):
 
 class ServerSideError(ClientError):
     """The server failed while handling the request."""
+
+
+class SharedMemoryRefusedError(ClientError):
+    """The server refuses client shared-memory registration: from Triton 2.68 a server started
+    without ``--allow-client-shm=true`` answers every register call with UNIMPLEMENTED."""
 
 
 class ClientClosedError(ClientError):

@@ -10,13 +10,18 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
 
 from tests.support.client_models import ECHO_INPUT as X
 from tests.support.client_models import registered_regions, write_echo
-from tritonkit.client import SEGMENT_PREFIX, AsyncClient, Client
+from tests.support.shm_refusal import refusing_server
+from tritonkit.client import SEGMENT_PREFIX, AsyncClient, Client, shared_memory_refusal
+from tritonkit.client._errors import shm_refusal
 from tritonkit.client._settings import is_local_address
-from tritonkit.errors import DeadlineExceededError, ServerSideError
+from tritonkit.errors import DeadlineExceededError, ServerSideError, SharedMemoryRefusedError
 from tritonkit.server import TritonServer
+from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 pytestmark = pytest.mark.server
 
@@ -133,3 +138,71 @@ def test_shared_memory_is_automatic_only_for_a_local_server() -> None:
     assert is_local_address("[::1]:8001")
     assert not is_local_address("10.1.2.3:8001")
     assert not is_local_address("triton.example.com:8001")
+
+
+# ---- a server that refuses client shared memory (Triton 2.68+ without --allow-client-shm=true) ----
+
+
+def test_the_bundled_2_51_takes_client_shared_memory(server: TritonServer) -> None:
+    assert shared_memory_refusal(server.grpc_url) is None
+    assert _our_segments() == [] and registered_regions(server.grpc_url) == []
+    assert server.client_shm_note() is None
+
+
+def _refused_registration(url: str) -> InferenceServerException:
+    """What tritonclient raises when the server at ``url`` refuses a registration."""
+    raw = grpcclient.InferenceServerClient(url)
+    try:
+        with pytest.raises(InferenceServerException) as caught:
+            raw.register_system_shared_memory("r", "/r", 8)
+    finally:
+        raw.close()
+    return caught.value
+
+
+def test_a_2_68_refusal_is_read_from_the_error_tritonclient_raises_and_names_the_flag() -> None:
+    """The refusal as tritonclient raises it from the gRPC answer a 2.68+ server gives (status and
+    words from the server's source at r26.04; see tests/support/shm_refusal.py)."""
+    with refusing_server() as url:
+        refusal = shm_refusal(_refused_registration(url), url=url)
+        assert isinstance(refusal, SharedMemoryRefusedError)
+        assert CLIENT_SHM_FLAG in refusal.message and refusal.hint and CLIENT_SHM_FLAG in refusal.hint
+        probed = shared_memory_refusal(url)
+        assert probed is not None and "Triton 2.68+" in probed.message
+    assert _our_segments() == [], "the probe's own region is gone"
+
+
+def test_another_unimplemented_answer_is_not_taken_for_the_policy_refusal() -> None:
+    with refusing_server() as url:
+        raw = grpcclient.InferenceServerClient(url)
+        try:
+            with pytest.raises(InferenceServerException) as caught:
+                raw.get_system_shared_memory_status()  # UNIMPLEMENTED, other words
+        finally:
+            raw.close()
+    assert shm_refusal(caught.value, url=url) is None
+
+
+def test_the_client_says_the_refusal_once_naming_the_flag_or_raises_it_in_always_mode(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The client's decision on a refused registration (the infer path calls it with the error
+    tritonclient raised; the stand-in serves no models, so the decision is called directly)."""
+    with refusing_server() as url:
+        refused = _refused_registration(url)
+        with Client(url) as client:
+            with pytest.raises(SharedMemoryRefusedError, match="--allow-client-shm=true"):
+                client._registration_refused(refused, strict=True)
+            with caplog.at_level("WARNING", logger="tritonkit.client"):
+                assert client._registration_refused(refused, strict=False)
+                assert client._registration_refused(refused, strict=False)
+            said = [r.getMessage() for r in caplog.records if "shared" in r.getMessage()]
+            assert len(said) == 1 and CLIENT_SHM_FLAG in said[0] and "in-band" in said[0]
+
+
+def test_perf_keeps_its_output_region_on_the_bundled_2_51(server: TritonServer) -> None:
+    from tritonkit.perf.measure.input_data import region_for_server
+    from tritonkit.perf.measure.spec import PerfSpec
+
+    spec = PerfSpec(model="echo", url=server.grpc_url, shared_memory="system", output_shared_memory_size_bytes=4096)
+    assert region_for_server(spec) == (spec, None)
+    assert _our_segments() == [] and registered_regions(server.grpc_url) == []

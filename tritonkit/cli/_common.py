@@ -16,7 +16,7 @@ import click
 
 from tritonkit.errors import CommandExit, TritonKitError
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
-from tritonkit.provision.server import SERVER_BIN_ENV
+from tritonkit.provision.server import BACKEND_DIR_ENV, SERVER_BIN_ENV
 
 #: Exit status for a TritonKitError that a command did not map itself.
 EXIT_ERROR = 2
@@ -56,6 +56,16 @@ def server_bin_option(purpose: str, *, falls_back: bool = True) -> Callable[[_Co
     fallback = f" (default: ${SERVER_BIN_ENV}, else the one bundled in nvidia-pytriton)" if falls_back else ""
     return click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
                         help=f"{purpose}{fallback}.")
+
+
+def backend_dir_option(purpose: str) -> Callable[[_Command], _Command]:
+    """``--backend-dir DIR`` (``backend_dir``), one declaration for every command that starts or inspects a
+    local tritonserver: the folder of backends it loads. ``purpose`` says what this command does with it."""
+    return click.option(
+        "--backend-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help=f"{purpose}: the server's backends folder, e.g. an NGC container's /opt/tritonserver/backends "
+             f"(default: ${BACKEND_DIR_ENV}, else the server's own; the bundled server keeps its python "
+             "backend beside them).")
 
 
 class HostPort(click.ParamType):

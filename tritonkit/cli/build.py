@@ -23,7 +23,7 @@ from tritonkit.builders.plan import (
     WINDOW_RANGE_US,
     BuildOptions,
 )
-from tritonkit.cli._common import echo_json, server_bin_option, sigterm_as_interrupt
+from tritonkit.cli._common import backend_dir_option, echo_json, server_bin_option, sigterm_as_interrupt
 from tritonkit.cli.build_trtllm import build_trtllm_command
 from tritonkit.cli.build_vllm import build_vllm_command
 from tritonkit.errors import VerificationError
@@ -117,14 +117,21 @@ def build() -> None:
 @click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
 @click.option("--cuda-graphs", is_flag=True, help="GPU, onnxruntime runtime: enable CUDA graphs in ORT's CUDA provider.")
 @server_bin_option("Target tritonserver for --runtime auto")
-@click.option("--backend-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Target server's backends folder for --runtime auto (e.g. /opt/tritonserver/backends).")
+@backend_dir_option("The target server's backends, for --runtime auto and its ONNX Runtime's limits")
+@click.option("--server-version", default=None,
+              help="Triton release the model is for (X.Y, X.Y.Z or an NGC tag YY.MM): with the onnxruntime runtime, "
+                   "its ONNX Runtime's IR and opset limits are checked (default: the onnxruntime backend in "
+                   "--backend-dir, when there is one).")
+@click.option("--convert-onnx", is_flag=True,
+              help="Convert a model newer than the target's ONNX Runtime loads down to it with ONNX's version "
+                   "converter (verified against the original) instead of refusing it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each step on stderr even when not at a terminal.")
 def build_onnx_command(
     model: Path, name: str, repo: Path, batch_outputs: tuple[str, ...], runtime: str, fp16: bool, verify: bool,
     samples: Path | None, model_version: int, force: bool, no_warmup: bool, ort_tensorrt: bool, cuda_graphs: bool,
-    server_bin: Path | None, backend_dir: Path | None, as_json: bool, verbose: bool, **batching: Any,
+    server_bin: Path | None, backend_dir: Path | None, server_version: str | None, convert_onnx: bool, as_json: bool,
+    verbose: bool, **batching: Any,
 ) -> None:
     """Check, verify and write an ONNX MODEL as repository entry NAME.
 
@@ -140,6 +147,7 @@ def build_onnx_command(
       tritonkit build onnx cnn.onnx --name cnn --max-batch-size 32 --batch-window 10ms --instances 2
       tritonkit build onnx big.onnx --name big --fp16 --runtime onnxruntime --kind gpu --ort-tensorrt
       tritonkit build onnx lightgbm.onnx --name gbm --batch-output label
+      tritonkit build onnx new.onnx --name m --runtime onnxruntime --server-version 2.51 --convert-onnx
     """
     from tritonkit.builders import build_onnx
 
@@ -150,7 +158,8 @@ def build_onnx_command(
                 model, name=name, repo=repo, batching=BuildOptions(**batching), runtime=runtime, fp16=fp16,
                 verify=verify, samples=samples, version=model_version, force=force, warmup=not no_warmup,
                 ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin, backend_dir=backend_dir,
-                batch_outputs=batch_outputs, log=_progress(verbose, as_json))
+                server_version=server_version, convert_onnx=convert_onnx, batch_outputs=batch_outputs,
+                log=_progress(verbose, as_json))
     except VerificationError as exc:
         for comparison in exc.comparisons:
             click.echo(comparison.table(), err=True)

@@ -96,6 +96,11 @@ def deploy() -> None:
 @click.option("--prometheus-url", default=K8sOptions.prometheus_url, show_default=True,
               help="Prometheus that KServe's autoscaler (KEDA) queries (with --kserve).")
 @click.option("--kserve", is_flag=True, help="An InferenceService on KServe's Triton runtime instead.")
+@click.option("--server-version", default=None,
+              help="Triton release the image runs (X.Y or an NGC tag) [default: from an NGC image's tag].")
+@click.option("--client-shm", is_flag=True,
+              help="Let clients register shared memory: adds --allow-client-shm=true where the release needs it "
+                   "(2.68+).")
 @click.option("--model", "models", multiple=True, help="Only these models of the repository (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write one file per kind into this folder (default: print one YAML stream).")

@@ -262,6 +262,9 @@ def run_command(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
 )
 @_baseline_dir_option
+@click.option("--accept-runtime-change", is_flag=True,
+              help="Compare runs measured on different runtimes (backend, stand-in, engine version) instead of "
+                   "refusing; the comparison then says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare_command(
     base: Path,
@@ -270,6 +273,7 @@ def compare_command(
     max_p99_rise: str,
     save_baseline: bool,
     baseline_dir: Path,
+    accept_runtime_change: bool,
     as_json: bool,
 ) -> None:
     """Compare run NEW against BASE; exit 1 on a regression.
@@ -285,7 +289,8 @@ def compare_command(
     """
     stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
-                            baseline_root=baseline_dir if save_baseline else None)
+                            baseline_root=baseline_dir if save_baseline else None,
+                            accept_runtime_change=accept_runtime_change)
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline

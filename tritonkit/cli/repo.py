@@ -8,7 +8,7 @@ from typing import Literal
 
 import click
 
-from tritonkit.cli._common import HOST_PORT, CommandExit, echo_json, server_bin_option
+from tritonkit.cli._common import HOST_PORT, CommandExit, backend_dir_option, echo_json, server_bin_option
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     CONFIG_FILENAME,
@@ -26,6 +26,7 @@ from tritonkit.repository import (
 )
 from tritonkit.repository.lint import RULES, LintReport, Severity, lint_repository, resolve_target
 from tritonkit.repository.summary import summarize_repository
+from tritonkit.triton_releases import NEWEST_LINE, known_lines_text
 
 #: Exit statuses of ``repo lint`` (and ``repo diff``): clean, problems found, usage error.
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -185,6 +186,11 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
 @click.option("--metrics-url", default=None, help="With --server: its /metrics URL, to count its GPUs.")
 @server_bin_option("A local tritonserver binary: lint against the backends installed next to it", falls_back=False)
 @click.option("--bundled", is_flag=True, help="Lint against the bundled tritonserver's backends (python only).")
+@click.option("--server-version", default=None,
+              help="Triton release to check for: X.Y, X.Y.Z or an NGC tag YY.MM. Known: "
+                   f"{known_lines_text()}. [default: the version --server reports, else that of the "
+                   f"--bundled/--server-bin install, else {NEWEST_LINE}]")
+@backend_dir_option("Lint against these backends (with the bundled server, or --server-bin's)")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeat).")
 @click.option("--ignore", "ignored", multiple=True, help="Skip this rule id (repeat).")
 @click.option("--min-severity", type=click.Choice(["error", "warning", "info"]), default="info", show_default=True,
@@ -192,8 +198,8 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
 @click.option("--list-rules", is_flag=True, help="Print every rule id, severity and title, then exit.")
 @format_option
 def lint(path: Path | None, target: str | None, server: str | None, metrics_url: str | None,
-         server_bin: Path | None, bundled: bool, rules: tuple[str, ...], ignored: tuple[str, ...],
-         min_severity: str, list_rules: bool, fmt: str) -> None:
+         server_bin: Path | None, bundled: bool, server_version: str | None, backend_dir: Path | None, rules: tuple[str, ...],
+         ignored: tuple[str, ...], min_severity: str, list_rules: bool, fmt: str) -> None:
     """Lint every model in the repository at PATH; exit 0 clean, 1 errors found, 2 usage error.
 
     \b
@@ -201,20 +207,23 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
       tritonkit repo lint model_repository --target cpu
       tritonkit repo lint model_repository --server 127.0.0.1:8001 --format json
       tritonkit repo lint model_repository --bundled
+      tritonkit repo lint model_repository --server-version 2.60
+      tritonkit repo lint model_repository --backend-dir /opt/tritonserver/backends
     """
     if list_rules:
         if fmt == "json":
             echo_json([r.to_dict() for r in RULES.values()])
         else:
             for r in RULES.values():
-                click.echo(f"{r.id}  {r.severity.value:<7}  {r.family:<11}  {r.title}")
+                since = f" (Triton {r.releases})" if r.releases else ""
+                click.echo(f"{r.id}  {r.severity.value:<7}  {r.family:<11}  {r.title}{since}")
         return
     if path is None:
         raise click.UsageError("missing argument PATH (the repository folder)")
     if not path.is_dir():
         raise click.UsageError(f"{path} is not a folder")
     chosen = resolve_target(target, server=server, metrics_url=metrics_url, server_bin=server_bin,
-                            bundled=bundled)
+                            bundled=bundled, server_version=server_version, backend_dir=backend_dir)
     report = lint_repository(path, target=chosen, rules=rules or None, ignore=ignored)
     _print_report(report, fmt, Severity(min_severity))
     raise CommandExit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, rate_tolerance_option, sigterm_as_interrupt
+from tritonkit.cli._common import (
+    CommandExit,
+    backend_dir_option,
+    echo_json,
+    rate_tolerance_option,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.cli.perf_cluster import (
     cluster_settings,
     cluster_sweep_options,
@@ -184,6 +191,8 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @click.option("--no-write-back", is_flag=True, help="Leave the repository's config.pbtxt as it is.")
 @click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
 @click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@server_bin_option("tritonserver binary the sweep starts")
+@backend_dir_option("Backends the sweep's server loads (measure the backend production serves)")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 @cluster_sweep_options
@@ -192,7 +201,8 @@ def sweep_command(
     batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
     max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
-    input_data: str | None, shapes: tuple[str, ...], as_json: bool, quiet: bool,
+    input_data: str | None, shapes: tuple[str, ...], server_bin: Path | None, backend_dir: Path | None, as_json: bool,
+    quiet: bool,
     cluster: str | None = None, node_resources: str | None = None, shared_repo: str | None = None,
     separately: bool = False,
 ) -> None:
@@ -250,6 +260,7 @@ def sweep_command(
         rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
+        server_bin=server_bin, backend_dir=backend_dir,
     ).with_out("-".join(models))
     folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)

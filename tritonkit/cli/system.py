@@ -9,12 +9,21 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, server_bin_option, sigterm_as_interrupt
+from tritonkit.cli._common import (
+    CommandExit,
+    backend_dir_option,
+    echo_json,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.errors import ServerError
+from tritonkit.repository.lint import lint_for_server, load_failure_fix
 from tritonkit.server import TritonServer
+from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 #: ``serve`` and ``doctor`` run the same server.
 _server_bin = server_bin_option("tritonserver binary to run")
+_backend_dir = backend_dir_option("Backends the server loads")
 
 
 _PORT = click.IntRange(1, 65535)
@@ -34,7 +43,11 @@ _PORT = click.IntRange(1, 65535)
     help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
 )
 @click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
+@click.option("--server-arg", "extra_args", multiple=True,
+              help="A tritonserver flag to pass as is, e.g. --server-arg=--allow-client-shm=true (repeat); a flag "
+                   "the server's release does not have is refused first, naming the release that has it.")
 @_server_bin
+@_backend_dir
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
@@ -48,7 +61,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
     with sigterm_as_interrupt():
         try:
             # The other options are named as TritonServer's keywords (ports, host, server_bin,
-            # startup_timeout_s), so they pass through as given.
+            # backend_dir, startup_timeout_s), so they pass through as given.
             with TritonServer(repo, model_control="explicit" if explicit else "none", models=models,
                               exit_on_error=False, **server_options) as server:
                 failures = server.load_failures()
@@ -56,12 +69,12 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
                 for failure in failures:
                     click.secho(f"error: model '{failure.model}' failed to load: {failure.reason}", fg="red", err=True)
                 if failures:
+                    # Linted for the release this server is, so the fix line never sends the user
+                    # to a lint that passes.
+                    failed = [failure.model for failure in failures]
+                    report = lint_for_server(repo, server.install, server.version(), models=failed)
                     click.echo(f"  server log: {server.log_path}", err=True)
-                    click.echo(
-                        "  fix: `tritonkit repo lint REPO` explains most causes; to load models one by one, "
-                        "run `tritonkit serve REPO --explicit --load-model NAME` (repeat --load-model)",
-                        err=True,
-                    )
+                    click.echo(f"  fix: {load_failure_fix(report, failed, repo, lint_command=server.lint_command())}", err=True)
                     if strict or not ready:
                         why = "--strict was given" if strict else "no model loaded"
                         click.echo(f"stopping: {why}.", err=True)
@@ -72,6 +85,9 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
                 click.echo(f"  HTTP     http://{server.http_url}")
                 click.echo(f"  metrics  {server.metrics_url}")
                 click.echo(f"  log      {server.log_path}")
+                shm = server.client_shm_note()
+                if shm:
+                    click.echo(f"  note: {shm}; to allow it: --server-arg={CLIENT_SHM_FLAG}")
                 click.echo("Press Ctrl-C to stop.")
                 sys.stdout.flush()
                 while server.is_running():
@@ -88,11 +104,13 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @_server_bin
-def doctor(as_json: bool, server_bin: Path | None) -> None:
+@_backend_dir
+def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 
     Starts the server once to read its version and to ask a probe model which
-    Python interpreter and site-packages python-backend models will see.
+    Python interpreter and site-packages python-backend models will see. Lists each
+    backend with the version its files give (the onnxruntime backend's ONNX Runtime).
     Exit status 1 when a required piece is missing.
 
     \b
@@ -101,7 +119,8 @@ def doctor(as_json: bool, server_bin: Path | None) -> None:
     """
     from tritonkit.provision.doctor import run_checks
 
-    checks = run_checks(server_bin=str(server_bin) if server_bin else None)
+    checks = run_checks(server_bin=str(server_bin) if server_bin else None,
+                        backend_dir=str(backend_dir) if backend_dir else None)
     if as_json:
         echo_json([c.to_dict() for c in checks])
     else:

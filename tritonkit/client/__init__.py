@@ -22,7 +22,7 @@ from tritonkit.client._settings import (
     MAX_MESSAGE_BYTES,
     Timeouts,
 )
-from tritonkit.client._shm import SEGMENT_PREFIX, SharedMemoryMode
+from tritonkit.client._shm import SEGMENT_PREFIX, SharedMemoryMode, shared_memory_refusal
 from tritonkit.client._sync import Client, ResponseStream
 
 __all__ = [
@@ -39,4 +39,5 @@ __all__ = [
     "SharedMemoryMode",
     "TensorMetadata",
     "Timeouts",
+    "shared_memory_refusal",
 ]

@@ -13,7 +13,14 @@ from typing import Any
 import grpc
 
 from tritonkit.client._channel import ConnectState, ConnectWait
-from tritonkit.client._errors import FailedCall, UnavailableCause, status_of, translate, unavailable_cause
+from tritonkit.client._errors import (
+    FailedCall,
+    UnavailableCause,
+    shm_refusal,
+    status_of,
+    translate,
+    unavailable_cause,
+)
 from tritonkit.client._health import ProbeLog
 from tritonkit.client._model import ModelMetadata
 from tritonkit.client._request import Array, PreparedRequest, prepare_request
@@ -267,17 +274,26 @@ class ClientBase:
         """True when a failed registration means "send in-band from now on" rather than an error.
 
         Never in "always" mode, and never for an unreachable server or a spent
-        deadline: those are the call's failure, not the server's refusal.
+        deadline: those are the call's failure, not the server's refusal. A server that
+        refuses client shared memory by policy (2.68+ without ``--allow-client-shm=true``)
+        is said in one line naming the flag; in "always" mode that is
+        :class:`~tritonkit.errors.SharedMemoryRefusedError`.
         """
         status = status_of(exc)
+        policy = shm_refusal(exc, url=self.url)
+        if strict and policy is not None:
+            raise policy from exc
         if strict or status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return False
         if self._shm_refused is None:
-            log.warning(
-                "server %s refused a system shared memory registration (%s); sending tensors in-band from now on",
-                self.url,
-                status,
-            )
+            if policy is not None:
+                log.warning("%s; sending tensors in-band from now on", policy.message.split("): ", 1)[0] + ")")
+            else:
+                log.warning(
+                    "server %s refused a system shared memory registration (%s); sending tensors in-band from now on",
+                    self.url,
+                    status,
+                )
         self._shm_refused = str(status)
         return True
 

@@ -44,9 +44,12 @@ from tritonkit.errors import (
     OverloadedError,
     QueueTimeoutError,
     ServerSideError,
+    SharedMemoryRefusedError,
 )
+from tritonkit.triton_releases import CLIENT_SHM, CLIENT_SHM_FLAG, is_client_shm_refusal
 
-__all__ = ["RPC_ERRORS", "FailedCall", "UnavailableCause", "status_of", "translate", "unavailable_cause"]
+__all__ = ["RPC_ERRORS", "FailedCall", "UnavailableCause", "shm_refusal", "status_of", "translate",
+           "unavailable_cause"]
 
 _BY_NAME = {code.name: code for code in grpc.StatusCode}
 
@@ -79,6 +82,21 @@ def _details(exc: BaseException) -> str:
     if isinstance(exc, grpc.RpcError) and hasattr(exc, "details"):
         return str(exc.details() or "").strip()
     return str(exc).strip()
+
+
+def shm_refusal(exc: BaseException, *, url: str) -> SharedMemoryRefusedError | None:
+    """The error to raise (or the line to say) when a failed system shared-memory registration is
+    the server's policy refusal: Triton 2.68+ started without ``--allow-client-shm=true`` answers
+    UNIMPLEMENTED with its own words (:data:`tritonkit.triton_releases.CLIENT_SHM`); ``None`` for
+    any other failure. The status decides; the words tell this refusal from another UNIMPLEMENTED.
+    """
+    status = status_of(exc)
+    if status is None or not is_client_shm_refusal(status.name, _details(exc)):
+        return None
+    return SharedMemoryRefusedError(
+        f"server {url} refuses client shared-memory registration (Triton {CLIENT_SHM.since}+ started without "
+        f"{CLIENT_SHM_FLAG}): {_details(exc)}",
+        hint=f"start the server with {CLIENT_SHM_FLAG}, or send tensors in-band (shared_memory='auto' or 'never')")
 
 
 @dataclass(slots=True)

@@ -33,8 +33,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.utils.shared_memory as tshm
 from tritonclient.utils import triton_to_np_dtype
 
-from tritonkit.client._errors import status_of
-from tritonkit.errors import ShmUnusable
+from tritonkit.client._errors import shm_refusal, status_of
+from tritonkit.errors import SharedMemoryRefusedError, ShmUnusable
 
 __all__ = [
     "SEGMENT_PREFIX",
@@ -46,6 +46,7 @@ __all__ = [
     "ShmJanitor",
     "ShmPlan",
     "new_region_name",
+    "shared_memory_refusal",
 ]
 
 SharedMemoryMode = Literal["auto", "always", "never"]
@@ -75,6 +76,28 @@ def new_region_name() -> str:
 
 def _aligned(offset: int) -> int:
     return (offset + _ALIGN_BYTES - 1) // _ALIGN_BYTES * _ALIGN_BYTES
+
+
+def shared_memory_refusal(url: str, *, timeout_s: float = 5.0) -> SharedMemoryRefusedError | None:
+    """Whether the server at ``url`` (gRPC ``host:port``) takes client shared memory: a one-byte
+    region of this process is registered there and dropped again. The server's refusal when it
+    refuses client shared memory by policy (Triton 2.68+ without ``--allow-client-shm=true``);
+    ``None`` when it took the region, or failed otherwise (the caller meets that failure itself).
+    """
+    plan = ShmPlan(new_region_name())
+    segment = Segment(plan)
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        try:
+            client.register_system_shared_memory(plan.region, plan.key, 1, client_timeout=timeout_s)
+        except Exception as exc:  # noqa: BLE001 - only the policy refusal is ours to name
+            return shm_refusal(exc, url=url)
+        with contextlib.suppress(Exception):
+            client.unregister_system_shared_memory(plan.region, client_timeout=timeout_s)
+        return None
+    finally:
+        segment.destroy()
+        client.close()
 
 
 @dataclass(frozen=True)

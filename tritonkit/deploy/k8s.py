@@ -60,6 +60,7 @@ from tritonkit.deploy.k8s_sizing import PodResources, PodSize, pod_resources
 from tritonkit.deploy.source import RepositoryFacts
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.sla import METRICS, SLA
+from tritonkit.triton_releases import CLIENT_SHM, CLIENT_SHM_FLAG, check_server_flags, client_shm_refused_by
 
 __all__ = [
     "ADAPTER_FILE",
@@ -167,7 +168,26 @@ def _server_args(exit_timeout_s: int, gpus: int, o: K8sOptions) -> list[str]:
     ]
     if gpus:
         args.append("--allow-gpu-metrics=true")
+    at = o.release
+    if o.client_shm and at is not None and client_shm_refused_by(at):
+        args.append(CLIENT_SHM_FLAG)
+    if at is not None:
+        # A flag the image's release predates keeps every pod from starting.
+        check_server_flags(args, at, where=f"image {o.image}")
     return args
+
+
+def _client_shm_note(o: K8sOptions) -> str | None:
+    """What the pods do with clients' shared memory, when the release makes that worth a line."""
+    at = o.release
+    if at is None:
+        return None
+    if o.client_shm and not client_shm_refused_by(at):
+        return f"Triton {at} takes client shared memory without a flag: --client-shm adds nothing"
+    if not o.client_shm and client_shm_refused_by(at):
+        return (f"Triton {at} refuses client shared-memory registration ({CLIENT_SHM.since}+): clients on the pod's "
+                f"host send tensors in-band; --client-shm adds {CLIENT_SHM_FLAG}")
+    return None
 
 
 def _scale_targets(o: K8sOptions, sla: SLA | None, queue_limit: int, gpus: int) -> ScaleTargets:
@@ -192,6 +212,9 @@ def build_manifests(facts: RepositoryFacts, sla: SLA | None, options: K8sOptions
         notes.append("a model asks for KIND_GPU but --gpus 0: it will fail to load")
     resources = pod_resources(facts, gpus, o.size)
     notes += [f"resources per pod (requests = limits): {line}" for line in resources.basis]
+    shm_note = _client_shm_note(o)
+    if shm_note:
+        notes.append(shm_note)
     if not image_has_digest(o.image):
         notes.append(f"image {o.image} is pinned by tag only: pin its digest (…@sha256:…) for identical bytes "
                      "on every node")

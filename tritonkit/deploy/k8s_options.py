@@ -18,6 +18,7 @@ from tritonkit.deploy.k8s_names import (
 from tritonkit.deploy.k8s_sizing import PodSize
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
+from tritonkit.triton_releases import TritonRelease, release_of_image, release_of_version
 
 __all__ = [
     "CLIENT_LABEL",
@@ -125,6 +126,10 @@ class K8sOptions:
     grpc_max_connection_age_s: int = 300
     #: Prometheus the KServe autoscaler (KEDA) queries.
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
+    #: The Triton release the image runs (``2.68``, or an NGC tag); None: read from an NGC image's tag.
+    server_version: str | None = None
+    #: Let clients register shared memory: adds ``--allow-client-shm=true`` where the release needs it (2.68+).
+    client_shm: bool = False
 
     def __post_init__(self) -> None:
         if not self.image.strip():
@@ -149,9 +154,22 @@ class K8sOptions:
         if self.kserve and self.source.uri is None and self.source.pvc is None:
             raise ConfigError("KServe loads the repository from a storage URI",
                               hint="pass --repo-uri s3://bucket/repo, or --pvc CLAIM for pvc://CLAIM/")
+        if self.server_version is not None:
+            release_of_version(self.server_version)  # an unknown release is refused, listing the known ones
+        if self.client_shm and self.release is None:
+            raise ConfigError(f"--client-shm: whether the server needs a flag for it depends on its release, and the "
+                              f"image {self.image} names none", hint="pass --server-version X.Y (the Triton release "
+                              "the image runs), or use an NGC image tag such as tritonserver:26.04-py3")
         if not self.prometheus_url.startswith(("http://", "https://")):
             raise ConfigError(f"--prometheus-url {self.prometheus_url!r} is not an http(s) URL",
                               hint="e.g. http://prometheus-operated.monitoring.svc:9090")
+
+    @property
+    def release(self) -> TritonRelease | None:
+        """The Triton release the pods run: ``server_version``, else the NGC tag of ``image``, else ``None``."""
+        if self.server_version is not None:
+            return release_of_version(self.server_version)
+        return release_of_image(self.image)
 
     @property
     def headless_name(self) -> str:

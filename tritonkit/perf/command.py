@@ -232,7 +232,8 @@ def load_test(
     plan = settings.ladder_plan()
     folder = settings.results_dir(model)
     prepared = prepare_run_inputs(spec, folder, repo=settings.model_repository(model),
-                                  seq_len=SeqLen.parse(settings.seq_len), keep_outputs=settings.keep_outputs,
+                                  seq_len=SeqLen.parse(settings.seq_len) if settings.seq_len is not None else None,
+                                  keep_outputs=settings.keep_outputs,
                                   write=not dry_run)
     spec = prepared.spec
     test = LoadTest(model, folder, judged)

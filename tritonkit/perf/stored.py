@@ -47,6 +47,7 @@ def compare_stored(
     max_throughput_drop: float = DEFAULT_MAX_THROUGHPUT_DROP,
     max_p99_rise: float = DEFAULT_MAX_P99_RISE,
     baseline_root: str | os.PathLike[str] | None = None,
+    accept_runtime_change: bool = False,
 ) -> StoredComparison:
     """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
     baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
@@ -56,7 +57,8 @@ def compare_stored(
     (fractions) at any matched load or at peak, and no failed requests may appear
     (:func:`~tritonkit.perf.judge.compare.compare_results`). LLM runs (``new`` holds an
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
-    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`).
+    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
+    on different runtimes are refused unless ``accept_runtime_change``.
     """
     root = Path(baseline_root) if baseline_root is not None else None
     if find_llm_result(Path(new)) is not None:
@@ -66,7 +68,7 @@ def compare_stored(
     base_result, base_path = load_result(Path(base))
     new_result, new_path = load_result(Path(new))
     classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
-                              max_p99_rise=max_p99_rise)
+                              max_p99_rise=max_p99_rise, accept_runtime_change=accept_runtime_change)
     kept = save_baseline(new_result, root) if root is not None and not classic.regressed else None
     return StoredComparison(classic, base_path, new_path, kept)
 

@@ -23,15 +23,38 @@ from tritonkit._fs import user_path_errors
 from tritonkit.errors import ConfigError
 from tritonkit.repository.pbtxt import CONFIG_FILENAME, atomic_write, read_config, write_config
 from tritonkit.repository.spec import ModelSpec
+from tritonkit.triton_releases import (
+    TritonRelease,
+    check_config_for_release,
+    default_model_file,
+    newest_release,
+    platform_backends,
+    resolve_release,
+)
 
 __all__ = [
     "DEFAULT_MODEL_FILENAMES",
+    "PLATFORM_BACKENDS",
+    "backend_of",
     "FileSource",
     "ModelEntry",
     "ModelRepository",
     "expected_model_filename",
     "model_folder",
 ]
+
+#: Platforms the newest Triton release knows, and the backend each one implies (an ensemble: none;
+#: the server runs it). Per release: :func:`tritonkit.triton_releases.platform_backends`.
+PLATFORM_BACKENDS = platform_backends(newest_release())
+
+
+def backend_of(config: mc.ModelConfig) -> str:
+    """The backend library a model needs: its ``backend``, else its platform's ('' for an ensemble or
+    an unknown platform)."""
+    if config.backend:
+        return str(config.backend)
+    return PLATFORM_BACKENDS.get(config.platform, "")
+
 
 #: The file (or folder) Triton looks for in a version folder, by backend or platform.
 DEFAULT_MODEL_FILENAMES: dict[str, str] = {
@@ -53,13 +76,17 @@ DEFAULT_MODEL_FILENAMES: dict[str, str] = {
 FileSource: TypeAlias = "bytes | str | Path"
 
 
-def expected_model_filename(config: mc.ModelConfig) -> str | None:
+def expected_model_filename(config: mc.ModelConfig, release: TritonRelease | None = None) -> str | None:
     """The model file Triton will look for, or ``None`` when the backend needs none (ensembles,
-    TensorRT-LLM, custom backends whose file we cannot know)."""
+    TensorRT-LLM, custom backends whose file we cannot know). ``release``: the Triton release
+    (default: the newest line tritonkit knows), for platforms whose file changed between releases."""
     if config.default_model_filename:
         return str(config.default_model_filename)
     if config.platform == "ensemble":
         return None
+    by_release = default_model_file(config.platform, config.backend, release or newest_release())
+    if by_release is not None:
+        return by_release
     # Triton uses the backend when both are set (seen on 2.51: platform onnxruntime_onnx with
     # backend python loads model.py), so the backend decides the file name first.
     for key in (config.backend, config.platform):
@@ -138,18 +165,22 @@ class ModelRepository:
     >>> repo.add_model(spec, files={"model.onnx": Path("m.onnx")})  # doctest: +SKIP
     """
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, server_version: str | None = None) -> None:
         self.root = Path(root)
+        #: The Triton release the configs are written for: a config with a field it cannot read,
+        #: or a platform it does not serve, is refused (default: the newest line tritonkit knows).
+        self.release: TritonRelease = resolve_release(server_version).release
 
     @classmethod
-    def init(cls, root: Path | str) -> ModelRepository:
+    def init(cls, root: Path | str, *, server_version: str | None = None) -> ModelRepository:
         """Create the repository folder (fine if it exists and is a folder)."""
+        written_for = cls(root, server_version=server_version)  # an unknown release is refused before mkdir
         path = Path(root)
         if path.exists() and not path.is_dir():
             raise ConfigError(f"{path}: exists and is not a folder", hint="choose another path for the repository")
         with user_path_errors("create the repository folder"):
             path.mkdir(parents=True, exist_ok=True)
-        return cls(path)
+        return written_for
 
     def _require(self) -> None:
         if not self.root.is_dir():
@@ -196,6 +227,7 @@ class ModelRepository:
         proto = config.to_proto() if isinstance(config, ModelSpec) else config
         if not proto.name:
             raise ConfigError("cannot add a model without a name", hint="set ModelConfig.name")
+        check_config_for_release(proto, self.release, model=proto.name)
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise ConfigError(f"model {proto.name!r}: version {version!r} must be a non-negative integer",
                               hint="use 1 for a first version")
@@ -212,8 +244,10 @@ class ModelRepository:
         return entry
 
     def write_config(self, config: ModelSpec | mc.ModelConfig) -> Path:
-        """(Re)write only ``<name>/config.pbtxt``."""
+        """(Re)write only ``<name>/config.pbtxt`` (refused, like :meth:`add_model`, when the target
+        release cannot read it)."""
         proto = config.to_proto() if isinstance(config, ModelSpec) else config
+        check_config_for_release(proto, self.release, model=proto.name)
         with user_path_errors(f"write the config of model {proto.name!r}"):
             return write_config(proto, model_folder(self.root, proto.name) / CONFIG_FILENAME)
 

@@ -227,6 +227,10 @@ class FieldLines:
     def __init__(self, lines: dict[str, int]) -> None:
         self._lines = lines
 
+    def paths(self) -> list[str]:
+        """Every field path written in the text, in the order first seen."""
+        return list(self._lines)
+
     def has(self, field_path: str) -> bool:
         """Whether ``field_path`` itself is written in the text (even with a zero value)."""
         return field_path in self._lines

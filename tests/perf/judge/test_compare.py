@@ -7,6 +7,7 @@ compares real ladders.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tritonkit.perf.judge.compare import (
     save_baseline,
 )
 from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult
+from tritonkit.perf.measure.runtime import ServedRuntime
 
 
 def _run(
@@ -230,3 +232,32 @@ def test_a_nan_in_memory_is_a_regression_row_never_no_regression() -> None:
     comparison = compare_results(base, new)
     assert comparison.regressed
     assert any("not a finite number" in p for r in comparison.rows for p in r.problems)
+
+
+def _on(result: PerfResult, runtime: ServedRuntime | None) -> PerfResult:
+    return replace(result, metadata=replace(result.metadata, runtime=runtime))
+
+
+_ORT = ServedRuntime(backend="onnxruntime", platform="onnxruntime_onnx", server_version="2.51.0",
+                     engine="ONNX Runtime", engine_version="1.19.2")
+_STAND_IN = ServedRuntime(backend="python", server_version="2.51.0", stand_in=True, engine="ONNX Runtime",
+                          engine_version="1.32.0")
+
+
+def test_a_baseline_measured_on_another_runtime_is_refused_naming_both() -> None:
+    with pytest.raises(ConfigError) as caught:
+        compare_results(_on(BASE, _STAND_IN), _on(BASE, _ORT))
+    assert "the python stand-in" in caught.value.message and "onnxruntime backend, ONNX Runtime 1.19.2" in caught.value.message
+    assert caught.value.hint is not None and "--accept-runtime-change" in caught.value.hint
+
+
+def test_a_runtime_change_accepted_is_compared_and_said() -> None:
+    comparison = compare_results(_on(BASE, _STAND_IN), _on(BASE, _ORT), accept_runtime_change=True)
+    assert not comparison.regressed
+    assert any(note.startswith("runtimes differ") for note in comparison.notes)
+
+
+def test_runs_on_the_same_runtime_compare_silently_and_a_run_without_one_is_noted() -> None:
+    assert compare_results(_on(BASE, _ORT), _on(BASE, _ORT)).notes == ()
+    notes = compare_results(BASE, _on(BASE, _ORT)).notes
+    assert any("the baseline does not record the runtime" in note for note in notes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,21 +19,25 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.support.paths import DATA as TEST_DATA
+from tests.support.shm_refusal import refusing_server
 from tritonkit.client import TensorMetadata
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.input_data import (
     DEFAULT_SEQ_LEN,
+    UNBOUNDED_OUTPUT_BYTES,
     SeqLen,
     derive_samples,
     find_model_file,
     missing_data_error,
     prepare_spec,
+    region_for_server,
 )
 from tritonkit.perf.measure.ladder import request_error, unmeasured_error
 from tritonkit.perf.measure.output_check import check_declared
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
+from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 DATA = TEST_DATA / "perf"
 VOCAB = 37
@@ -231,3 +236,22 @@ def test_the_shared_memory_region_comes_from_declared_shapes_and_matches_onnx_ru
     actual = ort_runner(model)(feeds)["hidden"].nbytes  # [1, 2000, 4] FP32 = 32000 bytes
     assert actual == 32000
     assert output_region_bytes(model, samples[0], batched=True) == 32768  # rounded up to pages
+
+
+def test_a_server_refusing_client_shared_memory_is_measured_without_the_region_saying_what_it_costs() -> None:
+    """Against the refusal a Triton 2.68+ server gives (tests/support/shm_refusal.py)."""
+    with refusing_server() as url:
+        spec = PerfSpec(model="m", url=url, shared_memory="system", output_shared_memory_size_bytes=4096)
+        plain, said = region_for_server(spec)
+        assert plain.shared_memory is None and plain.output_shared_memory_size_bytes is None
+        assert "--shared-memory" not in " ".join(to_argv(plain))
+        assert said is not None and CLIENT_SHM_FLAG in said and "4096 B per output and request" in said
+        with pytest.raises(ConfigError, match="grow without bound") as caught:
+            region_for_server(replace(spec, output_shared_memory_size_bytes=UNBOUNDED_OUTPUT_BYTES))
+        assert caught.value.hint is not None and "--keep-outputs" in caught.value.hint
+        assert CLIENT_SHM_FLAG in caught.value.hint
+
+
+def test_a_spec_without_the_output_region_asks_the_server_nothing() -> None:
+    spec = PerfSpec(model="m", url="127.0.0.1:1")  # nothing listens there: a probe would fail
+    assert region_for_server(spec) == (spec, None)

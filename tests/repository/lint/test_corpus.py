@@ -8,7 +8,9 @@ those that share composing models (``needs``) or use the sequence batcher load o
 
 The target is the bundled install itself: its backend folder holds only the python backend, so
 the onnxruntime and tensorrt cases are refused for a missing backend, which is exactly what
-TK601 says (those two rules concern backends the bundled server lacks).
+TK601 says (those two rules concern backends the bundled server lacks). The release is the one
+the live server reports (2.51): the cases with fields or platforms of newer releases
+(``model_metrics``, ``max_inflight_requests``, ``torch_aoti``) are refused by it, as lint says.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.support.paths import LINT_CORPUS, ROOT
 from tests.support.served import LoadOutcome, RestartingServer
 from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import LintReport, Severity, lint_repository, target_from_install
+from tritonkit.triton_releases import BUNDLED_LINE, CONFIG_FIELDS, PLATFORM_ALIASES, PLATFORMS, release
 
 pytestmark = pytest.mark.server
 
@@ -158,7 +161,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
         _materialise(case, repo)
     server = RestartingServer(repo, model_control="explicit", startup_timeout_s=120.0)
     try:
-        report = lint_repository(repo, target=target_from_install(server.server.install, kind="cpu"))
+        # Linted for the release the live server reports (2.51): what 2.51 refuses is what this
+        # server refuses; release rules of newer lines are tested in test_releases.py.
+        report = lint_repository(repo, target=target_from_install(server.server.install, kind="cpu"),
+                                 server_version=server.server.version())
         yield Corpus(repo=repo, server=server, report=report)
     finally:
         server.stop()
@@ -228,6 +234,25 @@ def test_server_loads_and_linter_reports_no_error(case: Case, corpus: Corpus,
     outcome = _outcome(case, corpus, solo_loads)
     assert outcome.error is None, f"{case.name}: the server refused it: {outcome.error!r}"
     assert outcome.ready, f"{case.name}: loaded but not ready"
+
+
+def test_the_corpus_is_linted_for_the_release_the_live_server_reports(corpus: Corpus) -> None:
+    assert corpus.server.server.version().startswith(f"{corpus.report.target.release}.")
+    assert str(corpus.report.target.release) == BUNDLED_LINE
+
+
+def test_every_field_and_platform_2_51_cannot_serve_has_a_refused_case() -> None:
+    """Each fact that says 2.51 cannot read a field or serve a platform is proven by a case the
+    live 2.51 refuses (the parametrised test above loads it)."""
+    texts = {case.name: (case.folder / "config.pbtxt").read_text() for case in REFUSED}
+    bundled = release(BUNDLED_LINE)
+    top_fields = {fact.subject.split(".")[-1] for fact in CONFIG_FIELDS.values()
+                  if fact.since > bundled and fact.subject.count(".") == 1}
+    for name in sorted(top_fields):
+        assert any(f"{name} " in text or f"{name}:" in text for text in texts.values()), f"no refused case writes {name}"
+    newer_platforms = [p.name for p in PLATFORMS.values() if p.since > bundled] + list(PLATFORM_ALIASES)
+    for platform in newer_platforms:
+        assert any(f'platform: "{platform}"' in text for text in texts.values()), f"no refused case uses {platform}"
 
 
 def test_lint_findings_carry_location_and_fix(corpus: Corpus) -> None:

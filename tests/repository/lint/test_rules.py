@@ -268,8 +268,9 @@ sequence_batching {
 
 
 def test_resolve_target_prefers_a_stated_target_and_knows_the_bundled_backends() -> None:
-    assert resolve_target() is None
+    assert resolve_target() == Target()
     assert resolve_target("gpu:2") == Target.gpu(2)
     bundled = resolve_target(bundled=True)
-    assert bundled is not None and bundled.backends_complete and "python" in (bundled.backends or ())
+    assert bundled.backends_complete and "python" in (bundled.backends or ())
     assert bundled.gpu_count == 0
+    assert str(bundled.release) == "2.51", "the bundled server is checked for its own release"

@@ -247,6 +247,25 @@ def _row(
     return replace(row, problems=tuple(problems))
 
 
+def _runtime_notes(base: PerfResult, new: PerfResult, *, accept: bool) -> list[str]:
+    """What the two runs' runtimes say about comparing them: a refusal when they differ (unless
+    ``accept``), a note when one of them did not record it."""
+    old, now = base.metadata.runtime, new.metadata.runtime
+    if old is None or now is None:
+        missing = "the baseline" if old is None else "the new run"
+        return [f"{missing} does not record the runtime that served it: the two may have been measured on "
+                "different backends"]
+    if old.identity() == now.identity():
+        return []
+    text = f"the baseline was measured on {old.describe()}, the new run on {now.describe()}"
+    if not accept:
+        raise ConfigError(f"{base.metadata.model}: {text}; a difference between them would be the runtime's, "
+                          "not the change's",
+                          hint="compare against a baseline measured on the same runtime (measure one with the same "
+                               "--backend-dir), or pass --accept-runtime-change to compare them anyway")
+    return [f"runtimes differ ({text}): accepted with --accept-runtime-change"]
+
+
 def _peak(steps: Iterable[StepResult]) -> StepResult | None:
     clean = [(s.throughput_per_s, s) for s in steps if s.measured and s.throughput_per_s is not None]
     return max(clean, key=lambda pair: pair[0])[1] if clean else None
@@ -258,12 +277,15 @@ def compare_results(
     *,
     max_throughput_drop: float = 0.05,
     max_p99_rise: float = 0.10,
+    accept_runtime_change: bool = False,
 ) -> BaselineComparison:
     """Compare ``new`` against ``base``; thresholds are fractions (0.05 = 5 %).
 
     A step counts when it was measured cleanly (``StepResult.measured``) or when requests failed
     in it. Raises :class:`~tritonkit.errors.ConfigError` when the runs cannot be compared:
-    different models, different load kinds, or nothing measured.
+    different models, different load kinds, or nothing measured; or measured on different runtimes
+    (another backend, the python stand-in against the onnxruntime backend, another engine version)
+    unless ``accept_runtime_change``, when the comparison is made and a note says so.
     """
     notes: list[str] = []
     if base.metadata.model != new.metadata.model:
@@ -271,6 +293,7 @@ def compare_results(
             f"cannot compare runs of different models: '{base.metadata.model}' and '{new.metadata.model}'",
             hint="compare a run against a baseline of the same model",
         )
+    notes += _runtime_notes(base, new, accept=accept_runtime_change)
     # A step counts when it was measured cleanly, or when requests failed in it (that is news).
     base_steps = {s.load_value: s for s in base.steps if s.measured or s.error_count > 0}
     new_steps = {s.load_value: s for s in new.steps if s.measured or s.error_count > 0}

@@ -16,7 +16,10 @@ model accepts:
   (``--seq-len 16:128``: the samples spread over it), default :data:`DEFAULT_SEQ_LEN`. Dims with
   the same symbolic name share one value within a sample, so ``input_ids`` and
   ``attention_mask`` always agree. A model served without batching gets 1 for an axis named like
-  a batch.
+  a batch. Where the build recorded the sizes it verified an axis at (``tritonkit build onnx``
+  writes them into ``config.pbtxt``, see :data:`~tritonkit.builders.verify.VERIFIED_SIZES_PARAMETER`),
+  the default length is one of those: :data:`DEFAULT_SEQ_LEN` when verified, else the largest
+  verified; an axis verified at one size only (pinned in the config) always takes that size.
 
 :func:`prepare_spec` writes those samples as perf_analyzer ``--input-data`` JSON into the run
 folder and runs one sample through ONNX Runtime to learn the largest output, which sizes the
@@ -41,6 +44,7 @@ from tritonkit.perf.measure.spec import PerfSpec, write_input_data
 __all__ = [
     "DEFAULT_SAMPLES",
     "DEFAULT_SEQ_LEN",
+    "UNBOUNDED_OUTPUT_BYTES",
     "PreparedInputs",
     "SeqLen",
     "derive_samples",
@@ -49,6 +53,7 @@ __all__ = [
     "output_region_bytes",
     "prepare_run_inputs",
     "prepare_spec",
+    "region_for_server",
     "sweep_spec",
 ]
 
@@ -58,6 +63,10 @@ DEFAULT_SEQ_LEN = 128
 DEFAULT_SAMPLES = 8
 #: Name of the data file written into the run folder.
 INPUT_DATA_FILE = "input_data.json"
+#: Outputs per request (each output's region) from which measuring without the output region is
+#: refused: perf_analyzer would then keep that much per request in memory and in the profile
+#: export, growing with every request of the run (an LM's logits are megabytes a request).
+UNBOUNDED_OUTPUT_BYTES = 1 << 20
 
 # Ops an index tensor passes through unchanged in value on its way to the Gather it feeds.
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand", "Transpose"}
@@ -154,8 +163,36 @@ def _gather_bound(graph: onnx.GraphProto, name: str) -> tuple[int, str] | None:
     return None
 
 
-def _symbolic_sizes(inputs: Sequence[onnx.ValueInfoProto], length: int, *, skip_batch: bool) -> dict[str, int]:
-    names: dict[str, int] = {}
+def verified_sizes(model_file: Path | str) -> dict[str, tuple[int, ...]]:
+    """The sizes the build verified each dynamic axis at, from the model's ``config.pbtxt`` beside its
+    version folder (empty when it records none)."""
+    from tritonkit.builders.verify import VERIFIED_SIZES_PARAMETER, parse_verified_sizes
+    from tritonkit.errors import TritonKitError
+    from tritonkit.repository import read_config
+
+    config_path = Path(model_file).parent.parent / "config.pbtxt"
+    try:
+        config = read_config(config_path) if config_path.is_file() else None
+    except (TritonKitError, OSError):
+        return {}
+    if config is None or VERIFIED_SIZES_PARAMETER not in config.parameters:
+        return {}
+    return parse_verified_sizes(config.parameters[VERIFIED_SIZES_PARAMETER].string_value)
+
+
+def _verified_length(sizes: tuple[int, ...], seq_len: SeqLen | None, length: int) -> int:
+    """The length an axis verified at ``sizes`` takes: its one size when pinned; the asked ``length``
+    when ``--seq-len`` was given; else :data:`DEFAULT_SEQ_LEN` when verified, else the largest verified."""
+    if len(sizes) == 1:
+        return sizes[0]
+    if seq_len is not None:
+        return length
+    return DEFAULT_SEQ_LEN if DEFAULT_SEQ_LEN in sizes else max(sizes)
+
+
+def _symbolic_sizes(inputs: Sequence[onnx.ValueInfoProto], length: int, *, skip_batch: bool,
+                    fixed: Mapping[str, int] | None = None) -> dict[str, int]:
+    names: dict[str, int] = dict(fixed or {})
     for value in inputs:
         dims = value.type.tensor_type.shape.dim
         for position, dim in enumerate(dims):
@@ -182,9 +219,12 @@ def _shape(value: onnx.ValueInfoProto, sizes: Mapping[str, int], length: int, *,
 def derive_samples(model_file: Path | str, *, batched: bool, seq_len: SeqLen | None = None,
                    count: int = DEFAULT_SAMPLES, seed: int = 0) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """``count`` requests' inputs the model accepts (without the batch axis when ``batched``),
-    and one note per input saying how its values were chosen. See the module docstring."""
+    and one note per input saying how its values were chosen. See the module docstring;
+    ``seq_len`` ``None`` is the default length, within the sizes the build verified."""
+    asked = seq_len
     seq_len = seq_len or SeqLen()
     model = onnx.load(str(model_file), load_external_data=False)
+    verified = verified_sizes(model_file)
     graph = model.graph
     initializers = {init.name for init in graph.initializer}
     inputs = [v for v in graph.input if v.name not in initializers]
@@ -193,7 +233,8 @@ def derive_samples(model_file: Path | str, *, batched: bool, seq_len: SeqLen | N
     samples: list[dict[str, np.ndarray]] = []
     bounds = {v.name: _gather_bound(graph, v.name) for v in inputs}
     for length in seq_len.lengths(count):
-        sizes = _symbolic_sizes(inputs, length, skip_batch=batched)
+        fixed = {name: _verified_length(sizes, asked, length) for name, sizes in verified.items()}
+        sizes = _symbolic_sizes(inputs, length, skip_batch=batched, fixed=fixed)
         sample: dict[str, np.ndarray] = {}
         for value in inputs:
             elem = value.type.tensor_type.elem_type
@@ -202,9 +243,16 @@ def derive_samples(model_file: Path | str, *, batched: bool, seq_len: SeqLen | N
         samples.append(sample)
     variable = sorted({n for v in inputs for n in _symbolic_sizes([v], 0, skip_batch=batched)})
     lines = [f"{name}: {note}" for name, note in notes.items()]
-    if variable:
+    free = [name for name in variable if name not in verified]
+    if free:
         span = f"{seq_len.low}" if seq_len.low == seq_len.high else f"{seq_len.low} to {seq_len.high}"
-        lines.append(f"variable dims {', '.join(variable)}: length {span} (--seq-len)")
+        lines.append(f"variable dims {', '.join(free)}: length {span} (--seq-len)")
+    for name in variable:
+        if name in verified:
+            chosen = sorted({_verified_length(verified[name], asked, length) for length in seq_len.lengths(count)})
+            pinned = " (pinned in config.pbtxt)" if len(verified[name]) == 1 else ""
+            lines.append(f"variable dim {name}: length {', '.join(str(c) for c in chosen)}, verified by the build at "
+                         f"{', '.join(str(v) for v in verified[name])}{pinned}")
     return samples, lines
 
 
@@ -314,6 +362,36 @@ def prepare_spec(spec: PerfSpec, model_file: Path, folder: Path, *, batched: boo
                           model_file=model_file, samples=samples)
 
 
+def region_for_server(spec: PerfSpec) -> tuple[PerfSpec, str | None]:
+    """``spec`` as the server at ``spec.url`` takes it, and the line to say when that changed it.
+
+    The output region :func:`prepare_spec` adds (``output_shared_memory_size_bytes``) stays when
+    the server takes client shared memory. A server that refuses it by policy (Triton 2.68+
+    started without ``--allow-client-shm=true``) is measured without it: perf_analyzer then keeps
+    each response's outputs, and the line says what that costs; with outputs of
+    :data:`UNBOUNDED_OUTPUT_BYTES` or more a request that is refused (:class:`ConfigError`), since
+    the profile export would grow without bound.
+    """
+    size = spec.output_shared_memory_size_bytes
+    if size is None or spec.shared_memory in (None, "none"):
+        return spec, None
+    from tritonkit.client import shared_memory_refusal
+    from tritonkit.triton_releases import CLIENT_SHM_FLAG
+
+    refusal = shared_memory_refusal(spec.url)
+    if refusal is None:
+        return spec, None
+    said = refusal.message.split("): ", 1)[0] + ")"
+    if size >= UNBOUNDED_OUTPUT_BYTES:
+        raise ConfigError(
+            f"model '{spec.model}': {said}; without the output region perf_analyzer keeps every response's outputs "
+            f"({size} B per output and request) in its memory and profile export, which grow without bound",
+            hint=f"start the server with {CLIENT_SHM_FLAG}, or pass --keep-outputs to measure with the outputs kept")
+    plain = replace(spec, shared_memory=None, output_shared_memory_size_bytes=None)
+    return plain, (f"{said}: measured without the output region, so perf_analyzer keeps each response's outputs "
+                   f"(up to {size} B per output and request) in its memory and profile export")
+
+
 def missing_data_error(model: str, inputs: Sequence[tuple[str, Sequence[int]]],
                        shapes: Mapping[str, Sequence[int]]) -> ConfigError | None:
     """The refusal for a model whose inputs have variable dims that no ``--shape`` covers, naming
@@ -355,8 +433,13 @@ def prepare_run_inputs(spec: PerfSpec, folder: Path, *, repo: Path | str | None,
     batched = metadata.max_batch_size > 0
     model_file = find_model_file(repo, spec.model, spec.model_version)
     if model_file is not None:
-        return prepare_spec(spec, model_file, folder, batched=batched, seq_len=seq_len, keep_outputs=keep_outputs,
-                            write=write)
+        prepared = prepare_spec(spec, model_file, folder, batched=batched, seq_len=seq_len,
+                                keep_outputs=keep_outputs, write=write)
+        checked, said = region_for_server(prepared.spec)
+        if said is None:
+            return prepared
+        notes = [n for n in prepared.notes if not n.startswith("outputs go to system shared memory")]
+        return replace(prepared, spec=checked, notes=[*notes, said], output_bytes=None)
     if spec.input_data is None:
         error = missing_data_error(spec.model, [(t.name, t.dims) for t in metadata.inputs], spec.shapes)
         if error is not None:

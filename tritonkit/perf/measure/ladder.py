@@ -41,6 +41,7 @@ from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.metrics import host_cpu_count, host_cpu_model, read_server_hardware
 from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.result import PerfResult, RunMetadata, ServedModelConfig, StepResult, WarmupInfo
+from tritonkit.perf.measure.runtime import ServedRuntime, served_runtime
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange
 from tritonkit.perf.measure.target import check_target, served_model_config, server_answers
 
@@ -206,6 +207,7 @@ def run_ladder(
     on_step: StepObserver | None = None,
     on_saved: Callable[[PerfResult], None] | None = None,
     extra: Mapping[str, Any] | None = None,
+    runtime: ServedRuntime | None = None,
 ) -> LadderResult:
     """Climb ``plan`` against ``spec``'s model; the typed result is also saved as
     ``results_dir/result.json`` after every step.
@@ -220,6 +222,8 @@ def run_ladder(
     of an unstable step included, the warm-up not); ``extra`` goes into ``result.extra`` from
     the first save on (the caller's record of what was asked for); ``on_saved(result)`` is called
     after each save of ``result.json`` (a resumed run keeps its merged view current with it).
+    ``runtime``: what serves the model, when the caller knows better than the server tells (a sweep
+    knows the backends folder of the server it started); by default the server is asked.
     """
     commands = ladder_commands(spec, plan, results_dir)  # the one validation of spec and plan
     warmup = next((c for c in commands if not c.recorded), None)
@@ -251,6 +255,8 @@ def run_ladder(
             measurement_interval_ms=plan.step_window_ms,
             server_hardware=read_server_hardware(analyzer.metrics_url, spec.url),
             model_config=_loaded_config(spec),
+            runtime=runtime or served_runtime(spec.url, spec.model, protocol=spec.protocol,
+                                              version=spec.model_version or ""),
         ),
         extra={
             **(extra or {}),

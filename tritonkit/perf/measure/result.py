@@ -5,7 +5,8 @@ Shape (``PerfResult.to_dict()``)::
     {
       "schema_version": 1,
       "metadata":  RunMetadata   -- model, url, protocol, UTC start/end, tool + version, generator CPU,
-                                    the server's hardware and the model config as the server loaded it
+                                    the server's hardware, the model config as the server loaded it,
+                                    and the runtime that served it (backend, engine and versions)
       "steps":     [StepResult]  -- one per measured load step, in the order they were run
       "warmup":    WarmupInfo | null -- what was done before recording (never a measured step)
       "stop_reason": str         -- why the ladder ended ("completed", "sla_broken_twice",
@@ -40,6 +41,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass, read_record
+from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.repository.serving import serving_of
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "ServedModelConfig",
     "ServerBreakdown",
     "ServerGpu",
+    "ServedRuntime",
     "ServerHardware",
     "StepMetrics",
     "StepResult",
@@ -270,7 +273,8 @@ class RunMetadata(JsonDataclass):
     cores the load generator's host has (the 90 %-of-cores warning is relative to it).
     ``command`` is the last perf_analyzer argv run (for reproduction). ``server_hardware`` and
     ``model_config`` are what the server said before the first step (``None`` in runs recorded
-    before they were kept, or when the server could not be asked).
+    before they were kept, or when the server could not be asked); so is ``runtime``, which
+    backend and engine version served the model (see :mod:`tritonkit.perf.measure.runtime`).
     """
 
     model: str
@@ -292,6 +296,7 @@ class RunMetadata(JsonDataclass):
     command: list[str] = field(default_factory=list)
     server_hardware: ServerHardware | None = None
     model_config: ServedModelConfig | None = None
+    runtime: ServedRuntime | None = None
 
 
 @dataclass

@@ -92,6 +92,7 @@ def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:
     rows = [
         ("model", m.model + (f" (version {m.model_version})" if m.model_version else "")),
         ("server", f"{m.url} ({m.protocol})"),
+        *([("served by", m.runtime.describe())] if m.runtime is not None else []),
         ("started (UTC)", m.started_utc),
         ("finished (UTC)", m.finished_utc or "–"),
         ("load generator", f"{m.tool} {m.tool_version or ''}".strip()),

@@ -33,6 +33,7 @@ from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_res
 from tritonkit.perf.judge import JudgeSettings, ladder_check
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
 from tritonkit.perf.measure.result import StepResult
+from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.perf.resume import combine
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
 from tritonkit.perf.sweep.outcome import (
@@ -84,24 +85,27 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
 
 def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
           judging: JudgeSettings | None = None, preflight: bool = True,
-          attempts_s: list[float] | None = None) -> LadderResult:
+          attempts_s: list[float] | None = None, runtime: ServedRuntime | None = None) -> LadderResult:
     """:func:`run_ladder` judged by ``sla`` and ``judging``; a ladder whose unrecorded warm-up saw no request
     complete is started once more, afresh (a model slow to start its first executions — a
     python stub on a loaded machine — says nothing about how it bears load). ``attempts_s``
-    collects the duration of every step perf_analyzer ran, unstable attempts tried again included."""
+    collects the duration of every step perf_analyzer ran, unstable attempts tried again included;
+    ``runtime`` is recorded as what served the model (by default the server is asked)."""
 
     def seen(step: StepResult, _name: str) -> None:
         if attempts_s is not None and step.duration_s:
             attempts_s.append(step.duration_s)
 
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
-    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen)
+    ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
+                        runtime=runtime)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
         say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
-        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen)
+        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
+                            runtime=runtime)
     return ladder
 
 
@@ -142,6 +146,7 @@ class VariantMeter:
     ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
     names it), an ensemble or BLS model calling the swept one. ``noise_allowance``: the headroom
     a descent gives what a step carried before it rules lower loads out (see the module docstring).
+    ``runtime``: what serves the model, recorded in every variant's result.
     """
 
     live: LiveModel
@@ -156,6 +161,7 @@ class VariantMeter:
     target: LiveModel | None = None
     target_config: mc.ModelConfig | None = None
     noise_allowance: float = 0.10
+    runtime: ServedRuntime | None = None
 
     def load_target(self) -> None:
         """Load the load target (an ensemble or BLS model calling the swept one) as written; its
@@ -180,7 +186,7 @@ class VariantMeter:
     def _ladder(self, plan: LadderPlan, folder: Path, attempts_s: list[float] | None = None, *,
                 preflight: bool = True) -> LadderResult:
         ladder = climb(self.spec, plan, folder, self.sla, self.say, judging=self.judging, preflight=preflight,
-                       attempts_s=attempts_s)
+                       attempts_s=attempts_s, runtime=self.runtime)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder

@@ -65,7 +65,11 @@ class SweepSettings:
     ``shares``/``model_slas`` are for several models swept together (see
     :func:`~tritonkit.perf.sweep.run_joint_sweep`): each model's share of the traffic (equal when
     absent) and an SLA for a model that differs from ``sla``; the ladder's concurrencies are then
-    totals over all models.
+    totals over all models. ``server_bin`` / ``backend_dir``: the tritonserver the sweep starts and the
+    backends folder it loads (default: ``$TRITONKIT_SERVER_BIN`` / ``$TRITONKIT_BACKEND_DIR`` where the
+    sweep runs, else the bundled server and its own), as :func:`~tritonkit.server.locate_server` takes
+    them: paths on the machine the sweep runs on, so a sweep sent to another machine (a Ray node)
+    names that machine's backends.
     """
 
     sla: SLA | str
@@ -87,6 +91,8 @@ class SweepSettings:
     target: str | None = None
     shares: Mapping[str, float] | None = None
     model_slas: Mapping[str, SLA | str] | None = None
+    server_bin: Path | None = None
+    backend_dir: Path | None = None
 
     @staticmethod
     def default(name: str) -> Any:

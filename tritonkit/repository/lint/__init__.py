@@ -10,7 +10,8 @@
 Rule families (ids are stable; see ``RULES`` or ``tritonkit repo lint --list-rules``):
 TK0xx files and layout, TK1xx batching, TK2xx instance groups, TK3xx tensors,
 TK4xx ensembles, TK5xx decoupled/cache and sequence-batching controls, TK6xx target (server
-backends, GPUs), TK7xx the model file (ONNX) against the config, TK9xx TensorRT-LLM configs.
+backends, GPUs), TK7xx the model file (ONNX) against the config, TK8xx what the target Triton
+release reads and checks (``--server-version``), TK9xx TensorRT-LLM configs.
 ``docs/lint-coverage.md`` maps every check tritonserver makes on a config to the rule covering it.
 """
 
@@ -19,7 +20,9 @@ from __future__ import annotations
 from tritonkit.repository.lint import rules as _rules  # noqa: F401 - registers every rule
 from tritonkit.repository.lint.core import RULES, Finding, LintReport, ModelInfo, Rule, Severity, Target
 from tritonkit.repository.lint.runner import (
+    lint_for_server,
     lint_repository,
+    load_failure_fix,
     resolve_target,
     target_from_install,
     target_from_server,
@@ -33,7 +36,9 @@ __all__ = [
     "Rule",
     "Severity",
     "Target",
+    "lint_for_server",
     "lint_repository",
+    "load_failure_fix",
     "resolve_target",
     "target_from_install",
     "target_from_server",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +27,7 @@ from tritonkit.repository.pbtxt import (
     field_lines,
     parse_config,
 )
+from tritonkit.triton_releases import ReleaseChoice, TritonRelease, newest_release
 
 __all__ = [
     "RULES",
@@ -73,10 +74,13 @@ class Rule:
     needs_config: bool = True
     #: A config field (``"sequence_batching"``) the rule is about: models without it are skipped.
     needs_field: str | None = None
+    #: The Triton releases the rule's check comes from (``"2.52+"``); empty: every release.
+    releases: str = ""
 
     def to_dict(self) -> dict[str, str]:
         """A JSON-ready dict (without the check function)."""
-        return {"id": self.id, "severity": self.severity.value, "title": self.title, "family": self.family}
+        return {"id": self.id, "severity": self.severity.value, "title": self.title, "family": self.family,
+                "releases": self.releases or "all"}
 
 
 #: Every registered rule by id, in registration order (families import in order).
@@ -84,33 +88,35 @@ RULES: dict[str, Rule] = {}
 
 
 def _register(rule_id: str, severity: Severity, title: str, family: str, check: CheckFn, *,
-              needs_config: bool, needs_field: str | None) -> None:
+              needs_config: bool, needs_field: str | None, releases: str = "") -> None:
     if rule_id in RULES:
         raise RuntimeError(f"lint rule id {rule_id} registered twice")
-    RULES[rule_id] = Rule(rule_id, severity, title, family, check, needs_config, needs_field)
+    RULES[rule_id] = Rule(rule_id, severity, title, family, check, needs_config, needs_field, releases)
 
 
-def rule(rule_id: str, severity: Severity, title: str, *, family: str,
-         needs_field: str | None = None) -> Callable[[ConfigCheckFn], ConfigCheckFn]:
+def rule(rule_id: str, severity: Severity, title: str, *, family: str, needs_field: str | None = None,
+         releases: str = "") -> Callable[[ConfigCheckFn], ConfigCheckFn]:
     """Register a check of a model's config under a stable rule id.
 
     It runs only on models whose config parsed (and, with ``needs_field``, sets that field), and
-    is handed that parsed config, so no rule fetches it itself.
+    is handed that parsed config, so no rule fetches it itself. ``releases`` names the Triton
+    releases whose check it is (``"2.52+"``), for a rule that depends on the target release.
     """
 
     def register(fn: ConfigCheckFn) -> ConfigCheckFn:
         _register(rule_id, severity, title, family, lambda ctx, m: fn(ctx, m, m.parsed_config),
-                  needs_config=True, needs_field=needs_field)
+                  needs_config=True, needs_field=needs_field, releases=releases)
         return fn
 
     return register
 
 
-def folder_rule(rule_id: str, severity: Severity, title: str, *, family: str) -> Callable[[CheckFn], CheckFn]:
+def folder_rule(rule_id: str, severity: Severity, title: str, *, family: str,
+                releases: str = "") -> Callable[[CheckFn], CheckFn]:
     """Register a check of a model folder that runs whether or not its config parsed (files, layout)."""
 
     def register(fn: CheckFn) -> CheckFn:
-        _register(rule_id, severity, title, family, fn, needs_config=False, needs_field=None)
+        _register(rule_id, severity, title, family, fn, needs_config=False, needs_field=None, releases=releases)
         return fn
 
     return register
@@ -168,7 +174,11 @@ class Target:
     when unknown (then no backend rule fires). ``backends_complete`` says whether
     the set is the whole list (read from a local install's backend folder) or only
     a lower bound (backends seen in use by a running server's models).
-    ``gpu_count`` is ``None`` when unknown.
+    ``gpu_count`` is ``None`` when unknown. ``release`` is the Triton release the repository is
+    checked for (default: the newest line tritonkit knows; see :mod:`tritonkit.triton_releases`),
+    ``release_origin`` where that came from (``--server-version``, the server, the install).
+    ``gpu_count`` is ``None`` when unknown. ``onnxruntime`` is the ONNX Runtime version of the
+    server's onnxruntime backend when known (read from its files), ``onnxruntime_source`` how.
     """
 
     kind: Literal["cpu", "gpu", "unknown"] = "unknown"
@@ -177,6 +187,10 @@ class Target:
     backends_complete: bool = False
     source: str = "none"
     notes: tuple[str, ...] = ()
+    release: TritonRelease = field(default_factory=newest_release)
+    release_origin: str = "the newest line tritonkit knows"
+    onnxruntime: str | None = None
+    onnxruntime_source: str = ""
 
     @classmethod
     def cpu(cls) -> Target:
@@ -202,8 +216,16 @@ class Target:
 
     def with_backends(self, backends: set[str] | frozenset[str], *, complete: bool, source: str) -> Target:
         """This target, knowing which backends the server has."""
-        return Target(kind=self.kind, gpu_count=self.gpu_count, backends=frozenset(backends),
-                      backends_complete=complete, source=source, notes=self.notes)
+        return replace(self, backends=frozenset(backends), backends_complete=complete, source=source)
+
+    def with_release(self, choice: ReleaseChoice) -> Target:
+        """This target, checked for the release ``choice`` names (its note joins the target's notes)."""
+        notes = (*self.notes, choice.note) if choice.note else self.notes
+        return replace(self, release=choice.release, release_origin=choice.origin, notes=notes)
+
+    def with_onnxruntime(self, version: str, source: str) -> Target:
+        """This target, knowing the ONNX Runtime version of its onnxruntime backend and where that was read."""
+        return replace(self, onnxruntime=version, onnxruntime_source=source)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -213,6 +235,9 @@ class Target:
             "backends": sorted(self.backends) if self.backends is not None else None,
             "backends_complete": self.backends_complete,
             "source": self.source,
+            "server_version": str(self.release),
+            "server_version_from": self.release_origin,
+            "onnxruntime": self.onnxruntime,
             "notes": list(self.notes),
         }
 
@@ -356,10 +381,10 @@ class LintReport:
                 if (model is None or f.model == model) and (severity is None or f.severity is severity)}
 
     def summary(self) -> str:
-        """``3 errors, 1 warning, 0 info in 12 models (0.05 s)``."""
+        """``3 error(s), 1 warning(s), 0 info in 12 model(s) for Triton 2.72 (0.05 s)``."""
         info = len(self.findings) - len(self.errors) - len(self.warnings)
         return (f"{len(self.errors)} error(s), {len(self.warnings)} warning(s), {info} info "
-                f"in {self.models_checked} model(s) ({self.elapsed_s:.2f} s)")
+                f"in {self.models_checked} model(s) for Triton {self.target.release} ({self.elapsed_s:.2f} s)")
 
     def to_text(self) -> str:
         """Human-readable report: one block per finding, then the summary."""

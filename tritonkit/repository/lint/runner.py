@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tritonkit.errors import ConfigError, ConnectError
 from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Target
 from tritonkit.triton_metrics import GPU_FAMILIES
+from tritonkit.triton_releases import resolve_release
 
-__all__ = ["lint_repository", "resolve_target", "target_from_install", "target_from_server"]
+__all__ = ["lint_for_server", "lint_repository", "load_failure_fix", "resolve_target", "target_from_install",
+           "target_from_server"]
 
 
 def lint_repository(
@@ -22,13 +25,16 @@ def lint_repository(
     rules: Iterable[str] | None = None,
     ignore: Iterable[str] = (),
     models: Iterable[str] | None = None,
+    server_version: str | None = None,
 ) -> LintReport:
     """Lint every model folder under ``root``; rules see the whole repository and the target.
 
     ``target`` is a :class:`Target`, ``"cpu"``/``"gpu"``/``"gpu:N"``, or ``None`` (hardware
     and backends unknown: no target rule fires). ``rules``/``ignore`` select rule ids;
     ``models`` limits which models are reported on (all are still read, because
-    ensemble rules look across models).
+    ensemble rules look across models). ``server_version`` (``"2.51"``, ``"24.10"``…) is the
+    Triton release to check for, replacing the target's (default: the newest line tritonkit
+    knows); one it does not know is a :class:`ConfigError` listing the known lines.
     """
     # Importing the rule families registers them (kept here to avoid an import cycle).
     from tritonkit.repository.lint import rules as _rules  # noqa: F401
@@ -38,6 +44,8 @@ def lint_repository(
     if not repo.is_dir():
         raise ConfigError(f"{repo}: not a folder", hint="give the path of a model repository folder")
     tgt = Target.parse(target) if isinstance(target, str) else (target or Target())
+    if server_version is not None:
+        tgt = tgt.with_release(resolve_release(server_version))
     folders = sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith("."))
     infos = {p.name: ModelInfo(repo, p) for p in folders}
     ctx = LintContext(root=repo, models=infos, target=tgt)
@@ -68,12 +76,21 @@ def lint_repository(
 def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | None = None) -> Target:
     """The target for a local server install (``tritonkit.server.ServerInstall``).
 
-    Its backend folder lists every backend that server can load, so the set is complete.
+    Its backend folder lists every backend that server can load, so the set is complete; its
+    release is the install's version when that is known before starting it (the bundled 2.51,
+    an install's ``TRITON_VERSION`` file), else the newest line. The
+    onnxruntime backend's ONNX Runtime version is read from the backend's library.
     """
     base = Target.parse(kind) if gpu_count is None else Target(kind="gpu" if gpu_count else "cpu",
                                                                gpu_count=gpu_count)
     backends = set(install.backends())
-    return base.with_backends(backends, complete=True, source=f"local install {install.binary}")
+    target = base.with_backends(backends, complete=True, source=f"local install {install.binary}")
+    if install.version is not None:
+        target = target.with_release(resolve_release(reported=install.version, reported_by=f"the install ({install.source})"))
+    onnxruntime = install.backend("onnxruntime") if "onnxruntime" in backends else None
+    if onnxruntime is not None and onnxruntime.runtime_version:
+        target = target.with_onnxruntime(onnxruntime.runtime_version, f"{onnxruntime.path}: {onnxruntime.how}")
+    return target
 
 
 def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: float = 5.0) -> Target:
@@ -97,6 +114,7 @@ def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: f
         if not admin.is_live():
             raise ConnectError(f"cannot read server at {url}: nothing answered, or the server there is not live",
                                hint="check the gRPC address (host:port) and that the server is running")
+        reported = str(admin.server_metadata().get("version") or "") or None
         for state in admin.index():
             if not state.ready:
                 continue
@@ -119,8 +137,11 @@ def target_from_server(url: str, *, metrics_url: str | None = None, timeout_s: f
     else:
         notes.append("GPUs: unknown (pass --metrics-url or --target)")
     kind: Any = "gpu" if (gpu_count or any_gpu_instance) else ("cpu" if gpu_count == 0 else "unknown")
-    return Target(kind=kind, gpu_count=gpu_count, backends=frozenset(backends), backends_complete=False,
-                  source=f"server {url}", notes=tuple(notes))
+    target = Target(kind=kind, gpu_count=gpu_count, backends=frozenset(backends), backends_complete=False,
+                    source=f"server {url}", notes=tuple(notes))
+    if reported is not None:
+        target = target.with_release(resolve_release(reported=reported, reported_by=f"the server at {url}"))
+    return target
 
 
 def resolve_target(
@@ -130,28 +151,69 @@ def resolve_target(
     metrics_url: str | None = None,
     server_bin: Path | str | None = None,
     bundled: bool = False,
-) -> Target | None:
-    """The target ``tritonkit repo lint`` options describe, or ``None`` when nothing is known.
+    server_version: str | None = None,
+    backend_dir: Path | str | None = None,
+) -> Target:
+    """The target ``tritonkit repo lint`` options describe.
 
-    ``bundled`` (the tritonserver shipped with nvidia-pytriton) or ``server_bin`` (a local
-    tritonserver binary) give the complete backend list of that install, for the hardware
+    ``bundled`` (the tritonserver shipped with nvidia-pytriton), ``server_bin`` (a local
+    tritonserver binary) or ``backend_dir`` (a backends folder, for that server or the bundled
+    one) give the complete backend list of that install, for the hardware
     ``target`` states (``cpu`` when none). Otherwise ``server`` (a running server's gRPC address)
     is read for its backends and GPUs, and a stated ``target`` overrides the hardware it saw,
-    because a stated fact beats what a server lets us see. Otherwise ``target`` alone, or nothing.
+    because a stated fact beats what a server lets us see. Otherwise ``target`` alone, or
+    nothing (hardware and backends unknown).
+
+    The release: ``server_version`` when given, else the version the server (or the install)
+    reports, else the newest line tritonkit knows.
     """
-    if bundled or server_bin is not None:
+    # An unknown --server-version is refused before anything is started or asked.
+    stated_release = resolve_release(server_version) if server_version is not None else None
+    if bundled or server_bin is not None or backend_dir is not None:
         from tritonkit.server import locate_server
 
-        install = locate_server(Path(server_bin) if server_bin is not None else None)
-        return target_from_install(install, kind=target or "cpu")
-    if server:
+        install = locate_server(Path(server_bin) if server_bin is not None else None, backend_dir=backend_dir)
+        resolved = target_from_install(install, kind=target or "cpu")
+    elif server:
         resolved = target_from_server(server, metrics_url=metrics_url)
         if target:
             stated = Target.parse(target)
-            resolved = Target(kind=stated.kind, gpu_count=stated.gpu_count, backends=resolved.backends,
-                              backends_complete=False, source=resolved.source, notes=resolved.notes)
-        return resolved
-    return Target.parse(target) if target else None
+            resolved = replace(resolved, kind=stated.kind, gpu_count=stated.gpu_count, backends_complete=False)
+    else:
+        resolved = Target.parse(target) if target else Target()
+    return resolved.with_release(stated_release) if stated_release is not None else resolved
+
+
+def lint_for_server(root: Path | str, install: Any, version: str | None, *, kind: str = "cpu",
+                    models: Iterable[str] | None = None) -> LintReport:
+    """Lint ``root`` for the server ``install`` that reports ``version`` (what ``serve`` started)."""
+    target = target_from_install(install, kind=kind)
+    # A version older than the lines tritonkit knows keeps the install's release (or the newest).
+    if version:
+        with contextlib.suppress(ConfigError):
+            target = target.with_release(resolve_release(reported=version, reported_by="the running server"))
+    return lint_repository(root, target=target, models=models)
+
+
+def load_failure_fix(report: LintReport, failed: Iterable[str], repo: Path | str, *,
+                     lint_command: str | None = None) -> str:
+    """The fix line for models a server failed to load, given the lint ``report`` for that server.
+
+    It sends the user to ``repo lint`` only when lint names an error in one of those models
+    (with the release that server is, and ``lint_command`` — the server's own install and
+    backends, see :meth:`TritonServer.lint_command` — so the command finds what was found here);
+    otherwise the server's own reason is all there is, and the line says so.
+    """
+    names = set(failed)
+    found = [f for f in report.errors if f.model in names]
+    if found:
+        version = report.target.release
+        command = lint_command or f"tritonkit repo lint {repo}"
+        return (f"`{command} --server-version {version}` explains {len(found)} error(s) in "
+                f"{', '.join(sorted({f.model for f in found}))}; to load models one by one, run "
+                f"`tritonkit serve {repo} --explicit --load-model NAME`")
+    return ("lint finds nothing in these configs for this server's release: the server's reason above (and its "
+            f"log) is the cause; to load models one by one, run `tritonkit serve {repo} --explicit --load-model NAME`")
 
 
 def _gpus_from_metrics(metrics_url: str, timeout_s: float) -> int:

@@ -17,26 +17,20 @@ from tritonkit.repository.lint.core import (
     is_version_name,
     rule,
 )
+from tritonkit.triton_releases import (
+    PLATFORM_ALIASES,
+    PLATFORMS,
+    guessable_model_files,
+    newest_release,
+    platform_backends,
+)
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
 
-#: Platforms Triton knows, and the backend each one implies.
-PLATFORM_BACKENDS = {
-    "tensorrt_plan": "tensorrt",
-    "onnxruntime_onnx": "onnxruntime",
-    "pytorch_libtorch": "pytorch",
-    "tensorflow_graphdef": "tensorflow",
-    "tensorflow_savedmodel": "tensorflow",
-    "ensemble": "",
-}
 
 #: Backends tritonserver ties to a platform: naming one of them with another platform is refused.
 PAIRED_BACKENDS = frozenset({"tensorrt", "onnxruntime", "pytorch", "tensorflow"})
-
-#: Model file names from which tritonserver guesses the backend, and whether each is a folder.
-GUESSABLE_FILES = {"model.savedmodel": True, "model.graphdef": False, "model.plan": False, "model.onnx": None,
-                   "model.xml": None, "model.pt": False, "model.py": None}
 
 _PLACEHOLDER = re.compile(r"\$\{[^}\n]*\}?")
 
@@ -130,43 +124,67 @@ def backend_or_platform(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> 
                    hint='state it: backend: "onnxruntime" (or "python", "tensorrt", ...) or platform: "ensemble"')
 
 
-def _guessable(m: ModelInfo) -> bool:
-    """Whether tritonserver can work out the backend of a config that names none."""
+def _guessable(m: ModelInfo, guessable: dict[str, bool | None]) -> bool:
+    """Whether tritonserver can work out the backend of a config that names none (from the
+    model files in ``guessable``: the target release's)."""
     cfg = m.parsed_config
     if cfg.default_model_filename:
-        return cfg.default_model_filename in GUESSABLE_FILES
+        return cfg.default_model_filename in guessable
     if "." in m.name:
         return True  # "model.<backend>" names its backend (whether that backend exists is TK601's business)
     if not m.subdirs:
         return False
     # The server looks only in the first sub-folder, in name order ("10" before "2").
     first = m.folder / sorted(m.subdirs)[0]
-    for name, is_dir in GUESSABLE_FILES.items():
+    for name, is_dir in guessable.items():
         path = first / name
         if path.exists() and (is_dir is None or path.is_dir() == is_dir):
             return True
     return False
 
 
-@rule("TK011", ERROR, "backend cannot be worked out", family=FAMILY)
+@rule("TK011", ERROR, "backend cannot be worked out", family=FAMILY, releases="model.pt2: 2.68+")
 def backend_guessable(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
-    if cfg.backend or cfg.platform or _guessable(m):
+    at = ctx.target.release
+    guessable = guessable_model_files(at)
+    if cfg.backend or cfg.platform or _guessable(m, guessable):
         return
-    known = ", ".join(sorted(GUESSABLE_FILES))
+    known = ", ".join(sorted(guessable))
+    newer = ("; model.pt2 tells the server only from Triton 2.68 (2.67 guesses the pytorch backend from it "
+             "but looks for model.pt)" if "model.pt2" not in guessable and _guessable(m, guessable_model_files(
+                 newest_release())) else "")
     ctx.report(m, "neither backend nor platform is set and no model file tells the server which backend to use "
-               f"(it looks for {known} in the first version folder)", field="name",
-               hint='state the backend: backend: "python" (or "onnxruntime", "tensorrt", ...)')
+               f"(Triton {at} looks for {known} in the first version folder){newer}", field="name",
+               hint='state the backend: backend: "python" (or "onnxruntime", "tensorrt", "pytorch" with a platform, '
+                    '...)')
 
 
-@rule("TK008", ERROR, "unknown platform, or platform and backend disagree", family=FAMILY)
+@rule("TK008", ERROR, "unknown platform, or platform and backend disagree", family=FAMILY,
+      releases="torch_aoti: 2.67+")
 def platform_known(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not cfg.platform:
         return
-    if cfg.platform not in PLATFORM_BACKENDS:
-        ctx.report(m, f"unknown platform {cfg.platform!r}", field="platform",
-                   hint=f"use one of {', '.join(sorted(PLATFORM_BACKENDS))}, or set backend instead of platform")
+    at = ctx.target.release
+    known = platform_backends(at)
+    if cfg.platform in PLATFORM_ALIASES:
+        meant, fact = PLATFORM_ALIASES[cfg.platform]
+        why = (f"from {fact.since.describe()} auto-complete reads it as the pytorch backend, but validation then "
+               "refuses the platform/backend pair" if at >= fact.since else f"Triton {at} does not know it")
+        ctx.report(m, f"platform {cfg.platform!r} is an alias of {meant!r} that no release tritonkit knows serves: "
+                   f"{why} ({fact.source})", field="platform", hint=f'write platform: "{meant}"')
         return
-    implied = PLATFORM_BACKENDS[cfg.platform]
+    if cfg.platform not in known:
+        newer = PLATFORMS.get(cfg.platform)
+        if newer is not None:
+            ctx.report(m, f"platform {cfg.platform!r} is new in {newer.since.describe()}: Triton {at} refuses it "
+                       f"('unexpected platform type'; {newer.source})", field="platform",
+                       hint=f"target Triton {newer.since} or later (--server-version), or use a platform "
+                            f"Triton {at} knows")
+            return
+        ctx.report(m, f"unknown platform {cfg.platform!r}", field="platform",
+                   hint=f"use one of {', '.join(sorted(known))}, or set backend instead of platform")
+        return
+    implied = known[cfg.platform]
     if cfg.platform == "ensemble" and cfg.backend:
         ctx.report(m, f'platform is "ensemble" but backend is {cfg.backend!r}: the server runs ensembles itself',
                    field="backend", hint="drop backend from an ensemble")
@@ -195,9 +213,10 @@ def _served_versions(m: ModelInfo) -> list[int]:
     return m.versions[-keep:] if keep > 0 else []
 
 
-@rule("TK009", ERROR, "the model file the backend needs is missing", family=FAMILY)
+@rule("TK009", ERROR, "the model file the backend needs is missing", family=FAMILY,
+      releases="torch_aoti default file: 2.68+")
 def model_file_present(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
-    filename = expected_model_filename(cfg)
+    filename = expected_model_filename(cfg, ctx.target.release)
     if filename is None:
         return
     for version in _served_versions(m):

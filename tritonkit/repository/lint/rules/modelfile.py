@@ -1,4 +1,5 @@
-"""TK7xx — the model file itself: an ONNX model's inputs and outputs against the config.
+"""TK7xx — the model file itself: an ONNX model's inputs and outputs against the config, and its
+IR version and opsets against the target's ONNX Runtime.
 
 The bundled tritonserver has no onnxruntime backend, so these rules are tested against
 ONNX files made in the tests and the rules of ONNX Runtime's Triton backend (inputs
@@ -13,6 +14,7 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit.onnxruntime_versions import limits_for, model_problems, onnxruntime_for_release
 from tritonkit.repository.layout import expected_model_filename
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
 
@@ -31,9 +33,12 @@ class OnnxIO:
     """Inputs/outputs of an ONNX graph: name -> (Triton dtype name or None, dims with -1 for symbolic)."""
 
     def __init__(self, inputs: dict[str, tuple[str | None, list[int] | None]],
-                 outputs: dict[str, tuple[str | None, list[int] | None]]) -> None:
+                 outputs: dict[str, tuple[str | None, list[int] | None]], *, ir_version: int = 0,
+                 opsets: dict[str, int] | None = None) -> None:
         self.inputs = inputs
         self.outputs = outputs
+        self.ir_version = ir_version
+        self.opsets = opsets or {}
 
 
 def read_onnx_io(path: Path) -> OnnxIO:
@@ -53,7 +58,8 @@ def read_onnx_io(path: Path) -> OnnxIO:
 
     inputs = {v.name: describe(v) for v in model.graph.input if v.name not in initializers}
     outputs = {v.name: describe(v) for v in model.graph.output}
-    return OnnxIO(inputs, outputs)
+    return OnnxIO(inputs, outputs, ir_version=int(model.ir_version),
+                  opsets={o.domain: int(o.version) for o in model.opset_import})
 
 
 def _onnx_file(m: ModelInfo) -> Path | None:
@@ -123,3 +129,31 @@ def onnx_io(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
         if missing:
             ctx.report(m, f"{rel} has input(s) {missing} that the config does not declare", field="input",
                        hint="declare every graph input in the config")
+
+
+@rule("TK702", ERROR, "ONNX model newer than the target's ONNX Runtime loads", family=FAMILY)
+def onnx_versions(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    # The backend's own library when the target's backends folder was read; else the ONNX Runtime
+    # the target release's onnxruntime backend is built with (a release fact).
+    version, source = ctx.target.onnxruntime, ctx.target.onnxruntime_source
+    if version is None:
+        fact = onnxruntime_for_release(str(ctx.target.release))
+        version = fact.onnxruntime
+        source = f"Triton {fact.line}'s: ONNX Runtime {version}, {fact.source}"
+    path = _onnx_file(m)
+    if version is None or path is None or limits_for(version) is None:
+        return
+    rel = f"{m.name}/{path.parent.name}/{path.name}"
+    try:
+        io = read_onnx_io(path)
+    except Exception:  # noqa: BLE001 - TK701 reports a file that cannot be read
+        return
+    problems = model_problems(io.ir_version, io.opsets, version)
+    if problems:
+        limits = limits_for(version)
+        assert limits is not None
+        ctx.report(m, f"{rel} has {' and '.join(problems)}: the target's onnxruntime backend "
+                   f"({source}) refuses to load it",
+                   hint=f"rebuild it for this target: tritonkit build onnx MODEL.onnx --name {m.name} --force "
+                        f"--backend-dir DIR --convert-onnx (ONNX's version converter), or re-export with "
+                        f"opset {limits.max_opset} or older (torch.onnx.export(..., opset_version={limits.max_opset}))")

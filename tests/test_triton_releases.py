@@ -1,0 +1,173 @@
+"""The Triton release facts: complete, each traceable to an upstream file and branch, and true of
+the bundled 2.51 where this machine can check it (its flags, its version, its refusals)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit.errors import ConfigError, UnsupportedByReleaseError
+from tritonkit.provision.server import locate_server
+from tritonkit.repository import ModelRepository, ModelSpec, TensorSpec
+from tritonkit.server import TritonServer
+from tritonkit.triton_releases import (
+    BEHAVIOURS,
+    BUNDLED_LINE,
+    CLIENT_SHM,
+    CLIENT_SHM_FLAG,
+    CONFIG_FIELDS,
+    KNOWN_LINES,
+    NEWEST_LINE,
+    ONNXRUNTIME_VERSIONS,
+    PLATFORM_ALIASES,
+    PLATFORMS,
+    SERVER_FLAGS,
+    VALIDATIONS,
+    ReleaseFact,
+    check_config_for_release,
+    check_server_flags,
+    client_shm_refused_by,
+    is_client_shm_refusal,
+    release,
+    release_of_image,
+    release_of_version,
+    resolve_release,
+)
+
+ALL_FACTS: list[ReleaseFact] = [*CONFIG_FIELDS.values(), *VALIDATIONS.values(), *BEHAVIOURS.values(),
+                                *SERVER_FLAGS.values(), CLIENT_SHM, *(fact for _, fact in PLATFORM_ALIASES.values())]
+BRANCHES = {f"r{tag}" for line in KNOWN_LINES for tag in release(line).ngc_tags}
+
+
+def test_the_lines_run_from_2_51_to_2_72_without_a_gap() -> None:
+    assert KNOWN_LINES[0] == BUNDLED_LINE == "2.51" and NEWEST_LINE == "2.72"
+    assert [release(line).minor for line in KNOWN_LINES] == list(range(51, 73))
+    assert release("2.59").ngc_tags == ("25.06", "25.07") and release("2.72").branch == "r26.08"
+    assert set(ONNXRUNTIME_VERSIONS) == set(KNOWN_LINES)
+
+
+def test_every_fact_names_an_upstream_file_and_a_release_branch() -> None:
+    for fact in [*ALL_FACTS]:
+        assert fact.source.repo in ("core", "common", "server", "tensorrt_backend"), fact
+        assert fact.source.tag in BRANCHES and fact.source.path, fact
+        assert str(fact.since) in KNOWN_LINES, fact
+        # A fact read at a branch is about that branch's release or an older one.
+        assert release_of_version(fact.source.tag) >= fact.since, fact
+    for platform in PLATFORMS.values():
+        assert platform.source.tag in BRANCHES and str(platform.since) in KNOWN_LINES
+
+
+def test_every_config_field_fact_names_a_field_of_the_schema_tritonkit_compiles_against() -> None:
+    for subject in CONFIG_FIELDS:
+        message, _, name = subject.rpartition(".")
+        descriptor = mc.DESCRIPTOR.message_types_by_name[message.split(".")[0]]
+        for nested in message.split(".")[1:]:
+            descriptor = descriptor.nested_types_by_name[nested]
+        assert name in descriptor.fields_by_name, subject
+
+
+def test_a_release_is_read_from_a_version_a_tag_or_a_branch_and_nothing_else() -> None:
+    assert str(release_of_version("2.68.0")) == "2.68" and str(release_of_version("26.04")) == "2.68"
+    assert str(release_of_version("r24.10")) == "2.51"
+    for bad in ("2.50", "2.73", "3.0", "latest", "24.09", ""):
+        with pytest.raises(ConfigError, match="not a Triton release tritonkit knows"):
+            release_of_version(bad)
+
+
+def test_a_server_newer_than_the_newest_line_is_checked_as_it_with_a_note() -> None:
+    choice = resolve_release(reported="2.75.0")
+    assert str(choice.release) == NEWEST_LINE and "newer than 2.72" in choice.note
+    assert str(resolve_release().release) == NEWEST_LINE and not resolve_release().note
+    assert str(resolve_release("2.60", reported="2.51.0").release) == "2.60"  # a stated release wins
+    with pytest.raises(ConfigError):
+        resolve_release(reported="2.40.0")
+
+
+def test_an_ngc_image_tag_names_its_release() -> None:
+    assert str(release_of_image("nvcr.io/nvidia/tritonserver:24.10-py3")) == "2.51"
+    assert str(release_of_image("nvcr.io/nvidia/tritonserver:26.05-trtllm-python-py3")) == "2.69"
+    assert release_of_image("nvcr.io/nvidia/tritonserver@sha256:" + "0" * 64) is None
+    assert release_of_image("registry.example.com/other:24.10") is None
+
+
+def test_a_config_writing_a_newer_field_is_refused_for_an_older_release_naming_the_first() -> None:
+    config = mc.ModelConfig(name="m")
+    config.model_metrics.metric_control.add().metric_identifier.family = "nv_inference_first_response_histogram_ms"
+    with pytest.raises(UnsupportedByReleaseError, match=r"model_metrics .*new in Triton 2\.52") as caught:
+        check_config_for_release(config, release("2.51"), model="m")
+    assert caught.value.first_release == "2.52" and caught.value.release == "2.51"
+    check_config_for_release(config, release("2.52"), model="m")
+
+
+def test_server_flags_are_checked_against_the_release() -> None:
+    check_server_flags(["--grpc-port=8001", "--allow-client-shm=true"], release("2.68"))
+    with pytest.raises(UnsupportedByReleaseError, match=r"--allow-client-shm is new in Triton 2\.68") as caught:
+        check_server_flags(["--allow-client-shm=true"], release("2.67"))
+    assert caught.value.first_release == "2.68"
+    with pytest.raises(UnsupportedByReleaseError, match="--grpc-infer-thread-count is new in Triton 2.57"):
+        check_server_flags(["--grpc-infer-thread-count", "4"], release("2.56"))
+    with pytest.raises(UnsupportedByReleaseError, match="not a tritonserver flag in any release"):
+        check_server_flags(["--allow-client-shared-memory=true"], release(NEWEST_LINE))
+
+
+def test_client_shared_memory_is_refused_from_2_68_unless_the_flag_allows_it() -> None:
+    assert not client_shm_refused_by(release("2.67"))
+    assert client_shm_refused_by(release("2.68")) and client_shm_refused_by(release(NEWEST_LINE))
+    assert not client_shm_refused_by(release("2.68"), [CLIENT_SHM_FLAG])
+    assert not client_shm_refused_by(release("2.68"), ["--allow-client-shm", "true"])
+    assert client_shm_refused_by(release("2.68"), ["--allow-client-shm=true", "--allow-client-shm=false"])
+    # The server's status and words (grpc_utils.cc UNSUPPORTED -> UNIMPLEMENTED; common.h at r26.04).
+    said = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable."
+    assert is_client_shm_refusal("StatusCode.UNIMPLEMENTED", said)
+    assert not is_client_shm_refusal("StatusCode.INVALID_ARGUMENT", said)
+    assert not is_client_shm_refusal("StatusCode.UNIMPLEMENTED", "unable to open shared memory region")
+
+
+def test_the_writer_refuses_what_its_target_release_cannot_read(tmp_path: Path) -> None:
+    root = tmp_path
+    extra = mc.ModelConfig()
+    extra.model_metrics.metric_control.add().histogram_options.buckets.append(10.0)
+    spec = ModelSpec(name="m", backend="python", max_batch_size=0, inputs=[TensorSpec(name="x", dtype="FP32", dims=[4])],
+                     outputs=[TensorSpec(name="y", dtype="FP32", dims=[4])], extra=extra)
+    old = ModelRepository.init(root / "old")
+    old = ModelRepository(old.root, server_version="2.51")
+    with pytest.raises(UnsupportedByReleaseError, match="Triton 2.51 cannot read"):
+        old.add_model(spec, files={"model.py": ""})
+    assert not (old.root / "m").exists(), "nothing half-written"
+    new = ModelRepository(ModelRepository.init(root / "new").root, server_version="2.52")
+    assert new.add_model(spec, files={"model.py": ""}).config_path.is_file()
+    aoti = ModelSpec(name="a", platform="torch_aoti", max_batch_size=0, inputs=[TensorSpec(name="x", dtype="FP32", dims=[4])],
+                     outputs=[TensorSpec(name="y", dtype="FP32", dims=[4])])
+    with pytest.raises(UnsupportedByReleaseError, match=r"platform 'torch_aoti' is new in Triton 2\.67"):
+        ModelRepository(root / "new", server_version="2.66").add_model(aoti, files={"model.pt2": b"pt2"})
+    with pytest.raises(ConfigError):
+        ModelRepository(root, server_version="9.9")
+
+
+# ---- the bundled 2.51, live ----------------------------------------------------------------
+
+
+@pytest.mark.server
+def test_the_bundled_server_takes_exactly_the_flags_the_facts_give_2_51() -> None:
+    install = locate_server()
+    env = {"LD_LIBRARY_PATH": ":".join(str(d) for d in install.lib_dirs)}
+    shown = subprocess.run([str(install.binary), "--help"], capture_output=True, text=True, env=env, timeout=60)
+    # Option lines are indented with spaces ("  --name <type>"); descriptions with a tab.
+    flags = {match.group(1) for line in (shown.stdout + shown.stderr).splitlines()
+             if (match := re.match(r"^ +--([a-z0-9-]+)", line))}
+    assert flags == {name for name, fact in SERVER_FLAGS.items() if fact.since <= release("2.51")}
+    refused = subprocess.run([str(install.binary), CLIENT_SHM_FLAG], capture_output=True, text=True, env=env,
+                             timeout=60)
+    assert refused.returncode != 0 and "allow-client-shm" in refused.stdout + refused.stderr
+
+
+@pytest.mark.server
+def test_the_bundled_install_version_is_the_version_the_running_server_reports(tmp_path_factory: pytest.TempPathFactory) -> None:
+    repo = tmp_path_factory.mktemp("empty_repo")
+    install = locate_server()
+    with TritonServer(repo) as server:
+        assert install.version == BUNDLED_LINE and server.version().startswith(f"{install.version}.")

@@ -1,0 +1,614 @@
+"""Triton Inference Server releases 2.51 … 2.72: the one place what each one parses, serves and checks is written down.
+
+Like ``trtllm_versions.py`` for TensorRT-LLM. Every fact names the upstream repository, file
+and release branch it was read at (``triton-inference-server/<repo>``, branch ``rYY.MM``), and
+the first release that has it. The linter, the writers, ``serve``, perf, the client and
+``deploy`` ask this module; none of them keeps a release number of its own.
+
+A *line* is ``major.minor`` (``2.59`` covers 2.59.0 and 2.59.1); each has the NGC container
+tags that ship it (``24.10`` … ``26.08``). The bundled server (nvidia-pytriton 0.7.0) is 2.51,
+and the test suite proves every 2.51 fact against it; newer lines are held to upstream's own
+sources and test expectations at their tags.
+
+What changed between 2.51 and 2.72, as far as tritonkit is concerned (read release by
+release: ``git log``/``git diff`` between the branches on core ``src/``, common
+``protobuf/model_config.proto`` and ``src/model_config.cc``, the server's
+``src/command_line_parser.cc`` and ``qa/L0_model_config``):
+
+* the config schema (:data:`CONFIG_FIELDS`): ``ModelConfig.model_metrics`` (2.52) and
+  ``ModelEnsembling.max_inflight_requests`` (2.63); a server that predates a field cannot read
+  a config that writes it at all ("failed to read text proto");
+* platforms (:data:`PLATFORMS`): ``torch_aoti`` with ``model.pt2`` (2.67); the ``libtorch``
+  alias (:data:`PLATFORM_ALIASES`, 2.68);
+* what loading checks (:data:`VALIDATIONS`): ``model_metrics`` (2.52), label files inside the
+  model folder (2.66), int64 overflow of element counts (2.67), a batching strategy library
+  inside the model folder (2.70), load-request model names (2.67, relaxed in 2.68);
+* command-line flags (:data:`SERVER_FLAGS`) and client shared memory (:data:`CLIENT_SHM`: from
+  2.68 a server refuses client registrations unless started with ``--allow-client-shm=true``);
+* the onnxruntime each release's container ships (:data:`ONNXRUNTIME_VERSIONS`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import total_ordering
+from typing import Any, Literal
+
+from tritonkit.errors import ConfigError, UnsupportedByReleaseError
+from tritonkit.triton_metrics import FIRST_RESPONSE_HISTOGRAM_MS
+
+__all__ = [
+    "AOTI_DEFAULT_FILE",
+    "BEHAVIOURS",
+    "BUNDLED_LINE",
+    "CLIENT_SHM",
+    "CLIENT_SHM_FLAG",
+    "CONFIG_FIELDS",
+    "CUSTOMIZABLE_METRIC_FAMILIES",
+    "KNOWN_LINES",
+    "NEWEST_LINE",
+    "ONNXRUNTIME_VERSIONS",
+    "PLATFORMS",
+    "PLATFORM_ALIASES",
+    "PYTRITON_SERVER_LINES",
+    "SERVER_FLAGS",
+    "TENSORRT_ALLOCATION_STRATEGIES",
+    "VALIDATIONS",
+    "PlatformFact",
+    "ReleaseChoice",
+    "ReleaseFact",
+    "Source",
+    "TritonRelease",
+    "check_config_for_release",
+    "check_server_flags",
+    "client_shm_args",
+    "client_shm_note",
+    "client_shm_refused_by",
+    "config_fields_newer_than",
+    "default_model_file",
+    "flag_name",
+    "guessable_model_files",
+    "install_release",
+    "is_client_shm_refusal",
+    "known_lines_text",
+    "newest_release",
+    "platform_backends",
+    "release",
+    "release_of_image",
+    "release_of_version",
+    "resolve_release",
+    "written_proto_fields",
+]
+
+_ORG = "triton-inference-server"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a fact was read: ``triton-inference-server/<repo>`` ``path`` on release branch ``tag``."""
+
+    repo: str
+    path: str
+    tag: str
+
+    def __str__(self) -> str:
+        return f"{_ORG}/{self.repo} {self.path} @ {self.tag}"
+
+
+@total_ordering
+@dataclass(frozen=True)
+class TritonRelease:
+    """One release line (``2.52``); ordered, printed as ``2.52``."""
+
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, TritonRelease):
+            return NotImplemented
+        return (self.major, self.minor) < (other.major, other.minor)
+
+    @property
+    def ngc_tags(self) -> tuple[str, ...]:
+        """The NGC container tags (``yy.mm``) that ship this line."""
+        return _NGC[str(self)]
+
+    @property
+    def branch(self) -> str:
+        """The upstream release branch of its first NGC tag (``r24.11``)."""
+        return f"r{self.ngc_tags[0]}"
+
+    def describe(self) -> str:
+        """``Triton 2.52 (NGC 24.11)``."""
+        return f"Triton {self} (NGC {', '.join(self.ngc_tags)})"
+
+
+# Release lines and the NGC tags that ship them: the server's TRITON_VERSION file on each
+# release branch r24.10 … r26.08 (r25.06 is 2.59.0, r25.07 is 2.59.1).
+_NGC: dict[str, tuple[str, ...]] = {
+    "2.51": ("24.10",), "2.52": ("24.11",), "2.53": ("24.12",), "2.54": ("25.01",), "2.55": ("25.02",),
+    "2.56": ("25.03",), "2.57": ("25.04",), "2.58": ("25.05",), "2.59": ("25.06", "25.07"), "2.60": ("25.08",),
+    "2.61": ("25.09",), "2.62": ("25.10",), "2.63": ("25.11",), "2.64": ("25.12",), "2.65": ("26.01",),
+    "2.66": ("26.02",), "2.67": ("26.03",), "2.68": ("26.04",), "2.69": ("26.05",), "2.70": ("26.06",),
+    "2.71": ("26.07",), "2.72": ("26.08",),
+}
+#: Every release line tritonkit knows, oldest first.
+KNOWN_LINES: tuple[str, ...] = tuple(_NGC)
+#: The line of the server bundled in nvidia-pytriton 0.7.0 (its metadata reports 2.51.0).
+BUNDLED_LINE = "2.51"
+#: The newest line tritonkit knows: what ``repo lint`` checks when no release is named.
+NEWEST_LINE = KNOWN_LINES[-1]
+#: nvidia-pytriton wheel version → the tritonserver line it bundles (checked live in the tests).
+PYTRITON_SERVER_LINES: dict[str, str] = {"0.7.0": "2.51"}
+
+_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+.]\w+)*\s*$")
+_NGC_TAG = re.compile(r"^\s*r?(\d{2}\.\d{2})\s*$")
+
+
+def release(line: str) -> TritonRelease:
+    """The known line ``line`` (``"2.52"``); for the constants of this module (no user input)."""
+    major, minor = line.split(".")
+    return TritonRelease(int(major), int(minor))
+
+
+def newest_release() -> TritonRelease:
+    """The newest line tritonkit knows (what is checked when no release is named)."""
+    return release(NEWEST_LINE)
+
+
+def known_lines_text() -> str:
+    """``2.51 (NGC 24.10), 2.52 (NGC 24.11), … 2.72 (NGC 26.08)`` for help texts and errors."""
+    return ", ".join(f"{line} (NGC {'/'.join(tags)})" for line, tags in _NGC.items())
+
+
+def release_of_version(text: str, *, origin: str = "--server-version") -> TritonRelease:
+    """A known line from ``2.52``, ``2.52.0``, ``2.59.1``, an NGC tag ``24.11`` or a branch ``r24.11``.
+
+    Anything else, or a line tritonkit does not know, is a :class:`ConfigError` listing the
+    known lines (the CLI exits 2).
+    """
+    tag = _NGC_TAG.match(text)
+    if tag is not None:
+        for line, tags in _NGC.items():
+            if tag.group(1) in tags:
+                return release(line)
+    match = _VERSION.match(text)
+    if match is not None and f"{int(match.group(1))}.{int(match.group(2))}" in _NGC:
+        return TritonRelease(int(match.group(1)), int(match.group(2)))
+    raise ConfigError(f"{origin} {text!r} is not a Triton release tritonkit knows",
+                      hint=f"use one of {known_lines_text()}")
+
+
+@dataclass(frozen=True)
+class ReleaseChoice:
+    """The release to check against, and where that choice came from (shown with the report)."""
+
+    release: TritonRelease
+    origin: str
+    note: str = ""
+
+
+def resolve_release(requested: str | None = None, *, reported: str | None = None,
+                    reported_by: str = "the server") -> ReleaseChoice:
+    """``requested`` (``--server-version``), else the version ``reported`` by a server, else the newest line.
+
+    A requested line tritonkit does not know is refused (:class:`ConfigError`, exit 2). A
+    server reporting a version newer than the newest known line is checked as that line (with a
+    note: newer releases keep what it parses and checks); one older than 2.51 is refused.
+    """
+    if requested is not None:
+        return ReleaseChoice(release_of_version(requested), "--server-version")
+    if reported is not None:
+        match = _VERSION.match(reported)
+        if match is not None:
+            found = TritonRelease(int(match.group(1)), int(match.group(2)))
+            newest = newest_release()
+            if found > newest:
+                return ReleaseChoice(newest, reported_by,
+                                     note=f"{reported_by} reports {reported}, newer than {NEWEST_LINE}, the newest "
+                                          f"line tritonkit knows: checked as {NEWEST_LINE}")
+        return ReleaseChoice(release_of_version(reported, origin=f"{reported_by} reports version"), reported_by)
+    return ReleaseChoice(newest_release(), "the newest line tritonkit knows")
+
+
+def release_of_image(image: str) -> TritonRelease | None:
+    """The line an NGC tritonserver image ships (``nvcr.io/nvidia/tritonserver:24.10-py3`` → 2.51), or ``None``."""
+    name, _, tag = image.rpartition(":")
+    if "@" in image or "tritonserver" not in name:
+        return None
+    match = re.match(r"^(\d{2}\.\d{2})(?:$|-)", tag)
+    if match is None:
+        return None
+    return next((release(line) for line, tags in _NGC.items() if match.group(1) in tags), None)
+
+
+# ---------------------------------------------------------------------------- facts
+
+FactKind = Literal["config-field", "platform", "validation", "server-flag", "behaviour", "component"]
+
+
+@dataclass(frozen=True)
+class ReleaseFact:
+    """One thing a release added or changed: ``subject`` (a proto path, platform, flag, rule), from ``since``."""
+
+    since: TritonRelease
+    kind: FactKind
+    subject: str
+    what: str
+    source: Source
+
+    def origin(self) -> str:
+        """``Triton 2.52 (NGC 24.11); triton-inference-server/core … @ r24.11`` for messages."""
+        return f"{self.since.describe()}; {self.source}"
+
+
+def _fact(since: str, kind: FactKind, subject: str, what: str, repo: str, path: str,
+          tag: str | None = None) -> ReleaseFact:
+    at = release(since)
+    return ReleaseFact(at, kind, subject, what, Source(repo, path, tag or at.branch))
+
+
+_PROTO = "protobuf/model_config.proto"
+_UTILS = "src/model_config_utils.cc"
+
+#: Config fields newer than 2.51, by proto path (``Message.field``): a release older than
+#: ``since`` cannot read a config that writes them. Every other field of tritonclient's schema
+#: (``model_config_pb2``, tritonclient 2.73) is in common's model_config.proto at r24.10: the
+#: proto changed only at r24.11, r25.11 and (comments only) r26.04 between r24.10 and r26.07.
+CONFIG_FIELDS: dict[str, ReleaseFact] = {f.subject: f for f in (
+    _fact("2.52", "config-field", "ModelConfig.model_metrics",
+          "model_metrics: per-model histogram buckets for Triton's own histogram metrics", "common", _PROTO),
+    _fact("2.52", "config-field", "ModelMetrics.metric_control",
+          "model_metrics.metric_control", "common", _PROTO),
+    _fact("2.52", "config-field", "ModelMetrics.MetricControl.metric_identifier",
+          "model_metrics.metric_control.metric_identifier", "common", _PROTO),
+    _fact("2.52", "config-field", "ModelMetrics.MetricControl.histogram_options",
+          "model_metrics.metric_control.histogram_options", "common", _PROTO),
+    _fact("2.52", "config-field", "ModelMetrics.MetricControl.MetricIdentifier.family",
+          "model_metrics.metric_control.metric_identifier.family", "common", _PROTO),
+    _fact("2.52", "config-field", "ModelMetrics.MetricControl.HistogramOptions.buckets",
+          "model_metrics.metric_control.histogram_options.buckets", "common", _PROTO),
+    _fact("2.63", "config-field", "ModelEnsembling.max_inflight_requests",
+          "ensemble_scheduling.max_inflight_requests: at most this many requests in flight at each ensemble step",
+          "common", _PROTO),
+)}
+
+
+@dataclass(frozen=True)
+class PlatformFact:
+    """A ``platform`` value: the backend that serves it, its default model file, the first release."""
+
+    name: str
+    backend: str
+    default_file: str
+    since: TritonRelease
+    source: Source
+
+
+def _platform(name: str, backend: str, default_file: str, since: str, path: str = "src/constants.h",
+              tag: str | None = None) -> PlatformFact:
+    at = release(since)
+    return PlatformFact(name, backend, default_file, at, Source("core", path, tag or at.branch))
+
+
+#: Platforms by name. Those of 2.51 are core's src/constants.h at r24.10 (``ensemble`` has no
+#: backend and no file); ``torch_aoti`` arrives in 2.67 (core commit dabbddc, src/constants.h and
+#: model_config_utils.cc at r26.03: the pytorch backend, file ``model.pt2``).
+PLATFORMS: dict[str, PlatformFact] = {p.name: p for p in (
+    _platform("tensorrt_plan", "tensorrt", "model.plan", "2.51"),
+    _platform("onnxruntime_onnx", "onnxruntime", "model.onnx", "2.51"),
+    _platform("pytorch_libtorch", "pytorch", "model.pt", "2.51"),
+    _platform("tensorflow_graphdef", "tensorflow", "model.graphdef", "2.51"),
+    _platform("tensorflow_savedmodel", "tensorflow", "model.savedmodel", "2.51"),
+    _platform("ensemble", "", "", "2.51"),
+    _platform("torch_aoti", "pytorch", "model.pt2", "2.67"),
+)}
+
+#: ``platform`` aliases: name → (what it stands for, the fact). Read at core r26.04–r26.06
+#: (and main, 2026-06-09): auto-complete fills ``backend: "pytorch"`` for ``platform:
+#: "libtorch"`` (constants.h kPyTorchLibTorchPlatformAlt, model_config_utils.cc
+#: AutoCompleteBackendFields), but ValidateModelConfig pairs backend and platform through
+#: GetBackendTypeFromPlatform, which does not know the alias, so the pair is refused
+#: ("unexpected 'platform' and 'backend' pair, got:libtorch, pytorch"). Up to 2.67 the name is
+#: an unknown platform ("unexpected platform type 'libtorch'", seen on the bundled 2.51).
+PLATFORM_ALIASES: dict[str, tuple[str, ReleaseFact]] = {
+    "libtorch": ("pytorch_libtorch", _fact(
+        "2.68", "platform", "libtorch",
+        "auto-complete reads platform 'libtorch' as the pytorch backend, but validation then refuses the "
+        "pair ('unexpected platform and backend pair'): write platform: \"pytorch_libtorch\"",
+        "core", _UTILS, "r26.04")),
+}
+
+#: Model files from which a server guesses the backend of a config naming none, and whether
+#: each must be a folder (None: either). 2.51: core model_config_utils.cc AutoCompleteBackendFields
+#: at r24.10. ``model.pt2`` (a file): 2.67 guesses the pytorch backend from it but then fills in
+#: platform pytorch_libtorch and model.pt (same function at r26.03), so it loads from model.pt2
+#: alone only from 2.68 (commit ee0bc47 at r26.04 fills in torch_aoti and model.pt2).
+_GUESSABLE_FILES: tuple[tuple[str, bool | None, str], ...] = (
+    ("model.savedmodel", True, "2.51"), ("model.graphdef", False, "2.51"), ("model.plan", False, "2.51"),
+    ("model.onnx", None, "2.51"), ("model.xml", None, "2.51"), ("model.pt", False, "2.51"),
+    ("model.py", None, "2.51"), ("model.pt2", False, "2.68"),
+)
+#: From 2.68 a torch_aoti config without default_model_filename looks for model.pt2; 2.67 fills in
+#: model.pt for every pytorch-backend config (core model_config_utils.cc at r26.03 and r26.04).
+AOTI_DEFAULT_FILE = _fact("2.68", "behaviour", "torch_aoti_default_file",
+                          "a torch_aoti config without default_model_filename loads model.pt2 (2.67: model.pt)",
+                          "core", _UTILS)
+
+
+def platform_backends(at: TritonRelease) -> dict[str, str]:
+    """Platform → the backend it implies, for the platforms release ``at`` knows."""
+    return {p.name: p.backend for p in PLATFORMS.values() if p.since <= at}
+
+
+def default_model_file(platform: str, backend: str, at: TritonRelease) -> str | None:
+    """The file a release-dependent platform looks for when the config names none (``None``: not one of those)."""
+    aoti = PLATFORMS["torch_aoti"]
+    if platform != aoti.name or backend not in ("", aoti.backend) or at < aoti.since:
+        return None
+    return aoti.default_file if at >= AOTI_DEFAULT_FILE.since else "model.pt"
+
+
+def guessable_model_files(at: TritonRelease) -> dict[str, bool | None]:
+    """Model file name → must it be a folder, for the files release ``at`` guesses a backend from."""
+    return {name: is_dir for name, is_dir, since in _GUESSABLE_FILES if release(since) <= at}
+
+
+#: The one family whose buckets ``model_metrics`` can change, from 2.52 to 2.72 (core
+#: src/metric_model_reporter.h ``metric_map_`` at r24.11 … r26.06, unchanged on main); any
+#: other family is accepted with a warning ("is not a customizable metric in Triton core").
+CUSTOMIZABLE_METRIC_FAMILIES: tuple[str, ...] = (FIRST_RESPONSE_HISTOGRAM_MS.name,)
+
+#: Values of the TensorRT backend's ``execution_context_allocation_strategy`` (2.58+).
+TENSORRT_ALLOCATION_STRATEGIES: tuple[str, ...] = ("STATIC", "ON_PROFILE_CHANGE")
+
+#: What loading checks, by the release that added the check (subjects are the lint rules' keys).
+VALIDATIONS: dict[str, ReleaseFact] = {f.subject: f for f in (
+    _fact("2.52", "validation", "model_metrics",
+          "model_metrics: each metric_control needs metric_identifier with a non-empty family and "
+          "histogram_options with non-empty buckets (ValidateModelMetrics; the server's qa/L0_model_config/"
+          "model_metrics cases at r26.08)", "core", _UTILS),
+    _fact("2.52", "validation", "model_metrics_family",
+          f"model_metrics: a family other than {FIRST_RESPONSE_HISTOGRAM_MS.name} loads with a warning",
+          "core", "src/metric_model_reporter.cc"),
+    _fact("2.66", "validation", "label_file_inside_model",
+          "output label_filename must resolve inside the model folder (Model::Init, commit f2226c0); "
+          "a path prefix test up to 2.69, a path-boundary test from 2.70 (filesystem/api.cc at r26.06)",
+          "core", "src/model.cc"),
+    _fact("2.67", "validation", "element_count_overflow",
+          "an element count of dims or reshape that overflows int64 refuses the model (GetElementCount, "
+          "commit eaf856c; before, the count wrapped silently)", "core", "src/model_config_utils.h"),
+    _fact("2.67", "validation", "load_request_model_name",
+          "a load request for a name containing '..' or '/' or only white space is refused "
+          "(ValidateModelName, commit 66f09f8); 2.68 refuses only '..' itself, '/' and blank names (commit 50830ba)",
+          "core", "src/model_repository_manager/model_repository_manager.cc"),
+    _fact("2.58", "validation", "tensorrt_allocation_strategy",
+          "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
+          "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
+          "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
+    _fact("2.70", "validation", "batch_strategy_inside_model",
+          "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
+          "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
+)}
+
+#: Behaviour changes that are not refusals.
+BEHAVIOURS: dict[str, ReleaseFact] = {f.subject: f for f in (
+    _fact("2.52", "behaviour", "first_response_histogram",
+          f"{FIRST_RESPONSE_HISTOGRAM_MS.name} (time to first response) for decoupled models; the family itself "
+          "is described in tritonkit.triton_metrics",
+          "core", "src/metric_model_reporter.cc"),
+    _fact("2.65", "behaviour", "first_response_histogram_all_models",
+          "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
+          "src/metric_model_reporter.cc"),
+    _fact("2.68", "behaviour", "max_inflight_requests_shared",
+          "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
+          "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),
+)}
+
+# Every flag of the 2.51 command line: server src/command_line_parser.cc at r24.10 (87 names;
+# the bundled 2.51's --help lists exactly these, checked in the tests).
+_FLAGS_2_51: tuple[str, ...] = (
+    "allow-cpu-metrics", "allow-gpu-metrics", "allow-grpc", "allow-http", "allow-metrics", "allow-sagemaker",
+    "allow-vertex-ai", "backend-config", "backend-directory", "buffer-manager-thread-count", "cache-config",
+    "cache-directory", "cuda-memory-pool-byte-size", "cuda-virtual-address-size", "disable-auto-complete-config",
+    "enable-peer-access", "exit-on-error", "exit-timeout-secs", "grpc-address", "grpc-header-forward-pattern",
+    "grpc-http2-max-ping-strikes", "grpc-http2-max-pings-without-data",
+    "grpc-http2-min-recv-ping-interval-without-data", "grpc-infer-allocation-pool-size",
+    "grpc-infer-response-compression-level", "grpc-keepalive-permit-without-calls", "grpc-keepalive-time",
+    "grpc-keepalive-timeout", "grpc-max-connection-age", "grpc-max-connection-age-grace", "grpc-port",
+    "grpc-restricted-protocol", "grpc-root-cert", "grpc-server-cert", "grpc-server-key", "grpc-use-ssl",
+    "grpc-use-ssl-mutual", "help", "host-policy", "http-address", "http-header-forward-pattern", "http-port",
+    "http-restricted-api", "http-thread-count", "id", "load-model", "log-error", "log-file", "log-format",
+    "log-info", "log-verbose", "log-warning", "metrics-address", "metrics-config", "metrics-interval-ms",
+    "metrics-port", "min-supported-compute-capability", "model-config-name", "model-control-mode",
+    "model-load-gpu-limit", "model-load-retry-count", "model-load-thread-count", "model-namespacing",
+    "model-repository", "model-store", "pinned-memory-pool-byte-size", "rate-limit", "rate-limit-resource",
+    "repoagent-directory", "repository-poll-secs", "response-cache-byte-size", "reuse-grpc-port", "reuse-http-port",
+    "sagemaker-port", "sagemaker-safe-port-range", "sagemaker-thread-count", "strict-model-config",
+    "strict-readiness", "trace-config", "trace-count", "trace-file", "trace-level", "trace-log-frequency",
+    "trace-rate", "vertex-ai-default-model", "vertex-ai-port", "vertex-ai-thread-count",
+)
+_PARSER = "src/command_line_parser.cc"
+
+#: Every tritonserver flag (without ``--``) and the first release that has it. Read release by
+#: release (the server's src/command_line_parser.cc on each branch r24.10 … r26.08): four flags
+#: were added and none removed.
+SERVER_FLAGS: dict[str, ReleaseFact] = {
+    **{name: _fact("2.51", "server-flag", name, "", "server", _PARSER) for name in _FLAGS_2_51},
+    **{f.subject: f for f in (
+        _fact("2.56", "server-flag", "grpc-max-response-pool-size",
+              "the most response objects kept in a gRPC response queue", "server", _PARSER),
+        _fact("2.57", "server-flag", "grpc-infer-thread-count",
+              "gRPC inference handler threads (2 to 128, default 2)", "server", _PARSER),
+        _fact("2.59", "server-flag", "http-max-input-size",
+              "largest HTTP request input in bytes (default 64 MB)", "server", _PARSER),
+        _fact("2.68", "server-flag", "allow-client-shm",
+              "allow client shared-memory registration (default false)", "server", _PARSER),
+    )},
+}
+
+#: The flag that lets clients register shared memory on 2.68 and later.
+CLIENT_SHM_FLAG = "--allow-client-shm=true"
+#: From 2.68 a server started without ``--allow-client-shm=true`` refuses every client
+#: shared-memory register/unregister call: TRITONSERVER_ERROR_UNSUPPORTED, which gRPC carries
+#: as UNIMPLEMENTED (src/grpc/grpc_utils.cc), with the message below (src/common.h
+#: kClientShmDisabledErrorStr); status queries still answer (empty). Commit d78c99c17 on the
+#: r26.04 branch (TRITON_VERSION 2.68.0), also in src/grpc/grpc_server.cc and src/http_server.cc.
+CLIENT_SHM = _fact("2.68", "behaviour", "client_shared_memory",
+                   "client shared-memory registration is refused unless the server runs with --allow-client-shm=true",
+                   "server", "src/common.h")
+_CLIENT_SHM_REFUSAL = "Client shared memory is disabled"
+_CLIENT_SHM_STATUS = "UNIMPLEMENTED"
+
+#: The onnxruntime each release's container builds its onnxruntime backend with (the server's
+#: build.py version map at each branch).
+ONNXRUNTIME_VERSIONS: dict[str, str] = {
+    "2.51": "1.19.2", "2.52": "1.19.2", "2.53": "1.20.1", "2.54": "1.20.1", "2.55": "1.20.1", "2.56": "1.21.0",
+    "2.57": "1.21.0", "2.58": "1.22.0", "2.59": "1.22.0", "2.60": "1.23.0", "2.61": "1.23.0", "2.62": "1.23.1",
+    "2.63": "1.23.2", "2.64": "1.23.2", "2.65": "1.23.2", "2.66": "1.24.1", "2.67": "1.24.2", "2.68": "1.24.4",
+    "2.69": "1.24.4", "2.70": "1.24.4", "2.71": "1.27.0", "2.72": "1.28.0",
+}
+
+
+# ---------------------------------------------------------------------------- config fields
+
+def written_proto_fields(message: object, *, prefix: str = "") -> dict[str, str]:
+    """Proto path (``ModelEnsembling.max_inflight_requests``) → config path
+    (``ensemble_scheduling.max_inflight_requests``) of every field set in a protobuf ``message``.
+
+    What a writer renders: proto3 scalars at zero are not set, so they are not written either.
+    """
+    from google.protobuf.message import Message
+
+    assert isinstance(message, Message)
+    found: dict[str, str] = {}
+    owner = message.DESCRIPTOR.full_name.split(".", 1)[-1]  # "inference.ModelEnsembling" -> "ModelEnsembling"
+    for fd, value in message.ListFields():
+        path = f"{prefix}.{fd.name}" if prefix else fd.name
+        found.setdefault(f"{owner}.{fd.name}", path)
+        if fd.message_type is None or fd.message_type.GetOptions().map_entry:
+            continue
+        field: Any = fd
+        flag = getattr(field, "is_repeated", None)  # protobuf 6 deprecates ``label``
+        repeated = flag if isinstance(flag, bool) else field.label == field.LABEL_REPEATED
+        for item in (value if repeated else [value]):
+            for proto_path, config_path in written_proto_fields(item, prefix=path).items():
+                found.setdefault(proto_path, config_path)
+    return found
+
+
+def config_fields_newer_than(proto_paths: Iterable[str], at: TritonRelease) -> list[ReleaseFact]:
+    """The facts of the fields among ``proto_paths`` that release ``at`` cannot parse, outermost first."""
+    newer = {CONFIG_FIELDS[p] for p in proto_paths if p in CONFIG_FIELDS and CONFIG_FIELDS[p].since > at}
+    return sorted(newer, key=lambda f: (f.subject.count("."), f.subject))
+
+
+def check_config_for_release(config: object, at: TritonRelease, *, model: str) -> None:
+    """Refuse (:class:`UnsupportedByReleaseError`) a config whose fields release ``at`` cannot parse,
+    or whose platform it does not serve, naming the first release that has it."""
+    platform = str(getattr(config, "platform", ""))
+    if platform in PLATFORM_ALIASES:
+        meant, alias = PLATFORM_ALIASES[platform]
+        raise UnsupportedByReleaseError(f"model {model!r}: platform {platform!r} is not served by any release "
+                                        f"tritonkit knows ({alias.what})", release=str(at),
+                                        hint=f'write platform: "{meant}"')
+    known = PLATFORMS.get(platform)
+    if known is not None and known.since > at:
+        raise UnsupportedByReleaseError(
+            f"model {model!r}: platform {platform!r} is new in {known.since.describe()}; Triton {at} refuses it",
+            release=str(at), first_release=str(known.since),
+            hint=f"target Triton {known.since} or later (--server-version), or another platform")
+    written = written_proto_fields(config)
+    newer = config_fields_newer_than(written, at)
+    if not newer:
+        return
+    first = newer[0]
+    raise UnsupportedByReleaseError(
+        f"model {model!r}: {written[first.subject]} ({first.subject}) is new in {first.since.describe()}; "
+        f"Triton {at} cannot read a config that has it ('failed to read text proto')",
+        release=str(at), first_release=str(first.since),
+        hint=f"drop {written[first.subject]} from the config, or target Triton {first.since} or later "
+             "(--server-version)")
+
+
+# ---------------------------------------------------------------------------- server flags
+
+def flag_name(arg: str) -> str | None:
+    """``allow-client-shm`` from ``--allow-client-shm=true``; ``None`` for a value (no leading ``--``)."""
+    if not arg.startswith("--") or len(arg) <= 2:
+        return None
+    return arg[2:].split("=", 1)[0]
+
+
+def check_server_flags(argv: Sequence[str], at: TritonRelease, *, where: str = "tritonserver") -> None:
+    """Refuse a flag in ``argv`` that release ``at`` does not have, naming the first release that has it."""
+    for arg in argv:
+        name = flag_name(arg)
+        if name is None:
+            continue
+        fact = SERVER_FLAGS.get(name)
+        if fact is not None and fact.since <= at:
+            continue
+        if fact is None:
+            raise UnsupportedByReleaseError(
+                f"{where}: --{name} is not a tritonserver flag in any release tritonkit knows ({KNOWN_LINES[0]} … "
+                f"{NEWEST_LINE})", release=str(at), hint="check the spelling against `tritonserver --help`")
+        raise UnsupportedByReleaseError(
+            f"{where}: --{name} is new in {fact.since.describe()}; tritonserver {at} refuses to start with it",
+            release=str(at), first_release=str(fact.since),
+            hint=f"drop --{name}, or run Triton {fact.since} or later ({fact.source})")
+
+
+# ---------------------------------------------------------------------------- client shared memory
+
+def _allows_client_shm(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` turns client shared memory on (the last ``--allow-client-shm`` wins)."""
+    allowed = False
+    for index, arg in enumerate(argv):
+        if flag_name(arg) != "allow-client-shm":
+            continue
+        value = arg.split("=", 1)[1] if "=" in arg else (argv[index + 1] if index + 1 < len(argv) else "")
+        allowed = value.strip().lower() in ("true", "1", "on", "yes")
+    return allowed
+
+
+def client_shm_refused_by(at: TritonRelease, argv: Sequence[str] = ()) -> bool:
+    """Whether a server of release ``at`` started with ``argv`` refuses client shared-memory registration."""
+    return at >= CLIENT_SHM.since and not _allows_client_shm(argv)
+
+
+def client_shm_note(at: TritonRelease, argv: Sequence[str] = ()) -> str | None:
+    """The one line to say when a server of release ``at`` started with ``argv`` refuses client
+    shared memory (``None`` when it allows it)."""
+    if not client_shm_refused_by(at, argv):
+        return None
+    return (f"tritonserver {at} refuses client shared-memory registration (from {CLIENT_SHM.since}, unless started "
+            f"with {CLIENT_SHM_FLAG}): clients send tensors in-band")
+
+
+def client_shm_args(version: str | None) -> list[str]:
+    """``[--allow-client-shm=true]`` for a server install of ``version`` that needs it to take client
+    shared memory (2.68+); ``[]`` for older ones (the flag would stop them starting) or an unknown version."""
+    known = install_release(version)
+    return [CLIENT_SHM_FLAG] if known is not None and known >= CLIENT_SHM.since else []
+
+
+def install_release(version: str | None) -> TritonRelease | None:
+    """The line of an install's version (``ServerInstall.version``), or ``None`` when it is unknown or
+    older than the lines tritonkit knows (then nothing is checked before the server starts)."""
+    if version is None:
+        return None
+    try:
+        return resolve_release(reported=version, reported_by="the install").release
+    except ConfigError:
+        return None
+
+
+def is_client_shm_refusal(status: str | None, message: str) -> bool:
+    """Whether a failed register call (gRPC ``status`` name, server ``message``) is the 2.68+ refusal."""
+    return (status or "").rsplit(".", 1)[-1] == _CLIENT_SHM_STATUS and _CLIENT_SHM_REFUSAL in message
