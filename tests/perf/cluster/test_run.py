@@ -51,13 +51,22 @@ def test_two_clients_on_two_nodes_load_one_endpoint_and_every_request_is_merged(
     clients = saved["clients"]
     assert len(clients) == 2 and clients[0]["node_id"] != clients[1]["node_id"]
     for client in clients:
-        assert client["host"] and client["requests"] > 0 and len(client["steps"]) == 2
+        # One record per step (an unstable step measured again replaces its first attempt, as in the result).
+        assert client["host"] and len(client["steps"]) == 2
+        assert client["requests"] == sum(s["requests"] for s in client["steps"]) > 0
         assert [s["load"] for s in client["steps"]] == [1.0, 2.0]  # each its half of concurrency 2, then 4
         # One machine: the clocks agree to within the round trip that measured them.
         assert abs(client["clock_offset_ms"]) <= client["clock_uncertainty_ms"] + 5.0, client
+    # A busy machine may leave a step unstable even after its retry (the clients' windows then
+    # overlap too little): that is said, not hidden; at least one step must hold steady.
+    assert any(step["stable"] for step in saved["steps"]), saved["steps"]
     for index, step in enumerate(saved["steps"]):
-        assert step["load_value"] in (2.0, 4.0) and step["stable"], step
-        name = f"step{index + 1:02d}-c{step['load_value']:g}"
+        assert step["load_value"] in (2.0, 4.0)
+        if step["latency"] is None:
+            assert not step["stable"] and step["unstable_note"], step
+            continue
+        name = clients[0]["steps"][index]["name"]  # the attempt kept (step02-c4, or step02-c4-retry1)
+        assert name.startswith(f"step{index + 1:02d}-c{step['load_value']:g}")
         merged = json.loads((out / f"{name}.json").read_text())
         assert merged["tritonkit_merged"]["clients"] == 2
         # Exact percentiles over every request of both clients in the common window, recomputed here.

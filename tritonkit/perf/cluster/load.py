@@ -54,8 +54,9 @@ __all__ = ["MIN_OVERLAP", "ClusterAnalyzer", "run_cluster_perf"]
 MIN_OVERLAP = 0.5
 #: How far ahead the start instant is set (every client's worker must be ready by then).
 LEAD_S = 3.0
-#: The name of the unrecorded warm-up run (:data:`tritonkit.perf.measure.ladder.WARMUP_NAME`).
-_WARMUP = "warmup"
+#: The name of the unrecorded warm-up run (:data:`tritonkit.perf.measure.ladder.WARMUP_NAME`), and what
+#: the ladder appends to a step's name when it measures it again.
+_WARMUP, _RETRY = "warmup", "-retry"
 
 Progress = Callable[[str], None]
 
@@ -273,7 +274,7 @@ class ClusterAnalyzer(PerfAnalyzer):
         if late:
             step.warnings.append("started late: " + ", ".join(late) + " (its worker was not ready at the instant)")
         if name != _WARMUP:
-            self._record(runs, merged, spec.batch_size)
+            self._record(name, runs, merged, spec.batch_size, step.stable)
         return step
 
     @staticmethod
@@ -292,12 +293,17 @@ class ClusterAnalyzer(PerfAnalyzer):
         step = next(iter(run.steps), None)
         return float(step.load_value) if step is not None else 0.0
 
-    def _record(self, runs: Sequence[ClientRun], merged: MergedStep, batch_size: int) -> None:
+    def _record(self, name: str, runs: Sequence[ClientRun], merged: MergedStep, batch_size: int, stable: bool) -> None:
+        """Each client's share of step ``name``; an attempt the ladder makes again (an unstable step,
+        ``<name>-retry<n>``) replaces the one before, as it does in the result."""
+        step = name.split(_RETRY)[0]
         for run, counted in zip(runs, merged.requests, strict=True):
             client = self._clients[run.index]
-            client["requests"] += counted
+            earlier = [s for s in client["steps"] if s["step"] == step]
+            client["steps"] = [s for s in client["steps"] if s["step"] != step]
+            client["requests"] += counted - sum(s["requests"] for s in earlier)
             client["steps"].append({
-                "load": self._share(run), "requests": counted,
+                "step": step, "name": name, "stable": stable, "load": self._share(run), "requests": counted,
                 "throughput_per_s": round(counted * batch_size / merged.window_s, 3) if merged.window_s > 0 else None,
                 "window_s": round(merged.window_s, 3), "late_ms": round(run.late_ms, 1),
                 "started_utc": datetime.fromtimestamp((run.started_ns - self.offsets[run.index].offset_ns) / 1e9,
