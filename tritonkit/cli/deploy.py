@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,18 @@ _REPO = click.Path(exists=True, file_okay=False, path_type=Path)
 
 def _say(message: str) -> None:
     click.echo(message, err=True)
+
+
+def _emit(notes: Sequence[str], docs: list[dict[str, Any]], out: Path | None,
+          write: Callable[[Path], list[Path]]) -> None:
+    """Manifests out: their notes on stderr, then one YAML stream on stdout, or ``write`` into ``out``."""
+    for note in notes:
+        _say(note)
+    if out is None:
+        click.echo(render_yaml(docs), nl=False)
+        return
+    for path in write(out):
+        _say(f"wrote {path}")
 
 
 def _facts(repo: Path | None, models: tuple[str, ...]) -> RepositoryFacts | None:
@@ -134,13 +147,7 @@ def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None
                      scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"), **options)
     facts = read_repository(repo, models=models)
     manifests = build_manifests(facts, _sla(sla_text), k8s)
-    for note in manifests.notes:
-        _say(note)
-    if out is None:
-        click.echo(render_yaml(manifests.all()), nl=False)
-        return
-    for path in write_manifests(manifests, out):
-        _say(f"wrote {path}")
+    _emit(manifests.notes, manifests.all(), out, lambda folder: write_manifests(manifests, folder))
 
 
 @deploy.command("ray-cluster")
@@ -183,13 +190,7 @@ def ray_cluster_command(out: Path | None, **options: Any) -> None:
           --out ray/
     """
     manifests = build_ray_cluster(RayClusterOptions(**options))
-    for note in manifests.notes:
-        _say(note)
-    if out is None:
-        click.echo(render_yaml(manifests.all()), nl=False)
-        return
-    for path in write_ray_cluster(manifests, out):
-        _say(f"wrote {path}")
+    _emit(manifests.notes, manifests.all(), out, lambda folder: write_ray_cluster(manifests, folder))
 
 
 @deploy.command("check")

@@ -109,9 +109,7 @@ def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSwee
     """Run ``job`` here (a Ray task's body); ``repo_blob``: the model folders, unless ``job.shared_repo``."""
     from tritonkit.perf.sweep import run_joint_sweep, run_sweep
     from tritonkit.perf.sweep.joint import joint_shares
-    from tritonkit.perf.sweep.joint_run import sweep_alone
-    from tritonkit.perf.sweep.variants import variant_grid
-    from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
+    from tritonkit.perf.sweep.joint_run import grids_of, read_bases, sweep_alone
 
     started = time.monotonic()
     node = node_here()
@@ -131,13 +129,10 @@ def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSwee
             folder = pack_contents(out)
         elif job.kind == KIND_ALONE:
             model = job.key
-            base = read_config(model_folder(repo, model) / CONFIG_FILENAME)
-            axes = settings.grid
-            grid = variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
-                                windows_us=axes.windows_us, preferred=axes.preferred,
-                                batcher_on_batch_sweep=axes.batcher_on_batch_sweep)
+            bases = read_bases(repo, [model])
             shares = joint_shares(list(job.models), settings.shares)
-            result = sweep_alone(repo, model, base, grid, settings, job.models, shares, out, None, emit)
+            result = sweep_alone(repo, model, bases[model], grids_of(bases, settings)[model], settings, job.models,
+                                 shares, out, None, emit)
             folder = pack_contents(out / f"alone-{model}")
         else:
             result = run_joint_sweep(repo, list(job.models), replace(settings, out=out), on_event=emit,

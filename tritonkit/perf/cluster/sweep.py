@@ -57,12 +57,12 @@ from tritonkit.perf.cluster.remote import (
 )
 from tritonkit.perf.cluster.transfer import pack_folders, replace_folder, unpack
 from tritonkit.perf.sweep.joint import joint_shares, write_joint_report
-from tritonkit.perf.sweep.joint_run import JointResult, plan_joint_write_backs
+from tritonkit.perf.sweep.joint_run import JointResult, grids_of, plan_joint_write_backs, read_bases
 from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import EXIT_UNMEASURED, SweepResult
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
-from tritonkit.perf.sweep.variants import apply_variant, variant_grid
+from tritonkit.perf.sweep.variants import apply_variant
 from tritonkit.perf.sweep.writeback import PendingWriteBack, plan_write_back
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 
@@ -265,17 +265,6 @@ class ClusterSweepResult:
         return "\n".join(lines)
 
 
-def _bases(repo: Path, models: Sequence[str]) -> dict[str, mc.ModelConfig]:
-    bases = {}
-    for model in models:
-        path = model_folder(repo, model) / CONFIG_FILENAME
-        if not path.is_file():
-            raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo}",
-                              hint="pass the repository folder and model folders inside it")
-        bases[model] = read_config(path)
-    return bases
-
-
 def _folders_for(repo: Path, models: Sequence[str], target: str | None) -> list[str]:
     """The model folders a node needs: the models, and for ``--target`` the target and, for an
     ensemble, every model its steps call."""
@@ -368,11 +357,8 @@ def run_cluster_sweep(
         raise ConfigError("no model to sweep", hint="name one or more models of the repository")
     if settings.target is not None and len(models) > 1:
         raise ConfigError("--target sweeps one composing model; give one MODEL with it")
-    bases = _bases(repo_path, models)
-    for model in models:  # a grid the library refuses is refused here, before anything starts
-        variant_grid(bases[model], instances=settings.grid.instances, max_batch_sizes=settings.grid.max_batch_sizes,
-                     windows_us=settings.grid.windows_us, preferred=settings.grid.preferred,
-                     batcher_on_batch_sweep=settings.grid.batcher_on_batch_sweep)
+    bases = read_bases(repo_path, models)
+    grids_of(bases, settings)  # a grid the library refuses is refused here, before anything starts
     for model in models:
         settings.parsed_sla(model)
     co_located = len(models) > 1 and not cluster.separately

@@ -37,7 +37,7 @@ from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointResult", "plan_joint_write_backs", "run_joint_sweep", "sweep_alone"]
+__all__ = ["JointResult", "grids_of", "plan_joint_write_backs", "read_bases", "run_joint_sweep", "sweep_alone"]
 
 #: How many of a model's best alone variants the joint search tries (besides its default).
 CANDIDATES_PER_MODEL = 3
@@ -147,6 +147,26 @@ def _alone_settings(settings: SweepSettings, model: str, out: Path, share: float
                    shares=None, model_slas=None)
 
 
+def read_bases(repo_path: Path, models: Sequence[str]) -> dict[str, mc.ModelConfig]:
+    """Each model's own config; ``ConfigError`` for a model with none in the repository."""
+    bases = {}
+    for model in models:
+        path = model_folder(repo_path, model) / CONFIG_FILENAME
+        if not path.is_file():
+            raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
+                              hint="pass the repository folder and model folders inside it")
+        bases[model] = read_config(path)
+    return bases
+
+
+def grids_of(bases: Mapping[str, mc.ModelConfig], settings: SweepSettings) -> dict[str, list[Variant]]:
+    """Each model's variants as ``settings.grid`` says (a grid no sweep can use is refused here)."""
+    axes = settings.grid
+    return {m: variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
+                            windows_us=axes.windows_us, preferred=axes.preferred,
+                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep) for m, base in bases.items()}
+
+
 def sweep_alone(repo_path: Path, model: str, base: mc.ModelConfig, grid: list[Variant], settings: SweepSettings,
                 models: Sequence[str], shares: Mapping[str, float], out_dir: Path, server: TritonServer | None,
                 emit: Callable[[SweepEvent], None]) -> SweepResult:
@@ -215,16 +235,8 @@ def run_joint_sweep(
     repo_path = Path(repo)
     models = list(models)
     shares = joint_shares(models, settings.shares)
-    bases = {}
-    for model in models:
-        path = model_folder(repo_path, model) / CONFIG_FILENAME
-        if not path.is_file():
-            raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
-                              hint="pass the repository folder and model folders inside it")
-        bases[model] = read_config(path)
-    grids = {m: variant_grid(bases[m], instances=settings.grid.instances, max_batch_sizes=settings.grid.max_batch_sizes,
-                             windows_us=settings.grid.windows_us, preferred=settings.grid.preferred,
-                             batcher_on_batch_sweep=settings.grid.batcher_on_batch_sweep) for m in models}
+    bases = read_bases(repo_path, models)
+    grids = grids_of(bases, settings)
     slas = {m: settings.parsed_sla(m) for m in models}
     locate_perf_analyzer()
     out_dir = settings.out_dir("-".join(models))
