@@ -24,6 +24,7 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
+from tritonkit._values import BUILD_VERSION
 from tritonkit.builders import onnx_steps as steps
 from tritonkit.builders.fp16 import Fp16Report
 from tritonkit.builders.onnx_model import OnnxAnalysis, analyze_onnx, declare_batch_outputs
@@ -295,8 +296,7 @@ def build_onnx(
     repo = Path(repo)
     notes: list[str] = []
     validate_model_name(name, repo)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError(f"--version {version!r} must be a positive integer", hint="use 1, 2, …")
+    BUILD_VERSION.check(version, "version")
     options = batching_options(batching, batching_fields, force=force, builder="build_onnx")
     gpu_count = len(Hardware.detect().gpus) if options.kind == "auto" else 0
     instance_kind = check_options(options, gpu_count=gpu_count)  # before any work

@@ -10,6 +10,7 @@ string outputs must match exactly.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from tritonkit._fs import regular_file
+from tritonkit._values import excerpt
 from tritonkit.builders.onnx_tensor import TensorInfo
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 
@@ -135,6 +138,9 @@ class Comparison:
 
 # ---------------------------------------------------------------------------- samples
 
+#: The most sample data generated for one input to verify a model: far above any real input.
+MAX_SAMPLE_BYTES = 1 << 30
+
 
 def axis_key(info: TensorInfo, axis: int) -> str:
     """The name a dynamic axis goes by: its symbol (``seq``), else ``input:axis`` for an unnamed one."""
@@ -171,6 +177,11 @@ def make_samples(inputs: Sequence[TensorInfo], *, count: int, batched: bool, see
                              hint="pass --samples FILE.npz with real inputs")
         shape = _sample_shape(info, count=count, batched=batched, dynamic_size=dynamic_size, sizes=sizes)
         dtype = info.numpy_dtype
+        size_bytes = math.prod(shape) * max(dtype.itemsize, 8)
+        if size_bytes > MAX_SAMPLE_BYTES:
+            raise BuildError(f"input {info.name!r} of shape {list(shape)} would need {size_bytes:.3g} bytes of samples, "
+                             f"more than the {MAX_SAMPLE_BYTES >> 20} MiB generated to verify a model",
+                             hint="check the input's dims in the model; pass --samples FILE.npz, or --no-verify")
         if dtype.kind == "f":
             samples[info.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind in "iu":
@@ -193,12 +204,11 @@ def load_samples(path: Path | str, inputs: Sequence[TensorInfo], *, batched: boo
     array is one whole request. Types are converted when numpy can do so safely.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--samples {path}: no such file", hint="pass an .npz saved with numpy.savez(path, name=array, ...)")
+    regular_file(path, what="--samples file", hint="pass an .npz saved with numpy.savez(path, name=array, ...)")
     try:
         archive = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - numpy raises ValueError/OSError/BadZipFile
-        raise ConfigError(f"--samples {path}: not a readable .npz file: {exc}",
+        raise ConfigError(f"--samples {path}: not a readable .npz file: {excerpt(str(exc), 120)}",
                           hint="save samples with numpy.savez(path, input_name=array, ...)") from exc
     with archive:
         missing = [i.name for i in inputs if i.name not in archive.files]

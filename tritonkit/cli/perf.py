@@ -19,7 +19,12 @@ from tritonkit.cli._common import (
     HOST_PORT,
     CommandExit,
     ErrorHandlingGroup,
+    UserPath,
+    Words,
+    check_model_name,
     echo_json,
+    levels_type,
+    number,
     rate_tolerance_option,
     sigterm_as_interrupt,
     sla_option,
@@ -56,14 +61,14 @@ _D = LoadTestSettings.default
 
 def _out_option(help_text: str) -> Any:
     """The ``--out FOLDER`` option (``out_dir``) of ``perf run`` and ``perf report``."""
-    return click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    return click.option("--out", "out_dir", type=UserPath(file_okay=False, path_type=Path), default=None,
                         help=help_text)
 
 
 #: ``--baseline-dir`` of ``perf run`` and ``perf compare``.
 _baseline_dir_option = click.option(
     "--baseline-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=DEFAULT_BASELINE_ROOT,
     show_default=True,
     help="Baselines folder (one subfolder per model).",
@@ -81,7 +86,7 @@ def perf() -> None:
 
 
 @perf.command("run")
-@click.argument("model")
+@click.argument("model", type=Words(check_model_name, example="resnet"))
 @click.option(
     "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )
@@ -89,11 +94,12 @@ def perf() -> None:
 @sla_option(_SLA_TERMS)
 @click.option(
     "--concurrency",
+    type=levels_type("concurrency"),
     default=None,
     help="Concurrency levels: '1,2,4,8', a doubling range '1:16', or 'start:end:step'. Default 1:8.",
 )
 @click.option(
-    "--request-rate", default=None, help="Request-rate levels (req/s) instead, e.g. '50:400' or '50,100'."
+    "--request-rate", type=levels_type("request_rate"), default=None, help="Request-rate levels (req/s) instead, e.g. '50:400' or '50,100'."
 )
 @click.option(
     "--distribution",
@@ -105,32 +111,33 @@ def perf() -> None:
 @rate_tolerance_option()
 @click.option(
     "--duration-s",
-    type=float,
+    type=number(LoadTestSettings, "duration_s"),
     default=_D("duration_s"),
     show_default=True,
     help="Measuring time per step (three windows of a third each; an unstable step takes longer).",
 )
 @click.option(
-    "--max-trials", type=int, default=_D("max_trials"), show_default=True, help="Windows per step before it is unstable."
+    "--max-trials", type=number(LoadTestSettings, "max_trials"), default=_D("max_trials"), show_default=True, help="Windows per step before it is unstable."
 )
 @click.option(
-    "--warmup-s", type=float, default=_D("warmup_s"), show_default=True, help="Unrecorded warm-up before the ladder."
+    "--warmup-s", type=number(LoadTestSettings, "warmup_s"), default=_D("warmup_s"), show_default=True, help="Unrecorded warm-up before the ladder."
 )
 @click.option(
-    "--stop-after", type=int, default=_D("stop_after"), show_default=True, help="Stop after this many SLA-breaking steps."
+    "--stop-after", type=number(LoadTestSettings, "stop_after"), default=_D("stop_after"), show_default=True, help="Stop after this many SLA-breaking steps."
 )
-@click.option("--batch-size", type=int, default=_D("batch_size"), show_default=True)
-@click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
-@click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@click.option("--batch-size", type=number(LoadTestSettings, "batch_size"), default=_D("batch_size"), show_default=True)
+@click.option("--input-data", type=Words(example="random"), default=None,
+              help="'zero', 'random', or a perf_analyzer JSON data file.")
+@click.option("--shape", "shapes", type=Words(example="INPUT0:3,224,224"), multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
 @click.option(
-    "--repo", "model_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--repo", "model_repo", type=UserPath(file_okay=False, path_type=Path), default=None,
     help="Model repository holding MODEL's model.onnx: valid input data is derived from it "
          "(token ids within the vocabulary, masks of ones, finite floats). Default: ./model_repository if it has MODEL. "
          "With --llm: the served repository on this machine, where the preprocessing model's tokenizer_dir is "
          "read when the server's path is not a folder here.",
 )
 @click.option(
-    "--seq-len", default=None,
+    "--seq-len", type=Words(example="128"), default=None,
     help=f"Length of variable dims in derived data: N or LOW:HIGH (default {DEFAULT_SEQ_LEN}).",
 )
 @click.option(
@@ -143,11 +150,12 @@ def perf() -> None:
     help="While the load runs, compare a sample of responses with ONNX Runtime on the model file "
          "(needs --repo) and with the declared dtypes and shapes; wrong answers exit 1.",
 )
-@click.option("--metrics-url", default=None, help="Server /metrics URL to scrape during each step.")
+@click.option("--metrics-url", type=Words(example="http://127.0.0.1:8002/metrics"), default=None,
+              help="Server /metrics URL to scrape during each step.")
 @_out_option("Run folder (default results/<UTC>-<model>); an earlier run there is resumed.")
 @click.option(
     "--results-root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=_D("results_root"),
     show_default=True,
     help="Where timestamped run folders go.",
@@ -157,11 +165,12 @@ def perf() -> None:
 @click.option(
     "--perf-analyzer",
     "perf_analyzer_path",
+    type=Words(example="/usr/local/bin/perf_analyzer"),
     default=None,
     help=f"perf_analyzer binary to run (default: ${PERF_ANALYZER_ENV}, else the installed one).",
 )
 @click.option(
-    "--timeout-s", type=float, default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
+    "--timeout-s", type=number(LoadTestSettings, "timeout_s"), default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
 )
 @click.option("--dry-run", is_flag=True, help="Print the perf_analyzer commands; run nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
@@ -250,13 +259,13 @@ def run_command(
 
 
 @perf.command("compare")
-@click.argument("base", type=click.Path(exists=True, path_type=Path))
-@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@click.argument("base", type=UserPath(exists=True, path_type=Path))
+@click.argument("new", type=UserPath(exists=True, path_type=Path))
 @click.option(
-    "--max-throughput-drop", default=f"{DEFAULT_MAX_THROUGHPUT_DROP:.0%}", show_default=True,
+    "--max-throughput-drop", type=Words(example="5%"), default=f"{DEFAULT_MAX_THROUGHPUT_DROP:.0%}", show_default=True,
     help="Largest allowed throughput drop.",
 )
-@click.option("--max-p99-rise", default=f"{DEFAULT_MAX_P99_RISE:.0%}", show_default=True,
+@click.option("--max-p99-rise", type=Words(example="10%"), default=f"{DEFAULT_MAX_P99_RISE:.0%}", show_default=True,
               help="Largest allowed p99 latency rise.")
 @click.option(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
@@ -301,7 +310,7 @@ def compare_command(
 
 
 @perf.command("report")
-@click.argument("result", type=click.Path(exists=True, path_type=Path))
+@click.argument("result", type=UserPath(exists=True, path_type=Path))
 @sla_option("The steps are judged again against it. " + _SLA_TERMS)
 @_out_option("Where to write report.md / report.html (default: next to RESULT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and paths as JSON.")
@@ -328,13 +337,14 @@ def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_
 @click.option(
     "--version",
     "version",
+    type=Words(example=PERF_ANALYZER_VERSION),
     default=PERF_ANALYZER_VERSION,
     show_default=True,
     help="perf_analyzer wheel version to fetch.",
 )
 @click.option(
     "--wheel",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=UserPath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Install from a local perf_analyzer wheel instead of downloading one.",
 )

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import click
 
+from tritonkit._values import POSITIVE, TOLERANCE_PERCENT, excerpt
 from tritonkit.cli._common import (
     CommandExit,
+    UserPath,
+    Words,
     backend_dir_option,
+    check_model_name,
     echo_json,
+    levels_type,
+    number,
     rate_tolerance_option,
     server_bin_option,
     sigterm_as_interrupt,
@@ -128,12 +134,9 @@ def _pairs(values: tuple[str, ...], option: str, *, number: bool = False) -> dic
     for text in values:
         name, sep, value = text.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint=option)
+            raise click.BadParameter(f"{excerpt(text)} is not NAME=VALUE", param_hint=option)
         if number:
-            try:
-                float(value)
-            except ValueError:
-                raise click.BadParameter(f"{text!r}: {value!r} is not a number", param_hint=option) from None
+            POSITIVE.parse(value, f"{option} {name.strip()}")
         pairs[name.strip()] = value.strip()
     return pairs
 
@@ -153,44 +156,45 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 
 
 @click.command("sweep")
-@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("models", metavar="MODEL [MODEL...]", nargs=-1, required=True)
-@click.option("--share", "shares", multiple=True,
+@click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
+@click.argument("models", metavar="MODEL [MODEL...]", type=Words(check_model_name, example="resnet"), nargs=-1,
+                required=True)
+@click.option("--share", "shares", type=Words(example="detector=2"), multiple=True,
               help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
-@click.option("--model-sla", "model_slas", multiple=True,
+@click.option("--model-sla", "model_slas", type=Words(example="b=p99<=200ms"), multiple=True,
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
 @click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
-@click.option("--instances", default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
-@click.option("--max-batch-size", "max_batch", default=None,
+@click.option("--instances", type=Words(example="1,2,4"), default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
+@click.option("--max-batch-size", "max_batch", type=Words(example="1,4,8"), default=None,
               help="Max batch sizes to try, e.g. 1,2,4,8 (turns the dynamic batcher on, 0 ms window, unless "
                    "--batch-window says otherwise).")
-@click.option("--batch-window", default=None,
+@click.option("--batch-window", type=Words(example="0,5ms"), default=None,
               help="Dynamic batching windows to try, e.g. 0,5ms,10ms,20ms ('off': no dynamic batcher).")
-@click.option("--preferred-batch", default=None,
+@click.option("--preferred-batch", type=Words(example="none,max"), default=None,
               help="Preferred batch size options: none, a size, sizes joined by + (2+8), or max.")
-@click.option("--concurrency", default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
-@click.option("--request-rate", default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
-@click.option("--window-ms", type=int, default=_D("step_window_ms"), show_default=True,
+@click.option("--concurrency", type=levels_type("concurrency"), default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
+@click.option("--request-rate", type=levels_type("request_rate"), default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
+@click.option("--window-ms", type=number(SweepSettings, "step_window_ms"), default=_D("step_window_ms"), show_default=True,
               help="perf_analyzer measurement window; a step needs three agreeing windows.")
-@click.option("--warmup-s", type=float, default=_D("warmup_s"), show_default=True,
+@click.option("--warmup-s", type=number(SweepSettings, "warmup_s"), default=_D("warmup_s"), show_default=True,
               help="Unrecorded load after each variant is loaded.")
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
-@click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
+@click.option("--tie-tolerance", type=number(TOLERANCE_PERCENT), default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
 @rate_tolerance_option(_D("rate_tolerance"))
-@click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
+@click.option("--max-gpu-memory-mb", type=number(SweepSettings, "max_gpu_memory_mb"), default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
-@click.option("--target", default=None,
+@click.option("--target", type=Words(check_model_name, example="ensemble"), default=None,
               help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
                    "(MODEL's instances and batching are swept, the target's config is used as written).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out_dir", type=UserPath(file_okay=False, path_type=Path), default=None,
               help="Sweep folder (default results/<UTC>-<model>-sweep); re-running into it resumes.")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=_D("results_root"),
+@click.option("--results-root", type=UserPath(file_okay=False, path_type=Path), default=_D("results_root"),
               show_default=True)
 @click.option("--no-write-back", is_flag=True, help="Leave the repository's config.pbtxt as it is.")
-@click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
-@click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@click.option("--input-data", type=Words(example="random"), default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
+@click.option("--shape", "shapes", type=Words(example="INPUT0:3,224,224"), multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
 @server_bin_option("tritonserver binary the sweep starts")
 @backend_dir_option("Backends the sweep's server loads (measure the backend production serves)")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")

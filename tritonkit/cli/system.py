@@ -9,10 +9,15 @@ from typing import Any
 
 import click
 
+from tritonkit._values import SECONDS
 from tritonkit.cli._common import (
     CommandExit,
+    UserPath,
+    Words,
     backend_dir_option,
+    check_model_name,
     echo_json,
+    number,
     server_bin_option,
     sigterm_as_interrupt,
 )
@@ -30,20 +35,20 @@ _PORT = click.IntRange(1, 65535)
 
 
 @click.command("serve")
-@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
 @click.option("--grpc-port", type=_PORT, default=None, help="gRPC port (default: a free one).")
 @click.option("--http-port", type=_PORT, default=None, help="HTTP port (default: a free one).")
 @click.option("--metrics-port", type=_PORT, default=None, help="Prometheus metrics port (default: a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
+@click.option("--host", type=Words(example="127.0.0.1"), default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
 @click.option("--explicit", is_flag=True, help="Explicit model control: load models with --load-model or the API.")
-@click.option("--load-model", "models", multiple=True, help="With --explicit: a model to load at start (repeat).")
+@click.option("--load-model", "models", type=Words(check_model_name, example="resnet"), multiple=True, help="With --explicit: a model to load at start (repeat).")
 @click.option(
     "--strict",
     is_flag=True,
     help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
 )
-@click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
-@click.option("--server-arg", "extra_args", multiple=True,
+@click.option("--startup-timeout-s", type=number(SECONDS), default=120.0, show_default=True)
+@click.option("--server-arg", "extra_args", type=Words(example="--allow-client-shm=true"), multiple=True,
               help="A tritonserver flag to pass as is, e.g. --server-arg=--allow-client-shm=true (repeat); a flag "
                    "the server's release does not have is refused first, naming the release that has it.")
 @_server_bin

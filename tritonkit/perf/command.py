@@ -39,6 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._settings import field_default
+from tritonkit._values import (
+    COUNT,
+    SECONDS,
+    SECONDS_OR_ZERO,
+    STEPS,
+    TOLERANCE,
+    bounded,
+    check_choice,
+    check_fields,
+)
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.judge.sla import SLA, load_sla
@@ -98,12 +108,12 @@ class LoadTestSettings:
     concurrency: str | Sequence[float] | None = None
     request_rate: str | Sequence[float] | None = None
     distribution: str = "constant"
-    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
-    duration_s: float = 6.0
-    max_trials: int = 6
-    warmup_s: float = 5.0
-    stop_after: int = 2
-    batch_size: int = 1
+    rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
+    duration_s: float = bounded(6.0, SECONDS)
+    max_trials: int = bounded(6, STEPS)
+    warmup_s: float = bounded(5.0, SECONDS_OR_ZERO)
+    stop_after: int = bounded(2, STEPS)
+    batch_size: int = bounded(1, COUNT)
     input_data: str | Path | None = None
     shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
     repo: Path | None = None
@@ -115,7 +125,13 @@ class LoadTestSettings:
     results_root: Path = Path("results")
     baseline_root: Path | None = None
     perf_analyzer: str | os.PathLike[str] | PerfAnalyzerInstall | None = None
-    timeout_s: float = 1800.0
+    timeout_s: float = bounded(1800.0, SECONDS)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        check_choice(self.protocol, "LoadTestSettings.protocol", ("grpc", "http"))
+        check_choice(self.distribution, "LoadTestSettings.distribution", ("constant", "poisson"))
+        self.ladder_plan()  # the levels, held to their bounds before anything starts
 
     @staticmethod
     def default(name: str) -> Any:
@@ -227,6 +243,8 @@ def load_test(
     come back in the run (:attr:`PerfRun.error`), everything measured before them saved.
     """
     sla = settings.parsed_sla()
+    if sla is not None:
+        sla.check_measurable("classic")
     judged = sla.with_zero_errors() if sla is not None else None
     spec = settings.spec(model)
     plan = settings.ladder_plan()

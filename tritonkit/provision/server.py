@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonkit._fs import is_regular_file, shown_path
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.provision.backends import (
     BACKEND_DIR_ENV,
@@ -102,9 +103,9 @@ def locate_server(server_bin: str | os.PathLike[str] | None = None, *,
     if chosen:
         path = Path(chosen).expanduser()
         source = "--server-bin" if server_bin else SERVER_BIN_ENV
-        if not path.is_file() or not os.access(path, os.X_OK):
+        if not is_regular_file(path) or not os.access(path, os.X_OK):
             raise MissingComponentError(
-                f"tritonserver binary {path} (from {source}) does not exist or is not executable",
+                f"tritonserver binary {shown_path(path)} (from {source}) does not exist or is not executable",
                 hint="point it at an executable tritonserver, e.g. /opt/tritonserver/bin/tritonserver",
             )
         prefix_backends = _prefix_backends(path)

@@ -255,8 +255,8 @@ def test_plan_and_level_helpers_refuse_nonsense() -> None:
     assert levels_from_text("50:200:50") == [50.0, 100.0, 150.0, 200.0]
     with pytest.raises(ConfigError, match="load levels"):
         levels_from_text("a,b")
-    with pytest.raises(ConfigError, match="whole numbers"):
-        LadderPlan(levels=(1.5,)).validate()
+    with pytest.raises(ConfigError, match="not a whole number"):
+        LadderPlan(levels=(1.5,))
     with pytest.raises(ConfigError, match="no levels"):
         LadderPlan(levels=()).validate()
     folder = default_results_dir("my model/v2", root="results")

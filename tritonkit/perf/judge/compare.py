@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import is_folder, is_regular_file, path_exists, shown_path
 from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import (
@@ -63,8 +64,8 @@ def load_result(path: str | Path) -> tuple[PerfResult, Path]:
     the result and the file it was read from.
     """
     source = Path(path)
-    if source.is_dir():
-        if (source / "result.json").is_file():
+    if is_folder(source):
+        if is_regular_file(source / "result.json"):
             source = source / "result.json"
         else:
             candidates = baselines_in(source, "classic")
@@ -74,8 +75,8 @@ def load_result(path: str | Path) -> tuple[PerfResult, Path]:
                     hint="pass a result.json, a run folder under results/, or results/baselines/<model>",
                 )
             source = candidates[-1]
-    elif not source.exists():
-        raise ConfigError(f"perf result not found: {source}", hint="check the path")
+    elif not path_exists(source):
+        raise ConfigError(f"perf result not found: {shown_path(source)}", hint="check the path")
     return PerfResult.load(source), source
 
 

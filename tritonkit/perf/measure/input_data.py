@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from tritonkit._values import TOKENS, Bounds, excerpt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.spec import PerfSpec, write_input_data
 
@@ -78,6 +79,10 @@ BATCH_SYMBOL = "batch"
 _PAGE_BYTES = 4096
 
 
+#: A variable dim's length: a whole number, at most a sequence's longest (every request holds one).
+_SEQ_LEN = Bounds(integer=True, low=1, high=int(TOKENS.high or 1), noun="length", example="128")
+
+
 @dataclass(frozen=True)
 class SeqLen:
     """The length given to variable dims: ``low`` to ``high`` inclusive (equal for a fixed length)."""
@@ -97,8 +102,9 @@ class SeqLen:
         except ValueError:
             low = high = 0
         if low < 1 or high < low:
-            raise ConfigError(f"--seq-len {text!r} is not a length N or a range LOW:HIGH of positive integers",
+            raise ConfigError(f"--seq-len {excerpt(text)} is not a length N or a range LOW:HIGH of positive integers",
                               hint="e.g. --seq-len 128 or --seq-len 16:128")
+        _SEQ_LEN.check(high, "--seq-len")
         return SeqLen(low, high)
 
     def lengths(self, count: int) -> list[int]:

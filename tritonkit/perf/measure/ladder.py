@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import regular_file
 from tritonkit._version import __version__
 from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
@@ -226,6 +227,10 @@ def run_ladder(
     knows the backends folder of the server it started); by default the server is asked.
     """
     commands = ladder_commands(spec, plan, results_dir)  # the one validation of spec and plan
+    if spec.input_data is not None and str(spec.input_data) not in ("zero", "random"):
+        # perf_analyzer reads the data file itself: a FIFO or a device would stall it, not fail it.
+        regular_file(spec.input_data, what="--input-data file",
+                     hint="use 'zero', 'random' or a perf_analyzer JSON data file")
     warmup = next((c for c in commands if not c.recorded), None)
     steps = [c for c in commands if c.recorded]
     folder = Path(results_dir)

@@ -9,8 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import user_path_errors
 from tritonkit.errors import ConfigError, ConnectError
-from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Target
+from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Severity, Target
 from tritonkit.triton_metrics import GPU_FAMILIES
 from tritonkit.triton_releases import resolve_release
 
@@ -46,7 +47,8 @@ def lint_repository(
     tgt = Target.parse(target) if isinstance(target, str) else (target or Target())
     if server_version is not None:
         tgt = tgt.with_release(resolve_release(server_version))
-    folders = sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith("."))
+    with user_path_errors("list the repository", repo):
+        folders = sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith("."))
     infos = {p.name: ModelInfo(repo, p) for p in folders}
     ctx = LintContext(root=repo, models=infos, target=tgt)
 
@@ -65,7 +67,14 @@ def lint_repository(
             if r.needs_field is not None and info.config is not None and not info.config.HasField(r.needs_field):
                 continue
             ctx._current_rule = r
-            r.check(ctx, info)
+            try:
+                r.check(ctx, info)
+            except ConfigError as exc:
+                # The config holds what the rule cannot read (a value no writer would write): that is
+                # a finding about the config, under the rule that met it.
+                ctx.report(info, exc.message, hint=exc.hint or "", severity=Severity.ERROR)
+            except Exception as exc:  # noqa: BLE001 - one broken rule must not hide every other finding
+                ctx.rule_failed(info, r, exc)
     ctx._current_rule = None
     findings = sorted(ctx.findings, key=lambda f: (f.model, f.line or 0, f.severity.rank, f.rule_id, f.field))
     return LintReport(root=repo, target=tgt, findings=tuple(findings),

@@ -14,9 +14,11 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_regular_file
 from tritonkit.onnxruntime_versions import limits_for, model_problems, onnxruntime_for_release
 from tritonkit.repository.layout import expected_model_filename
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "modelfile"
@@ -70,7 +72,7 @@ def _onnx_file(m: ModelInfo) -> Path | None:
         return None
     filename = expected_model_filename(cfg) or "model.onnx"
     path = m.folder / str(m.versions[-1]) / filename
-    return path if path.is_file() else None
+    return path if is_regular_file(path) else None
 
 
 @rule("TK701", ERROR, "config disagrees with the ONNX model file", family=FAMILY)
@@ -94,8 +96,9 @@ def onnx_io(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
                        field=f"{path_field}.name", hint=f"use the graph's {kind} names")
             continue
         dtype, dims = graph[t.name]
-        if dtype and t.data_type != mc.TYPE_INVALID and mc.DataType.Name(t.data_type) != dtype:
-            ctx.report(m, f"{kind} {t.name!r} is {mc.DataType.Name(t.data_type)} in the config but {dtype} in "
+        config_dtype = enum_name(mc.DataType, t.data_type, field=f"{path_field}.data_type")
+        if dtype and t.data_type != mc.TYPE_INVALID and config_dtype != dtype:
+            ctx.report(m, f"{kind} {t.name!r} is {config_dtype} in the config but {dtype} in "
                        f"{rel}", field=f"{path_field}.data_type", hint=f"use data_type: {dtype}")
         if dims is None or not t.dims or t.HasField("reshape"):
             continue
