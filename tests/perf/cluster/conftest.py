@@ -1,4 +1,7 @@
-"""A real two-node Ray cluster on loopback (one CPU each), started once for the whole session.
+"""A real two-node Ray cluster on loopback (one CPU each), started once for this package's tests.
+
+Package-scoped rather than session-scoped: it is stopped as soon as the last cluster test has run,
+so that an idle cluster's processes do not take CPU from the timing of the tests that follow.
 
 Tests that change a cluster (kill a node, add a node without perf_analyzer) start their own with
 :func:`own_cluster`. Either way the cluster's processes are stopped by process group at the end,
@@ -33,9 +36,9 @@ def _stop_and_check(cluster: LocalRayCluster) -> None:
     assert not left, f"processes of the test cluster outlived it: {left}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[LocalRayCluster]:
-    """A head and one worker node, one CPU each, shared by the session's cluster tests."""
+    """A head and one worker node, one CPU each, shared by the package's cluster tests."""
     cluster = LocalRayCluster(_short_root(), workers=1)
     try:
         yield cluster.start()

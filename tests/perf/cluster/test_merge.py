@@ -131,3 +131,20 @@ def test_the_clock_offset_comes_from_the_shortest_round_trip() -> None:
     assert estimate_offset(exchanges) == (1_000_000, 100)
     with pytest.raises(ValueError):
         estimate_offset([])
+
+
+def test_steadiness_is_judged_on_every_clients_requests_per_third_of_the_common_window() -> None:
+    a, b = _client("concurrency_verbose", 1), _client("concurrency_verbose", 1, shift_ns=3)
+    merged = merge_exports([a, b], [0, 3])
+    lo, hi = merged.window_ns or (0, 0)
+    edges = [lo + (hi - lo) * k // 3 for k in range(4)]
+    ends = [(r["response_timestamps"][-1], (r["response_timestamps"][-1] - r["timestamp"]) / 1e6)
+            for e in (a, b) for r in e["experiments"][0]["requests"] if r["response_timestamps"]]
+    thirds = [[lat for end, lat in ends if (edges[k] < end <= edges[k + 1]) or (k == 0 and end == edges[0])]
+              for k in range(3)]
+    assert merged.window_counts == tuple(len(t) for t in thirds) and sum(merged.window_counts) == sum(merged.requests)
+    assert merged.window_latency_ms == pytest.approx(tuple(sum(t) / len(t) for t in thirds))
+    counts = [float(c) for c in merged.window_counts]
+    worst = max(abs(c - sum(counts) / 3) for c in counts) / (sum(counts) / 3) * 100
+    assert merged.unstable_reason(worst + 50.0) is None or "latency" in (merged.unstable_reason(worst + 50.0) or "")
+    assert "throughput of all clients together varied" in (merged.unstable_reason(worst / 2) or "")

@@ -6,7 +6,9 @@ against the one endpoint, each with its share of the concurrency or request rate
 clock (each node's offset measured first, :mod:`~tritonkit.perf.cluster.clock`, and removed). Their
 profile exports come back and are merged (:func:`~tritonkit.perf.cluster.merge.merge_exports`): the
 step's percentiles are over every request of every client, its throughput over the window all were
-measuring at once. Everything else is the one pipeline a local run goes through — the ladder and its
+measuring at once. Each client measures exactly three windows (started together, theirs coincide)
+and the step's steadiness is judged on every client's requests together, by perf_analyzer's rule
+(:meth:`~tritonkit.perf.cluster.merge.MergedStep.unstable_reason`). Everything else is the one pipeline a local run goes through — the ladder and its
 stop rules, the judge, ``result.json`` and the report, resuming — because :class:`ClusterAnalyzer`
 is the run's load generator (:class:`~tritonkit.perf.pipeline.RunSetup` ``load_generator``).
 ``result.json`` names each client (``"clients": [{"node_id", "host", "requests", …}]``, with its
@@ -36,7 +38,7 @@ from typing import Any
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, PerfError, TritonKitError
 from tritonkit.perf.cluster.clock import ClockOffset, measure_offsets
-from tritonkit.perf.cluster.merge import MergedStep, merge_exports, split_load
+from tritonkit.perf.cluster.merge import MEASURED_WINDOWS, MergedStep, merge_exports, split_load
 from tritonkit.perf.cluster.nodes import NodeInfo, NodeResources, check_nodes, connected
 from tritonkit.perf.cluster.remote import ClientJob, ClientRun, run_client_job
 from tritonkit.perf.measure.analyzer import AnalyzerOutcome, Invocation, PerfAnalyzer, utc_now
@@ -54,6 +56,10 @@ __all__ = ["MIN_OVERLAP", "ClusterAnalyzer", "run_cluster_perf"]
 MIN_OVERLAP = 0.5
 #: How far ahead the start instant is set (every client's worker must be ready by then).
 LEAD_S = 3.0
+#: A stability tolerance no window misses: each client measures exactly its three windows.
+ANY_WINDOW_PCT = 10_000.0
+#: perf_analyzer's own tolerance when a step names none (``--stability-percentage`` default).
+PERF_ANALYZER_STABILITY_PCT = 10.0
 #: The name of the unrecorded warm-up run (:data:`tritonkit.perf.measure.ladder.WARMUP_NAME`), and what
 #: the ladder appends to a step's name when it measures it again.
 _WARMUP, _RETRY = "warmup", "-retry"
@@ -199,8 +205,11 @@ class ClusterAnalyzer(PerfAnalyzer):
         def job(i: int, share: float) -> ClientJob:
             part: ConcurrencyRange | RequestRateRange = (
                 ConcurrencyRange(int(share)) if whole else replace(load, start=share, end=None))  # type: ignore[arg-type]
+            # Exactly three windows each, accepted as they come: started together, the clients' windows
+            # then coincide, and the step's steadiness is judged on all of them together (_merge_step).
+            fixed = replace(spec, load=part, stability_percentage=ANY_WINDOW_PCT, max_trials=MEASURED_WINDOWS)
             return ClientJob(index=i, name=name, start_at_ns=start_ns + self.offsets[i].offset_ns,
-                             spec=replace(spec, load=part), timeout_s=timeout_s, files=files)
+                             spec=fixed, timeout_s=timeout_s, files=files)
 
         jobs = self._jobs(shares, job)
         self._say(f"[{name}] {len(jobs)} clients at {', '.join(f'{s:g}' for s in shares if s > 0)} "
@@ -267,6 +276,10 @@ class ClusterAnalyzer(PerfAnalyzer):
             unstable.append(f"the clients measured at once for {merged.window_s:.2f} s, "
                             f"{100 * merged.overlap:.0f} % of a client's measured windows (less than "
                             f"{100 * MIN_OVERLAP:.0f} %)")
+        elif name != _WARMUP:
+            wobble = merged.unstable_reason(spec.stability_percentage or PERF_ANALYZER_STABILITY_PCT)
+            if wobble:
+                unstable.append(wobble)
         if unstable:
             step.stable, step.unstable_note = False, "; ".join(unstable)
         step.warnings.append(self._shares_line(runs, merged, mode))

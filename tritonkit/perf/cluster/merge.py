@@ -44,10 +44,29 @@ class MergedStep:
     spans_ns: tuple[tuple[int, int] | None, ...]
     requests: tuple[int, ...]
     overlap: float
+    #: Per third of the common window: requests of every client whose last response fell in it, and
+    #: their mean latency (ms; ``None`` for a third without one).
+    window_counts: tuple[int, ...] = ()
+    window_latency_ms: tuple[float | None, ...] = ()
 
     @property
     def window_s(self) -> float:
         return 0.0 if self.window_ns is None else (self.window_ns[1] - self.window_ns[0]) / 1e9
+
+    def unstable_reason(self, percent: float) -> str | None:
+        """Why the merged load was not steady over the three windows, or ``None`` when it was:
+        perf_analyzer's own rule, applied to every client's requests together — each window's
+        throughput and mean latency within ``percent`` of their means over the three."""
+        if len(self.window_counts) != MEASURED_WINDOWS or None in self.window_latency_ms:
+            return "the clients' common window holds no request in some third of it"
+        for name, values in (("throughput", [float(c) for c in self.window_counts]),
+                             ("mean latency", [float(v or 0.0) for v in self.window_latency_ms])):
+            mean = sum(values) / len(values)
+            worst = max(abs(v - mean) for v in values) / mean * 100 if mean > 0 else 0.0
+            if worst > percent:
+                return (f"{name} of all clients together varied {worst:.0f} % over the three windows "
+                        f"(more than {percent:g} %)")
+        return None
 
 
 def _experiment(export: Mapping[str, Any], index: int) -> Mapping[str, Any]:
@@ -103,6 +122,13 @@ def merge_exports(exports: Sequence[Mapping[str, Any]], offsets_ns: Sequence[int
         counts.append(0 if window is None else sum(1 for end in ends if window[0] <= end <= window[1]))
     boundaries = [] if window is None else [window[0] + (window[1] - window[0]) * k // MEASURED_WINDOWS
                                             for k in range(MEASURED_WINDOWS + 1)]
+    thirds: list[list[float]] = [[] for _ in range(MEASURED_WINDOWS)] if boundaries else []
+    for request in requests:
+        responses = request["response_timestamps"]
+        if not thirds or not responses or not boundaries[0] <= responses[-1] <= boundaries[-1]:
+            continue
+        third = min(MEASURED_WINDOWS - 1, next(k for k in range(MEASURED_WINDOWS) if responses[-1] <= boundaries[k + 1]))
+        thirds[third].append((responses[-1] - request["timestamp"]) / 1e6)
     first = experiments[0]["experiment"]
     value = float(sum(float(e["experiment"]["value"]) for e in experiments))
     merged_experiment = {"experiment": {"mode": first["mode"], "value": int(value) if value.is_integer() else value},
@@ -112,7 +138,8 @@ def merge_exports(exports: Sequence[Mapping[str, Any]], offsets_ns: Sequence[int
     export["tritonkit_merged"] = {"clients": len(exports), "offsets_ns": [int(o) for o in offsets_ns],
                                   "spans_ns": [list(s) if s else None for s in spans]}
     return MergedStep(export=export, window_ns=window, spans_ns=tuple(spans), requests=tuple(counts),
-                      overlap=overlap)
+                      overlap=overlap, window_counts=tuple(len(t) for t in thirds),
+                      window_latency_ms=tuple(sum(t) / len(t) if t else None for t in thirds))
 
 
 def split_load(total: float, clients: int, *, whole: bool) -> list[float]:
