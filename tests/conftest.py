@@ -29,7 +29,7 @@ def start_server() -> Iterator[Callable[..., TritonServer]]:
 
 # ---- markers that say what a test starts ---------------------------------------------------
 # `pytest -m "not server and not perf_analyzer"` promises the pure tests. A test that starts a
-# tritonserver or perf_analyzer in this process without its marker fails, naming the marker.
+# tritonserver, perf_analyzer or a Ray cluster in this process without its marker fails, naming the marker.
 # The check wraps the two entry points once and asks which test is running, so servers that
 # module-scoped fixtures start are held to the marker of the test that first needed them.
 # TRITONKIT_MARKER_AUDIT=FILE records offenders in FILE instead of failing them.
@@ -103,3 +103,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def _guard_clusters() -> None:
+    # Every Ray cluster a test owns starts in LocalRayCluster.start (tests/support/ray_cluster.py).
+    from tests.support.ray_cluster import LocalRayCluster
+
+    _held_to_marker(LocalRayCluster, "start", "cluster", "a Ray cluster")
+
+
+_guard_clusters()

@@ -34,7 +34,10 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   ├── PerfTimeoutError        a perf run passed its time limit and was stopped
     │   └── StepError               one load step failed, classified (``failure``, ``server_message``)
     │       └── StepTimeoutError    it passed its time limit (also a PerfTimeoutError)
-    └── PlanError                   the planner cannot compute from what it was given
+    ├── PlanError                   the planner cannot compute from what it was given
+    └── ClusterError                a Ray cluster cannot do what was asked: unreachable, no node with
+        │                           the resources asked, a node without tritonkit or perf_analyzer
+        └── NodeLostError           the node running a piece of work died (``node_id``, ``host``)
 
 Not errors: signals that carry a decision from where it is made to where it is acted on, inside
 tritonkit; none reaches a library caller::
@@ -50,7 +53,8 @@ tritonkit; none reaches a library caller::
 
 Every exception class of the package is defined here and drawn above (a test keeps it so). Third-party
 errors are translated in one place per subsystem and chained with ``raise ... from exc`` so the
-original is never lost.
+original is never lost. Every error survives pickling whole (its class, message, hint and fields), so
+one raised in a Ray task on another machine reaches the driver as itself.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ __all__ = [
     "AdminRefused",
     "BuildError",
     "ClientClosedError",
+    "ClusterError",
     "ClientError",
     "CommandExit",
     "ConfigError",
@@ -77,6 +82,7 @@ __all__ = [
     "MissingComponentError",
     "ModelLoadError",
     "ModelNotReadyError",
+    "NodeLostError",
     "OverloadedError",
     "PerfError",
     "PerfTimeoutError",
@@ -110,6 +116,19 @@ class TritonKitError(Exception):
         if self.hint:
             return f"{self.message} (fix: {self.hint})"
         return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by its fields, not by re-calling __init__ with ``args`` (which would lose the hint
+        # and break ModelLoadError(model, reason)): a Ray task sends its error to the driver so.
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild_error(cls: type[TritonKitError], args: tuple[Any, ...], state: dict[str, Any]) -> TritonKitError:
+    """The unpickled twin of an error :meth:`TritonKitError.__reduce__` wrote."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigError(TritonKitError):
@@ -320,6 +339,20 @@ class StepTimeoutError(StepError, PerfTimeoutError):
 
 class PlanError(TritonKitError):
     """The capacity planner cannot compute from the inputs it was given."""
+
+
+class ClusterError(TritonKitError):
+    """A Ray cluster cannot do what was asked: it cannot be reached, no node has the resources
+    asked, or a node lacks tritonkit, perf_analyzer or tritonserver. Raised before any server starts."""
+
+
+class NodeLostError(ClusterError):
+    """The node running a piece of work (a model's sweep, a load generator) died before it finished."""
+
+    def __init__(self, message: str, *, node_id: str = "", host: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.node_id = node_id
+        self.host = host
 
 
 # ---- signals: never reach a library caller ------------------------------------------------------

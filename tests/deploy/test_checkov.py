@@ -34,6 +34,7 @@ from tritonkit.deploy import (
     write_manifests,
 )
 from tritonkit.deploy.checkov import CHECKOV_VERSION, default_checkov_dir
+from tritonkit.deploy.kuberay import RayClusterOptions, build_ray_cluster, write_ray_cluster
 from tritonkit.errors import MissingComponentError
 from tritonkit.perf import parse_sla
 
@@ -97,6 +98,19 @@ def test_the_kserve_predictor_pod_passes_the_same_checks(tmp_path: Path, gpu_fac
     report = scan_manifests([stream], checkov)
     assert report.resources >= 1 and report.passed >= 60
     assert report.failed_ids == set(), [(f.check_id, f.check_name) for f in report.failed]
+
+
+@pytest.mark.parametrize("image", [IMAGE, PINNED])
+def test_the_ray_pods_kuberay_builds_pass_the_same_checks(tmp_path: Path, image: str, checkov: Path) -> None:
+    """checkov does not know KubeRay's kinds: `deploy check` scans the pods KubeRay builds from the
+    RayJob (head, GPU and CPU workers, the submitter Job) with the NetworkPolicy that covers them."""
+    out = tmp_path / "ray"
+    write_ray_cluster(build_ray_cluster(RayClusterOptions(
+        image=image, gpu_workers=2, cpu_workers=1, pvc="models", job="perf sweep /models a b --sla p99<=50ms")), out)
+    check = check_manifest_folder(out, checkov)
+    assert check.report.resources >= 5 and check.report.passed >= 200  # the pods were scanned, not only the policy
+    assert not check.not_accepted, [(f.check_id, f.check_name, f.resource) for f in check.report.failed]
+    assert check.report.failed_ids == ({"CKV_K8S_43"} if "@sha256:" not in image else set())
 
 
 def test_every_accepted_check_has_a_reason_and_still_fails_where_it_says(

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from tests.support.processes import pid_alive
 from tests.support.pymodels import write_add_sub, write_python_model
 from tests.support.signals import default_sigint
+from tests.support.sweep_models import write_sleepy
 from tritonkit.errors import ConfigError, ServerError
 from tritonkit.server import TritonServer, port_is_free
 
@@ -110,6 +111,46 @@ def test_sigkill_of_the_python_process_that_started_a_server_leaves_no_server_or
     try:
         assert _wait_gone(descendants, timeout_s=30) == []
         assert port_is_free(grpc_port)
+    finally:
+        _kill_all(descendants)
+
+
+def test_the_stubs_of_a_server_killed_outright_die_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """As Ray does to the children of a worker whose node died: the server is SIGKILLed while its
+    python stub executes a request (2.51's stub is then left running for good), then the process
+    that started it; the stub must go too."""
+    write_sleepy(tmp_path, "slow", base_ms=3000, window_us=None)
+    script = """
+        import sys, threading, time
+        import numpy as np
+        from tritonkit.client import Client
+        from tritonkit.server import TritonServer
+        server = TritonServer(sys.argv[1]).start()
+        def call():
+            try:
+                with Client(server.grpc_url) as client:
+                    client.infer("slow", {"INPUT0": np.ones((1, 16), dtype=np.float32)})
+            except Exception:
+                pass
+        threading.Thread(target=call, daemon=True).start()
+        time.sleep(1.0)  # the stub is inside execute()
+        print("READY", server.pid, server.grpc_port, flush=True)
+        time.sleep(600)
+    """
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("READY"), line
+    server_pid = int(line.split()[1])
+    descendants = _children_of(proc.pid)
+    assert [p for p in descendants if p != server_pid], "expected a python backend stub below the server"
+    try:
+        os.kill(server_pid, signal.SIGKILL)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert _wait_gone(descendants, timeout_s=30) == []
     finally:
         _kill_all(descendants)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from tritonkit.deploy.alerts import limits_text
 from tritonkit.deploy.checkov import CHECKOV_VERSION, check_manifest_folder, install_checkov
 from tritonkit.deploy.k8s import parse_replicas
 from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE
+from tritonkit.deploy.kuberay import RayClusterOptions, build_ray_cluster, write_ray_cluster
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.compare import parse_percent
@@ -50,6 +52,18 @@ _REPO = UserPath(exists=True, file_okay=False, path_type=Path)
 
 def _say(message: str) -> None:
     click.echo(message, err=True)
+
+
+def _emit(notes: Sequence[str], docs: list[dict[str, Any]], out: Path | None,
+          write: Callable[[Path], list[Path]]) -> None:
+    """Manifests out: their notes on stderr, then one YAML stream on stdout, or ``write`` into ``out``."""
+    for note in notes:
+        _say(note)
+    if out is None:
+        click.echo(render_yaml(docs), nl=False)
+        return
+    for path in write(out):
+        _say(f"wrote {path}")
 
 
 def _facts(repo: Path | None, models: tuple[str, ...]) -> RepositoryFacts | None:
@@ -143,13 +157,50 @@ def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None
                      scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"), **options)
     facts = read_repository(repo, models=models)
     manifests = build_manifests(facts, _sla(sla_text), k8s)
-    for note in manifests.notes:
-        _say(note)
-    if out is None:
-        click.echo(render_yaml(manifests.all()), nl=False)
-        return
-    for path in write_manifests(manifests, out):
-        _say(f"wrote {path}")
+    _emit(manifests.notes, manifests.all(), out, lambda folder: write_manifests(manifests, folder))
+
+
+@deploy.command("ray-cluster")
+@click.option("--image", required=True,
+              help="Image with tritonkit[cluster,server] and perf_analyzer, pinned: REPO:TAG (not latest) or a digest.")
+@click.option("--name", default=RayClusterOptions.name, show_default=True, help="Name of the RayCluster (or RayJob).")
+@click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="Namespace of every object.")
+@click.option("--gpu-workers", type=int, default=RayClusterOptions.gpu_workers, show_default=True,
+              help="Workers with GPUs (each sweep starts its own tritonserver and perf_analyzer on one).")
+@click.option("--gpus-per-worker", type=int, default=RayClusterOptions.gpus_per_worker, show_default=True)
+@click.option("--cpu-workers", type=int, default=RayClusterOptions.cpu_workers, show_default=True,
+              help="Workers without GPUs (CPU models' sweeps, load generators for perf run --clients).")
+@click.option("--worker-cpu", default=RayClusterOptions.worker_cpu, show_default=True, help="CPU per worker.")
+@click.option("--worker-memory", default=RayClusterOptions.worker_memory, show_default=True, help="Memory per worker.")
+@click.option("--head-cpu", default=RayClusterOptions.head_cpu, show_default=True, help="CPU of the head (the driver).")
+@click.option("--head-memory", default=RayClusterOptions.head_memory, show_default=True)
+@click.option("--object-store", default=RayClusterOptions.object_store, show_default=True,
+              help="/dev/shm per worker: Ray's object store (model folders travel through it) and the python backend.")
+@click.option("--tmp-size", default=RayClusterOptions.tmp_size, show_default=True,
+              help="/tmp per pod: Ray's session, sweep folders, model folders sent to the node.")
+@click.option("--pvc", default=None, help="Claim holding the model repository, mounted at /models on every pod.")
+@click.option("--job", default=None, metavar="'perf sweep …'",
+              help="A RayJob instead: run this tritonkit command on the cluster it brings up (--cluster auto added).")
+@click.option("--job-deadline-s", type=int, default=None, help="The RayJob's activeDeadlineSeconds.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write raycluster.yaml (or rayjob.yaml) and networkpolicy.yaml here (default: print one stream).")
+def ray_cluster_command(out: Path | None, **options: Any) -> None:
+    """A KubeRay RayCluster (or RayJob for one sweep) for tritonkit's image, with GPU worker groups.
+
+    Hardened like `deploy k8s` (non-root UID 10001, read-only root with bounded /tmp and /dev/shm,
+    no capabilities, seccomp RuntimeDefault, no service-account token, requests = limits), the
+    probes KubeRay injects written out, a NetworkPolicy admitting only the cluster's own pods (and
+    pods labelled tritonkit/ray-client-of: NAME to the head's ports); the fields are the ones
+    KubeRay v1.7.0 accepts. `deploy check` scans the pods KubeRay builds from it.
+
+    \b
+    Example:
+      tritonkit deploy ray-cluster --image registry.example.com/tritonkit:0.1.0 --gpu-workers 4 \\
+          --pvc models --job "perf sweep /models a b c d --separately --shared-repo /models --sla 'p99<=50ms'" \\
+          --out ray/
+    """
+    manifests = build_ray_cluster(RayClusterOptions(**options))
+    _emit(manifests.notes, manifests.all(), out, lambda folder: write_ray_cluster(manifests, folder))
 
 
 @deploy.command("check")

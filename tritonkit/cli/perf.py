@@ -30,6 +30,7 @@ from tritonkit.cli._common import (
     sigterm_as_interrupt,
     sla_option,
 )
+from tritonkit.cli.perf_cluster import cluster_load_tests, cluster_run_options
 from tritonkit.cli.perf_llm import (
     llm_options,
     options_from_kwargs,
@@ -181,6 +182,7 @@ def perf() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 @llm_options
+@cluster_run_options
 def run_command(
     model: str,
     sla_text: str | None,
@@ -194,6 +196,8 @@ def run_command(
     as_json: bool,
     quiet: bool,
     llm: bool = False,
+    cluster: str | None = None,
+    clients: int | None = None,
     **options: Any,
 ) -> None:
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
@@ -215,7 +219,16 @@ def run_command(
 
     With --llm: a streaming LLM load test (TTFT, inter-token latency, tokens/s, goodput;
     --traffic ramp/spike/soak/replay); results in llm_result.json and llm_report.md.
+
+    With --cluster ADDR --clients N (a Ray cluster): every step from N nodes at once against the one
+    --url, each with its share of the load, started together; every request merged (exact
+    percentiles, throughput over the common window); result.json names each client and its node:
+
+    \b
+      tritonkit perf run resnet --url 10.0.0.9:8001 --cluster 10.0.0.5:6379 --clients 4 \\
+          --concurrency 8:64 --sla 'p99<=50ms'
     """
+    on_cluster, llm_on_cluster = cluster_load_tests(cluster, clients)
     llm_settings = options_from_kwargs(options)
     if not llm:
         reject_stray_llm_options(llm_settings)
@@ -228,11 +241,11 @@ def run_command(
         # --concurrency, --timeout-s and --repo describe the LLM load too: they are LLMSettings' own there.
         load = replace(llm_settings, repo=model_repo, timeout_s=settings.timeout_s,
                        concurrency=options["concurrency"] or llm_settings.concurrency)
-        run_llm_command(model, settings, load, dry_run=dry_run, as_json=as_json, quiet=quiet)
+        run_llm_command(model, settings, load, dry_run=dry_run, as_json=as_json, quiet=quiet, runner=llm_on_cluster)
         return
     out = Terminal(as_json=as_json, quiet=quiet)
     with sigterm_as_interrupt():
-        test = load_test(model, settings, dry_run=dry_run, progress=out.progress, on_step=out.step)
+        test = (on_cluster or load_test)(model, settings, dry_run=dry_run, progress=out.progress, on_step=out.step)
     for note in test.notes:
         click.echo(f"note: {note}", err=True)
     if test.planned is not None:

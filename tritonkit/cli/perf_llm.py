@@ -99,11 +99,12 @@ def reject_stray_llm_options(given: LLMOptions) -> None:
 
 
 def run_llm_command(model: str, settings: LoadTestSettings, llm: LLMSettings, *, dry_run: bool, as_json: bool,
-                    quiet: bool) -> None:
-    """Run ``perf run MODEL --llm``: call :func:`~tritonkit.perf.command.llm_load_test`, print, exit."""
+                    quiet: bool, runner: Any = None) -> None:
+    """Run ``perf run MODEL --llm``: call :func:`~tritonkit.perf.command.llm_load_test` (or ``runner``, a
+    cluster's in its shape), print, exit."""
     say = (lambda _m: None) if quiet or as_json else (lambda m: click.echo(m, err=True))
     with sigterm_as_interrupt():
-        test = llm_load_test(model, llm, settings, dry_run=dry_run, progress=say)
+        test = (runner or llm_load_test)(model, llm, settings, dry_run=dry_run, progress=say)
     if test.dry_run:
         click.echo(test.plan_line())
         return

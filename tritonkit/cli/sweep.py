@@ -28,6 +28,12 @@ from tritonkit.cli._common import (
     server_bin_option,
     sigterm_as_interrupt,
 )
+from tritonkit.cli.perf_cluster import (
+    cluster_settings,
+    cluster_sweep_options,
+    reject_cluster_options,
+    run_cluster_sweep_command,
+)
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
@@ -193,6 +199,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @backend_dir_option("Backends the sweep's server loads (measure the backend production serves)")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
+@cluster_sweep_options
 def sweep_command(
     repo: Path, models: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str, instances: str | None, max_batch: str | None,
     batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
@@ -200,6 +207,8 @@ def sweep_command(
     max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
     input_data: str | None, shapes: tuple[str, ...], server_bin: Path | None, backend_dir: Path | None, as_json: bool,
     quiet: bool,
+    cluster: str | None = None, node_resources: str | None = None, shared_repo: str | None = None,
+    separately: bool = False,
 ) -> None:
     """Find the configuration of MODEL (in REPO) that carries the most load within the SLA; with
     several models, the configurations that carry the most together under their joint load.
@@ -229,6 +238,15 @@ def sweep_command(
     With several models, each model's default config and each model swept alone are measured
     too, and the joint winner is compared with both (joint.md in the sweep folder); the load is
     shared by --share, of the total concurrency or --request-rate, and --out resumes.
+
+    With --cluster ADDR (a Ray cluster), each model's sweep runs on a node of the cluster with its
+    own server and perf_analyzer, the joint phase of several models on one node after their alone
+    sweeps (--separately: each model on its own); results come back into the sweep folder, each
+    model's node named (cluster.md), and the winners are written back here last:
+
+    \b
+      tritonkit perf sweep model_repository a b c d --cluster 10.0.0.5:6379 --separately \\
+          --node-resources GPU=1 --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8
     """
     model = models[0]
     grid = SweepGrid(
@@ -254,6 +272,11 @@ def sweep_command(
         raise click.UsageError("--target sweeps one composing model; give one MODEL with it")
     if len(models) == 1 and (shares or model_slas):
         raise click.UsageError("--share and --model-sla are for several models swept together")
+    if cluster is None:
+        reject_cluster_options(node_resources=node_resources, shared_repo=shared_repo, separately=separately)
+    else:
+        run_cluster_sweep_command(repo, models, settings, cluster_settings(cluster, node_resources, shared_repo,
+                                                                           separately), as_json=as_json, quiet=quiet)
     try:
         with sigterm_as_interrupt():
             if len(models) > 1:

@@ -19,6 +19,8 @@ Rendering is pure; ``write_manifests`` / ``write_rules`` / ``write_dashboard`` w
 ``install_prometheus`` fetches Debian's Prometheus privately for ``promtool`` checks;
 ``install_checkov`` gives checkov its own venv, ``scan_manifests`` runs it on written manifests and
 ``check_manifest_folder`` judges a written folder against the accepted failures (``deploy check``).
+``build_ray_cluster`` writes a KubeRay RayCluster (or RayJob) for sweeps and load tests on a Ray
+cluster (``deploy ray-cluster``; :mod:`tritonkit.perf.cluster` runs them).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from tritonkit.deploy.k8s import (
     render_yaml,
     write_manifests,
 )
+from tritonkit.deploy.kuberay import KubeRayManifests, RayClusterOptions, build_ray_cluster, write_ray_cluster
 from tritonkit.deploy.prometheus import (
     PrometheusInstall,
     check_rules,
@@ -60,11 +63,13 @@ __all__ = [
     "DashboardOptions",
     "GrpcIngress",
     "K8sOptions",
+    "KubeRayManifests",
     "ManifestCheck",
     "Manifests",
     "ModelFacts",
     "PodSize",
     "PrometheusInstall",
+    "RayClusterOptions",
     "RepositoryFacts",
     "RepositorySource",
     "RuleSet",
@@ -72,6 +77,7 @@ __all__ = [
     "accepted_checks",
     "build_dashboard",
     "build_manifests",
+    "build_ray_cluster",
     "build_rules",
     "check_manifest_folder",
     "check_rules",
@@ -86,5 +92,6 @@ __all__ = [
     "scan_manifests",
     "write_dashboard",
     "write_manifests",
+    "write_ray_cluster",
     "write_rules",
 ]

@@ -218,10 +218,22 @@ class ManifestCheck:
 
 
 def check_manifest_folder(folder: str | Path, checkov: Path | None = None) -> ManifestCheck:
-    """checkov's Kubernetes checks on the manifests ``tritonkit deploy k8s --out`` wrote into
-    ``folder`` (every ``*.yaml`` but the prometheus-adapter values, which are no Kubernetes
-    object), held to :func:`accepted_checks`."""
-    from tritonkit.deploy.k8s import ADAPTER_FILE
+    """checkov's Kubernetes checks on the manifests ``tritonkit deploy k8s --out`` (or ``deploy
+    ray-cluster --out``) wrote into ``folder`` (every ``*.yaml`` but the prometheus-adapter values,
+    which are no Kubernetes object), held to :func:`accepted_checks`. checkov does not know KubeRay's
+    kinds: the pods KubeRay builds from a RayCluster or RayJob are scanned with them
+    (:func:`~tritonkit.deploy.kuberay.kuberay_pods`)."""
+    import tempfile
+
+    from tritonkit.deploy.k8s import ADAPTER_FILE, render_yaml
+    from tritonkit.deploy.kuberay import kuberay_pods
 
     paths = sorted(p for p in Path(folder).glob("*.yaml") if p.name != ADAPTER_FILE)
-    return ManifestCheck(scan_manifests(paths, checkov), accepted_checks())
+    pods = [pod for path in paths for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+            if isinstance(doc, dict) for pod in kuberay_pods(doc)]
+    if not pods:
+        return ManifestCheck(scan_manifests(paths, checkov), accepted_checks())
+    with tempfile.TemporaryDirectory(prefix="tritonkit-kuberay-") as scratch:
+        built = Path(scratch) / "kuberay-pods.yaml"
+        built.write_text(render_yaml(pods), encoding="utf-8")
+        return ManifestCheck(scan_manifests([*paths, built], checkov), accepted_checks())

@@ -61,6 +61,7 @@ from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.spec import PerfSpec, Protocol
 from tritonkit.perf.pipeline import (
     LLMRun,
+    LoadGenerator,
     PerfRun,
     PlannedCommand,
     StepEvent,
@@ -230,12 +231,14 @@ def load_test(
     dry_run: bool = False,
     progress: Progress | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
+    load_generator: LoadGenerator | None = None,
 ) -> LoadTest:
     """Load-test ``model`` as ``tritonkit perf run MODEL`` does (see the module docstring).
 
     ``dry_run``: plan the perf_analyzer commands and return them in :attr:`LoadTest.planned`;
     nothing starts and nothing is written (not even the derived input data). ``progress`` gets a
-    line per step as the run goes, ``on_step`` each finished step.
+    line per step as the run goes, ``on_step`` each finished step. ``load_generator``: what runs
+    each step (see :class:`~tritonkit.perf.pipeline.RunSetup`; a cluster's, for ``perf run --cluster``).
 
     Raises before anything is measured: ``ConfigError`` (bad settings, an SLA that does not
     parse, variable dims with no data, ``check_outputs`` without the model file, a folder
@@ -279,6 +282,7 @@ def load_test(
         test.run = run_perf(spec, plan, sla=sla, results_dir=folder, perf_analyzer=tool,
                             metrics_url=settings.metrics_url, baseline_root=settings.baseline_root,
                             progress=progress, on_step=on_step, judging=settings.judging(),
+                            load_generator=load_generator,
                             input_notes=[f"input data: {note}" for note in prepared.notes], repeat=settings.repeat)
     except KeyboardInterrupt:
         test.interrupted = True  # run_perf saved and judged the steps measured so far
@@ -329,6 +333,7 @@ def llm_load_test(
     *,
     dry_run: bool = False,
     progress: Progress | None = None,
+    load_generator: LoadGenerator | None = None,
 ) -> LLMLoadTest:
     """Load-test ``model`` as an LLM, as ``tritonkit perf run MODEL --llm`` does.
 
@@ -356,7 +361,8 @@ def llm_load_test(
     tool = where.locate_perf_analyzer()
     try:
         test.run = run_llm_perf(model, test.url, llm, sla=sla, results_dir=test.results_dir, perf_analyzer=tool,
-                                metrics_url=where.metrics_url, baseline_root=where.baseline_root, progress=progress)
+                                metrics_url=where.metrics_url, baseline_root=where.baseline_root, progress=progress,
+                                load_generator=load_generator)
     except KeyboardInterrupt:
         test.interrupted = True
     return test

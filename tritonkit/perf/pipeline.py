@@ -75,6 +75,8 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+#: Makes the load generator of a run from its folder (see :class:`RunSetup`).
+LoadGenerator = Callable[[Path], PerfAnalyzer]
 
 
 class RunSetup(TypedDict, total=False):
@@ -87,7 +89,10 @@ class RunSetup(TypedDict, total=False):
     ``metrics_url``: the server's Prometheus ``/metrics``, scraped during each step (default: not
     scraped). ``baseline_root`` (e.g. ``results/baselines``): keep the run there as a timestamped
     baseline when it measured something and failed nowhere (default: keep none). ``progress``:
-    called with a line per step as the run goes (default: silent).
+    called with a line per step as the run goes (default: silent). ``load_generator``: makes the
+    :class:`~tritonkit.perf.measure.analyzer.PerfAnalyzer` that runs the steps into a folder
+    (default: perf_analyzer on this machine; :mod:`tritonkit.perf.cluster` passes one that runs
+    each step on several machines at once and merges their requests).
     """
 
     results_dir: str | os.PathLike[str] | None
@@ -96,6 +101,7 @@ class RunSetup(TypedDict, total=False):
     metrics_url: str | None
     baseline_root: str | os.PathLike[str] | None
     progress: Progress | None
+    load_generator: LoadGenerator | None
 
 
 def _check_setup(setup: RunSetup) -> None:
@@ -377,6 +383,14 @@ class _Job:
     def judged(self, step: StepResult) -> StepVerdict | None:
         return judge_step(self.sla, step, self.judging, batch_size=self.spec.batch_size)
 
+    def load_generator(self, folder: Path) -> PerfAnalyzer:
+        """What runs the steps into ``folder``: the setup's ``load_generator``, else perf_analyzer here."""
+        make = self.setup.get("load_generator")
+        if make is not None:
+            return make(folder)
+        return PerfAnalyzer(folder, perf_analyzer=self.tool, metrics_url=self.setup.get("metrics_url"),
+                            progress=self.setup.get("progress"))
+
     def ladder(self, plan: LadderPlan, folder: Path, settings: dict[str, Any], *, run: int | None = None,
                preflight: bool = True, on_saved: Callable[[PerfResult], None] | None = None) -> LadderResult:
         """One ladder into ``folder``, each kept step and each superseded try told to ``on_step``."""
@@ -384,8 +398,7 @@ class _Job:
         progress = self.setup.get("progress")
         return run_ladder(
             self.spec, plan, results_dir=folder,
-            analyzer=PerfAnalyzer(folder, perf_analyzer=self.tool, metrics_url=self.setup.get("metrics_url"),
-                                  progress=progress),
+            analyzer=self.load_generator(folder),
             sla_check=self.stop_rule(), progress=progress, preflight=preflight,
             on_step=lambda step, name: observe(StepEvent(step, name, self.judged(step), run=run)),
             on_attempt=lambda step, name: observe(StepEvent(step, name, None, attempt=True, run=run)),
@@ -581,7 +594,8 @@ def run_llm_perf(
                      streaming=settings.stream, prompt_source=source, perf_analyzer=tool,
                      progress=setup.get("progress"), interface=settings.interface,
                      tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
-                     tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output)
+                     tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output,
+                     analyzer=make(folder) if (make := setup.get("load_generator")) is not None else None)
     return _finish_llm(result, folder, sla, judging=judging, baseline_root=setup.get("baseline_root"))
 
 

@@ -15,6 +15,14 @@ runs no Python code in the child: a Python ``preexec_fn`` forks the whole interp
 gRPC's threads running (a client in the same process) such a child was seen to crash with
 SIGSEGV before it could exec. Where ``setpriv`` is missing, :func:`die_with_parent` does the same
 from a ``preexec_fn``.
+
+The signal reaches the child itself, not its group: the python-backend stubs tritonserver starts
+depend on the server to stop them, and a server killed outright (SIGKILL — as Ray kills the children
+of a worker whose node died) leaves them running (2.51's stub says "Non-graceful termination
+detected" and hangs). So each process that spawns children also starts one small *reaper*,
+detached (nobody's child but init's: a supervisor that kills a dead process's children must not
+take it too), which is told every group as it starts and ends, and when this process dies and their
+pipe closes, stops each group still open (SIGTERM, up to 5 s, SIGKILL).
 """
 
 from __future__ import annotations
@@ -146,7 +154,9 @@ def spawn(
     _ensure_spawner()
     future: Future[subprocess.Popen[bytes]] = Future()
     _requests.put((make, future))
-    return future.result()
+    proc = future.result()
+    _tell_reaper("+", proc.pid)
+    return proc
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -164,3 +174,72 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+    _tell_reaper("-", proc.pid)
+
+
+# ---- the reaper of process groups (see the module docstring) ---------------------------------
+_REAPER = r"""
+import os, signal, sys, time
+fd = int(sys.argv[1])
+if os.fork():
+    os._exit(0)  # the starter exits at once: the reaper itself is nobody's child but init's
+os.setsid()
+for sig in (signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+groups, pending = set(), b""
+with os.fdopen(fd, "rb", buffering=0) as pipe:
+    while True:
+        chunk = pipe.read(4096)
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            op, _, pgid = line.partition(b" ")
+            (groups.add if op == b"+" else groups.discard)(int(pgid))
+
+def alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
+
+for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 1.0)):
+    for pgid in groups:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        groups = {g for g in groups if alive(g)}
+        if not groups:
+            sys.exit(0)
+        time.sleep(0.1)
+"""
+_reaper_fd: int | None = None
+_reaper_lock = threading.Lock()
+
+
+def _tell_reaper(op: str, pgid: int) -> None:
+    """Tell the reaper a group started (``+``) or was stopped (``-``); it is started on first use.
+    Best effort: without it, a group's leader still dies with this process."""
+    global _reaper_fd
+    with _reaper_lock:
+        if _reaper_fd is None:
+            if op == "-":
+                return
+            read_fd, write_fd = os.pipe()  # both close on exec: only the reaper gets the read end
+            try:
+                starter = subprocess.Popen([sys.executable, "-c", _REAPER, str(read_fd)], pass_fds=(read_fd,),
+                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL)
+                starter.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                os.close(write_fd)
+                return
+            finally:
+                os.close(read_fd)
+            _reaper_fd = write_fd
+        with contextlib.suppress(OSError):
+            os.write(_reaper_fd, f"{op} {pgid}\n".encode())

@@ -125,6 +125,7 @@ def run_llm(
     trtllm_version: str | None = None,
     tokenizer_from: tuple[str, str] | None = None,
     token_output: str | None = None,
+    analyzer: PerfAnalyzer | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
@@ -138,6 +139,8 @@ def run_llm(
     the served models: :func:`~tritonkit.perf.llm.served.trtllm_layout`). ``tokenizer_from``:
     (the tokenizer's path, where it came from), recorded in :attr:`LLMResult.served`.
     ``token_output``: the model's output whose elements are its tokens (checked against its outputs).
+    ``analyzer``: what runs each step's perf_analyzer command (default: perf_analyzer here, into
+    ``results_dir``; a cluster's runs it on several machines and merges their exports).
     """
     from tritonkit.client import Client  # lazy: grpc is heavy
     from tritonkit.perf.llm.prompts import prompts_for_lengths
@@ -162,7 +165,8 @@ def run_llm(
         served["token_output"] = token_output
     stream = meta.decoupled if streaming is None else streaming
     pa = perf_analyzer or locate_perf_analyzer()
-    analyzer = PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url, metrics_interval_s=plan.metrics_interval_s)
+    analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
+                                        metrics_interval_s=plan.metrics_interval_s)
     started = utc_now()
     notes: list[str] = []
     if line is not None:

@@ -210,6 +210,11 @@ class PerfAnalyzer:
         if self.progress is not None:
             self.progress(message)
 
+    def clients_record(self) -> list[dict[str, object]]:
+        """The load generators behind the steps, when there are several (a subclass that spreads each
+        step over many machines says which); one perf_analyzer here: none. Kept as ``result.clients``."""
+        return []
+
     def command(self, spec: PerfSpec) -> list[str]:
         """The full argv (binary prefix + options) that ``run`` would start."""
         return [*self.perf_analyzer.argv, *to_argv(spec)]

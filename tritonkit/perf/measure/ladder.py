@@ -302,6 +302,7 @@ def run_ladder(
         return deadline - time.monotonic()
 
     def save() -> None:
+        result.clients = [dict(c) for c in analyzer.clients_record()]
         result.save(result_path)
         if on_saved is not None:
             on_saved(result)

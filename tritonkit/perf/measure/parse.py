@@ -344,7 +344,7 @@ def build_steps(
             warnings = cross_check(csv_stats, latency)
             windows = exp.windows(batch_size)
             latencies = exp.latencies_ms
-        steps.append(_with_windows(StepResult(
+        steps.append(with_windows(StepResult(
             load_mode=row.load_mode,
             load_value=row.load_value,
             throughput_per_s=row.throughput_per_s,
@@ -357,7 +357,7 @@ def build_steps(
         ), windows, latencies))
     for exp in by_load.values():
         counted = exp.request_count > 0 and exp.measured_duration_s > 0
-        steps.append(_with_windows(StepResult(
+        steps.append(with_windows(StepResult(
             load_mode=exp.load_mode,
             load_value=exp.load_value,
             throughput_per_s=(exp.request_count * batch_size / exp.measured_duration_s) if counted else None,
@@ -370,7 +370,7 @@ def build_steps(
     return sorted(steps, key=lambda s: s.load_value)
 
 
-def _with_windows(step: StepResult, windows: list[WindowFigures], latencies_ms: np.ndarray | None = None) -> StepResult:
+def with_windows(step: StepResult, windows: list[WindowFigures], latencies_ms: np.ndarray | None = None) -> StepResult:
     """``step`` with its windows and the within-run interval of each figure (see
     :func:`~tritonkit.perf.measure.windows.intervals_of`)."""
     step.windows = windows

@@ -15,6 +15,8 @@ Shape (``PerfResult.to_dict()``)::
       "verdict":   dict | null   -- SLA verdict (Verdict.to_dict(), see tritonkit.perf.judge)
       "extra":     dict          -- free-form notes; never relied on by readers
       "repeats":   int           -- how many times the ladder ran (its steps then combine the runs)
+      "clients":   [dict]        -- only with several load generators (perf run --cluster): each
+                                    one's node, requests, clock offset and share of each step
     }
 
 Units are in every numeric field's name: latencies are milliseconds (``*_ms``),
@@ -405,6 +407,9 @@ class PerfResult:
     # free of judging. ``tritonkit.perf.judge.stored_verdict(result)`` types it again.
     verdict: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The load generators when there were several (``perf run --cluster``): one record per client
+    #: (``node_id``, ``host``, ``requests``, its clock offset and its share of each step); empty otherwise.
+    clients: list[dict[str, Any]] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
     #: How many times the ladder was run (``perf run --repeat N``); its steps then combine the runs.
     repeats: int = 1
@@ -423,6 +428,8 @@ class PerfResult:
         """Plain JSON-able dict, ``schema_version`` first."""
         data = asdict(self)
         data.pop("schema_version")
+        if not data["clients"]:
+            data.pop("clients")  # one load generator: the record stays as it always was
         return {"schema_version": self.schema_version, **data}
 
     def to_json(self) -> str:
@@ -453,6 +460,7 @@ class PerfResult:
             raw_files=list(data.get("raw_files") or []),
             verdict=data.get("verdict"),
             extra=dict(data.get("extra") or {}),
+            clients=[dict(c) for c in data.get("clients") or []],
             schema_version=SCHEMA_VERSION,
             repeats=int(data.get("repeats") or 1),
         )

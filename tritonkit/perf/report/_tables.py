@@ -103,6 +103,10 @@ def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:
     if m.generator_host or m.generator_cpu_count:
         host = m.generator_host or "?"
         rows.append(("generator host", f"{host}, {m.generator_cpu_count or '?'} cores"))
+    if result.clients:  # several perf_analyzer clients at once (perf run --cluster), their requests merged
+        rows.append(("load generators", f"{len(result.clients)} clients at once: " + ", ".join(
+            f"node {str(c.get('node_id', '?'))[:8]} ({c.get('address') or c.get('host') or '?'}, "
+            f"{c.get('requests', 0)} requests)" for c in result.clients)))
     if result.warmup is not None:
         w = result.warmup
         rows.append(

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit._fs import path_error
 from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
@@ -35,7 +37,7 @@ from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointResult", "run_joint_sweep"]
+__all__ = ["JointResult", "grids_of", "plan_joint_write_backs", "read_bases", "run_joint_sweep", "sweep_alone"]
 
 #: How many of a model's best alone variants the joint search tries (besides its default).
 CANDIDATES_PER_MODEL = 3
@@ -145,6 +147,50 @@ def _alone_settings(settings: SweepSettings, model: str, out: Path, share: float
                    shares=None, model_slas=None)
 
 
+def read_bases(repo_path: Path, models: Sequence[str]) -> dict[str, mc.ModelConfig]:
+    """Each model's own config; ``ConfigError`` for a model with none in the repository."""
+    bases = {}
+    for model in models:
+        path = model_folder(repo_path, model) / CONFIG_FILENAME
+        if not path.is_file():
+            raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
+                              hint="pass the repository folder and model folders inside it")
+        bases[model] = read_config(path)
+    return bases
+
+
+def grids_of(bases: Mapping[str, mc.ModelConfig], settings: SweepSettings) -> dict[str, list[Variant]]:
+    """Each model's variants as ``settings.grid`` says (a grid no sweep can use is refused here)."""
+    axes = settings.grid
+    return {m: variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
+                            windows_us=axes.windows_us, preferred=axes.preferred,
+                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep) for m, base in bases.items()}
+
+
+def sweep_alone(repo_path: Path, model: str, base: mc.ModelConfig, grid: list[Variant], settings: SweepSettings,
+                models: Sequence[str], shares: Mapping[str, float], out_dir: Path, server: TritonServer | None,
+                emit: Callable[[SweepEvent], None]) -> SweepResult:
+    """The alone phase of a joint sweep for ``model``: swept with the others unloaded, at its share of
+    the load, by its own SLA, into ``out_dir/alone-<model>``; on ``server``, or on a server of its own
+    when ``server`` is ``None`` (another machine of a cluster)."""
+    one = _alone_settings(settings, model, out_dir / f"alone-{model}", shares[model])
+    store = SweepStore(one.out_dir(model))
+    store.begin({"model": model, "alone_in": list(models), "sla": str(one.sla)})
+    return search_on_server(repo_path, model, base, grid, one, store, server, emit, time.monotonic(), None)
+
+
+def plan_joint_write_backs(repo_path: Path, bases: Mapping[str, mc.ModelConfig],
+                           result: JointResult) -> dict[str, PendingWriteBack]:
+    """Each model's winner to write back, planned (``result.write_backs`` filled in); none unless the
+    joint sweep found a winner and measured everything it tried."""
+    pending: dict[str, PendingWriteBack] = {}
+    if result.exit_code == EXIT_OK and result.winner is not None:
+        for model, variant in result.winner.variants.items():
+            pending[model] = plan_write_back(repo_path, model, apply_variant(bases[model], variant))
+            result.write_backs[model] = pending[model].planned
+    return pending
+
+
 def _resumable(meter: JointMeter, store: JointStore, resumed: list[str],
                say: Callable[[str], None]) -> Callable[[str, Mapping[str, Variant]], JointOutcome]:
     """``meter.measure`` that first reuses a configuration finished in an earlier run into the same
@@ -175,25 +221,22 @@ def run_joint_sweep(
     settings: SweepSettings,
     *,
     on_event: Callable[[SweepEvent], None] | None = None,
+    swept_alone: Mapping[str, SweepResult] | None = None,
 ) -> JointResult:
     """Tune ``models`` of ``repo`` together on one server under their joint load (module docstring of
-    :mod:`tritonkit.perf.sweep.joint`); each model's winner is written back after the report."""
+    :mod:`tritonkit.perf.sweep.joint`); each model's winner is written back after the report.
+
+    ``swept_alone``: models already swept alone elsewhere (:func:`sweep_alone` on another machine of
+    a cluster, see :mod:`tritonkit.perf.cluster`); they are not swept alone here, and their alone
+    outcomes only choose the candidates the joint search measures on this server."""
     started = time.monotonic()
     emit = on_event or (lambda _event: None)
     settings.validate()
     repo_path = Path(repo)
     models = list(models)
     shares = joint_shares(models, settings.shares)
-    bases = {}
-    for model in models:
-        path = model_folder(repo_path, model) / CONFIG_FILENAME
-        if not path.is_file():
-            raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
-                              hint="pass the repository folder and model folders inside it")
-        bases[model] = read_config(path)
-    grids = {m: variant_grid(bases[m], instances=settings.grid.instances, max_batch_sizes=settings.grid.max_batch_sizes,
-                             windows_us=settings.grid.windows_us, preferred=settings.grid.preferred,
-                             batcher_on_batch_sweep=settings.grid.batcher_on_batch_sweep) for m in models}
+    bases = read_bases(repo_path, models)
+    grids = grids_of(bases, settings)
     slas = {m: settings.parsed_sla(m) for m in models}
     locate_perf_analyzer()
     out_dir = settings.out_dir("-".join(models))
@@ -226,12 +269,13 @@ def run_joint_sweep(
             defaults = measure("every model's default", {m: grids[m][0] for m in models})
             alone: dict[str, SweepResult] = {}
             for model in models:
+                if swept_alone is not None and model in swept_alone:
+                    alone[model] = swept_alone[model]
+                    say(f"{model} alone: swept elsewhere, {alone[model].headline()}")
+                    continue
                 say(f"sweeping {model} alone (the others unloaded), at its share of the load")
-                one = _alone_settings(settings, model, out_dir / f"alone-{model}", shares[model])
-                store = SweepStore(one.out_dir(model))
-                store.begin({"model": model, "alone_in": models, "sla": str(one.sla)})
-                alone[model] = search_on_server(repo_path, model, bases[model], grids[model], one, store, server, emit,
-                                        time.monotonic(), None)
+                alone[model] = sweep_alone(repo_path, model, bases[model], grids[model], settings, models, shares,
+                                           out_dir, server, emit)
                 resumed += [f"{model} alone: {v}" for v in alone[model].resumed]
             current = {m: (r.search.winner.variant if r.search.winner else grids[m][0]) for m, r in alone.items()}
             together = measure("the alone winners together", current)
@@ -251,11 +295,7 @@ def run_joint_sweep(
                              alone_together=together, winner=winner if winner.best() else None,
                              tried=list(meter.measured.values()), wall_s=time.monotonic() - started,
                              resumed=resumed, load_text=f"total {plan.mode.replace('_', ' ')}")
-        pending: dict[str, PendingWriteBack] = {}
-        if settings.write_back and result.exit_code == EXIT_OK and result.winner is not None:
-            for model, variant in result.winner.variants.items():
-                pending[model] = plan_write_back(repo_path, model, apply_variant(bases[model], variant))
-                result.write_backs[model] = pending[model].planned
+        pending = plan_joint_write_backs(repo_path, bases, result) if settings.write_back else {}
         try:
             result.report_path = write_joint_report(out_dir, result.render_markdown(),
                                                     json.dumps(result.to_dict(), indent=2, default=str) + "\n")

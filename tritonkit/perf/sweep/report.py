@@ -74,6 +74,9 @@ def render_sweep_markdown(result: SweepResult) -> str:
         source = f" (version from {result.runtime.version_source})" if result.runtime.version_source else ""
         lines.append(f"- every variant served by {result.runtime.describe()}{source}")
     lines.append(f"- {result.breakdown_text()}")
+    if result.node is not None:  # swept on a node of a Ray cluster (tritonkit.perf.cluster)
+        lines.append(f"- measured on node {result.node.get('node_id', '?')} ({result.node.get('where', '?')}): "
+                     "every variant on this one node, the winner judged against those alone")
     lines += [f"- warning: {text}" for text in result.warnings]
     lines += ["", "## Result", "", result.headline()]
     if len(search.tied) > 1:

@@ -59,6 +59,8 @@ class SweepResult:
     target: str | None = None
     #: What served the swept model in every variant (backend, engine and versions).
     runtime: ServedRuntime | None = None
+    #: The Ray node every variant was measured on, when swept on a cluster (``node_id``, ``host``, …).
+    node: dict[str, Any] | None = None
 
     @property
     def failed(self) -> list[VariantOutcome]:
@@ -168,4 +170,5 @@ class SweepResult:
             "plot": str(self.plot_path) if self.plot_path else None,
             "variants": [{**o.to_dict(), "runtime": self.runtime.to_dict() if self.runtime is not None else None}
                          for o in self.search.outcomes],
+            **({"node": dict(self.node)} if self.node is not None else {}),
         }
