@@ -35,6 +35,7 @@ from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
+from tritonkit.perf.measure.failures import queue_rejections
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
@@ -78,6 +79,8 @@ class StepMeasurement:
     request rate an open loop offered (``None`` for a closed loop), ``carried_per_s`` the requests
     per second the server answered (known even where the step is not otherwise measured) with its
     95 % interval ``carried_interval_per_s``, ``gpu_memory_mb`` the peak GPU memory in MiB.
+    ``rejected_count``: of the failed requests (``values["errors"]``), those the queue policy
+    refused (their share is ``values["rejected"]``).
     """
 
     load: float
@@ -89,6 +92,7 @@ class StepMeasurement:
     carried_per_s: float | None = None
     carried_interval_per_s: tuple[float, float] | None = None
     gpu_memory_mb: float | None = None
+    rejected_count: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -356,8 +360,20 @@ class Verdict:
             raise ConfigError(f"the stored SLA verdict is malformed: {exc}") from exc
 
 
+def _values(sla: SLA, step: StepMeasurement) -> Mapping[str, float | None]:
+    """What the SLA's bounds read of ``step``: its values, except that where the SLA bounds the
+    rejected share, the errors and error rate it bounds are the failures other than rejections."""
+    values = step.values
+    if not step.rejected_count or sla.constraint("rejected") is None:
+        return values
+    errors, rate, share = values.get("errors"), values.get("error_rate"), values.get("rejected")
+    return {**values, "errors": None if errors is None else max(0.0, errors - step.rejected_count),
+            "error_rate": None if rate is None or share is None else max(0.0, rate - share)}
+
+
 def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> StepVerdict:
     throughput = step.values.get("throughput")
+    values = _values(sla, step)
     misses = tuple(m for m in (judging.rate_miss(step.offered_per_s, step.carried_per_s, step.carried_interval_per_s),
                                judging.memory_miss(step.gpu_memory_mb)) if m is not None)
     if not step.measured:
@@ -368,7 +384,7 @@ def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> Step
     checks_list: list[CheckResult] = []
     missing: list[str] = []
     for c in sla.constraints:
-        value = step.values.get(c.metric)
+        value = values.get(c.metric)
         if value is None or not math.isfinite(value):
             checks_list.append(CheckResult(c, None, None, None))
             missing.append(c.metric)
@@ -441,9 +457,11 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
     """What the SLA reads from one :class:`~tritonkit.perf.measure.result.StepResult`, in canonical units.
 
     * A clean step (stable, no failed request, numbers present) gives every metric.
-    * A step where requests failed gives only ``errors`` and ``error_rate``: perf_analyzer stops
-      at the first failure, so its latencies are not a measurement, but the failures are a fact
-      that fails ``errors==0``.
+    * A step where requests failed gives only ``errors``, ``error_rate`` and ``rejected``:
+      perf_analyzer stops at the first failure, so its latencies are not a measurement, but the
+      failures are a fact that fails ``errors==0``. Failures the queue policy caused (its
+      messages, :data:`~tritonkit.perf.measure.failures.QUEUE_REJECTIONS`) are counted as
+      rejected too: all of them when every failure perf_analyzer saw was one.
     * An unstable step, or one without numbers, is not measured: it passes no bound and fails
       none (only a criterion beyond the SLA, judged on the facts below, can fail it).
 
@@ -462,9 +480,13 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
     latency = step.latency
     clean = (step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
              and step.failure is None)
+    rejected, failed_lines = queue_rejections(step.error_note or "")
+    if rejected and rejected == failed_lines:
+        rejected = int(errors)  # every failure perf_analyzer saw was a rejection: so were the server's
     values: dict[str, float | None] = {
         "errors": errors,
         "error_rate": errors / total if total > 0 else (0.0 if clean else None),
+        "rejected": rejected / total if total > 0 else (0.0 if clean else None),
     }
     if clean and latency is not None:
         queue_us = step.server.queue_us
@@ -487,7 +509,9 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
         if raw_band and len(raw_band) == 2:
             carried_band = (raw_band[0] * per_request, raw_band[1] * per_request)
     memory_bytes = step.metrics.gpu_memory_used_bytes_max if step.metrics is not None else None
-    if errors > 0:
+    if errors > 0 and rejected == errors:
+        note = f"{errors:g} requests rejected by the queue policy (perf_analyzer stops at the first)"
+    elif errors > 0:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
     elif not step.stable:
         note = f"unstable: {step.unstable_note}" if step.unstable_note else "unstable measurement"
@@ -504,7 +528,7 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
         step.load_value, values, measured, note, intervals,
         offered_per_s=step.load_value if step.load_mode == "request_rate" else None,
         carried_per_s=carried, carried_interval_per_s=carried_band,
-        gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20,
+        gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20, rejected_count=float(rejected),
     )
 
 

@@ -140,7 +140,8 @@ class VariantMeter:
 
     ``judging``: what a step must meet beyond the SLA (see :func:`step_points`).
     ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
-    names it), an ensemble or BLS model calling the swept one. ``noise_allowance``: the headroom
+    names it), an ensemble or BLS model calling the swept one; ``composing``: its composing
+    models to load with these configs (``--pin``). ``noise_allowance``: the headroom
     a descent gives what a step carried before it rules lower loads out (see the module docstring).
     """
 
@@ -156,10 +157,17 @@ class VariantMeter:
     target: LiveModel | None = None
     target_config: mc.ModelConfig | None = None
     noise_allowance: float = 0.10
+    composing: dict[str, mc.ModelConfig] = field(default_factory=dict)
 
     def load_target(self) -> None:
         """Load the load target (an ensemble or BLS model calling the swept one) as written; its
-        composing models come from their folders and are then replaced variant by variant."""
+        composing models come from their folders — those in ``composing`` with that config
+        (pinned knobs) first — and the swept one is then replaced variant by variant."""
+        for name, config in self.composing.items():
+            LiveModel(self.live.server, name).load(config, timeout_s=self.load_timeout_s)
+        self._reload_target()
+
+    def _reload_target(self) -> None:
         if self.target is not None and self.target_config is not None:
             self.target.load(self.target_config, timeout_s=self.load_timeout_s)
 
@@ -168,7 +176,7 @@ class VariantMeter:
         if self.target_config is not None and self.target_config.platform == "ensemble":
             # The server marks an ensemble unavailable while a composing model is unloaded; loading
             # it again checks it against this variant (e.g. its max batch) and makes it ready.
-            self.load_target()
+            self._reload_target()
 
     def _unload(self) -> None:
         # Best effort: a server that died is reported by the next load, not by this.

@@ -29,7 +29,7 @@ from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURE
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
-from tritonkit.perf.sweep.variants import Variant, apply_variant, variant_grid
+from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
@@ -191,9 +191,12 @@ def run_joint_sweep(
             raise ConfigError(f"no {CONFIG_FILENAME} for model '{model}' in {repo_path}",
                               hint="pass the repository folder and model folders inside it")
         bases[model] = read_config(path)
-    grids = {m: variant_grid(bases[m], instances=settings.grid.instances, max_batch_sizes=settings.grid.max_batch_sizes,
-                             windows_us=settings.grid.windows_us, preferred=settings.grid.preferred,
-                             batcher_on_batch_sweep=settings.grid.batcher_on_batch_sweep) for m in models}
+    settings.grid.validate(models)
+    unknown = sorted(settings.grid.composing_pins(models))
+    if unknown:
+        raise ConfigError(f"--pin names {', '.join(unknown)}, which this joint sweep does not sweep",
+                          hint=f"pin a knob of one of the models swept: {', '.join(models)}")
+    grids = {m: settings.grid.variants(bases[m], m) for m in models}
     slas = {m: settings.parsed_sla(m) for m in models}
     locate_perf_analyzer()
     out_dir = settings.out_dir("-".join(models))

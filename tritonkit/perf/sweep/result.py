@@ -21,7 +21,8 @@ EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
 @dataclass(frozen=True)
 class SweepEvent:
     """Something the sweep did, as it happens. ``kind``: ``server``, ``start`` (a variant begins),
-    ``measured``, ``resumed``, ``load_failed``, ``failed``, ``guess``, ``pruned``, ``confirm``,
+    ``measured``, ``resumed``, ``load_failed``, ``failed``, ``guess``, ``propose`` (why the next
+    variant is measured), ``pruned`` (by its bound), ``skipped`` (by the model), ``confirm``,
     ``written``. ``done``/``left`` count variants finished and still possibly measured;
     ``eta_s`` is an upper estimate (pruning only shortens it)."""
 
@@ -107,8 +108,9 @@ class SweepResult:
 
     def counts(self) -> dict[str, int]:
         statuses = [o.status for o in self.search.outcomes]
+        skipped = sum(d.action == "skipped" for d in self.search.decisions.values())
         return {"measured": statuses.count(STATUS_MEASURED), "load_failed": statuses.count(STATUS_LOAD_FAILED),
-                "failed": statuses.count(STATUS_FAILED), "pruned": len(self.search.pruned)}
+                "failed": statuses.count(STATUS_FAILED), "pruned": len(self.search.pruned), "skipped": skipped}
 
     def headline(self) -> str:
         """One sentence: what wins, how much load it carries within the SLA, and against the default."""
@@ -154,6 +156,8 @@ class SweepResult:
             "tied": [o.variant.id for o in self.search.tied],
             "first_guess": self.search.guess.id if self.search.guess else None,
             "pruned": dict(self.search.pruned),
+            "decisions": {variant: d.to_dict() for variant, d in self.search.decisions.items()},
+            "fitted_model": self.search.model_text or None,
             "resumed": list(self.resumed),
             "counts": self.counts(),
             "failed": {o.variant.id: o.reason for o in self.failed},

@@ -21,11 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit._settings import field_default
 from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.measure.folders import run_folder
+from tritonkit.perf.sweep.variants import Pin, Variant, variant_grid
 
 __all__ = ["SweepGrid", "SweepSettings"]
 
@@ -36,13 +39,83 @@ class SweepGrid:
     :func:`~tritonkit.perf.sweep.variant_grid`). ``batcher_on_batch_sweep``: when max batch is
     swept and no window is given, variants run the dynamic batcher with a 0 ms window (without a
     batcher the server never forms a batch, so max batch could not change throughput); pass
-    ``windows_us=[None]`` (``--batch-window off``) to sweep without it."""
+    ``windows_us=[None]`` (``--batch-window off``) to sweep without it. ``queue_sizes`` (0:
+    unbounded) and ``queue_timeouts_us`` (0: none; else a request waiting that long is rejected)
+    sweep the dynamic batcher's queue policy; pair them with an SLA term on the rejected share
+    (``rejected<=1%``) to allow some rejection.
+
+    ``pins`` hold a knob at one value (:class:`~tritonkit.perf.sweep.variants.Pin`): for every
+    swept model, or for one model — a swept one (in a joint sweep, the others keep the axes), or
+    with a load target a composing model that is not swept, loaded with the pin applied.
+    """
 
     instances: Sequence[int] | None = None
     max_batch_sizes: Sequence[int] | None = None
     windows_us: Sequence[int | None] | None = None
     preferred: Sequence[Sequence[int]] | None = None
     batcher_on_batch_sweep: bool = True
+    queue_sizes: Sequence[int] | None = None
+    queue_timeouts_us: Sequence[int] | None = None
+    pins: Sequence[Pin] = ()
+
+    #: Pin knob → (the axis it fixes, the option that sweeps it).
+    _AXES = {"instances": ("instances", "--instances"), "max_batch_size": ("max_batch_sizes", "--max-batch-size"),
+             "batch_window": ("windows_us", "--batch-window"), "preferred_batch": ("preferred", "--preferred-batch"),
+             "max_queue_size": ("queue_sizes", "--max-queue-size"),
+             "queue_timeout": ("queue_timeouts_us", "--queue-timeout")}
+
+    def validate(self, swept: Sequence[str]) -> None:
+        """Refuse pins that contradict each other or an axis every model sweeps (``ConfigError``)."""
+        seen: dict[tuple[str | None, str], Pin] = {}
+        for pin in self.pins:
+            key = (pin.model, pin.knob)
+            if key in seen and seen[key] != pin:
+                raise ConfigError(f"--pin {seen[key]} and --pin {pin} hold the same knob at two values",
+                                  hint="keep one of them")
+            seen[key] = pin
+            axis, option = self._AXES[pin.knob]
+            if pin.model is None and getattr(self, axis) is not None:
+                raise ConfigError(f"--pin {pin} and {option} both set {pin.knob.replace('_', ' ')} for every model",
+                                  hint=f"drop one; to hold it for one model only, write --pin MODEL.{pin.knob}=…")
+            if pin.model is not None and len(swept) == 1 and pin.model == swept[0] \
+                    and getattr(self, axis) is not None:
+                raise ConfigError(f"--pin {pin} and {option} both set {pin.knob.replace('_', ' ')} for "
+                                  f"'{pin.model}'", hint="drop one of them")
+
+    def for_model(self, model: str) -> SweepGrid:
+        """The axes ``model`` is swept over: these, with the pins for every model and for it applied."""
+        changes: dict[str, object] = {}
+        for pin in self.pins:
+            if pin.model not in (None, model):
+                continue
+            axis, _ = self._AXES[pin.knob]
+            changes[axis] = [pin.value]
+        return replace(self, pins=(), **changes)  # type: ignore[arg-type]
+
+    def variants(self, base: mc.ModelConfig, model: str | None = None) -> list[Variant]:
+        """The grid of ``base`` (the config of ``model``) over these axes, pins applied."""
+        axes = self.for_model(model or base.name)
+        return variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
+                            windows_us=axes.windows_us, preferred=axes.preferred,
+                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep, queue_sizes=axes.queue_sizes,
+                            queue_timeouts_us=axes.queue_timeouts_us)
+
+    def composing_pins(self, swept: Sequence[str]) -> dict[str, list[Pin]]:
+        """The pins for models that are not swept, by model: composing models loaded with them."""
+        found: dict[str, list[Pin]] = {}
+        for pin in self.pins:
+            if pin.model is not None and pin.model not in swept:
+                found.setdefault(pin.model, []).append(pin)
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (what a sweep folder records): the axes given and the pins, as text."""
+        data = {name: None if value is None else [list(v) if isinstance(v, (list, tuple)) else v for v in value]
+                for name in ("instances", "max_batch_sizes", "windows_us", "preferred", "queue_sizes",
+                             "queue_timeouts_us") if (value := getattr(self, name)) is not None}
+        if self.pins:
+            data["pins"] = [str(p) for p in self.pins]
+        return data
 
 
 @dataclass(frozen=True)
