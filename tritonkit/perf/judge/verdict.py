@@ -474,15 +474,18 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
     errors = float(step.error_count)
     if step.metrics is not None and step.metrics.failure_count is not None:
         errors = max(errors, step.metrics.failure_count)
-    total = float(step.request_count)
-    if total <= 0 and step.metrics is not None and step.metrics.success_count is not None:
-        total = step.metrics.success_count + (step.metrics.failure_count or 0.0)
-    latency = step.latency
-    clean = (step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
-             and step.failure is None)
     rejected, failed_lines = queue_rejections(step.error_note or "")
     if rejected and rejected == failed_lines:
         rejected = int(errors)  # every failure perf_analyzer saw was a rejection: so were the server's
+    total = float(step.request_count)
+    if total <= 0 and step.metrics is not None and step.metrics.success_count is not None:
+        failures = step.metrics.failure_count or 0.0
+        # A request refused because the queue was full is in neither of the server's counters
+        # (tritonserver 2.51, seen here): the rejections it did not count are added.
+        total = step.metrics.success_count + failures + max(0.0, rejected - failures)
+    latency = step.latency
+    clean = (step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
+             and step.failure is None)
     values: dict[str, float | None] = {
         "errors": errors,
         "error_rate": errors / total if total > 0 else (0.0 if clean else None),

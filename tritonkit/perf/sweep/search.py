@@ -345,6 +345,17 @@ def search(
                  for v in remaining}
         open_ = [v for v in remaining if reach[v.id] > best * (1.0 + settings.tie_tolerance)]
         if not open_:
+            # Nothing left can beat the best by more than the tie tolerance: say why, with the
+            # figures this decision rested on, and stop.
+            margin = f"cannot beat best {best:,.0f}/s by more than {100 * settings.tie_tolerance:g} %"
+            for v in remaining:
+                prediction = predictions.get(v.id)
+                if prediction is not None and prediction.high_per_s <= bounds[v.id]:
+                    text = f"skipped: model predicts at most {prediction.high_per_s:,.0f}/s ({prediction.text()}), {margin}"
+                else:
+                    text = f"skipped: bound {bounds[v.id]:,.0f}/s, {margin}"
+                decisions[v.id] = Decision("skipped", text, prediction, bounds[v.id])
+                say("skipped", {"variant": v.id, "reason": text, "best_per_s": best})
             break
         near = guess or default
         nxt = max(open_, key=lambda v: (reach[v.id], _mid(predictions, v), -knob_distance(v, near)))
@@ -356,17 +367,6 @@ def search(
         say("propose", {"variant": nxt.id, "reason": why})
         outcomes.append(measure(nxt, loads(nxt)))
         remaining.remove(nxt)
-
-    if remaining:
-        best = _best(outcomes)
-        model = fit_model(outcomes, settings.model_settings())
-        for v in remaining:
-            prediction = model.predict(v) if model is not None else None
-            text = (f"skipped: model predicts at most {prediction.high_per_s:,.0f}/s ({prediction.text()}), not "
-                    f"above best {best:,.0f}/s" if prediction is not None
-                    else f"skipped: cannot beat best {best:,.0f}/s")
-            decisions[v.id] = Decision("skipped", text, prediction)
-            say("skipped", {"variant": v.id, "reason": text, "best_per_s": best})
 
     if confirm is not None:
         _confirm_top(outcomes, confirm, settings, say)
