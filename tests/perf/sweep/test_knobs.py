@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.sweep_models import plain_config
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep import (
     Pin,
@@ -21,17 +22,8 @@ from tritonkit.perf.sweep import (
     pinned_config,
     variant_grid,
 )
-from tritonkit.repository import parse_config
 
-BASE = parse_config("""
-name: "m"
-backend: "python"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-dynamic_batching { max_queue_delay_microseconds: 5000 default_queue_policy { max_queue_size: 32 } }
-instance_group [ { count: 1 kind: KIND_CPU } ]
-""")
+BASE = plain_config()
 
 
 def test_ranges_count_by_one_by_a_step_or_by_a_factor_and_mix_with_lists() -> None:

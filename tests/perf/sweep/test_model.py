@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.support.sweep_models import plain_config
 from tests.support.sweep_sim import SHAPES, SimulatedServer
 from tritonkit.perf.sweep import (
     SearchSettings,
@@ -34,16 +35,8 @@ from tritonkit.perf.sweep import (
     variant_grid,
 )
 from tritonkit.perf.sweep.model import ModelSettings
-from tritonkit.repository import parse_config
 
-BASE = parse_config("""
-name: "m"
-backend: "python"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-""")
+BASE = plain_config("")
 GRID = variant_grid(BASE, instances=parse_instances("1:4"), max_batch_sizes=parse_max_batch_sizes("1:64:x2"),
                     windows_us=parse_windows("0:20ms:5ms"), preferred=parse_preferred("none,max"))
 LEVELS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)

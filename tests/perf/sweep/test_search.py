@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.sweep_models import plain_config
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep import (
     SearchSettings,
@@ -29,18 +30,9 @@ from tritonkit.perf.sweep import (
     variant_grid,
     write_winner,
 )
-from tritonkit.repository import lint_repository, parse_config, read_config
+from tritonkit.repository import lint_repository, read_config
 
-BASE = parse_config("""
-name: "m"
-backend: "python"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-dynamic_batching { max_queue_delay_microseconds: 5000 default_queue_policy { max_queue_size: 32 } }
-instance_group [ { count: 1 kind: KIND_CPU } ]
-parameters [ { key: "k" value: { string_value: "v" } } ]
-""")
+BASE = plain_config()
 
 
 def outcome(v: Variant, *points: tuple[float, float, float], cost_us: float | None = None,

@@ -7,31 +7,32 @@ measures next the variant whose range reaches highest, and stops when no variant
 beat the best measured one.
 
 The model, for ``i`` instances, max batch ``b``, window ``w`` at a closed-loop load of ``c``
-requests in flight (an open loop is treated alike, see :meth:`PerfModel.predict`):
+requests in flight (an open loop is treated alike, with queueing from the utilisation):
 
-* **Cost of an execution** of ``k`` requests, from the server's own statistics (the cheapest
-  mean time seen per batch size): measured sizes are interpolated; beyond them the cost grows by
-  a per-request slope fitted to the sizes measured (a fixed cost per execution gives a slope
-  near zero, a cost per row a slope near the cost of one row). With one size measured, the
-  slope lies anywhere between "all fixed" and "all per row": the range says so.
-* **Batching gain**: each instance runs about ``k = c / i`` requests at once, at most ``b``; a
-  batch that cannot fill waits for the window (unless a preferred size is reached).
-* **Per-instance scaling**: ``i`` instances run as ``min(i, P)`` at full speed, ``P`` being the
-  parallel capacity: the CPU cores (or GPUs) until instance counts have been measured, then
-  the ``P`` that explains the measured throughputs best (a model that sleeps scales past the
-  cores; a CPU-bound one does not).
-* **Response time** ``R(c) = max(cost(k)·s + wait + overhead, c·cost(b)·s / (i·b))`` with
-  ``s = max(1, i/P)``: one round when everything fits in one batch per instance, else queueing
-  behind full batches. Throughput is ``κ · c / R(c)``; ``κ`` (what the client and the server's
-  other work leave) and ``overhead`` (per request, outside the model) are fitted to the
-  measured steps.
-* **Queue delay's effect on p99**: ``p99 ≈ ρ · R(c)``, ``ρ`` fitted as the measured p99 over the
-  mean latency (Little's law gives the mean: ``c / throughput``). A queue policy rejects above
-  ``max_queue_size`` waiting requests or past its timeout: such a load cannot count.
+* **Cost of an execution** of ``k`` requests, from the server's own statistics: the line under
+  most of the cheapest mean times seen per batch size (a size seen only while other instances
+  ran is dearer, never cheaper), so ``fixed + per request × k``; beyond the sizes measured the
+  slope's range widens, and with one size measured it spans "all fixed" to "all per request".
+* **Batching gain, from one queue**: without a window the batcher sends what is queued as soon
+  as an instance is free, so the requests spread over the instances (``c / (i + 1)`` gather
+  while ``i`` batches run); with a window it sends full batches of ``b`` at once and one partial
+  batch after the window (at once when a preferred size is reached).
+* **Per-instance scaling**: instances run as ``min(i, P)`` at full speed; ``P``, the parallel
+  capacity, is the CPU cores (or GPUs) until larger instance counts are measured, then the
+  largest ``P`` that explains the measured throughputs as well as any (a model that sleeps
+  scales past the cores; a CPU-bound one does not); above the instance counts measured its
+  range stays open.
+* **Queue delay's effect on p99**: ``p99 ≈ ρ · R(c)``, ``R`` the mean response time the two
+  regimes above give (one round, or queueing behind full batches at capacity), ``ρ`` the
+  measured p99 over the mean latency (Little's law gives the mean: ``c / throughput``). A queue
+  policy rejects above ``max_queue_size`` waiting requests or past its timeout: such a load
+  cannot count.
+* **Calibration**: what each measured variant carried at its best step over what the model
+  expects there (κ) calibrates the variants near it (:func:`knob_distance`); how much κ
+  scatters between neighbours and drifts per doubling of a knob gives a prediction its range.
 
-Each fitted quantity has a range (the spread of what it was fitted to, the noise allowance, or
-the prior's width where nothing was measured yet); the optimistic end of every range gives the
-prediction's high end, the pessimistic end its low end.
+The optimistic end of every range gives the prediction's high end, the pessimistic end its
+low end.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ class PerfModel:
     """The fitted model; :meth:`predict` a variant. Build it with :func:`fit_model`.
 
     ``ratios``: each measured variant with what it carried over what the model (κ = 1) expects,
-    the median over its steps; a prediction takes κ from the measured variants nearest to it
+    at its best step; a prediction takes κ from the measured variants nearest to it
     (:func:`knob_distance`), its range from ``noise`` (how much κ scatters between measured
     variants next to each other: the measurements' own noise) and ``drift`` (how much κ changes
     per doubling of a knob between measured variants) times the distance."""

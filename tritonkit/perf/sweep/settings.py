@@ -108,15 +108,6 @@ class SweepGrid:
                 found.setdefault(pin.model, []).append(pin)
         return found
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (what a sweep folder records): the axes given and the pins, as text."""
-        data = {name: None if value is None else [list(v) if isinstance(v, (list, tuple)) else v for v in value]
-                for name in ("instances", "max_batch_sizes", "windows_us", "preferred", "queue_sizes",
-                             "queue_timeouts_us") if (value := getattr(self, name)) is not None}
-        if self.pins:
-            data["pins"] = [str(p) for p in self.pins]
-        return data
-
 
 @dataclass(frozen=True)
 class SweepSettings:
