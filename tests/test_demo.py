@@ -53,6 +53,14 @@ def test_demo_sweeps_a_copy_writes_the_winner_there_and_leaves_the_built_reposit
     original = backups[0] if backups else tuned / "config.pbtxt"
     assert original.read_bytes() == built.read_bytes()
     assert (sweeps[0] / "report.md").is_file() and (sweeps[0] / "sweep.png").is_file()
+    # The demo's ONNX model runs on the python stand-in here: every result says so, and the sweep says
+    # once that its winner is the stand-in's and how to measure the real backend.
+    assert summary["runtime"]["backend"] == "python" and summary["runtime"]["stand_in"] is True
+    assert all(v["runtime"]["stand_in"] for v in summary["variants"])
+    warned = [w for w in summary["warnings"] if "python stand-in" in w]
+    assert len(warned) == 1 and "--backend-dir" in warned[0]
+    assert result.output.count("this winner is the stand-in") == 1
+    assert "served by the python stand-in" in (sweeps[0] / "report.md").read_text()
 
 
 def test_demo_with_an_sla_typo_fails_before_building_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Atomic writes: whole files or nothing, readable like any other file."""
+"""Atomic writes: whole files or nothing, readable like any other file; a user's files read safely."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tritonkit._fs import STALE_TEMP_S, atomic_write, clean_stale_temps, path_error, user_path_errors
+from tritonkit._fs import (
+    STALE_TEMP_S,
+    atomic_write,
+    clean_stale_temps,
+    is_regular_file,
+    path_error,
+    read_json,
+    read_user_file,
+    read_user_text,
+    user_path_errors,
+)
 from tritonkit.errors import ConfigError
 
 
@@ -77,3 +87,69 @@ def test_a_stale_config_temp_is_cleaned_when_the_config_is_read(tmp_path: Path) 
     assert read_config(tmp_path).name == "m"
     assert not stale.exists()
     assert clean_stale_temps(tmp_path / "config.pbtxt") == []
+
+
+# ---- reading a user's files -------------------------------------------------------------------
+
+
+def test_a_user_file_is_read_whole_when_it_is_a_regular_file(tmp_path: Path) -> None:
+    path = tmp_path / "sla.yaml"
+    path.write_text("p99: 50ms\n")
+    assert read_user_text(path, what="SLA file") == "p99: 50ms\n"
+    link = tmp_path / "link.yaml"
+    link.symlink_to(path)
+    assert read_user_file(link, what="SLA file") == b"p99: 50ms\n"  # a symlink to a file is that file
+
+
+@pytest.mark.parametrize(("kind", "words"), [
+    ("fifo", "is a FIFO (named pipe), not a regular file"),
+    ("device", "is a character device, not a regular file"),
+    ("folder", "is a folder, not a regular file"),
+    ("missing", "not found"),
+    ("long", "path is too long for the file system"),
+    ("nul", "holds a NUL character"),
+    ("loop", "is a loop of symbolic links"),
+])
+def test_anything_but_a_regular_file_is_refused_at_once_saying_what_it_is(tmp_path: Path, kind: str,
+                                                                          words: str) -> None:
+    path = tmp_path / "config.pbtxt"
+    if kind == "fifo":
+        os.mkfifo(path)  # opened without blocking: an ordinary open would wait for a writer forever
+    elif kind == "device":
+        path.symlink_to("/dev/zero")  # never read: it would read until memory ran out
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "long":
+        path = tmp_path / ("x" * 5000)
+    elif kind == "nul":
+        path = tmp_path / "a\0b"
+    elif kind == "loop":
+        path.symlink_to(tmp_path / "other")
+        (tmp_path / "other").symlink_to(path)
+    with pytest.raises(ConfigError) as info:
+        read_user_text(path, what="model config", hint="give the file")
+    assert words in info.value.message and info.value.hint
+    assert len(info.value.message) < 400  # an over-long path is shown cut short
+    assert not is_regular_file(path)  # and the existence check never raises
+
+
+def test_a_file_over_the_cap_is_refused_with_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "prompts.jsonl"
+    path.write_bytes(b"x" * 2048)
+    with pytest.raises(ConfigError, match="2048 bytes, more than the 1024 read"):
+        read_user_file(path, what="prompt file", max_bytes=1024)
+
+
+def test_a_file_that_is_not_utf8_names_the_byte_not_the_content(tmp_path: Path) -> None:
+    path = tmp_path / "sla.yaml"
+    path.write_bytes(b"p99: 50ms\n\xff\xfesecret")
+    with pytest.raises(ConfigError) as info:
+        read_user_text(path, what="SLA file")
+    assert "is not UTF-8 text (byte 10)" in info.value.message and "secret" not in info.value.message
+
+
+def test_json_nested_too_deep_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match="nests too deeply|not valid JSON"):
+        read_json(path, what="saved plan", hint="pass the plan JSON")

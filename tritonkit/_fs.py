@@ -1,4 +1,13 @@
-"""Writing files so that a reader never sees half of one; failures on a user's path as clear errors."""
+"""Writing files so that a reader never sees half of one; reading a user's files safely; failures on a
+user's path as clear errors.
+
+Every file a user names (a ``config.pbtxt``, an SLA file, prompts, a replay log, input data, a label
+file a lint rule looks for) is read through :func:`read_user_file` (or checked with
+:func:`regular_file` / :func:`is_regular_file` when only its existence matters): a regular file of at
+most a stated size, or a :class:`ConfigError` that says what the path is instead — a FIFO (which
+would block the read forever), a device (``/dev/zero`` would read until memory ran out), a folder, a
+path too long for the file system — never a hang, a traceback, or the whole file in the message.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -14,7 +24,22 @@ from typing import Any
 
 from tritonkit.errors import ConfigError
 
-__all__ = ["STALE_TEMP_S", "atomic_write", "clean_stale_temps", "path_error", "read_json", "user_path_errors"]
+__all__ = [
+    "MAX_USER_FILE_BYTES",
+    "STALE_TEMP_S",
+    "atomic_write",
+    "clean_stale_temps",
+    "is_folder",
+    "is_regular_file",
+    "path_error",
+    "path_exists",
+    "read_json",
+    "read_user_file",
+    "read_user_text",
+    "regular_file",
+    "shown_path",
+    "user_path_errors",
+]
 
 #: A temp file of ours untouched this long belongs to a writer that died (a write takes well under a
 #: second to the rename, and the file's mtime moves while data is written).
@@ -74,7 +99,7 @@ def clean_stale_temps(target: str | os.PathLike[str], *, older_than_s: float = S
     try:
         candidates = [p for p in path.parent.iterdir()
                       if p.name.startswith(prefix) and p.name.endswith(".tmp") and p.name != path.name]
-    except OSError:
+    except (OSError, ValueError):  # a folder that cannot be listed, a NUL in the path: nothing to clean
         return removed
     for candidate in candidates:
         try:
@@ -86,20 +111,156 @@ def clean_stale_temps(target: str | os.PathLike[str], *, older_than_s: float = S
     return removed
 
 
+# ---- reading a user's files -------------------------------------------------------------------
+
+#: The largest file read whole by default: far above any config, SLA or prompt file, far below memory.
+MAX_USER_FILE_BYTES = 256 * 1024 * 1024
+#: How much of a path an error message shows.
+_SHOWN_PATH_CHARS = 160
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as an error message shows it: whole when it is of a sane length, else its start."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if len(text) > _SHOWN_PATH_CHARS or any(ord(c) < 32 for c in text):
+        short = text[: _SHOWN_PATH_CHARS - 1] + ("…" if len(text) > _SHOWN_PATH_CHARS else "")
+        return repr(short)
+    return text
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _open_error(exc: OSError, what: str, source: str | os.PathLike[str], hint: str | None) -> ConfigError:
+    shown = shown_path(source)
+    if exc.errno == errno.ENOENT:
+        return ConfigError(f"{what} not found: {shown}", hint=hint or "check the path")
+    if exc.errno == errno.ENAMETOOLONG:
+        return ConfigError(f"{what} path is too long for the file system: {shown}",
+                           hint="give a shorter path (each name at most 255 bytes)")
+    if exc.errno == errno.ELOOP:
+        return ConfigError(f"{what} {shown} is a loop of symbolic links", hint="point the link at a real file")
+    if exc.errno == errno.ENOTDIR:
+        return ConfigError(f"{what} {shown}: a part of the path is a file, not a folder", hint=hint or "check the path")
+    return path_error(exc, f"read {what}", shown)
+
+
+def regular_file(path: str | os.PathLike[str], *, what: str, hint: str | None = None) -> Path:
+    """``path`` when it names a regular file (following symlinks); else a :class:`ConfigError`
+    saying what it is instead. For files handed on to a reader that would block on a FIFO or read a
+    device forever (ONNX Runtime, numpy, onnx); :func:`read_user_file` checks as it reads."""
+    try:
+        mode = os.stat(path).st_mode
+    except ValueError:  # an embedded NUL
+        raise ConfigError(f"{what} path {shown_path(path)} holds a NUL character", hint="check the path") from None
+    except OSError as exc:
+        raise _open_error(exc, what, path, hint) from exc
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{what} {shown_path(path)} is {_kind(mode)}, not a regular file",
+                          hint=hint or "give the path of a regular file")
+    return Path(path)
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` names a regular file; False for anything else, never an error (a name too
+    long, a NUL in it, a FIFO, no permission): for checks that a file is there."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def is_folder(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` names a folder; False otherwise, never an error (see :func:`is_regular_file`)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def path_exists(path: str | os.PathLike[str]) -> bool:
+    """True when something is at ``path`` (following symlinks); False otherwise, never an error."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def read_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None = None,
+                   max_bytes: int = MAX_USER_FILE_BYTES) -> bytes:
+    """The bytes of the user's file ``path`` (``what`` names it in messages: ``"SLA file"``).
+
+    Opened without blocking (a FIFO with no writer would block an ordinary open forever) and
+    checked on the open file: anything but a regular file, or a file over ``max_bytes``, is a
+    :class:`ConfigError` saying so, as are a missing file, a path too long, a symlink loop and a
+    permission refused; the file's content is never part of the message.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except ValueError:
+        raise ConfigError(f"{what} path {shown_path(path)} holds a NUL character", hint="check the path") from None
+    except OSError as exc:
+        raise _open_error(exc, what, path, hint) from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{what} {shown_path(path)} is {_kind(info.st_mode)}, not a regular file",
+                              hint=hint or "give the path of a regular file")
+        if info.st_size > max_bytes:
+            raise ConfigError(f"{what} {shown_path(path)} is {info.st_size} bytes, more than the {max_bytes} read",
+                              hint=hint or "give the right file (this one is far larger than expected)")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:  # a file growing while read stops at the cap too
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise ConfigError(f"{what} {shown_path(path)} grew past {max_bytes} bytes while read",
+                              hint=hint or "give a file that is not being written")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _open_error(exc, what, path, hint) from exc
+    finally:
+        os.close(fd)
+
+
+def read_user_text(path: str | os.PathLike[str], *, what: str, hint: str | None = None,
+                   max_bytes: int = MAX_USER_FILE_BYTES) -> str:
+    """:func:`read_user_file` as UTF-8 text; a file that is not UTF-8 is a :class:`ConfigError`
+    naming the first byte that is not (never its content)."""
+    data = read_user_file(path, what=what, hint=hint, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {shown_path(path)} is not UTF-8 text (byte {exc.start})",
+                          hint=hint or "give a text file") from exc
+
+
 def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:
     """Parse the JSON file at ``path``; a missing, unreadable or malformed file is a ``ConfigError``.
 
     ``what`` names the file in the message (``"perf result"``), ``hint`` says what to pass instead.
     """
-    source = Path(path)
+    text = read_user_text(path, what=what, hint=hint)
     try:
-        return json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{what} not found: {source}", hint=hint) from exc
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{what} {source} is not valid JSON (line {exc.lineno}): {exc.msg}", hint=hint) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {source}: {exc}", hint=hint) from exc
+        raise ConfigError(f"{what} {shown_path(path)} is not valid JSON (line {exc.lineno}): {exc.msg}",
+                          hint=hint) from exc
+    except RecursionError:
+        raise ConfigError(f"{what} {shown_path(path)} nests too deeply to read", hint=hint) from None
 
 
 def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list[tuple[str, Any]]:
@@ -108,11 +269,8 @@ def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list
     An unreadable file or a line that is not JSON is a ``ConfigError`` naming the file (and line);
     ``what`` names the file in messages, ``example`` shows one good line.
     """
-    source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {source}: {exc}", hint=f"pass a JSONL file, one line like {example}") from exc
+    source = shown_path(path)
+    lines = read_user_text(path, what=what, hint=f"pass a JSONL file, one line like {example}").splitlines()
     values: list[tuple[str, Any]] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -122,6 +280,8 @@ def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list
             values.append((where, json.loads(raw)))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{where} is not JSON: {exc.msg}", hint=f"e.g. {example}") from exc
+        except RecursionError:
+            raise ConfigError(f"{where} nests too deeply to read", hint=f"e.g. {example}") from None
     return values
 
 

@@ -81,6 +81,7 @@ def run_demo(
     step_window_ms: int = 500,
     warmup_s: float = 0.5,
     batch_window: str = DEFAULT_WINDOW,
+    backend_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[SweepEvent], None] | None = None,
 ) -> DemoRun:
@@ -89,7 +90,9 @@ def run_demo(
     ``windows_us``: the batching windows to try; every variant keeps the dynamic batcher, so a
     ``None`` (no batcher) is dropped, and with none left the defaults are tried. Checks everything
     cheap first (SLA syntax, perf_analyzer present) so a bad option costs nothing. The server is
-    stopped however this ends; ``repo`` is never changed by the sweep.
+    stopped however this ends; ``repo`` is never changed by the sweep. ``backend_dir``: the backends the
+    model is built for (``--runtime auto``: the onnxruntime backend when it is there) and the sweep's
+    server loads.
     """
     windows = [w for w in windows_us if w is not None] or list(DEFAULT_DEMO_WINDOWS_US)
     say = progress or (lambda _message: None)
@@ -100,7 +103,8 @@ def run_demo(
         source = make_demo_model(Path(tmp) / f"{DEFAULT_DEMO_MODEL}.onnx")
         say(f"building {source.name} into {repo}/{DEFAULT_DEMO_MODEL} (verify, batch window {batch_window})")
         build = build_onnx(
-            source, name=DEFAULT_DEMO_MODEL, repo=repo, batch_window=batch_window, force=True, log=say
+            source, name=DEFAULT_DEMO_MODEL, repo=repo, batch_window=batch_window, force=True, log=say,
+            backend_dir=backend_dir,
         )
     for line in build.summary().splitlines():
         say(line)
@@ -115,6 +119,7 @@ def run_demo(
         step_window_ms=step_window_ms,
         warmup_s=warmup_s,
         out=folder,
+        backend_dir=backend_dir,
     )
     sweep = run_sweep(tuned, DEFAULT_DEMO_MODEL, settings, on_event=on_event)
     return DemoRun(build=build, sweep=sweep, tuned_repository=tuned)

@@ -85,7 +85,7 @@ def test_missing_external_data_is_a_build_error(tmp_path: Path) -> None:
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         analyze_onnx(tmp_path / "nope.onnx")
-    assert "no such file" in info.value.message
+    assert "not found" in info.value.message and info.value.hint
 
 
 def test_text_file_is_not_onnx(tmp_path: Path) -> None:

@@ -70,13 +70,14 @@ def test_a_window_outside_the_range_warns_unless_forced() -> None:
 
 
 def test_bad_counts_are_refused_with_the_option_named() -> None:
-    for options, expect in ((BuildOptions(max_batch_size=-1), "--max-batch-size -1"),
-                            (BuildOptions(instances=0), "--instances 0"),
-                            (BuildOptions(max_queue_size=-2), "--max-queue-size -2"),
-                            (BuildOptions(max_batch_size=4, preferred_batch_sizes=(8,)), "preferred batch sizes"),
-                            (BuildOptions(max_batch_size=0, batch_axis=True), "--batch-axis")):
+    for fields, expect in (({"max_batch_size": -1}, "BuildOptions.max_batch_size -1: too small"),
+                           ({"instances": 0}, "BuildOptions.instances 0: too small"),
+                           ({"max_queue_size": -2}, "BuildOptions.max_queue_size -2: too small"),
+                           ({"max_batch_size": 2**31}, "BuildOptions.max_batch_size 2147483648: too large"),
+                           ({"max_batch_size": 4, "preferred_batch_sizes": (8,)}, "preferred batch sizes"),
+                           ({"max_batch_size": 0, "batch_axis": True}, "--batch-axis")):
         with pytest.raises(ConfigError, match=expect):
-            plan_build(DYNAMIC, options)
+            plan_build(DYNAMIC, BuildOptions(**fields))  # type: ignore[arg-type]
 
 
 def test_preferred_sizes_are_kept_only_when_batching() -> None:

@@ -95,7 +95,7 @@ def test_infer_command_rejects_a_malformed_input_flag(server: TritonServer, tmp_
         main, ["infer", "add_sub", "--url", server.grpc_url, "--input", f"INPUT0={tmp_path / 'nope.npy'}"]
     )
     assert missing_file.exit_code == 2
-    assert "does not exist" in missing_file.output
+    assert "--input INPUT0 file not found" in missing_file.output and "fix:" in missing_file.output
 
 
 def test_infer_command_reports_a_dead_server_as_a_connect_error() -> None:

@@ -320,6 +320,77 @@ def test_after_a_reload_that_renames_inputs_the_same_client_accepts_the_new_name
         assert asyncio.run(run()) == a.tolist()
 
 
+NO_INPUT_CONFIG = """
+name: "resized"
+backend: "python"
+max_batch_size: 0
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+NO_INPUT_PY = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", np.ones(4, np.float32))]) for _ in requests]
+"""
+# tritonserver's verbose log: one line per ModelMetadata RPC it starts to process.
+METADATA_LINE = re.compile(r"Process for ModelMetadata, rpc_ok=1, \d+ step START")
+
+
+def test_unload_edit_load_renaming_an_input_is_followed_by_the_same_clients_on_every_call(tmp_path: Path) -> None:
+    """The model first takes no input at all (its metadata lists none), is unloaded, given an input
+    INPUT_NEW, and loaded: the clients that saw the empty list must fetch again, not refuse
+    INPUT_NEW with "The model expects: " (nothing) on every call."""
+    write_python_model(tmp_path, "resized", config_pbtxt=NO_INPUT_CONFIG, model_py=NO_INPUT_PY)
+    a = np.arange(4, dtype=np.float32).reshape(1, 4)
+
+    def rename(srv: TritonServer, name: str) -> None:
+        srv.unload_model("resized", wait=True)
+        write_python_model(tmp_path, "resized", config_pbtxt=RESIZED_CONFIG.format(name=name, width=4, max_batch=8),
+                           model_py=RESIZED_PY.replace("{name}", name))
+        srv.load_model("resized")
+
+    with (
+        TritonServer(tmp_path, model_control="explicit", models=["resized"]) as srv,
+        Client(srv.grpc_url) as client,
+    ):
+        assert client.model_metadata("resized").inputs == ()
+        assert client.infer("resized", {})["Y"].tolist() == [1, 1, 1, 1]
+        rename(srv, "INPUT_NEW")
+        for _ in range(3):  # every call, not only the first after the reload
+            assert client.infer("resized", {"INPUT_NEW": a})["Y"].tolist() == a.tolist()
+        with client.stream("resized", {"INPUT_NEW": a}) as responses:
+            assert [r["Y"].tolist() for r in responses] == [a.tolist()]
+
+        async def run() -> list[list[float]]:
+            async with AsyncClient(srv.grpc_url) as async_client:
+                await async_client.infer("resized", {"INPUT_NEW": a})
+                rename(srv, "INPUT_NEWER")
+                for _ in range(2):
+                    await async_client.infer("resized", {"INPUT_NEWER": a})
+                with pytest.raises(InvalidInputError, match=r"unknown input 'INPUT_NEW'; missing input 'INPUT_NEWER'\. The model expects: INPUT_NEWER FP32"):
+                    await async_client.infer("resized", {"INPUT_NEW": a})
+                return (await async_client.infer("resized", {"INPUT_NEWER": a}))["Y"].tolist()
+
+        assert asyncio.run(run()) == a.tolist()
+        # The sync client still holds the first rename's metadata: INPUT_NEWER, unknown to it, is
+        # checked against metadata fetched again, then sent.
+        assert client.infer("resized", {"INPUT_NEWER": a})["Y"].tolist() == a.tolist()
+
+
+def test_a_metadata_answer_that_lists_no_inputs_is_not_cached(tmp_path: Path) -> None:
+    write_python_model(tmp_path, "resized", config_pbtxt=NO_INPUT_CONFIG, model_py=NO_INPUT_PY)
+    log = tmp_path / "server.log"
+    with TritonServer(tmp_path, log_path=log, log_verbose=1) as srv, Client(srv.grpc_url) as client:
+        for _ in range(3):
+            assert client.model_metadata("resized").inputs == ()
+        asked = len(METADATA_LINE.findall(log.read_text()))
+    assert asked == 3, f"{asked} metadata requests reached the server for 3 calls"
+
+
 # ---- 4. AsyncClient: typed errors on close, one event loop -------------------------
 def test_closing_an_async_client_ends_its_calls_in_flight_with_a_typed_error(server: TritonServer) -> None:
     async def run() -> list[BaseException | dict[str, np.ndarray]]:

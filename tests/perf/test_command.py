@@ -20,6 +20,7 @@ from tritonkit.builders import build_onnx, make_demo_model
 from tritonkit.errors import ConfigError
 from tritonkit.perf import LLMSettings, LoadTestSettings, llm_load_test, load_test
 from tritonkit.perf.command import DEFAULT_REPOSITORY
+from tritonkit.perf.measure.result import PerfResult
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall
 from tritonkit.server import TritonServer
 
@@ -166,3 +167,8 @@ def test_a_run_from_the_guessed_repository_derives_data_and_checks_answers_under
                for n in test.run.notes)
     assert test.output_check is not None and test.output_check.ok and test.output_check.checked > 0
     assert (tmp_path / "run" / "input_data.json").is_file() and (tmp_path / "run" / "result.json").is_file()
+    # The ONNX model is served by the python stand-in, and the result says so, not "onnxruntime".
+    runtime = PerfResult.load(tmp_path / "run" / "result.json").metadata.runtime
+    assert runtime is not None and (runtime.backend, runtime.stand_in, runtime.engine) == ("python", True, "ONNX Runtime")
+    assert runtime.server_version == server.version()
+    assert "the python stand-in (tritonkit's model.py running ONNX Runtime" in (tmp_path / "run" / "report.md").read_text()

@@ -124,14 +124,15 @@ def test_tensor_parallel_replicas_multiply_the_gpu_count() -> None:
 def test_efficiency_outside_zero_to_one_is_refused(eta: float) -> None:
     with pytest.raises(ConfigError, match="efficiency"):
         gpus_needed(200, 25, eta)
-    with pytest.raises(ConfigError, match="--efficiency"):
+    with pytest.raises(ConfigError, match=r"PlanAssumptions\.efficiency .*: (too|not a finite)") as info:
         PlanAssumptions(efficiency=eta)
+    assert "fraction > 0 and ≤ 1" in str(info.value.hint)
 
 
 def test_negative_or_zero_qps_is_refused_with_the_flag_to_fix() -> None:
     with pytest.raises(ConfigError) as info:
         Workload(target_qps=-5)
-    assert "--qps" in str(info.value)
+    assert "Workload.target_qps -5: too small" in str(info.value)
     with pytest.raises(ConfigError):
         gpus_needed(0, 25, 0.6)
     with pytest.raises(ConfigError):
@@ -145,7 +146,7 @@ def test_nonsense_workload_and_assumptions_are_refused() -> None:
         Workload(mode="realtime")
     with pytest.raises(ConfigError, match="headroom"):
         PlanAssumptions(headroom=1.5)
-    with pytest.raises(ConfigError, match="tensor parallel"):
+    with pytest.raises(ConfigError, match="tensor_parallel"):
         PlanAssumptions(tensor_parallel=0)
     with pytest.raises(ConfigError, match="bandwidth"):
         PlanAssumptions(bandwidth_efficiency=0)

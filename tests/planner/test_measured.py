@@ -279,3 +279,22 @@ def test_the_sla_stored_with_the_run_judges_its_steps(tmp_path: Path) -> None:
     reading = m.read_capacity()
     assert reading.bound == "knee" and reading.requests_per_s == 45.0
     assert reading.knee_step is not None and reading.knee_step.load_value == 4
+
+
+def test_a_noisy_step_is_planned_from_its_windows_medians_and_one_inside_the_slas_noise_is_not_capacity(
+    tmp_path: Path,
+) -> None:
+    """A busy build server: concurrency 2 was noisy (its windows disagreed) and clearly within
+    p99<=30ms; concurrency 4 was noisy with its p99 interval holding 30 ms. The plan uses the
+    first, says it was noisy, and does not count the second as capacity."""
+    result = _result([(1, 25.0, 20.0, 22.0, 0), (2, 45.0, 24.0, 26.0, 0), (4, 80.0, 28.0, 29.0, 0)])
+    for step, band in ((result.steps[1], [20.0, 28.0]), (result.steps[2], [24.0, 38.0])):
+        step.stable, step.noisy, step.intervals, step.interval_basis = False, True, {"p99": band}, "windows"
+    result.verdict = evaluate_result(parse_sla("p99<=30ms"), result).to_dict()
+    assert [s["status"] for s in result.verdict["steps"]] == ["pass", "pass", "noise"]
+    m = load_measurement(result.save(tmp_path / "result.json"))
+    assert [(s.measured, s.noisy, s.inside_noise) for s in m.steps] == [
+        (True, False, False), (True, True, False), (True, True, True)]
+    reading = m.read_capacity()
+    assert reading.bound == "knee" and reading.requests_per_s == 45.0
+    assert "noisy: medians of its windows" in reading.why and "inside its noise" in reading.why

@@ -23,7 +23,7 @@ def _broken(tmp_path: Path, kind: str) -> Path:
     return model
 
 
-@pytest.mark.parametrize(("kind", "words"), [("folder", "is a folder, not a file"), ("loop", "Too many levels of symbolic")])
+@pytest.mark.parametrize(("kind", "words"), [("folder", "is a folder, not a regular file"), ("loop", "is a loop of symbolic links")])
 def test_a_broken_config_of_a_model_folder_is_named_not_taken_for_an_empty_repository(
     tmp_path: Path, kind: str, words: str
 ) -> None:

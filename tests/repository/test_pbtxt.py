@@ -104,8 +104,9 @@ def test_unknown_field_is_a_syntax_error_naming_the_field() -> None:
 
 
 def test_reading_a_missing_config_says_where_it_looked(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(ConfigError, match="model config not found: .*nope") as info:
         read_config(tmp_path / "nope")
+    assert info.value.hint
 
 
 def test_write_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> None:
@@ -164,4 +165,4 @@ def test_a_config_pbtxt_that_is_a_folder_is_named_once(tmp_path: Path) -> None:
     for given in (model, model / "config.pbtxt"):
         with pytest.raises(ConfigError) as info:
             read_config(given)
-        assert info.value.message == f"{model / 'config.pbtxt'} is a folder, not a file"
+        assert info.value.message == f"model config {model / 'config.pbtxt'} is a folder, not a regular file"

@@ -51,8 +51,8 @@ def test_a_field_the_running_release_cannot_read_sends_to_a_lint_for_that_releas
     code, out = _serve(str(tmp_path))
     assert code == 1 and "error: model 'metrics' failed to load: failed to read text proto" in out
     fix = next(line for line in out.splitlines() if line.strip().startswith("fix:"))
-    assert f"tritonkit repo lint {tmp_path} --server-version 2.51" in fix and "1 error(s) in metrics" in fix
-    linted = CliRunner().invoke(main, ["repo", "lint", str(tmp_path), "--server-version", "2.51"])
+    assert f"tritonkit repo lint {tmp_path} --bundled --server-version 2.51" in fix and "1 error(s) in metrics" in fix
+    linted = CliRunner().invoke(main, ["repo", "lint", str(tmp_path), "--bundled", "--server-version", "2.51"])
     assert linted.exit_code == 1 and "TK801" in linted.output
     assert CliRunner().invoke(main, ["repo", "lint", str(tmp_path)]).exit_code == 0, "clean for the newest release"
 

@@ -60,8 +60,9 @@ class TritonPythonModel:
             sender = request.get_response_sender()
             for i in range(n):
                 if sender.is_cancelled():
-                    if marker:
-                        pathlib.Path(marker).write_text(str(i))
+                    if marker:  # written whole, then renamed: a reader never sees it empty
+                        pathlib.Path(marker + ".tmp").write_text(str(i))
+                        pathlib.Path(marker + ".tmp").replace(marker)
                     break
                 sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("I", np.array([i], dtype=np.int32))]))
                 time.sleep(delay_s)

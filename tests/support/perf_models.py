@@ -62,14 +62,20 @@ MODELS = {
 }
 
 
+def write_perf_model(repo: Path, name: str) -> None:
+    """One of :data:`MODELS` into ``repo`` (FP32 INPUT0/OUTPUT0 [4], batch <= 8)."""
+    batching, body, per_request = MODELS[name]
+    write_python_model(
+        repo, name,
+        config_pbtxt=_CONFIG.format(name=name, batching=batching),
+        model_py=_MODEL.replace("{body}", body).replace("{per_request}", per_request),
+    )
+
+
 def write_perf_models(repo: Path) -> None:
     """The four python-backend models the perf tests load (FP32 INPUT0/OUTPUT0 [4], batch <= 8)."""
-    for name, (batching, body, per_request) in MODELS.items():
-        write_python_model(
-            repo, name,
-            config_pbtxt=_CONFIG.format(name=name, batching=batching),
-            model_py=_MODEL.replace("{body}", body).replace("{per_request}", per_request),
-        )
+    for name in MODELS:
+        write_perf_model(repo, name)
 
 
 def is_perf_analyzer(argv: list[str]) -> bool:

@@ -50,7 +50,8 @@ def load_and_unload(server: TritonServer, name: str, *, needs: Sequence[str] = (
     except Exception as exc:  # noqa: BLE001 - the caller's test inspects it
         _unload_quietly(server, needs)
         return LoadOutcome(exc)
-    ready = server.model_ready(name)
+    # A generous deadline: on a loaded machine a 2 s probe can go unanswered, which reads as "not ready".
+    ready = server.admin.model_ready(name, timeout_s=30.0)
     unload_error: Exception | None = None
     try:
         server.unload_model(name)

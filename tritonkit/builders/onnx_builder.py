@@ -24,11 +24,17 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
+from tritonkit._values import BUILD_VERSION
 from tritonkit.builders import onnx_steps as steps
 from tritonkit.builders.fp16 import Fp16Report
 from tritonkit.builders.onnx_model import OnnxAnalysis, analyze_onnx, declare_batch_outputs
 from tritonkit.builders.onnx_steps import Runtime
-from tritonkit.builders.opset import convert_old_opset, needs_conversion, reference_evaluator
+from tritonkit.builders.opset import (
+    convert_for_onnxruntime,
+    convert_old_opset,
+    needs_conversion,
+    reference_evaluator,
+)
 from tritonkit.builders.plan import (
     CONSISTENCY_SAMPLES,
     DEFAULT_MAX_BATCH_SIZE,
@@ -44,21 +50,32 @@ from tritonkit.builders.verify import (
     FP16_TOLERANCE,
     FP32_TOLERANCE,
     Comparison,
+    DynamicAxis,
     Reference,
     Tolerance,
     check_batch_consistency,
+    check_dynamic_axes,
+    dynamic_axes,
     load_samples,
     make_samples,
     ort_runner,
     verify_against_reference,
 )
-from tritonkit.errors import BuildError, ConfigError, MissingComponentError, VerificationError
+from tritonkit.errors import BuildError, ConfigError, MissingComponentError, TritonKitError, VerificationError
+from tritonkit.onnxruntime_versions import (
+    OnnxRuntimeLimits,
+    limits_for,
+    model_problems,
+    onnxruntime_for_release,
+)
 from tritonkit.repository import Hardware, ModelRepository, read_config
+from tritonkit.triton_releases import NEWEST_LINE
 
 __all__ = [
     "OnnxBuildResult",
     "build_onnx",
     "choose_runtime",
+    "target_onnxruntime",
     "validate_model_name",
 ]
 
@@ -85,6 +102,10 @@ class OnnxBuildResult:
     outcome: str = ""
     timings_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Each dynamic non-batch axis with the sizes it was verified at (pinned: one size only).
+    dynamic_axes: list[DynamicAxis] = field(default_factory=list)
+    #: The target's ONNX Runtime version and where it was read (``None``: not known, not checked).
+    onnxruntime_target: tuple[str, str] | None = None
 
     @property
     def max_batch_size(self) -> int:
@@ -115,6 +136,10 @@ class OnnxBuildResult:
         ]
         if self.plan.axis_note:
             lines.append(f"batch axis: {self.plan.axis_note}")
+        for axis in self.dynamic_axes:
+            sizes = ", ".join(str(size) for size in axis.sizes)
+            lines.append(f"dynamic axis {axis.name}: verified at {sizes}"
+                         + (f"; pinned to {axis.sizes[0]} in config.pbtxt" if axis.pinned else ""))
         if self.fp16 is not None:
             lines.append(self.fp16.summary())
         for comparison in self.comparisons:
@@ -144,6 +169,10 @@ class OnnxBuildResult:
             "verification": [c.to_dict() for c in self.comparisons],
             "warnings": self.warnings,
             "notes": self.notes,
+            "dynamic_axes": [{"name": a.name, "sizes": list(a.sizes), "pinned": a.pinned, "failures": list(a.failures)}
+                             for a in self.dynamic_axes],
+            "onnxruntime_target": None if self.onnxruntime_target is None else
+            {"version": self.onnxruntime_target[0], "source": self.onnxruntime_target[1]},
             "files": self.files,
             "timings_s": self.timings_s,
         }
@@ -171,6 +200,32 @@ def choose_runtime(runtime: str, *, server_bin: str | os.PathLike[str] | None = 
     raise BuildError(f"the target server has neither the onnxruntime nor the python backend "
                      f"(it has: {', '.join(backends) or 'none'})",
                      hint="install one of them in the server's backends folder, or pass --backend-dir")
+
+
+def target_onnxruntime(runtime: str, *, server_version: str | None = None,
+                       server_bin: str | os.PathLike[str] | None = None,
+                       backend_dir: str | os.PathLike[str] | None = None) -> tuple[str, str] | None:
+    """The ONNX Runtime version the target server's onnxruntime backend runs, and where that was read:
+    ``server_version``'s release (the server's build at that branch), else the onnxruntime backend among the
+    target's backends (its library's own version), else the newest release tritonkit knows (what a
+    repository is written for when no release is named). ``None`` for the python runtime (it runs
+    this environment's ONNX Runtime, which verification uses)."""
+    if runtime != "onnxruntime":
+        return None
+    if server_version is not None:
+        fact = onnxruntime_for_release(server_version)
+        return fact.onnxruntime, f"Triton {fact.line}'s onnxruntime backend, per {fact.source}"
+    from tritonkit.server import locate_server
+
+    try:
+        backend = locate_server(server_bin, backend_dir=backend_dir).backend("onnxruntime")
+    except TritonKitError:
+        backend = None
+    if backend is None or backend.runtime_version is None:
+        fact = onnxruntime_for_release(NEWEST_LINE)
+        return fact.onnxruntime, (f"Triton {fact.line}'s onnxruntime backend (the newest release tritonkit knows; "
+                                  f"--server-version names yours), per {fact.source}")
+    return backend.runtime_version, f"the onnxruntime backend in {backend.path} ({backend.how})"
 
 
 class _Log:
@@ -206,6 +261,8 @@ def build_onnx(
     cuda_graphs: bool = False,
     server_bin: str | os.PathLike[str] | None = None,
     backend_dir: Path | None = None,
+    server_version: str | None = None,
+    convert_onnx: bool = False,
     reference: Reference | None = None,
     reference_title: str = "torch module",
     batch_outputs: tuple[str, ...] = (),
@@ -224,6 +281,12 @@ def build_onnx(
     same inputs and outputs); ``force`` replaces an existing version (only that one) and accepts a
     batch window outside 5–20 ms without a warning.
 
+    With the onnxruntime runtime the model's IR version and opsets are checked against the target's
+    ONNX Runtime (``server_version``'s release, else the onnxruntime backend among ``backend_dir``'s):
+    one it refuses is refused here, naming the limit, or converted down with ONNX's version converter
+    when ``convert_onnx`` (and verified against the original). Each dynamic non-batch axis is verified
+    at a second size; one that runs at one size only is pinned there in the config, with the reason.
+
     Raises :class:`ConfigError` for bad options, names or repository paths, :class:`BuildError`
     for a model that cannot be served, :class:`VerificationError` (with the tables) when its
     numbers are wrong. Nothing changes in ``repo`` unless the whole build succeeds.
@@ -233,8 +296,7 @@ def build_onnx(
     repo = Path(repo)
     notes: list[str] = []
     validate_model_name(name, repo)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError(f"--version {version!r} must be a positive integer", hint="use 1, 2, …")
+    BUILD_VERSION.check(version, "version")
     options = batching_options(batching, batching_fields, force=force, builder="build_onnx")
     gpu_count = len(Hardware.detect().gpus) if options.kind == "auto" else 0
     instance_kind = check_options(options, gpu_count=gpu_count)  # before any work
@@ -252,6 +314,9 @@ def build_onnx(
     if batch_outputs:
         analysis = declare_batch_outputs(analysis, batch_outputs)
     say(f"  {analysis.opset_report()}")
+    target = target_onnxruntime(chosen_runtime, server_version=server_version, server_bin=server_bin,
+                                backend_dir=backend_dir)
+    down_to = _runtime_limits(analysis, target, convert_onnx, notes)
     timings = {"analysis_s": time.monotonic() - started}
     if chosen_runtime == "python":
         for info in (*analysis.inputs, *analysis.outputs):
@@ -267,7 +332,7 @@ def build_onnx(
             result = _build_staged(stage, analysis, plan, runtime=chosen_runtime, fp16=fp16, verify=verify,
                                    samples=samples, warmup=warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs,
                                    reference=reference, reference_title=reference_title, say=say, notes=notes,
-                                   timings=timings)
+                                   timings=timings, down_to=down_to)
         except (BuildError, ConfigError) as exc:
             reword_staging_paths(exc, stage, analysis.path)
             raise
@@ -276,14 +341,44 @@ def build_onnx(
         say(f"moving {name} into {repo}")
         result.model_dir = stage.commit()
         result.outcome = stage.outcome
+        result.onnxruntime_target = target
     timings["total_s"] = time.monotonic() - started
     return result
+
+
+def _runtime_limits(analysis: OnnxAnalysis, target: tuple[str, str] | None, convert: bool,
+                    notes: list[str]) -> tuple[OnnxRuntimeLimits, str] | None:
+    """What the target's ONNX Runtime loads, when the model is newer and ``convert`` says to convert it
+    down; the model is refused (naming the limit and the fix) when it is newer and ``convert`` is off."""
+    if target is None:
+        notes.append("the target's ONNX Runtime is not known here, so the model's IR version and opsets were not "
+                     "checked against it (pass --server-version X.Y, or --backend-dir with the onnxruntime backend)")
+        return None
+    version, where = target
+    limits = limits_for(version)
+    if limits is None:
+        notes.append(f"ONNX Runtime {version} ({where}): tritonkit has no record of what it loads; not checked")
+        return None
+    problems = model_problems(analysis.ir_version, analysis.opsets, version)
+    if not problems:
+        notes.append(f"loads on ONNX Runtime {version} ({where}): IR {limits.max_ir_version} and opset "
+                     f"{limits.max_opset} or older")
+        return None
+    if not convert:
+        raise BuildError(
+            f"{analysis.path} has {' and '.join(problems)}: the target's onnxruntime backend, ONNX Runtime {version} "
+            f"({where}), refuses to load it",
+            hint=f"pass --convert-onnx to convert it with ONNX's version converter (verified against the original), "
+                 f"or re-export it with opset {limits.max_opset} or older (torch.onnx.export(..., opset_version="
+                 f"{limits.max_opset})), or save it with ir_version {limits.max_ir_version}")
+    return limits, version
 
 
 def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *, runtime: Runtime, fp16: bool,
                   verify: bool, samples: Path | str | None, warmup: bool, ort_tensorrt: bool, cuda_graphs: bool,
                   reference: Reference | None, reference_title: str, say: _Log, notes: list[str],
-                  timings: dict[str, float]) -> OnnxBuildResult:
+                  timings: dict[str, float], down_to: tuple[OnnxRuntimeLimits, str] | None = None
+                  ) -> OnnxBuildResult:
     """Everything between the plan and the commit, inside the staging folder."""
     warnings = list(plan.warnings)
     version_dir = stage.version_dir
@@ -294,6 +389,11 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
         say(f"converting opset {analysis.opsets.get('', 0)} with ONNX's version converter")
         notes.append(convert_old_opset(analysis, stage.staging_root / "converted.onnx"))
         source = analyze_onnx(stage.staging_root / "converted.onnx")
+    elif down_to is not None:
+        limits, version = down_to
+        say(f"converting for ONNX Runtime {version} with ONNX's version converter")
+        notes.append(convert_for_onnxruntime(analysis, stage.staging_root / "for_target.onnx", limits, version))
+        source = analyze_onnx(stage.staging_root / "for_target.onnx")
     say("writing candidate" + (" (FP16)" if fp16 else "") + (" with a dynamic batch axis" if plan.make_dynamic else ""))
     _files, fp16_report = steps.write_candidate(source, make_dynamic=plan.make_dynamic, fp16=fp16, dest=candidate_path)
     if fp16_report is not None:
@@ -357,7 +457,7 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
             comparisons.insert(0, verify_against_reference(
                 run_candidate, reference, batch_samples, tolerance=tolerance,
                 title=f"ONNX Runtime vs reference ({reference_title})", count=count))
-        elif not fp16 and not plan.make_dynamic and not converted and not analysis.rewritten:
+        elif not fp16 and not plan.make_dynamic and not converted and down_to is None and not analysis.rewritten:
             notes.append("reference check not needed: the served model is the original file, byte for byte")
         else:
             if converted:
@@ -378,8 +478,14 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
                 comparisons=comparisons,
                 hint="check the export (or the FP16 conversion: build without --fp16); "
                      "--samples FILE.npz verifies on realistic inputs")
+        axes, axis_checks = _check_axes(run_candidate, reference, analysis, batch_samples, plan, fixed,
+                                        tolerance=tolerance, converted=converted, say=say)
+        comparisons.extend(axis_checks)
+        warnings.extend(_pinned_warning(axis) for axis in axes if axis.pinned)
     elif not verify:
         warnings.append("verification skipped (--no-verify): numbers and batch consistency not checked")
+    if not verify or run_candidate is None or batch_samples is None:
+        axes = []
     timings["verify_s"] = time.monotonic() - verify_started
 
     # The configuration, through the repository layer.
@@ -393,7 +499,8 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
         warnings.append("no warmup entry: the model has dynamic dimensions and no verified sample shape")
     files = ["model.onnx", *sorted(p.name for p in version_dir.iterdir() if p.name != "model.onnx")]
     spec = steps.model_spec(name=stage.name, runtime=runtime, served=served, plan=plan, warmups=warmups, fp16=fp16,
-                            ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs)
+                            ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, axes=axes)
+    notes.extend(steps.reshape_notes(served, batched=batched))
     if runtime == "python":
         (version_dir / "model.py").write_text(model_py_source(), encoding="utf-8")
         files.append("model.py")
@@ -401,4 +508,29 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
     return OnnxBuildResult(
         name=stage.name, version=stage.version, repo=stage.repo, model_dir=stage.target, runtime=runtime,
         config=read_config(entry.config_path), plan=plan, analysis=analysis, fp16=fp16_report,
-        comparisons=comparisons, warnings=warnings, files=files, timings_s=timings, notes=notes)
+        comparisons=comparisons, warnings=warnings, files=files, timings_s=timings, notes=notes, dynamic_axes=axes)
+
+
+def _check_axes(run_candidate: Reference, reference: Reference | None, analysis: OnnxAnalysis,
+                samples: dict[str, np.ndarray], plan: BuildPlan, fixed: int | None, *, tolerance: Tolerance,
+                converted: bool, say: _Log) -> tuple[list[DynamicAxis], list[Comparison]]:
+    """Each dynamic non-batch axis verified at a second size, against ``reference`` (else the original
+    model, when the served one differs from it), one axis at a time."""
+    if reference is None and (converted or plan.make_dynamic or analysis.rewritten):
+        reference = reference_evaluator(analysis.path) if converted else ort_runner(analysis.path)
+    if reference is not None and fixed:
+        reference = steps.chunked(reference, fixed)
+    names = dynamic_axes(analysis.inputs, batched=plan.batched)
+    if names:
+        say(f"verifying dynamic axes {', '.join(names)} at a second size")
+    return check_dynamic_axes(run_candidate, reference, analysis.inputs, samples, batched=plan.batched,
+                              tolerance=tolerance, count=fixed or 1)
+
+
+def _pinned_warning(axis: DynamicAxis) -> str:
+    """Why ``axis`` is pinned, and the re-export that would free it."""
+    tried = "; ".join(axis.failures)
+    return (f"dynamic axis {axis.name!r} runs only at {axis.sizes[0]} ({tried}): the graph holds that size "
+            f"(a Reshape traced at {axis.sizes[0]}, as torch's legacy exporter writes), so config.pbtxt pins it to "
+            f"{axis.sizes[0]}; to serve other sizes re-export with torch.onnx.export(..., dynamo=True) (or check "
+            "that dynamic_axes names it and no shape is computed from a Python int at trace time)")

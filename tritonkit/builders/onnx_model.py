@@ -13,10 +13,12 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import TensorProto
 
+from tritonkit._fs import regular_file
 from tritonkit.builders.batch_axis import BatchAxis, find_batch_axis
 from tritonkit.builders.onnx_tensor import (
     ONNX_TO_TRITON,
@@ -26,6 +28,7 @@ from tritonkit.builders.onnx_tensor import (
     onnx_type_name,
 )
 from tritonkit.errors import BuildError, ConfigError
+from tritonkit.repository.pbtxt import is_repeated
 
 __all__ = [
     "BATCH_DIM_PARAM",
@@ -96,10 +99,8 @@ def load_onnx(path: Path | str, *, load_external_data: bool = False) -> onnx.Mod
     By default the weights in external data files are not read (see the module docstring).
     """
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file", hint="check the path to the .onnx file")
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a folder, not an ONNX file", hint="pass the .onnx file itself")
+    # A FIFO would block onnx.load forever and a device would read without end: regular files only.
+    regular_file(path, what="ONNX model", hint="check the path to the .onnx file")
     if path.stat().st_size == 0:
         raise BuildError(f"{path}: file is empty, not an ONNX model", hint="re-export or re-download the model")
     try:
@@ -117,7 +118,29 @@ def load_onnx(path: Path | str, *, load_external_data: bool = False) -> onnx.Mod
     if model.ir_version == 0 or not model.HasField("graph"):
         raise BuildError(f"{path}: not an ONNX model (no IR version or graph)",
                          hint="pass a .onnx file exported by a framework's ONNX exporter")
+    damaged = _first_non_text(model)
+    if damaged is not None:
+        raise BuildError(f"{path}: ONNX file is corrupt: {damaged} is not UTF-8 text",
+                         hint="re-export or re-download the model")
     return model
+
+
+def _first_non_text(message: Any, prefix: str = "") -> str | None:
+    """The path of the first string field holding bytes that are not UTF-8 (protobuf hands those
+    over as ``bytes``, which every name and message built from them would trip on), or ``None``."""
+    for fd, value in message.ListFields():
+        path = f"{prefix}.{fd.name}" if prefix else fd.name
+        repeated = is_repeated(fd)
+        items = list(value) if repeated else [value]
+        if fd.type == fd.TYPE_STRING:
+            if any(isinstance(item, bytes) for item in items):
+                return path
+        elif fd.type == fd.TYPE_MESSAGE:
+            for index, item in enumerate(items):
+                found = _first_non_text(item, f"{path}[{index}]" if repeated else path)
+                if found is not None:
+                    return found
+    return None
 
 
 def check_onnx(path: Path | str) -> None:

@@ -4,7 +4,7 @@ pick verification samples, and turn the plan and the served model into a :class:
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +15,16 @@ from tritonkit.builders.onnx_model import OnnxAnalysis, load_onnx, make_batch_dy
 from tritonkit.builders.onnx_tensor import TensorInfo
 from tritonkit.builders.plan import BuildPlan
 from tritonkit.builders.python_runtime import python_runtime_parameters
-from tritonkit.builders.verify import DEFAULT_DYNAMIC_SIZE, Comparison, Reference
+from tritonkit.builders.verify import (
+    DEFAULT_DYNAMIC_SIZE,
+    PINNED_PARAMETER,
+    VERIFIED_SIZES_PARAMETER,
+    Comparison,
+    DynamicAxis,
+    Reference,
+    axis_key,
+    format_verified_sizes,
+)
 from tritonkit.errors import BuildError, ConfigError
 from tritonkit.repository import (
     Accelerator,
@@ -35,6 +44,7 @@ __all__ = [
     "chunked",
     "model_spec",
     "not_batchable_reason",
+    "reshape_notes",
     "sample_count",
     "trim_to_fixed_batch",
     "warmup_entries",
@@ -120,12 +130,31 @@ def warmup_entries(inputs: Sequence[TensorInfo], samples: dict[str, np.ndarray] 
     return [Warmup(name="tritonkit_warmup", batch_size=1, inputs=specs)]
 
 
-def _tensor_spec(info: TensorInfo, *, batched: bool) -> TensorSpec:
+def _tensor_spec(info: TensorInfo, *, batched: bool, pins: Mapping[str, int] | None = None) -> TensorSpec:
     dims = info.config_dims(batched=batched)
+    if pins:
+        offset = 1 if batched else 0
+        dims = [pins.get(axis_key(info, i + offset), d) if d < 0 else d for i, d in enumerate(dims)]
     if not dims:
         # WAR: Triton refuses empty dims for a scalar; declare [1] and reshape to [].
         return TensorSpec(name=info.name, dtype=info.triton_dtype, dims=[1], reshape=[])
     return TensorSpec(name=info.name, dtype=info.triton_dtype, dims=dims)
+
+
+def reshape_notes(served: OnnxAnalysis, *, batched: bool) -> list[str]:
+    """One line per tensor whose shape clients see differently from the model's: Triton needs a dim
+    where the model has none (a batch-only ``label`` of shape ``[N]``), so the config declares ``[1]``
+    and clients send or receive ``[N, 1]``."""
+    notes = []
+    for role, tensors in (("input", served.inputs), ("output", served.outputs)):
+        for info in tensors:
+            if info.shape is not None and not info.config_dims(batched=batched):
+                model_shape = "[N]" if batched else "[] (a scalar)"
+                client_shape = "[N, 1]" if batched else "[1]"
+                sends = "send" if role == "input" else "receive"
+                notes.append(f"{role} {info.name!r} is {model_shape} in the model; Triton needs at least one dim, so "
+                             f"the config declares dims [1] (reshape []): clients {sends} {client_shape}")
+    return notes
 
 
 def not_batchable_reason(consistency: Comparison, *, k: int, fixed_size: int | None) -> str:
@@ -140,11 +169,21 @@ def not_batchable_reason(consistency: Comparison, *, k: int, fixed_size: int | N
 
 
 def model_spec(*, name: str, runtime: Runtime, served: OnnxAnalysis, plan: BuildPlan, warmups: list[Warmup],
-               fp16: bool, ort_tensorrt: bool, cuda_graphs: bool) -> ModelSpec:
-    """The ``config.pbtxt`` of an ONNX Runtime (or python-runtime) model, from the plan."""
+               fp16: bool, ort_tensorrt: bool, cuda_graphs: bool, axes: Sequence[DynamicAxis] = ()) -> ModelSpec:
+    """The ``config.pbtxt`` of an ONNX Runtime (or python-runtime) model, from the plan. ``axes``: the
+    dynamic axes as verified: the sizes each was verified at are recorded, and one verified at one
+    size only is pinned there (with the reason)."""
     batched = plan.batched
-    inputs = [_tensor_spec(t, batched=batched) for t in served.inputs]
-    outputs = [_tensor_spec(t, batched=batched) for t in served.outputs]
+    pins = {axis.name: axis.sizes[0] for axis in axes if axis.pinned}
+    inputs = [_tensor_spec(t, batched=batched, pins=pins) for t in served.inputs]
+    outputs = [_tensor_spec(t, batched=batched, pins=pins) for t in served.outputs]
+    recorded: dict[str, str] = {}
+    if axes:
+        recorded[VERIFIED_SIZES_PARAMETER] = format_verified_sizes(axes)
+    if pins:
+        recorded[PINNED_PARAMETER] = "; ".join(
+            f"{axis.name}={axis.sizes[0]}: the graph runs only at {axis.sizes[0]} ({axis.failures[0] if axis.failures else ''})"
+            for axis in axes if axis.pinned)
     groups = [InstanceGroup(count=plan.instances, kind="KIND_GPU" if plan.instance_kind == "gpu" else "KIND_CPU")]
     queue = QueuePolicy(max_queue_size=plan.max_queue_size) if plan.max_queue_size else None
     dynamic = DynamicBatching(window_us=plan.window_us, preferred_batch_sizes=list(plan.preferred_batch_sizes),
@@ -156,7 +195,7 @@ def model_spec(*, name: str, runtime: Runtime, served: OnnxAnalysis, plan: Build
             threads = max(1, Hardware.detect().cpu_cores // plan.instances)
         return ModelSpec(name=name, backend="python", max_batch_size=plan.max_batch_size, inputs=inputs,
                          outputs=outputs, dynamic_batching=dynamic, instance_groups=groups, warmup=warmups,
-                         parameters=python_runtime_parameters(threads=threads))
+                         parameters={**python_runtime_parameters(threads=threads), **recorded})
     optimization = None
     if ort_tensorrt or cuda_graphs:
         accelerators = []
@@ -168,4 +207,4 @@ def model_spec(*, name: str, runtime: Runtime, served: OnnxAnalysis, plan: Build
         optimization = Optimization(gpu_accelerators=accelerators)
     return ModelSpec(name=name, platform="onnxruntime_onnx", max_batch_size=plan.max_batch_size, inputs=inputs,
                      outputs=outputs, dynamic_batching=dynamic, instance_groups=groups, warmup=warmups,
-                     optimization=optimization)
+                     optimization=optimization, parameters=recorded)

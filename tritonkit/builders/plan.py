@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tritonkit._values import COUNT, PROTO_INT32, bounded, check_fields
 from tritonkit.builders.batch_axis import BatchAxis
 from tritonkit.errors import BuildError, ConfigError
 from tritonkit.repository import DEFAULT_WINDOW, WINDOW_RANGE_US, format_duration_us, to_microseconds
@@ -59,15 +60,20 @@ class BuildOptions:
     ``force`` accepts a batch window outside :data:`WINDOW_RANGE_US` without a warning.
     """
 
-    max_batch_size: int | None = None
+    max_batch_size: int | None = bounded(None, PROTO_INT32)
     batch_window: str | None = None
     batch_window_us: int | None = None
     preferred_batch_sizes: tuple[int, ...] = ()
-    instances: int = DEFAULT_INSTANCES
+    instances: int = bounded(DEFAULT_INSTANCES, COUNT)
     kind: str = DEFAULT_INSTANCE_KIND
-    max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE
+    max_queue_size: int = bounded(DEFAULT_MAX_QUEUE_SIZE, PROTO_INT32)
     batch_axis: bool | None = None
     force: bool = False
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        for size in self.preferred_batch_sizes:
+            COUNT.check(size, "BuildOptions.preferred_batch_sizes")
 
 
 @dataclass(frozen=True)
@@ -134,14 +140,7 @@ def _kind(kind: str, gpu_count: int) -> InstanceKind:
 
 
 def _check_counts(options: BuildOptions) -> None:
-    mbs = options.max_batch_size
-    if mbs is not None and (isinstance(mbs, bool) or mbs < 0):
-        raise ConfigError(f"--max-batch-size {mbs} must be >= 0",
-                          hint="0 turns batching off; leave it out to let tritonkit decide")
-    if options.instances < 1:
-        raise ConfigError(f"--instances {options.instances} must be >= 1")
-    if options.max_queue_size < 0:
-        raise ConfigError(f"--max-queue-size {options.max_queue_size} must be >= 0", hint="0 means unbounded")
+    mbs = options.max_batch_size  # each count is within its bounds already (BuildOptions checks them)
     if mbs == 0 and options.batch_axis:
         raise ConfigError("--batch-axis asks to batch and --max-batch-size 0 turns batching off",
                           hint="drop one of them")

@@ -24,7 +24,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -38,7 +37,7 @@ from tritonkit._fs import user_path_errors
 from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.builders.versions import check_versions_agree, merged_config
 from tritonkit.errors import BuildError, ConfigError
-from tritonkit.repository import read_config, write_config
+from tritonkit.repository import model_folder, read_config, write_config
 
 __all__ = [
     "STAGING_PREFIX",
@@ -47,7 +46,6 @@ __all__ = [
     "validate_model_name",
 ]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 #: Name prefix of staging folders; never a number, so Triton never reads one as a version.
 STAGING_PREFIX = ".tritonkit-staging-"
 _OWNER_FILE = "owner.pid"
@@ -57,15 +55,9 @@ _UNOWNED_GRACE_S = 60.0
 
 
 def validate_model_name(name: str, repo: Path) -> Path:
-    """Return ``repo/name``, refusing a name that is empty, hidden, or would land outside ``repo``."""
-    if not name or not _NAME_RE.match(name) or name in (".", ".."):
-        raise ConfigError(f"model name {name!r} is not a plain folder name",
-                          hint="use letters, digits, '_', '-' and '.', not starting with '.' or '-' "
-                               "(no '/' or '..': the model must stay inside the repository folder)")
-    if (repo / name).resolve().parent != repo.resolve():
-        raise ConfigError(f"model name {name!r} would escape the repository folder {repo}",
-                          hint="use a plain folder name")
-    return repo / name
+    """Return ``repo/name``, refusing a name that is empty, hidden, holds a control character, or would
+    land outside ``repo`` (the repository's one rule for model names: :func:`~tritonkit.repository.model_folder`)."""
+    return model_folder(repo, name)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -24,6 +24,7 @@ import onnx
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
+from tritonkit._values import BUILD_VERSION
 from tritonkit.builders.onnx_model import (
     OnnxAnalysis,
     TensorInfo,
@@ -383,8 +384,7 @@ def build_tensorrt(
     """
     repo = Path(repo)
     validate_model_name(name, repo)
-    if isinstance(version, bool) or version < 1:
-        raise ConfigError(f"--version {version!r} must be a positive integer")
+    BUILD_VERSION.check(version, "version")
     options = batching_options(batching, batching_fields, force=force, builder="build_tensorrt")
     # TensorRT engines run on the GPU they were built for: the instance kind is always gpu.
     if options.kind not in ("gpu", "auto"):

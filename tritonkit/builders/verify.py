@@ -10,6 +10,7 @@ string outputs must match exactly.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,21 +19,30 @@ from typing import Any
 
 import numpy as np
 
+from tritonkit._fs import regular_file
+from tritonkit._values import excerpt
 from tritonkit.builders.onnx_tensor import TensorInfo
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 
 __all__ = [
     "FP16_TOLERANCE",
     "FP32_TOLERANCE",
+    "PINNED_PARAMETER",
+    "VERIFIED_SIZES_PARAMETER",
     "Comparison",
+    "DynamicAxis",
     "OutputComparison",
     "Reference",
     "Tolerance",
     "check_batch_consistency",
+    "check_dynamic_axes",
     "compare_outputs",
+    "dynamic_axes",
+    "format_verified_sizes",
     "load_samples",
     "make_samples",
     "ort_runner",
+    "parse_verified_sizes",
     "verify_against_reference",
 ]
 
@@ -41,6 +51,15 @@ Reference = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 
 #: Size used for dynamic dimensions other than the batch axis when samples are generated.
 DEFAULT_DYNAMIC_SIZE = 16
+#: Second sizes tried for each dynamic non-batch axis, in order; the first one the model runs (and,
+#: with a reference, answers right) at is its second verified size. 128 is the length ``perf run``
+#: derives by default.
+SECOND_SIZES = (128, 32, 8)
+#: ``config.pbtxt`` parameter recording the sizes each dynamic axis was verified at
+#: (``seq=16,128;image=16,32``), which ``perf run`` reads to derive data the model was proven on.
+VERIFIED_SIZES_PARAMETER = "tritonkit_verified_sizes"
+#: ``config.pbtxt`` parameter saying why a dynamic axis is pinned to one size in the config.
+PINNED_PARAMETER = "tritonkit_pinned_dims"
 
 
 @dataclass(frozen=True)
@@ -119,19 +138,33 @@ class Comparison:
 
 # ---------------------------------------------------------------------------- samples
 
+#: The most sample data generated for one input to verify a model: far above any real input.
+MAX_SAMPLE_BYTES = 1 << 30
 
-def _sample_shape(info: TensorInfo, *, count: int, batched: bool, dynamic_size: int) -> tuple[int, ...]:
+
+def axis_key(info: TensorInfo, axis: int) -> str:
+    """The name a dynamic axis goes by: its symbol (``seq``), else ``input:axis`` for an unnamed one."""
     assert info.shape is not None
-    dims = [d if isinstance(d, int) else dynamic_size for d in info.shape]
+    dim = info.shape[axis]
+    return dim if isinstance(dim, str) and dim else f"{info.name}:{axis}"
+
+
+def _sample_shape(info: TensorInfo, *, count: int, batched: bool, dynamic_size: int,
+                  sizes: Mapping[str, int] | None = None) -> tuple[int, ...]:
+    assert info.shape is not None
+    dims = [d if isinstance(d, int) else (sizes or {}).get(axis_key(info, i), dynamic_size)
+            for i, d in enumerate(info.shape)]
     if batched:
         dims[0] = count
     return tuple(dims)
 
 
 def make_samples(inputs: Sequence[TensorInfo], *, count: int, batched: bool, seed: int = 0,
-                 dynamic_size: int = DEFAULT_DYNAMIC_SIZE) -> dict[str, np.ndarray]:
+                 dynamic_size: int = DEFAULT_DYNAMIC_SIZE, sizes: Mapping[str, int] | None = None
+                 ) -> dict[str, np.ndarray]:
     """Deterministic random inputs: ``count`` samples along the batch axis when ``batched``,
-    else one full tensor per input. Dynamic dimensions get ``dynamic_size``.
+    else one full tensor per input. Dynamic dimensions get ``dynamic_size``, or their own size
+    in ``sizes`` (keyed as :func:`axis_key` names them).
 
     Floats are standard normal; integers are 0 or 1 (safe as indices into any table);
     booleans are random; strings are short words.
@@ -142,8 +175,13 @@ def make_samples(inputs: Sequence[TensorInfo], *, count: int, batched: bool, see
         if info.shape is None:
             raise BuildError(f"input {info.name!r} has no declared rank, so samples cannot be generated",
                              hint="pass --samples FILE.npz with real inputs")
-        shape = _sample_shape(info, count=count, batched=batched, dynamic_size=dynamic_size)
+        shape = _sample_shape(info, count=count, batched=batched, dynamic_size=dynamic_size, sizes=sizes)
         dtype = info.numpy_dtype
+        size_bytes = math.prod(shape) * max(dtype.itemsize, 8)
+        if size_bytes > MAX_SAMPLE_BYTES:
+            raise BuildError(f"input {info.name!r} of shape {list(shape)} would need {size_bytes:.3g} bytes of samples, "
+                             f"more than the {MAX_SAMPLE_BYTES >> 20} MiB generated to verify a model",
+                             hint="check the input's dims in the model; pass --samples FILE.npz, or --no-verify")
         if dtype.kind == "f":
             samples[info.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind in "iu":
@@ -166,12 +204,11 @@ def load_samples(path: Path | str, inputs: Sequence[TensorInfo], *, batched: boo
     array is one whole request. Types are converted when numpy can do so safely.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--samples {path}: no such file", hint="pass an .npz saved with numpy.savez(path, name=array, ...)")
+    regular_file(path, what="--samples file", hint="pass an .npz saved with numpy.savez(path, name=array, ...)")
     try:
         archive = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - numpy raises ValueError/OSError/BadZipFile
-        raise ConfigError(f"--samples {path}: not a readable .npz file: {exc}",
+        raise ConfigError(f"--samples {path}: not a readable .npz file: {excerpt(str(exc), 120)}",
                           hint="save samples with numpy.savez(path, input_name=array, ...)") from exc
     with archive:
         missing = [i.name for i in inputs if i.name not in archive.files]
@@ -361,3 +398,99 @@ def check_batch_consistency(run: Reference, samples: Mapping[str, np.ndarray], *
                                         "its first axis does not follow the batch")
     one_by_one = {name: np.concatenate([s[name] for s in singles], axis=0) for name in together}
     return compare_outputs(together, one_by_one, tolerance=tolerance, title=title, samples=k)
+
+
+# ---------------------------------------------------------------------------- dynamic axes
+
+
+@dataclass(frozen=True)
+class DynamicAxis:
+    """A dynamic non-batch axis (its symbol, or ``input:axis``) and the sizes it was verified at.
+
+    ``pinned``: it ran (right) at one size only, so the config fixes it there; ``failures`` say what
+    went wrong at each other size tried.
+    """
+
+    name: str
+    sizes: tuple[int, ...]
+    failures: tuple[str, ...] = ()
+
+    @property
+    def pinned(self) -> bool:
+        """True when only one size was verified."""
+        return len(self.sizes) < 2
+
+
+def dynamic_axes(inputs: Sequence[TensorInfo], *, batched: bool) -> list[str]:
+    """The dynamic non-batch axes of ``inputs``, each once (axes sharing a symbol are one axis)."""
+    found: dict[str, None] = {}
+    for info in inputs:
+        for axis, dim in enumerate(info.shape or ()):
+            if (batched and axis == 0) or isinstance(dim, int):
+                continue
+            found[axis_key(info, axis)] = None
+    return list(found)
+
+
+def _first_size(name: str, inputs: Sequence[TensorInfo], samples: Mapping[str, np.ndarray]) -> int:
+    for info in inputs:
+        for axis in range(len(info.shape or ())):
+            if not isinstance((info.shape or ())[axis], int) and axis_key(info, axis) == name and info.name in samples:
+                return int(np.asarray(samples[info.name]).shape[axis])
+    return DEFAULT_DYNAMIC_SIZE
+
+
+def check_dynamic_axes(candidate: Reference, reference: Reference | None, inputs: Sequence[TensorInfo],
+                       samples: Mapping[str, np.ndarray], *, batched: bool, tolerance: Tolerance, count: int = 1
+                       ) -> tuple[list[DynamicAxis], list[Comparison]]:
+    """Verify each dynamic non-batch axis at a second size, one axis at a time (the others keep the
+    size ``samples`` have): the sizes of :data:`SECOND_SIZES` in turn until the candidate runs there
+    and, given a ``reference``, answers as it does. A graph exported by tracing can declare an axis
+    dynamic while its Reshape nodes hold the traced size: it runs at that size only, and the axis
+    comes back ``pinned``. ``count``: samples per trial along the batch axis (a multiple of an
+    original model's fixed batch size). Returns the axes and the comparisons that passed."""
+    axes: list[DynamicAxis] = []
+    comparisons: list[Comparison] = []
+    for name in dynamic_axes(inputs, batched=batched):
+        first = _first_size(name, inputs, samples)
+        failures: list[str] = []
+        verified = [first]
+        for size in SECOND_SIZES:
+            if size == first:
+                continue
+            trial = make_samples(inputs, count=count, batched=batched, seed=1, sizes={name: size},
+                                 dynamic_size=first)
+            title = f"dynamic axis {name!r} at {size}"
+            if reference is not None:
+                comparison = verify_against_reference(candidate, reference, trial, tolerance=tolerance,
+                                                      title=f"ONNX Runtime vs reference, {title}", count=count)
+            else:
+                try:
+                    candidate(trial)
+                    comparison = Comparison(title=f"{title}: runs", samples=count, rows=())
+                except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own pybind types
+                    comparison = Comparison(title=title, samples=count, rows=(), error=_first_line(exc))
+            if comparison.ok:
+                verified.append(size)
+                if comparison.rows:
+                    comparisons.append(comparison)
+                break
+            failures.append(f"at {size}: {'; '.join(comparison.failures())}")
+        axes.append(DynamicAxis(name, tuple(sorted(verified)), tuple(failures)))
+    return axes, comparisons
+
+
+def format_verified_sizes(axes: Sequence[DynamicAxis]) -> str:
+    """``seq=16,128;image=16,32`` (the :data:`VERIFIED_SIZES_PARAMETER` value)."""
+    return ";".join(f"{axis.name}={','.join(str(s) for s in axis.sizes)}" for axis in axes)
+
+
+def parse_verified_sizes(text: str) -> dict[str, tuple[int, ...]]:
+    """The axes and sizes of a :data:`VERIFIED_SIZES_PARAMETER` value; malformed parts are skipped."""
+    found: dict[str, tuple[int, ...]] = {}
+    for part in text.split(";"):
+        name, _, sizes = part.partition("=")
+        numbers = tuple(int(x) for x in sizes.split(",") if x.strip().isdigit())
+        if name.strip() and numbers:
+            found[name.strip()] = numbers
+    return found

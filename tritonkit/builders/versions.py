@@ -15,6 +15,7 @@ from pathlib import Path
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import ConfigError
+from tritonkit.repository.pbtxt import enum_name
 
 __all__ = ["check_versions_agree", "merged_config"]
 
@@ -25,7 +26,7 @@ def _io(config: mc.ModelConfig) -> dict[tuple[str, str], tuple[str, list[int]]]:
     found = {}
     for role, tensors in (("input", config.input), ("output", config.output)):
         for tensor in tensors:
-            dtype = mc.DataType.Name(tensor.data_type)
+            dtype = enum_name(mc.DataType, tensor.data_type, field=f"{role} {tensor.name!r} data_type")
             found[(role, tensor.name)] = (dtype, [*batch, *tensor.dims])
     return found
 

@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit.errors import CommandExit, TritonKitError
+from tritonkit._values import TOLERANCE_PERCENT, Bounds, excerpt, field_bounds
+from tritonkit.errors import CommandExit, ConfigError, TritonKitError
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
-from tritonkit.provision.server import SERVER_BIN_ENV
+from tritonkit.provision.server import BACKEND_DIR_ENV, SERVER_BIN_ENV
 
 #: Exit status for a TritonKitError that a command did not map itself.
 EXIT_ERROR = 2
@@ -31,6 +32,7 @@ SLA_FORMS = "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0',
 def sla_option(more: str = "", *, default: str | None = None) -> Callable[[_Command], _Command]:
     """``--sla`` (``sla_text``), one declaration for every command that takes an SLA: its forms,
     then ``more`` (what this command does with it)."""
+    # Plain text: the library refuses an empty SLA itself, saying how to run without one.
     return click.option("--sla", "sla_text", default=default, show_default=default is not None,
                         help=f"{SLA_FORMS} {more}".rstrip())
 
@@ -43,7 +45,7 @@ def rate_tolerance_option(default: float = DEFAULT_RATE_TOLERANCE) -> Callable[[
     """``--rate-tolerance PERCENT`` (``rate_tolerance``), one declaration for every command that
     judges request-rate steps: given in percent, handed to the command as the fraction
     :class:`~tritonkit.perf.judge.JudgeSettings` takes (``default`` is that fraction)."""
-    return click.option("--rate-tolerance", type=click.FloatRange(0.0, 100.0, max_open=True), default=100 * default,
+    return click.option("--rate-tolerance", type=number(TOLERANCE_PERCENT), default=100 * default,
                         show_default=True, callback=_percent_to_fraction,
                         help="With --request-rate, a step meets the SLA only if the server carried the offered "
                              "rate less this many percent.")
@@ -54,8 +56,18 @@ def server_bin_option(purpose: str, *, falls_back: bool = True) -> Callable[[_Co
     local tritonserver: ``purpose`` says what this command does with it. With ``falls_back`` the
     command finds a server without it as :func:`tritonkit.server.locate_server` does, and the help says so."""
     fallback = f" (default: ${SERVER_BIN_ENV}, else the one bundled in nvidia-pytriton)" if falls_back else ""
-    return click.option("--server-bin", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    return click.option("--server-bin", type=UserPath(dir_okay=False, path_type=Path), default=None,
                         help=f"{purpose}{fallback}.")
+
+
+def backend_dir_option(purpose: str) -> Callable[[_Command], _Command]:
+    """``--backend-dir DIR`` (``backend_dir``), one declaration for every command that starts or inspects a
+    local tritonserver: the folder of backends it loads. ``purpose`` says what this command does with it."""
+    return click.option(
+        "--backend-dir", type=UserPath(file_okay=False, path_type=Path), default=None,
+        help=f"{purpose}: the server's backends folder, e.g. an NGC container's /opt/tritonserver/backends "
+             f"(default: ${BACKEND_DIR_ENV}, else the server's own; the bundled server keeps its python "
+             "backend beside them).")
 
 
 class HostPort(click.ParamType):
@@ -94,6 +106,98 @@ def host_port_problem(text: str) -> str | None:
 HOST_PORT = HostPort()
 
 
+def option_name(param: click.Parameter | None) -> str:
+    """How a user wrote ``param``: its long option (``--duration-s``) or its argument's name (``PATH``)."""
+    if param is None:
+        return "value"
+    if isinstance(param, click.Option) and param.opts:
+        return max(param.opts, key=len)
+    return param.human_readable_name
+
+
+class Number(click.ParamType):
+    """A number option held to its :class:`~tritonkit._values.Bounds` as it is parsed: the settings
+    field it fills checks the same bounds (:func:`tritonkit._values.check_fields`), so the option and
+    the library refuse the same values (``nan``, ``inf``, past int32, below zero…), the option naming
+    itself and what to give instead."""
+
+    def __init__(self, bounds: Bounds) -> None:
+        self.bounds = bounds
+        self.name = "integer" if bounds.integer else "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` as a checked number; a :class:`ConfigError` (exit 2, with a fix) otherwise."""
+        where = option_name(param)
+        return self.bounds.parse(value, where) if isinstance(value, str) else self.bounds.check(value, where)
+
+
+def number(source: Bounds | type, field: str | None = None) -> Number:
+    """The option type for ``source``: a :class:`~tritonkit._values.Bounds`, or a settings dataclass
+    and its ``field`` (whose declared bounds are used, so the two cannot drift)."""
+    if isinstance(source, Bounds):
+        return Number(source)
+    assert field is not None, "a settings class needs the field whose bounds to use"
+    return Number(field_bounds(source, field))
+
+
+class Words(click.ParamType):
+    """A text option that must not be empty (``--target ''``, ``repo init ''``) and, when ``check``
+    is given, passes it (the library's own parser, raising ``ConfigError``); the text is kept as typed."""
+
+    name = "text"
+
+    def __init__(self, check: Callable[[str, str], object] | None = None, *, example: str = "") -> None:
+        self.check = check
+        self.example = example
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` unchanged when it is a usable text; a :class:`ConfigError` otherwise."""
+        if not isinstance(value, str) or (param is not None and value == param.default):
+            return value  # the option's own default ("" for "not set") is not the user's text
+        where = option_name(param)
+        if not value.strip():
+            example = f", e.g. {where} {self.example}" if where.startswith("-") and self.example else ""
+            raise ConfigError(f"{where} is empty", hint=f"give a value{example}")
+        if self.check is not None:
+            self.check(value, where)
+        return value
+
+
+class UserPath(click.Path):
+    """``click.Path`` that also refuses what no file system path can be: an empty text (which
+    would mean the current folder) and a NUL character; every command's path options use it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The path, once it is not empty and holds no NUL; then click's own checks."""
+        if isinstance(value, str):
+            where = option_name(param)
+            if not value.strip():
+                example = f", e.g. {where} ./model_repository" if where.startswith("-") else ""
+                raise ConfigError(f"{where} is an empty path", hint=f"give a path{example}")
+            if "\0" in value:
+                raise ConfigError(f"{where} {excerpt(value)} holds a NUL character", hint="give a real path")
+        return super().convert(value, param, ctx)
+
+
+def check_model_name(text: str, where: str) -> None:
+    """Refuse a model name Triton's tools cannot carry (:func:`tritonkit.repository.names.check_name`)."""
+    from tritonkit.repository.names import check_name  # only when the option is given
+
+    check_name(text, "model", where)
+
+
+def levels_type(mode: str) -> Words:
+    """The type of a ladder option (``--concurrency``, ``--request-rate``): levels as the library
+    reads them (:func:`tritonkit.perf.measure.plan.parse_levels`), each within its bounds; kept as text."""
+
+    def check(text: str, where: str) -> None:
+        from tritonkit.perf.measure.plan import parse_levels  # only when the option is given
+
+        parse_levels(text, mode, where)
+
+    return Words(check, example="1,2,4,8" if mode == "concurrency" else "50:400")
+
+
 def report_error(exc: TritonKitError) -> None:
     """Print ``exc`` as one line (plus a fix line) on stderr, never a traceback."""
     click.secho(f"error: {exc.message}", fg="red", err=True)
@@ -101,8 +205,32 @@ def report_error(exc: TritonKitError) -> None:
         click.echo(f"  fix: {exc.hint}", err=True)
 
 
+def report_usage_error(exc: click.UsageError) -> None:
+    """Print click's own refusal (an unknown option, a missing argument, a value outside a choice) as
+    the toolkit prints every refusal: one ``error:`` line and a ``fix:`` line pointing at the help."""
+    message = " ".join(exc.format_message().split())
+    names: list[str] = []
+    ctx = exc.ctx
+    while ctx is not None and ctx.parent is not None:  # the root is `tritonkit` however it was started
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    command = " ".join(["tritonkit", *names])
+    click.secho(f"error: {message}", fg="red", err=True)
+    click.echo(f"  fix: see `{command} --help`", err=True)
+
+
 class ErrorHandlingGroup(click.Group):
-    """A click group that turns TritonKitError into a message and exit status 2."""
+    """A click group that turns TritonKitError into a message and exit status 2, and prints click's
+    usage errors the same way (``error:`` and ``fix:`` lines, exit 2)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # a bare group shows its help
+        except click.UsageError as exc:
+            report_usage_error(exc)
+            ctx.exit(exc.exit_code)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -112,6 +240,11 @@ class ErrorHandlingGroup(click.Group):
             ctx.exit(getattr(exc, "exit_code", EXIT_ERROR))
         except CommandExit as exc:
             ctx.exit(exc.code)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            report_usage_error(exc)
+            ctx.exit(exc.exit_code)
 
 
 def echo_json(data: Any) -> None:

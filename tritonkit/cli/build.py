@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from tritonkit._values import BUILD_VERSION, COUNT
 from tritonkit.builders.plan import (
     DEFAULT_INSTANCE_KIND,
     DEFAULT_INSTANCES,
@@ -23,12 +24,21 @@ from tritonkit.builders.plan import (
     WINDOW_RANGE_US,
     BuildOptions,
 )
-from tritonkit.cli._common import echo_json, server_bin_option, sigterm_as_interrupt
+from tritonkit.cli._common import (
+    UserPath,
+    Words,
+    backend_dir_option,
+    check_model_name,
+    echo_json,
+    number,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.cli.build_trtllm import build_trtllm_command
 from tritonkit.cli.build_vllm import build_vllm_command
 from tritonkit.errors import VerificationError
 
-_INPUT = click.Path(dir_okay=False, path_type=Path)
+_INPUT = UserPath(dir_okay=False, path_type=Path)
 
 
 def _progress(verbose: bool, as_json: bool) -> Callable[[str], None] | None:
@@ -47,8 +57,9 @@ def _model_into_repository(command: Callable[..., None]) -> Callable[..., None]:
     """The MODEL file argument and where it goes (``--name``, ``--repo``), alike for every file builder."""
     decorators = (
         click.argument("model", type=_INPUT),
-        click.option("--name", required=True, help="Model name: its folder in the repository."),
-        click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+        click.option("--name", type=Words(check_model_name, example="resnet"), required=True,
+                     help="Model name: its folder in the repository."),
+        click.option("--repo", type=UserPath(file_okay=False, path_type=Path), default=Path("model_repository"),
                      show_default=True, help="Repository folder (created if missing)."),
     )
     # Applied last-first, as stacked decorators are, so --help lists them in this order.
@@ -59,7 +70,7 @@ def _model_into_repository(command: Callable[..., None]) -> Callable[..., None]:
 
 def _version_option(command: Callable[..., None]) -> Callable[..., None]:
     return click.option(
-        "--version", "model_version", type=int, default=1, show_default=True,
+        "--version", "model_version", type=number(BUILD_VERSION), default=1, show_default=True,
         help="Version folder to write; a new version is added beside the model's others.",
     )(command)
 
@@ -89,17 +100,18 @@ def build() -> None:
 
 @build.command("onnx")
 @_model_into_repository
-@click.option("--max-batch-size", type=int, default=None,
+@click.option("--max-batch-size", type=number(BuildOptions, "max_batch_size"), default=None,
               help=f"Largest batch Triton may form; 0 turns batching off. Default: {DEFAULT_MAX_BATCH_SIZE} when the "
                    "model can batch (or the model's other versions' value), else 0.")
 @_batch_axis_option
-@click.option("--batch-output", "batch_outputs", multiple=True, metavar="OUTPUT",
+@click.option("--batch-output", "batch_outputs", type=Words(example="label"), multiple=True, metavar="OUTPUT",
               help="Declare OUTPUT's first axis the batch axis where the exporter declared it fixed "
                    "(onnxmltools' LightGBM label [1]); the batch-consistency check still proves it. Repeat.")
-@click.option("--batch-window", default=DEFAULT_WINDOW, show_default=True,
+@click.option("--batch-window", type=Words(example="5ms"), default=DEFAULT_WINDOW, show_default=True,
               help=f"Dynamic-batching window with its unit ({_WINDOW_TEXT}; outside warns unless --force).")
-@click.option("--instances", type=int, default=DEFAULT_INSTANCES, show_default=True, help="Model instances.")
-@click.option("--max-queue-size", type=int, default=DEFAULT_MAX_QUEUE_SIZE, show_default=True,
+@click.option("--instances", type=number(BuildOptions, "instances"), default=DEFAULT_INSTANCES, show_default=True,
+              help="Model instances.")
+@click.option("--max-queue-size", type=number(BuildOptions, "max_queue_size"), default=DEFAULT_MAX_QUEUE_SIZE, show_default=True,
               help="Bound on queued requests (0: unbounded); past it Triton refuses instead of queueing.")
 @click.option("--kind", type=click.Choice(["cpu", "gpu", "auto"]), default=DEFAULT_INSTANCE_KIND, show_default=True,
               help="Instance kind; auto = gpu when this machine has one.")
@@ -117,14 +129,21 @@ def build() -> None:
 @click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
 @click.option("--cuda-graphs", is_flag=True, help="GPU, onnxruntime runtime: enable CUDA graphs in ORT's CUDA provider.")
 @server_bin_option("Target tritonserver for --runtime auto")
-@click.option("--backend-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Target server's backends folder for --runtime auto (e.g. /opt/tritonserver/backends).")
+@backend_dir_option("The target server's backends, for --runtime auto and its ONNX Runtime's limits")
+@click.option("--server-version", default=None,
+              help="Triton release the model is for (X.Y, X.Y.Z or an NGC tag YY.MM): with the onnxruntime runtime, "
+                   "its ONNX Runtime's IR and opset limits are checked (default: the onnxruntime backend in "
+                   "--backend-dir, when there is one).")
+@click.option("--convert-onnx", is_flag=True,
+              help="Convert a model newer than the target's ONNX Runtime loads down to it with ONNX's version "
+                   "converter (verified against the original) instead of refusing it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each step on stderr even when not at a terminal.")
 def build_onnx_command(
     model: Path, name: str, repo: Path, batch_outputs: tuple[str, ...], runtime: str, fp16: bool, verify: bool,
     samples: Path | None, model_version: int, force: bool, no_warmup: bool, ort_tensorrt: bool, cuda_graphs: bool,
-    server_bin: Path | None, backend_dir: Path | None, as_json: bool, verbose: bool, **batching: Any,
+    server_bin: Path | None, backend_dir: Path | None, server_version: str | None, convert_onnx: bool, as_json: bool,
+    verbose: bool, **batching: Any,
 ) -> None:
     """Check, verify and write an ONNX MODEL as repository entry NAME.
 
@@ -140,6 +159,7 @@ def build_onnx_command(
       tritonkit build onnx cnn.onnx --name cnn --max-batch-size 32 --batch-window 10ms --instances 2
       tritonkit build onnx big.onnx --name big --fp16 --runtime onnxruntime --kind gpu --ort-tensorrt
       tritonkit build onnx lightgbm.onnx --name gbm --batch-output label
+      tritonkit build onnx new.onnx --name m --runtime onnxruntime --server-version 2.51 --convert-onnx
     """
     from tritonkit.builders import build_onnx
 
@@ -150,7 +170,8 @@ def build_onnx_command(
                 model, name=name, repo=repo, batching=BuildOptions(**batching), runtime=runtime, fp16=fp16,
                 verify=verify, samples=samples, version=model_version, force=force, warmup=not no_warmup,
                 ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, server_bin=server_bin, backend_dir=backend_dir,
-                batch_outputs=batch_outputs, log=_progress(verbose, as_json))
+                server_version=server_version, convert_onnx=convert_onnx, batch_outputs=batch_outputs,
+                log=_progress(verbose, as_json))
     except VerificationError as exc:
         for comparison in exc.comparisons:
             click.echo(comparison.table(), err=True)
@@ -170,20 +191,21 @@ def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
 
 @build.command("tensorrt")
 @_model_into_repository
-@click.option("--max-batch-size", type=int, default=None,
+@click.option("--max-batch-size", type=number(BuildOptions, "max_batch_size"), default=None,
               help=f"Batch axis max (profile max); default {DEFAULT_MAX_BATCH_SIZE} when the model can batch, else 0.")
 @_batch_axis_option
-@click.option("--opt-batch-size", type=int, default=None, help="Batch size TensorRT optimises for (default: max).")
-@click.option("--dim-range", "dim_ranges", multiple=True, metavar="KEY=MIN:OPT:MAX",
+@click.option("--opt-batch-size", type=number(COUNT), default=None, help="Batch size TensorRT optimises for (default: max).")
+@click.option("--dim-range", "dim_ranges", type=Words(example="img:2=64:224:512"), multiple=True, metavar="KEY=MIN:OPT:MAX",
               help="Range of a dynamic non-batch axis; KEY is INPUT:AXIS or a symbolic axis name (repeat).")
 @click.option("--fp16", is_flag=True, help="Allow FP16 kernels.")
 @click.option("--int8", is_flag=True, help="Allow INT8 kernels (explicitly quantized Q/DQ models only).")
-@click.option("--workspace", default="4GiB", show_default=True, help="Builder workspace limit, e.g. 512MiB, 4GiB.")
-@click.option("--timing-cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--workspace", type=Words(example="4GiB"), default="4GiB", show_default=True, help="Builder workspace limit, e.g. 512MiB, 4GiB.")
+@click.option("--timing-cache", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Timing cache file: read if present, written after the build (speeds up rebuilds).")
-@click.option("--batch-window", default=DEFAULT_WINDOW, show_default=True,
+@click.option("--batch-window", type=Words(example="5ms"), default=DEFAULT_WINDOW, show_default=True,
               help=f"Dynamic-batching window with its unit ({_WINDOW_TEXT}).")
-@click.option("--instances", type=int, default=DEFAULT_INSTANCES, show_default=True, help="Instances per GPU.")
+@click.option("--instances", type=number(BuildOptions, "instances"), default=DEFAULT_INSTANCES, show_default=True,
+              help="Instances per GPU.")
 @click.option("--cuda-graphs", is_flag=True, help="Enable CUDA graphs in the TensorRT backend.")
 @_version_option
 @click.option("--force", is_flag=True, help="Replace this version if it exists (others stay).")

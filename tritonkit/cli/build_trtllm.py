@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit.cli._common import echo_json
+from tritonkit._values import COUNT, FRACTION, MAX_GPUS, PARALLEL, TOKENS, excerpt
+from tritonkit.cli._common import UserPath, Words, echo_json, number
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,9 +21,9 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     try:
         ids = [int(part) for part in value.split(",") if part.strip()]
     except ValueError:
-        raise click.BadParameter(f"{value!r}: expected comma-separated GPU ids like 0,1") from None
-    if not ids or any(i < 0 for i in ids):
-        raise click.BadParameter(f"{value!r}: expected comma-separated non-negative GPU ids like 0,1")
+        raise click.BadParameter(f"{excerpt(value)}: expected comma-separated GPU ids like 0,1") from None
+    if not ids or any(not 0 <= i < MAX_GPUS for i in ids):
+        raise click.BadParameter(f"{excerpt(value)}: expected comma-separated GPU ids from 0 to {MAX_GPUS - 1}, like 0,1")
     return ids
 
 
@@ -30,22 +31,22 @@ def llm_target_options(command: F) -> F:
     """The options an LLM serving plan is derived from (the GPU, tp × pp, the workload): ``build trtllm``
     and ``build vllm`` share them."""
     for option in reversed((
-        click.option("--gpu", default="H100-80GB", show_default=True, help="GPU from the planner's catalogue."),
-        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallelism."),
-        click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallelism."),
-        click.option("--input-tokens", type=float, default=None, help="Workload: mean prompt tokens (default 1024)."),
-        click.option("--output-tokens", type=float, default=None, help="Workload: mean output tokens (default 256)."),
-        click.option("--input-tokens-p95", type=float, default=None, help="Workload: p95 prompt tokens."),
-        click.option("--output-tokens-p95", type=float, default=None, help="Workload: p95 output tokens."),
+        click.option("--gpu", type=Words(example="H100-80GB"), default="H100-80GB", show_default=True, help="GPU from the planner's catalogue."),
+        click.option("--tp", type=number(PARALLEL), default=1, show_default=True, help="Tensor parallelism."),
+        click.option("--pp", type=number(PARALLEL), default=1, show_default=True, help="Pipeline parallelism."),
+        click.option("--input-tokens", type=number(TOKENS), default=None, help="Workload: mean prompt tokens (default 1024)."),
+        click.option("--output-tokens", type=number(TOKENS), default=None, help="Workload: mean output tokens (default 256)."),
+        click.option("--input-tokens-p95", type=number(TOKENS), default=None, help="Workload: p95 prompt tokens."),
+        click.option("--output-tokens-p95", type=number(TOKENS), default=None, help="Workload: p95 output tokens."),
     )):
         command = option(command)
     return command
 
 
 @click.command("trtllm")
-@click.option("--hf-model", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--hf-model", type=UserPath(exists=True, path_type=Path), default=None,
               help="Hugging Face model folder (config.json, tokenizer, weights). Optional with --engine reference.")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+@click.option("--repo", type=UserPath(file_okay=False, path_type=Path), default=Path("model_repository"),
               show_default=True, help="Repository folder to write (created if missing).")
 @click.option("--engine", "engine_kind", type=click.Choice(["llmapi", "tensorrtllm", "python", "reference"]),
               default=None,
@@ -54,51 +55,51 @@ def llm_target_options(command: F) -> F:
                    "(serves here). Default: as the line serves today (llmapi from 0.19).")
 @click.option("--interface", type=click.Choice(["engine", "llmapi"]), default="engine", show_default=True,
               help="--engine reference: the interface the stand-in serves (the engine repository's or LLM-API's).")
-@click.option("--instances", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--instances", type=number(COUNT), default=1, show_default=True,
               help="--engine llmapi: instances of the model, each on tp×pp GPUs (gpu_device_ids; serve with --no-mpi).")
 @click.option("--cuda-graphs/--no-cuda-graphs", default=True, show_default=True,
               help="--engine llmapi: CUDA graphs for decode batches up to max_batch_size.")
-@click.option("--llm-arg", "llm_args", multiple=True,
+@click.option("--llm-arg", "llm_args", type=Words(example="max_num_tokens=8192"), multiple=True,
               help="--engine llmapi: one more LLM() argument for model.yaml, KEY=YAML (repeat); refused unless the "
                    "line's LLM() takes it.")
 @llm_target_options
-@click.option("--precision", default=None, help="fp16, bf16, fp8, int8, int8-wo or int4 (default: torch_dtype).")
+@click.option("--precision", type=Words(example="fp8"), default=None, help="fp16, bf16, fp8, int8, int8-wo or int4 (default: torch_dtype).")
 @click.option("--kv-dtype", type=click.Choice(["fp16", "bf16", "fp8", "int8"]), default=None,
               help="KV-cache element type (default: the model's activation dtype).")
-@click.option("--max-batch-size", type=click.IntRange(min=1), default=None, help="Override: engine max batch size.")
-@click.option("--max-input-len", type=click.IntRange(min=1), default=None, help="Override: engine max prompt tokens.")
-@click.option("--max-seq-len", type=click.IntRange(min=1), default=None, help="Override: prompt + output tokens.")
-@click.option("--max-num-tokens", type=click.IntRange(min=1), default=None, help="Override: tokens per engine step.")
-@click.option("--kv-cache-fraction", type=float, default=None, help="Override: share of free GPU memory for KV (0.9).")
+@click.option("--max-batch-size", type=number(COUNT), default=None, help="Override: engine max batch size.")
+@click.option("--max-input-len", type=number(COUNT), default=None, help="Override: engine max prompt tokens.")
+@click.option("--max-seq-len", type=number(COUNT), default=None, help="Override: prompt + output tokens.")
+@click.option("--max-num-tokens", type=number(COUNT), default=None, help="Override: tokens per engine step.")
+@click.option("--kv-cache-fraction", type=number(FRACTION), default=None, help="Override: share of free GPU memory for KV (0.9).")
 @click.option("--kv-reuse/--no-kv-reuse", default=None, help="KV-cache reuse for shared prefixes (needs paged FMHA).")
 @click.option("--chunked-context/--no-chunked-context", default=None, help="Split long prompts over engine steps.")
 @click.option("--paged-context-fmha/--no-paged-context-fmha", default=None,
               help="Override: paged context FMHA (default: on for Ampere and newer).")
-@click.option("--triton-max-batch-size", type=click.IntRange(min=1), default=None,
+@click.option("--triton-max-batch-size", type=number(COUNT), default=None,
               help="Triton's max_batch_size (default: the engine's; never above it).")
 @click.option("--gpu-ids", callback=_gpu_ids, default=None, help="GPUs of the engine, e.g. 0,1 (default 0..tp×pp−1).")
 @click.option("--streaming/--no-streaming", default=True, show_default=True,
               help="Decoupled tensorrt_llm, BLS and ensemble: one response per token.")
-@click.option("--batch-window", default="0us", show_default=True,
+@click.option("--batch-window", type=Words(example="0us"), default="0us", show_default=True,
               help="Queue delay in front of tensorrt_llm (the in-flight batcher schedules per step itself).")
-@click.option("--tokenizer-instances", type=click.IntRange(min=1), default=None,
+@click.option("--tokenizer-instances", type=number(COUNT), default=None,
               help="Instances of preprocessing and of postprocessing (each detokenizes one streamed token at a time; "
                    "default: from this machine's cores and memory, at most 8 and the max batch size, the reason "
                    "printed; 1 with --engine reference). Tune: perf sweep REPO postprocessing --target ensemble.")
-@click.option("--trtllm-version", default=None,
+@click.option("--trtllm-version", type=Words(example="0.19"), default=None,
               help="TensorRT-LLM line the configs are written for: 0.17, 0.18, 0.19, 1.0, 1.1, 1.2 or main (later "
                    "versions are main; default: the installed tensorrt_llm, else the newest).")
-@click.option("--bls-instances", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--bls-instances", type=number(COUNT), default=1, show_default=True,
               help="Instances of tensorrt_llm_bls.")
-@click.option("--engine-dir", default=None, help="Engine folder as the server sees it (default <repo>/tensorrt_llm/1/engine).")
-@click.option("--tokenizer-dir", default=None, help="Tokenizer folder as the server sees it (default: --hf-model).")
-@click.option("--build-hf-model", default=None, help="HF folder as the build machine sees it (default: --hf-model).")
-@click.option("--python-model-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--engine-dir", type=Words(example="/engines/llama"), default=None, help="Engine folder as the server sees it (default <repo>/tensorrt_llm/1/engine).")
+@click.option("--tokenizer-dir", type=Words(example="/models/llama"), default=None, help="Tokenizer folder as the server sees it (default: --hf-model).")
+@click.option("--build-hf-model", type=Words(example="/models/llama"), default=None, help="HF folder as the build machine sees it (default: --hf-model).")
+@click.option("--python-model-file", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
               help="--engine python: TensorRT-LLM's inflight_batcher_llm tensorrt_llm/1/model.py; --engine llmapi: "
                    "its llmapi/tensorrt_llm/1/model.py (helpers.py beside it is copied too; default: a loader of "
                    "/app/all_models/llmapi/tensorrt_llm/1 in the container).")
 @click.option("--no-build", is_flag=True, help="Write the repository and the build script only.")
-@click.option("--runtime-version", default=None,
+@click.option("--runtime-version", type=Words(example="0.19.0"), default=None,
               help="TensorRT-LLM version of the serving container, to check an existing engine against.")
 @click.option("--force", is_flag=True, help="Replace models of these names in the repository.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

@@ -6,21 +6,22 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import echo_json
+from tritonkit._values import COUNT, FRACTION
+from tritonkit.cli._common import UserPath, Words, check_model_name, echo_json, number
 from tritonkit.cli.build_trtllm import llm_target_options
 
 
 @click.command("vllm")
-@click.option("--hf-model", type=click.Path(exists=True, path_type=Path), required=True,
+@click.option("--hf-model", type=UserPath(exists=True, path_type=Path), required=True,
               help="Hugging Face model folder (config.json; the planner reads it).")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+@click.option("--repo", type=UserPath(file_okay=False, path_type=Path), default=Path("model_repository"),
               show_default=True, help="Repository folder to write (created if missing).")
-@click.option("--name", default="vllm_model", show_default=True, help="Model name (folder).")
-@click.option("--model-path", default=None, help="The checkpoint as the server sees it (default: --hf-model).")
+@click.option("--name", type=Words(check_model_name, example="vllm_model"), default="vllm_model", show_default=True, help="Model name (folder).")
+@click.option("--model-path", type=Words(example="/models/llama"), default=None, help="The checkpoint as the server sees it (default: --hf-model).")
 @llm_target_options
-@click.option("--gpu-memory-utilization", type=float, default=None, help="Override (vLLM's default 0.9).")
-@click.option("--max-num-seqs", type=int, default=None, help="Override: sequences batched at once.")
-@click.option("--max-model-len", type=int, default=None, help="Override: prompt + output tokens.")
+@click.option("--gpu-memory-utilization", type=number(FRACTION), default=None, help="Override (vLLM's default 0.9).")
+@click.option("--max-num-seqs", type=number(COUNT), default=None, help="Override: sequences batched at once.")
+@click.option("--max-model-len", type=number(COUNT), default=None, help="Override: prompt + output tokens.")
 @click.option("--force", is_flag=True, help="Replace a model of this name.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_vllm_command(hf_model: Path, repo: Path, name: str, model_path: str | None, gpu: str, tp: int, pp: int,

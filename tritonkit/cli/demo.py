@@ -7,7 +7,18 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt, sla_option
+from tritonkit._values import WINDOW_MS
+from tritonkit.cli._common import (
+    CommandExit,
+    UserPath,
+    Words,
+    backend_dir_option,
+    echo_json,
+    levels_type,
+    number,
+    sigterm_as_interrupt,
+    sla_option,
+)
 from tritonkit.cli.sweep import SweepPrinter
 from tritonkit.demo import (
     DEFAULT_DEMO_INSTANCES,
@@ -19,21 +30,23 @@ from tritonkit.perf.sweep import EXIT_UNMEASURED, parse_instances, parse_windows
 
 
 @click.command("demo")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=Path("model_repository"),
+@click.option("--repo", type=UserPath(file_okay=False, path_type=Path), default=Path("model_repository"),
               show_default=True, help="Repository to build the default model into (the sweep runs on a copy).")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--results-root", type=UserPath(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the timestamped sweep folder goes.")
 @sla_option("The winner must meet it.", default=DEFAULT_DEMO_SLA)
-@click.option("--concurrency", default=",".join(str(n) for n in DEFAULT_DEMO_LEVELS), show_default=True,
+@click.option("--concurrency", type=levels_type("concurrency"), default=",".join(str(n) for n in DEFAULT_DEMO_LEVELS), show_default=True,
               help="Concurrency levels of each variant's ladder.")
-@click.option("--instances", default=",".join(str(n) for n in DEFAULT_DEMO_INSTANCES), show_default=True,
+@click.option("--instances", type=Words(example="1,2"), default=",".join(str(n) for n in DEFAULT_DEMO_INSTANCES), show_default=True,
               help="Instance counts to try.")
-@click.option("--batch-window", default="0,5ms", show_default=True, help="Batching windows to try.")
-@click.option("--window-ms", type=int, default=500, show_default=True,
+@click.option("--batch-window", type=Words(example="0,5ms"), default="0,5ms", show_default=True, help="Batching windows to try.")
+@click.option("--window-ms", type=number(WINDOW_MS), default=500, show_default=True,
               help="perf_analyzer measurement window; a step needs three agreeing windows.")
+@backend_dir_option("Backends the demo builds for and serves with (an onnxruntime backend there serves the "
+                    "model with it)")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instances: str, batch_window: str,
-         window_ms: int, as_json: bool) -> None:
+         window_ms: int, backend_dir: Path | None, as_json: bool) -> None:
     """Build the default ONNX model, serve it, sweep its configurations, keep the winner, print the verdict.
 
     The model is built into --repo (model_repository/) exactly as the builder writes it; the sweep
@@ -57,7 +70,8 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
     try:
         with sigterm_as_interrupt():
             result = run_demo(repo=repo, results_root=results_root, sla=sla_text, levels=concurrency, instances=counts,
-                              windows_us=windows, step_window_ms=window_ms, progress=say, on_event=printer.event)
+                              windows_us=windows, step_window_ms=window_ms, backend_dir=backend_dir, progress=say,
+                              on_event=printer.event)
     except KeyboardInterrupt:
         click.echo("interrupted: the server and perf_analyzer are stopped; finished variants are kept under "
                    f"{results_root}", err=True)

@@ -8,7 +8,16 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, ErrorHandlingGroup, echo_json, sla_option
+from tritonkit._values import COUNT
+from tritonkit.cli._common import (
+    CommandExit,
+    ErrorHandlingGroup,
+    UserPath,
+    Words,
+    echo_json,
+    number,
+    sla_option,
+)
 from tritonkit.deploy import (
     AlertOptions,
     DashboardOptions,
@@ -36,7 +45,7 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.compare import parse_percent
 from tritonkit.perf.judge.sla import SLA, load_sla
 
-_REPO = click.Path(exists=True, file_okay=False, path_type=Path)
+_REPO = UserPath(exists=True, file_okay=False, path_type=Path)
 
 
 def _say(message: str) -> None:
@@ -66,33 +75,33 @@ def deploy() -> None:
 
 @deploy.command("k8s")
 @click.argument("repo", type=_REPO)
-@click.option("--image", required=True,
+@click.option("--image", type=Words(example="nvcr.io/nvidia/tritonserver:24.10-py3"), required=True,
               help="tritonserver image, pinned: REPO:TAG (not latest) or REPO@sha256:DIGEST.")
-@click.option("--name", default="triton", show_default=True,
+@click.option("--name", type=Words(example="triton"), default="triton", show_default=True,
               help="Name of the Deployment, Services, HPA, NetworkPolicy and PodDisruptionBudget.")
-@click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True,
+@click.option("--namespace", type=Words(example="serving"), default=DEFAULT_NAMESPACE, show_default=True,
               help="Namespace of every object (`default` only when you ask for it).")
-@click.option("--gpus", type=click.IntRange(min=0), default=None,
+@click.option("--gpus", type=number(K8sOptions, "gpus"), default=None,
               help="GPUs per pod [default: 1 when a model asks for a GPU, else 0].")
-@click.option("--replicas", default="1:4", show_default=True,
+@click.option("--replicas", type=Words(example="2:8"), default="1:4", show_default=True,
               help="N (fixed) or MIN:MAX (an autoscaler between them).")
-@click.option("--repo-uri", default=None, help="Object-store repository (s3://…, gs://…) instead of a volume.")
-@click.option("--pvc", default=None, help="PersistentVolumeClaim holding the repository [default: NAME-models].")
-@click.option("--credentials-secret", default=None,
+@click.option("--repo-uri", type=Words(example="s3://bucket/repo"), default=None, help="Object-store repository (s3://…, gs://…) instead of a volume.")
+@click.option("--pvc", type=Words(example="models"), default=None, help="PersistentVolumeClaim holding the repository [default: NAME-models].")
+@click.option("--credentials-secret", type=Words(example="triton-creds"), default=None,
               help="Secret with Triton's object-store credential file (key cloud-credentials.json), mounted as a file.")
 @sla_option("Sizes the shutdown drain and the queue-time scaling target.")
-@click.option("--max-request-s", type=float, default=None, help="Longest request, seconds (drained on shutdown).")
-@click.option("--scale-out-at", default=f"{SCALE_OUT_UTILISATION:.0%}", show_default=True,
+@click.option("--max-request-s", type=number(K8sOptions, "max_request_s"), default=None, help="Longest request, seconds (drained on shutdown).")
+@click.option("--scale-out-at", type=Words(example="65%"), default=f"{SCALE_OUT_UTILISATION:.0%}", show_default=True,
               help="Utilisation at which to add replicas (rule of thumb: 60–70 %, not 100 %).")
-@click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
+@click.option("--concurrency-limit", type=number(K8sOptions, "concurrency_limit"), default=None,
               help="Requests a pod takes at once [default: the models' limits from their configs, summed].")
-@click.option("--cpu", default=None, help="CPU per pod, e.g. 4 or 2500m [default: from the repository's instances].")
-@click.option("--memory", default=None, help="Memory per pod, e.g. 8Gi [default: from model sizes, instances, shm].")
-@click.option("--shm-size", default=None, help="/dev/shm size, e.g. 512Mi [default: from the python models' tensors].")
-@click.option("--grpc-ingress", "grpc_ingress_host", default=None,
+@click.option("--cpu", type=Words(example="4"), default=None, help="CPU per pod, e.g. 4 or 2500m [default: from the repository's instances].")
+@click.option("--memory", type=Words(example="8Gi"), default=None, help="Memory per pod, e.g. 8Gi [default: from model sizes, instances, shm].")
+@click.option("--shm-size", type=Words(example="512Mi"), default=None, help="/dev/shm size, e.g. 512Mi [default: from the python models' tensors].")
+@click.option("--grpc-ingress", "grpc_ingress_host", type=Words(example="triton.example.com"), default=None,
               help="Host name: add an ingress-nginx Ingress that balances gRPC calls over the pods.")
-@click.option("--ingress-tls-secret", default=None, help="TLS Secret of the gRPC Ingress [default: NAME-tls].")
-@click.option("--prometheus-url", default=K8sOptions.prometheus_url, show_default=True,
+@click.option("--ingress-tls-secret", type=Words(example="triton-tls"), default=None, help="TLS Secret of the gRPC Ingress [default: NAME-tls].")
+@click.option("--prometheus-url", type=Words(example="http://prometheus:9090"), default=K8sOptions.prometheus_url, show_default=True,
               help="Prometheus that KServe's autoscaler (KEDA) queries (with --kserve).")
 @click.option("--kserve", is_flag=True, help="An InferenceService on KServe's Triton runtime instead.")
 @click.option("--server-version", default=None,
@@ -100,8 +109,9 @@ def deploy() -> None:
 @click.option("--client-shm", is_flag=True,
               help="Let clients register shared memory: adds --allow-client-shm=true where the release needs it "
                    "(2.68+).")
-@click.option("--model", "models", multiple=True, help="Only these models of the repository (repeatable).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--model", "models", type=Words(example="resnet"), multiple=True,
+              help="Only these models of the repository (repeatable).")
+@click.option("--out", type=UserPath(file_okay=False, path_type=Path), default=None,
               help="Write one file per kind into this folder (default: print one YAML stream).")
 def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None, credentials_secret: str | None,
                 sla_text: str | None, scale_out_at: str, cpu: str | None, memory: str | None, shm_size: str | None,
@@ -143,7 +153,7 @@ def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None
 
 
 @deploy.command("check")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("folder", type=UserPath(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def check_command(folder: Path, as_json: bool) -> None:
     """Run checkov's Kubernetes checks on the manifests in FOLDER (as `deploy k8s --out` wrote them).
@@ -171,20 +181,21 @@ def check_command(folder: Path, as_json: bool) -> None:
 @deploy.command("alerts")
 @click.argument("repo", type=_REPO, required=False)
 @sla_option("Each term a server metric answers becomes an alert.")
-@click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
+@click.option("--concurrency-limit", type=number(COUNT), default=None,
               help="Requests a model takes at once [default: from each config: max_queue_size, "
                    "else instances × max batch].")
-@click.option("--gpu-utilisation", default="85%", show_default=True, help="GPU utilisation alert threshold.")
-@click.option("--gpu-for", default="5m", show_default=True, help="How long GPU utilisation must stay above it.")
-@click.option("--p99-for", default="3m", show_default=True, help="How long p99 must stay above the SLA.")
-@click.option("--queue-fraction", default="50%", show_default=True,
+@click.option("--gpu-utilisation", type=Words(example="85%"), default="85%", show_default=True, help="GPU utilisation alert threshold.")
+@click.option("--gpu-for", type=Words(example="5m"), default="5m", show_default=True, help="How long GPU utilisation must stay above it.")
+@click.option("--p99-for", type=Words(example="3m"), default="3m", show_default=True, help="How long p99 must stay above the SLA.")
+@click.option("--queue-fraction", type=Words(example="50%"), default="50%", show_default=True,
               help="Queue depth alert, as a share of the concurrency limit.")
-@click.option("--queue-for", default="5m", show_default=True, help="How long the queue must stay that deep.")
-@click.option("--for", "sla_for", default="3m", show_default=True, help="`for:` of the other SLA-term alerts.")
-@click.option("--rate-window", default="2m", show_default=True, help="Window of rate() (≥ 4 scrape intervals).")
-@click.option("--job", default=None, help="Restrict every rule to this Prometheus scrape job.")
-@click.option("--model", "models", multiple=True, help="Only these models of REPO (repeatable).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--queue-for", type=Words(example="5m"), default="5m", show_default=True, help="How long the queue must stay that deep.")
+@click.option("--for", "sla_for", type=Words(example="3m"), default="3m", show_default=True, help="`for:` of the other SLA-term alerts.")
+@click.option("--rate-window", type=Words(example="2m"), default="2m", show_default=True, help="Window of rate() (≥ 4 scrape intervals).")
+@click.option("--job", type=Words(example="triton"), default=None, help="Restrict every rule to this Prometheus scrape job.")
+@click.option("--model", "models", type=Words(example="resnet"), multiple=True,
+              help="Only these models of REPO (repeatable).")
+@click.option("--out", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Write the rule file here (default: print it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the SLA-term mapping as JSON.")
 def alerts_command(repo: Path | None, sla_text: str | None, concurrency_limit: int | None, gpu_utilisation: str,
@@ -233,9 +244,9 @@ def alerts_command(repo: Path | None, sla_text: str | None, concurrency_limit: i
 @click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True,
               help="Show GPU or CPU utilisation and memory.")
 @click.option("--llm", is_flag=True, help="Add the TensorRT-LLM row (automatic when REPO has a tensorrtllm model).")
-@click.option("--job", default=None, help="Restrict every query to this Prometheus scrape job.")
-@click.option("--title", default="Triton Inference Server", show_default=True, help="Dashboard title.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--job", type=Words(example="triton"), default=None, help="Restrict every query to this Prometheus scrape job.")
+@click.option("--title", type=Words(example="Triton"), default="Triton Inference Server", show_default=True, help="Dashboard title.")
+@click.option("--out", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Write the dashboard JSON here (default: print it).")
 def dashboard_command(repo: Path | None, sla_text: str | None, device: str, llm: bool, job: str | None,
                       title: str, out: Path | None) -> None:

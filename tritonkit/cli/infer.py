@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
 
-from tritonkit.cli._common import HOST_PORT, echo_json
+from tritonkit._fs import read_user_file
+from tritonkit._values import SECONDS, excerpt
+from tritonkit.cli._common import HOST_PORT, Words, check_model_name, echo_json, number
 from tritonkit.client import Client, ModelMetadata
 from tritonkit.errors import ConfigError
 
@@ -22,29 +24,28 @@ def parse_input(text: str, meta: ModelMetadata) -> tuple[str, Array]:
     name, sep, value = text.partition("=")
     if not sep or not name:
         raise ConfigError(
-            f"--input {text!r} is not NAME=FILE.npy or NAME=JSON",
+            f"--input {excerpt(text)} is not NAME=FILE.npy or NAME=JSON",
             hint="e.g. --input INPUT0=a.npy or --input 'INPUT0=[[1, 2, 3, 4]]'",
         )
     if value.endswith(".npy"):
-        path = Path(value)
-        if not path.is_file():
-            raise ConfigError(
-                f"--input {name}: file {path} does not exist", hint="pass the path of a .npy file"
-            )
+        data_bytes = read_user_file(value, what=f"--input {name} file", hint="pass the path of a .npy file")
         try:
-            return name, np.load(path, allow_pickle=False)
-        except ValueError as exc:
+            return name, np.load(io.BytesIO(data_bytes), allow_pickle=False)
+        except (ValueError, EOFError, OSError) as exc:
             raise ConfigError(
-                f"--input {name}: {path} is not a numeric .npy file ({exc})",
+                f"--input {name}: {excerpt(value, 160)} is not a numeric .npy file ({excerpt(str(exc), 120)})",
                 hint="save it with numpy.save(path, array); object arrays are not read (no pickle)",
             ) from exc
     try:
         data = json.loads(value)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"--input {name}: {value!r} is neither a .npy path nor JSON ({exc.msg} at column {exc.colno})",
+            f"--input {name}: {excerpt(value)} is neither a .npy path nor JSON ({exc.msg} at column {exc.colno})",
             hint="quote JSON for the shell, e.g. --input 'INPUT0=[[1, 2, 3, 4]]'",
         ) from exc
+    except RecursionError:
+        raise ConfigError(f"--input {name}: the JSON value nests too deeply", hint="give a flat list or a .npy file") \
+            from None
     tensor = meta.input(name)
     # An unknown name is sent as is: the client's check then lists every input the model expects.
     return name, np.asarray(data) if tensor is None else tensor.coerce(data, model=meta.name)
@@ -76,21 +77,22 @@ def _print_outputs(outputs: dict[str, Array]) -> None:
 
 
 @click.command("infer")
-@click.argument("model")
+@click.argument("model", type=Words(check_model_name, example="resnet"))
 @click.option(
     "--url", type=HOST_PORT, default="127.0.0.1:8001", show_default=True, help="host:port of Triton's gRPC endpoint."
 )
 @click.option(
     "--input",
     "inputs",
+    type=Words(example="INPUT0=a.npy"),
     multiple=True,
     metavar="NAME=FILE.npy|JSON",
     help="One input (repeat): a .npy file, or a JSON value converted to the model's dtype. "
     "Shapes are sent as given, batch dimension included.",
 )
-@click.option("--output", "outputs", multiple=True, metavar="NAME", help="Only return this output (repeat).")
+@click.option("--output", "outputs", type=Words(example="OUTPUT0"), multiple=True, metavar="NAME", help="Only return this output (repeat).")
 @click.option("--model-version", default="", help="Model version (default: the server's choice).")
-@click.option("--timeout-s", type=float, default=30.0, show_default=True, help="Deadline for the whole call.")
+@click.option("--timeout-s", type=number(SECONDS), default=30.0, show_default=True, help="Deadline for the whole call.")
 @click.option("--request-id", default="", help="Request id passed to the server.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outputs as JSON.")
 def infer(

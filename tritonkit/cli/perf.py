@@ -4,7 +4,8 @@ Each command parses its options, calls one function of :mod:`tritonkit.perf` and
 outcome with :class:`tritonkit.perf.report.terminal.Terminal`. Output is made for build servers: on a terminal, progress lines (rich) on stderr and a readable
 summary; piped or under CI, one ``key=value`` line per step and per result on stdout, nothing
 else; ``--json`` prints one JSON document. Exit codes: 0 SLA met / no regression, 1 SLA missed /
-regression, 2 could not measure (or any other error).
+regression, 2 could not measure (or any other error), 3 inside the noise (no load clearly meets
+the SLA and some is within its measurement noise of it / the change is within the runs' noise).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from tritonkit.cli._common import (
     HOST_PORT,
     CommandExit,
     ErrorHandlingGroup,
+    UserPath,
+    Words,
+    check_model_name,
     echo_json,
+    levels_type,
+    number,
     rate_tolerance_option,
     sigterm_as_interrupt,
     sla_option,
@@ -55,14 +61,14 @@ _D = LoadTestSettings.default
 
 def _out_option(help_text: str) -> Any:
     """The ``--out FOLDER`` option (``out_dir``) of ``perf run`` and ``perf report``."""
-    return click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    return click.option("--out", "out_dir", type=UserPath(file_okay=False, path_type=Path), default=None,
                         help=help_text)
 
 
 #: ``--baseline-dir`` of ``perf run`` and ``perf compare``.
 _baseline_dir_option = click.option(
     "--baseline-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=DEFAULT_BASELINE_ROOT,
     show_default=True,
     help="Baselines folder (one subfolder per model).",
@@ -80,7 +86,7 @@ def perf() -> None:
 
 
 @perf.command("run")
-@click.argument("model")
+@click.argument("model", type=Words(check_model_name, example="resnet"))
 @click.option(
     "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )
@@ -88,11 +94,12 @@ def perf() -> None:
 @sla_option(_SLA_TERMS)
 @click.option(
     "--concurrency",
+    type=levels_type("concurrency"),
     default=None,
     help="Concurrency levels: '1,2,4,8', a doubling range '1:16', or 'start:end:step'. Default 1:8.",
 )
 @click.option(
-    "--request-rate", default=None, help="Request-rate levels (req/s) instead, e.g. '50:400' or '50,100'."
+    "--request-rate", type=levels_type("request_rate"), default=None, help="Request-rate levels (req/s) instead, e.g. '50:400' or '50,100'."
 )
 @click.option(
     "--distribution",
@@ -104,32 +111,33 @@ def perf() -> None:
 @rate_tolerance_option()
 @click.option(
     "--duration-s",
-    type=float,
+    type=number(LoadTestSettings, "duration_s"),
     default=_D("duration_s"),
     show_default=True,
     help="Measuring time per step (three windows of a third each; an unstable step takes longer).",
 )
 @click.option(
-    "--max-trials", type=int, default=_D("max_trials"), show_default=True, help="Windows per step before it is unstable."
+    "--max-trials", type=number(LoadTestSettings, "max_trials"), default=_D("max_trials"), show_default=True, help="Windows per step before it is unstable."
 )
 @click.option(
-    "--warmup-s", type=float, default=_D("warmup_s"), show_default=True, help="Unrecorded warm-up before the ladder."
+    "--warmup-s", type=number(LoadTestSettings, "warmup_s"), default=_D("warmup_s"), show_default=True, help="Unrecorded warm-up before the ladder."
 )
 @click.option(
-    "--stop-after", type=int, default=_D("stop_after"), show_default=True, help="Stop after this many SLA-breaking steps."
+    "--stop-after", type=number(LoadTestSettings, "stop_after"), default=_D("stop_after"), show_default=True, help="Stop after this many SLA-breaking steps."
 )
-@click.option("--batch-size", type=int, default=_D("batch_size"), show_default=True)
-@click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
-@click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@click.option("--batch-size", type=number(LoadTestSettings, "batch_size"), default=_D("batch_size"), show_default=True)
+@click.option("--input-data", type=Words(example="random"), default=None,
+              help="'zero', 'random', or a perf_analyzer JSON data file.")
+@click.option("--shape", "shapes", type=Words(example="INPUT0:3,224,224"), multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
 @click.option(
-    "--repo", "model_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--repo", "model_repo", type=UserPath(file_okay=False, path_type=Path), default=None,
     help="Model repository holding MODEL's model.onnx: valid input data is derived from it "
          "(token ids within the vocabulary, masks of ones, finite floats). Default: ./model_repository if it has MODEL. "
          "With --llm: the served repository on this machine, where the preprocessing model's tokenizer_dir is "
          "read when the server's path is not a folder here.",
 )
 @click.option(
-    "--seq-len", default=None,
+    "--seq-len", type=Words(example="128"), default=None,
     help=f"Length of variable dims in derived data: N or LOW:HIGH (default {DEFAULT_SEQ_LEN}).",
 )
 @click.option(
@@ -142,11 +150,12 @@ def perf() -> None:
     help="While the load runs, compare a sample of responses with ONNX Runtime on the model file "
          "(needs --repo) and with the declared dtypes and shapes; wrong answers exit 1.",
 )
-@click.option("--metrics-url", default=None, help="Server /metrics URL to scrape during each step.")
+@click.option("--metrics-url", type=Words(example="http://127.0.0.1:8002/metrics"), default=None,
+              help="Server /metrics URL to scrape during each step.")
 @_out_option("Run folder (default results/<UTC>-<model>); an earlier run there is resumed.")
 @click.option(
     "--results-root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=_D("results_root"),
     show_default=True,
     help="Where timestamped run folders go.",
@@ -156,11 +165,17 @@ def perf() -> None:
 @click.option(
     "--perf-analyzer",
     "perf_analyzer_path",
+    type=Words(example="/usr/local/bin/perf_analyzer"),
     default=None,
     help=f"perf_analyzer binary to run (default: ${PERF_ANALYZER_ENV}, else the installed one).",
 )
 @click.option(
-    "--timeout-s", type=float, default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
+    "--timeout-s", type=number(LoadTestSettings, "timeout_s"), default=_D("timeout_s"), show_default=True, help="Limit for the whole ladder."
+)
+@click.option(
+    "--repeat", type=number(LoadTestSettings, "repeat"), default=_D("repeat"), show_default=True,
+    help="Run the ladder this many times (each into run-<i>/) and judge each figure's median over the runs, "
+         "with its 95 % interval over them: the spread from run to run, not only within one run.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the perf_analyzer commands; run nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
@@ -184,9 +199,13 @@ def run_command(
     """Climb a load ladder against MODEL, judge it against the SLA, write results and a report.
 
     Results go to results/<UTC timestamp>-<model>/: raw perf_analyzer files, result.json,
-    report.md and report.html. Exit status: 0 SLA met at some load, 1 SLA missed (or outputs wrong:
-    dtype or shape unlike the config, or unlike ONNX Runtime with --check-outputs),
-    2 nothing could be measured (or an error, failed requests included).
+    report.md and report.html. Each step is judged on its 95 % interval. Exit status: 0 SLA met
+    at some load, 1 SLA missed (or outputs wrong: dtype or shape unlike the config, or unlike ONNX
+    Runtime with --check-outputs), 2 nothing could be measured (or an error, failed requests
+    included), 3 inside the noise: no load clearly meets the SLA, and at some load its bound lies
+    inside the measured interval (measure again: longer --duration-s, or --repeat N).
+    A step perf_analyzer cannot call stable is measured once more over fixed windows and kept as
+    a noisy measurement (the medians of its windows), never dropped.
 
     \b
     Example:
@@ -237,18 +256,23 @@ def run_command(
 
 
 @perf.command("compare")
-@click.argument("base", type=click.Path(exists=True, path_type=Path))
-@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@click.argument("base", type=UserPath(exists=True, path_type=Path))
+@click.argument("new", type=UserPath(exists=True, path_type=Path))
 @click.option(
-    "--max-throughput-drop", default=f"{DEFAULT_MAX_THROUGHPUT_DROP:.0%}", show_default=True,
+    "--max-throughput-drop", type=Words(example="5%"), default=f"{DEFAULT_MAX_THROUGHPUT_DROP:.0%}", show_default=True,
     help="Largest allowed throughput drop.",
 )
-@click.option("--max-p99-rise", default=f"{DEFAULT_MAX_P99_RISE:.0%}", show_default=True,
+@click.option("--max-p99-rise", type=Words(example="10%"), default=f"{DEFAULT_MAX_P99_RISE:.0%}", show_default=True,
               help="Largest allowed p99 latency rise.")
 @click.option(
     "--save-baseline", is_flag=True, help="When NEW does not regress, keep it as the newest baseline."
 )
+@click.option("--per-step", is_flag=True,
+              help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
 @_baseline_dir_option
+@click.option("--accept-runtime-change", is_flag=True,
+              help="Compare runs measured on different runtimes (backend, stand-in, engine version) instead of "
+                   "refusing; the comparison then says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare_command(
     base: Path,
@@ -256,14 +280,20 @@ def compare_command(
     max_throughput_drop: str,
     max_p99_rise: str,
     save_baseline: bool,
+    per_step: bool,
     baseline_dir: Path,
+    accept_runtime_change: bool,
     as_json: bool,
 ) -> None:
-    """Compare run NEW against BASE; exit 1 on a regression.
+    """Compare run NEW against BASE: regression (exit 1), no regression (0), inside the noise (3).
 
     BASE and NEW are result.json files, run folders, or a model's baseline folder (its newest
-    baseline is used). Steps are matched by load; a regression is a throughput drop or p99 rise
-    past the limits at any matched load or at peak throughput, or failed requests appearing.
+    baseline is used). Classic runs are gated on each run's peak throughput within its SLA
+    (without an SLA: its peak throughput), decided by the 95 % interval of the change from the
+    runs' windows (or runs, with --repeat): a regression when the whole interval is a drop past
+    --max-throughput-drop, inside the noise when the interval holds that limit. --per-step gates
+    every matched load's throughput and p99 the same way. Failed requests appearing are always a
+    regression.
 
     \b
     Example:
@@ -272,7 +302,8 @@ def compare_command(
     """
     stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
-                            baseline_root=baseline_dir if save_baseline else None)
+                            baseline_root=baseline_dir if save_baseline else None, per_step=per_step,
+                            accept_runtime_change=accept_runtime_change)
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline
@@ -283,14 +314,15 @@ def compare_command(
 
 
 @perf.command("report")
-@click.argument("result", type=click.Path(exists=True, path_type=Path))
+@click.argument("result", type=UserPath(exists=True, path_type=Path))
 @sla_option("The steps are judged again against it. " + _SLA_TERMS)
 @_out_option("Where to write report.md / report.html (default: next to RESULT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and paths as JSON.")
 def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_json: bool) -> None:
     """Re-render report.md and report.html from a saved RESULT (result.json or its run folder).
 
-    With --sla the steps are judged again; the exit status is the verdict's (0, 1, 2).
+    With --sla the steps are judged again; the exit status is the verdict's (0 met, 1 missed,
+    2 could not measure, 3 inside the noise).
 
     \b
     Example:
@@ -310,13 +342,14 @@ def report_command(result: Path, sla_text: str | None, out_dir: Path | None, as_
 @click.option(
     "--version",
     "version",
+    type=Words(example=PERF_ANALYZER_VERSION),
     default=PERF_ANALYZER_VERSION,
     show_default=True,
     help="perf_analyzer wheel version to fetch.",
 )
 @click.option(
     "--wheel",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=UserPath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Install from a local perf_analyzer wheel instead of downloading one.",
 )

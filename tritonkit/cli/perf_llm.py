@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit.cli._common import CommandExit, UserPath, Words, echo_json, number, sigterm_as_interrupt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.command import LoadTestSettings, llm_load_test
 from tritonkit.perf.llm.compare import LLMComparison
@@ -39,41 +39,41 @@ _DEFAULT = LLMSettings()
 _LLM_OPTIONS = [
     click.option("--llm", is_flag=True,
                  help="Measure as an LLM: streamed TTFT, inter-token latency, tokens/s, goodput (GenAI-Perf's definitions)."),
-    click.option("--prompts", "llm_prompts", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    click.option("--prompts", "llm_prompts", type=UserPath(dir_okay=False, path_type=Path), default=None,
                  help='--llm: JSONL prompts, one {"text": ..., "output_tokens": N} a line (default: synthetic).'),
-    click.option("--input-tokens", "llm_input_tokens", default=_DEFAULT.input_tokens, show_default=True,
+    click.option("--input-tokens", "llm_input_tokens", type=Words(example="128:16"), default=_DEFAULT.input_tokens, show_default=True,
                  help="--llm synthetic prompts: input length MEAN[:STDDEV] in tokens."),
-    click.option("--output-tokens", "llm_output_tokens", default=_DEFAULT.output_tokens, show_default=True,
+    click.option("--output-tokens", "llm_output_tokens", type=Words(example="64"), default=_DEFAULT.output_tokens, show_default=True,
                  help="--llm synthetic prompts: output length MEAN[:STDDEV] in tokens."),
-    click.option("--num-prompts", "llm_num_prompts", type=int, default=_DEFAULT.num_prompts, show_default=True,
+    click.option("--num-prompts", "llm_num_prompts", type=number(LLMSettings, "num_prompts"), default=_DEFAULT.num_prompts, show_default=True,
                  help="--llm: synthetic prompts to generate (requests cycle through them)."),
-    click.option("--seed", "llm_seed", type=int, default=_DEFAULT.seed, show_default=True, help="--llm: prompt generator seed."),
-    click.option("--traffic", "llm_traffic", default=None,
+    click.option("--seed", "llm_seed", type=number(LLMSettings, "seed"), default=_DEFAULT.seed, show_default=True, help="--llm: prompt generator seed."),
+    click.option("--traffic", "llm_traffic", type=Words(example="ramp:1-8/s,4,10"), default=None,
                  help="--llm traffic shape instead of concurrency levels: 'ramp:1-8/s,4,10', "
                       "'spike:2/s,20/s,5,3,10', 'soak:4/s,600' or 'replay:log.jsonl[,SPEED]'."),
-    click.option("--requests", "llm_requests", type=int, default=_DEFAULT.requests, show_default=True,
+    click.option("--requests", "llm_requests", type=number(LLMSettings, "requests"), default=_DEFAULT.requests, show_default=True,
                  help="--llm: requests sent at each concurrency level."),
     click.option("--stream/--no-stream", "llm_stream", default=None,
                  help="--llm: stream responses (default: on for decoupled models)."),
-    click.option("--client-deadline", "llm_client_deadline", default=None,
+    click.option("--client-deadline", "llm_client_deadline", type=Words(example="2s"), default=None,
                  help="--llm: requests slower than this (e.g. '2s') count as client time-outs."),
-    click.option("--goodput", "llm_goodput", default=None,
+    click.option("--goodput", "llm_goodput", type=Words(example="ttft=500ms,itl=40ms"), default=None,
                  help="--llm: per-request objectives for goodput, e.g. 'ttft=500ms,itl=40ms' "
                       "(default: the SLA's TTFT / ITL / latency bounds)."),
     click.option("--interface", "llm_interface", default=None,
                  type=click.Choice(["text", "ids", "llmapi", "vllm", "text_io", "generic"]),
                  help="--llm: the request interface (default: from the model's inputs; a decoupled model of none "
                       "of them is timed per response as 'generic')."),
-    click.option("--tokenizer", "llm_tokenizer", type=click.Path(exists=True, path_type=Path), default=None,
+    click.option("--tokenizer", "llm_tokenizer", type=UserPath(exists=True, path_type=Path), default=None,
                  help="--llm: the model's tokenizer.json (or its folder): prompt lengths in its tokens, not words "
                       "(default: a TensorRT-LLM pipeline's own, its preprocessing model's tokenizer_dir)."),
-    click.option("--trtllm-version", "llm_trtllm_version", default=None,
+    click.option("--trtllm-version", "llm_trtllm_version", type=Words(example="0.19"), default=None,
                  help="--llm: the TensorRT-LLM line requests are written for (0.17, 0.18, 0.19, 1.x; default: read "
                       "from the served models' inputs)."),
-    click.option("--token-output", "llm_token_output", default=None,
+    click.option("--token-output", "llm_token_output", type=Words(example="output_ids"), default=None,
                  help="--llm: the model's output whose elements are its tokens (default: output_ids or an integer "
                       "output named like ids, else one token per response with new output)."),
-    click.option("--settle-s", "llm_settle_s", type=float, default=_DEFAULT.settle_s, show_default=True,
+    click.option("--settle-s", "llm_settle_s", type=number(LLMSettings, "settle_s"), default=_DEFAULT.settle_s, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
 

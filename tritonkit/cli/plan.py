@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from tritonkit._settings import field_default
-from tritonkit.cli._common import echo_json
+from tritonkit._values import COUNT, POSITIVE, Bounds
+from tritonkit.cli._common import UserPath, Words, echo_json, levels_type, number
 from tritonkit.errors import ConfigError
 from tritonkit.planner import (
     GPUS,
@@ -57,84 +58,82 @@ def _gpu_table() -> str:
     return "\n".join(rows)
 
 
-def _positive_int(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
-    if value is not None and value < 1:
-        raise click.BadParameter("must be ≥ 1")
-    return value
+#: A dynamic batching window to predict, in microseconds: none to a minute.
+_WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of microseconds", example="5000")
 
 
 @click.command("plan")
 @click.option("--list-gpus", is_flag=True, help="List the GPU catalogue (with --json: every figure's source) and exit.")
 # model
-@click.option("--hf-config", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--hf-config", type=UserPath(exists=True, path_type=Path), default=None,
               help="Hugging Face config.json (or the model folder holding it) of an LLM.")
-@click.option("--model-name", default=None, help="Name to print for the model.")
-@click.option("--params", callback=_params, default=None, help="Total parameters, e.g. 7B or 6.74e9 (default: counted).")
-@click.option("--active-params", callback=_params, default=None, help="Parameters active per token (MoE), e.g. 12.9B.")
-@click.option("--num-layers", type=int, callback=_positive_int, default=None, help="Transformer layers.")
-@click.option("--num-heads", type=int, callback=_positive_int, default=None, help="Attention heads.")
-@click.option("--num-kv-heads", type=int, callback=_positive_int, default=None, help="KV heads (GQA/MQA).")
-@click.option("--head-dim", type=int, callback=_positive_int, default=None, help="Dimension per head.")
-@click.option("--hidden-size", type=int, callback=_positive_int, default=None, help="Hidden size.")
-@click.option("--sliding-window", type=int, callback=_positive_int, default=None, help="Attention window in tokens.")
+@click.option("--model-name", type=Words(example="llama-3-8b"), default=None, help="Name to print for the model.")
+@click.option("--params", type=Words(example="7B"), callback=_params, default=None, help="Total parameters, e.g. 7B or 6.74e9 (default: counted).")
+@click.option("--active-params", type=Words(example="12.9B"), callback=_params, default=None, help="Parameters active per token (MoE), e.g. 12.9B.")
+@click.option("--num-layers", type=number(COUNT), default=None, help="Transformer layers.")
+@click.option("--num-heads", type=number(COUNT), default=None, help="Attention heads.")
+@click.option("--num-kv-heads", type=number(COUNT), default=None, help="KV heads (GQA/MQA).")
+@click.option("--head-dim", type=number(COUNT), default=None, help="Dimension per head.")
+@click.option("--hidden-size", type=number(COUNT), default=None, help="Hidden size.")
+@click.option("--sliding-window", type=number(COUNT), default=None, help="Attention window in tokens.")
 @click.option("--precision", type=click.Choice(_PRECISION_NAMES, case_sensitive=False), default=None,
               help="Weight precision (default: the config's torch_dtype).")
 @click.option("--kv-dtype", type=click.Choice(list(KV_DTYPES), case_sensitive=False), default=None,
               help="KV-cache element type (default: the model's dtype, bf16 for a bf16 model, else fp16).")
-@click.option("--weights-gb", type=float, default=None,
+@click.option("--weights-gb", type=number(POSITIVE), default=None,
               help="Weights size in decimal GB (e.g. a GGUF file's size), instead of params × bytes.")
 # hardware
-@click.option("--gpu", "gpu_name", default=None, help="GPU from the catalogue, e.g. A100-80GB, H100-SXM, L4.")
-@click.option("--gpu-memory-gib", type=float, default=None, help="Custom or overridden GPU memory (GiB).")
-@click.option("--gpu-bandwidth-gb-s", type=float, default=None, help="Custom or overridden bandwidth (GB/s).")
-@click.option("--gpu-fp16-tflops", type=float, default=None, help="Custom or overridden dense FP16 TFLOPS.")
-@click.option("--gpu-fp8-tflops", type=float, default=None, help="Custom or overridden dense FP8 TFLOPS.")
-@click.option("--gpu-int8-tops", type=float, default=None, help="Custom or overridden dense INT8 TOPS.")
-@click.option("--tp", type=int, callback=_positive_int, default=None,
+@click.option("--gpu", "gpu_name", type=Words(example="A100-80GB"), default=None, help="GPU from the catalogue, e.g. A100-80GB, H100-SXM, L4.")
+@click.option("--gpu-memory-gib", type=number(POSITIVE), default=None, help="Custom or overridden GPU memory (GiB).")
+@click.option("--gpu-bandwidth-gb-s", type=number(POSITIVE), default=None, help="Custom or overridden bandwidth (GB/s).")
+@click.option("--gpu-fp16-tflops", type=number(POSITIVE), default=None, help="Custom or overridden dense FP16 TFLOPS.")
+@click.option("--gpu-fp8-tflops", type=number(POSITIVE), default=None, help="Custom or overridden dense FP8 TFLOPS.")
+@click.option("--gpu-int8-tops", type=number(POSITIVE), default=None, help="Custom or overridden dense INT8 TOPS.")
+@click.option("--tp", type=number(PlanAssumptions, "tensor_parallel"), default=None,
               help="Tensor parallel degree (GPUs per replica; default: the smallest that holds the model).")
 # workload
-@click.option("--qps", type=float, default=None, help="Target requests per second.")
-@click.option("--input-tokens", type=float, default=None, help="Mean input tokens per request (default 1024).")
-@click.option("--output-tokens", type=float, default=None, help="Mean output tokens per request (default 256).")
-@click.option("--input-tokens-p95", type=float, default=None, help="p95 input tokens.")
-@click.option("--output-tokens-p95", type=float, default=None, help="p95 output tokens.")
+@click.option("--qps", type=number(Workload, "target_qps"), default=None, help="Target requests per second.")
+@click.option("--input-tokens", type=number(Workload, "input_tokens"), default=None, help="Mean input tokens per request (default 1024).")
+@click.option("--output-tokens", type=number(Workload, "output_tokens"), default=None, help="Mean output tokens per request (default 256).")
+@click.option("--input-tokens-p95", type=number(Workload, "input_tokens_p95"), default=None, help="p95 input tokens.")
+@click.option("--output-tokens-p95", type=number(Workload, "output_tokens_p95"), default=None, help="p95 output tokens.")
 @click.option("--mode", type=click.Choice(["interactive", "batch"]), default=field_default(Workload, "mode"), show_default=True)
-@click.option("--p99-ms", type=float, default=None, help="SLA: end-to-end P99 latency (ms); makes η strict.")
-@click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token (ms).")
-@click.option("--tokens-per-s", type=float, default=None, help="SLA: decode tokens/s each user must see.")
+@click.option("--p99-ms", type=number(Workload, "p99_ms"), default=None, help="SLA: end-to-end P99 latency (ms); makes η strict.")
+@click.option("--ttft-ms", type=number(Workload, "ttft_ms"), default=None, help="SLA: time to first token (ms).")
+@click.option("--tokens-per-s", type=number(Workload, "tokens_per_s_per_user"), default=None, help="SLA: decode tokens/s each user must see.")
 # assumptions
-@click.option("--efficiency", type=float, default=None, help="η (default by SLA: 0.6 interactive, 0.8 batch, 0.45 strict P99).")
-@click.option("--headroom", type=float, default=_assumed("headroom"), show_default=True, help="Spare capacity kept at the target.")
-@click.option("--scale-out-at", type=float, default=_assumed("scale_out_utilisation"), show_default=True, help="Utilisation at which to scale out.")
-@click.option("--bandwidth-efficiency", type=float, default=_assumed("bandwidth_efficiency"), show_default=True,
+@click.option("--efficiency", type=number(PlanAssumptions, "efficiency"), default=None, help="η (default by SLA: 0.6 interactive, 0.8 batch, 0.45 strict P99).")
+@click.option("--headroom", type=number(PlanAssumptions, "headroom"), default=_assumed("headroom"), show_default=True, help="Spare capacity kept at the target.")
+@click.option("--scale-out-at", type=number(PlanAssumptions, "scale_out_utilisation"), default=_assumed("scale_out_utilisation"), show_default=True, help="Utilisation at which to scale out.")
+@click.option("--bandwidth-efficiency", type=number(PlanAssumptions, "bandwidth_efficiency"), default=_assumed("bandwidth_efficiency"), show_default=True,
               help="Achievable share of datasheet bandwidth.")
-@click.option("--compute-efficiency", type=float, default=_assumed("compute_efficiency"), show_default=True,
+@click.option("--compute-efficiency", type=number(PlanAssumptions, "compute_efficiency"), default=_assumed("compute_efficiency"), show_default=True,
               help="Achievable share of dense tensor throughput.")
-@click.option("--reserve-gib", type=float, default=None, help="Memory kept back per GPU (default 10 %, 25 % on Jetson).")
+@click.option("--reserve-gib", type=number(PlanAssumptions, "reserve_gib"), default=None, help="Memory kept back per GPU (default 10 %, 25 % on Jetson).")
 # measurement
-@click.option("--from-result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--from-result", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A perf result.json: measured throughput replaces theory (or sizes a non-LLM model).")
-@click.option("--model-config", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--model-config", type=UserPath(exists=True, path_type=Path), default=None,
               help="The measured model's config.pbtxt (or its folder): serving parameters stay within it "
               "(default: the config the run recorded from the server).")
-@click.option("--instances-per-gpu", type=int, callback=_positive_int, default=None,
+@click.option("--instances-per-gpu", type=number(COUNT), default=None,
               help="Model instances in the measured deployment, when --model-config is not given (default 1).")
 # prediction
-@click.option("--predict-concurrency", default=None, help="Predict these concurrencies, e.g. '8,16,32' or '8:32'.")
-@click.option("--predict-rate", default=None, help="Predict these request rates (req/s), e.g. '100,200'.")
-@click.option("--predict-instances", type=int, multiple=True, callback=lambda c, p, v: _positive_ints(v),
+@click.option("--predict-concurrency", type=levels_type("concurrency"), default=None, help="Predict these concurrencies, e.g. '8,16,32' or '8:32'.")
+@click.option("--predict-rate", type=levels_type("request_rate"), default=None, help="Predict these request rates (req/s), e.g. '100,200'.")
+@click.option("--predict-instances", type=number(COUNT), multiple=True,
               help="Also predict with this many instances (repeatable).")
-@click.option("--predict-window-us", type=int, multiple=True,
+@click.option("--predict-window-us", type=number(_WINDOW_US), multiple=True,
               help="Also predict with this dynamic batching window in µs (repeatable).")
 @click.option("--arrivals", type=click.Choice(["constant", "poisson"]), default=field_default(PlanRequest, "arrivals"), show_default=True,
               help="Arrivals for --predict-rate (perf_analyzer's --request-distribution).")
-@click.option("--check", "check_result", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--check", "check_result", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A later perf result.json to score saved predictions against (with --predictions).")
-@click.option("--predictions", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--predictions", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
               help="The plan JSON a predicting 'tritonkit plan ... --out' wrote.")
 # output
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Also write the plan as JSON to this file.")
 def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_result: Path | None, as_json: bool,
          out: Path | None, **o: Any) -> None:
@@ -204,12 +203,6 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         click.echo(result.render_text(), nl=False)
         if out is not None:
             click.echo(f"\nplan written to {out}")
-
-
-def _positive_ints(values: tuple[int, ...]) -> tuple[int, ...]:
-    if any(v < 1 for v in values):
-        raise click.BadParameter("must be ≥ 1")
-    return values
 
 
 COMMANDS: list[click.Command] = [plan]

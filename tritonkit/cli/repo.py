@@ -8,7 +8,18 @@ from typing import Literal
 
 import click
 
-from tritonkit.cli._common import HOST_PORT, CommandExit, echo_json, server_bin_option
+from tritonkit._values import COUNT, DIM, PROTO_INT32, VERSION, excerpt
+from tritonkit.cli._common import (
+    HOST_PORT,
+    CommandExit,
+    UserPath,
+    Words,
+    backend_dir_option,
+    check_model_name,
+    echo_json,
+    number,
+    server_bin_option,
+)
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     CONFIG_FILENAME,
@@ -24,12 +35,18 @@ from tritonkit.repository import (
     read_config,
     render_config,
 )
-from tritonkit.repository.lint import RULES, LintReport, Severity, lint_repository, resolve_target
+from tritonkit.repository.layout import PLATFORM_BACKENDS
+from tritonkit.repository.lint import RULES, LintReport, Severity, Target, lint_repository, resolve_target
 from tritonkit.repository.summary import summarize_repository
 from tritonkit.triton_releases import NEWEST_LINE, known_lines_text
 
-#: Exit statuses of ``repo lint`` (and ``repo diff``): clean, problems found, usage error.
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+#: Exit statuses of ``repo lint`` (and ``repo diff``): clean, problems found, usage error, and for
+#: ``repo lint`` a rule that failed (the linter's own error: the repository was not fully checked).
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+def _check_target(text: str, where: str) -> None:
+    Target.parse(text)  # cpu, gpu or gpu:N, refused with the forms otherwise
+
 
 format_option = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
@@ -49,7 +66,7 @@ def repo() -> None:
 
 
 @repo.command("init")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=UserPath(path_type=Path))
 def init(path: Path) -> None:
     """Create an empty model repository folder at PATH.
 
@@ -62,33 +79,29 @@ def init(path: Path) -> None:
 
 
 def _parse_tensor(text: str, *, what: str) -> TensorSpec:
-    parts = text.split(":")
+    parts = text.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
-        raise ConfigError(f"--{what} {text!r}: expected NAME:DTYPE:DIMS", hint=f"e.g. --{what} INPUT0:FP32:3,224,224")
+        raise ConfigError(f"--{what} {excerpt(text)}: expected NAME:DTYPE:DIMS", hint=f"e.g. --{what} INPUT0:FP32:3,224,224")
     name, dtype, dims_text = parts
-    try:
-        dims = [int(d) for d in dims_text.split(",") if d.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"--{what} {text!r}: dims must be integers separated by commas",
-                          hint="use -1 for a variable-size dimension") from exc
+    dims = [int(DIM.parse(d, f"--{what} {name} dims")) for d in dims_text.split(",") if d.strip()]
     return TensorSpec(name=name, dtype=dtype, dims=dims)
 
 
 @repo.command("add")
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--name", required=True, help="Model name (also its folder).")
-@click.option("--backend", default="", help='Backend, e.g. "python", "onnxruntime".')
-@click.option("--platform", default="", help='Platform, e.g. "ensemble", "onnxruntime_onnx".')
-@click.option("--max-batch-size", type=int, default=0, show_default=True, help="0: the model does not batch.")
-@click.option("--input", "inputs", multiple=True, help="NAME:DTYPE:DIMS, e.g. INPUT0:FP32:4 (repeat).")
-@click.option("--output", "outputs", multiple=True, help="NAME:DTYPE:DIMS (repeat).")
-@click.option("--window", default=None, help='Dynamic-batching window with units, e.g. "5ms" (default 5ms).')
+@click.argument("path", type=UserPath(file_okay=False, path_type=Path))
+@click.option("--name", type=Words(check_model_name, example="add_one"), required=True, help="Model name (also its folder).")
+@click.option("--backend", type=Words(example="python"), default="", help='Backend, e.g. "python", "onnxruntime".')
+@click.option("--platform", type=click.Choice(["", "ensemble", *PLATFORM_BACKENDS]), default="", help='Platform, e.g. "ensemble", "onnxruntime_onnx".')
+@click.option("--max-batch-size", type=number(PROTO_INT32), default=0, show_default=True, help="0: the model does not batch.")
+@click.option("--input", "inputs", type=Words(example="INPUT0:FP32:4"), multiple=True, help="NAME:DTYPE:DIMS, e.g. INPUT0:FP32:4 (repeat).")
+@click.option("--output", "outputs", type=Words(example="OUTPUT0:FP32:4"), multiple=True, help="NAME:DTYPE:DIMS (repeat).")
+@click.option("--window", type=Words(example="5ms"), default=None, help='Dynamic-batching window with units, e.g. "5ms" (default 5ms).')
 @click.option("--no-dynamic-batching", is_flag=True, help="Leave the dynamic batcher off.")
-@click.option("--instances", type=int, default=None, help="Instance count (with --kind).")
+@click.option("--instances", type=number(COUNT), default=None, help="Instance count (with --kind).")
 @click.option("--kind", type=click.Choice(["cpu", "gpu", "auto", "model"]), default="cpu", show_default=True)
-@click.option("--file", "files", multiple=True, type=click.Path(exists=True, path_type=Path),
+@click.option("--file", "files", multiple=True, type=UserPath(exists=True, path_type=Path),
               help="A model file or folder to copy into the version folder (repeat).")
-@click.option("--version", type=int, default=1, show_default=True)
+@click.option("--version", type=number(VERSION), default=1, show_default=True)
 @click.option("--force", is_flag=True, help="Replace an existing model's config and files.")
 def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int, inputs: tuple[str, ...],
         outputs: tuple[str, ...], window: str | None, no_dynamic_batching: bool, instances: int | None,
@@ -128,7 +141,7 @@ def _is_model(path: Path) -> bool:
 
 
 @repo.command("show")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("path", type=UserPath(exists=True, path_type=Path))
 @format_option
 def show(path: Path, fmt: str) -> None:
     """Show a repository (one line per model) or one model's config (PATH is a model folder or config).
@@ -179,27 +192,29 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
 
 
 @repo.command("lint")
-@click.argument("path", type=click.Path(path_type=Path), required=False)
-@click.option("--target", type=str, default=None,
+@click.argument("path", type=UserPath(path_type=Path), required=False)
+@click.option("--target", type=Words(_check_target, example="cpu"), default=None,
               help="Hardware the repository is for: cpu, gpu or gpu:N (enables GPU rules).")
 @click.option("--server", type=HOST_PORT, default=None, help="gRPC address of a running server (host:port) to read its backends.")
-@click.option("--metrics-url", default=None, help="With --server: its /metrics URL, to count its GPUs.")
+@click.option("--metrics-url", type=Words(example="http://127.0.0.1:8002/metrics"), default=None, help="With --server: its /metrics URL, to count its GPUs.")
 @server_bin_option("A local tritonserver binary: lint against the backends installed next to it", falls_back=False)
 @click.option("--bundled", is_flag=True, help="Lint against the bundled tritonserver's backends (python only).")
-@click.option("--server-version", default=None,
+@click.option("--server-version", type=Words(example="2.60"), default=None,
               help="Triton release to check for: X.Y, X.Y.Z or an NGC tag YY.MM. Known: "
                    f"{known_lines_text()}. [default: the version --server reports, else that of the "
                    f"--bundled/--server-bin install, else {NEWEST_LINE}]")
-@click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeat).")
-@click.option("--ignore", "ignored", multiple=True, help="Skip this rule id (repeat).")
+@backend_dir_option("Lint against these backends (with the bundled server, or --server-bin's)")
+@click.option("--rule", "rules", type=Words(example="TK101"), multiple=True, help="Run only this rule id (repeat).")
+@click.option("--ignore", "ignored", type=Words(example="TK109"), multiple=True, help="Skip this rule id (repeat).")
 @click.option("--min-severity", type=click.Choice(["error", "warning", "info"]), default="info", show_default=True,
               help="Hide findings below this severity.")
 @click.option("--list-rules", is_flag=True, help="Print every rule id, severity and title, then exit.")
 @format_option
 def lint(path: Path | None, target: str | None, server: str | None, metrics_url: str | None,
-         server_bin: Path | None, bundled: bool, server_version: str | None, rules: tuple[str, ...],
+         server_bin: Path | None, bundled: bool, server_version: str | None, backend_dir: Path | None, rules: tuple[str, ...],
          ignored: tuple[str, ...], min_severity: str, list_rules: bool, fmt: str) -> None:
-    """Lint every model in the repository at PATH; exit 0 clean, 1 errors found, 2 usage error.
+    """Lint every model in the repository at PATH; exit 0 clean, 1 errors found, 2 usage error,
+    3 a rule failed (a linter bug, reported as an internal-error finding; the other rules still ran).
 
     \b
     Example:
@@ -207,6 +222,7 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
       tritonkit repo lint model_repository --server 127.0.0.1:8001 --format json
       tritonkit repo lint model_repository --bundled
       tritonkit repo lint model_repository --server-version 2.60
+      tritonkit repo lint model_repository --backend-dir /opt/tritonserver/backends
     """
     if list_rules:
         if fmt == "json":
@@ -221,15 +237,15 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
     if not path.is_dir():
         raise click.UsageError(f"{path} is not a folder")
     chosen = resolve_target(target, server=server, metrics_url=metrics_url, server_bin=server_bin,
-                            bundled=bundled, server_version=server_version)
+                            bundled=bundled, server_version=server_version, backend_dir=backend_dir)
     report = lint_repository(path, target=chosen, rules=rules or None, ignore=ignored)
     _print_report(report, fmt, Severity(min_severity))
-    raise CommandExit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)
+    raise CommandExit(EXIT_INTERNAL if report.internal_errors else EXIT_CLEAN if report.ok else EXIT_FINDINGS)
 
 
 @repo.command("diff")
-@click.argument("old", type=click.Path(exists=True, path_type=Path))
-@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@click.argument("old", type=UserPath(exists=True, path_type=Path))
+@click.argument("new", type=UserPath(exists=True, path_type=Path))
 @format_option
 def diff(old: Path, new: Path, fmt: str) -> None:
     """Compare two repositories, two model folders or two config files field by field.

@@ -14,7 +14,20 @@ from pathlib import Path
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, rate_tolerance_option, sigterm_as_interrupt
+from tritonkit._values import POSITIVE, TOLERANCE_PERCENT, excerpt
+from tritonkit.cli._common import (
+    CommandExit,
+    UserPath,
+    Words,
+    backend_dir_option,
+    check_model_name,
+    echo_json,
+    levels_type,
+    number,
+    rate_tolerance_option,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
@@ -120,12 +133,9 @@ def _pairs(values: tuple[str, ...], option: str, *, number: bool = False) -> dic
     for text in values:
         name, sep, value = text.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint=option)
+            raise click.BadParameter(f"{excerpt(text)} is not NAME=VALUE", param_hint=option)
         if number:
-            try:
-                float(value)
-            except ValueError:
-                raise click.BadParameter(f"{text!r}: {value!r} is not a number", param_hint=option) from None
+            POSITIVE.parse(value, f"{option} {name.strip()}")
         pairs[name.strip()] = value.strip()
     return pairs
 
@@ -145,55 +155,58 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 
 
 @click.command("sweep")
-@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("models", metavar="MODEL [MODEL...]", nargs=-1, required=True)
-@click.option("--share", "shares", multiple=True,
+@click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
+@click.argument("models", metavar="MODEL [MODEL...]", type=Words(check_model_name, example="resnet"), nargs=-1,
+                required=True)
+@click.option("--share", "shares", type=Words(example="detector=2"), multiple=True,
               help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
-@click.option("--model-sla", "model_slas", multiple=True,
+@click.option("--model-sla", "model_slas", type=Words(example="b=p99<=200ms"), multiple=True,
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
 @click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
-@click.option("--instances", default=None,
+@click.option("--instances", type=Words(example="1,2,4"), default=None,
               help="Instance counts to try: a list or ranges, e.g. 1,2,4 or 1:8 (START:STOP[:STEP], step 1, or "
                    "x2 to double; default: the model's).")
-@click.option("--max-batch-size", "max_batch", default=None,
+@click.option("--max-batch-size", "max_batch", type=Words(example="1,4,8"), default=None,
               help="Max batch sizes to try, e.g. 1,4,8 or 1:64:x2 (turns the dynamic batcher on, 0 ms window, "
                    "unless --batch-window says otherwise).")
-@click.option("--batch-window", default=None,
+@click.option("--batch-window", type=Words(example="0,5ms"), default=None,
               help="Dynamic batching windows to try, e.g. 0,5ms,10ms or 0:20ms:5ms ('off': no dynamic batcher).")
-@click.option("--preferred-batch", default=None,
+@click.option("--preferred-batch", type=Words(example="none,max"), default=None,
               help="Preferred batch size options: none, a size, sizes joined by + (2+8), or max.")
-@click.option("--max-queue-size", "queue_sizes", default=None,
+@click.option("--max-queue-size", "queue_sizes", type=Words(example="0,16,64"), default=None,
               help="Queue policy: most requests waiting, e.g. 0,16,64 or 8:64:x2 (0: unbounded); more are rejected. "
                    "Allow a share with an SLA term such as rejected<=1%.")
-@click.option("--queue-timeout", "queue_timeouts", default=None,
+@click.option("--queue-timeout", "queue_timeouts", type=Words(example="off,10ms"), default=None,
               help="Queue policy: a request waiting longer is rejected, e.g. off,10ms,50ms.")
-@click.option("--pin", "pins", multiple=True,
+@click.option("--pin", "pins", type=Words(example="instances=2"), multiple=True,
               help="Hold a knob at one value, [MODEL.]KNOB=VALUE (repeat): for every model, one swept model, or "
                    "with --target a composing model loaded so, e.g. --pin preprocessing.instances=2. KNOB: "
                    "instances, max_batch_size, batch_window, preferred_batch, max_queue_size, queue_timeout.")
-@click.option("--concurrency", default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
-@click.option("--request-rate", default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
-@click.option("--window-ms", type=int, default=_D("step_window_ms"), show_default=True,
+@click.option("--concurrency", type=levels_type("concurrency"), default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
+@click.option("--request-rate", type=levels_type("request_rate"), default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
+@click.option("--window-ms", type=number(SweepSettings, "step_window_ms"), default=_D("step_window_ms"), show_default=True,
               help="perf_analyzer measurement window; a step needs three agreeing windows.")
-@click.option("--warmup-s", type=float, default=_D("warmup_s"), show_default=True,
+@click.option("--warmup-s", type=number(SweepSettings, "warmup_s"), default=_D("warmup_s"), show_default=True,
               help="Unrecorded load after each variant is loaded.")
 @click.option("--exhaustive", is_flag=True, help="Measure every variant instead of pruning those that cannot win.")
-@click.option("--tie-tolerance", type=float, default=100 * _D("tie_tolerance"), show_default=True,
+@click.option("--tie-tolerance", type=number(TOLERANCE_PERCENT), default=100 * _D("tie_tolerance"), show_default=True,
               help="Throughputs within this many percent are a tie (then lower p99, then fewer instances).")
 @rate_tolerance_option(_D("rate_tolerance"))
-@click.option("--max-gpu-memory-mb", type=float, default=_D("max_gpu_memory_mb"),
+@click.option("--max-gpu-memory-mb", type=number(SweepSettings, "max_gpu_memory_mb"), default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
-@click.option("--target", default=None,
+@click.option("--target", type=Words(check_model_name, example="ensemble"), default=None,
               help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
                    "(MODEL's instances and batching are swept, the target's config is used as written).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out_dir", type=UserPath(file_okay=False, path_type=Path), default=None,
               help="Sweep folder (default results/<UTC>-<model>-sweep); re-running into it resumes.")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=_D("results_root"),
+@click.option("--results-root", type=UserPath(file_okay=False, path_type=Path), default=_D("results_root"),
               show_default=True)
 @click.option("--no-write-back", is_flag=True, help="Leave the repository's config.pbtxt as it is.")
-@click.option("--input-data", default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
-@click.option("--shape", "shapes", multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@click.option("--input-data", type=Words(example="random"), default=None, help="'zero', 'random', or a perf_analyzer JSON data file.")
+@click.option("--shape", "shapes", type=Words(example="INPUT0:3,224,224"), multiple=True, help="Shape of a variable-size input: NAME:D1,D2 (repeat).")
+@server_bin_option("tritonserver binary the sweep starts")
+@backend_dir_option("Backends the sweep's server loads (measure the backend production serves)")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 def sweep_command(
@@ -202,7 +215,8 @@ def sweep_command(
     pins: tuple[str, ...], concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
     max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
-    input_data: str | None, shapes: tuple[str, ...], as_json: bool, quiet: bool,
+    input_data: str | None, shapes: tuple[str, ...], server_bin: Path | None, backend_dir: Path | None, as_json: bool,
+    quiet: bool,
 ) -> None:
     """Find the configuration of MODEL (in REPO) that carries the most load within the SLA; with
     several models, the configurations that carry the most together under their joint load.
@@ -255,6 +269,7 @@ def sweep_command(
         rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
+        server_bin=server_bin, backend_dir=backend_dir,
     ).with_out("-".join(models))
     folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)

@@ -9,7 +9,18 @@ from typing import Any
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, server_bin_option, sigterm_as_interrupt
+from tritonkit._values import SECONDS
+from tritonkit.cli._common import (
+    CommandExit,
+    UserPath,
+    Words,
+    backend_dir_option,
+    check_model_name,
+    echo_json,
+    number,
+    server_bin_option,
+    sigterm_as_interrupt,
+)
 from tritonkit.errors import ServerError
 from tritonkit.repository.lint import lint_for_server, load_failure_fix
 from tritonkit.server import TritonServer
@@ -17,29 +28,31 @@ from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 #: ``serve`` and ``doctor`` run the same server.
 _server_bin = server_bin_option("tritonserver binary to run")
+_backend_dir = backend_dir_option("Backends the server loads")
 
 
 _PORT = click.IntRange(1, 65535)
 
 
 @click.command("serve")
-@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
 @click.option("--grpc-port", type=_PORT, default=None, help="gRPC port (default: a free one).")
 @click.option("--http-port", type=_PORT, default=None, help="HTTP port (default: a free one).")
 @click.option("--metrics-port", type=_PORT, default=None, help="Prometheus metrics port (default: a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
+@click.option("--host", type=Words(example="127.0.0.1"), default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean it.")
 @click.option("--explicit", is_flag=True, help="Explicit model control: load models with --load-model or the API.")
-@click.option("--load-model", "models", multiple=True, help="With --explicit: a model to load at start (repeat).")
+@click.option("--load-model", "models", type=Words(check_model_name, example="resnet"), multiple=True, help="With --explicit: a model to load at start (repeat).")
 @click.option(
     "--strict",
     is_flag=True,
     help="Stop with exit status 1 when any model fails to load (default: serve the models that load).",
 )
-@click.option("--startup-timeout-s", type=float, default=120.0, show_default=True)
-@click.option("--server-arg", "extra_args", multiple=True,
+@click.option("--startup-timeout-s", type=number(SECONDS), default=120.0, show_default=True)
+@click.option("--server-arg", "extra_args", type=Words(example="--allow-client-shm=true"), multiple=True,
               help="A tritonserver flag to pass as is, e.g. --server-arg=--allow-client-shm=true (repeat); a flag "
                    "the server's release does not have is refused first, naming the release that has it.")
 @_server_bin
+@_backend_dir
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
@@ -53,7 +66,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
     with sigterm_as_interrupt():
         try:
             # The other options are named as TritonServer's keywords (ports, host, server_bin,
-            # startup_timeout_s), so they pass through as given.
+            # backend_dir, startup_timeout_s), so they pass through as given.
             with TritonServer(repo, model_control="explicit" if explicit else "none", models=models,
                               exit_on_error=False, **server_options) as server:
                 failures = server.load_failures()
@@ -66,7 +79,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
                     failed = [failure.model for failure in failures]
                     report = lint_for_server(repo, server.install, server.version(), models=failed)
                     click.echo(f"  server log: {server.log_path}", err=True)
-                    click.echo(f"  fix: {load_failure_fix(report, failed, repo)}", err=True)
+                    click.echo(f"  fix: {load_failure_fix(report, failed, repo, lint_command=server.lint_command())}", err=True)
                     if strict or not ready:
                         why = "--strict was given" if strict else "no model loaded"
                         click.echo(f"stopping: {why}.", err=True)
@@ -96,11 +109,13 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @_server_bin
-def doctor(as_json: bool, server_bin: Path | None) -> None:
+@_backend_dir
+def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 
     Starts the server once to read its version and to ask a probe model which
-    Python interpreter and site-packages python-backend models will see.
+    Python interpreter and site-packages python-backend models will see. Lists each
+    backend with the version its files give (the onnxruntime backend's ONNX Runtime).
     Exit status 1 when a required piece is missing.
 
     \b
@@ -109,7 +124,8 @@ def doctor(as_json: bool, server_bin: Path | None) -> None:
     """
     from tritonkit.provision.doctor import run_checks
 
-    checks = run_checks(server_bin=str(server_bin) if server_bin else None)
+    checks = run_checks(server_bin=str(server_bin) if server_bin else None,
+                        backend_dir=str(backend_dir) if backend_dir else None)
     if as_json:
         echo_json([c.to_dict() for c in checks])
     else:

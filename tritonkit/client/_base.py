@@ -204,29 +204,32 @@ class ClientBase:
 
     # ---- model metadata --------------------------------------------------
     def _remember_metadata(self, model: str, version: str, metadata: Any, config: Any) -> ModelMetadata:
-        """Cache the metadata built from a ``get_model_metadata`` and ``get_model_config`` reply."""
+        """The metadata built from a ``get_model_metadata`` and ``get_model_config`` reply, cached
+        unless it lists no inputs: a model caught between an unload and its next load, or one that
+        takes none, would otherwise answer every later request "The model expects: " (nothing)."""
         meta = ModelMetadata.from_server(metadata, config.config)
-        self._metadata[(model, version)] = meta
+        if meta.inputs:
+            self._metadata[(model, version)] = meta
         return meta
 
-    def _stale(self, model: str, version: str, meta: ModelMetadata) -> bool:
-        """Forget ``meta`` if it is still the cached one; True when it was (fetch again and retry once).
-
-        Called when a request failed the local check against cached metadata: the
-        model may have been reloaded with another config since it was fetched.
-        """
+    def _forget(self, model: str, version: str, meta: ModelMetadata) -> None:
+        """Forget ``meta`` if it is still the cached one: a request failed the local check against
+        it, and the model may have been reloaded with another config since it was fetched."""
         if self._metadata.get((model, version)) is meta:
             del self._metadata[(model, version)]
-            return True
-        return False
 
     def _refetch(self, model: str, version: str, meta: ModelMetadata, fetched: bool) -> bool:
-        """After a request failed the local check: True to fetch the metadata again and check once more.
+        """After a request failed the local check (an input it does not know, a shape): True to fetch
+        the metadata again and check once more, once per call.
 
-        Only when ``meta`` came from the cache (not ``fetched`` for this call) and
-        is still the cached one: the model may have been reloaded with another config.
+        Not when ``meta`` was ``fetched`` for this very call: it is as fresh as it gets. Otherwise
+        always, even when another call has replaced the cached answer meanwhile (the call then
+        checks against that one).
         """
-        return not fetched and self._stale(model, version, meta)
+        if fetched:
+            return False
+        self._forget(model, version, meta)
+        return True
 
     # ---- requests --------------------------------------------------------
     def _prepare_unary(self, meta: ModelMetadata, args: InferArgs) -> PreparedRequest:
@@ -249,15 +252,16 @@ class ClientBase:
         )
 
     def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None:
-        """``request`` checked against ``meta``; None when that failed on stale cached metadata.
+        """``request`` checked against ``meta``; None when that failed.
 
-        On None the caller fetches the metadata again and prepares once more.
+        On None the caller fetches the metadata again and prepares once more (the model may have
+        been reloaded with another config since ``meta`` was cached).
         """
         try:
             return request.prepare(meta, self.max_message_bytes)
         except InvalidInputError:
-            if not self._stale(request.model, request.version, meta):
-                raise
+            # Cached or fetched just now, the caller cannot tell: fetch once more either way.
+            self._forget(request.model, request.version, meta)
             return None
 
     @staticmethod

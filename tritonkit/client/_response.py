@@ -56,6 +56,27 @@ def _misfit(
     )
 
 
+def _numbers_sent_as_text(meta: ModelMetadata, name: str, array: Array, declared: str,
+                          shape: list[int], batch: int | None) -> Array:
+    """``array`` (decoded BYTES) as the numeric ``declared`` type, when every element is the text of
+    such a number; else the output is what it seems, a misfit.
+
+    WAR: TensorRT-LLM's LLM-API model (``triton_backend/all_models/llmapi/tensorrt_llm/1/model.py``,
+    1.1 and 1.2; ``cumulative_logprob`` from tensorrtllm_backend v0.19.0) sends its numeric outputs
+    as ``str(value)`` in an object tensor while its config.pbtxt declares FP32 / INT64, and the
+    server passes that on. Read as the declared numbers, the answer is the one the model meant.
+    """
+    np_type = _np_type(declared)
+    if np_type is None:
+        raise _misfit(meta, name, "BYTES", shape, batch)
+    try:
+        texts = [item.decode() if isinstance(item, bytes) else str(item) for item in array.ravel()]
+        numbers = [float(text) if np.issubdtype(np_type, np.floating) else int(text) for text in texts]
+        return np.asarray(numbers, dtype=np_type)
+    except (UnicodeDecodeError, ValueError, OverflowError) as exc:
+        raise _misfit(meta, name, "BYTES", shape, batch) from exc
+
+
 def decode_response(
     response: service_pb2.ModelInferResponse, prepared: PreparedRequest, segment: Segment | None = None
 ) -> dict[str, Array]:
@@ -88,9 +109,13 @@ def decode_response(
         datatype = output.datatype
         shape = list(output.shape)
         check = checks.get(name)
+        as_declared = ""
         if check is not None:
             tensor, rank, fixed_axes = check
             fits = datatype == tensor.datatype and len(shape) == rank
+            if not fits and datatype == "BYTES" and tensor.datatype != "BYTES" and len(shape) == rank:
+                # Numbers sent as text (see _numbers_sent_as_text): the shape is still checked.
+                as_declared, fits = tensor.datatype, True
             if fits:
                 for axis, size in fixed_axes:
                     if shape[axis] != size:
@@ -111,6 +136,8 @@ def decode_response(
             raw_index += 1
             if datatype == "BYTES":
                 array = deserialize_bytes_tensor(data)
+                if as_declared:
+                    array = _numbers_sent_as_text(meta, name, array, as_declared, shape, batch)
             else:
                 np_type = _np_type(datatype)
                 if np_type is None:
@@ -129,6 +156,8 @@ def decode_response(
                     ) from exc
         elif output.contents.bytes_contents:
             array = np.array(list(output.contents.bytes_contents), dtype=object)
+            if as_declared:
+                array = _numbers_sent_as_text(meta, name, array, as_declared, shape, batch)
         else:
             np_type = _np_type(datatype)
             array = np.empty(0, dtype=np_type if np_type is not None else object)

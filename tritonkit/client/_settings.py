@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import math
 import socket
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from tritonkit._values import SECONDS, bounded, check_fields
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -93,26 +93,15 @@ class Timeouts:
     Frozen: derive a variant with ``dataclasses.replace`` or ``with_call_s``.
     """
 
-    call_s: float | None = DEFAULT_TIMEOUT_S
-    connect_s: float = DEFAULT_CONNECT_TIMEOUT_S
-    stream_idle_s: float | None = DEFAULT_STREAM_IDLE_TIMEOUT_S
-    keepalive_time_s: float = DEFAULT_KEEPALIVE_TIME_S
-    keepalive_timeout_s: float = DEFAULT_KEEPALIVE_TIMEOUT_S
-    reconnect_backoff_max_s: float = DEFAULT_RECONNECT_BACKOFF_MAX_S
+    call_s: float | None = bounded(DEFAULT_TIMEOUT_S, SECONDS, optional=True)
+    connect_s: float = bounded(DEFAULT_CONNECT_TIMEOUT_S, SECONDS)
+    stream_idle_s: float | None = bounded(DEFAULT_STREAM_IDLE_TIMEOUT_S, SECONDS, optional=True)
+    keepalive_time_s: float = bounded(DEFAULT_KEEPALIVE_TIME_S, SECONDS)
+    keepalive_timeout_s: float = bounded(DEFAULT_KEEPALIVE_TIMEOUT_S, SECONDS)
+    reconnect_backoff_max_s: float = bounded(DEFAULT_RECONNECT_BACKOFF_MAX_S, SECONDS)
 
     def __post_init__(self) -> None:
-        for option in fields(self):
-            value = getattr(self, option.name)
-            optional = option.name in ("call_s", "stream_idle_s")
-            if value is None and optional:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(
-                    f"Timeouts.{option.name} must be a number of seconds{' or None' if optional else ''}, "
-                    f"not {value!r}"
-                )
-            if value <= 0:
-                raise ConfigError(f"Timeouts.{option.name} must be > 0 seconds, not {value}")
+        check_fields(self)
 
     @classmethod
     def of(cls, value: Timeouts | float | None) -> Timeouts:

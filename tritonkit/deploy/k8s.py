@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from tritonkit._fs import atomic_write
+from tritonkit._values import SECONDS, excerpt
 from tritonkit.deploy.k8s_names import image_has_digest
 from tritonkit.deploy.k8s_network import (
     disruption_budget,
@@ -44,6 +45,7 @@ from tritonkit.deploy.k8s_options import (
     GRPC_PORT,
     HTTP_PORT,
     METRICS_PORT,
+    REPLICAS,
     GrpcIngress,
     K8sOptions,
     RepositorySource,
@@ -124,22 +126,20 @@ class Manifests:
 
 def parse_replicas(text: str) -> tuple[int, int]:
     """``"3"`` → (3, 3); ``"1:8"`` → (1, 8)."""
-    try:
-        low, _, high = text.partition(":")
-        lo, hi = int(low), int(high or low)
-    except ValueError as exc:
-        raise ConfigError(f"--replicas {text!r} is not N or MIN:MAX", hint="write --replicas 2 or --replicas 1:8") from exc
-    if not 1 <= lo <= hi:
-        raise ConfigError(f"--replicas {text!r}: need 1 <= MIN <= MAX", hint="write --replicas 1:8")
+    low, sep, high = text.partition(":")
+    if not low.strip() or (sep and not high.strip()):
+        raise ConfigError(f"--replicas {excerpt(text)} is not N or MIN:MAX", hint="write --replicas 2 or --replicas 1:8")
+    lo = int(REPLICAS.parse(low, "--replicas"))
+    hi = int(REPLICAS.parse(high, "--replicas")) if sep else lo
+    if lo > hi:
+        raise ConfigError(f"--replicas {excerpt(text)}: need 1 <= MIN <= MAX", hint="write --replicas 1:8")
     return lo, hi
 
 
 def longest_request_s(sla: SLA | None, given_s: float | None) -> tuple[float, str]:
     """The longest request to drain on shutdown, and where the figure came from."""
     if given_s is not None:
-        if given_s <= 0:
-            raise ConfigError(f"--max-request-s {given_s} must be positive")
-        return given_s, "--max-request-s"
+        return SECONDS.check(given_s, "--max-request-s"), "--max-request-s"
     bounds_ms = [c.value for c in (sla.constraints if sla else ())
                  if c.metric in METRICS and METRICS[c.metric].kind == "time"]
     if bounds_ms:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tritonkit._values import COUNT, FRACTION, GPUS_PER_POD, SECONDS, Bounds, bounded, check_fields
 from tritonkit.deploy.k8s_names import (
     check_dns1035_label,
     check_dns1123_label,
@@ -19,6 +20,11 @@ from tritonkit.deploy.k8s_sizing import PodSize
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
 from tritonkit.triton_releases import TritonRelease, release_of_image, release_of_version
+
+#: Replicas of one Deployment: a typo past ten thousand is not a plan.
+REPLICAS = Bounds(integer=True, low=1, high=10_000, example="2")
+#: Seconds a gRPC connection lives before the server closes it.
+_CONNECTION_AGE_S = Bounds(integer=True, low=1, high=86_400, noun="number of seconds", example="300")
 
 __all__ = [
     "CLIENT_LABEL",
@@ -106,24 +112,24 @@ class K8sOptions:
     name: str = "triton"
     namespace: str = DEFAULT_NAMESPACE
     #: GPUs per pod (None: one when a model asks for a GPU, else none).
-    gpus: int | None = None
-    min_replicas: int = 1
-    max_replicas: int = 4
+    gpus: int | None = bounded(None, GPUS_PER_POD)
+    min_replicas: int = bounded(1, REPLICAS)
+    max_replicas: int = bounded(4, REPLICAS)
     source: RepositorySource = RepositorySource()
     #: The longest request in seconds; None: from the SLA (see :func:`~tritonkit.deploy.k8s.longest_request_s`).
-    max_request_s: float | None = None
+    max_request_s: float | None = bounded(None, SECONDS)
     #: CPU, memory and ``/dev/shm`` per pod; what is not given is derived from the repository.
     size: PodSize = PodSize()
     #: Requests a pod takes at once before its queues hold them (None: the repository's
     #: concurrency limits, summed over its models).
-    concurrency_limit: int | None = None
-    scale_out_utilisation: float = SCALE_OUT_UTILISATION
+    concurrency_limit: int | None = bounded(None, COUNT)
+    scale_out_utilisation: float = bounded(SCALE_OUT_UTILISATION, FRACTION)
     kserve: bool = False
     #: None: no Ingress (clients balance over the headless Service).
     ingress: GrpcIngress | None = None
     #: gRPC connections are closed after this many seconds (in-flight calls finish first), so
     #: clients balancing over the headless Service re-resolve it and reach new replicas.
-    grpc_max_connection_age_s: int = 300
+    grpc_max_connection_age_s: int = bounded(300, _CONNECTION_AGE_S)
     #: Prometheus the KServe autoscaler (KEDA) queries.
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
     #: The Triton release the image runs (``2.68``, or an NGC tag); None: read from an NGC image's tag.
@@ -139,18 +145,10 @@ class K8sOptions:
         # The headless Service's name (a DNS-1035 label) is the longest name made from it.
         check_dns1035_label(self.name, "--name", max_len=63 - len(HEADLESS_SUFFIX))
         check_dns1123_label(self.namespace, "--namespace")
-        if self.concurrency_limit is not None and self.concurrency_limit < 1:
-            raise ConfigError(f"--concurrency-limit {self.concurrency_limit} must be at least 1")
-        if self.gpus is not None and self.gpus < 0:
-            raise ConfigError(f"--gpus {self.gpus} is negative", hint="give 0 for a CPU deployment")
-        if not 1 <= self.min_replicas <= self.max_replicas:
+        check_fields(self)
+        if self.min_replicas > self.max_replicas:
             raise ConfigError(f"replicas {self.min_replicas}:{self.max_replicas} are not 1 <= min <= max",
                               hint="write --replicas 2 or --replicas 1:8")
-        if not 0 < self.scale_out_utilisation <= 1:
-            raise ConfigError(f"scale-out utilisation {self.scale_out_utilisation} is not in (0, 1]",
-                              hint="rule of thumb: 60–70 %, e.g. --scale-out-at 65%")
-        if self.grpc_max_connection_age_s < 1:
-            raise ConfigError(f"--grpc-max-connection-age-s {self.grpc_max_connection_age_s} must be at least 1")
         if self.kserve and self.source.uri is None and self.source.pvc is None:
             raise ConfigError("KServe loads the repository from a storage URI",
                               hint="pass --repo-uri s3://bucket/repo, or --pvc CLAIM for pvc://CLAIM/")

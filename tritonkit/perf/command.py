@@ -39,6 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._settings import field_default
+from tritonkit._values import (
+    COUNT,
+    REPEATS,
+    SECONDS,
+    SECONDS_OR_ZERO,
+    STEPS,
+    TOLERANCE,
+    bounded,
+    check_choice,
+    check_fields,
+)
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.judge.sla import SLA, load_sla
@@ -82,7 +93,9 @@ class LoadTestSettings:
     text as ``'1,2,4'``, ``'1:16'``; default concurrency ``1:8``) with ``distribution`` and
     ``rate_tolerance`` (with request-rate levels a step meets the SLA only if the server carried
     the offered rate less this fraction; see :class:`JudgeSettings`), ``duration_s`` per step, ``max_trials``, ``warmup_s``, ``stop_after`` SLA-breaking steps and
-    ``timeout_s`` for the whole ladder (see :meth:`LadderPlan.from_duration`).
+    ``timeout_s`` for the whole ladder (see :meth:`LadderPlan.from_duration`); ``repeat`` runs
+    the ladder that many times and judges each figure's median over the runs with its interval
+    over them (the spread from run to run; see :func:`~tritonkit.perf.pipeline.run_perf`).
     Data: ``batch_size``, ``input_data`` (``'zero'``, ``'random'`` or a perf_analyzer JSON file),
     ``shapes`` of variable-size inputs; ``repo`` the model repository holding the model file that
     valid data is derived from (default: ./model_repository when it holds the model), with
@@ -97,12 +110,12 @@ class LoadTestSettings:
     concurrency: str | Sequence[float] | None = None
     request_rate: str | Sequence[float] | None = None
     distribution: str = "constant"
-    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
-    duration_s: float = 6.0
-    max_trials: int = 6
-    warmup_s: float = 5.0
-    stop_after: int = 2
-    batch_size: int = 1
+    rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
+    duration_s: float = bounded(6.0, SECONDS)
+    max_trials: int = bounded(6, STEPS)
+    warmup_s: float = bounded(5.0, SECONDS_OR_ZERO)
+    stop_after: int = bounded(2, STEPS)
+    batch_size: int = bounded(1, COUNT)
     input_data: str | Path | None = None
     shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
     repo: Path | None = None
@@ -114,7 +127,14 @@ class LoadTestSettings:
     results_root: Path = Path("results")
     baseline_root: Path | None = None
     perf_analyzer: str | os.PathLike[str] | PerfAnalyzerInstall | None = None
-    timeout_s: float = 1800.0
+    timeout_s: float = bounded(1800.0, SECONDS)
+    repeat: int = bounded(1, REPEATS)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        check_choice(self.protocol, "LoadTestSettings.protocol", ("grpc", "http"))
+        check_choice(self.distribution, "LoadTestSettings.distribution", ("constant", "poisson"))
+        self.ladder_plan()  # the levels, held to their bounds before anything starts
 
     @staticmethod
     def default(name: str) -> Any:
@@ -224,12 +244,15 @@ def load_test(
     come back in the run (:attr:`PerfRun.error`), everything measured before them saved.
     """
     sla = settings.parsed_sla()
+    if sla is not None:
+        sla.check_measurable("classic")
     judged = sla.with_zero_errors() if sla is not None else None
     spec = settings.spec(model)
     plan = settings.ladder_plan()
     folder = settings.results_dir(model)
     prepared = prepare_run_inputs(spec, folder, repo=settings.model_repository(model),
-                                  seq_len=SeqLen.parse(settings.seq_len), keep_outputs=settings.keep_outputs,
+                                  seq_len=SeqLen.parse(settings.seq_len) if settings.seq_len is not None else None,
+                                  keep_outputs=settings.keep_outputs,
                                   write=not dry_run)
     spec = prepared.spec
     test = LoadTest(model, folder, judged)
@@ -239,7 +262,7 @@ def load_test(
         except MissingComponentError as exc:
             planned_tool = None
             test.notes.append(f"{exc.message}; showing 'perf_analyzer' in its place")
-        test.planned = planned_commands(spec, plan, folder, planned_tool)
+        test.planned = planned_commands(spec, plan, folder, planned_tool, repeat=settings.repeat)
         return test
     tool = settings.locate_perf_analyzer()
     say = progress or (lambda _message: None)
@@ -256,7 +279,7 @@ def load_test(
         test.run = run_perf(spec, plan, sla=sla, results_dir=folder, perf_analyzer=tool,
                             metrics_url=settings.metrics_url, baseline_root=settings.baseline_root,
                             progress=progress, on_step=on_step, judging=settings.judging(),
-                            input_notes=[f"input data: {note}" for note in prepared.notes])
+                            input_notes=[f"input data: {note}" for note in prepared.notes], repeat=settings.repeat)
     except KeyboardInterrupt:
         test.interrupted = True  # run_perf saved and judged the steps measured so far
     finally:

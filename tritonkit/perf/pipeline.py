@@ -32,7 +32,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
@@ -47,8 +47,9 @@ from tritonkit.perf.judge.verdict import evaluate_result, stored_verdict
 from tritonkit.perf.llm.result import LLMResult
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
-from tritonkit.perf.measure.ladder import ladder_commands, run_ladder
+from tritonkit.perf.measure.ladder import LadderResult, ladder_commands, run_ladder
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
+from tritonkit.perf.measure.repeats import combine_runs, run_folder_name
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
 from tritonkit.perf.report.files import ReportFiles, check_report_folder, write_report
@@ -116,11 +117,18 @@ def _folder_and_tool(model: str, setup: RunSetup) -> tuple[Path, PerfAnalyzerIns
 
 @dataclass(frozen=True)
 class StepEvent:
-    """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it."""
+    """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it.
+
+    ``attempt``: a try of an unstable step that was measured again after it (not the load's step:
+    each load has exactly one event with ``attempt=False`` and ``run=None``). ``run``: in a
+    repeated run (``repeat`` > 1), the number of the run a step belongs to; the combined steps,
+    one per load, come last with ``run=None``."""
 
     step: StepResult
     name: str
     verdict: StepVerdict | None
+    attempt: bool = False
+    run: int | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,10 @@ class PerfRun(_RunRecord[PerfResult, ReportFiles]):
                     "p99_ms": s.latency.p99_ms if s.latency else None,
                     "errors": s.error_count,
                     "stable": s.stable,
+                    "noisy": s.noisy,
+                    "intervals": dict(s.intervals),
+                    "interval_basis": s.interval_basis,
+                    "machine": asdict(s.machine) if s.machine else None,
                 }
                 for s in self.result.steps
             ],
@@ -205,17 +217,23 @@ def planned_commands(
     plan: LadderPlan,
     results_dir: str | os.PathLike[str],
     perf_analyzer: PerfAnalyzerInstall | None = None,
+    *,
+    repeat: int = 1,
 ) -> list[PlannedCommand]:
     """The perf_analyzer argv of every run the ladder would make (first attempts), in order.
 
     Pure apart from locating perf_analyzer; starts nothing and writes nothing. The warm-up is
     listed (``recorded=False``); steps past an early stop are included. Built on
-    :func:`~tritonkit.perf.measure.ladder.ladder_commands`, the same list the ladder runs.
+    :func:`~tritonkit.perf.measure.ladder.ladder_commands`, the same list the ladder runs. With
+    ``repeat`` > 1 every run's commands are listed, each run in its folder ``run-<i>/``.
     """
     prefix = list(perf_analyzer.argv) if perf_analyzer else ["perf_analyzer"]
+    folders = [("", Path(results_dir))] if repeat <= 1 else [
+        (f"{run_folder_name(i)}/", Path(results_dir) / run_folder_name(i)) for i in range(1, repeat + 1)]
     return [
-        PlannedCommand(c.name, [*prefix, *to_argv(c.spec)], recorded=c.recorded)
-        for c in ladder_commands(spec, plan, results_dir)
+        PlannedCommand(f"{label}{c.name}", [*prefix, *to_argv(c.spec)], recorded=c.recorded)
+        for label, folder in folders
+        for c in ladder_commands(spec, plan, folder)
     ]
 
 
@@ -286,9 +304,15 @@ def run_perf(
     judging: JudgeSettings | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     input_notes: Sequence[str] = (),
+    repeat: int = 1,
     **setup: Unpack[RunSetup],
 ) -> PerfRun:
     """Run a load ladder against ``spec``'s model and judge it against ``sla``.
+
+    ``repeat`` > 1 runs the whole ladder that many times, one after the other (each into
+    ``run-<i>/``), and judges the runs folded into one result: each figure the median over the
+    runs, its interval over the runs (:func:`~tritonkit.perf.measure.repeats.combine_runs`). A
+    repeated run does not resume: its folder must not hold an earlier run.
 
     ``setup``: where the run writes and with what tools (``results_dir``, ``results_root``,
     ``perf_analyzer``, ``metrics_url``, ``baseline_root``, ``progress``; see :class:`RunSetup`).
@@ -309,6 +333,8 @@ def run_perf(
     saved.
     """
     _check_setup(setup)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigError(f"repeat must be a whole number >= 1, got {repeat!r}", hint="e.g. --repeat 5")
     if sla is not None and require_zero_errors:
         sla = sla.with_zero_errors()
     folder, tool = _folder_and_tool(spec.model, setup)
@@ -319,9 +345,9 @@ def run_perf(
         # written atomically after every step, so it still holds every step saved before.
         with FolderLock(folder, what="results folder", purpose=f"perf run {spec.model}") as lock, \
                 folder_write_errors("write the run's results", folder):
-            return _run_locked(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup,
-                               on_step=on_step, input_notes=input_notes,
-                               notes=[*input_notes, *([lock.taken_over] if lock.taken_over else [])])
+            job = _Job(spec, plan, sla, judging or JudgeSettings(), folder, tool, setup, on_step, input_notes,
+                       [*input_notes, *([lock.taken_over] if lock.taken_over else [])])
+            return _run_repeated(job, repeat) if repeat > 1 else _run_locked(job)
     except BaseException:
         if created:  # refused before writing anything (server down, bad folder): leave no empty folder
             with contextlib.suppress(OSError):
@@ -329,36 +355,64 @@ def run_perf(
         raise
 
 
-def _run_locked(
-    spec: PerfSpec,
-    plan: LadderPlan,
-    sla: SLA | None,
-    judging: JudgeSettings,
-    folder: Path,
-    tool: PerfAnalyzerInstall,
-    setup: RunSetup,
-    *,
-    on_step: Callable[[StepEvent], None] | None,
-    input_notes: Sequence[str],
-    notes: list[str],
-) -> PerfRun:
+@dataclass(frozen=True)
+class _Job:
+    """What :func:`run_perf` runs, once its folder is locked: the ladder, how it is judged, where
+    it writes, and who hears of each step."""
+
+    spec: PerfSpec
+    plan: LadderPlan
+    sla: SLA | None
+    judging: JudgeSettings
+    folder: Path
+    tool: PerfAnalyzerInstall
+    setup: RunSetup
+    on_step: Callable[[StepEvent], None] | None
+    input_notes: Sequence[str]
+    notes: list[str]
+
+    def stop_rule(self) -> Callable[[StepResult], bool] | None:
+        return ladder_check(self.sla, self.judging, batch_size=self.spec.batch_size) if self.sla is not None else None
+
+    def judged(self, step: StepResult) -> StepVerdict | None:
+        return judge_step(self.sla, step, self.judging, batch_size=self.spec.batch_size)
+
+    def ladder(self, plan: LadderPlan, folder: Path, settings: dict[str, Any], *, run: int | None = None,
+               preflight: bool = True, on_saved: Callable[[PerfResult], None] | None = None) -> LadderResult:
+        """One ladder into ``folder``, each kept step and each superseded try told to ``on_step``."""
+        observe = self.on_step or (lambda _event: None)
+        progress = self.setup.get("progress")
+        return run_ladder(
+            self.spec, plan, results_dir=folder,
+            analyzer=PerfAnalyzer(folder, perf_analyzer=self.tool, metrics_url=self.setup.get("metrics_url"),
+                                  progress=progress),
+            sla_check=self.stop_rule(), progress=progress, preflight=preflight,
+            on_step=lambda step, name: observe(StepEvent(step, name, self.judged(step), run=run)),
+            on_attempt=lambda step, name: observe(StepEvent(step, name, None, attempt=True, run=run)),
+            on_saved=on_saved,
+            extra={"settings": settings, **({"input_data": list(self.input_notes)} if self.input_notes else {})},
+        )
+
+    def finish(self, result: PerfResult, *, error: TritonKitError | None, resumed_steps: int, notes: list[str],
+               keep_baseline: bool = True) -> PerfRun:
+        return _finish(result, self.folder, self.sla, judging=self.judging,
+                       baseline_root=self.setup.get("baseline_root") if keep_baseline else None, error=error,
+                       resumed_steps=resumed_steps, notes=notes)
+
+
+def _run_locked(job: _Job) -> PerfRun:
     """:func:`run_perf` once its results folder is locked."""
-    baseline_root, progress = setup.get("baseline_root"), setup.get("progress")
+    folder = job.folder
     check_report_folder(folder)  # before measuring: the report at the end must be writable
     for name in ("result.json", "report.md", "report.html"):
         if (folder / name).is_dir():  # found only when writing it, after all the measuring
             raise ConfigError(f"{folder / name} is a folder, so the run's {name} cannot be written there",
                               hint="move it away, or choose another --out folder")
-    settings = run_settings(spec, plan, sla, judging)
-    stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size) if sla is not None else None
-    resume: Resume = plan_resume(folder, settings, plan, stop_rule)
-    notes = [*notes, *resume.notes]
+    settings = run_settings(job.spec, job.plan, job.sla, job.judging)
+    resume: Resume = plan_resume(folder, settings, job.plan, job.stop_rule())
+    notes = [*job.notes, *resume.notes]
     if resume.previous is not None and resume.plan is None:
-        return _finish(
-            resume.previous, folder, sla, judging=judging, baseline_root=baseline_root, error=None,
-            resumed_steps=resume.kept_steps, notes=notes,
-        )
-    ladder_plan = resume.plan or plan
+        return job.finish(resume.previous, error=None, resumed_steps=resume.kept_steps, notes=notes)
     previous = resume.previous
 
     def keep_merged(partial: PerfResult) -> None:
@@ -366,32 +420,46 @@ def _run_locked(
         assert previous is not None
         combine(previous, partial, resume.ladder_dir.name).save(folder / "result.json")
 
-    analyzer = PerfAnalyzer(resume.ladder_dir, perf_analyzer=tool, metrics_url=setup.get("metrics_url"),
-                            progress=progress)
-    observe = on_step or (lambda _event: None)
-    ladder = run_ladder(
-        spec,
-        ladder_plan,
-        results_dir=resume.ladder_dir,
-        analyzer=analyzer,
-        sla_check=stop_rule,
-        progress=progress,
-        on_step=lambda step, name: observe(
-            StepEvent(step, name, judge_step(sla, step, judging, batch_size=spec.batch_size))),
-        on_saved=None if previous is None else keep_merged,
-        extra={"settings": settings, **({"input_data": list(input_notes)} if input_notes else {})},
-    )
+    ladder = job.ladder(resume.plan or job.plan, resume.ladder_dir, settings,
+                        on_saved=None if previous is None else keep_merged)
     result = ladder.result
     if previous is not None:
         result = combine(previous, result, resume.ladder_dir.name)
     if ladder.interrupted:
-        _finish(result, folder, sla, judging=judging, baseline_root=None, error=None, resumed_steps=resume.kept_steps,
-                notes=notes)
+        job.finish(result, error=None, resumed_steps=resume.kept_steps, notes=notes, keep_baseline=False)
         raise KeyboardInterrupt
-    return _finish(
-        result, folder, sla, judging=judging, baseline_root=baseline_root, error=ladder.error,
-        resumed_steps=resume.kept_steps, notes=notes,
-    )
+    return job.finish(result, error=ladder.error, resumed_steps=resume.kept_steps, notes=notes)
+
+
+def _run_repeated(job: _Job, repeat: int) -> PerfRun:
+    """:func:`run_perf` with ``repeat`` > 1, once its folder is locked: the ladder ``repeat`` times,
+    each run's steps told with their run's number, then the runs combined, judged and reported."""
+    folder = job.folder
+    check_report_folder(folder)
+    if (folder / "result.json").exists():
+        raise ConfigError(f"{folder} already holds a run: a repeated run (--repeat {repeat}) does not resume",
+                          hint="choose another --out folder, or delete that one")
+    progress = job.setup.get("progress") or (lambda _message: None)
+    settings = {**run_settings(job.spec, job.plan, job.sla, job.judging), "repeat": repeat}
+    runs: list[PerfResult] = []
+    error: TritonKitError | None = None
+    interrupted = False
+    for index in range(1, repeat + 1):
+        progress(f"run {index} of {repeat}")
+        ladder = job.ladder(job.plan, folder / run_folder_name(index), settings, run=index, preflight=index == 1)
+        runs.append(ladder.result)
+        if ladder.interrupted or ladder.error is not None:
+            error, interrupted = ladder.error, ladder.interrupted
+            break
+    result = combine_runs(runs)
+    notes = job.notes if len(runs) == repeat else [*job.notes, f"only {len(runs)} of {repeat} runs finished"]
+    if job.on_step is not None:
+        for step in result.steps:  # the combined steps: one per load, judged on the runs' spread
+            job.on_step(StepEvent(step, "combined", job.judged(step)))
+    run = job.finish(result, error=error, resumed_steps=0, notes=notes, keep_baseline=not interrupted)
+    if interrupted:
+        raise KeyboardInterrupt
+    return run
 
 
 def rejudge(

@@ -36,7 +36,8 @@ class StoredComparison:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression, 1 a regression."""
+        """0 no regression, 1 a regression, 3 inside the noise (classic runs; see
+        :func:`~tritonkit.perf.judge.compare.compare_results`)."""
         return self.comparison.exit_code
 
 
@@ -47,16 +48,22 @@ def compare_stored(
     max_throughput_drop: float = DEFAULT_MAX_THROUGHPUT_DROP,
     max_p99_rise: float = DEFAULT_MAX_P99_RISE,
     baseline_root: str | os.PathLike[str] | None = None,
+    per_step: bool = False,
+    accept_runtime_change: bool = False,
 ) -> StoredComparison:
     """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
     baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
     ``baseline_root`` when it does not regress.
 
-    Classic runs: throughput may drop by ``max_throughput_drop``, p99 rise by ``max_p99_rise``
-    (fractions) at any matched load or at peak, and no failed requests may appear
-    (:func:`~tritonkit.perf.judge.compare.compare_results`). LLM runs (``new`` holds an
+    Classic runs: gated on each run's peak throughput within its SLA, by the interval of the
+    change: a drop past ``max_throughput_drop`` on the whole interval is a regression, one the
+    interval straddles is inside the noise; ``per_step`` gates every matched load's throughput and
+    p99 (``max_p99_rise``) the same way; failed requests appearing are always a regression
+    (:func:`~tritonkit.perf.judge.compare.compare_results`). Only a run with no regression (not
+    one inside the noise) becomes a baseline. LLM runs (``new`` holds an
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
-    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`).
+    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
+    on different runtimes are refused unless ``accept_runtime_change``.
     """
     root = Path(baseline_root) if baseline_root is not None else None
     if find_llm_result(Path(new)) is not None:
@@ -66,8 +73,9 @@ def compare_stored(
     base_result, base_path = load_result(Path(base))
     new_result, new_path = load_result(Path(new))
     classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
-                              max_p99_rise=max_p99_rise)
-    kept = save_baseline(new_result, root) if root is not None and not classic.regressed else None
+                              max_p99_rise=max_p99_rise, per_step=per_step,
+                              accept_runtime_change=accept_runtime_change)
+    kept = save_baseline(new_result, root) if root is not None and classic.outcome == "no regression" else None
     return StoredComparison(classic, base_path, new_path, kept)
 
 

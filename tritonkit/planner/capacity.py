@@ -17,6 +17,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tritonkit._values import (
+    FRACTION,
+    NON_NEGATIVE,
+    PARALLEL,
+    POSITIVE,
+    TOKENS,
+    TOLERANCE,
+    bounded,
+    check_fields,
+)
 from tritonkit.errors import ConfigError
 from tritonkit.planner.result import PlanLine
 
@@ -270,33 +280,20 @@ class Workload:
     ``tokens_per_s_per_user`` the decode speed each stream must keep.
     """
 
-    target_qps: float | None = None
-    input_tokens: float | None = None
-    output_tokens: float | None = None
-    input_tokens_p95: float | None = None
-    output_tokens_p95: float | None = None
+    target_qps: float | None = bounded(None, POSITIVE)
+    input_tokens: float | None = bounded(None, TOKENS)
+    output_tokens: float | None = bounded(None, TOKENS)
+    input_tokens_p95: float | None = bounded(None, TOKENS)
+    output_tokens_p95: float | None = bounded(None, TOKENS)
     mode: str = "interactive"
-    p99_ms: float | None = None
-    ttft_ms: float | None = None
-    tokens_per_s_per_user: float | None = None
+    p99_ms: float | None = bounded(None, POSITIVE)
+    ttft_ms: float | None = bounded(None, POSITIVE)
+    tokens_per_s_per_user: float | None = bounded(None, POSITIVE)
 
     def __post_init__(self) -> None:
         _require(self.mode in ("interactive", "batch"), f"mode must be interactive or batch, got {self.mode!r}",
                  "pass --mode interactive or --mode batch")
-        checks = (
-            ("target QPS", self.target_qps, "--qps"),
-            ("mean input tokens", self.input_tokens, "--input-tokens"),
-            ("mean output tokens", self.output_tokens, "--output-tokens"),
-            ("p95 input tokens", self.input_tokens_p95, "--input-tokens-p95"),
-            ("p95 output tokens", self.output_tokens_p95, "--output-tokens-p95"),
-            ("P99 latency target", self.p99_ms, "--p99-ms"),
-            ("TTFT target", self.ttft_ms, "--ttft-ms"),
-            ("tokens/s per user", self.tokens_per_s_per_user, "--tokens-per-s"),
-        )
-        for what, value, flag in checks:
-            if value is not None:
-                _require(_finite(value) and value > 0, f"{what} must be a positive number, got {value}",
-                         f"pass a positive {flag}")
+        check_fields(self)
         for mean, p95, flag in (
             (self.input_tokens, self.input_tokens_p95, "--input-tokens-p95"),
             (self.output_tokens, self.output_tokens_p95, "--output-tokens-p95"),
@@ -318,35 +315,15 @@ class PlanAssumptions:
     model's own dtype (bf16 for a bf16 model, fp16 otherwise).
     """
 
-    efficiency: float | None = None
-    headroom: float = 0.25
-    scale_out_utilisation: float = 0.65
-    bandwidth_efficiency: float = 0.5
-    compute_efficiency: float = 0.5
-    reserve_gib: float | None = None
-    reserve_fraction: float | None = None
-    tensor_parallel: int | None = None
+    efficiency: float | None = bounded(None, FRACTION)
+    headroom: float = bounded(0.25, TOLERANCE)
+    scale_out_utilisation: float = bounded(0.65, FRACTION)
+    bandwidth_efficiency: float = bounded(0.5, FRACTION)
+    compute_efficiency: float = bounded(0.5, FRACTION)
+    reserve_gib: float | None = bounded(None, NON_NEGATIVE)
+    reserve_fraction: float | None = bounded(None, TOLERANCE)
+    tensor_parallel: int | None = bounded(None, PARALLEL)
     kv_dtype: str | None = None
 
     def __post_init__(self) -> None:
-        if self.efficiency is not None:
-            _check_efficiency(self.efficiency)
-        _require(0 <= self.headroom < 1, f"headroom must be in [0, 1), got {self.headroom}",
-                 "pass --headroom like 0.25 (rule of thumb: 20–30 %)")
-        _require(0 < self.scale_out_utilisation <= 1,
-                 f"scale-out utilisation must be in (0, 1], got {self.scale_out_utilisation}",
-                 "pass --scale-out-at like 0.65 (rule of thumb: 60–70 %)")
-        _require(_finite(self.bandwidth_efficiency) and 0 < self.bandwidth_efficiency <= 1,
-                 f"bandwidth efficiency must be in (0, 1], got {self.bandwidth_efficiency}",
-                 "pass --bandwidth-efficiency like 0.5")
-        _require(_finite(self.compute_efficiency) and 0 < self.compute_efficiency <= 1,
-                 f"compute efficiency must be in (0, 1], got {self.compute_efficiency}",
-                 "pass --compute-efficiency like 0.5")
-        if self.reserve_gib is not None:
-            _require(_finite(self.reserve_gib) and self.reserve_gib >= 0,
-                     f"reserve must be ≥ 0 GiB, got {self.reserve_gib}", "pass --reserve-gib ≥ 0")
-        if self.reserve_fraction is not None:
-            _require(0 <= self.reserve_fraction < 1, f"reserve fraction must be in [0, 1), got {self.reserve_fraction}",
-                     "pass a fraction like 0.1")
-        _require(self.tensor_parallel is None or (isinstance(self.tensor_parallel, int) and self.tensor_parallel >= 1),
-                 f"tensor parallel degree must be an integer ≥ 1, got {self.tensor_parallel}", "pass --tp 1, 2, 4 or 8")
+        check_fields(self)

@@ -191,8 +191,12 @@ def _check_figures(step: MeasuredStep, source: str) -> None:
 class MeasuredStep:
     """One load step reduced to what planning and prediction need (times in ms).
 
-    ``sla_ok`` is the step's verdict: ``False`` for failed requests or a broken SLA, ``None``
-    when the step has no trustworthy numbers (unstable). ``service_ms`` is the server's
+    ``sla_ok`` is the step's verdict: ``False`` for failed requests, a broken SLA, or an SLA
+    bound inside the step's noise (``inside_noise``: the planner plans only from loads that
+    clearly meet the SLA), ``None`` when the step has no trustworthy numbers (unstable, no
+    figures). ``noisy``: perf_analyzer could not call the step stable and it was measured over
+    fixed windows whose figures disagreed; the planner uses it like any measured step (its
+    figures are the medians of its windows) and says so. ``service_ms`` is the server's
     compute time per request (input + infer + output), ``queue_ms`` its queue time,
     ``items_per_exec`` the mean batch the model executed (from the server's execution count).
     """
@@ -210,10 +214,13 @@ class MeasuredStep:
     service_ms: float | None = None
     queue_ms: float | None = None
     items_per_exec: float | None = None
+    noisy: bool = False
+    inside_noise: bool = False
 
     @property
     def measured(self) -> bool:
-        return self.stable and self.error_count == 0 and self.throughput_per_s is not None and self.p50_ms is not None
+        return ((self.stable or self.noisy) and self.error_count == 0 and self.throughput_per_s is not None
+                and self.p50_ms is not None)
 
     def describe(self) -> str:
         load = f"{'concurrency' if self.load_mode == 'concurrency' else 'rate'} {self.load_value:g}"
@@ -222,7 +229,8 @@ class MeasuredStep:
         if not self.measured:
             return f"{load}: no stable measurement"
         p99 = f", p99 {self.p99_ms:.1f} ms" if self.p99_ms is not None else ""
-        return f"{load}: {self.throughput_per_s:,.1f} infer/s, p50 {self.p50_ms:.1f} ms{p99}"
+        noisy = " (noisy: medians of its windows)" if self.noisy else ""
+        return f"{load}: {self.throughput_per_s:,.1f} infer/s, p50 {self.p50_ms:.1f} ms{p99}{noisy}"
 
 
 def _server_ms(step: StepResult) -> tuple[float | None, float | None]:
@@ -304,13 +312,14 @@ class Measurement:
             service_ms, queue_ms = _server_ms(raw)
             lat = raw.latency
             ok: bool | None
+            status = verdict_status.get(float(raw.load_value))
             if raw.error_count:
                 ok = False
             elif not raw.measured or lat is None:
                 ok = None
             else:
-                status = verdict_status.get(float(raw.load_value))
-                ok = None if status == "unmeasured" else status != "fail"
+                # Inside the noise is not a pass: capacity is planned only from loads that clearly meet the SLA.
+                ok = None if status == "unmeasured" else status not in ("fail", "noise")
             steps.append(MeasuredStep(
                 index=index,
                 load_mode=raw.load_mode,
@@ -325,6 +334,8 @@ class Measurement:
                 service_ms=service_ms,
                 queue_ms=queue_ms,
                 items_per_exec=_items_per_exec(raw),
+                noisy=raw.noisy,
+                inside_noise=status == "noise",
             ))
         for step in steps:
             _check_figures(step, source)
@@ -406,7 +417,8 @@ class Measurement:
         if failure is not None:
             reason = ("failed requests" if failure.error_count else
                       f"P99 {failure.p99_ms:.1f} ms > {p99_target_ms:g} ms" if p99_target_ms is not None
-                      and failure.p99_ms is not None and failure.p99_ms > p99_target_ms else "the SLA broke")
+                      and failure.p99_ms is not None and failure.p99_ms > p99_target_ms else
+                      "the SLA inside its noise: not clearly met" if failure.inside_noise else "the SLA broke")
             return CapacityReading(best_pass, qps, "knee",
                                    f"highest passing step ({best_pass.describe()}); the knee: "
                                    f"{failure.describe()} ({reason}){skipped_note}", knee_step=failure)

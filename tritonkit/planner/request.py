@@ -102,11 +102,12 @@ class PlanRequest:
 
     def loads(self) -> list[tuple[str, float]]:
         """The loads to predict as ``(mode, value)``, concurrencies first (empty when none is given)."""
-        from tritonkit.perf.measure import levels_from_text
+        from tritonkit.perf.measure.plan import parse_levels
 
-        loads = [("concurrency", v) for v in levels_from_text(self.predict_concurrency)] \
-            if self.predict_concurrency else []
-        loads += [("request_rate", v) for v in levels_from_text(self.predict_rate)] if self.predict_rate else []
+        loads = [("concurrency", v) for v in parse_levels(self.predict_concurrency, "concurrency",
+                                                           "--predict-concurrency")] if self.predict_concurrency else []
+        loads += [("request_rate", v) for v in parse_levels(self.predict_rate, "request_rate", "--predict-rate")] \
+            if self.predict_rate else []
         return loads
 
 

@@ -102,11 +102,27 @@ parameters {{ key: "report_path" value: {{ string_value: "{report}" }} }}
 """
 
 
-def _server_checks(server_bin: str | None) -> list[Check]:
+def _backends_check(install: Any) -> Check:
+    """Each backend the server can load, with the version its files give (the onnxruntime backend's
+    ONNX Runtime, the Python a python-backend stub embeds), and where the folder came from."""
+    details = install.backend_details()
+    where = f"; from {install.backends_from}" if install.backends_from else ""
+    return Check(
+        "backends",
+        bool(details),
+        (", ".join(info.describe() for info in details) or f"none found in {install.backend_dir}") + where,
+        None if details else "pass --backend-dir DIR (or set TRITONKIT_BACKEND_DIR) to the folder holding the "
+                             "server's backends, e.g. an NGC container's /opt/tritonserver/backends",
+        data={"backend_dir": str(install.backend_dir), "backends_from": install.backends_from,
+              "backends": [info.name for info in details], "details": [info.to_dict() for info in details]},
+    )
+
+
+def _server_checks(server_bin: str | None, backend_dir: str | None = None) -> list[Check]:
     from tritonkit.server import TritonServer, locate_server
 
     try:
-        install = locate_server(server_bin)
+        install = locate_server(server_bin, backend_dir=backend_dir)
     except TritonKitError as exc:
         return [Check("tritonserver", False, exc.message, exc.hint)]
     checks = [
@@ -116,13 +132,7 @@ def _server_checks(server_bin: str | None) -> list[Check]:
             f"{install.binary} (from {install.source})",
             data={"binary": str(install.binary), "source": install.source},
         ),
-        Check(
-            "backends",
-            bool(install.backends()),
-            ", ".join(install.backends()) or f"none found in {install.backend_dir}",
-            None if install.backends() else "pass --backend-dir to the folder holding the server's backends",
-            data={"backend_dir": str(install.backend_dir), "backends": install.backends()},
-        ),
+        _backends_check(install),
     ]
     with tempfile.TemporaryDirectory(prefix="tritonkit-doctor-") as tmp:
         repo = Path(tmp) / "repo"
@@ -135,7 +145,7 @@ def _server_checks(server_bin: str | None) -> list[Check]:
         round_trip: list[Any] | str = "not sent"
         try:
             with TritonServer(
-                repo, server_bin=server_bin, model_control="explicit", startup_timeout_s=60
+                repo, server_bin=server_bin, backend_dir=backend_dir, model_control="explicit", startup_timeout_s=60
             ) as server:
                 version = server.version()
                 checks.append(
@@ -293,10 +303,12 @@ def _optional_import_check(module: str, extra: str) -> Check:
     return Check(module, True, f"{getattr(imported, '__version__', '?')}", required=False)
 
 
-def run_checks(*, server_bin: str | None = None) -> list[Check]:
-    """Run every check; never raises for a missing piece (that is what the report is for)."""
+def run_checks(*, server_bin: str | None = None, backend_dir: str | None = None) -> list[Check]:
+    """Run every check; never raises for a missing piece (that is what the report is for).
+
+    ``server_bin`` / ``backend_dir`` choose the server and its backends as ``locate_server`` does."""
     checks = [_platform_check()]
-    checks += _server_checks(server_bin)
+    checks += _server_checks(server_bin, backend_dir)
     checks.append(_perf_analyzer_check())
     checks += _onnxruntime_check()
     checks.append(_gpu_check())

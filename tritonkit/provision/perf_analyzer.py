@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write
+from tritonkit._fs import atomic_write, is_regular_file, shown_path
 from tritonkit.errors import MissingComponentError, PerfError
 from tritonkit.provision._glibc_runtime import (
     DEBIAN_MIRROR_ENV,
@@ -158,9 +158,9 @@ def locate_perf_analyzer(
     if chosen:
         source = "--perf-analyzer" if path else PERF_ANALYZER_ENV
         binary = Path(chosen).expanduser()
-        if not binary.is_file() or not os.access(binary, os.X_OK):
+        if not is_regular_file(binary) or not os.access(binary, os.X_OK):
             raise MissingComponentError(
-                f"perf_analyzer {binary} (from {source}) does not exist or is not executable",
+                f"perf_analyzer {shown_path(binary)} (from {source}) does not exist or is not executable",
                 hint="point it at an executable perf_analyzer binary or wrapper script",
             )
         found = PerfAnalyzerInstall(argv=(str(binary.absolute()),), source=source, mode="external", binary=binary)

@@ -4,6 +4,10 @@ The default is the real Triton Inference Server shipped inside the
 ``nvidia-pytriton`` wheel (extra ``server``). Any other build (a production
 install, an NGC container's ``/opt/tritonserver``) is used by path, given as an
 argument or in ``TRITONKIT_SERVER_BIN``.
+
+Its backends: the folder given (``backend_dir``, else ``TRITONKIT_BACKEND_DIR``), else the
+``backends`` folder of the binary's own install prefix. The bundled server always gets the
+python backend tritonkit assembles (its stub runs this interpreter) beside a user's backends.
 """
 
 from __future__ import annotations
@@ -18,9 +22,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritonkit.errors import MissingComponentError
+from tritonkit._fs import is_regular_file, shown_path
+from tritonkit.errors import ConfigError, MissingComponentError
+from tritonkit.provision.backends import (
+    BACKEND_DIR_ENV,
+    BackendInfo,
+    backend_info,
+    backend_names,
+    with_python_backend,
+)
 
-__all__ = ["SERVER_BIN_ENV", "ServerInstall", "locate_server", "model_python_env"]
+__all__ = ["BACKEND_DIR_ENV", "SERVER_BIN_ENV", "ServerInstall", "locate_server", "model_python_env"]
 
 #: Environment variable naming another tritonserver binary to use.
 SERVER_BIN_ENV = "TRITONKIT_SERVER_BIN"
@@ -33,7 +45,9 @@ class ServerInstall:
     """Where a tritonserver lives and what it needs to start.
 
     ``backend_dir`` is the folder passed as ``--backend-directory``; for the
-    bundled server it is assembled on first use (see ``_assemble_bundled_backends``).
+    bundled server it is assembled on first use (see ``_assemble_bundled_backends``), with a
+    user's backends beside its python backend. ``backends_from`` says where the backends came
+    from (``--backend-dir DIR``, ``$TRITONKIT_BACKEND_DIR``, the install prefix, the bundle).
     """
 
     binary: Path
@@ -44,17 +58,19 @@ class ServerInstall:
     #: The server's version as known before it starts (``2.51``, ``2.68.0``), or ``None``:
     #: the bundled wheel's line, or an install's ``TRITON_VERSION`` file (see :func:`_install_version`).
     version: str | None = None
+    backends_from: str = ""
 
     def backends(self) -> list[str]:
         """Backends this server can load: folders holding ``libtriton_<name>.so`` or a ``model.py`` backend."""
-        names = []
-        if self.backend_dir.is_dir():
-            for entry in sorted(self.backend_dir.iterdir()):
-                if entry.is_dir() and (
-                    (entry / f"libtriton_{entry.name}.so").exists() or (entry / "model.py").exists()
-                ):
-                    names.append(entry.name)
-        return names
+        return backend_names(self.backend_dir)
+
+    def backend_details(self) -> list[BackendInfo]:
+        """Each backend with what its files say about its version (the onnxruntime backend's ONNX Runtime)."""
+        return [backend_info(self.backend_dir, name) for name in self.backends()]
+
+    def backend(self, name: str) -> BackendInfo | None:
+        """Backend ``name`` of this server with its version, or ``None`` when the server has none."""
+        return backend_info(self.backend_dir, name) if name in self.backends() else None
 
 
 def model_python_env() -> dict[str, str]:
@@ -70,36 +86,97 @@ def model_python_env() -> dict[str, str]:
     return {"PATH": bin_dir, "LD_LIBRARY_PATH": libdir}
 
 
-def locate_server(server_bin: str | os.PathLike[str] | None = None, *, backend_dir: Path | None = None) -> ServerInstall:
-    """Return the tritonserver to run: ``server_bin``, else ``$TRITONKIT_SERVER_BIN``, else the bundled one.
+def locate_server(server_bin: str | os.PathLike[str] | None = None, *,
+                  backend_dir: str | os.PathLike[str] | None = None) -> ServerInstall:
+    """Return the tritonserver to run: ``server_bin``, else ``$TRITONKIT_SERVER_BIN``, else the bundled one,
+    with its backends: ``backend_dir``, else ``$TRITONKIT_BACKEND_DIR``, else its install prefix's.
 
-    Raises ``MissingComponentError`` with the install command when none is found.
+    A binary reached through symbolic links keeps the backends of the prefix it was named in
+    (``<prefix>/bin/tritonserver`` → ``<prefix>/backends``) when that prefix has them, else those of the
+    first link target's prefix that does, down to the real file's. The bundled binary, however it
+    is named, runs with its own libraries and the python backend tritonkit assembles beside the
+    backends chosen. Raises ``MissingComponentError`` with the install command when no server is
+    found, ``ConfigError`` when a named backends folder is not a folder.
     """
+    chosen_backends, backends_from = _named_backends(backend_dir)
     chosen = server_bin or os.environ.get(SERVER_BIN_ENV)
     if chosen:
         path = Path(chosen).expanduser()
         source = "--server-bin" if server_bin else SERVER_BIN_ENV
-        if not path.is_file() or not os.access(path, os.X_OK):
+        if not is_regular_file(path) or not os.access(path, os.X_OK):
             raise MissingComponentError(
-                f"tritonserver binary {path} (from {source}) does not exist or is not executable",
+                f"tritonserver binary {shown_path(path)} (from {source}) does not exist or is not executable",
                 hint="point it at an executable tritonserver, e.g. /opt/tritonserver/bin/tritonserver",
             )
-        # A standard install keeps backends in <prefix>/backends next to bin/.
-        backends = backend_dir or path.resolve().parent.parent / "backends"
-        return ServerInstall(binary=path, backend_dir=backends, source=source, version=_install_version(path))
-    return _bundled_server(backend_dir)
+        prefix_backends = _prefix_backends(path)
+        bundled = _bundled_root()
+        if bundled is not None and path.resolve() == (bundled / "bin" / "tritonserver").resolve():
+            # The bundled binary under another name: it still needs its libraries and the python stub.
+            if chosen_backends is None and prefix_backends.resolve() != (bundled / "backends").resolve():
+                chosen_backends, backends_from = prefix_backends, f"beside {path} ({prefix_backends})"
+            install = _bundled_server(chosen_backends, backends_from)
+            return ServerInstall(binary=path, backend_dir=install.backend_dir, lib_dirs=install.lib_dirs,
+                                 source=source, notes=install.notes, backends_from=install.backends_from,
+                                 version=install.version)
+        if chosen_backends is None:
+            chosen_backends, backends_from = prefix_backends, f"the install prefix of {path}"
+        return ServerInstall(binary=path, backend_dir=chosen_backends, source=source, backends_from=backends_from,
+                             version=_install_version(path))
+    return _bundled_server(chosen_backends, backends_from)
 
 
-def _bundled_server(backend_dir: Path | None) -> ServerInstall:
+def _named_backends(backend_dir: str | os.PathLike[str] | None) -> tuple[Path | None, str]:
+    """The backends folder the caller or the environment names (checked), and which of them named it."""
+    if backend_dir is not None:
+        named, origin = Path(backend_dir).expanduser(), "--backend-dir"
+    elif os.environ.get(BACKEND_DIR_ENV):
+        named, origin = Path(os.environ[BACKEND_DIR_ENV]).expanduser(), f"${BACKEND_DIR_ENV}"
+    else:
+        return None, ""
+    if not named.is_dir():
+        raise ConfigError(f"backends folder {named} (from {origin}) is not a folder",
+                          hint="name the folder that holds one sub-folder per backend, e.g. "
+                               "/opt/tritonserver/backends in an NGC container")
+    return named, f"{origin} {named}"
+
+
+def _prefix_backends(binary: Path) -> Path:
+    """``<prefix>/backends`` for ``<prefix>/bin/tritonserver``: the prefix the binary was named in when it
+    has a backends folder, else each symbolic link's target's in turn, else the real file's."""
+    hop = Path(os.path.abspath(binary))
+    for _ in range(40):  # the kernel's own limit on links followed
+        candidate = hop.parent.parent / "backends"
+        if candidate.is_dir():
+            return candidate
+        if not hop.is_symlink():
+            break
+        hop = Path(os.path.abspath(hop.parent / os.readlink(hop)))
+    return binary.resolve().parent.parent / "backends"
+
+
+def _bundled_root() -> Path | None:
     spec = importlib.util.find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "tritonserver"
+
+
+def _bundled_server(backend_dir: Path | None, backends_from: str = "") -> ServerInstall:
+    root = _bundled_root()
+    if root is None:
         raise MissingComponentError("no tritonserver found: nvidia-pytriton is not installed", hint=_INSTALL_HINT)
-    root = Path(next(iter(spec.submodule_search_locations))) / "tritonserver"
     binary = root / "bin" / "tritonserver"
     libs = root.parent.parent / "nvidia_pytriton.libs"
     if not binary.is_file():
         raise MissingComponentError(f"nvidia-pytriton is installed but {binary} is missing", hint=_INSTALL_HINT)
-    backends = backend_dir or _assemble_bundled_backends(root)
+    assembled = _assemble_bundled_backends(root)
+    if backend_dir is None:
+        backends, backends_from = assembled, "assembled by tritonkit (the bundled python backend)"
+    else:
+        backends = with_python_backend(backend_dir, assembled / "python", assembled.parent)
+        replaced = "python" in backend_names(backend_dir)
+        backends_from += (", with tritonkit's python backend in place of theirs (its stub runs this interpreter)"
+                          if replaced else ", beside tritonkit's python backend")
     notes = (f"python backend stub for Python {sys.version_info.major}.{sys.version_info.minor}",)
     return ServerInstall(
         binary=binary,
@@ -108,6 +185,7 @@ def _bundled_server(backend_dir: Path | None) -> ServerInstall:
         source="nvidia-pytriton",
         notes=notes,
         version=_bundled_version(),
+        backends_from=backends_from,
     )
 
 

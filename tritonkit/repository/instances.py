@@ -11,7 +11,9 @@ from typing import Literal
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._values import COUNT
 from tritonkit.errors import ConfigError
+from tritonkit.repository.names import check_name
 
 __all__ = ["Hardware", "InstanceGroup", "InstanceKind", "RateLimiterResource", "instance_groups_for"]
 
@@ -53,8 +55,9 @@ class InstanceGroup:
 
     def to_proto(self) -> mc.ModelInstanceGroup:
         """The ``ModelInstanceGroup`` message."""
-        if self.count < 1:
-            raise ConfigError(f"instance_group: count {self.count} must be >= 1")
+        COUNT.check(self.count, "instance_group: count")
+        if self.name:
+            check_name(self.name, "instance group", "instance_group")
         kind = _kind(self.kind)
         if self.gpus and kind not in (mc.ModelInstanceGroup.KIND_GPU, mc.ModelInstanceGroup.KIND_AUTO):
             raise ConfigError(f"instance_group: gpus {list(self.gpus)} given with {mc.ModelInstanceGroup.Kind.Name(kind)}",

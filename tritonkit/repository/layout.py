@@ -20,7 +20,9 @@ from typing import TypeAlias
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import user_path_errors
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
+from tritonkit.repository.names import name_problem
 from tritonkit.repository.pbtxt import CONFIG_FILENAME, atomic_write, read_config, write_config
 from tritonkit.repository.spec import ModelSpec
 from tritonkit.triton_releases import (
@@ -28,17 +30,33 @@ from tritonkit.triton_releases import (
     check_config_for_release,
     default_model_file,
     newest_release,
+    platform_backends,
     resolve_release,
 )
 
 __all__ = [
     "DEFAULT_MODEL_FILENAMES",
+    "PLATFORM_BACKENDS",
+    "backend_of",
     "FileSource",
     "ModelEntry",
     "ModelRepository",
     "expected_model_filename",
     "model_folder",
 ]
+
+#: Platforms the newest Triton release knows, and the backend each one implies (an ensemble: none;
+#: the server runs it). Per release: :func:`tritonkit.triton_releases.platform_backends`.
+PLATFORM_BACKENDS = platform_backends(newest_release())
+
+
+def backend_of(config: mc.ModelConfig) -> str:
+    """The backend library a model needs: its ``backend``, else its platform's ('' for an ensemble or
+    an unknown platform)."""
+    if config.backend:
+        return str(config.backend)
+    return PLATFORM_BACKENDS.get(config.platform, "")
+
 
 #: The file (or folder) Triton looks for in a version folder, by backend or platform.
 DEFAULT_MODEL_FILENAMES: dict[str, str] = {
@@ -87,14 +105,15 @@ def model_folder(root: Path | str, name: str) -> Path:
     leads out of the repository would read or write another folder than the user named.
     """
     base = Path(root)
-    if not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+    problem = name_problem(name, "model")
+    if problem is not None:
         raise ConfigError(
-            f"model name {name!r} is not a plain folder name inside the repository {base}",
-            hint="use the model's own folder name: no '/', no '..', not starting with '.'",
+            f"model name {excerpt(name)} {problem} ({base})",
+            hint="use the model's own folder name, of printable characters: no '/', no '..', not starting with '.'",
         )
     path = base / name
     if path.resolve().parent != base.resolve():
-        raise ConfigError(f"model {name!r} leads outside the repository {base} (a symlink to {path.resolve()})",
+        raise ConfigError(f"model {excerpt(name)} leads outside the repository {base} (a symlink to {path.resolve()})",
                           hint="keep model folders inside the repository, or serve that repository instead")
     return path
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import atomic_write, clean_stale_temps
+from tritonkit._fs import atomic_write, clean_stale_temps, read_user_text
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError, ConfigSyntaxError
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "ConfigSyntaxError",
     "FieldLines",
     "atomic_write",
+    "enum_name",
     "field_lines",
     "parse_config",
     "read_config",
@@ -32,6 +35,8 @@ __all__ = [
 ]
 
 CONFIG_FILENAME = "config.pbtxt"
+#: The largest ``config.pbtxt`` read: the longest real ones (TensorRT-LLM's) are tens of kilobytes.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 # The order a reader expects; fields not named here follow in field-number order.
 _FIELD_ORDER = (
@@ -170,16 +175,71 @@ def _compact_lists(text: str) -> str:
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------------------- enums
+
+
+def _enum_problem(descriptor: Any, number: int) -> str | None:
+    if int(number) in descriptor.values_by_number:
+        return None
+    known = ", ".join(v.name for v in descriptor.values)
+    return f"{number} is not a {descriptor.name} (known: {known})"
+
+
+def enum_name(enum: Any, number: int, *, field: str) -> str:
+    """The name of ``number`` in the protobuf enum ``enum`` (``mc.DataType``, ``mc.ModelInstanceGroup.Kind``…).
+
+    Every enum of a config becomes a name through here. protobuf's text format accepts any number
+    for an enum field (``data_type: -3``, ``kind: 12``): a number the enum does not define is a
+    :class:`ConfigError` naming ``field`` and the names it may take, never a ``ValueError``.
+    """
+    descriptor = getattr(enum, "DESCRIPTOR", enum)
+    problem = _enum_problem(descriptor, number)
+    if problem is not None:
+        raise ConfigError(f"{field}: {problem}", hint="write the value by its name")
+    return str(descriptor.values_by_number[int(number)].name)
+
+
+def _unknown_enums(message: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(field path, problem) for every enum value in ``message`` its enum does not define."""
+    for fd, value in message.ListFields():
+        path = f"{prefix}.{fd.name}" if prefix else fd.name
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            for key, item in value.items():
+                if hasattr(item, "ListFields"):
+                    yield from _unknown_enums(item, f"{path}[\"{key}\"]")
+            continue
+        items = list(value) if is_repeated(fd) else [value]
+        for index, item in enumerate(items):
+            where = f"{path}[{index}]" if is_repeated(fd) else path
+            if fd.enum_type is not None:
+                problem = _enum_problem(fd.enum_type, item)
+                if problem is not None:
+                    yield where, problem
+            elif fd.message_type is not None:
+                yield from _unknown_enums(item, where)
+
+
+# ---------------------------------------------------------------------------- parse, read, write
+
+
 def parse_config(text: str, *, path: Path | str | None = None) -> mc.ModelConfig:
     """Parse ``config.pbtxt`` text into Triton's ``ModelConfig``.
 
-    A syntax error becomes :class:`ConfigError` naming the file, line and column.
+    A syntax error becomes :class:`ConfigSyntaxError` naming the file, line and column; so does
+    an enum written as a number the enum does not define (protobuf's text format takes any), and
+    nesting too deep for the parser.
     """
     config = mc.ModelConfig()
+    where = str(path) if path is not None else "<config>"
     try:
         text_format.Parse(text, config)
+    except RecursionError:
+        raise ConfigSyntaxError(f"{where}: nested too deeply to read", path=path,
+                                hint="a config nests a few levels deep: look for unbalanced braces") from None
+    except ValueError as exc:  # protobuf's own range check of an enum number, raised outside ParseError
+        raise ConfigSyntaxError(f"{where}: a number out of range for its field ({excerpt(str(exc), 80)})", path=path,
+                                hint="write an enum by its name (Triton's model_config.proto lists them)") from exc
     except text_format.ParseError as exc:
-        where = str(path) if path is not None else "<config>"
         line, column = exc.GetLine(), exc.GetColumn()
         detail = str(exc)
         # ParseError's text starts with "line:col : "; keep only the explanation.
@@ -189,24 +249,24 @@ def parse_config(text: str, *, path: Path | str | None = None) -> mc.ModelConfig
         raise ConfigSyntaxError(f"{where}{pos}: {detail}", line=line, column=column, path=path,
                                 hint="fix the syntax at that position (see Triton's model_config.proto "
                                 "for field names and types)") from exc
+    for field_path, problem in _unknown_enums(config):
+        line = field_lines(text).line_of(field_path)
+        pos = f":{line}" if line is not None else ""
+        raise ConfigSyntaxError(f"{where}{pos}: {field_path}: {problem}", line=line, path=path,
+                                hint="write the value by its name (Triton's model_config.proto lists them)")
     return config
 
 
 def read_config(path: Path | str) -> mc.ModelConfig:
     """Read a ``config.pbtxt`` file (or a model folder holding one)."""
     p = Path(path)
-    if p.is_dir() and p.name != CONFIG_FILENAME:
-        p = p / CONFIG_FILENAME
-    if p.is_dir():
-        raise ConfigError(f"{p} is a folder, not a file", hint=f"replace that folder with the model's {CONFIG_FILENAME}")
+    with contextlib.suppress(OSError, ValueError):  # a path the reader below names, however it is wrong
+        if p.is_dir() and p.name != CONFIG_FILENAME:
+            p = p / CONFIG_FILENAME
     # A writer killed between its temp file and the rename left one behind: the next reader cleans it.
     clean_stale_temps(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{p}: no such file", hint="check the path; a model folder holds config.pbtxt") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: cannot read ({exc})") from exc
+    text = read_user_text(p, what="model config", max_bytes=MAX_CONFIG_BYTES,
+                          hint=f"give a model folder holding {CONFIG_FILENAME}, or that file")
     return parse_config(text, path=p)
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit.repository.pbtxt import enum_name
+
 __all__ = ["PlacedGroup", "Serving", "serving_of"]
 
 _KIND = mc.ModelInstanceGroup
@@ -119,7 +121,7 @@ def serving_of(config: mc.ModelConfig, *, gpu_count: int = 1) -> Serving:
             kind = _KIND.KIND_GPU if (visible or group.gpus) and not cpu_only_auto else _KIND.KIND_CPU
         gpus = tuple(int(g) for g in group.gpus) if kind == _KIND.KIND_GPU else ()
         span = (len(gpus) or visible) if kind == _KIND.KIND_GPU else 0
-        placed.append(PlacedGroup(kind=_KIND.Kind.Name(kind), count=max(1, int(group.count)), gpus=gpus, gpu_span=span))
+        placed.append(PlacedGroup(kind=enum_name(_KIND.Kind, kind, field="instance_group.kind"), count=max(1, int(group.count)), gpus=gpus, gpu_span=span))
     batching = config.HasField("dynamic_batching")
     queue = 0
     if batching and config.dynamic_batching.HasField("default_queue_policy"):

@@ -21,8 +21,10 @@ from typing import Literal
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._values import DIM, PROTO_INT32
 from tritonkit.errors import ConfigError
 from tritonkit.repository.instances import Hardware, InstanceGroup, RateLimiterResource, instance_groups_for
+from tritonkit.repository.names import check_name
 from tritonkit.repository.scheduling import (
     DEFAULT_WINDOW,
     WINDOW_RANGE_US,
@@ -81,6 +83,7 @@ class TensorSpec:
 
     def to_input_proto(self) -> mc.ModelInput:
         """The ``input [...]`` entry for this tensor."""
+        check_name(self.name, "tensor", "input")
         msg = mc.ModelInput(name=self.name, data_type=dtype_to_triton(self.dtype, field=f"input {self.name!r}"))
         msg.dims.extend(self._dims())
         if self.reshape is not None:
@@ -99,6 +102,7 @@ class TensorSpec:
         """The ``output [...]`` entry for this tensor."""
         if self.optional or self.format or self.allow_ragged_batch:
             raise ConfigError(f"output {self.name!r}: optional/format/allow_ragged_batch apply to inputs only")
+        check_name(self.name, "tensor", "output")
         msg = mc.ModelOutput(name=self.name, data_type=dtype_to_triton(self.dtype, field=f"output {self.name!r}"))
         msg.dims.extend(self._dims())
         if self.reshape is not None:
@@ -109,7 +113,7 @@ class TensorSpec:
         return msg
 
     def _dims(self) -> list[int]:
-        dims = [int(d) for d in self.dims]
+        dims = [int(DIM.check(d, f"tensor {self.name!r} dims")) for d in self.dims]
         for d in dims:
             if d < -1 or d == 0:
                 raise ConfigError(f"tensor {self.name!r}: dimension {d} in {dims} is invalid",
@@ -315,11 +319,11 @@ class ModelSpec:
 
     def to_proto(self) -> mc.ModelConfig:
         """Build Triton's ``ModelConfig``; raises :class:`ConfigError` for values Triton would refuse."""
-        where = f"model {self.name!r}"
         if not self.name:
             raise ConfigError("model spec: name is empty", hint="give the model a name (it is also its folder)")
-        if self.max_batch_size < 0:
-            raise ConfigError(f"{where}: max_batch_size {self.max_batch_size} must be >= 0")
+        check_name(self.name, "model", "model spec")
+        where = f"model {self.name!r}"
+        PROTO_INT32.check(self.max_batch_size, f"{where}: max_batch_size")
         platform = "ensemble" if self.ensemble_steps and not self.platform else self.platform
         if not platform and not self.backend:
             raise ConfigError(f"{where}: neither backend nor platform is set",

@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._values import MAX_SECONDS, excerpt
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -59,23 +60,26 @@ def to_microseconds(value: Duration, *, field: str = "duration") -> int:
     elif isinstance(value, str):
         match = _DURATION_RE.match(value)
         if match is None and re.fullmatch(r"\s*\d+(\.\d*)?\s*", value):
-            raise ConfigError(f"{field}: {value!r} has no unit", hint=_unit_hint(value.strip(), field))
+            raise ConfigError(f"{field}: {excerpt(value)} has no unit", hint=_unit_hint(value.strip(), field))
         if match is None:
             raise ConfigError(
-                f"{field}: cannot read duration {value!r}",
+                f"{field}: cannot read duration {excerpt(value)}",
                 hint='write a number with a unit: "5ms", "5000us", "0.5s" (units: us, ms, s, min)',
             )
         us = float(match.group(1)) * _UNIT_US[match.group(2)]
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{field}: expected a duration, got {type(value).__name__} {value!r}",
+        raise ConfigError(f"{field}: expected a duration, got {type(value).__name__} {excerpt(value)}",
                           hint='pass "5ms", "5000us" or a datetime.timedelta')
     else:
-        raise ConfigError(f"{field}: bare number {value!r} has no unit", hint=_unit_hint(str(value), field))
+        raise ConfigError(f"{field}: bare number {excerpt(value)} has no unit", hint=_unit_hint(str(value), field))
     if us < 0:
-        raise ConfigError(f"{field}: duration {value!r} is negative", hint="use a duration >= 0")
+        raise ConfigError(f"{field}: duration {excerpt(value)} is negative", hint="use a duration >= 0")
+    if us > MAX_SECONDS * 1e6:
+        raise ConfigError(f"{field}: duration {excerpt(value)} is longer than {MAX_SECONDS / 86400:g} days",
+                          hint='write a shorter duration: "5ms", "500ms", "10s"')
     rounded = round(us)
     if abs(us - rounded) > 1e-6:
-        raise ConfigError(f"{field}: {value!r} is not a whole number of microseconds",
+        raise ConfigError(f"{field}: {excerpt(value)} is not a whole number of microseconds",
                           hint="Triton stores durations as integer microseconds")
     return int(rounded)
 

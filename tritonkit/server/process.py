@@ -24,9 +24,17 @@ from typing import Any, Literal
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._context import ContextManaged
-from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelLoadError, ServerError
+from tritonkit.errors import (
+    ConfigError,
+    ConnectError,
+    DeadlineExceededError,
+    ModelLoadError,
+    ServerError,
+    TritonKitError,
+)
 from tritonkit.provision.server import ServerInstall, locate_server, model_python_env
-from tritonkit.repository.layout import model_folder
+from tritonkit.repository.layout import backend_of, model_folder
+from tritonkit.repository.pbtxt import CONFIG_FILENAME, read_config
 from tritonkit.server.admin import ModelState, ServerAdmin
 from tritonkit.server.children import spawn, stop_group
 from tritonkit.server.log import LoadFailure, find_load_failures, log_tail
@@ -166,6 +174,7 @@ class TritonServer(ContextManaged):
         self._fixed_ports = (http_port, grpc_port, metrics_port)
         self.http_port, self.grpc_port, self.metrics_port = 0, 0, 0
         self.install = locate_server(server_bin, backend_dir=Path(backend_dir) if backend_dir else None)
+        self._named_backend_dir = Path(backend_dir) if backend_dir else None
         known = install_release(self.install.version)
         if known is not None:
             # A flag the release predates makes tritonserver exit at once: say which release has it.
@@ -497,7 +506,40 @@ class TritonServer(ContextManaged):
                     failures[name] = logged.get(name) or (
                         f"no model folder '{name}' in {', '.join(map(str, self.repositories))} "
                         f"(models there: {', '.join(known) or 'none'})")
-        return [LoadFailure(model, reason) for model, reason in failures.items()]
+        return [LoadFailure(model, self._with_missing_backend(model, reason)) for model, reason in failures.items()]
+
+    def lint_command(self) -> str:
+        """The ``tritonkit repo lint`` command that checks this server's repositories against its own backends."""
+        import shlex
+
+        where = ("--bundled" if self.install.source == "nvidia-pytriton" else
+                 f"--server-bin {shlex.quote(str(self.install.binary))}")
+        named = self.install.backends_from.startswith(("--backend-dir", "$"))
+        backends = f" --backend-dir {shlex.quote(str(self._named_backend_dir))}" if named and self._named_backend_dir else ""
+        return f"tritonkit repo lint {' '.join(shlex.quote(str(r)) for r in self.repositories)} {where}{backends}"
+
+    def missing_backend(self, model: str) -> str | None:
+        """The backend ``model``'s config names that this server's backends folder lacks, or ``None``."""
+        for repo in self.repositories:
+            path = repo / model / CONFIG_FILENAME
+            if not path.is_file():
+                continue
+            try:
+                backend = backend_of(read_config(path))
+            except (TritonKitError, OSError):
+                return None
+            return backend if backend and backend not in self.install.backends() else None
+        return None
+
+    def _with_missing_backend(self, model: str, reason: str) -> str:
+        backend = self.missing_backend(model)
+        if backend is None:
+            return reason
+        have = ", ".join(self.install.backends()) or "none"
+        return (f"{reason} — this server has no {backend} backend (its backends: {have}; "
+                f"{self.install.backends_from or self.install.backend_dir}): pass --backend-dir DIR (or set "
+                f"TRITONKIT_BACKEND_DIR) to a folder holding Triton's {backend} backend, e.g. an NGC container's "
+                "/opt/tritonserver/backends")
 
     def unload_model(self, name: str, *, wait: bool = False, timeout_s: float = 60.0) -> None:
         """Unload ``name`` (explicit model control); with ``wait``, until the server has let it go."""

@@ -188,11 +188,16 @@ def test_a_sequence_beyond_max_seq_len_and_beam_search_are_refused_with_the_reas
 def test_on_1_2_the_metrics_come_as_strings_as_its_model_py_sends_them(tmp_path: Path) -> None:
     ref = build_reference_llmapi_repository(tmp_path / "r", trtllm_version="1.2")
     with TritonServer(ref.repo) as server:
-        got = _raw_stream(server.grpc_url, ref.model,
-                          _inputs("Hello", 2, streaming=True, sampling_param_return_perf_metrics=True,
-                                  return_cumulative_logprob=True))
+        asked = _inputs("Hello", 2, streaming=True, sampling_param_return_perf_metrics=True,
+                        return_cumulative_logprob=True)
+        got = _raw_stream(server.grpc_url, ref.model, asked)
+        # tritonkit's client reads them as the numbers the config declares (a labelled workaround).
+        with Client(server.grpc_url) as client, client.stream(ref.model, asked) as responses:
+            last = list(responses)[-1]
     assert {got[-1][k][0] for k in ("arrival_time_ns", "first_token_time_ns", "cumulative_logprob")} == {"BYTES"}
     assert int(got[-1]["first_token_time_ns"][1]) >= int(got[-1]["arrival_time_ns"][1]) > 0
+    assert last["first_token_time_ns"].dtype == np.int64 and last["cumulative_logprob"].dtype == np.float32
+    assert int(last["first_token_time_ns"].ravel()[0]) >= int(last["arrival_time_ns"].ravel()[0]) > 0
 
 
 def test_streaming_without_decoupled_is_refused_as_upstream_does(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ compares real ladders.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ from tritonkit.perf.judge.compare import (
     parse_percent,
     save_baseline,
 )
-from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult
+from tritonkit.perf.judge.sla import parse_sla
+from tritonkit.perf.judge.verdict import evaluate_result
+from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult, WindowFigures
+from tritonkit.perf.measure.runtime import ServedRuntime
 
 
 def _run(
@@ -64,7 +68,7 @@ def test_parse_percent_rejects_nonsense(text: str) -> None:
 
 def test_a_run_within_thresholds_is_no_regression() -> None:
     new = _run([(1, 98, 10.5), (2, 196, 21), (4, 290, 43)])
-    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10)
+    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10, per_step=True)
     assert not comparison.regressed
     assert comparison.exit_code == 0
     assert [r.label for r in comparison.rows] == ["1", "2", "4", "peak"]
@@ -75,7 +79,7 @@ def test_a_run_within_thresholds_is_no_regression() -> None:
 
 def test_a_throughput_drop_past_the_limit_is_a_regression_at_that_load_and_the_peak() -> None:
     new = _run([(1, 100, 10), (2, 200, 20), (4, 270, 40)])
-    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10)
+    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10, per_step=True)
     assert comparison.regressed and comparison.exit_code == 1
     assert [r.label for r in comparison.rows if r.regressed] == ["4", "peak"]
     assert "throughput -10.0% (limit -5.0%)" in comparison.rows[2].problems[0]
@@ -84,7 +88,7 @@ def test_a_throughput_drop_past_the_limit_is_a_regression_at_that_load_and_the_p
 
 def test_a_p99_rise_past_the_limit_is_a_regression_even_with_equal_throughput() -> None:
     new = _run([(1, 100, 10), (2, 200, 23), (4, 300, 40)])
-    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10)
+    comparison = compare_results(BASE, new, max_throughput_drop=0.05, max_p99_rise=0.10, per_step=True)
     assert [r.label for r in comparison.rows if r.regressed] == ["2"]
     assert comparison.rows[1].problems == ("p99 +15.0% (limit +10.0%)",)
 
@@ -108,7 +112,7 @@ def test_failures_at_a_load_that_already_failed_in_the_baseline_are_no_news() ->
 
 def test_table_has_a_header_a_rule_and_one_line_per_row() -> None:
     new = _run([(1, 100, 10), (2, 200, 20), (4, 270, 40)])
-    lines = compare_results(BASE, new).table().splitlines()
+    lines = compare_results(BASE, new, per_step=True).table().splitlines()
     assert lines[0].split()[:3] == ["load", "base", "infer/s"]
     assert set(lines[1].replace(" ", "")) == {"-"}
     assert len(lines) == 2 + 4
@@ -125,7 +129,7 @@ def test_steps_in_only_one_run_are_noted_and_the_peak_still_compared() -> None:
 def test_unstable_steps_are_left_out_of_the_comparison() -> None:
     new = _run([(1, 100, 10), (2, 200, 20), (4, 100, 400)])
     new.steps[2].stable = False
-    comparison = compare_results(BASE, new)
+    comparison = compare_results(BASE, new, per_step=True)
     assert [r.label for r in comparison.rows] == ["1", "2", "peak"]
 
 
@@ -230,3 +234,107 @@ def test_a_nan_in_memory_is_a_regression_row_never_no_regression() -> None:
     comparison = compare_results(base, new)
     assert comparison.regressed
     assert any("not a finite number" in p for r in comparison.rows for p in r.problems)
+
+
+# ---------------------------------------------------------------------------- the gate: intervals and the gated figure
+
+
+def _windowed(load: float, throughput: float, p99: float, spread: float) -> StepResult:
+    """A step of three counted windows whose throughputs lie ``spread`` either side of ``throughput``."""
+    windows = [WindowFigures(start_ns=i, duration_s=1.0, request_count=100, throughput_per_s=throughput * f,
+                             mean_ms=p99 / 2, p99_ms=p99 * f) for i, f in enumerate((1 - spread, 1.0, 1 + spread))]
+    latency = LatencyStats(p50_ms=p99 / 2, p90_ms=p99, p95_ms=p99, p99_ms=p99)
+    return StepResult("concurrency", load, throughput, latency, windows=windows, request_count=300)
+
+
+def _gated(*steps: StepResult, sla: str | None = None) -> PerfResult:
+    result = PerfResult(RunMetadata(model="resnet", url="127.0.0.1:1", protocol="grpc", started_utc="x"),
+                        steps=list(steps))
+    if sla is not None:
+        result.verdict = evaluate_result(parse_sla(sla), result).to_dict()
+    return result
+
+
+def test_a_drop_past_the_limit_on_the_whole_interval_is_a_regression() -> None:
+    comparison = compare_results(_gated(_windowed(4, 300, 40, 0.02)), _gated(_windowed(4, 240, 40, 0.02)))
+    (peak,) = comparison.rows
+    assert peak.label == "peak" and peak.outcome == "regression" and comparison.exit_code == 1
+    assert peak.throughput_change_interval is not None and peak.throughput_change_interval[1] < -0.05
+    assert "95% interval" in peak.problems[0]
+
+
+def test_a_drop_whose_interval_holds_the_limit_is_inside_the_noise_with_exit_3() -> None:
+    """6 % slower with windows ±10 % apart: the change could be a 5 % drop or none at all."""
+    comparison = compare_results(_gated(_windowed(4, 300, 40, 0.10)), _gated(_windowed(4, 282, 40, 0.10)))
+    assert comparison.outcome == "inside the noise" and comparison.exit_code == 3 and not comparison.regressed
+    low, high = comparison.rows[0].throughput_change_interval or (0.0, 0.0)
+    assert low < -0.05 < high
+    assert "INSIDE THE NOISE at peak" in comparison.summary() and "--repeat" in comparison.summary()
+
+
+def test_the_same_drop_measured_tightly_is_a_verdict_either_way() -> None:
+    tight = compare_results(_gated(_windowed(4, 300, 40, 0.005)), _gated(_windowed(4, 276, 40, 0.005)))
+    assert tight.outcome == "regression"  # 8 % with windows ±0.5 %: surely past 5 %
+    same = compare_results(_gated(_windowed(4, 300, 40, 0.005)), _gated(_windowed(4, 299, 40, 0.005)))
+    assert same.outcome == "no regression" and same.exit_code == 0
+
+
+def test_by_default_the_gate_is_peak_throughput_within_the_sla_not_every_load() -> None:
+    """Load 4 breaks p99<=30ms in both runs: its throughput halving is outside the SLA, not gated;
+    the peak within the SLA (load 2) held. Without an SLA the peak is load 4 and it regressed."""
+    base = [_windowed(1, 100, 10, 0.01), _windowed(2, 200, 20, 0.01), _windowed(4, 300, 40, 0.01)]
+    new = [_windowed(1, 100, 10, 0.01), _windowed(2, 199, 20, 0.01), _windowed(4, 150, 40, 0.01)]
+    judged = compare_results(_gated(*base, sla="p99<=30ms"), _gated(*new, sla="p99<=30ms"))
+    assert judged.gated_on == "peak throughput within the SLA" and judged.outcome == "no regression"
+    assert [r.label for r in judged.rows] == ["peak"] and judged.rows[0].base_throughput_per_s == 200
+    plain = compare_results(_gated(*base), _gated(*new))
+    assert plain.gated_on == "peak throughput" and plain.outcome == "regression"
+    per_step = compare_results(_gated(*base, sla="p99<=30ms"), _gated(*new, sla="p99<=30ms"), per_step=True)
+    assert [r.label for r in per_step.rows if r.regressed] == ["4"]  # opted in: every load is gated
+
+
+def test_a_new_run_that_meets_its_sla_at_no_load_is_a_regression() -> None:
+    base = _gated(_windowed(1, 100, 10, 0.01), sla="p99<=30ms")
+    new = _gated(_windowed(1, 100, 50, 0.01), sla="p99<=30ms")
+    comparison = compare_results(base, new)
+    assert comparison.regressed and comparison.rows[-1].problems == ("the new run meets its SLA at no load",)
+
+
+def test_runs_measured_on_a_busy_machine_are_said_to_need_repeating() -> None:
+    from tritonkit.perf.measure.result import MachineLoad
+
+    busy = _gated(_windowed(4, 300, 40, 0.02))
+    busy.steps[0].machine = MachineLoad(cores=2, other_cores=1.2)
+    comparison = compare_results(_gated(_windowed(4, 300, 40, 0.02)), busy)
+    assert any("busy during the new run" in n and "--repeat N" in n for n in comparison.notes)
+    quiet = compare_results(_gated(_windowed(4, 300, 40, 0.02)), _gated(_windowed(4, 300, 40, 0.02)))
+    assert not any("busy" in n for n in quiet.notes)
+
+
+def _on(result: PerfResult, runtime: ServedRuntime | None) -> PerfResult:
+    return replace(result, metadata=replace(result.metadata, runtime=runtime))
+
+
+_ORT = ServedRuntime(backend="onnxruntime", platform="onnxruntime_onnx", server_version="2.51.0",
+                     engine="ONNX Runtime", engine_version="1.19.2")
+_STAND_IN = ServedRuntime(backend="python", server_version="2.51.0", stand_in=True, engine="ONNX Runtime",
+                          engine_version="1.32.0")
+
+
+def test_a_baseline_measured_on_another_runtime_is_refused_naming_both() -> None:
+    with pytest.raises(ConfigError) as caught:
+        compare_results(_on(BASE, _STAND_IN), _on(BASE, _ORT))
+    assert "the python stand-in" in caught.value.message and "onnxruntime backend, ONNX Runtime 1.19.2" in caught.value.message
+    assert caught.value.hint is not None and "--accept-runtime-change" in caught.value.hint
+
+
+def test_a_runtime_change_accepted_is_compared_and_said() -> None:
+    comparison = compare_results(_on(BASE, _STAND_IN), _on(BASE, _ORT), accept_runtime_change=True)
+    assert not comparison.regressed
+    assert any(note.startswith("runtimes differ") for note in comparison.notes)
+
+
+def test_runs_on_the_same_runtime_compare_silently_and_a_run_without_one_is_noted() -> None:
+    assert not any("runtime" in note for note in compare_results(_on(BASE, _ORT), _on(BASE, _ORT)).notes)
+    notes = compare_results(BASE, _on(BASE, _ORT)).notes
+    assert any("the baseline does not record the runtime" in note for note in notes)

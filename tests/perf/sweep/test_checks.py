@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.sweep_models import SLEEPY_CONFIG
+from tritonkit.errors import ConfigError
 from tritonkit.perf import evaluate_result, parse_sla
 from tritonkit.perf.judge import JudgeSettings
 from tritonkit.perf.measure.ladder import LadderResult
@@ -208,8 +209,8 @@ def test_settings_hold_the_ladder_and_reject_bad_fractions(tmp_path: Path) -> No
     assert settings.out_dir("m") == tmp_path / "out"
     assert str(settings.parsed_sla()) == "p99<=20ms,errors==0"
     assert SweepSettings.default("step_window_ms") == 500
-    with pytest.raises(Exception, match="tie_tolerance must be a fraction"):
-        SweepSettings(sla="p99<=1s", tie_tolerance=5.0).validate()
+    with pytest.raises(ConfigError, match=r"SweepSettings\.tie_tolerance 5\.0: too large"):
+        SweepSettings(sla="p99<=1s", tie_tolerance=5.0)
 
 
 def test_the_cli_option_defaults_are_the_settings_defaults() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.sweep_models import write_sleepy
+from tritonkit.perf.measure.result import PerfResult
 from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, SweepSettings, SweepStore, run_sweep
 from tritonkit.repository import lint_repository, read_config
 
@@ -55,6 +56,18 @@ def test_the_search_finds_two_instances_with_batches_of_four(searched: Searched)
     assert ratio is not None and ratio > 1.2, result.headline()
     assert "i1-b1-w0" in result.search.pruned  # one instance, no batching: at most ~1/8.6 ms
     assert result.search.winner.confirmations, "the winner was not re-measured"
+
+
+def test_the_sweep_and_every_variant_name_the_runtime_that_served_them(searched: Searched) -> None:
+    result, root, _, events = searched
+    assert result.runtime is not None and (result.runtime.backend, result.runtime.stand_in) == ("python", False)
+    summary = result.to_dict()
+    assert summary["runtime"]["backend"] == "python"
+    assert all(v["runtime"] == summary["runtime"] for v in summary["variants"])
+    ladders = list((root / "out").rglob("result.json"))
+    assert ladders and all(PerfResult.load(path).metadata.runtime == result.runtime for path in ladders)
+    assert "python backend (tritonserver" in next(e.message for e in events if e.kind == "server")
+    assert not any("stand-in" in w for w in result.warnings)  # a python model is not the ONNX stand-in
 
 
 def test_the_first_guess_is_re_measured_in_the_closing_round_and_loads_skip_auto_complete(searched: Searched) -> None:

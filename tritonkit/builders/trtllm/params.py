@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tritonkit._values import COUNT, FRACTION, PARALLEL, bounded, check_fields
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner import (
     GIB,
@@ -102,14 +103,17 @@ class EngineParams:
 class EngineOverrides:
     """Values given explicitly; each replaces the derived one (and is printed as given)."""
 
-    max_batch_size: int | None = None
-    max_input_len: int | None = None
-    max_seq_len: int | None = None
-    max_num_tokens: int | None = None
-    kv_cache_free_gpu_mem_fraction: float | None = None
+    max_batch_size: int | None = bounded(None, COUNT)
+    max_input_len: int | None = bounded(None, COUNT)
+    max_seq_len: int | None = bounded(None, COUNT)
+    max_num_tokens: int | None = bounded(None, COUNT)
+    kv_cache_free_gpu_mem_fraction: float | None = bounded(None, FRACTION)
     enable_kv_cache_reuse: bool | None = None
     enable_chunked_context: bool | None = None
     use_paged_context_fmha: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,12 +123,15 @@ class EngineTarget:
     values given explicitly. :func:`derive_engine_params` and ``build_trtllm`` both take it."""
 
     gpu: str | GpuSpec = "H100-80GB"
-    tp: int = 1
-    pp: int = 1
+    tp: int = bounded(1, PARALLEL)
+    pp: int = bounded(1, PARALLEL)
     workload: Workload | None = None
     precision: str | None = None
     kv_dtype: str | None = None
     overrides: EngineOverrides | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     @property
     def gpu_spec(self) -> GpuSpec:
@@ -265,8 +272,6 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
                         f"do not fit in {gpu.name}'s {gpu.memory_gib:g} GiB",
                         hint="use more --tp/--pp, a smaller --precision (int8-wo, int4, fp8), or a larger GPU")
     fraction = ov.kv_cache_free_gpu_mem_fraction if ov.kv_cache_free_gpu_mem_fraction is not None else DEFAULT_KV_FRACTION
-    if not 0 < fraction <= 1:
-        raise ConfigError(f"kv_cache_free_gpu_mem_fraction {fraction} must be in (0, 1]", hint="pass --kv-cache-fraction")
     add("kv_cache_free_gpu_mem_fraction", fraction,
         "given (--kv-cache-fraction)" if ov.kv_cache_free_gpu_mem_fraction is not None
         else "TensorRT-LLM's default: the rest of the free memory stays for its buffers")

@@ -9,7 +9,9 @@
 
 Both are facts about a step even where perf_analyzer could not call it stable (the rate a server
 carries does not depend on its latency settling), so they fail such a step too; a figure that was
-not measured (no throughput, no GPU metrics) is not judged. Closed-loop steps (concurrency) are
+not measured (no throughput, no GPU metrics) is not judged. A required rate inside the carried
+rate's 95 % interval is inside the noise (:meth:`JudgeSettings.rate_inside_noise`): the step is
+then neither failed nor passed on it. Closed-loop steps (concurrency) are
 offered no rate, so the rate rule does not apply to them.
 
 ``perf run`` (``--rate-tolerance``), ``perf sweep`` (``--rate-tolerance``, ``--max-gpu-memory-mb``),
@@ -72,6 +74,15 @@ class JudgeSettings:
             low, high = interval_per_s
             reason += f"; inside the noise (95% interval {low:,.1f} – {high:,.1f} req/s)"
         return reason
+
+    def rate_inside_noise(self, offered_per_s: float | None,
+                          interval_per_s: tuple[float, float] | None) -> bool:
+        """Whether the rate an open loop must carry lies inside the carried rate's 95 % interval:
+        a shortfall (or a pass) there is inside the noise, not a verdict either way."""
+        if offered_per_s is None or interval_per_s is None or offered_per_s <= 0:
+            return False
+        required = (1.0 - self.rate_tolerance) * offered_per_s
+        return interval_per_s[0] <= required <= interval_per_s[1]
 
     def memory_miss(self, gpu_memory_mb: float | None) -> str | None:
         """Why a step whose peak GPU memory was ``gpu_memory_mb`` MiB missed; ``None`` when it is

@@ -52,6 +52,8 @@ from typing import Any, Literal
 
 import yaml
 
+from tritonkit._fs import read_user_text, shown_path
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.metric_registry import METRICS, Metric
 
@@ -174,6 +176,18 @@ class SLA:
         if self.constraint("errors") or self.constraint("error_rate"):
             return self
         return SLA((*self.constraints, Constraint("errors", "==", 0.0)), source=self.source)
+
+    def check_measurable(self, mode: Literal["classic", "llm"]) -> SLA:
+        """This SLA when a ``mode`` run measures every metric it bounds; else a :class:`ConfigError`
+        naming the terms it never measures (``ttft_p99`` in a classic run would never be judged)."""
+        unmeasured = [str(c) for c in self.constraints if mode not in METRICS[c.metric].modes]
+        if unmeasured:
+            other = "LLM load tests (--llm)" if mode == "classic" else "classic load tests"
+            raise ConfigError(f"--sla {', '.join(unmeasured)}: only {other} measure "
+                              f"{'it' if len(unmeasured) == 1 else 'them'}",
+                              hint="add --llm for a streaming LLM load test, or drop the term"
+                              if mode == "classic" else "drop the term")
+        return self
 
     def __str__(self) -> str:
         return ",".join(str(c) for c in self.constraints)
@@ -331,7 +345,7 @@ def _parse_expression(text: str, where: str) -> Constraint:
     match = _EXPR_RE.match(text)
     if match is None:
         raise ConfigError(
-            f"{where}: cannot read SLA term '{text.strip()}'",
+            f"{where}: cannot read it as METRIC OP VALUE[UNIT]",
             hint=f"write METRIC OP VALUE[UNIT] terms separated by commas, e.g. '{_EXAMPLE}'",
         )
     if match["op"] == "!=":
@@ -363,7 +377,7 @@ def parse_sla(expression: str) -> SLA:
             "the SLA is empty",
             hint=f"write e.g. --sla '{_EXAMPLE}'; to measure without an SLA, leave the --sla option out",
         )
-    constraints = [_parse_expression(term, f"SLA term '{term.strip()}'") for term in terms]
+    constraints = [_parse_expression(term, f"SLA term {excerpt(term.strip(), 60)}") for term in terms]
     return _collect(constraints, expression.strip())
 
 
@@ -379,16 +393,16 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
                 raise ConfigError(
                     f"{where}: item {i} of the SLA list is not an expression", hint="write '- p99<=50ms'"
                 )
-            constraints.append(_parse_expression(item, f"{where}: item {i} '{item}'"))
+            constraints.append(_parse_expression(item, f"{where}: item {i} {excerpt(item, 60)}"))
     elif isinstance(data, Mapping):
         for key, raw in data.items():
-            term_where = f"{where}: key '{key}'"
+            term_where = f"{where}: key {excerpt(str(key), 60)}"
             if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
                 raise ConfigError(f"{term_where}: the value must be a number or a string like '<=50ms'")
             match = _VALUE_RE.match(str(raw))
             if match is None:
                 raise ConfigError(
-                    f"{term_where}: cannot read the value '{raw}'",
+                    f"{term_where}: cannot read the value {excerpt(str(raw), 60)}",
                     hint="write a limit with a unit, e.g. 50ms, '>=200/s' or 0",
                 )
             if match["op"] == "!=":
@@ -423,12 +437,35 @@ def load_sla(source: str | Path) -> SLA:
     text = str(source)
     path = Path(text).expanduser()
     looks_like_file = path.suffix.lower() in (".yaml", ".yml", ".json")
-    if isinstance(source, Path) or looks_like_file or (text and path.is_file()):
-        if not path.is_file():
-            raise ConfigError(f"SLA file {path} does not exist", hint="check the path, or pass an expression")
+    if isinstance(source, Path) or looks_like_file or (text and _exists(path)):
+        if not _exists(path):
+            raise ConfigError(f"SLA file {shown_path(path)} does not exist", hint="check the path, or pass an expression")
+        content = read_user_text(path, what="SLA file", max_bytes=_MAX_SLA_FILE_BYTES,
+                                 hint="an SLA file holds a mapping (p99: 50ms) or a list of expressions")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"SLA file {path} is not valid YAML: {exc}") from exc
-        return _from_yaml_data(data, str(path))
+            data = yaml.safe_load(content)
+        except (yaml.YAMLError, RecursionError) as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"SLA file {shown_path(path)} is not valid YAML{where}",
+                              hint="an SLA file holds a mapping (p99: 50ms) or a list of expressions") from None
+        lines = [line for line in content.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        if isinstance(data, str) and len(lines) > 1:
+            # YAML reads any text as one string: lines of text are another file given by mistake.
+            raise ConfigError(f"SLA file {shown_path(path)} is not an SLA: {len(lines)} lines of text that are not "
+                              f"a mapping or a list (the first begins {excerpt(lines[0], 20)})",
+                              hint="an SLA file holds a mapping (p99: 50ms), a list of expressions or one expression")
+        return _from_yaml_data(data, f"SLA file {shown_path(path)}")
     return parse_sla(text)
+
+
+#: An SLA file holds a few lines; anything past this is another file given by mistake.
+_MAX_SLA_FILE_BYTES = 1024 * 1024
+
+
+def _exists(path: Path) -> bool:
+    """Whether something is at ``path`` (a file, or what the reader will refuse): never an error."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

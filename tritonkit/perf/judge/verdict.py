@@ -2,9 +2,16 @@
 
 * a step **passes** when every constraint holds and it meets the criteria beyond the SLA's bounds
   (:class:`~tritonkit.perf.judge.criteria.JudgeSettings`: an open loop carried the rate it was
-  offered, GPU memory within its cap); a step that was not measured (unstable, failed, or missing
-  a metric the SLA needs) is ``unmeasured`` and never counts as a pass, unless one of those
-  criteria already fails it (a fact, like failed requests);
+  offered, GPU memory within its cap); a step that was not measured (perf_analyzer failed, or
+  unstable with no figures, or missing a metric the SLA needs) is ``unmeasured`` and never counts
+  as a pass, unless one of those criteria already fails it (a fact, like failed requests);
+* **judged on the interval**: a figure with a 95 % interval (over the step's windows, or over the
+  runs of a repeated ladder) meets a bound only when the whole interval does and misses it only
+  when the whole interval does; an interval that holds the limit is **inside the noise**
+  (``noise``): measured again, the step could pass or fail. A step that clearly misses one bound
+  fails whatever else is inside the noise; otherwise one bound inside the noise makes the step
+  ``noise``. A **noisy** step (perf_analyzer could not call it stable, its windows disagree) is
+  judged the same way, on its windows' medians and their wide intervals;
 * a step that misses says why (:attr:`StepVerdict.reasons`: each bound it broke, with what was
   measured, and each other criterion it missed);
 * the **knee** is the highest load whose step passes: the capacity within the SLA;
@@ -14,8 +21,14 @@
   criterion, binds nothing: the summary names its reason instead);
 * **headroom** is the margin to a limit as a fraction of it (``+0.2`` = 20 % to spare,
   ``-0.1`` = 10 % over); a zero limit (``errors==0``) has none;
+* **margin**: each bound's distance from what was measured, absolute (in the metric's unit,
+  positive = to spare) and as headroom; a step's margin is that of its tightest bound
+  (:attr:`StepVerdict.margin_check`);
 * the overall verdict passes when some step passes (exit 0), fails when steps were measured and
-  none passes (exit 1), and is ``unmeasured`` when no step could be measured (exit 2).
+  none passes nor is inside the noise (exit 1), is ``noise`` when none passes and some step is
+  inside the noise (exit 3: no load clearly meets the SLA, and none clearly misses it at every
+  load measured; measure again, longer or repeated), and is ``unmeasured`` when no step could be
+  measured (exit 2).
 
 :func:`evaluate` works on plain :class:`StepMeasurement` values; :func:`evaluate_result` reads a
 :class:`~tritonkit.perf.measure.result.PerfResult`; both take the :class:`JudgeSettings` (default:
@@ -40,6 +53,7 @@ from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
 __all__ = [
+    "EXIT_NOISE",
     "EXIT_PASS",
     "EXIT_SLA_MISSED",
     "EXIT_UNMEASURED",
@@ -63,8 +77,11 @@ EXIT_PASS = 0
 EXIT_SLA_MISSED = 1
 #: Exit status when nothing could be measured (no step, or every step unstable / failed).
 EXIT_UNMEASURED = 2
+#: Exit status when no step clearly meets the SLA and some step is inside the noise of a bound.
+EXIT_NOISE = 3
 
-Status = Literal["pass", "fail", "unmeasured"]
+Status = Literal["pass", "fail", "noise", "unmeasured"]
+_STATUSES = ("pass", "fail", "noise", "unmeasured")
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,9 @@ class StepMeasurement:
 
     ``load`` is the offered load (concurrency, or request rate in requests/s); ``values`` maps
     canonical metric names to measurements (a metric that was not measured is absent or
-    ``None``); ``measured`` is false for a step that has no trustworthy numbers.
+    ``None``); ``measured`` is false for a step that has no trustworthy numbers; ``intervals``
+    maps metric names to their 95 % intervals (a bound inside one is inside the noise);
+    ``noisy``: the step's windows disagreed (its values are their medians).
 
     What the criteria beyond the SLA read (``None``: not known, not judged): ``offered_per_s`` the
     request rate an open loop offered (``None`` for a closed loop), ``carried_per_s`` the requests
@@ -93,11 +112,13 @@ class StepMeasurement:
     carried_interval_per_s: tuple[float, float] | None = None
     gpu_memory_mb: float | None = None
     rejected_count: float = 0.0
+    noisy: bool = False
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One constraint judged at one step."""
+    """One constraint judged at one step: ``passed`` by the measured value, :attr:`status` by its
+    interval (see the module docstring), :attr:`margin` and ``headroom`` how far from the limit."""
 
     constraint: Constraint
     measured: float | None
@@ -109,6 +130,29 @@ class CheckResult:
     def within_noise(self) -> bool:
         """The limit lies inside the value's 95 % interval: measured again, the verdict could flip."""
         return self.interval is not None and self.interval[0] <= self.constraint.value <= self.interval[1]
+
+    @property
+    def status(self) -> Status:
+        """``noise`` when :attr:`within_noise`, else ``pass`` / ``fail`` by the value; ``unmeasured``
+        without one."""
+        if self.passed is None:
+            return "unmeasured"
+        if self.within_noise:
+            return "noise"
+        return "pass" if self.passed else "fail"
+
+    @property
+    def margin(self) -> float | None:
+        """How far the measured value is from the limit, in the metric's unit: positive to spare,
+        negative over (``p99<=50ms`` measured 38 ms: +12 ms); ``None`` when not measured."""
+        if self.measured is None:
+            return None
+        c = self.constraint
+        if c.op in ("<=", "<"):
+            return c.value - self.measured
+        if c.op in (">=", ">"):
+            return self.measured - c.value
+        return -abs(self.measured - c.value)
 
     def describe(self) -> str:
         """``"p99<=50ms (measured 73.2 ms)"``: the constraint and what was measured."""
@@ -133,8 +177,10 @@ class CheckResult:
             "measured": self.measured,
             "passed": self.passed,
             "headroom": self.headroom,
+            "margin": self.margin,
             "interval": None if self.interval is None else list(self.interval),
             "within_noise": self.within_noise,
+            "status": self.status,
         }
 
     @classmethod
@@ -162,6 +208,9 @@ class StepVerdict:
 
     ``misses``: the criteria beyond the SLA's bounds this step missed, each as a sentence
     (``"carried 412.3 of 500 req/s offered (below 95 %)"``); any of them fails the step.
+    ``noisy``: the step's windows disagreed (figures are their medians, see
+    :attr:`~tritonkit.perf.measure.result.StepResult.noisy`). ``unsure``: the criteria beyond the
+    bounds whose threshold lay inside the noise (an offered rate the carried rate's interval holds).
     """
 
     load: float
@@ -170,17 +219,54 @@ class StepVerdict:
     throughput_per_s: float | None = None
     note: str = ""
     misses: tuple[str, ...] = ()
+    noisy: bool = False
+    unsure: tuple[str, ...] = ()
 
     @property
     def failed(self) -> tuple[CheckResult, ...]:
-        """The constraints this step broke."""
-        return tuple(c for c in self.checks if c.passed is False)
+        """The constraints this step clearly broke (the whole interval beyond the limit, where
+        there is one)."""
+        return tuple(c for c in self.checks if c.status == "fail")
+
+    @property
+    def inside_noise(self) -> tuple[CheckResult, ...]:
+        """The constraints whose limit lies inside the measured value's interval."""
+        return tuple(c for c in self.checks if c.status == "noise")
+
+    @property
+    def met_by_values(self) -> bool:
+        """Whether the measured values alone meet every bound and criterion: ``pass``, or ``noise``
+        whose values all fall on the good side (what a judge blind to intervals would call a pass)."""
+        if self.status == "pass":
+            return True
+        return (self.status == "noise" and not self.misses and not self.unsure
+                and all(c.passed is not False for c in self.checks))
+
+    @property
+    def margin_check(self) -> CheckResult | None:
+        """The measured bound with the least headroom: the step's margin to the SLA at its load."""
+        scaled = [c for c in self.checks if c.headroom is not None]
+        return min(scaled, key=lambda c: c.headroom or 0.0) if scaled else None
+
+    @property
+    def headroom(self) -> float | None:
+        """:attr:`margin_check`'s headroom (a fraction of its limit: +0.2 = 20 % to spare)."""
+        check = self.margin_check
+        return check.headroom if check is not None else None
+
+    @property
+    def margin(self) -> float | None:
+        """:attr:`margin_check`'s margin, in its metric's unit (see :attr:`CheckResult.margin`)."""
+        check = self.margin_check
+        return check.margin if check is not None else None
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        """Why this step missed: each bound it broke (with what was measured), then each other
-        criterion it missed; empty for a step that passed or was not measured."""
-        return (*(c.describe() for c in self.failed), *self.misses)
+        """Why this step missed or is inside the noise: each bound it broke (with what was
+        measured), each other criterion it missed, then each bound and criterion inside the
+        noise; empty for a step that passed or was not measured."""
+        noise = (f"{c.describe()}{c.noise_note()}" for c in self.inside_noise)
+        return (*(c.describe() for c in self.failed), *self.misses, *noise, *self.unsure)
 
     @property
     def worst(self) -> CheckResult | None:
@@ -188,14 +274,17 @@ class StepVerdict:
         return _worst(self.checks)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (every field; read back by :meth:`from_dict`)."""
-        return record_dict(self)
+        """JSON-ready (every field, then the margin; read back by :meth:`from_dict`)."""
+        check = self.margin_check
+        return record_dict(self, after={"noisy": {
+            "margin": {"constraint": str(check.constraint), "margin": check.margin, "headroom": check.headroom}
+            if check is not None else None}})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepVerdict:
         """Inverse of :meth:`to_dict`."""
         status = str(data["status"])
-        if status not in ("pass", "fail", "unmeasured"):
+        if status not in _STATUSES:
             raise ConfigError(f"verdict step has unknown status '{status}'")
         throughput = data.get("throughput_per_s")
         return cls(
@@ -205,13 +294,15 @@ class StepVerdict:
             None if throughput is None else float(throughput),
             str(data.get("note") or ""),
             tuple(str(m) for m in data.get("misses") or []),  # absent from verdicts stored before it
+            bool(data.get("noisy", False)),
+            tuple(str(m) for m in data.get("unsure") or []),
         )
 
 
 def _rank(check: CheckResult) -> tuple[int, float]:
     # Failures before passes, and among each the smallest headroom first. A zero-limit bound
     # (errors==0) has no headroom scale: broken it is the worst, met it has nothing to spare.
-    broken = 0 if check.passed is False else (1 if check.passed else 2)
+    broken = {"fail": 0, "noise": 1, "pass": 2}.get(check.status, 3)
     if check.headroom is not None:
         headroom = check.headroom
     else:
@@ -250,8 +341,14 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        """0 pass, 1 SLA missed, 2 could not measure."""
-        return {"pass": EXIT_PASS, "fail": EXIT_SLA_MISSED, "unmeasured": EXIT_UNMEASURED}[self.status]
+        """0 pass, 1 SLA missed, 2 could not measure, 3 inside the noise (see the module docstring)."""
+        return {"pass": EXIT_PASS, "fail": EXIT_SLA_MISSED, "unmeasured": EXIT_UNMEASURED,
+                "noise": EXIT_NOISE}[self.status]
+
+    @property
+    def noisy_loads(self) -> tuple[float, ...]:
+        """The loads whose steps were noisy (their windows disagreed)."""
+        return tuple(s.load for s in self.steps if s.noisy)
 
     @property
     def passed(self) -> bool:
@@ -281,11 +378,29 @@ class Verdict:
                 return check.headroom
         return None
 
+    def _noisy_note(self) -> str:
+        loads = self.noisy_loads
+        if not loads:
+            return ""
+        where = ", ".join(fmt_number(v) for v in loads)
+        return f"; noisy step(s) at {self.load_kind} {where}: judged on their windows' medians and intervals"
+
     def summary(self) -> str:
         """One line for people and logs."""
+        return self._summary() + self._noisy_note()
+
+    def _summary(self) -> str:
         if self.status == "unmeasured":
             why = "; ".join(self.reasons) or "no step was measured"
             return f"SLA {self.sla}: COULD NOT MEASURE ({why})"
+        if self.status == "noise":
+            where = ", ".join(fmt_number(s.load) for s in self.steps if s.status == "noise")
+            b = self.binding
+            detail = ": " + "; ".join(self.reasons) if self.reasons else ""
+            if b is not None and b.measured is not None:
+                detail = f": {b.constraint} measured {format_metric(b.constraint.metric, b.measured)}{b.noise_note()}"
+            return (f"SLA {self.sla}: INSIDE THE NOISE: no load clearly meets it, and at {self.load_kind} {where} "
+                    f"it could{detail}; measure again (a longer --duration-s, or --repeat N)")
         if self.status == "fail":
             detail = ""
             b = self.binding
@@ -308,6 +423,9 @@ class Verdict:
             parts.append(bound + self.binding.noise_note())
         elif self.reasons:
             parts.append("above it " + "; ".join(self.reasons))
+        unsure = [s.load for s in self.steps if s.status == "noise" and s.load > self.knee.load]
+        if unsure:
+            parts.append(f"inside the noise above it at {', '.join(fmt_number(v) for v in unsure)}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -344,7 +462,7 @@ class Verdict:
             knee = next((s for s in steps if knee_load is not None and s.load == float(knee_load)), None)
             binding = CheckResult.from_dict(data["binding"]) if data.get("binding") else None
             status = str(data["status"])
-            if status not in ("pass", "fail", "unmeasured"):
+            if status not in _STATUSES:
                 raise ConfigError(f"SLA verdict has unknown status '{status}'")
             return cls(
                 SLA.from_dict(data["sla"]),
@@ -374,13 +492,17 @@ def _values(sla: SLA, step: StepMeasurement) -> Mapping[str, float | None]:
 def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> StepVerdict:
     throughput = step.values.get("throughput")
     values = _values(sla, step)
-    misses = tuple(m for m in (judging.rate_miss(step.offered_per_s, step.carried_per_s, step.carried_interval_per_s),
-                               judging.memory_miss(step.gpu_memory_mb)) if m is not None)
+    rate = judging.rate_miss(step.offered_per_s, step.carried_per_s, step.carried_interval_per_s)
+    rate_unsure = rate is not None and judging.rate_inside_noise(step.offered_per_s, step.carried_interval_per_s)
+    unsure = (rate,) if rate is not None and rate_unsure else ()
+    misses = tuple(m for m in (None if rate_unsure else rate, judging.memory_miss(step.gpu_memory_mb))
+                   if m is not None)
     if not step.measured:
         # Nothing the SLA's bounds could read; a criterion it missed all the same is a fact.
         checks = tuple(CheckResult(c, None, None, None) for c in sla.constraints)
-        return StepVerdict(step.load, "fail" if misses else "unmeasured", checks, throughput,
-                           step.note or "not measured", misses)
+        status: Status = "fail" if misses else ("noise" if unsure else "unmeasured")
+        return StepVerdict(step.load, status, checks, throughput, step.note or "not measured", misses, step.noisy,
+                           unsure)
     checks_list: list[CheckResult] = []
     missing: list[str] = []
     for c in sla.constraints:
@@ -391,8 +513,10 @@ def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> Step
         else:
             checks_list.append(CheckResult(c, value, c.holds(value), c.headroom(value), step.intervals.get(c.metric)))
     checks = tuple(checks_list)
-    if misses or any(c.passed is False for c in checks):
-        status: Status = "fail"
+    if misses or any(c.status == "fail" for c in checks):
+        status = "fail"
+    elif unsure or any(c.status == "noise" for c in checks):
+        status = "noise"
     elif missing:
         status = "unmeasured"
     else:
@@ -400,14 +524,14 @@ def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> Step
     note = step.note
     if missing and status != "fail":
         note = (note + "; " if note else "") + f"not measured: {', '.join(missing)}"
-    return StepVerdict(step.load, status, checks, throughput, note, misses)
+    return StepVerdict(step.load, status, checks, throughput, note, misses, step.noisy, unsure)
 
 
 def _step_rank(step: StepVerdict) -> tuple[int, float]:
     """How close a failing step came to passing: by its worst broken bound; a step that broke no
     bound (it missed only another criterion) ranks below every one that did."""
     worst = step.worst
-    return _rank(worst) if worst is not None and worst.passed is False else (0, -math.inf)
+    return _rank(worst) if worst is not None and worst.status == "fail" else (0, -math.inf)
 
 
 def _what_missed(step: StepVerdict, load_kind: str) -> tuple[CheckResult | None, tuple[str, ...]]:
@@ -433,6 +557,10 @@ def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "co
     passing = [s for s in judged if s.status == "pass"]
     failing = [s for s in judged if s.status == "fail"]
     reasons: list[str] = []
+    if not passing and any(s.status == "noise" for s in judged):
+        closest = max((s for s in judged if s.status == "noise"), key=lambda s: s.load)
+        unsure = tuple(f"at {_where(load_kind, closest.load)}: {u}" for u in closest.unsure)
+        return Verdict(sla, "noise", judged, None, _worst(closest.inside_noise), load_kind, unsure, judging)
     if not passing and not failing:
         if not judged:
             reasons.append("the ladder has no steps")
@@ -456,14 +584,15 @@ def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "co
 def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasurement:
     """What the SLA reads from one :class:`~tritonkit.perf.measure.result.StepResult`, in canonical units.
 
-    * A clean step (stable, no failed request, numbers present) gives every metric.
+    * A clean step (stable or noisy, no failed request, numbers present) gives every metric,
+      with each figure's 95 % interval where the step has one (a noisy step's are wide).
     * A step where requests failed gives only ``errors``, ``error_rate`` and ``rejected``:
       perf_analyzer stops at the first failure, so its latencies are not a measurement, but the
       failures are a fact that fails ``errors==0``. Failures the queue policy caused (its
       messages, :data:`~tritonkit.perf.measure.failures.QUEUE_REJECTIONS`) are counted as
       rejected too: all of them when every failure perf_analyzer saw was one.
-    * An unstable step, or one without numbers, is not measured: it passes no bound and fails
-      none (only a criterion beyond the SLA, judged on the facts below, can fail it).
+    * An unstable step without figures, or one without numbers, is not measured: it passes no
+      bound and fails none (only a criterion beyond the SLA, judged on the facts below, can fail it).
 
     Errors are the larger of the step's count and the server's failure counter over the step,
     so a failure either side saw is never missed. For the criteria beyond the SLA: an open-loop
@@ -484,8 +613,8 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
         # (tritonserver 2.51, seen here): the rejections it did not count are added.
         total = step.metrics.success_count + failures + max(0.0, rejected - failures)
     latency = step.latency
-    clean = (step.stable and errors == 0 and step.throughput_per_s is not None and latency is not None
-             and step.failure is None)
+    clean = ((step.stable or step.noisy) and errors == 0 and step.throughput_per_s is not None
+             and latency is not None and step.failure is None)
     values: dict[str, float | None] = {
         "errors": errors,
         "error_rate": errors / total if total > 0 else (0.0 if clean else None),
@@ -508,14 +637,16 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
     carried_band = None
     if step.throughput_per_s is not None and step.failure is None:
         carried = step.throughput_per_s * per_request
-        raw_band = step.throughput_interval_per_s
-        if raw_band and len(raw_band) == 2:
+        raw_band = step.interval("throughput")
+        if raw_band is not None:
             carried_band = (raw_band[0] * per_request, raw_band[1] * per_request)
     memory_bytes = step.metrics.gpu_memory_used_bytes_max if step.metrics is not None else None
     if errors > 0 and rejected == errors:
         note = f"{errors:g} requests rejected by the queue policy (perf_analyzer stops at the first)"
     elif errors > 0:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
+    elif step.noisy:
+        note = step.unstable_note or "noisy: its windows disagreed"
     elif not step.stable:
         note = f"unstable: {step.unstable_note}" if step.unstable_note else "unstable measurement"
     elif step.failure is not None:
@@ -525,13 +656,14 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
     else:
         note = ""
     measured = clean or errors > 0
-    band = step.throughput_interval_per_s
-    intervals = {"throughput": (band[0], band[1])} if clean and band and len(band) == 2 else {}
+    intervals = {name: band for name in ("throughput", *LATENCY_STATS)
+                 if clean and (band := step.interval(name)) is not None}
     return StepMeasurement(
         step.load_value, values, measured, note, intervals,
         offered_per_s=step.load_value if step.load_mode == "request_rate" else None,
         carried_per_s=carried, carried_interval_per_s=carried_band,
         gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20, rejected_count=float(rejected),
+        noisy=step.noisy,
     )
 
 

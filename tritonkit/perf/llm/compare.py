@@ -10,7 +10,6 @@ Pure functions; the baseline files are ``llm_result.json`` copies.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from tritonkit._fs import is_regular_file, read_json
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
 from tritonkit.perf.llm.result import LLMResult, LLMStep
@@ -149,13 +149,13 @@ def latest_llm_baseline(model: str, root: str | Path) -> Path | None:
 def find_llm_result(path: Path) -> Path | None:
     """The LLM result ``path`` names: the file itself, a run folder's ``llm_result.json``, or the
     newest LLM baseline in a model's baseline folder (or its ``llm/``); ``None`` when it holds none."""
-    if path.is_file():
+    if is_regular_file(path):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = read_json(path, what="LLM result", hint="pass an llm_result.json")
+        except ConfigError:
             return None
         return path if isinstance(data, dict) and data.get("kind") == "llm" else None
-    if (path / "llm_result.json").is_file():
+    if is_regular_file(path / "llm_result.json"):
         return path / "llm_result.json"
     found = baselines_in(path, "llm")
     return found[-1] if found else None

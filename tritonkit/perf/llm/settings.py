@@ -12,6 +12,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tritonkit._values import (
+    PROMPTS,
+    REQUESTS,
+    SECONDS,
+    SECONDS_OR_ZERO,
+    SEED,
+    TOKENS,
+    bounded,
+    check_fields,
+    excerpt,
+)
 from tritonkit.errors import ConfigError
 from tritonkit.repository.units import to_microseconds
 
@@ -49,16 +60,16 @@ class LLMSettings:
     prompts: Path | None = None
     input_tokens: str = "128"
     output_tokens: str = "64"
-    num_prompts: int = 100
-    seed: int = 0
+    num_prompts: int = bounded(100, PROMPTS)
+    seed: int = bounded(0, SEED)
     traffic: str | None = None
-    requests: int = 32
+    requests: int = bounded(32, REQUESTS)
     stream: bool | None = None
     client_deadline: str | None = None
     goodput: str | None = None
-    settle_s: float = 2.0
+    settle_s: float = bounded(2.0, SECONDS_OR_ZERO)
     concurrency: str = "1"
-    timeout_s: float = 600.0
+    timeout_s: float = bounded(600.0, SECONDS)
     interface: str | None = None
     tokenizer: Path | None = None
     tokenizer_from: str | None = None
@@ -66,16 +77,29 @@ class LLMSettings:
     repo: Path | None = None
     token_output: str | None = None
 
+    def __post_init__(self) -> None:
+        """Every value checked as it is given, the text ones read once here (a replay log is read
+        when the run starts)."""
+        from tritonkit.perf.llm.shapes import parse_shape
+
+        check_fields(self)
+        self.levels()
+        _mean_spread(self.input_tokens, "--input-tokens")
+        _mean_spread(self.output_tokens, "--output-tokens")
+        if self.traffic is not None and not self.traffic.strip().lower().startswith("replay:"):
+            parse_shape(self.traffic)
+        if self.client_deadline is not None:
+            _ms(self.client_deadline, "--client-deadline")
+        if self.goodput is not None:
+            parse_goodput(self.goodput)
+
     def levels(self) -> tuple[int, ...]:
         """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
-        from tritonkit.perf.measure.plan import levels_from_text
+        from tritonkit.perf.measure.plan import parse_levels
 
         if self.traffic:
             return (1,)
-        levels = tuple(int(v) for v in levels_from_text(self.concurrency or "1"))
-        if any(level < 1 for level in levels):
-            raise ConfigError(f"concurrency levels must be >= 1, got {list(levels)}", hint="e.g. --concurrency 1,2,4")
-        return levels
+        return tuple(int(v) for v in parse_levels(self.concurrency or "1", "concurrency", "--concurrency"))
 
     def load_prompts(self) -> tuple[list[Prompt], str]:
         """The prompts to send and a line saying where they came from."""
@@ -123,8 +147,6 @@ class LLMSettings:
         from tritonkit.perf.llm.shapes import parse_shape
 
         shape = parse_shape(self.traffic) if self.traffic else None
-        if self.requests < 1:
-            raise ConfigError(f"--requests must be >= 1, got {self.requests}")
         goodput = parse_goodput(self.goodput) if self.goodput else goodput_slo_from_sla(sla)
         deadline = _ms(self.client_deadline, "--client-deadline") if self.client_deadline else None
         return LLMPlan(concurrency=self.levels(), requests_per_level=self.requests, shape=shape, goodput_slo=goodput,
@@ -135,11 +157,18 @@ class LLMSettings:
         return self.traffic or f"concurrency {', '.join(map(str, self.levels()))} × {self.requests} requests"
 
 
+#: A spread of prompt lengths: none, up to the longest prompt.
+_SPREAD = replace(TOKENS, low_open=False)
+
+
 def _mean_spread(text: str, what: str) -> tuple[float, float]:
     match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(?::\s*(\d+(?:\.\d*)?)\s*)?", text)
     if match is None:
-        raise ConfigError(f"{what} {text!r} is not MEAN[:STDDEV]", hint="e.g. 128 or 128:16 (tokens)")
-    return float(match.group(1)), float(match.group(2) or 0.0)
+        raise ConfigError(f"{what} {excerpt(text)} is not MEAN[:STDDEV]", hint="e.g. 128 or 128:16 (tokens)")
+    mean, spread = float(match.group(1)), float(match.group(2) or 0.0)
+    TOKENS.check(mean, f"{what} mean")
+    _SPREAD.check(spread, f"{what} spread")
+    return mean, spread
 
 
 def _ms(text: str, what: str) -> float:
@@ -156,6 +185,7 @@ def parse_goodput(text: str) -> GoodputSLO:
         key, sep, value = part.partition("=")
         key = key.strip().lower()
         if not sep or key not in names:
-            raise ConfigError(f"cannot read goodput objective {part!r}", hint="use ttft=500ms,itl=40ms,latency=2s")
+            raise ConfigError(f"cannot read goodput objective {excerpt(part)}",
+                              hint="use ttft=500ms,itl=40ms,latency=2s")
         values[names[key]] = _ms(value, f"--goodput {key}")
     return GoodputSLO(**values)

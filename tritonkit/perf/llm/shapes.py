@@ -20,11 +20,23 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import atomic_write, read_jsonl
+from tritonkit._values import (
+    MAX_REQUESTS,
+    POSITIVE,
+    RATE_LEVEL,
+    SECONDS,
+    SECONDS_OR_ZERO,
+    STEPS,
+    TOKENS,
+    bounded,
+    check_fields,
+    excerpt,
+)
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -43,7 +55,9 @@ __all__ = [
 ]
 
 #: Upper bound on requests one shape may schedule: load stays bounded in count and time.
-MAX_SCHEDULED_REQUESTS = 100_000
+MAX_SCHEDULED_REQUESTS = MAX_REQUESTS
+#: A recorded request's length in tokens: a whole token at least.
+_TOKEN_COUNT = replace(TOKENS, low=1, low_open=False)
 
 
 @dataclass(frozen=True)
@@ -79,11 +93,6 @@ class Schedule:
         return next((p for p in self.phases if p.name == name), None)
 
 
-def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ConfigError(f"traffic shape: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value:g}")
-
-
 def _constant_phases(phases: Iterable[tuple[str, float, float]]) -> Schedule:
     """The schedule of ``(name, rate_per_s, duration_s)`` phases, one after the other, each at a
     constant rate (the building block of every shape but a replay)."""
@@ -111,18 +120,19 @@ def _constant_phases(phases: Iterable[tuple[str, float, float]]) -> Schedule:
 class Ramp:
     """Rate rising in ``steps`` equal steps from ``start_per_s`` to ``end_per_s``, ``step_s`` each."""
 
-    start_per_s: float
-    end_per_s: float
-    steps: int = 4
-    step_s: float = 10.0
+    start_per_s: float = bounded(1.0, RATE_LEVEL)
+    end_per_s: float = bounded(8.0, RATE_LEVEL)
+    steps: int = bounded(4, STEPS)
+    step_s: float = bounded(10.0, SECONDS)
     kind: str = field(default="ramp", init=False)
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.end_per_s < self.start_per_s:
+            raise ConfigError(f"a ramp rises: its end rate {self.end_per_s:g}/s is below its start {self.start_per_s:g}/s",
+                              hint="write the lower rate first (ramp:1-8/s); a falling load is a spike's after phase")
+
     def schedule(self) -> Schedule:
-        _positive("start rate", self.start_per_s)
-        _positive("end rate", self.end_per_s)
-        _positive("step duration", self.step_s)
-        if self.steps < 1:
-            raise ConfigError(f"traffic shape: ramp steps must be >= 1, got {self.steps}")
         fractions = [0.0 if self.steps == 1 else i / (self.steps - 1) for i in range(self.steps)]
         rise = self.end_per_s - self.start_per_s
         return _constant_phases(
@@ -134,18 +144,17 @@ class Ramp:
 class Spike:
     """``base_per_s`` for ``before_s``, ``burst_per_s`` for ``burst_s``, then base for ``after_s``."""
 
-    base_per_s: float
-    burst_per_s: float
-    before_s: float = 5.0
-    burst_s: float = 3.0
-    after_s: float = 10.0
+    base_per_s: float = bounded(2.0, RATE_LEVEL)
+    burst_per_s: float = bounded(20.0, RATE_LEVEL)
+    before_s: float = bounded(5.0, SECONDS_OR_ZERO)
+    burst_s: float = bounded(3.0, SECONDS)
+    after_s: float = bounded(10.0, SECONDS)
     kind: str = field(default="spike", init=False)
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
     def schedule(self) -> Schedule:
-        for name, value in (("base rate", self.base_per_s), ("burst rate", self.burst_per_s),
-                            ("burst duration", self.burst_s), ("after duration", self.after_s)):
-            _positive(name, value)
-        _positive("before duration", self.before_s, allow_zero=True)
         before = [("base", self.base_per_s, self.before_s)] if self.before_s > 0 else []
         return _constant_phases([*before, ("burst", self.burst_per_s, self.burst_s),
                                  ("after", self.base_per_s, self.after_s)])
@@ -155,13 +164,14 @@ class Spike:
 class Soak:
     """A constant ``rate_per_s`` for ``duration_s``."""
 
-    rate_per_s: float
-    duration_s: float
+    rate_per_s: float = bounded(4.0, RATE_LEVEL)
+    duration_s: float = bounded(600.0, SECONDS)
     kind: str = field(default="soak", init=False)
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
     def schedule(self) -> Schedule:
-        _positive("rate", self.rate_per_s)
-        _positive("duration", self.duration_s)
         return _constant_phases([("soak", self.rate_per_s, self.duration_s)])
 
 
@@ -179,12 +189,14 @@ class Replay:
     """Send times (and lengths) of a recorded log, played ``speed`` times as fast."""
 
     entries: tuple[ReplayEntry, ...]
-    speed: float = 1.0
+    speed: float = bounded(1.0, POSITIVE)
     source: str = ""
     kind: str = field(default="replay", init=False)
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
     def schedule(self) -> Schedule:
-        _positive("replay speed", self.speed)
         if not self.entries:
             raise ConfigError(f"replay log {self.source or ''} has no requests".replace("  ", " "))
         if len(self.entries) > MAX_SCHEDULED_REQUESTS:
@@ -213,10 +225,7 @@ Shape = Ramp | Spike | Soak | Replay
 def _int_field(line: dict[str, Any], names: Sequence[str], where: str) -> int:
     for name in names:
         if name in line:
-            value = line[name]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
-                raise ConfigError(f"{where}: {name} must be a positive integer, got {value!r}")
-            return int(value)
+            return int(_TOKEN_COUNT.check(line[name], f"{where}: {name}"))
     raise ConfigError(f"{where}: missing {names[0]}", hint=f"each line needs {', '.join(names[:1])}")
 
 
@@ -230,7 +239,7 @@ def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0) -> Repl
             raise ConfigError(f"{where} is not a JSON object")
         stamp = line.get("timestamp_ms", line.get("timestamp"))
         if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp) or stamp < 0:
-            raise ConfigError(f"{where}: timestamp_ms must be a number >= 0, got {stamp!r}")
+            raise ConfigError(f"{where}: timestamp_ms must be a number >= 0, got {excerpt(stamp)}")
         entries.append(
             ReplayEntry(
                 float(stamp),
@@ -245,7 +254,7 @@ def _float(text: str, where: str) -> float:
     try:
         return float(text.strip().removesuffix("/s").removesuffix("s"))
     except ValueError as exc:
-        raise ConfigError(f"traffic shape: {where} {text!r} is not a number") from exc
+        raise ConfigError(f"traffic shape: {where} {excerpt(text)} is not a number") from exc
 
 
 def parse_shape(text: str) -> Shape:
@@ -259,7 +268,7 @@ def parse_shape(text: str) -> Shape:
         if kind == "ramp" and 1 <= len(parts) <= 3:
             lo, _, hi = parts[0].removesuffix("/s").partition("-")
             return Ramp(_float(lo, "start rate"), _float(hi or lo, "end rate"),
-                        int(_float(parts[1], "steps")) if len(parts) > 1 else 4,
+                        int(STEPS.parse(parts[1], "ramp steps")) if len(parts) > 1 else 4,
                         _float(parts[2], "step duration") if len(parts) > 2 else 10.0)
         if kind == "spike" and 2 <= len(parts) <= 5:
             nums = [_float(p, "value") for p in parts]
@@ -269,8 +278,10 @@ def parse_shape(text: str) -> Shape:
         if kind == "replay" and 1 <= len(parts) <= 2:
             return load_replay_log(parts[0], speed=_float(parts[1], "speed") if len(parts) > 1 else 1.0)
     except ConfigError as exc:
-        raise ConfigError(exc.message, hint=f"shapes look like: {examples}") from exc
-    raise ConfigError(f"cannot read traffic shape {text!r}", hint=f"use one of: {examples}")
+        hint = f"{exc.hint}; " if exc.hint else ""
+        raise ConfigError(f"traffic shape {excerpt(text)}: {exc.message}", hint=f"{hint}shapes look like: {examples}") \
+            from exc
+    raise ConfigError(f"cannot read traffic shape {excerpt(text)}", hint=f"use one of: {examples}")
 
 
 def write_intervals(path: str | os.PathLike[str], schedule: Schedule) -> Path:

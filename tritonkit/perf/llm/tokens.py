@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from tritonkit._fs import is_folder, is_regular_file, shown_path
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError, MissingComponentError
 
 __all__ = ["TokenCounter", "fit_prompt", "load_tokenizer"]
@@ -29,9 +31,9 @@ _FILLERS = tuple("abcdefghijklmnopqrstuvwxyz")
 def load_tokenizer(path: str | os.PathLike[str]) -> TokenCounter:
     """A token counter from a ``tokenizer.json`` file or a folder holding one."""
     source = Path(path)
-    file = source / "tokenizer.json" if source.is_dir() else source
-    if not file.is_file():
-        raise ConfigError(f"no tokenizer at {source}: expected a tokenizer.json (or a folder holding one)",
+    file = source / "tokenizer.json" if is_folder(source) else source
+    if not is_regular_file(file):
+        raise ConfigError(f"no tokenizer at {shown_path(source)}: expected a tokenizer.json (or a folder holding one)",
                           hint="pass the model's tokenizer folder, e.g. the preprocessing model's tokenizer_dir")
     try:
         from tokenizers import Tokenizer
@@ -40,7 +42,8 @@ def load_tokenizer(path: str | os.PathLike[str]) -> TokenCounter:
     try:
         tokenizer: Any = Tokenizer.from_file(str(file))
     except Exception as exc:  # the library raises its own exception type for a bad file
-        raise ConfigError(f"{file} is not a tokenizer.json the tokenizers library can read: {exc}") from exc
+        raise ConfigError(f"{shown_path(file)} is not a tokenizer.json the tokenizers library can read: "
+                          f"{excerpt(str(exc), 120)}", hint="pass the model's tokenizer.json, or its folder") from exc
 
     def count(text: str) -> int:
         return len(tokenizer.encode(text, add_special_tokens=False).ids)

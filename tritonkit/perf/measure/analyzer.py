@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from tritonkit.perf.measure.failures import (
     classify,
     diagnose_request_errors,
 )
+from tritonkit.perf.measure.machine import MachineSampler, busy_warning, generator_warning, listening_pid
 from tritonkit.perf.measure.metrics import (
     MetricsSnapshot,
     MetricsWatcher,
@@ -59,7 +61,7 @@ from tritonkit.perf.measure.parse import (
     parse_csv,
     parse_profile_export,
 )
-from tritonkit.perf.measure.result import StepResult
+from tritonkit.perf.measure.result import MachineLoad, StepResult
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.server.children import spawn, stop_group
@@ -144,6 +146,7 @@ class Invocation:
     scrape_errors: list[str] = field(default_factory=list)
     stdout_path: Path = Path()
     stderr_path: Path = Path()
+    machine: MachineLoad | None = None
 
     @property
     def stdout(self) -> str:
@@ -191,6 +194,17 @@ class PerfAnalyzer:
         self.metrics_interval_s = metrics_interval_s
         self.progress = progress
         self.cores = host_cpu_count()
+        self._server_pids: dict[str, int | None] = {}
+
+    def server_pid(self, url: str) -> int | None:
+        """The server's process when it is on this host (found once per URL; see
+        :func:`~tritonkit.perf.measure.machine.listening_pid`)."""
+        if url not in self._server_pids:
+            try:
+                self._server_pids[url] = listening_pid(url)
+            except (OSError, ValueError):
+                self._server_pids[url] = None  # /proc unreadable here: the server counts with the others
+        return self._server_pids[url]
 
     def _say(self, message: str) -> None:
         if self.progress is not None:
@@ -216,7 +230,7 @@ class PerfAnalyzer:
         for stale in (csv_path, export_path):
             stale.unlink(missing_ok=True)  # a previous attempt's file must not pass for this one's
         spec = spec.with_files(csv_path, export_path)
-        invocation = self.invoke(self.command(spec), name, timeout_s=timeout_s)
+        invocation = self.invoke(self.command(spec), name, timeout_s=timeout_s, server_url=spec.url)
         argv, returncode, duration_s, started_utc = (
             invocation.argv, int(invocation.returncode or 0), invocation.duration_s, invocation.started_utc)
         stdout_path, stderr_path = invocation.stdout_path, invocation.stderr_path
@@ -234,6 +248,11 @@ class PerfAnalyzer:
         cpu_warning = generator_cpu_warning(cpu_pct, self.cores)
         if cpu_warning:
             warnings.append(cpu_warning)
+        elif (limit := generator_warning(invocation.machine)) is not None:
+            warnings.append(limit)
+        busy = busy_warning(invocation.machine)
+        if busy:
+            warnings.append(busy)
         loads = requested.values()
         if console.request_error_lines:
             diagnosis = diagnose_request_errors(invocation.console)
@@ -262,9 +281,7 @@ class PerfAnalyzer:
         if returncode == PA_EXIT_UNSTABLE and not unstable:
             unstable = [self._failed_load(loads, steps)]
         for load in unstable:
-            note = next((line for line in console.unstable_lines if f" {load:g}" in line), None) or (
-                "perf_analyzer could not obtain a stable measurement"
-            )
+            note = _unstable_note(spec, load, console.unstable_lines)
             existing = next((s for s in steps if s.load_value == load), None)
             if existing is None:
                 steps.append(
@@ -285,6 +302,7 @@ class PerfAnalyzer:
                 step.metrics = metrics
                 step.generator_cpu_pct = cpu_pct
                 step.generator_cpu_pct_of_cores = None if cpu_pct is None else cpu_pct / self.cores
+                step.machine = invocation.machine
         self._say(_describe(name, steps, duration_s))
         return AnalyzerOutcome(
             name=name, argv=argv, returncode=returncode, duration_s=duration_s, started_utc=started_utc,
@@ -300,6 +318,7 @@ class PerfAnalyzer:
         timeout_s: float | None = None,
         stop_when: Callable[[], bool] | None = None,
         settle_s: float = 0.0,
+        server_url: str | None = None,
     ) -> Invocation:
         """Start ``argv`` (a full perf_analyzer command line) as run ``name`` and supervise it.
 
@@ -309,7 +328,9 @@ class PerfAnalyzer:
         exit is noticed at once (``waitid`` without reaping, so its final CPU totals can still be
         read); the server's ``/metrics`` is scraped while it runs and ``settle_s`` after; the
         group is stopped on timeout (``PerfTimeoutError``), exception or Ctrl-C, and when
-        ``stop_when()`` (asked twice a second) turns true.
+        ``stop_when()`` (asked twice a second) turns true. The host's CPU over the run is read
+        too (:class:`~tritonkit.perf.measure.machine.MachineSampler`; ``server_url`` finds the
+        server's processes when it is on this host).
         """
         self.results_dir.mkdir(parents=True, exist_ok=True)
         stdout_path = self.results_dir / f"{name}.stdout"
@@ -334,10 +355,13 @@ class PerfAnalyzer:
                     ) from exc
                 cpu = ProcessCpu(proc.pid)
                 cpu.begin()
+                sampler = MachineSampler(self.server_pid(server_url) if server_url else None, self.cores)
+                sampler.begin()
                 try:
                     returncode = self._wait(proc, cpu, deadline, timeout_s, name, stderr_path, stop_when)
                 finally:
                     stop_group(proc, _KILL_GRACE_S)  # no-op when it ended by itself; always on exception / Ctrl-C
+            machine = sampler.end(cpu.cpu_s, console=stdout_path.read_text(encoding="utf-8", errors="replace"))
             duration_s = time.monotonic() - mono0_s
             if watcher is not None and settle_s > 0:
                 time.sleep(settle_s)
@@ -348,7 +372,7 @@ class PerfAnalyzer:
             name=name, argv=list(argv), returncode=returncode, stopped=returncode is None, started_utc=started_utc,
             wall0_ns=wall0_ns, mono0_s=mono0_s, duration_s=duration_s, cpu_pct=cpu.cpu_pct,
             snapshots=list(watcher.snapshots) if watcher else [], scrape_errors=list(watcher.errors) if watcher else [],
-            stdout_path=stdout_path, stderr_path=stderr_path,
+            stdout_path=stdout_path, stderr_path=stderr_path, machine=machine,
         )
 
     def _wait(
@@ -432,6 +456,19 @@ class PerfAnalyzer:
         """The first load of the run that has no measured step: where perf_analyzer stopped."""
         done = {s.load_value for s in steps if s.throughput_per_s is not None and s.stable}
         return float(next((v for v in loads if float(v) not in done), loads[-1]))
+
+
+def _unstable_note(spec: PerfSpec, load: float, lines: tuple[str, ...]) -> str:
+    """Why perf_analyzer could not measure ``load``, in tritonkit's terms: its console advises its
+    own ``--measurement-interval``, which tritonkit's commands set from theirs."""
+    said = next((line for line in lines if f" {load:g}" in line), "")
+    trials = re.search(r"within (\d+) measurement windows", said)
+    windows = f"{trials.group(1)} windows" if trials else (f"{spec.max_trials} windows" if spec.max_trials else "its windows")
+    length = f" of {spec.measurement_interval_ms} ms" if spec.measurement_interval_ms else ""
+    stability = spec.stability_percentage if spec.stability_percentage is not None else 10.0
+    return (f"perf_analyzer could not call {_mode(spec).replace('_', ' ')} {load:g} stable: no three of "
+            f"{windows}{length} agreed within {stability:g} %; measure longer or allow more windows "
+            "(perf run: --duration-s, --max-trials; perf sweep: --window-ms)")
 
 
 def _server_state(spec: PerfSpec) -> tuple[bool, bool | None]:

@@ -16,7 +16,10 @@ model accepts:
   (``--seq-len 16:128``: the samples spread over it), default :data:`DEFAULT_SEQ_LEN`. Dims with
   the same symbolic name share one value within a sample, so ``input_ids`` and
   ``attention_mask`` always agree. A model served without batching gets 1 for an axis named like
-  a batch.
+  a batch. Where the build recorded the sizes it verified an axis at (``tritonkit build onnx``
+  writes them into ``config.pbtxt``, see :data:`~tritonkit.builders.verify.VERIFIED_SIZES_PARAMETER`),
+  the default length is one of those: :data:`DEFAULT_SEQ_LEN` when verified, else the largest
+  verified; an axis verified at one size only (pinned in the config) always takes that size.
 
 :func:`prepare_spec` writes those samples as perf_analyzer ``--input-data`` JSON into the run
 folder and runs one sample through ONNX Runtime to learn the largest output, which sizes the
@@ -35,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from tritonkit._values import TOKENS, Bounds, excerpt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.spec import PerfSpec, write_input_data
 
@@ -75,6 +79,10 @@ BATCH_SYMBOL = "batch"
 _PAGE_BYTES = 4096
 
 
+#: A variable dim's length: a whole number, at most a sequence's longest (every request holds one).
+_SEQ_LEN = Bounds(integer=True, low=1, high=int(TOKENS.high or 1), noun="length", example="128")
+
+
 @dataclass(frozen=True)
 class SeqLen:
     """The length given to variable dims: ``low`` to ``high`` inclusive (equal for a fixed length)."""
@@ -94,8 +102,9 @@ class SeqLen:
         except ValueError:
             low = high = 0
         if low < 1 or high < low:
-            raise ConfigError(f"--seq-len {text!r} is not a length N or a range LOW:HIGH of positive integers",
+            raise ConfigError(f"--seq-len {excerpt(text)} is not a length N or a range LOW:HIGH of positive integers",
                               hint="e.g. --seq-len 128 or --seq-len 16:128")
+        _SEQ_LEN.check(high, "--seq-len")
         return SeqLen(low, high)
 
     def lengths(self, count: int) -> list[int]:
@@ -160,8 +169,36 @@ def _gather_bound(graph: onnx.GraphProto, name: str) -> tuple[int, str] | None:
     return None
 
 
-def _symbolic_sizes(inputs: Sequence[onnx.ValueInfoProto], length: int, *, skip_batch: bool) -> dict[str, int]:
-    names: dict[str, int] = {}
+def verified_sizes(model_file: Path | str) -> dict[str, tuple[int, ...]]:
+    """The sizes the build verified each dynamic axis at, from the model's ``config.pbtxt`` beside its
+    version folder (empty when it records none)."""
+    from tritonkit.builders.verify import VERIFIED_SIZES_PARAMETER, parse_verified_sizes
+    from tritonkit.errors import TritonKitError
+    from tritonkit.repository import read_config
+
+    config_path = Path(model_file).parent.parent / "config.pbtxt"
+    try:
+        config = read_config(config_path) if config_path.is_file() else None
+    except (TritonKitError, OSError):
+        return {}
+    if config is None or VERIFIED_SIZES_PARAMETER not in config.parameters:
+        return {}
+    return parse_verified_sizes(config.parameters[VERIFIED_SIZES_PARAMETER].string_value)
+
+
+def _verified_length(sizes: tuple[int, ...], seq_len: SeqLen | None, length: int) -> int:
+    """The length an axis verified at ``sizes`` takes: its one size when pinned; the asked ``length``
+    when ``--seq-len`` was given; else :data:`DEFAULT_SEQ_LEN` when verified, else the largest verified."""
+    if len(sizes) == 1:
+        return sizes[0]
+    if seq_len is not None:
+        return length
+    return DEFAULT_SEQ_LEN if DEFAULT_SEQ_LEN in sizes else max(sizes)
+
+
+def _symbolic_sizes(inputs: Sequence[onnx.ValueInfoProto], length: int, *, skip_batch: bool,
+                    fixed: Mapping[str, int] | None = None) -> dict[str, int]:
+    names: dict[str, int] = dict(fixed or {})
     for value in inputs:
         dims = value.type.tensor_type.shape.dim
         for position, dim in enumerate(dims):
@@ -188,9 +225,12 @@ def _shape(value: onnx.ValueInfoProto, sizes: Mapping[str, int], length: int, *,
 def derive_samples(model_file: Path | str, *, batched: bool, seq_len: SeqLen | None = None,
                    count: int = DEFAULT_SAMPLES, seed: int = 0) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """``count`` requests' inputs the model accepts (without the batch axis when ``batched``),
-    and one note per input saying how its values were chosen. See the module docstring."""
+    and one note per input saying how its values were chosen. See the module docstring;
+    ``seq_len`` ``None`` is the default length, within the sizes the build verified."""
+    asked = seq_len
     seq_len = seq_len or SeqLen()
     model = onnx.load(str(model_file), load_external_data=False)
+    verified = verified_sizes(model_file)
     graph = model.graph
     initializers = {init.name for init in graph.initializer}
     inputs = [v for v in graph.input if v.name not in initializers]
@@ -199,7 +239,8 @@ def derive_samples(model_file: Path | str, *, batched: bool, seq_len: SeqLen | N
     samples: list[dict[str, np.ndarray]] = []
     bounds = {v.name: _gather_bound(graph, v.name) for v in inputs}
     for length in seq_len.lengths(count):
-        sizes = _symbolic_sizes(inputs, length, skip_batch=batched)
+        fixed = {name: _verified_length(sizes, asked, length) for name, sizes in verified.items()}
+        sizes = _symbolic_sizes(inputs, length, skip_batch=batched, fixed=fixed)
         sample: dict[str, np.ndarray] = {}
         for value in inputs:
             elem = value.type.tensor_type.elem_type
@@ -208,9 +249,16 @@ def derive_samples(model_file: Path | str, *, batched: bool, seq_len: SeqLen | N
         samples.append(sample)
     variable = sorted({n for v in inputs for n in _symbolic_sizes([v], 0, skip_batch=batched)})
     lines = [f"{name}: {note}" for name, note in notes.items()]
-    if variable:
+    free = [name for name in variable if name not in verified]
+    if free:
         span = f"{seq_len.low}" if seq_len.low == seq_len.high else f"{seq_len.low} to {seq_len.high}"
-        lines.append(f"variable dims {', '.join(variable)}: length {span} (--seq-len)")
+        lines.append(f"variable dims {', '.join(free)}: length {span} (--seq-len)")
+    for name in variable:
+        if name in verified:
+            chosen = sorted({_verified_length(verified[name], asked, length) for length in seq_len.lengths(count)})
+            pinned = " (pinned in config.pbtxt)" if len(verified[name]) == 1 else ""
+            lines.append(f"variable dim {name}: length {', '.join(str(c) for c in chosen)}, verified by the build at "
+                         f"{', '.join(str(v) for v in verified[name])}{pinned}")
     return samples, lines
 
 

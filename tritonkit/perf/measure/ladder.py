@@ -14,6 +14,16 @@ ladder ends (``stop_reason="server_lost"``), since nothing beyond it can be meas
 callable is asked about unstable steps too: one it already calls a break (the judge's stop rule
 does so for an open loop that did not carry its rate) is a break, not retried with longer windows.
 
+**An unstable step is still a measurement.** A step perf_analyzer cannot call stable is tried
+again with longer windows (``unstable_retries`` times); the last try asks perf_analyzer to accept
+any three windows, which it then writes, and judges them here by its own rule
+(:func:`~tritonkit.perf.measure.windows.settle`): they agree (the step is stable after all) or
+they do not, and the step is **noisy** — figures from its windows' medians, wide intervals — and
+the ladder goes on past it, its stop rules judging it like any other step. Only a step that
+still has no figures (perf_analyzer failed, or ``unstable_retries=0``) is unmeasured; such a
+step ends the ladder (``stop_reason="unstable"``) unless ``continue_after_unstable``. Every try
+but the kept one is an *attempt* (``on_attempt``); ``on_step`` sees one step per load.
+
 :func:`ladder_commands` is the one place that names the ladder's perf_analyzer runs and builds
 their specs; :func:`run_ladder` runs exactly those, so ``--dry-run`` (built on it) cannot drift.
 
@@ -34,6 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import regular_file
 from tritonkit._version import __version__
 from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
@@ -41,8 +52,10 @@ from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.metrics import host_cpu_count, host_cpu_model, read_server_hardware
 from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.result import PerfResult, RunMetadata, ServedModelConfig, StepResult, WarmupInfo
+from tritonkit.perf.measure.runtime import ServedRuntime, served_runtime
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange
 from tritonkit.perf.measure.target import check_target, served_model_config, server_answers
+from tritonkit.perf.measure.windows import ACCEPT_ANY_STABILITY_PERCENTAGE, settle
 
 __all__ = [
     "WARMUP_NAME",
@@ -56,7 +69,7 @@ __all__ = [
 
 #: Decides whether one measured step meets the SLA (True) or breaks it (False).
 SlaCheck = Callable[[StepResult], bool]
-#: Sees each step as its perf_analyzer run finishes: ``(step, run name)``.
+#: Sees a step as its perf_analyzer run finishes: ``(step, run name)``.
 StepObserver = Callable[[StepResult, str], None]
 Progress = Callable[[str], None]
 
@@ -115,8 +128,20 @@ def unmeasured_error(spec: PerfSpec, mode: str, steps: list[StepResult]) -> Perf
     return request_error(spec, mode, failed[0])
 
 
+def base_stability(spec: PerfSpec, plan: LadderPlan) -> float | None:
+    """The stability percentage the ladder's steps are measured with (``None``: perf_analyzer's default)."""
+    return plan.stability_percentage if plan.stability_percentage is not None else spec.stability_percentage
+
+
 def _retry_name(name: str, attempt: int) -> str:
     return name if attempt == 0 else f"{name}-retry{attempt}"
+
+
+def fixed_windows(spec: PerfSpec) -> PerfSpec:
+    """``spec`` for the last try of an unstable step: perf_analyzer accepts its first three windows
+    with requests in them, and writes them (their agreement is judged by
+    :func:`~tritonkit.perf.measure.windows.settle`)."""
+    return replace(spec, stability_percentage=ACCEPT_ANY_STABILITY_PERCENTAGE)
 
 
 @dataclass(frozen=True)
@@ -142,7 +167,8 @@ def ladder_commands(
 
     The warm-up (when ``plan.warmup_s > 0``) comes first, then one run per level, including
     levels an early stop would skip. A retry of an unstable step reuses its spec with a longer
-    window under ``<name>-retry<n>``. Pure: validates, starts nothing, writes nothing.
+    window under ``<name>-retry<n>``, the last of them over fixed windows (:func:`fixed_windows`).
+    Pure: validates, starts nothing, writes nothing.
     """
     plan.validate()
     spec.validate()
@@ -150,9 +176,7 @@ def ladder_commands(
         spec,
         measurement_interval_ms=plan.step_window_ms,
         max_trials=plan.max_trials,
-        stability_percentage=(
-            plan.stability_percentage if plan.stability_percentage is not None else spec.stability_percentage
-        ),
+        stability_percentage=base_stability(spec, plan),
     )
 
     def command(name: str, level: float, step_spec: PerfSpec, recorded: bool) -> LadderCommand:
@@ -204,8 +228,10 @@ def run_ladder(
     preflight: bool = True,
     progress: Progress | None = None,
     on_step: StepObserver | None = None,
+    on_attempt: StepObserver | None = None,
     on_saved: Callable[[PerfResult], None] | None = None,
     extra: Mapping[str, Any] | None = None,
+    runtime: ServedRuntime | None = None,
 ) -> LadderResult:
     """Climb ``plan`` against ``spec``'s model; the typed result is also saved as
     ``results_dir/result.json`` after every step.
@@ -216,12 +242,19 @@ def run_ladder(
     before it (``stop_reason="perf_error"``). A run past ``plan.total_timeout_s`` stops with
     ``stop_reason="timeout"``, a Ctrl-C with ``"interrupted"``; both keep their steps.
 
-    ``on_step(step, name)`` sees every step of every perf_analyzer run as it finishes (retries
-    of an unstable step included, the warm-up not); ``extra`` goes into ``result.extra`` from
-    the first save on (the caller's record of what was asked for); ``on_saved(result)`` is called
-    after each save of ``result.json`` (a resumed run keeps its merged view current with it).
+    ``on_step(step, name)`` sees each load's step as it finishes, the one kept (the warm-up
+    not); ``on_attempt(step, name)`` each try of an unstable step that was measured again after
+    it. ``extra`` goes into ``result.extra`` from the first save on (the caller's record of what
+    was asked for); ``on_saved(result)`` is called after each save of ``result.json`` (a resumed
+    run keeps its merged view current with it).
+    ``runtime``: what serves the model, when the caller knows better than the server tells (a sweep
+    knows the backends folder of the server it started); by default the server is asked.
     """
     commands = ladder_commands(spec, plan, results_dir)  # the one validation of spec and plan
+    if spec.input_data is not None and str(spec.input_data) not in ("zero", "random"):
+        # perf_analyzer reads the data file itself: a FIFO or a device would stall it, not fail it.
+        regular_file(spec.input_data, what="--input-data file",
+                     hint="use 'zero', 'random' or a perf_analyzer JSON data file")
     warmup = next((c for c in commands if not c.recorded), None)
     steps = [c for c in commands if c.recorded]
     folder = Path(results_dir)
@@ -230,6 +263,8 @@ def run_ladder(
         check_target(spec)  # before anything is written: a wrong target leaves no folder behind
     folder.mkdir(parents=True, exist_ok=True)
     observe = on_step or (lambda _step, _name: None)
+    superseded = on_attempt or (lambda _step, _name: None)
+    stability = base_stability(spec, plan)
     analyzer = analyzer or PerfAnalyzer(folder, metrics_url=metrics_url, progress=progress)
     tool = analyzer.perf_analyzer
     result = PerfResult(
@@ -251,6 +286,8 @@ def run_ladder(
             measurement_interval_ms=plan.step_window_ms,
             server_hardware=read_server_hardware(analyzer.metrics_url, spec.url),
             model_config=_loaded_config(spec),
+            runtime=runtime or served_runtime(spec.url, spec.model, protocol=spec.protocol,
+                                              version=spec.model_version or ""),
         ),
         extra={
             **(extra or {}),
@@ -299,9 +336,14 @@ def run_ladder(
             for attempt in range(plan.unstable_retries + 1):
                 if remaining() <= 0:
                     return finish(STOP_TIMEOUT)
+                last_try = attempt > 0 and attempt == plan.unstable_retries
                 step_spec = replace(planned.spec, measurement_interval_ms=int(window_ms))
+                if last_try:
+                    step_spec = fixed_windows(step_spec)
                 say(f"step {index}/{len(steps)}: {plan.mode} {value:g}"
-                    + (f" (retry {attempt}, {window_ms:g} ms windows)" if attempt else ""))
+                    + (f" (retry {attempt}, {window_ms:g} ms windows"
+                       + (", fixed: any three windows, their agreement judged here)" if last_try else ")")
+                       if attempt else ""))
                 try:
                     outcome = analyzer.run(
                         step_spec, _retry_name(planned.name, attempt),
@@ -312,16 +354,21 @@ def run_ladder(
                         return finish(STOP_TIMEOUT)
                     raise
                 command = outcome.argv
-                for measured in outcome.steps:
-                    observe(measured, outcome.name)
                 step = next((s for s in outcome.steps if s.load_value == value), None)
                 if step is None:
                     raise PerfError(f"perf_analyzer reported no step for {plan.mode} {value:g}")
                 step.attempts = attempt + 1
-                if step.stable or step.error_count:
+                if last_try:
+                    settle(step, stability)
+                # Kept: a measurement, failed requests, the last try, or an unstable step that breaks
+                # the SLA all the same (a rate not carried): no retry mends that.
+                kept = (step.stable or step.noisy or bool(step.error_count) or attempt == plan.unstable_retries
+                        or (sla_check is not None and not sla_check(step)))
+                for measured in outcome.steps:
+                    (observe if kept else superseded)(measured, outcome.name)
+                if kept:
                     break
-                if sla_check is not None and not sla_check(step):
-                    break  # unstable, but it breaks the SLA all the same (a rate not carried): no retry mends that
+                result.raw_files.extend(outcome.raw_files)  # a superseded try's files are the run's too
                 window_ms *= plan.retry_window_factor
             assert step is not None
             result.steps.append(step)
@@ -340,8 +387,11 @@ def run_ladder(
                     return finish(STOP_ERRORS, unmeasured_error(spec, plan.mode, result.steps))
                 continue
             broken = sla_check is not None and not sla_check(step)
-            if not step.stable and not broken:
-                say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s)")
+            if step.noisy:
+                say(f"  noisy at {plan.mode} {value:g}: its windows disagreed; kept as a measurement "
+                    "(medians of its windows, wide intervals)")
+            elif not step.stable and not broken:
+                say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s): nothing measured")
                 if plan.continue_after_unstable:
                     continue
                 return finish(STOP_UNSTABLE)
@@ -350,7 +400,7 @@ def run_ladder(
                 say(f"  SLA broken at {plan.mode} {value:g} ({len(sla_breaks)} of {plan.stop_after_sla_breaks})")
                 if len(sla_breaks) >= plan.stop_after_sla_breaks:
                     return finish(STOP_SLA)
-                if not step.stable:
+                if not step.measured:
                     continue  # its throughput came from windows perf_analyzer did not accept
             throughput = step.throughput_per_s or 0.0
             gain = plan.plateau_gain

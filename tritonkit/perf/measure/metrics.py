@@ -53,6 +53,7 @@ __all__ = [
     "is_loopback",
     "parse_metrics",
     "parse_smi_gpus",
+    "process_stat",
     "read_server_hardware",
     "server_gpus",
     "scrape_metrics",
@@ -320,8 +321,9 @@ def read_server_hardware(
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` (all threads), from ``/proc/<pid>/stat``."""
+def process_stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, user + system CPU seconds of all its threads) of process ``pid``, from
+    ``/proc/<pid>/stat``; ``None`` when it is gone or unreadable."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
             text = fh.read()
@@ -330,9 +332,15 @@ def _cpu_seconds(pid: int) -> float | None:
     # The command name (field 2) may contain spaces; fields after ')' are fixed.
     fields = text.rsplit(")", 1)[-1].split()
     try:
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
     except (IndexError, ValueError):
         return None
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all threads)."""
+    stat = process_stat(pid)
+    return None if stat is None else stat[1]
 
 
 @dataclass
@@ -360,6 +368,13 @@ class ProcessCpu:
         if cpu is not None:
             self._last_cpu_s, self._last_wall_s = cpu, time.monotonic()
             self.samples.append((self._last_wall_s, cpu))
+
+    @property
+    def cpu_s(self) -> float | None:
+        """CPU seconds used between ``begin()`` and the last sample; ``None`` if never read."""
+        if self._start_cpu_s is None or self._last_cpu_s is None:
+            return None
+        return self._last_cpu_s - self._start_cpu_s
 
     @property
     def cpu_pct(self) -> float | None:

@@ -31,9 +31,15 @@ from typing import Any
 import numpy as np
 
 from tritonkit.errors import PerfError
-from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import latency_stats
-from tritonkit.perf.measure.result import ClientBreakdown, LatencyStats, ServerBreakdown, StepResult
+from tritonkit.perf.measure.result import (
+    ClientBreakdown,
+    LatencyStats,
+    ServerBreakdown,
+    StepResult,
+    WindowFigures,
+)
+from tritonkit.perf.measure.windows import intervals_of, window_figures
 
 __all__ = [
     "ConsoleSummary",
@@ -88,6 +94,8 @@ class ExportExperiment:
 
     ``latencies_ms`` are the requests perf_analyzer counted (last response inside the last
     three windows), first request sent to last response received, in milliseconds.
+    ``window_latencies_ms`` holds the same per window, for every window of the export (the
+    earlier ones perf_analyzer measured before three agreed included), in window order.
     """
 
     load_mode: str
@@ -95,17 +103,18 @@ class ExportExperiment:
     latencies_ms: np.ndarray
     window_boundaries_ns: tuple[int, ...]
     total_requests: int
-    #: Requests whose last response fell in each measured window, in window order.
-    window_counts: tuple[int, ...] = ()
+    window_latencies_ms: tuple[np.ndarray, ...] = ()
 
-    def throughput_interval(self, batch_size: int = 1) -> tuple[float, float] | None:
-        """95 % bootstrap interval of the throughput (inferences/s) over the measured windows."""
-        edges = self.window_boundaries_ns[max(0, len(self.window_boundaries_ns) - 1 - MEASURED_WINDOWS):]
-        lengths_s = [(b - a) / 1e9 for a, b in zip(edges, edges[1:], strict=False)]
-        if len(self.window_counts) != len(lengths_s) or any(length <= 0 for length in lengths_s):
-            return None
-        rates = [n * batch_size / length for n, length in zip(self.window_counts, lengths_s, strict=True)]
-        return bootstrap_interval(rates, lambda r: float(np.mean(r)))
+    @property
+    def window_counts(self) -> tuple[int, ...]:
+        """Requests whose last response fell in each counted (last three) window, in window order."""
+        counted = self.window_latencies_ms[max(0, len(self.window_latencies_ms) - MEASURED_WINDOWS):]
+        return tuple(int(w.size) for w in counted)
+
+    def windows(self, batch_size: int = 1) -> list[WindowFigures]:
+        """Every window's figures; the last three are the counted ones (see :class:`WindowFigures`)."""
+        return window_figures(self.window_latencies_ms, self.window_boundaries_ns, batch_size=batch_size,
+                              counted_from=max(0, len(self.window_latencies_ms) - MEASURED_WINDOWS))
 
     @property
     def measured_duration_s(self) -> float:
@@ -229,22 +238,23 @@ def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
                 responses = req.get("response_timestamps") or []
                 if not responses:
                     continue  # never answered: not a latency (failed requests abort the run)
-                end = int(responses[-1])
-                if lo is not None and hi is not None and not lo <= end <= hi:
-                    continue
-                latencies_ns.append(end - int(req["timestamp"]))
-                ends_ns.append(end)
-            edges = boundaries[max(0, len(boundaries) - 1 - MEASURED_WINDOWS):]
-            counts: list[int] = (np.histogram(ends_ns, bins=np.asarray(edges, dtype=np.float64))[0].tolist()
-                                 if len(edges) > 1 else [])
+                ends_ns.append(int(responses[-1]))
+                latencies_ns.append(int(responses[-1]) - int(req["timestamp"]))
+            ends = np.asarray(ends_ns, dtype=np.int64)
+            latencies = np.asarray(latencies_ns, dtype=np.float64) / 1e6
+            # Each window holds the requests whose last response fell inside it (perf_analyzer's
+            # rule, both ends inclusive); the counted ones are the last three.
+            per_window = tuple(latencies[(ends >= a) & (ends <= b)]
+                               for a, b in zip(boundaries, boundaries[1:], strict=False))
+            counted = ((ends >= lo) & (ends <= hi)) if lo is not None and hi is not None else np.ones(ends.size, bool)
             result.append(
                 ExportExperiment(
                     load_mode=_experiment_mode(info["mode"]),
                     load_value=float(info["value"]),
-                    latencies_ms=np.asarray(latencies_ns, dtype=np.float64) / 1e6,
+                    latencies_ms=latencies[counted],
                     window_boundaries_ns=boundaries,
                     total_requests=len(requests),
-                    window_counts=tuple(int(c) for c in counts),
+                    window_latencies_ms=per_window,
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -326,38 +336,46 @@ def build_steps(
         latency = csv_stats
         warnings: list[str] = []
         request_count = 0
-        interval = None
+        windows: list[WindowFigures] = []
+        latencies = None
         if exp is not None and exp.request_count > 0:
             latency = latency_stats(exp.latencies_ms)
             request_count = exp.request_count
             warnings = cross_check(csv_stats, latency)
-            interval = exp.throughput_interval(batch_size)
-        steps.append(
-            StepResult(
-                load_mode=row.load_mode,
-                load_value=row.load_value,
-                throughput_per_s=row.throughput_per_s,
-                latency=latency,
-                latency_csv=csv_stats,
-                server=row.server,
-                client=row.client,
-                request_count=request_count,
-                warnings=warnings,
-                throughput_interval_per_s=None if interval is None else list(interval),
-            )
-        )
+            windows = exp.windows(batch_size)
+            latencies = exp.latencies_ms
+        steps.append(_with_windows(StepResult(
+            load_mode=row.load_mode,
+            load_value=row.load_value,
+            throughput_per_s=row.throughput_per_s,
+            latency=latency,
+            latency_csv=csv_stats,
+            server=row.server,
+            client=row.client,
+            request_count=request_count,
+            warnings=warnings,
+        ), windows, latencies))
     for exp in by_load.values():
         counted = exp.request_count > 0 and exp.measured_duration_s > 0
-        steps.append(
-            StepResult(
-                load_mode=exp.load_mode,
-                load_value=exp.load_value,
-                throughput_per_s=(exp.request_count * batch_size / exp.measured_duration_s) if counted else None,
-                latency=latency_stats(exp.latencies_ms) if counted else None,
-                request_count=exp.request_count,
-                stable=False,
-                unstable_note="perf_analyzer wrote no summary for this step (unstable measurement); "
-                "numbers are from its last, unaccepted windows",
-            )
-        )
+        steps.append(_with_windows(StepResult(
+            load_mode=exp.load_mode,
+            load_value=exp.load_value,
+            throughput_per_s=(exp.request_count * batch_size / exp.measured_duration_s) if counted else None,
+            latency=latency_stats(exp.latencies_ms) if counted else None,
+            request_count=exp.request_count,
+            stable=False,
+            unstable_note="perf_analyzer wrote no summary for this step (unstable measurement); "
+            "numbers are from its last, unaccepted windows",
+        ), exp.windows(batch_size) if counted else []))
     return sorted(steps, key=lambda s: s.load_value)
+
+
+def _with_windows(step: StepResult, windows: list[WindowFigures], latencies_ms: np.ndarray | None = None) -> StepResult:
+    """``step`` with its windows and the within-run interval of each figure (see
+    :func:`~tritonkit.perf.measure.windows.intervals_of`)."""
+    step.windows = windows
+    step.intervals = intervals_of(windows, latencies_ms)
+    step.interval_basis = "windows" if step.intervals else None
+    band = step.intervals.get("throughput")
+    step.throughput_interval_per_s = list(band) if band else None
+    return step

@@ -5,7 +5,8 @@ Shape (``PerfResult.to_dict()``)::
     {
       "schema_version": 1,
       "metadata":  RunMetadata   -- model, url, protocol, UTC start/end, tool + version, generator CPU,
-                                    the server's hardware and the model config as the server loaded it
+                                    the server's hardware, the model config as the server loaded it,
+                                    and the runtime that served it (backend, engine and versions)
       "steps":     [StepResult]  -- one per measured load step, in the order they were run
       "warmup":    WarmupInfo | null -- what was done before recording (never a measured step)
       "stop_reason": str         -- why the ladder ended ("completed", "sla_broken_twice",
@@ -13,6 +14,7 @@ Shape (``PerfResult.to_dict()``)::
       "raw_files": [str]         -- raw perf_analyzer files, relative to the run folder
       "verdict":   dict | null   -- SLA verdict (Verdict.to_dict(), see tritonkit.perf.judge)
       "extra":     dict          -- free-form notes; never relied on by readers
+      "repeats":   int           -- how many times the ladder ran (its steps then combine the runs)
     }
 
 Units are in every numeric field's name: latencies are milliseconds (``*_ms``),
@@ -38,22 +40,27 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass, read_record
+from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.repository.serving import serving_of
 
 __all__ = [
     "SCHEMA_VERSION",
     "ClientBreakdown",
     "LatencyStats",
+    "MachineLoad",
+    "RunFigures",
     "RunMetadata",
     "PerfResult",
     "ServedInstanceGroup",
     "ServedModelConfig",
     "ServerBreakdown",
     "ServerGpu",
+    "ServedRuntime",
     "ServerHardware",
     "StepMetrics",
     "StepResult",
     "WarmupInfo",
+    "WindowFigures",
 ]
 
 #: Bump when a field changes meaning or is removed; adding an optional field does not bump it.
@@ -126,6 +133,73 @@ class StepMetrics(JsonDataclass):
 
 
 @dataclass
+class WindowFigures(JsonDataclass):
+    """One measurement window of a step, from perf_analyzer's profile export (every request's
+    send and response times, and the window boundaries).
+
+    ``counted``: the window is one of those the step's figures come from (perf_analyzer's last
+    three, whose agreement it checks); earlier windows are the ones it measured while the load
+    had not yet settled. Latencies are of the requests whose last response fell in the window.
+    """
+
+    start_ns: int
+    duration_s: float
+    request_count: int
+    throughput_per_s: float
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    counted: bool = True
+
+    def figure(self, name: str) -> float | None:
+        """The window's value of SLA metric ``name`` (``throughput``, ``p50``…``p99``, ``mean``)."""
+        return self.throughput_per_s if name == "throughput" else getattr(self, f"{name}_ms", None)
+
+
+@dataclass
+class MachineLoad(JsonDataclass):
+    """What the load generator's host was busy with during one step, from ``/proc``.
+
+    In cores (1.0 = one core busy for the whole step): ``other_cores`` is every process but
+    perf_analyzer and the server (the host's total CPU time less theirs), ``generator_cores``
+    perf_analyzer's own, ``server_cores`` the server's process tree (its python-backend stubs
+    included; ``None`` when the server is not on this host or was not found). ``cores`` is the
+    host's count. ``generator_limited``: perf_analyzer used nearly a core of its own, or said it
+    could not keep up with the load it was asked for — the figures may then measure it, not
+    the server. ``notes`` says how each figure was read.
+    """
+
+    cores: int
+    other_cores: float | None = None
+    generator_cores: float | None = None
+    server_cores: float | None = None
+    generator_limited: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def other_share(self) -> float | None:
+        """Other processes' CPU as a share of the host's cores (0–1)."""
+        return None if self.other_cores is None or self.cores < 1 else self.other_cores / self.cores
+
+
+@dataclass
+class RunFigures(JsonDataclass):
+    """One run's figures at a load, kept on the combined step of a repeated ladder
+    (``perf run --repeat N``): ``run`` is its number (1…N)."""
+
+    run: int
+    throughput_per_s: float | None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    mean_ms: float | None = None
+    noisy: bool = False
+    stable: bool = True
+    error_count: int = 0
+
+
+@dataclass
 class StepResult(JsonDataclass):
     """One measured load step.
 
@@ -142,6 +216,16 @@ class StepResult(JsonDataclass):
     ``failure`` (a :class:`~tritonkit.perf.measure.failures.Failure` value) and ``failure_note``
     (the server's or model's own message) say why a step whose perf_analyzer failed is no
     measurement; ``None`` when it ended cleanly.
+
+    **Noise.** ``noisy`` is True for a step perf_analyzer could not call stable that was measured
+    all the same over fixed windows (the ladder's last try): its windows disagree by more than the
+    stability percentage, so its figures are the medians of its windows and its intervals are
+    wide — a measurement, judged like any other, never a silent pass. ``windows`` holds every
+    measurement window's figures; ``intervals`` each figure's 95 % interval by SLA metric name
+    (``throughput``, ``p50``…``p99``, ``mean``): ``interval_basis`` ``"windows"`` is a Student-t
+    interval over the counted windows, within this one run (run-to-run drift is not in it: use
+    ``--repeat``), ``"runs"`` the same over the runs of a repeated ladder, whose figures are in
+    ``runs``. ``machine``: what else the host was busy with during the step.
     """
 
     load_mode: str
@@ -167,14 +251,27 @@ class StepResult(JsonDataclass):
     server_lost: bool = False
     failure: str | None = None
     failure_note: str | None = None
-    throughput_interval_per_s: list[float] | None = None  # 95 % bootstrap over the measured windows
+    throughput_interval_per_s: list[float] | None = None  # intervals["throughput"], kept for older readers
+    noisy: bool = False
+    windows: list[WindowFigures] = field(default_factory=list)
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+    interval_basis: str | None = None
+    machine: MachineLoad | None = None
+    runs: list[RunFigures] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
-        """True when this step holds a valid measurement (stable, no errors, numbers present, and
-        perf_analyzer ended it without failing)."""
-        return (self.stable and self.error_count == 0 and self.throughput_per_s is not None and not self.server_lost
-                and self.failure is None)
+        """True when this step holds a valid measurement (stable or noisy, no errors, numbers
+        present, and perf_analyzer ended it without failing)."""
+        return ((self.stable or self.noisy) and self.error_count == 0 and self.throughput_per_s is not None
+                and not self.server_lost and self.failure is None)
+
+    def interval(self, name: str) -> tuple[float, float] | None:
+        """The 95 % interval of SLA metric ``name`` (see the class docstring), if one was computed."""
+        band = self.intervals.get(name)
+        if band is None and name == "throughput":
+            band = self.throughput_interval_per_s
+        return (float(band[0]), float(band[1])) if band and len(band) == 2 else None
 
 
 @dataclass
@@ -268,7 +365,8 @@ class RunMetadata(JsonDataclass):
     cores the load generator's host has (the 90 %-of-cores warning is relative to it).
     ``command`` is the last perf_analyzer argv run (for reproduction). ``server_hardware`` and
     ``model_config`` are what the server said before the first step (``None`` in runs recorded
-    before they were kept, or when the server could not be asked).
+    before they were kept, or when the server could not be asked); so is ``runtime``, which
+    backend and engine version served the model (see :mod:`tritonkit.perf.measure.runtime`).
     """
 
     model: str
@@ -290,6 +388,7 @@ class RunMetadata(JsonDataclass):
     command: list[str] = field(default_factory=list)
     server_hardware: ServerHardware | None = None
     model_config: ServedModelConfig | None = None
+    runtime: ServedRuntime | None = None
 
 
 @dataclass
@@ -307,11 +406,18 @@ class PerfResult:
     verdict: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    #: How many times the ladder was run (``perf run --repeat N``); its steps then combine the runs.
+    repeats: int = 1
 
     @property
     def stable_steps(self) -> list[StepResult]:
         """The steps perf_analyzer measured stably."""
         return [s for s in self.steps if s.stable]
+
+    @property
+    def noisy_steps(self) -> list[StepResult]:
+        """The steps measured over windows that did not agree (see :attr:`StepResult.noisy`)."""
+        return [s for s in self.steps if s.noisy]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict, ``schema_version`` first."""
@@ -348,6 +454,7 @@ class PerfResult:
             verdict=data.get("verdict"),
             extra=dict(data.get("extra") or {}),
             schema_version=SCHEMA_VERSION,
+            repeats=int(data.get("repeats") or 1),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tritonkit._fs import atomic_write
+from tritonkit._values import COUNT, excerpt
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -187,9 +188,9 @@ class PerfSpec:
                 parsed = []
             if not sep or not name or not parsed:
                 raise ConfigError(
-                    f"--shape {value!r} is not NAME:D1,D2,...", hint="e.g. --shape INPUT0:3,224,224"
+                    f"--shape {excerpt(value)} is not NAME:D1,D2,...", hint="e.g. --shape INPUT0:3,224,224"
                 )
-            shapes[name] = parsed
+            shapes[name] = [int(COUNT.check(d, f"--shape {name}")) for d in parsed]
         return shapes
 
     def with_load(self, load: Load) -> PerfSpec:

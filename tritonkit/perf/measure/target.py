@@ -11,6 +11,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, TritonKitError
 from tritonkit.perf.measure.result import ServedInstanceGroup, ServedModelConfig
 from tritonkit.perf.measure.spec import PerfSpec
+from tritonkit.repository.pbtxt import enum_name
 from tritonkit.server.admin import ServerAdmin
 
 __all__ = ["check_target", "served_model_config", "server_answers"]
@@ -96,7 +97,7 @@ def served_model_config(spec: PerfSpec, *, timeout_s: float = 5.0) -> ServedMode
         max_queue_delay_us=int(config.dynamic_batching.max_queue_delay_microseconds) if batching else None,
         preferred_batch_sizes=[int(b) for b in config.dynamic_batching.preferred_batch_size],
         instance_groups=[
-            ServedInstanceGroup(count=int(g.count), kind=mc.ModelInstanceGroup.Kind.Name(g.kind),
+            ServedInstanceGroup(count=int(g.count), kind=enum_name(mc.ModelInstanceGroup.Kind, g.kind, field="instance_group.kind"),
                                 gpus=[int(i) for i in g.gpus])
             for g in config.instance_group
         ],

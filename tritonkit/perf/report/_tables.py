@@ -92,6 +92,7 @@ def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:
     rows = [
         ("model", m.model + (f" (version {m.model_version})" if m.model_version else "")),
         ("server", f"{m.url} ({m.protocol})"),
+        *([("served by", m.runtime.describe())] if m.runtime is not None else []),
         ("started (UTC)", m.started_utc),
         ("finished (UTC)", m.finished_utc or "–"),
         ("load generator", f"{m.tool} {m.tool_version or ''}".strip()),
@@ -115,25 +116,54 @@ def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:
 _STEP_COLUMNS = ("throughput", "p50", "p90", "p95", "p99", "mean", "queue", "errors")
 
 
+def band(step: StepResult, name: str) -> str:
+    """Figure ``name``'s 95 % interval of ``step`` as ``low – high`` (``–`` without one)."""
+    found = step.interval(name)
+    return "–" if found is None else f"{fmt(found[0])} – {fmt(found[1])}"
+
+
+def margin_cell(judged: StepVerdict | None) -> str:
+    """The step's margin to its tightest bound: ``p99<=50ms: +12 ms (+24%)``."""
+    check = judged.margin_check if judged is not None else None
+    if check is None or check.margin is None:
+        return "–"
+    c = check.constraint
+    headroom = f" ({check.headroom * 100:+.0f}%)" if check.headroom is not None else ""
+    sign = "+" if check.margin >= 0 else "-"
+    return f"{c}: {sign}{format_metric(c.metric, abs(check.margin))}{headroom}"
+
+
+def sla_label(status: str) -> str:
+    """A verdict status as the reports write it."""
+    return "INSIDE THE NOISE" if status == "noise" else status.upper()
+
+
 def step_rows(result: PerfResult, verdict: Verdict | None) -> tuple[list[str], list[list[str]]]:
     kind = result.steps[0].load_mode if result.steps else "concurrency"
+    basis = "runs" if result.repeats > 1 else "windows"
     header = [
         load_label(kind),
         *(str(METRICS[name].column) for name in _STEP_COLUMNS),
+        f"throughput 95% interval ({basis})",
+        f"p99 95% interval ({basis}, ms)",
+        "margin to the SLA",
         "generator CPU (% of cores)",
+        "other processes (cores)",
         "SLA",
     ]
     rows = []
     for step in sorted(result.steps, key=lambda s: s.load_value):
         lat = step.latency
         judged = step_status(step, verdict)
-        sla_cell = "–" if judged is None else judged.status.upper()
+        sla_cell = "–" if judged is None else sla_label(judged.status)
         if judged is not None:
             # The row shows what was measured: a broken bound needs only its name, another criterion its sentence.
-            broken = ", ".join(str(c.constraint) for c in judged.failed)
-            why = [broken] * bool(broken) + list(judged.misses)
+            broken = ", ".join(str(c.constraint) for c in (*judged.failed, *judged.inside_noise))
+            why = [broken] * bool(broken) + list(judged.misses) + list(judged.unsure)
             sla_cell += f" ({'; '.join(why)})" if why else ""
-        if not step.stable:
+        if step.noisy:
+            sla_cell += " (noisy)"
+        elif not step.stable:
             sla_cell += " (unstable)"
         rows.append(
             [
@@ -146,7 +176,11 @@ def step_rows(result: PerfResult, verdict: Verdict | None) -> tuple[list[str], l
                 fmt(lat.mean_ms if lat else None),
                 fmt(us_to_ms(step.server.queue_us)),
                 str(step.error_count),
+                band(step, "throughput"),
+                band(step, "p99"),
+                margin_cell(judged),
                 fmt(step.generator_cpu_pct_of_cores),
+                fmt(step.machine.other_cores if step.machine else None),
                 sla_cell,
             ]
         )
@@ -168,7 +202,9 @@ def notes_of(result: PerfResult) -> list[str]:
     notes = []
     for step in sorted(result.steps, key=lambda s: s.load_value):
         label = f"{step.load_mode} {fmt(step.load_value)}"
-        if not step.stable:
+        if step.noisy:
+            notes.append(f"{label}: {step.unstable_note or 'noisy: its windows disagreed'}")
+        elif not step.stable:
             notes.append(
                 f"{label}: unstable measurement" + (f" ({step.unstable_note})" if step.unstable_note else "")
             )
@@ -182,3 +218,39 @@ def notes_of(result: PerfResult) -> list[str]:
         notes += [f"{label}: {w}" for w in step.warnings]
     return notes
 
+
+def noise_lines(result: PerfResult) -> list[str]:
+    """What the figures' intervals mean and what the machine was doing, for the report's
+    "Noise and the machine" section (every line a sentence)."""
+    lines: list[str] = []
+    if result.repeats > 1:
+        lines.append(f"The ladder ran {result.repeats} times; each figure is the median over the runs and its "
+                     "95 % interval is a Student-t interval over them: the spread from run to run.")
+    else:
+        lines.append("Each figure's 95 % interval is a Student-t interval over the step's counted measurement "
+                     "windows: the spread within this one run. Run-to-run drift (another server start, other "
+                     "neighbours) is not in it: `perf run --repeat N` measures that.")
+    noisy = [fmt(s.load_value) for s in result.steps if s.noisy]
+    if noisy:
+        lines.append(f"Noisy steps (their windows disagreed; figures are their windows' medians): {', '.join(noisy)}.")
+    loads = [s.machine for s in result.steps if s.machine is not None]
+    others = [m.other_cores for m in loads if m.other_cores is not None]
+    if others:
+        cores = loads[0].cores
+        lines.append(f"Other processes on the load generator's host used {min(others):.2f}–{max(others):.2f} "
+                     f"of its {cores} core(s) during the steps.")
+    limited = [fmt(s.load_value) for s in result.steps if s.machine is not None and s.machine.generator_limited]
+    if limited:
+        lines.append(f"perf_analyzer itself may have been the limit at: {', '.join(limited)}.")
+    return lines
+
+
+def run_rows(result: PerfResult) -> tuple[list[str], list[list[str]]]:
+    """For a repeated ladder: each load's figures in every run (throughput, p99), then their spread."""
+    header = ["load", "run", "throughput (infer/s)", "p99 (ms)", "noisy"]
+    rows: list[list[str]] = []
+    for step in sorted(result.steps, key=lambda s: s.load_value):
+        for run in step.runs:
+            rows.append([fmt(step.load_value), str(run.run), fmt(run.throughput_per_s, 4), fmt(run.p99_ms),
+                         "yes" if run.noisy else ""])
+    return header, rows

@@ -64,12 +64,15 @@ def _context(result: PerfResult, verdict: Verdict | None, plots: dict[str, bytes
         "model": m.model,
         "verdict": None
         if verdict is None
-        else {"status": verdict.status, "exit_code": verdict.exit_code, "summary": verdict.summary()},
+        else {"status": verdict.status, "label": tables.sla_label(verdict.status), "exit_code": verdict.exit_code,
+              "summary": verdict.summary()},
         "knee_table": knee_table,
         "closest_miss": closest_miss,
         "metadata": [list(r) for r in tables.metadata_rows(result)],
         "steps": steps,
         "notes": tables.notes_of(result),
+        "noise": tables.noise_lines(result),
+        "runs": dict(zip(("header", "rows"), tables.run_rows(result), strict=True)) if result.repeats > 1 else None,
         "plots": [
             {"caption": caption, "data": base64.b64encode(plots[name]).decode("ascii")}
             for name, caption in tables.PLOT_NAMES.items()

@@ -13,8 +13,11 @@ from tritonkit.perf.report._tables import (
     check_sentence,
     fmt,
     metadata_rows,
+    noise_lines,
     notes_of,
     reproduce_line,
+    run_rows,
+    sla_label,
     step_rows,
 )
 
@@ -33,7 +36,7 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def _verdict_lines(verdict: Verdict | None) -> list[str]:
     if verdict is None:
         return ["No SLA was given: the steps below are measurements only."]
-    lines = [f"**{verdict.status.upper()}** (exit code {verdict.exit_code}): {verdict.summary()}", ""]
+    lines = [f"**{sla_label(verdict.status)}** (exit code {verdict.exit_code}): {verdict.summary()}", ""]
     if verdict.knee is not None:
         header = ["constraint", "limit", f"measured at the knee ({fmt(verdict.knee.load)})", "headroom"]
         lines += md_table(header, [check_cells(c) for c in verdict.knee.checks])
@@ -60,6 +63,10 @@ def render_markdown(result: PerfResult, verdict: Verdict | None, *, plots_dir: s
         ]
     else:
         lines.append("No step was measured.")
+    lines += ["", "## Noise and the machine", "", *noise_lines(result)]
+    if result.repeats > 1:
+        header, rows = run_rows(result)
+        lines += ["", *md_table(header, rows)]
     notes = notes_of(result)
     if notes:
         lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]

@@ -62,13 +62,15 @@ def _plot_latency_vs_throughput(steps: list[StepResult], verdict: Verdict | None
             )
     unstable = [s for s in measured if not s.stable]
     if unstable:
-        ax.plot(
-            [s.throughput_per_s or 0.0 for s in unstable],
-            [s.latency.p99_ms if s.latency else 0.0 for s in unstable],
-            "x",
-            color="black",
-            markersize=10,
-            label="unstable step",
+        # A noisy step's p99 with the spread of its windows (its 95 % interval), where it has one.
+        bands = [s.interval("p99") for s in unstable]
+        p99s = [s.latency.p99_ms if s.latency else 0.0 for s in unstable]
+        ax.errorbar(
+            [s.throughput_per_s or 0.0 for s in unstable], p99s,
+            yerr=[[p - (b[0] if b else p) for p, b in zip(p99s, bands, strict=True)],
+                  [(b[1] if b else p) - p for p, b in zip(p99s, bands, strict=True)]],
+            fmt="x", color="black", markersize=10, capsize=3,
+            label="noisy step (p99, 95% interval)",
         )
     ax.set_xlabel("throughput (infer/s)")
     ax.set_ylabel("latency (ms)")

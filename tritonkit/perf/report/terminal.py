@@ -41,6 +41,14 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _band(band: tuple[float, float] | None) -> str:
+    """An interval as ``low..high`` (``-`` without one)."""
+    return "-" if band is None else f"{band[0]:.4g}..{band[1]:.4g}"
+
+
+_COLOURS = {"pass": "green", "fail": "red", "noise": "magenta", "unmeasured": "yellow"}
+
+
 def _kv(stream: TextIO, kind: str, **fields: object) -> None:
     parts = [kind] + [f"{key}={shlex.quote(str(value))}" for key, value in fields.items()]
     stream.write(" ".join(parts) + "\n")
@@ -66,13 +74,21 @@ class Terminal:
             self._console.print(f"[dim]{_escape(message)}[/dim]")
 
     def step(self, event: StepEvent) -> None:
-        """One finished step."""
+        """One finished step: a ``step`` line per load; a try of an unstable step that was measured
+        again is an ``attempt`` line."""
         if self.as_json:
             return
         step = event.step
-        sla = event.verdict.status if event.verdict else None
+        if event.attempt:
+            self._attempt(event)
+            return
+        kind = "step" if event.run is None else "run_step"  # a repeated run's own steps, before the combined ones
+        judged = event.verdict
+        sla = judged.status if judged else None
+        margin = judged.margin_check if judged else None
+        machine = step.machine
         if self.tty:
-            colour = {"pass": "green", "fail": "red", "unmeasured": "yellow"}.get(sla or "", "white")
+            colour = _COLOURS.get(sla or "", "white")
             if step.error_count:
                 body = f"{step.error_count} failed request(s)"
             elif step.throughput_per_s is None or step.latency is None:
@@ -82,16 +98,18 @@ class Terminal:
                     f"{step.throughput_per_s:8.1f} infer/s   p50 {step.latency.p50_ms:7.2f} ms"
                     f"   p99 {step.latency.p99_ms:7.2f} ms"
                 )
-            flag = "" if step.stable else "  (unstable)"
-            tag = f"  {sla.upper()}" if sla else ""
-            why = f": {'; '.join(event.verdict.reasons)}" if event.verdict and event.verdict.reasons else ""
-            click.secho(f"  {step.load_mode} {step.load_value:<6g} {body}{flag}{tag}{why}", fg=colour)
+            flag = "  (noisy)" if step.noisy else ("" if step.stable else "  (unstable)")
+            tag = f"  {'INSIDE THE NOISE' if sla == 'noise' else sla.upper()}" if sla else ""
+            why = f": {'; '.join(judged.reasons)}" if judged and judged.reasons else ""
+            run = f"run {event.run}: " if event.run is not None else ("all runs: " if step.runs else "")
+            click.secho(f"  {run}{step.load_mode} {step.load_value:<6g} {body}{flag}{tag}{why}", fg=colour)
             for warning in step.warnings:
                 click.secho(f"    warning: {warning}", fg="yellow")
             return
         _kv(
             sys.stdout,
-            "step",
+            kind,
+            **({"run": event.run} if event.run is not None else {}),
             mode=step.load_mode,
             load=f"{step.load_value:g}",
             name=event.name,
@@ -101,18 +119,39 @@ class Terminal:
             errors=step.error_count,
             stable=str(step.stable).lower(),
             sla=sla or "-",
-            reasons="; ".join(event.verdict.reasons) if event.verdict and event.verdict.reasons else "-",
+            reasons="; ".join(judged.reasons) if judged and judged.reasons else "-",
+            noisy=str(step.noisy).lower(),
+            attempts=step.attempts,
+            throughput_interval_per_s=_band(step.interval("throughput")),
+            p99_interval_ms=_band(step.interval("p99")),
+            interval_basis=step.interval_basis or "-",
+            margin=f"{margin.constraint}:{margin.margin:+.4g}" if margin is not None and margin.margin is not None
+            else "-",
+            headroom=_num(judged.headroom if judged else None),
+            other_cores=_num(machine.other_cores if machine else None),
+            generator_cores=_num(machine.generator_cores if machine else None),
         )
         for warning in step.warnings:
             _kv(sys.stdout, "warning", load=f"{step.load_value:g}", message=warning)
+
+    def _attempt(self, event: StepEvent) -> None:
+        """A try of an unstable step that the ladder measured again (never counted as a step)."""
+        step = event.step
+        why = step.unstable_note or ("unstable" if not step.stable else "measured again")
+        if self.tty:
+            click.secho(f"  {step.load_mode} {step.load_value:<6g} attempt {step.attempts}: {why}; measuring again",
+                        fg="yellow")
+            return
+        _kv(sys.stdout, "attempt", **({"run": event.run} if event.run is not None else {}), mode=step.load_mode,
+            load=f"{step.load_value:g}", name=event.name, attempt=step.attempts, stable=str(step.stable).lower(),
+            note=why)
 
     def verdict(self, verdict: Verdict | None) -> None:
         """The verdict's one-line summary (terminal) or its ``verdict`` line (piped)."""
         if verdict is None:
             return
         if self.tty:
-            colour = {"pass": "green", "fail": "red", "unmeasured": "yellow"}[verdict.status]
-            click.secho(verdict.summary(), fg=colour, bold=True)
+            click.secho(verdict.summary(), fg=_COLOURS[verdict.status], bold=True)
             return
         binding = verdict.binding
         _kv(
@@ -130,6 +169,7 @@ class Terminal:
                 else "-"
             ),
             headroom=_num(verdict.headroom),
+            noisy_loads=",".join(f"{v:g}" for v in verdict.noisy_loads) or "-",
         )
 
     def run(self, run: PerfRun) -> None:
@@ -198,8 +238,10 @@ class Terminal:
         click.echo(comparison.table())
         for note in comparison.notes:
             click.echo(f"note: {note}")
-        click.secho(comparison.summary(), fg="red" if comparison.regressed else "green")
+        colour = {"regression": "red", "inside the noise": "magenta"}.get(comparison.outcome, "green")
+        click.secho(comparison.summary(), fg=colour)
         if saved:
             click.echo(f"baseline saved: {saved}")
         elif save_requested:
-            click.echo("baseline not saved: the new run regressed")
+            click.echo("baseline not saved: the new run " + (
+                "regressed" if comparison.regressed else "is inside the noise of the baseline"))

@@ -34,6 +34,7 @@ from tritonkit.perf.judge import JudgeSettings, ladder_check
 from tritonkit.perf.measure.failures import QUEUE_REJECTIONS, queue_rejections
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
 from tritonkit.perf.measure.result import StepResult
+from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.perf.resume import combine
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
 from tritonkit.perf.sweep.outcome import (
@@ -65,7 +66,9 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
     """Each step of ``ladder`` that carried something, as a :class:`StepPoint` judged by the one
     judge (:func:`~tritonkit.perf.evaluate_result` with ``judging``): whether it meets the SLA and
     why not (the step verdict's reasons: a bound broken, an offered rate not carried — at least
-    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's.
+    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's;
+    a step whose bound lies inside its noise meets the SLA when its measured values do
+    (:attr:`~tritonkit.perf.judge.verdict.StepVerdict.met_by_values`).
     A step whose only failures were queue-policy rejections is kept, carrying nothing."""
     verdict = evaluate_result(sla, ladder.result, judging)
     judged = {s.load: s for s in verdict.steps}
@@ -81,7 +84,9 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
         points.append(StepPoint(
             load=step.load_value, throughput_per_s=step.throughput_per_s or 0.0, p99_ms=p99,
             errors=step.error_count, stable=step.stable,
-            meets_sla=verdict_step is not None and verdict_step.status == "pass", gpu_memory_mb=memory_mb,
+            # A step inside the noise counts as its values say: the sweep answers noise by measuring
+            # its leaders again (the verdict's three-way status stays in the ladder's result.json).
+            meets_sla=verdict_step is not None and verdict_step.met_by_values, gpu_memory_mb=memory_mb,
             gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None,
             note="; ".join(verdict_step.reasons) if verdict_step is not None else "",
         ))
@@ -97,12 +102,14 @@ def only_rejected(step: StepResult) -> bool:
 
 def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
           judging: JudgeSettings | None = None, preflight: bool = True,
-          attempts_s: list[float] | None = None, metrics_url: str | None = None) -> LadderResult:
+          attempts_s: list[float] | None = None, metrics_url: str | None = None,
+          runtime: ServedRuntime | None = None) -> LadderResult:
     """:func:`run_ladder` judged by ``sla`` and ``judging``; a ladder whose unrecorded warm-up saw no request
     complete is started once more, afresh (a model slow to start its first executions — a
     python stub on a loaded machine — says nothing about how it bears load). ``attempts_s``
-    collects the duration of every step perf_analyzer ran, unstable attempts tried again included.
-    ``metrics_url``: the server's metrics, scraped during each step (its failures, GPU memory)."""
+    collects the duration of every step perf_analyzer ran, unstable attempts tried again included;
+    ``metrics_url``: the server's metrics, scraped during each step (its failures, GPU memory);
+    ``runtime`` is recorded as what served the model (by default the server is asked)."""
 
     def seen(step: StepResult, _name: str) -> None:
         if attempts_s is not None and step.duration_s:
@@ -110,14 +117,14 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
 
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
     ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                        metrics_url=metrics_url)
+                        on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
         say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
         ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                            metrics_url=metrics_url)
+                            on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
     return ladder
 
 
@@ -159,6 +166,7 @@ class VariantMeter:
     names it), an ensemble or BLS model calling the swept one; ``composing``: its composing
     models to load with these configs (``--pin``). ``noise_allowance``: the headroom
     a descent gives what a step carried before it rules lower loads out (see the module docstring).
+    ``runtime``: what serves the model, recorded in every variant's result.
     """
 
     live: LiveModel
@@ -174,6 +182,7 @@ class VariantMeter:
     target_config: mc.ModelConfig | None = None
     noise_allowance: float = 0.10
     composing: dict[str, mc.ModelConfig] = field(default_factory=dict)
+    runtime: ServedRuntime | None = None
 
     def load_target(self) -> None:
         """Load the load target (an ensemble or BLS model calling the swept one) as written; its
@@ -210,7 +219,7 @@ class VariantMeter:
     def _ladder(self, plan: LadderPlan, folder: Path, attempts_s: list[float] | None = None, *,
                 preflight: bool = True) -> LadderResult:
         ladder = climb(self.spec, plan, folder, self.sla, self.say, judging=self.judging, preflight=preflight,
-                       attempts_s=attempts_s, metrics_url=self.live.server.metrics_url)
+                       attempts_s=attempts_s, metrics_url=self.live.server.metrics_url, runtime=self.runtime)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder

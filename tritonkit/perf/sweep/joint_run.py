@@ -214,7 +214,9 @@ def run_joint_sweep(
             say(f"{AUTO_COMPLETE_OFF} (every swept model)")
         try:
             server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
-                                                      log_path=out_dir / "tritonserver.log", extra_args=load_args))
+                                                      log_path=out_dir / "tritonserver.log", extra_args=load_args,
+                                                      server_bin=settings.server_bin,
+                                                      backend_dir=settings.backend_dir))
             plan = settings.ladder_plan()
             SweepStore(out_dir).begin({
                 "models": models, "shares": shares, "slas": {m: str(slas[m]) for m in models},

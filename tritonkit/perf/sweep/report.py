@@ -75,6 +75,9 @@ def render_sweep_markdown(result: SweepResult) -> str:
     lines.append(f"- search: {'exhaustive' if result.exhaustive else 'pruned search'}"
                  + (f", first guess {search.guess.id}" if search.guess else "")
                  + f"; wall time {result.wall_s:.1f} s; tritonserver {result.server_version}")
+    if result.runtime is not None:
+        source = f" (version from {result.runtime.version_source})" if result.runtime.version_source else ""
+        lines.append(f"- every variant served by {result.runtime.describe()}{source}")
     lines.append(f"- {result.breakdown_text()}")
     if search.model_text:
         lines.append(f"- the model, fitted to everything measured: {search.model_text}")

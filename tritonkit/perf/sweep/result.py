@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.search import SearchResult
 from tritonkit.perf.sweep.variants import Variant
@@ -57,6 +58,8 @@ class SweepResult:
     warnings: list[str] = field(default_factory=list)
     server_start_s: float = 0.0
     target: str | None = None
+    #: What served the swept model in every variant (backend, engine and versions).
+    runtime: ServedRuntime | None = None
 
     @property
     def failed(self) -> list[VariantOutcome]:
@@ -150,6 +153,7 @@ class SweepResult:
             "exhaustive": self.exhaustive,
             "wall_s": round(self.wall_s, 2),
             "server_version": self.server_version,
+            "runtime": self.runtime.to_dict() if self.runtime is not None else None,
             "winner": None if winner is None else {**winner.variant.to_dict(), **(score.to_dict() if score else {})},
             "default": None if default is None else default.to_dict(),
             "ratio_to_default": self.ratio_to_default,
@@ -166,5 +170,6 @@ class SweepResult:
             "write_back": self.write_back.to_dict() if self.write_back else None,
             "report": str(self.report_path) if self.report_path else None,
             "plot": str(self.plot_path) if self.plot_path else None,
-            "variants": [o.to_dict() for o in self.search.outcomes],
+            "variants": [{**o.to_dict(), "runtime": self.runtime.to_dict() if self.runtime is not None else None}
+                         for o in self.search.outcomes],
         }

@@ -26,6 +26,7 @@ from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.input_data import region_for_server
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
+from tritonkit.perf.measure.runtime import ServedRuntime, runtime_of
 from tritonkit.perf.sweep.driver import VariantMeter
 from tritonkit.perf.sweep.live import LiveModel
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
@@ -149,7 +150,7 @@ def run_sweep(
         try:
             sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started,
                                      target_config, stopping=stopping, composing=composing)
-            sweep.warnings = warnings
+            sweep.warnings = warnings + sweep.warnings
             pending: PendingWriteBack | None = None
             if settings.write_back and sweep.search.winner is not None and not sweep.failed:
                 pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
@@ -188,6 +189,8 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
     ``composing``: composing models of the target loaded with these configs (pinned knobs)
     before the target."""
     searched = False
+    runtime = None
+    stand_in_warning = None
     parsed = settings.parsed_sla()
     plan = settings.ladder_plan()
     out_dir = store.root
@@ -209,7 +212,8 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         # Its own loopback server: let perf_analyzer's output region in where the release needs the flag.
         load_args = [*load_args, *client_shm_args(locate_server().version)]
     live_server = server or TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
-                                         extra_args=load_args)
+                                         extra_args=load_args, server_bin=settings.server_bin,
+                                         backend_dir=settings.backend_dir)
     resumed: list[str] = []
     progress = _Progress(emit, total=len(variants))
     server_start_s = 0.0
@@ -218,9 +222,14 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             live_server.start()
             server_start_s = time.monotonic() - started
         version = live_server.version()
+        runtime = runtime_of(base, version, backend_dir=live_server.install.backend_dir, local_python=True)
         emit(SweepEvent("server", f"tritonserver {version} on {live_server.grpc_url} (explicit model control"
                         + (f", {AUTO_COMPLETE_OFF}" if load_args else "")
-                        + f"); {len(variants)} variants, sweep folder {out_dir}"))
+                        + f"); {len(variants)} variants, sweep folder {out_dir}; {model} served by "
+                        + runtime.describe()))
+        if runtime.stand_in:
+            stand_in_warning = stand_in_note(model, runtime)
+            emit(SweepEvent("warning", stand_in_warning))
         target = settings.target or model
         template = settings.spec or PerfSpec(model=target, url=live_server.grpc_url)
         # The output region of derived data needs a server that takes client shared memory.
@@ -233,7 +242,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
             judging=settings.judging(),
             target=LiveModel(live_server, target) if settings.target else None,
-            target_config=target_config, noise_allowance=settings.noise_allowance,
+            target_config=target_config, noise_allowance=settings.noise_allowance, runtime=runtime,
             composing=dict(composing or {}),
         )
         meter.load_target()
@@ -288,7 +297,8 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
         p99_limit_ms=search_settings.p99_limit_ms, exhaustive=settings.exhaustive, grid=variants, search=result,
         write_back=None, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
-        server_start_s=server_start_s, target=settings.target,
+        server_start_s=server_start_s, target=settings.target, runtime=runtime,
+        warnings=[stand_in_warning] if stand_in_warning else [],
     )
 
 
@@ -296,6 +306,18 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
 #: backend start a stub of its own just to ask ``model.py`` for a config and wait for it to exit
 #: (about 1.2 s a load here, against 0.2 s without it).
 NO_AUTO_COMPLETE = "--disable-auto-complete-config"
+
+
+def stand_in_note(model: str, runtime: ServedRuntime) -> str:
+    """What a sweep of an ONNX model on the python stand-in says, once: its winner is the stand-in's,
+    and how to measure the backend production serves."""
+    return (f"{model} is an ONNX model served by the python stand-in (tritonkit's model.py running ONNX Runtime"
+            f"{' ' + runtime.engine_version if runtime.engine_version else ''} in a python-backend model), not by "
+            "Triton's onnxruntime backend that production servers run: this winner is the stand-in's, and the real "
+            "backend carries different loads and can pick another winner. To measure it: rebuild with "
+            f"`tritonkit build onnx MODEL.onnx --name {model} --runtime onnxruntime --force --backend-dir DIR` and "
+            "sweep with `--backend-dir DIR` (DIR: a folder holding Triton's onnxruntime backend, e.g. an NGC "
+            "container's /opt/tritonserver/backends)")
 
 
 def needs_auto_complete(repo: Path, model: str, base: mc.ModelConfig) -> bool:

@@ -14,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,17 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._settings import field_default
+from tritonkit._values import (
+    COUNT,
+    POSITIVE,
+    PROTO_INT32,
+    SECONDS_OR_ZERO,
+    STEPS,
+    TOLERANCE,
+    WINDOW_MS,
+    bounded,
+    check_fields,
+)
 from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
@@ -129,44 +139,54 @@ class SweepSettings:
     ``shares``/``model_slas`` are for several models swept together (see
     :func:`~tritonkit.perf.sweep.run_joint_sweep`): each model's share of the traffic (equal when
     absent) and an SLA for a model that differs from ``sla``; the ladder's concurrencies are then
-    totals over all models.
+    totals over all models. ``server_bin`` / ``backend_dir``: the tritonserver the sweep starts and the
+    backends folder it loads (default: ``$TRITONKIT_SERVER_BIN`` / ``$TRITONKIT_BACKEND_DIR`` where the
+    sweep runs, else the bundled server and its own), as :func:`~tritonkit.server.locate_server` takes
+    them: paths on the machine the sweep runs on, so a sweep sent to another machine (a Ray node)
+    names that machine's backends.
     """
 
     sla: SLA | str
     grid: SweepGrid = field(default_factory=SweepGrid)
     concurrency: str | Sequence[float] | None = None
     request_rate: str | Sequence[float] | None = None
-    step_window_ms: int = 500
-    warmup_s: float = 0.5
-    max_trials: int = 5
+    step_window_ms: int = bounded(500, WINDOW_MS)
+    warmup_s: float = bounded(0.5, SECONDS_OR_ZERO)
+    max_trials: int = bounded(5, STEPS)
     exhaustive: bool = False
     out: Path | None = None
     results_root: Path = Path("results")
     write_back: bool = True
-    tie_tolerance: float = 0.05
-    noise_allowance: float = 0.10
-    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
-    max_gpu_memory_mb: float | None = None
+    tie_tolerance: float = bounded(0.05, TOLERANCE)
+    noise_allowance: float = bounded(0.10, TOLERANCE)
+    rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
+    max_gpu_memory_mb: float | None = bounded(None, POSITIVE)
     spec: PerfSpec | None = None
     target: str | None = None
     shares: Mapping[str, float] | None = None
     model_slas: Mapping[str, SLA | str] | None = None
+    server_bin: Path | None = None
+    backend_dir: Path | None = None
 
     @staticmethod
     def default(name: str) -> Any:
         """The default of field ``name`` (the CLI's option defaults are read from here)."""
         return field_default(SweepSettings, name)
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        """Raise ``ConfigError`` for a value no sweep can use (before any server starts)."""
-        for name in ("tie_tolerance", "noise_allowance"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0.0 <= value < 1.0):
-                raise ConfigError(f"{name} must be a fraction in [0, 1), got {value!r}",
-                                  hint="e.g. 0.05 for 5 % (the command line takes percent)")
-        self.judging()  # refuses a rate tolerance or memory cap out of range
-        if self.warmup_s < 0 or not math.isfinite(self.warmup_s):
-            raise ConfigError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
+        """Raise ``ConfigError`` for a value no sweep can use (at construction, before any server starts)."""
+        check_fields(self)
+        for name, share in (self.shares or {}).items():
+            POSITIVE.check(share, f"SweepSettings.shares[{name!r}]")
+        for name, values, bounds in (("instances", self.grid.instances, COUNT),
+                                     ("max_batch_sizes", self.grid.max_batch_sizes, PROTO_INT32)):
+            for value in values or ():
+                bounds.check(value, f"SweepGrid.{name}")
+        self.ladder_plan()  # the levels, held to their bounds
+        self.judging()  # what a step must meet beyond the SLA, checked where it is decided
 
     def judging(self) -> JudgeSettings:
         """What a step must meet beyond the SLA, as the judge takes it (``ConfigError`` if out of range)."""

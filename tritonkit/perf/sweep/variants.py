@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._values import COUNT
 from tritonkit.errors import ConfigError
 from tritonkit.repository import format_duration_us, serving_of, to_microseconds
 
@@ -311,9 +312,8 @@ def _non_negative(values: Sequence[int], what: str) -> list[int]:
 def _positive(values: Sequence[int], what: str) -> list[int]:
     if not values:
         raise ConfigError(f"no {what} values given", hint="e.g. 1,2")
-    bad = [v for v in values if v < 1]
-    if bad:
-        raise ConfigError(f"{what} must be >= 1, got {bad}")
+    for value in values:
+        COUNT.check(value, what)  # at least 1, and within the config's int32
     return list(dict.fromkeys(int(v) for v in values))
 
 
@@ -462,8 +462,9 @@ def parse_preferred(text: str) -> list[tuple[int, ...]]:
         except ValueError as exc:
             raise ConfigError(f"cannot read preferred batch sizes {part!r}",
                               hint="e.g. none,4,2+8,max (sizes of one option joined by +)") from exc
-        if any(s < 1 and s != PREFERRED_MAX for s in sizes):
-            raise ConfigError(f"preferred batch sizes must be >= 1, got {part!r}")
+        for size in sizes:
+            if size != PREFERRED_MAX:
+                COUNT.check(size, "preferred batch size")
         options.append(sizes)
     if not options:
         raise ConfigError(f"no preferred batch options in {text!r}", hint="e.g. none,max")

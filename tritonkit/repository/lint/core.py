@@ -10,6 +10,7 @@ a finding.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -19,9 +20,12 @@ from typing import Any, Literal
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import read_user_text
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError, LintError
 from tritonkit.repository.pbtxt import (
     CONFIG_FILENAME,
+    MAX_CONFIG_BYTES,
     ConfigSyntaxError,
     FieldLines,
     field_lines,
@@ -135,6 +139,9 @@ class Finding:
     line: int | None = None
     column: int | None = None
     hint: str = ""
+    #: The rule itself failed on this model (a bug in the linter, not in the config): the
+    #: repository was not fully checked, and ``repo lint`` exits with its own status.
+    internal: bool = False
 
     @property
     def location(self) -> str:
@@ -152,8 +159,8 @@ class Finding:
         return text + (f"\n    fix: {self.hint}" if self.hint else "")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
+        """A JSON-ready dict (``"internal": true`` added for a rule that failed)."""
+        data = {
             "rule": self.rule_id,
             "severity": self.severity.value,
             "model": self.model,
@@ -164,6 +171,9 @@ class Finding:
             "message": self.message,
             "hint": self.hint,
         }
+        if self.internal:
+            data["internal"] = True
+        return data
 
 
 @dataclass(frozen=True)
@@ -177,6 +187,8 @@ class Target:
     ``gpu_count`` is ``None`` when unknown. ``release`` is the Triton release the repository is
     checked for (default: the newest line tritonkit knows; see :mod:`tritonkit.triton_releases`),
     ``release_origin`` where that came from (``--server-version``, the server, the install).
+    ``gpu_count`` is ``None`` when unknown. ``onnxruntime`` is the ONNX Runtime version of the
+    server's onnxruntime backend when known (read from its files), ``onnxruntime_source`` how.
     """
 
     kind: Literal["cpu", "gpu", "unknown"] = "unknown"
@@ -187,6 +199,8 @@ class Target:
     notes: tuple[str, ...] = ()
     release: TritonRelease = field(default_factory=newest_release)
     release_origin: str = "the newest line tritonkit knows"
+    onnxruntime: str | None = None
+    onnxruntime_source: str = ""
 
     @classmethod
     def cpu(cls) -> Target:
@@ -219,6 +233,10 @@ class Target:
         notes = (*self.notes, choice.note) if choice.note else self.notes
         return replace(self, release=choice.release, release_origin=choice.origin, notes=notes)
 
+    def with_onnxruntime(self, version: str, source: str) -> Target:
+        """This target, knowing the ONNX Runtime version of its onnxruntime backend and where that was read."""
+        return replace(self, onnxruntime=version, onnxruntime_source=source)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
@@ -229,6 +247,7 @@ class Target:
             "source": self.source,
             "server_version": str(self.release),
             "server_version_from": self.release_origin,
+            "onnxruntime": self.onnxruntime,
             "notes": list(self.notes),
         }
 
@@ -250,18 +269,21 @@ class ModelInfo:
         self.config: mc.ModelConfig | None = None
         self.syntax_error: ConfigSyntaxError | None = None
         self.read_error: str | None = None
-        try:
-            self.text = self.config_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            pass
-        except (OSError, UnicodeDecodeError) as exc:
-            self.read_error = str(exc)
+        if os.path.lexists(self.config_path):
+            # Read as every user file is: a FIFO or a device is a finding, not a hang.
+            try:
+                self.text = read_user_text(self.config_path, what="model config", max_bytes=MAX_CONFIG_BYTES)
+            except ConfigError as exc:
+                self.read_error = exc.message
         if self.text is not None:
             try:
                 self.config = parse_config(self.text, path=self.rel_config)
             except ConfigSyntaxError as exc:
                 self.syntax_error = exc
-        self.subdirs = sorted(p.name for p in folder.iterdir() if p.is_dir())
+        try:
+            self.subdirs = sorted(p.name for p in folder.iterdir() if p.is_dir())
+        except OSError:
+            self.subdirs = []  # an unreadable folder: its config's finding says why
         #: Triton treats a folder as a version only when its name is a canonical
         #: non-negative integer: "0" and "3" are versions, "01" and "v1" are not (seen on 2.51).
         self.versions = sorted(int(n) for n in self.subdirs if is_version_name(n))
@@ -305,6 +327,20 @@ class LintContext:
         for name, info in self.models.items():
             if info.config is not None:
                 yield name, info.config
+
+    def rule_failed(self, model: ModelInfo, rule: Rule, exc: BaseException) -> None:
+        """Record that ``rule`` raised ``exc`` on ``model``: an internal-error finding naming the rule,
+        the file and the exception (its type and a short excerpt), so the other rules still run."""
+        detail = excerpt(str(exc), 160)
+        self.findings.append(Finding(
+            rule_id=rule.id, severity=Severity.ERROR, model=model.name,
+            message=f"internal error: rule {rule.id} ({rule.title}) failed on this model: "
+                    f"{type(exc).__name__}: {detail}",
+            file=model.rel_config if model.text is not None else f"{model.name}/",
+            hint="this is a bug in tritonkit's linter, not necessarily in the config: report it with the "
+                 f"file; `--ignore {rule.id}` skips the rule meanwhile",
+            internal=True,
+        ))
 
     def report(
         self,
@@ -358,6 +394,11 @@ class LintReport:
         return [f for f in self.findings if f.severity is Severity.WARNING]
 
     @property
+    def internal_errors(self) -> list[Finding]:
+        """Rules that failed while checking (the linter's own errors): the check is incomplete."""
+        return [f for f in self.findings if f.internal]
+
+    @property
     def ok(self) -> bool:
         """True when there are no errors (warnings and info allowed)."""
         return not self.errors
@@ -374,8 +415,10 @@ class LintReport:
     def summary(self) -> str:
         """``3 error(s), 1 warning(s), 0 info in 12 model(s) for Triton 2.72 (0.05 s)``."""
         info = len(self.findings) - len(self.errors) - len(self.warnings)
+        failed = len(self.internal_errors)
+        incomplete = f"; {failed} rule failure(s): not fully checked" if failed else ""
         return (f"{len(self.errors)} error(s), {len(self.warnings)} warning(s), {info} info "
-                f"in {self.models_checked} model(s) for Triton {self.target.release} ({self.elapsed_s:.2f} s)")
+                f"in {self.models_checked} model(s) for Triton {self.target.release} ({self.elapsed_s:.2f} s){incomplete}")
 
     def to_text(self) -> str:
         """Human-readable report: one block per finding, then the summary."""
@@ -393,6 +436,7 @@ class LintReport:
             "elapsed_s": round(self.elapsed_s, 4),
             "errors": len(self.errors),
             "warnings": len(self.warnings),
+            "internal_errors": len(self.internal_errors),
             "findings": [f.to_dict() for f in self.findings],
         }
 

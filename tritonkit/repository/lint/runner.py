@@ -9,8 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._fs import user_path_errors
 from tritonkit.errors import ConfigError, ConnectError
-from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Target
+from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Severity, Target
 from tritonkit.triton_metrics import GPU_FAMILIES
 from tritonkit.triton_releases import resolve_release
 
@@ -46,7 +47,8 @@ def lint_repository(
     tgt = Target.parse(target) if isinstance(target, str) else (target or Target())
     if server_version is not None:
         tgt = tgt.with_release(resolve_release(server_version))
-    folders = sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith("."))
+    with user_path_errors("list the repository", repo):
+        folders = sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith("."))
     infos = {p.name: ModelInfo(repo, p) for p in folders}
     ctx = LintContext(root=repo, models=infos, target=tgt)
 
@@ -65,7 +67,14 @@ def lint_repository(
             if r.needs_field is not None and info.config is not None and not info.config.HasField(r.needs_field):
                 continue
             ctx._current_rule = r
-            r.check(ctx, info)
+            try:
+                r.check(ctx, info)
+            except ConfigError as exc:
+                # The config holds what the rule cannot read (a value no writer would write): that is
+                # a finding about the config, under the rule that met it.
+                ctx.report(info, exc.message, hint=exc.hint or "", severity=Severity.ERROR)
+            except Exception as exc:  # noqa: BLE001 - one broken rule must not hide every other finding
+                ctx.rule_failed(info, r, exc)
     ctx._current_rule = None
     findings = sorted(ctx.findings, key=lambda f: (f.model, f.line or 0, f.severity.rank, f.rule_id, f.field))
     return LintReport(root=repo, target=tgt, findings=tuple(findings),
@@ -78,7 +87,8 @@ def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | Non
 
     Its backend folder lists every backend that server can load, so the set is complete; its
     release is the install's version when that is known before starting it (the bundled 2.51,
-    an install's ``TRITON_VERSION`` file), else the newest line.
+    an install's ``TRITON_VERSION`` file), else the newest line. The
+    onnxruntime backend's ONNX Runtime version is read from the backend's library.
     """
     base = Target.parse(kind) if gpu_count is None else Target(kind="gpu" if gpu_count else "cpu",
                                                                gpu_count=gpu_count)
@@ -86,6 +96,9 @@ def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | Non
     target = base.with_backends(backends, complete=True, source=f"local install {install.binary}")
     if install.version is not None:
         target = target.with_release(resolve_release(reported=install.version, reported_by=f"the install ({install.source})"))
+    onnxruntime = install.backend("onnxruntime") if "onnxruntime" in backends else None
+    if onnxruntime is not None and onnxruntime.runtime_version:
+        target = target.with_onnxruntime(onnxruntime.runtime_version, f"{onnxruntime.path}: {onnxruntime.how}")
     return target
 
 
@@ -148,11 +161,13 @@ def resolve_target(
     server_bin: Path | str | None = None,
     bundled: bool = False,
     server_version: str | None = None,
+    backend_dir: Path | str | None = None,
 ) -> Target:
     """The target ``tritonkit repo lint`` options describe.
 
-    ``bundled`` (the tritonserver shipped with nvidia-pytriton) or ``server_bin`` (a local
-    tritonserver binary) give the complete backend list of that install, for the hardware
+    ``bundled`` (the tritonserver shipped with nvidia-pytriton), ``server_bin`` (a local
+    tritonserver binary) or ``backend_dir`` (a backends folder, for that server or the bundled
+    one) give the complete backend list of that install, for the hardware
     ``target`` states (``cpu`` when none). Otherwise ``server`` (a running server's gRPC address)
     is read for its backends and GPUs, and a stated ``target`` overrides the hardware it saw,
     because a stated fact beats what a server lets us see. Otherwise ``target`` alone, or
@@ -163,10 +178,10 @@ def resolve_target(
     """
     # An unknown --server-version is refused before anything is started or asked.
     stated_release = resolve_release(server_version) if server_version is not None else None
-    if bundled or server_bin is not None:
+    if bundled or server_bin is not None or backend_dir is not None:
         from tritonkit.server import locate_server
 
-        install = locate_server(Path(server_bin) if server_bin is not None else None)
+        install = locate_server(Path(server_bin) if server_bin is not None else None, backend_dir=backend_dir)
         resolved = target_from_install(install, kind=target or "cpu")
     elif server:
         resolved = target_from_server(server, metrics_url=metrics_url)
@@ -189,18 +204,21 @@ def lint_for_server(root: Path | str, install: Any, version: str | None, *, kind
     return lint_repository(root, target=target, models=models)
 
 
-def load_failure_fix(report: LintReport, failed: Iterable[str], repo: Path | str) -> str:
+def load_failure_fix(report: LintReport, failed: Iterable[str], repo: Path | str, *,
+                     lint_command: str | None = None) -> str:
     """The fix line for models a server failed to load, given the lint ``report`` for that server.
 
     It sends the user to ``repo lint`` only when lint names an error in one of those models
-    (with the release that server is, so the command finds what was found here); otherwise the
-    server's own reason is all there is, and the line says so.
+    (with the release that server is, and ``lint_command`` — the server's own install and
+    backends, see :meth:`TritonServer.lint_command` — so the command finds what was found here);
+    otherwise the server's own reason is all there is, and the line says so.
     """
     names = set(failed)
     found = [f for f in report.errors if f.model in names]
     if found:
         version = report.target.release
-        return (f"`tritonkit repo lint {repo} --server-version {version}` explains {len(found)} error(s) in "
+        command = lint_command or f"tritonkit repo lint {repo}"
+        return (f"`{command} --server-version {version}` explains {len(found)} error(s) in "
                 f"{', '.join(sorted({f.model for f in found}))}; to load models one by one, run "
                 f"`tritonkit serve {repo} --explicit --load-model NAME`")
     return ("lint finds nothing in these configs for this server's release: the server's reason above (and its "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "tensors"
@@ -36,7 +37,7 @@ def one_source(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
         for i, item in enumerate(items):
             count = len(item.source_input)
             if count != 1:
-                kind = kind_enum.Name(item.kind)
+                kind = enum_name(kind_enum, item.kind, field=f"{base}[{i}].kind")
                 ctx.report(m, f"{base} kind {kind} takes exactly one source_input; it has {count}",
                            field=f"{base}[{i}].source_input" if count else f"{base}[{i}]",
                            hint='name the one input it is computed from, e.g. source_input: [ "INPUT0" ]')
@@ -48,7 +49,7 @@ def batch_input_type(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> Non
         if item.data_type not in _BATCH_INPUT_TYPES:
             path = f"batch_input[{i}].data_type"
             ctx.report(m, f"batch_input {item.target_name[0] if item.target_name else i!r} has data type "
-                       f"{mc.DataType.Name(item.data_type)}; Triton builds batch inputs as INT32 or FP32",
+                       f"{enum_name(mc.DataType, item.data_type, field=path)}; Triton builds batch inputs as INT32 or FP32",
                        field=path if m.lines.has(path) else f"batch_input[{i}]",
                        hint="set data_type: TYPE_INT32 (or TYPE_FP32)")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "ensemble"
@@ -201,8 +202,8 @@ def types_and_shapes(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> Non
                     continue
                 dtype, shape, origin, _ = seen[tensor]
                 if dtype != mc.TYPE_INVALID and here[0] != mc.TYPE_INVALID and dtype != here[0]:
-                    ctx.report(m, f"tensor {tensor!r} is {mc.DataType.Name(dtype)} from {origin} but "
-                               f"{mc.DataType.Name(here[0])} at step {i} ({here[2]})", field=here[3],
+                    ctx.report(m, f"tensor {tensor!r} is {enum_name(mc.DataType, dtype, field=seen[tensor][3])} from {origin} but "
+                               f"{enum_name(mc.DataType, here[0], field=here[3])} at step {i} ({here[2]})", field=here[3],
                                hint="make the data types agree (or add a conversion step)")
                 elif not _compatible(shape, here[1]):
                     ctx.report(m, f"tensor {tensor!r} has shape {shape} from {origin} but {here[1]} at step {i} "

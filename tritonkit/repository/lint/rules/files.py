@@ -8,6 +8,8 @@ import shlex
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_folder, path_exists
+from tritonkit._values import excerpt
 from tritonkit.repository.layout import expected_model_filename
 from tritonkit.repository.lint.core import (
     LintContext,
@@ -17,6 +19,7 @@ from tritonkit.repository.lint.core import (
     is_version_name,
     rule,
 )
+from tritonkit.repository.names import name_problem
 from tritonkit.triton_releases import (
     PLATFORM_ALIASES,
     PLATFORMS,
@@ -28,9 +31,6 @@ from tritonkit.triton_releases import (
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
 
-#: Platforms the newest Triton release knows, and the backend each one implies (per release:
-#: :func:`tritonkit.triton_releases.platform_backends`).
-PLATFORM_BACKENDS = platform_backends(newest_release())
 
 #: Backends tritonserver ties to a platform: naming one of them with another platform is refused.
 PAIRED_BACKENDS = frozenset({"tensorrt", "onnxruntime", "pytorch", "tensorflow"})
@@ -88,9 +88,12 @@ def placeholders(ctx: LintContext, m: ModelInfo) -> None:
                        hint="fill the template (e.g. TensorRT-LLM's fill_template.py) or replace the value by hand")
 
 
-@rule("TK004", ERROR, "name in config does not match the model folder", family=FAMILY)
+@rule("TK004", ERROR, "name in config does not match the model folder, or is not a usable name", family=FAMILY)
 def name_matches_folder(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
-    if cfg.name and cfg.name != m.name:
+    if (problem := name_problem(cfg.name or m.name, "model")) is not None:
+        ctx.report(m, f"model name {excerpt(cfg.name or m.name)} {problem}", field="name" if cfg.name else "",
+                   hint="rename the folder (and the config's name): printable characters only")
+    elif cfg.name and cfg.name != m.name:
         ctx.report(m, f"name {cfg.name!r} does not match folder {m.name!r}", field="name",
                    hint=f'set name: "{m.name}" or rename the folder; Triton identifies the model by its folder')
 
@@ -141,7 +144,7 @@ def _guessable(m: ModelInfo, guessable: dict[str, bool | None]) -> bool:
     first = m.folder / sorted(m.subdirs)[0]
     for name, is_dir in guessable.items():
         path = first / name
-        if path.exists() and (is_dir is None or path.is_dir() == is_dir):
+        if path_exists(path) and (is_dir is None or is_folder(path) == is_dir):
             return True
     return False
 

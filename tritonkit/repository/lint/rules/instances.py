@@ -7,6 +7,7 @@ import re
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "instances"
@@ -18,7 +19,7 @@ def gpus_need_gpu_kind(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
     for i, group in enumerate(cfg.instance_group):
         if not group.gpus:
             continue
-        kind = _KIND.Name(group.kind)
+        kind = enum_name(_KIND, group.kind, field=f"instance_group[{i}].kind")
         if group.kind in (_KIND.Value("KIND_CPU"), _KIND.Value("KIND_MODEL")):
             ctx.report(m, f"instance_group[{i}] is {kind} but lists gpus {list(group.gpus)}",
                        field=f"instance_group[{i}].gpus",

@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_regular_file, path_exists, read_user_text
+from tritonkit.errors import ConfigError
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -30,10 +32,10 @@ def model_yaml(m: ModelInfo) -> tuple[Path, Any] | None:
     parse), or ``None`` when there is none."""
     for version in reversed(m.versions):
         path = m.folder / str(version) / MODEL_YAML
-        if path.is_file():
+        if is_regular_file(path):
             try:
-                return path, yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (yaml.YAMLError, OSError, UnicodeDecodeError):
+                return path, yaml.safe_load(read_user_text(path, what="model.yaml"))
+            except (yaml.YAMLError, ConfigError, RecursionError):
                 return path, None
     return None
 
@@ -175,10 +177,10 @@ def model_path_exists(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> No
         return  # a Hugging Face id (org/name) is fetched by the server, not a path here
     path = Path(value).expanduser()
     path = path if path.is_absolute() else found[0].parent / path
-    if path.exists():
+    if path_exists(path):
         return
     where = _rel(m, found[0])
-    if path.parent.exists():
+    if path_exists(path.parent):
         ctx.report(m, f"{where}: model {value!r} is not there (its folder {path.parent} is): LLM() cannot load it",
                    file=where, hint="point model at the checkpoint folder as the server sees it")
     else:

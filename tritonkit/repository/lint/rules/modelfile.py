@@ -1,4 +1,5 @@
-"""TK7xx — the model file itself: an ONNX model's inputs and outputs against the config.
+"""TK7xx — the model file itself: an ONNX model's inputs and outputs against the config, and its
+IR version and opsets against the target's ONNX Runtime.
 
 The bundled tritonserver has no onnxruntime backend, so these rules are tested against
 ONNX files made in the tests and the rules of ONNX Runtime's Triton backend (inputs
@@ -13,8 +14,11 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_regular_file
+from tritonkit.onnxruntime_versions import limits_for, model_problems, onnxruntime_for_release
 from tritonkit.repository.layout import expected_model_filename
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "modelfile"
@@ -31,9 +35,12 @@ class OnnxIO:
     """Inputs/outputs of an ONNX graph: name -> (Triton dtype name or None, dims with -1 for symbolic)."""
 
     def __init__(self, inputs: dict[str, tuple[str | None, list[int] | None]],
-                 outputs: dict[str, tuple[str | None, list[int] | None]]) -> None:
+                 outputs: dict[str, tuple[str | None, list[int] | None]], *, ir_version: int = 0,
+                 opsets: dict[str, int] | None = None) -> None:
         self.inputs = inputs
         self.outputs = outputs
+        self.ir_version = ir_version
+        self.opsets = opsets or {}
 
 
 def read_onnx_io(path: Path) -> OnnxIO:
@@ -53,7 +60,8 @@ def read_onnx_io(path: Path) -> OnnxIO:
 
     inputs = {v.name: describe(v) for v in model.graph.input if v.name not in initializers}
     outputs = {v.name: describe(v) for v in model.graph.output}
-    return OnnxIO(inputs, outputs)
+    return OnnxIO(inputs, outputs, ir_version=int(model.ir_version),
+                  opsets={o.domain: int(o.version) for o in model.opset_import})
 
 
 def _onnx_file(m: ModelInfo) -> Path | None:
@@ -64,7 +72,7 @@ def _onnx_file(m: ModelInfo) -> Path | None:
         return None
     filename = expected_model_filename(cfg) or "model.onnx"
     path = m.folder / str(m.versions[-1]) / filename
-    return path if path.is_file() else None
+    return path if is_regular_file(path) else None
 
 
 @rule("TK701", ERROR, "config disagrees with the ONNX model file", family=FAMILY)
@@ -88,8 +96,9 @@ def onnx_io(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
                        field=f"{path_field}.name", hint=f"use the graph's {kind} names")
             continue
         dtype, dims = graph[t.name]
-        if dtype and t.data_type != mc.TYPE_INVALID and mc.DataType.Name(t.data_type) != dtype:
-            ctx.report(m, f"{kind} {t.name!r} is {mc.DataType.Name(t.data_type)} in the config but {dtype} in "
+        config_dtype = enum_name(mc.DataType, t.data_type, field=f"{path_field}.data_type")
+        if dtype and t.data_type != mc.TYPE_INVALID and config_dtype != dtype:
+            ctx.report(m, f"{kind} {t.name!r} is {config_dtype} in the config but {dtype} in "
                        f"{rel}", field=f"{path_field}.data_type", hint=f"use data_type: {dtype}")
         if dims is None or not t.dims or t.HasField("reshape"):
             continue
@@ -123,3 +132,31 @@ def onnx_io(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
         if missing:
             ctx.report(m, f"{rel} has input(s) {missing} that the config does not declare", field="input",
                        hint="declare every graph input in the config")
+
+
+@rule("TK702", ERROR, "ONNX model newer than the target's ONNX Runtime loads", family=FAMILY)
+def onnx_versions(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    # The backend's own library when the target's backends folder was read; else the ONNX Runtime
+    # the target release's onnxruntime backend is built with (a release fact).
+    version, source = ctx.target.onnxruntime, ctx.target.onnxruntime_source
+    if version is None:
+        fact = onnxruntime_for_release(str(ctx.target.release))
+        version = fact.onnxruntime
+        source = f"Triton {fact.line}'s: ONNX Runtime {version}, {fact.source}"
+    path = _onnx_file(m)
+    if version is None or path is None or limits_for(version) is None:
+        return
+    rel = f"{m.name}/{path.parent.name}/{path.name}"
+    try:
+        io = read_onnx_io(path)
+    except Exception:  # noqa: BLE001 - TK701 reports a file that cannot be read
+        return
+    problems = model_problems(io.ir_version, io.opsets, version)
+    if problems:
+        limits = limits_for(version)
+        assert limits is not None
+        ctx.report(m, f"{rel} has {' and '.join(problems)}: the target's onnxruntime backend "
+                   f"({source}) refuses to load it",
+                   hint=f"rebuild it for this target: tritonkit build onnx MODEL.onnx --name {m.name} --force "
+                        f"--backend-dir DIR --convert-onnx (ONNX's version converter), or re-export with "
+                        f"opset {limits.max_opset} or older (torch.onnx.export(..., opset_version={limits.max_opset}))")

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_regular_file
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "sequence"
@@ -33,7 +35,7 @@ def _controls(cfg: mc.ModelConfig) -> Iterator[tuple[str, str, mc.ModelSequenceB
 
 
 def _kind(control: mc.ModelSequenceBatching.Control) -> str:
-    return str(_CONTROL.Kind.Name(control.kind))
+    return enum_name(_CONTROL.Kind, control.kind, field="sequence_batching.control_input.control.kind")
 
 
 def _value_fields_given(control: mc.ModelSequenceBatching.Control) -> list[str]:
@@ -104,9 +106,9 @@ def corrid_control(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
             ctx.report(m, f"CONTROL_SEQUENCE_CORRID on tensor {name!r} gives {given[0]}; the correlation id is "
                        "sent as it is, so it takes a data_type instead", field=f"{path}.{given[0]}",
                        hint="drop the values and set data_type (e.g. TYPE_UINT64)")
-        elif mc.DataType.Name(control.data_type) not in CORRID_TYPES:
+        elif enum_name(mc.DataType, control.data_type, field=f"{path}.data_type") not in CORRID_TYPES:
             ctx.report(m, f"CONTROL_SEQUENCE_CORRID on tensor {name!r} has data type "
-                       f"{mc.DataType.Name(control.data_type)}", field=f"{path}.data_type"
+                       f"{enum_name(mc.DataType, control.data_type, field=path)}", field=f"{path}.data_type"
                        if m.lines.has(f"{path}.data_type") else path,
                        hint=f"use one of {', '.join(CORRID_TYPES)}")
 
@@ -167,9 +169,9 @@ def initial_state_shape(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> 
         init = state.initial_state[0]
         path = f"{base}.initial_state[0]"
         if init.data_type != state.data_type:
-            ctx.report(m, f"initial_state of state {state.input_name!r} is {mc.DataType.Name(init.data_type)} but "
-                       f"the state is {mc.DataType.Name(state.data_type)}", field=path,
-                       hint=f"use data_type: {mc.DataType.Name(state.data_type)}")
+            ctx.report(m, f"initial_state of state {state.input_name!r} is {enum_name(mc.DataType, init.data_type, field=path)} but "
+                       f"the state is {enum_name(mc.DataType, state.data_type, field=base)}", field=path,
+                       hint=f"use data_type: {enum_name(mc.DataType, state.data_type, field=base)}")
         dims, want = list(init.dims), list(state.dims)
         if len(dims) != len(want):
             ctx.report(m, f"initial_state of state {state.input_name!r} has dims {dims} but the state has {want}",
@@ -190,11 +192,11 @@ def initial_state_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
         init = state.initial_state[0]
         path = m.folder / INITIAL_STATE_FOLDER / init.data_file
         where = f"{m.name}/{INITIAL_STATE_FOLDER}/{init.data_file}"
-        if not path.is_file():
+        if not is_regular_file(path):
             ctx.report(m, f"initial_state data file {where} is missing", field=f"{base}.initial_state[0]",
                        hint=f"put the raw bytes at {where}")
             continue
-        size = _DTYPE_BYTES.get(mc.DataType.Name(init.data_type))
+        size = _DTYPE_BYTES.get(enum_name(mc.DataType, init.data_type, field=f"{base}.initial_state[0]"))
         dims = list(init.dims)
         if size is None or -1 in dims:
             continue  # strings are read as they are; a -1 is TK517's finding
@@ -202,7 +204,7 @@ def initial_state_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
         have = path.stat().st_size
         if have < need:
             ctx.report(m, f"initial_state data file {where} has {have} bytes; dims {dims} of "
-                       f"{mc.DataType.Name(init.data_type)} need {need}", field=f"{base}.initial_state[0]",
+                       f"{enum_name(mc.DataType, init.data_type, field=base)} need {need}", field=f"{base}.initial_state[0]",
                        hint="write the whole initial state to the file (raw little-endian values)")
 
 

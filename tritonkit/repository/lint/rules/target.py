@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit.repository.layout import backend_of
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
-from tritonkit.repository.lint.rules.files import PLATFORM_BACKENDS
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "target"
@@ -21,9 +21,7 @@ GPU_ONLY_BACKENDS = {"tensorrt", "tensorrtllm"}
 
 def required_backend(cfg: mc.ModelConfig) -> str:
     """The backend library a model needs ('' for ensembles, which the server runs itself)."""
-    if cfg.backend:
-        return str(cfg.backend)
-    return PLATFORM_BACKENDS.get(cfg.platform, "")
+    return backend_of(cfg)
 
 
 @rule("TK601", ERROR, "backend missing on the target server", family=FAMILY)
@@ -36,8 +34,9 @@ def backend_available(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> No
     field = "backend" if cfg.backend else "platform"
     if target.backends_complete:
         ctx.report(m, f"backend {backend!r} is not installed on the target ({target.source}; it has: {have})",
-                   field=field, hint=f"install the {backend} backend on the server, or serve the model another "
-                   "way (an ONNX model can run in a python-backend model.py with onnxruntime)")
+                   field=field, hint=f"name a backends folder that has it: --backend-dir DIR (or TRITONKIT_BACKEND_DIR; "
+                   f"e.g. an NGC container's /opt/tritonserver/backends), or install the {backend} backend on the "
+                   "server, or serve the model another way (an ONNX model: tritonkit build onnx --runtime python)")
     else:
         # From a URL we only see backends that READY models use: absence is a strong hint, not proof.
         ctx.report(m, f"backend {backend!r} is not in use by any model on {target.source} (seen: {have}); "

@@ -9,7 +9,11 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_regular_file
+from tritonkit._values import excerpt
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.names import name_problem
+from tritonkit.repository.pbtxt import enum_name
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "tensors"
@@ -111,12 +115,19 @@ def reshape_size(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
                            hint="between two -1s (and before the first, after the last) the element count must match")
 
 
-@rule("TK312", ERROR, "tensor has no name", family=FAMILY)
+@rule("TK312", ERROR, "tensor or instance group without a usable name (empty, a control character)", family=FAMILY)
 def tensor_named(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for kind, i, t in _tensors(cfg):
         if not t.name:
             ctx.report(m, f"{kind}[{i}] has no name", field=f"{kind}[{i}]",
                        hint='name it after the model\'s tensor, e.g. name: "INPUT0"')
+        elif (problem := name_problem(t.name, "tensor")) is not None:
+            ctx.report(m, f"{kind}[{i}] name {excerpt(t.name)} {problem}", field=f"{kind}[{i}].name",
+                       hint="rename the tensor in the model and the config: printable characters only")
+    for i, group in enumerate(cfg.instance_group):
+        if group.name and (problem := name_problem(group.name, "instance group")) is not None:
+            ctx.report(m, f"instance_group[{i}] name {excerpt(group.name)} {problem}",
+                       field=f"instance_group[{i}].name", hint="printable characters only, or no name (Triton makes one)")
 
 
 @rule("TK313", ERROR, "empty reshape on a model that does not batch", family=FAMILY)
@@ -184,7 +195,8 @@ def batch_dim_repeated(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
 def image_format(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, t in enumerate(cfg.input):
         if t.format in (mc.ModelInput.FORMAT_NCHW, mc.ModelInput.FORMAT_NHWC) and len(t.dims) != 3:
-            ctx.report(m, f"input {t.name!r} has format {mc.ModelInput.Format.Name(t.format)} but "
+            shown = enum_name(mc.ModelInput.Format, t.format, field=f"input[{i}].format")
+            ctx.report(m, f"input {t.name!r} has format {shown} but "
                        f"{len(t.dims)} dims", field=f"input[{i}].format",
                        hint="image formats need 3 dims (C,H,W or H,W,C, without batch); or drop format")
 
@@ -202,7 +214,7 @@ def shape_tensor(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
 @rule("TK309", ERROR, "label file missing", family=FAMILY)
 def label_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     for i, t in enumerate(cfg.output):
-        if t.label_filename and not (m.folder / t.label_filename).is_file():
+        if t.label_filename and not is_regular_file(m.folder / t.label_filename):
             ctx.report(m, f"output {t.name!r} names label file {t.label_filename!r}, which is not in the "
                        "model folder", field=f"output[{i}].label_filename",
                        hint=f"put it at {m.name}/{t.label_filename} (next to config.pbtxt)")
@@ -231,15 +243,15 @@ def warmup_inputs(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
                 continue
             declared = inputs[key]
             if declared.data_type != mc.TYPE_INVALID and sample.data_type != declared.data_type:
-                ctx.report(m, f"warmup {w.name!r} input {key!r} is {mc.DataType.Name(sample.data_type)} but "
-                           f"the input is {mc.DataType.Name(declared.data_type)}", field=path,
-                           hint=f"use data_type: {mc.DataType.Name(declared.data_type)}")
+                ctx.report(m, f"warmup {w.name!r} input {key!r} is {enum_name(mc.DataType, sample.data_type, field=path)} but "
+                           f"the input is {enum_name(mc.DataType, declared.data_type, field=path)}", field=path,
+                           hint=f"use data_type: {enum_name(mc.DataType, declared.data_type, field=path)}")
             if declared.dims and not _dims_match(list(declared.dims), list(sample.dims)):
                 ctx.report(m, f"warmup {w.name!r} input {key!r} has dims {list(sample.dims)} but the input "
                            f"is {list(declared.dims)}", field=path,
                            hint="give the warmup sample the input's dims (without the batch dimension)")
             if (sample.WhichOneof("input_data_type") == "input_data_file"
-                    and not (m.folder / "warmup" / sample.input_data_file).is_file()):
+                    and not is_regular_file(m.folder / "warmup" / sample.input_data_file)):
                 ctx.report(m, f"warmup data file {sample.input_data_file!r} is missing", field=path,
                            hint=f"put it in {m.name}/warmup/{sample.input_data_file}")
         missing = [n for n, t in inputs.items() if not t.optional and n not in w.inputs]

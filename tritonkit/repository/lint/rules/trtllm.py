@@ -11,12 +11,13 @@ so spelling is checked here.
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_folder, is_regular_file, read_json
+from tritonkit.errors import ConfigError
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -87,8 +88,8 @@ def engine_config(m: ModelInfo) -> dict[str, Any] | None:
     if folder is None:
         return None
     try:
-        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(folder / "config.json", what="engine config", hint="build the engine")
+    except ConfigError:
         return None
     return data if isinstance(data, dict) else None
 
@@ -243,13 +244,13 @@ def tokenizer_files(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None
         return
     folder = Path(value) if Path(value).is_absolute() else m.folder / value
     field = 'parameters["tokenizer_dir"]'
-    if not folder.is_dir():
+    if not is_folder(folder):
         ctx.report(m, f"tokenizer_dir {value} is not a folder here", field=field, severity=WARNING,
                    hint="if it is a path on the serving machine (a container mount), lint there; otherwise point it "
                         "at the Hugging Face model folder")
         return
-    missing = [] if (folder / TOKENIZER_SETTINGS).is_file() else [TOKENIZER_SETTINGS]
-    if not any((folder / name).is_file() for name in TOKENIZER_MODELS):
+    missing = [] if is_regular_file(folder / TOKENIZER_SETTINGS) else [TOKENIZER_SETTINGS]
+    if not any(is_regular_file(folder / name) for name in TOKENIZER_MODELS):
         missing.append(" or ".join(TOKENIZER_MODELS))
     if missing:
         ctx.report(m, f"tokenizer_dir {value} lacks {', '.join(missing)}", field=field,

@@ -10,11 +10,12 @@ KIND_MODEL").
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._fs import is_regular_file, read_json
+from tritonkit.errors import ConfigError
 from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -26,12 +27,12 @@ def engine_args(m: ModelInfo) -> tuple[str, dict[str, Any] | None, str | None] |
     """``(file, parsed, why not)`` of the newest version's ``model.json``; ``None`` when no version has one."""
     for version in reversed(m.versions):
         path = m.folder / str(version) / MODEL_JSON
-        if path.is_file():
+        if is_regular_file(path):
             where = f"{m.name}/{version}/{MODEL_JSON}"
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, OSError, UnicodeDecodeError) as exc:
-                return where, None, str(exc)
+                doc = read_json(path, what="vLLM model.json", hint="write model.json as a JSON object")
+            except ConfigError as exc:
+                return where, None, exc.message
             return (where, doc, None) if isinstance(doc, dict) else (where, None, "not a JSON object")
     return None
 

@@ -1,0 +1,262 @@
+"""The limits of the numbers and words a user gives, checked by one piece of code wherever they arrive.
+
+A limit is a :class:`Bounds` value (whole or real, low and high ends, what the number counts). A
+settings dataclass declares a field's limit with :func:`bounded` and checks every such field in its
+``__post_init__`` with :func:`check_fields`; the command line's option for the same value takes
+:class:`tritonkit.cli._common.Number` of the same :class:`Bounds` (read from the field with
+:func:`field_bounds`). So ``--duration-s nan`` and ``LoadTestSettings(duration_s=float("nan"))`` are
+refused by the same check, one naming the option, the other the field, both with what to give instead.
+
+The limits are the real ones where there is one: Triton's ``model_config.proto`` declares
+``max_batch_size``, ``max_queue_size`` and an instance group's ``count`` as ``int32`` and ``dims`` as
+``int64`` (tritonclient's ``model_config_pb2``); a number past them never reaches protobuf. Elsewhere a limit is a sane upper bound, named here with the reason, so that
+a typo (``--concurrency 1:1e9``, ``--gpus 1000``) is an error instead of a plan nobody meant.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tritonkit.errors import ConfigError
+
+__all__ = [
+    "BUILD_VERSION",
+    "CONCURRENCY_LEVEL",
+    "COUNT",
+    "DIM",
+    "FRACTION",
+    "GPUS_PER_POD",
+    "INT32_MAX",
+    "INT64_MAX",
+    "MAX_CONCURRENCY",
+    "MAX_GPUS",
+    "MAX_GPUS_PER_POD",
+    "MAX_LADDER_LEVELS",
+    "MAX_REQUESTS",
+    "MAX_REQUEST_RATE_PER_S",
+    "MAX_SECONDS",
+    "NON_NEGATIVE",
+    "PARALLEL",
+    "POSITIVE",
+    "PROMPTS",
+    "PROTO_INT32",
+    "RATE_LEVEL",
+    "REQUESTS",
+    "SECONDS",
+    "SECONDS_OR_ZERO",
+    "SEED",
+    "REPEATS",
+    "STEPS",
+    "TOKENS",
+    "TOLERANCE",
+    "TOLERANCE_PERCENT",
+    "VERSION",
+    "WINDOW_MS",
+    "Bounds",
+    "bounded",
+    "check_choice",
+    "check_fields",
+    "excerpt",
+    "field_bounds",
+]
+
+#: protobuf's ``int32`` and ``int64`` (Triton's config fields of those types).
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+#: The longest duration any option takes: 30 days. Longer is a typo (a soak runs hours), and
+#: seconds turn into integer milliseconds and microseconds on perf_analyzer's command line.
+MAX_SECONDS = 30 * 24 * 3600.0
+#: Requests in flight at one load level. perf_analyzer keeps a context per request in flight;
+#: ten thousand is already far past what one client machine drives.
+MAX_CONCURRENCY = 10_000
+#: Requests per second at one load level.
+MAX_REQUEST_RATE_PER_S = 1_000_000.0
+#: Steps of one load ladder (a doubling ladder from 1 to MAX_CONCURRENCY has 15).
+MAX_LADDER_LEVELS = 64
+#: GPUs one pod (one node) can hold: the largest NVIDIA systems have 16 in a node.
+MAX_GPUS_PER_POD = 16
+#: GPUs one deployment spans (tensor × pipeline parallelism, GPU ids).
+MAX_GPUS = 4096
+
+_FIELD_KEY = "tritonkit.bounds"
+_OPTIONAL_KEY = "tritonkit.optional"
+
+
+def excerpt(value: Any, limit: int = 40) -> str:
+    """``value`` as it may appear in an error message: its ``repr`` (control characters escaped),
+    cut to ``limit`` characters. A file read where a word was expected is never echoed whole."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number_text(value: float) -> str:
+    return f"{int(value)}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The numbers a value may take: whole (``integer``) or real and finite, from ``low`` to ``high``
+    (either end ``None`` for none; ``low_open``/``high_open`` leave the end itself out). ``noun`` says
+    what the number counts in messages (``"number of seconds"``); ``example`` is a good value."""
+
+    integer: bool
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    noun: str = ""
+    example: str = "1"
+
+    @property
+    def metavar(self) -> str:
+        """How ``--help`` names the value."""
+        return "INTEGER" if self.integer else "NUMBER"
+
+    def describe(self) -> str:
+        """``"a whole number from 1 to 2147483647"``, ``"a number of seconds > 0 and ≤ 2592000"``."""
+        noun = self.noun or ("whole number" if self.integer else "number")
+        article = "an" if noun[0] in "aeiou" else "a"
+        if self.integer and self.low is not None and self.high is not None:
+            low = int(self.low) + (1 if self.low_open else 0)
+            high = int(self.high) - (1 if self.high_open else 0)
+            return f"{article} {noun} from {low} to {high}"
+        ends = []
+        if self.low is not None:
+            ends.append(f"{'>' if self.low_open else '≥'} {_number_text(self.low)}")
+        if self.high is not None:
+            ends.append(f"{'<' if self.high_open else '≤'} {_number_text(self.high)}")
+        return f"{article} {noun}" + (f" {' and '.join(ends)}" if ends else "")
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` (a number already), or ``None``."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return f"not a number ({type(value).__name__})"
+        if self.integer and not isinstance(value, numbers.Integral):
+            return "not a whole number"
+        if not math.isfinite(value):
+            return "not a finite number"
+        number = float(value) if not isinstance(value, numbers.Integral) else int(value)
+        if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
+            return "too small"
+        if self.high is not None and (number > self.high or (self.high_open and number == self.high)):
+            return "too large"
+        return None
+
+    def check(self, value: Any, where: str) -> Any:
+        """``value`` unchanged when it is within bounds; else a :class:`ConfigError` naming ``where``
+        (an option ``--duration-s`` or a field ``LoadTestSettings.duration_s``)."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise self._error(where, excerpt(value), problem)
+        return value
+
+    def parse(self, text: str, where: str) -> int | float:
+        """The number ``text`` spells (as typed on a command line), checked."""
+        stripped = text.strip()
+        try:
+            value: int | float = int(stripped, 10) if self.integer else float(stripped)
+        except ValueError:
+            raise self._error(where, excerpt(text), "not a whole number" if self.integer else "not a number") from None
+        problem = self.problem(value)
+        if problem is not None:
+            raise self._error(where, excerpt(text), problem)
+        return value
+
+    def _error(self, where: str, shown: str, problem: str) -> ConfigError:
+        name = where.rsplit(".", 1)[-1]
+        if where.startswith("-"):
+            example = f"{where} {self.example}"  # an option
+        elif name.isidentifier():
+            example = f"{name}={self.example}"  # a field
+        else:
+            example = self.example
+        return ConfigError(f"{where} {shown}: {problem}", hint=f"give {self.describe()}, e.g. {example}")
+
+
+#: A count protobuf holds as ``int32``: instances, a batch size, a count of things.
+COUNT = Bounds(integer=True, low=1, high=INT32_MAX, example="4")
+#: A duration that must pass: a step, a timeout, a deadline.
+SECONDS = Bounds(integer=False, low=0, high=MAX_SECONDS, low_open=True, noun="number of seconds", example="6")
+#: A duration that may be nothing: a warm-up, a settle time.
+SECONDS_OR_ZERO = Bounds(integer=False, low=0, high=MAX_SECONDS, noun="number of seconds", example="5")
+#: A share of something, more than none and at most all (``0.9`` of free GPU memory).
+FRACTION = Bounds(integer=False, low=0, high=1, low_open=True, noun="fraction", example="0.9")
+#: A finite quantity above zero (gigabytes, TFLOPS, milliseconds of a target).
+POSITIVE = Bounds(integer=False, low=0, low_open=True, example="1.5")
+#: A finite quantity of zero or more.
+NON_NEGATIVE = Bounds(integer=False, low=0, example="0")
+#: model_config.proto's ``int32`` fields that cannot be negative (``max_batch_size``, ``max_queue_size``).
+PROTO_INT32 = Bounds(integer=True, low=0, high=INT32_MAX, example="8")
+#: A tensor dimension (model_config.proto's ``int64`` ``dims``): -1 for a variable size, else a size.
+DIM = Bounds(integer=True, low=-1, high=INT64_MAX, example="4")
+#: A model version: a folder name Triton reads as an ``int64``.
+VERSION = Bounds(integer=True, low=0, high=INT64_MAX, example="1")
+#: A version the builders write: they number versions from 1.
+BUILD_VERSION = Bounds(integer=True, low=1, high=INT64_MAX, example="2")
+#: Trials, retries, steps: small counts, where a thousand is already a typo.
+STEPS = Bounds(integer=True, low=1, high=1000, example="3")
+#: Whole ladders run again to measure run-to-run spread: each is minutes long, so a hundred is a typo.
+REPEATS = Bounds(integer=True, low=1, high=100, example="5")
+#: A relative tolerance as a fraction, none to almost all: ``0.05`` is 5 %.
+TOLERANCE = Bounds(integer=False, low=0, high=1, high_open=True, noun="fraction", example="0.05")
+#: The same tolerance in percent, as the command line takes it.
+TOLERANCE_PERCENT = Bounds(integer=False, low=0, high=100, high_open=True, noun="percentage", example="5")
+#: A random seed (numpy takes 0 to 2**32 - 1 everywhere).
+SEED = Bounds(integer=True, low=0, high=2**32 - 1, example="0")
+#: GPUs per pod.
+GPUS_PER_POD = Bounds(integer=True, low=0, high=MAX_GPUS_PER_POD, example="1")
+#: A parallel degree or a GPU count of one deployment (tensor, pipeline parallelism).
+PARALLEL = Bounds(integer=True, low=1, high=MAX_GPUS, example="2")
+#: One measurement window in milliseconds: perf_analyzer needs at least a few requests in it.
+WINDOW_MS = Bounds(integer=True, low=50, high=3_600_000, noun="number of milliseconds", example="500")
+#: A concurrency level: requests in flight.
+CONCURRENCY_LEVEL = Bounds(integer=True, low=1, high=MAX_CONCURRENCY, example="8")
+#: A request-rate level, per second.
+RATE_LEVEL = Bounds(integer=False, low=0, high=MAX_REQUEST_RATE_PER_S, low_open=True,
+                    noun="number of requests per second", example="50")
+#: Tokens of one request (2**20: the longest context windows of today's models).
+TOKENS = Bounds(integer=False, low=0, high=2**20, low_open=True, noun="number of tokens", example="128")
+#: Requests one LLM load level or traffic shape sends: load stays bounded in count and time.
+MAX_REQUESTS = 100_000
+REQUESTS = Bounds(integer=True, low=1, high=MAX_REQUESTS, example="32")
+#: Synthetic prompts generated up front (each held in memory for the whole run).
+PROMPTS = Bounds(integer=True, low=1, high=100_000, example="100")
+
+
+def bounded(default: Any, bounds: Bounds, *, optional: bool = False) -> Any:
+    """A dataclass field with ``default`` whose values :func:`check_fields` holds to ``bounds``
+    (``optional``: ``None`` is allowed too)."""
+    return field(default=default, metadata={_FIELD_KEY: bounds, _OPTIONAL_KEY: optional or default is None})
+
+
+def field_bounds(cls: type, name: str) -> Bounds:
+    """The :class:`Bounds` a dataclass declares for its field ``name`` (with :func:`bounded`)."""
+    for item in fields(cls):
+        if item.name == name and _FIELD_KEY in item.metadata:
+            bounds: Bounds = item.metadata[_FIELD_KEY]
+            return bounds
+    raise KeyError(f"{cls.__name__}.{name} declares no bounds")
+
+
+def check_fields(obj: Any) -> None:
+    """Hold every :func:`bounded` field of the dataclass ``obj`` to its bounds (call it from
+    ``__post_init__``); the first value out of bounds is a :class:`ConfigError` naming the field."""
+    for item in fields(obj):
+        bounds = item.metadata.get(_FIELD_KEY)
+        if bounds is None:
+            continue
+        value = getattr(obj, item.name)
+        if value is None and item.metadata.get(_OPTIONAL_KEY):
+            continue
+        bounds.check(value, f"{type(obj).__name__}.{item.name}")
+
+
+def check_choice(value: Any, where: str, choices: tuple[str, ...] | list[str]) -> str:
+    """``value`` when it is one of ``choices``; else a :class:`ConfigError` listing them."""
+    if value not in choices:
+        raise ConfigError(f"{where} {excerpt(value)}: not one of {', '.join(choices)}",
+                          hint=f"give one of {', '.join(choices)}")
+    return str(value)
