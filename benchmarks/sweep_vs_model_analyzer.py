@@ -185,7 +185,7 @@ def run_restart_baseline(work: Path) -> dict[str, Any]:
         runs += len(ladder.result.steps) + 1
         outcomes.append(VariantOutcome(variant, steps=step_points(ladder, sla)))
     wall_s = time.monotonic() - started
-    winner, _ = choose_winner(outcomes)
+    winner = choose_winner(outcomes).winner
     score = winner.score() if winner else None
     default = outcomes[0].score()
     return {

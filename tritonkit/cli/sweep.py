@@ -17,6 +17,7 @@ import click
 from tritonkit._values import POSITIVE, TOLERANCE_PERCENT, excerpt
 from tritonkit.cli._common import (
     CommandExit,
+    Percent,
     UserPath,
     Words,
     backend_dir_option,
@@ -101,6 +102,8 @@ class SweepPrinter:
                 throughput_per_s=round(score.throughput_per_s, 2) if score else None,
                 p99_ms=round(score.p99_ms, 3) if score else None, load=score.load if score else None,
                 ratio_to_default=round(result.ratio_to_default, 3) if result.ratio_to_default else None,
+                headroom_pct=round(100 * min(result.headroom.values()), 1) if result.headroom else None,
+                tie_within_noise=bool(result.search.noise_note),
                 measured=result.counts()["measured"], pruned=result.counts()["pruned"],
                 skipped=result.counts()["skipped"],
                 load_failed=result.counts()["load_failed"], failed=result.counts()["failed"],
@@ -195,6 +198,9 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @rate_tolerance_option(_D("rate_tolerance"))
 @click.option("--max-gpu-memory-mb", type=number(SweepSettings, "max_gpu_memory_mb"), default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
+@click.option("--headroom", type=Percent(), default="0%", show_default=True,
+              help="A step meets the SLA only if every bound keeps this margin to its limit, e.g. 20% (p99<=50ms "
+                   "is then held at 40 ms), so the winner's load may be lower.")
 @click.option("--target", type=Words(check_model_name, example="ensemble"), default=None,
               help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
                    "(MODEL's instances and batching are swept, the target's config is used as written).")
@@ -214,7 +220,7 @@ def sweep_command(
     batch_window: str | None, preferred_batch: str | None, queue_sizes: str | None, queue_timeouts: str | None,
     pins: tuple[str, ...], concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
-    max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
+    max_gpu_memory_mb: float | None, headroom: float, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
     input_data: str | None, shapes: tuple[str, ...], server_bin: Path | None, backend_dir: Path | None, as_json: bool,
     quiet: bool,
 ) -> None:
@@ -266,7 +272,7 @@ def sweep_command(
         sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
+        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, headroom=headroom, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
         server_bin=server_bin, backend_dir=backend_dir,

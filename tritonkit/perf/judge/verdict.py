@@ -118,18 +118,22 @@ class StepMeasurement:
 @dataclass(frozen=True)
 class CheckResult:
     """One constraint judged at one step: ``passed`` by the measured value, :attr:`status` by its
-    interval (see the module docstring), :attr:`margin` and ``headroom`` how far from the limit."""
+    interval (see the module docstring), :attr:`margin` and ``headroom`` how far from the limit.
+    ``held_to``: the value the measurement was held to when a required headroom moved the limit
+    inward (:meth:`~tritonkit.perf.judge.criteria.JudgeSettings.limit`); ``None``: the limit itself."""
 
     constraint: Constraint
     measured: float | None
     passed: bool | None
     headroom: float | None
     interval: tuple[float, float] | None = None
+    held_to: float | None = None
 
     @property
     def within_noise(self) -> bool:
-        """The limit lies inside the value's 95 % interval: measured again, the verdict could flip."""
-        return self.interval is not None and self.interval[0] <= self.constraint.value <= self.interval[1]
+        """The limit (as held to) lies inside the value's 95 % interval: measured again, the verdict could flip."""
+        limit = self.constraint.value if self.held_to is None else self.held_to
+        return self.interval is not None and self.interval[0] <= limit <= self.interval[1]
 
     @property
     def status(self) -> Status:
@@ -158,6 +162,9 @@ class CheckResult:
         """``"p99<=50ms (measured 73.2 ms)"``: the constraint and what was measured."""
         c = self.constraint
         measured = "not measured" if self.measured is None else format_metric(c.metric, self.measured)
+        if self.held_to is not None and self.headroom is not None:
+            return (f"{c} (measured {measured}: {100 * self.headroom:.0f} % headroom, held to "
+                    f"{format_metric(c.metric, self.held_to)} for the headroom required)")
         return f"{c} (measured {measured})"
 
     def noise_note(self) -> str:
@@ -179,6 +186,7 @@ class CheckResult:
             "headroom": self.headroom,
             "margin": self.margin,
             "interval": None if self.interval is None else list(self.interval),
+            "held_to": self.held_to,
             "within_noise": self.within_noise,
             "status": self.status,
         }
@@ -193,12 +201,14 @@ class CheckResult:
         headroom = data.get("headroom")
         passed = data.get("passed")
         interval = data.get("interval")
+        held_to = data.get("held_to")
         return cls(
             constraint,
             None if measured is None else float(measured),
             None if passed is None else bool(passed),
             None if headroom is None else float(headroom),
             None if not interval else (float(interval[0]), float(interval[1])),
+            None if held_to is None else float(held_to),
         )
 
 
@@ -511,7 +521,11 @@ def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> Step
             checks_list.append(CheckResult(c, None, None, None))
             missing.append(c.metric)
         else:
-            checks_list.append(CheckResult(c, value, c.holds(value), c.headroom(value), step.intervals.get(c.metric)))
+            # A required headroom moves the limit inward: the check is judged against where it is held.
+            held_to = judging.limit(c)
+            checks_list.append(CheckResult(c, value, c.holds(value) and judging.keeps_headroom(c, value),
+                                           c.headroom(value), step.intervals.get(c.metric),
+                                           None if held_to == c.value else held_to))
     checks = tuple(checks_list)
     if misses or any(c.status == "fail" for c in checks):
         status = "fail"

@@ -66,7 +66,8 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
     """Each step of ``ladder`` that carried something, as a :class:`StepPoint` judged by the one
     judge (:func:`~tritonkit.perf.evaluate_result` with ``judging``): whether it meets the SLA and
     why not (the step verdict's reasons: a bound broken, an offered rate not carried — at least
-    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's;
+    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``, a bound kept
+    with less than the ``headroom`` required) are the verdict's, and so is each bound's headroom;
     a step whose bound lies inside its noise meets the SLA when its measured values do
     (:attr:`~tritonkit.perf.judge.verdict.StepVerdict.met_by_values`).
     A step whose only failures were queue-policy rejections is kept, carrying nothing."""
@@ -89,6 +90,9 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
             meets_sla=verdict_step is not None and verdict_step.met_by_values, gpu_memory_mb=memory_mb,
             gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None,
             note="; ".join(verdict_step.reasons) if verdict_step is not None else "",
+            noisy=step.noisy, throughput_interval_per_s=step.interval("throughput"),
+            headroom={} if verdict_step is None else {str(c.constraint): c.headroom for c in verdict_step.checks
+                                                      if c.headroom is not None},
         ))
     return points
 
@@ -105,8 +109,9 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
           attempts_s: list[float] | None = None, metrics_url: str | None = None,
           runtime: ServedRuntime | None = None) -> LadderResult:
     """:func:`run_ladder` judged by ``sla`` and ``judging``; a ladder whose unrecorded warm-up saw no request
-    complete is started once more, afresh (a model slow to start its first executions — a
-    python stub on a loaded machine — says nothing about how it bears load). ``attempts_s``
+    complete is started once more, afresh, with a longer warm-up (:func:`retry_warmup_s`: a model
+    slow to start its first executions — a python stub on a loaded machine — says nothing about
+    how it bears load; a second failure is the variant's). ``attempts_s``
     collects the duration of every step perf_analyzer ran, unstable attempts tried again included;
     ``metrics_url``: the server's metrics, scraped during each step (its failures, GPU memory);
     ``runtime`` is recorded as what served the model (by default the server is asked)."""
@@ -119,13 +124,22 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
     ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
                         on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
-        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
+        longer = retry_warmup_s(plan)
+        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more "
+            f"with a {longer:g} s warm-up")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
-        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
+        ladder = run_ladder(spec, replace(plan, warmup_s=longer), results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
                             on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
     return ladder
+
+
+def retry_warmup_s(plan: LadderPlan) -> float:
+    """The warm-up a ladder gets on its one retry: four times as long, and its three windows each
+    at least a step window long, so a model whose first requests outlast a short warm-up window
+    (perf_analyzer's "no valid requests") gets them answered."""
+    return max(4 * plan.warmup_s, 3 * plan.step_window_ms / 1000.0)
 
 
 def failure_reason(ladder: LadderResult) -> str:

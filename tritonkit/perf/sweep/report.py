@@ -85,7 +85,8 @@ def render_sweep_markdown(result: SweepResult) -> str:
     lines += ["", "## Result", "", result.headline()]
     if len(search.tied) > 1:
         lines.append("")
-        lines.append("Tied within the tolerance (a tie goes to the lower p99, then fewer instances): "
+        within = "the tolerance or the noise" if search.noise_note else "the tolerance"
+        lines.append(f"Tied within {within} (a tie goes to the lower p99, then fewer instances): "
                      + ", ".join(o.variant.id for o in search.tied) + ".")
     wb = result.write_back
     if wb is not None:

@@ -60,6 +60,24 @@ class SweepResult:
     target: str | None = None
     #: What served the swept model in every variant (backend, engine and versions).
     runtime: ServedRuntime | None = None
+    #: The margin every SLA bound had to keep for a step to count (``SweepSettings.headroom``).
+    headroom_required: float = 0.0
+
+    @property
+    def headroom(self) -> dict[str, float]:
+        """The winner's margin to each scaled SLA bound at its chosen load, as a fraction of the
+        limit (``{"p99<=50ms": 0.38}``), the least any of its measurements there kept; empty
+        without a winner."""
+        score = self.search.winner.score() if self.search.winner else None
+        return dict(score.headroom) if score is not None else {}
+
+    def headroom_text(self) -> str:
+        """``"headroom p99<=50ms 38 %"`` (every bound, and the margin required), or ``""``."""
+        margins = self.headroom
+        if not margins:
+            return ""
+        required = f" (at least {100 * self.headroom_required:g} % required)" if self.headroom_required else ""
+        return "headroom " + ", ".join(f"{term} {100 * m:.0f} %" for term, m in margins.items()) + required
 
     @property
     def failed(self) -> list[VariantOutcome]:
@@ -133,9 +151,11 @@ class SweepResult:
         ratio = self.ratio_to_default
         on = f" on {self.target}" if self.target and self.target != self.model else ""
         versus = f" — {ratio:.2f}× the default" if ratio is not None else f"; {default_text}"
+        margins = f", {self.headroom_text()}" if self.headroom else ""
+        noise = f" {self.search.noise_note[:1].upper()}{self.search.noise_note[1:]}." if self.search.noise_note else ""
         return (f"Winner {winner.variant.id} ({winner.variant.describe()}): {score.throughput_per_s:,.1f} infer/s "
-                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{versus}"
-                + (f" ({default_text})." if ratio is not None else ".") + failed)
+                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{margins}"
+                f"{versus}" + (f" ({default_text})." if ratio is not None else ".") + noise + failed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (``--json``, and ``sweep.json``)."""
@@ -158,6 +178,9 @@ class SweepResult:
             "default": None if default is None else default.to_dict(),
             "ratio_to_default": self.ratio_to_default,
             "tied": [o.variant.id for o in self.search.tied],
+            "tie_within_noise": self.search.noise_note or None,
+            "headroom": self.headroom or None,
+            "headroom_required": self.headroom_required,
             "first_guess": self.search.guess.id if self.search.guess else None,
             "pruned": dict(self.search.pruned),
             "decisions": {variant: d.to_dict() for variant, d in self.search.decisions.items()},

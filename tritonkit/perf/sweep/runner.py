@@ -143,7 +143,9 @@ def run_sweep(
         store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
                      "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
-                     # Only when set: a folder of a sweep without pins resumes as it did.
+                     # Only when set (each decides which steps meet the SLA): a folder of a sweep
+                     # without them resumes as it did.
+                     **({"headroom": settings.headroom} if settings.headroom else {}),
                      **({"composing_pins": [str(p) for pins in settings.grid.composing_pins([model]).values()
                                             for p in pins]} if composing else {})})
         stopping: list[threading.Thread] = []
@@ -152,8 +154,10 @@ def run_sweep(
                                      target_config, stopping=stopping, composing=composing)
             sweep.warnings = warnings + sweep.warnings
             pending: PendingWriteBack | None = None
-            if settings.write_back and sweep.search.winner is not None and not sweep.failed:
-                pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
+            # A tie within the noise names its pick but changes nothing (SearchResult.decided).
+            winner = sweep.search.winner
+            if settings.write_back and winner is not None and sweep.search.decided and not sweep.failed:
+                pending = plan_write_back(repo_path, model, apply_variant(base, winner.variant))
                 sweep.write_back = pending.planned
             sweep.wall_s = time.monotonic() - started
             sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
@@ -297,7 +301,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
         p99_limit_ms=search_settings.p99_limit_ms, exhaustive=settings.exhaustive, grid=variants, search=result,
         write_back=None, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
-        server_start_s=server_start_s, target=settings.target, runtime=runtime,
+        server_start_s=server_start_s, target=settings.target, runtime=runtime, headroom_required=settings.headroom,
         warnings=[stand_in_warning] if stand_in_warning else [],
     )
 

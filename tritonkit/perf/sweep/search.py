@@ -31,12 +31,18 @@ How the search decides:
   them apart by latency). The same bound per load skips the low rungs of a ladder: ``c``
   requests in flight cannot complete more than ``c`` per cheapest execution, so once a best is
   known, loads that cannot reach it are not measured.
-* **Confirmation.** The top candidates are measured once more at their best load; the score is
-  the mean. (A live sweep re-measures a contender right after its ladder, while it is still
+* **Confirmation.** The top candidates (within twice the tie tolerance of the top, or whose
+  throughput interval reaches the top's) are measured once more at their best load; the score
+  is the mean. (A live sweep re-measures a contender right after its ladder, while it is still
   loaded; the closing round here then covers only the contenders left without a second
   measurement.) Throughputs within the tie tolerance (default 5 %) are a tie, broken by lower p99
   (again within the tolerance), then fewer instances, then the default config (nothing to
   change), then the smaller max batch and window.
+* **A tie within the noise.** After the re-measurements, the top must also clear the noise: a
+  variant beyond the tie tolerance whose throughput interval still reaches the top's lower
+  bound cannot be told from it. Those are tied too, the same rule picks among them, and the
+  answer says so (:attr:`WinnerChoice.noise_note`): such a winner is not written back.
+  :func:`choose_winner` is the one place this is decided.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ __all__ = [
     "SearchSettings",
     "StepPoint",
     "VariantOutcome",
+    "WinnerChoice",
     "choose_winner",
     "first_guess",
     "interpolate_cost_us",
@@ -117,7 +124,8 @@ class SearchResult:
     """The search's record: every outcome in the order measured, the variants pruned (id →
     the bound that ruled them out, infer/s), the first guess, the winner and whoever tied it;
     ``decisions`` say why each variant was measured, pruned or skipped, and ``model_text`` what
-    the model fitted to everything measured holds."""
+    the model fitted to everything measured holds. ``noise_note``: when the top is a tie within
+    the noise, what says so (see :class:`WinnerChoice`); empty when the winner is clear."""
 
     outcomes: list[VariantOutcome]
     pruned: dict[str, float]
@@ -126,6 +134,13 @@ class SearchResult:
     tied: list[VariantOutcome]
     decisions: dict[str, Decision] = field(default_factory=dict)
     model_text: str = ""
+    noise_note: str = ""
+
+    @property
+    def decided(self) -> bool:
+        """True when the winner clears the others (by more than the noise, or by the tie rule
+        within the tie tolerance): only then is it written back."""
+        return self.winner is not None and not self.noise_note
 
     @property
     def default(self) -> VariantOutcome | None:
@@ -234,20 +249,59 @@ def _tie_key(outcome: VariantOutcome) -> tuple[int, bool, int, int, str]:
     return (v.instances, not v.is_default, v.max_batch_size, v.window_us or 0, v.id)
 
 
-def choose_winner(
-    outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05
-) -> tuple[VariantOutcome | None, list[VariantOutcome]]:
-    """The winner and every outcome tied with it (winner first), by the rule in the module docstring."""
+@dataclass(frozen=True)
+class WinnerChoice:
+    """What :func:`choose_winner` decided: the ``winner``, every outcome tied with it (winner
+    first), and ``noise_note``, a sentence when the top is a tie within the noise (empty when the
+    winner is clear)."""
+
+    winner: VariantOutcome | None
+    tied: list[VariantOutcome]
+    noise_note: str = ""
+
+
+def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05) -> WinnerChoice:
+    """The winner by the rule in the module docstring: throughputs within ``tie_tolerance`` of the
+    top are a tie, and so are those beyond it whose throughput interval reaches the top's lower
+    bound (a tie within the noise, said in :attr:`WinnerChoice.noise_note`); lower p99 (within the
+    tolerance), then fewer instances, then the default config, then the smaller batch and window
+    break a tie."""
     scored = [(o, s) for o in outcomes if (s := o.score()) is not None]
     if not scored:
-        return None, []
-    top = max(s.throughput_per_s for _, s in scored)
+        return WinnerChoice(None, [])
+    leader, lead = max(scored, key=lambda pair: (pair[1].throughput_per_s, pair[1].band_per_s[0]))
+    top = lead.throughput_per_s
     tied = [(o, s) for o, s in scored if s.throughput_per_s >= top * (1.0 - tie_tolerance)]
-    lowest_p99 = min(s.p99_ms for _, s in tied)
-    calm = [o for o, s in tied if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
+    # Beyond the tolerance, but the top's lower bound is not above its upper one: not told apart.
+    noisy = [(o, s) for o, s in scored if s.throughput_per_s < top * (1.0 - tie_tolerance)
+             and s.band_per_s[1] >= lead.band_per_s[0]]
+    pool = tied + noisy
+    lowest_p99 = min(s.p99_ms for _, s in pool)
+    calm = [o for o, s in pool if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
     winner = min(calm, key=_tie_key)
-    others = sorted((o for o, _ in tied if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
-    return winner, [winner, *others]
+    others = sorted((o for o, _ in pool if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
+    return WinnerChoice(winner, [winner, *others], _noise_note(leader, lead, noisy, winner) if noisy else "")
+
+
+def _band_text(outcome: VariantOutcome, score: StepPoint) -> str:
+    low, high = score.band_per_s
+    return f"{outcome.variant.id} {score.throughput_per_s:,.1f}/s (95 % interval {low:,.1f} – {high:,.1f})"
+
+
+def _noise_note(leader: VariantOutcome, lead: StepPoint, noisy: list[tuple[VariantOutcome, StepPoint]],
+                winner: VariantOutcome) -> str:
+    """The plain statement of a tie within the noise, with the figures, the pick and what to do."""
+    lowest = min(s.throughput_per_s for _, s in noisy)
+    # The tolerance, in whole percent, that makes this a tie by the rule and the pick final: above
+    # the gap by at least a whole percent less a hair, so float rounding cannot undo it.
+    gap = 1.0 - lowest / lead.throughput_per_s if lead.throughput_per_s > 0 else 1.0
+    accept = min(99, math.floor(100 * gap + 1e-6) + 1)
+    return (f"the top is a tie within the noise: {_band_text(leader, lead)} cannot be told from "
+            + ", ".join(_band_text(o, s) for o, s in noisy)
+            + f"; {winner.variant.id} is picked by the tie rule (lower p99, then fewer instances, then the "
+            f"default config) and not written back. To tell them apart, sweep again with longer windows "
+            f"(--window-ms); to accept the pick, re-run into the same --out with --tie-tolerance {accept} "
+            f"(what is stored there is reused)")
 
 
 def pareto_front(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -370,10 +424,11 @@ def search(
 
     if confirm is not None:
         _confirm_top(outcomes, confirm, settings, say)
-    winner, tied = choose_winner(outcomes, settings.tie_tolerance)
+    choice = choose_winner(outcomes, settings.tie_tolerance)
     final = fit_model(outcomes, settings.model_settings())
-    return SearchResult(outcomes=outcomes, pruned=pruned, guess=guess, winner=winner, tied=tied,
-                        decisions=decisions, model_text=final.describe() if final is not None else "")
+    return SearchResult(outcomes=outcomes, pruned=pruned, guess=guess, winner=choice.winner, tied=choice.tied,
+                        decisions=decisions, model_text=final.describe() if final is not None else "",
+                        noise_note=choice.noise_note)
 
 
 def _best(outcomes: Iterable[VariantOutcome]) -> float:
@@ -405,9 +460,10 @@ def _confirm_top(outcomes: list[VariantOutcome], confirm: Confirm, settings: Sea
                         key=lambda pair: -pair[1].throughput_per_s)
         if not ranked:
             return
-        top = ranked[0][1].throughput_per_s
-        # Within twice the tolerance: noise of that size could still reorder them.
-        contenders = [o for o, s in ranked if s.throughput_per_s >= top * (1.0 - 2 * settings.tie_tolerance)]
+        top, floor = ranked[0][1].throughput_per_s, ranked[0][1].band_per_s[0]
+        # Within twice the tolerance, or reaching the top's interval: noise could still reorder them.
+        contenders = [o for o, s in ranked
+                      if s.throughput_per_s >= top * (1.0 - 2 * settings.tie_tolerance) or s.band_per_s[1] >= floor]
         todo = [o for o in contenders[: settings.confirm_top] if o.variant.knobs_id not in tried]
         if not todo:
             return

@@ -130,7 +130,9 @@ class SweepSettings:
     throughput difference that is a tie; ``noise_allowance``: headroom on the bounds that prune.
     ``rate_tolerance``: with a request-rate ladder a step meets the SLA only if the server carried
     at least ``(1 - rate_tolerance)`` × the offered rate. ``max_gpu_memory_mb``: a variant whose
-    peak GPU memory (from the server's metrics) is above it does not meet the SLA. Both are the
+    peak GPU memory (from the server's metrics) is above it does not meet the SLA. ``headroom``
+    (a fraction in ``[0, 1)``, ``0.2`` = 20 %): a step meets the SLA only if every scaled bound
+    keeps that margin to its limit, so the winner's load may be lower (0: none). All three are the
     judge's criteria (:meth:`judging`), the same ``perf run`` applies. ``spec``:
     perf_analyzer options (input data, shapes; model and URL are replaced). ``write_back=False``
     leaves the repository untouched. ``target``: the model perf_analyzer sends the load to, when
@@ -161,6 +163,7 @@ class SweepSettings:
     noise_allowance: float = bounded(0.10, TOLERANCE)
     rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
     max_gpu_memory_mb: float | None = bounded(None, POSITIVE)
+    headroom: float = bounded(0.0, TOLERANCE)
     spec: PerfSpec | None = None
     target: str | None = None
     shares: Mapping[str, float] | None = None
@@ -190,7 +193,8 @@ class SweepSettings:
 
     def judging(self) -> JudgeSettings:
         """What a step must meet beyond the SLA, as the judge takes it (``ConfigError`` if out of range)."""
-        return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb)
+        return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb,
+                             headroom=self.headroom)
 
     def parsed_sla(self, model: str | None = None) -> SLA:
         """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a
