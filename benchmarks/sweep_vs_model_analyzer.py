@@ -49,6 +49,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -108,12 +109,17 @@ class TritonPythonModel:
 """
 
 
-def make_repo(root: Path) -> Path:
+def make_repo(root: Path, model: str = MODEL, config: str = CONFIG, model_py: str = MODEL_PY) -> Path:
+    """``root/repo`` holding one python-backend model (this benchmark's, unless given)."""
     repo = root / "repo"
-    (repo / MODEL / "1").mkdir(parents=True)
-    (repo / MODEL / "config.pbtxt").write_text(CONFIG.strip() + "\n")
-    (repo / MODEL / "1" / "model.py").write_text(MODEL_PY.lstrip())
+    (repo / model / "1").mkdir(parents=True)
+    (repo / model / "config.pbtxt").write_text(config.strip() + "\n")
+    (repo / model / "1" / "model.py").write_text(model_py.lstrip())
     return repo
+
+
+#: Makes a model repository under a folder (``make_repo`` with this benchmark's model, or another's).
+RepoMaker = Callable[[Path], Path]
 
 
 #: The settings tritonkit sweeps with; the restart baseline climbs the same ladder.
@@ -179,7 +185,7 @@ def run_restart_baseline(work: Path) -> dict[str, Any]:
         runs += len(ladder.result.steps) + 1
         outcomes.append(VariantOutcome(variant, steps=step_points(ladder, sla)))
     wall_s = time.monotonic() - started
-    winner, _ = choose_winner(outcomes)
+    winner = choose_winner(outcomes).winner
     score = winner.score() if winner else None
     default = outcomes[0].score()
     return {
@@ -220,24 +226,30 @@ def _wrappers(folder: Path) -> tuple[Path, Path]:
     return server_script, perf_script
 
 
-def run_model_analyzer(work: Path, mode: str) -> dict[str, Any]:
-    """One Model Analyzer profile in ``mode`` (``<search>-<launch>``, e.g. ``quick-remote``)."""
+def run_model_analyzer(work: Path, mode: str, *, make: RepoMaker = make_repo, model_name: str = MODEL,
+                       instances: Sequence[int] = INSTANCES, max_batch: Sequence[int] = MAX_BATCH,
+                       max_concurrency: int = 8, p99_limit_ms: float = 20.0,
+                       timeout_s: float = 1200.0) -> dict[str, Any]:
+    """One Model Analyzer profile in ``mode`` (``<search>-<launch>``, e.g. ``quick-remote``) of the
+    model ``make`` writes (this benchmark's by default), over ``instances`` × ``max_batch`` and
+    concurrency 1 to ``max_concurrency``, with a p99 constraint; killed (``TimeoutExpired``) past
+    ``timeout_s``."""
     search_mode, launch = mode.split("-")
     folder = work / f"model_analyzer-{mode}"
-    repo = make_repo(folder)
+    repo = make(folder)
     server_script, perf_script = _wrappers(folder)
-    model: dict[str, Any] = {"constraints": {"perf_latency_p99": {"max": 20}}}
+    model: dict[str, Any] = {"constraints": {"perf_latency_p99": {"max": p99_limit_ms}}}
     if launch == "remote":
         model["cpu_only"] = True  # else every variant asks for KIND_GPU, which a CPU machine refuses
     config: dict[str, Any] = {
         "model_repository": str(repo),
-        "profile_models": {MODEL: model},
+        "profile_models": {model_name: model},
         "run_config_search_mode": search_mode,
-        "run_config_search_max_instance_count": max(INSTANCES),
-        "run_config_search_min_model_batch_size": min(MAX_BATCH),
-        "run_config_search_max_model_batch_size": max(MAX_BATCH),
+        "run_config_search_max_instance_count": max(instances),
+        "run_config_search_min_model_batch_size": min(max_batch),
+        "run_config_search_max_model_batch_size": max(max_batch),
         "run_config_search_min_concurrency": 1,
-        "run_config_search_max_concurrency": 8,
+        "run_config_search_max_concurrency": max_concurrency,
         "triton_launch_mode": launch,
         "perf_analyzer_path": str(perf_script),
         "output_model_repository_path": str(folder / "output_repo"),
@@ -267,7 +279,7 @@ def run_model_analyzer(work: Path, mode: str) -> dict[str, Any]:
             proc = subprocess.Popen([str(MA_BIN), "profile", "-f", str(config_path)], stdout=out,
                                     stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
             try:
-                code = proc.wait(timeout=1200)
+                code = proc.wait(timeout=timeout_s)
             except BaseException:
                 os.killpg(proc.pid, 9)
                 raise
@@ -323,24 +335,27 @@ def _ma_summary(rows: list[dict[str, str]], wall_s: float, server_starts: int) -
 # ---------------------------------------------------------------------------------- re-measure
 
 
-def remeasure(work: Path, variants: dict[str, Variant], rounds: int = 2) -> dict[str, float | None]:
+def remeasure(work: Path, variants: dict[str, Variant], rounds: int = 2, *, make: RepoMaker = make_repo,
+              model: str = MODEL, sla_text: str = SLA_TEXT, levels: tuple[float, ...] = (4.0, 8.0),
+              window_ms: int = 1000) -> dict[str, float | None]:
     """Each distinct configuration among ``variants`` measured again on one server, by one protocol:
-    concurrency 4 and 8 with 1 s windows, the best step within the SLA, ``rounds`` times in turn
-    (so drift on a shared machine hits every configuration alike); the mean per configuration."""
-    repo = make_repo(work / "verify")
-    base = read_config(repo / MODEL / "config.pbtxt")
-    sla = parse_sla(SLA_TEXT).with_zero_errors()
-    ladder_plan = replace(plan(), levels=(4.0, 8.0), step_window_ms=1000, warmup_s=1.0)
+    concurrency ``levels`` with ``window_ms`` windows, the best step within the SLA, ``rounds``
+    times in turn (so drift on a shared machine hits every configuration alike); the mean per
+    configuration. The model is the one ``make`` writes (this benchmark's by default)."""
+    repo = make(work / "verify")
+    base = read_config(repo / model / "config.pbtxt")
+    sla = parse_sla(sla_text).with_zero_errors()
+    ladder_plan = replace(plan(), levels=levels, step_window_ms=window_ms, warmup_s=1.0)
     distinct = {v.knobs_id: v for v in variants.values()}
     seen: dict[str, list[float]] = {key: [] for key in distinct}
     with TritonServer(repo, model_control="explicit") as server:
-        live = LiveModel(server, MODEL)
+        live = LiveModel(server, model)
         for round_index in range(rounds):
             for key, variant in distinct.items():
                 live.load(apply_variant(base, variant))
-                ladder = run_ladder(PerfSpec(model=MODEL, url=server.grpc_url), ladder_plan,
+                ladder = run_ladder(PerfSpec(model=model, url=server.grpc_url), ladder_plan,
                                     results_dir=work / "verify" / f"{key}-{round_index}", sla_check=ladder_check(sla))
-                live.unload()
+                live.unload(wait=True)
                 good = [p.throughput_per_s for p in step_points(ladder, sla) if p.counts]
                 if good:
                     seen[key].append(max(good))

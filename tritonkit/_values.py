@@ -153,16 +153,18 @@ class Bounds:
             raise self._error(where, excerpt(value), problem)
         return value
 
-    def parse(self, text: str, where: str) -> int | float:
-        """The number ``text`` spells (as typed on a command line), checked."""
+    def parse(self, text: str, where: str, *, shown: str | None = None) -> int | float:
+        """The number ``text`` spells (as typed on a command line), checked; ``shown``: what the
+        user typed, when ``text`` is part of it (``20`` of ``20%``)."""
         stripped = text.strip()
+        typed = excerpt(text if shown is None else shown)
         try:
             value: int | float = int(stripped, 10) if self.integer else float(stripped)
         except ValueError:
-            raise self._error(where, excerpt(text), "not a whole number" if self.integer else "not a number") from None
+            raise self._error(where, typed, "not a whole number" if self.integer else "not a number") from None
         problem = self.problem(value)
         if problem is not None:
-            raise self._error(where, excerpt(text), problem)
+            raise self._error(where, typed, problem)
         return value
 
     def _error(self, where: str, shown: str, problem: str) -> ConfigError:

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.pymodels import write_python_model
+from tritonclient.grpc import model_config_pb2 as mc
 
-__all__ = ["SLEEPY_CONFIG", "SLEEPY_PY", "write_sleepy"]
+from tests.support.pymodels import write_python_model
+from tritonkit.repository import parse_config
+
+__all__ = ["PLAIN_CONFIG", "SLEEPY_CONFIG", "SLEEPY_PY", "plain_config", "write_sleepy"]
 
 SLEEPY_CONFIG = """
 name: "{name}"
@@ -81,3 +84,23 @@ def write_sleepy(
     config = SLEEPY_CONFIG.format(name=name, max_batch=max_batch, batching=batching, instances=instances,
                                   base_ms=base_ms, per_item_ms=per_item_ms, max_batch_limit=max_batch_limit)
     return write_python_model(repo, name, config_pbtxt=config, model_py=SLEEPY_PY)
+
+
+#: The config the sweep's pure tests vary: one CPU instance, max batch 8, a 5 ms window and a queue
+#: of 32 (``{batching}`` replaces the dynamic batcher line), and a parameter that must survive.
+PLAIN_CONFIG = """
+name: "m"
+backend: "python"
+max_batch_size: 8
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+BATCHING
+instance_group [ { count: 1 kind: KIND_CPU } ]
+parameters [ { key: "k" value: { string_value: "v" } } ]
+"""
+BATCHING = "dynamic_batching { max_queue_delay_microseconds: 5000 default_queue_policy { max_queue_size: 32 } }"
+
+
+def plain_config(batching: str = BATCHING) -> mc.ModelConfig:
+    """:data:`PLAIN_CONFIG` parsed, with ``batching`` as its scheduler line (``""``: none)."""
+    return parse_config(PLAIN_CONFIG.replace("BATCHING", batching))

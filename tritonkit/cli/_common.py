@@ -131,6 +131,22 @@ class Number(click.ParamType):
         return self.bounds.parse(value, where) if isinstance(value, str) else self.bounds.check(value, where)
 
 
+class Percent(Number):
+    """A percentage option, ``20%`` or ``20``, held to :data:`~tritonkit._values.TOLERANCE_PERCENT`
+    (0 up to, not including, 100) and handed on as the fraction the library takes (``0.2``)."""
+
+    def __init__(self) -> None:
+        super().__init__(TOLERANCE_PERCENT)
+        self.name = "percent"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` (``"20%"``) as a fraction (``0.2``); a :class:`ConfigError` naming the option otherwise."""
+        if isinstance(value, float):
+            return value  # the default, a fraction already
+        text = str(value).strip()
+        return self.bounds.parse(text.removesuffix("%"), option_name(param), shown=text) / 100.0
+
+
 def number(source: Bounds | type, field: str | None = None) -> Number:
     """The option type for ``source``: a :class:`~tritonkit._values.Bounds`, or a settings dataclass
     and its ``field`` (whose declared bounds are used, so the two cannot drift)."""

@@ -17,6 +17,7 @@ import click
 from tritonkit._values import POSITIVE, TOLERANCE_PERCENT, excerpt
 from tritonkit.cli._common import (
     CommandExit,
+    Percent,
     UserPath,
     Words,
     backend_dir_option,
@@ -44,7 +45,10 @@ from tritonkit.perf.sweep import (
     SweepSettings,
     parse_instances,
     parse_max_batch_sizes,
+    parse_pin,
     parse_preferred,
+    parse_queue_sizes,
+    parse_queue_timeouts,
     parse_windows,
     run_joint_sweep,
     run_sweep,
@@ -104,7 +108,10 @@ class SweepPrinter:
                 throughput_per_s=round(score.throughput_per_s, 2) if score else None,
                 p99_ms=round(score.p99_ms, 3) if score else None, load=score.load if score else None,
                 ratio_to_default=round(result.ratio_to_default, 3) if result.ratio_to_default else None,
+                headroom_pct=round(100 * min(result.headroom.values()), 1) if result.headroom else None,
+                tie_within_noise=bool(result.search.noise_note),
                 measured=result.counts()["measured"], pruned=result.counts()["pruned"],
+                skipped=result.counts()["skipped"],
                 load_failed=result.counts()["load_failed"], failed=result.counts()["failed"],
                 resumed=len(result.resumed),
                 wall_s=round(result.wall_s, 1), report=result.report_path,
@@ -121,6 +128,7 @@ class SweepPrinter:
             click.echo(f"{result.write_back.config_path} already holds the winner; nothing written")
         click.echo(f"report: {result.report_path} (plot {result.plot_path}); "
                    f"{result.counts()['measured']} measured, {result.counts()['pruned']} pruned, "
+                   f"{result.counts()['skipped']} skipped, "
                    f"{result.counts()['failed']} failed, {len(result.resumed)} reused, {result.wall_s:.1f} s")
         click.echo(result.breakdown_text())
 
@@ -165,14 +173,25 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
 @click.option("--sla", "sla_text", required=True,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
-@click.option("--instances", type=Words(example="1,2,4"), default=None, help="Instance counts to try, e.g. 1,2,4 (default: the model's).")
+@click.option("--instances", type=Words(example="1,2,4"), default=None,
+              help="Instance counts to try: a list or ranges, e.g. 1,2,4 or 1:8 (START:STOP[:STEP], step 1, or "
+                   "x2 to double; default: the model's).")
 @click.option("--max-batch-size", "max_batch", type=Words(example="1,4,8"), default=None,
-              help="Max batch sizes to try, e.g. 1,2,4,8 (turns the dynamic batcher on, 0 ms window, unless "
-                   "--batch-window says otherwise).")
+              help="Max batch sizes to try, e.g. 1,4,8 or 1:64:x2 (turns the dynamic batcher on, 0 ms window, "
+                   "unless --batch-window says otherwise).")
 @click.option("--batch-window", type=Words(example="0,5ms"), default=None,
-              help="Dynamic batching windows to try, e.g. 0,5ms,10ms,20ms ('off': no dynamic batcher).")
+              help="Dynamic batching windows to try, e.g. 0,5ms,10ms or 0:20ms:5ms ('off': no dynamic batcher).")
 @click.option("--preferred-batch", type=Words(example="none,max"), default=None,
               help="Preferred batch size options: none, a size, sizes joined by + (2+8), or max.")
+@click.option("--max-queue-size", "queue_sizes", type=Words(example="0,16,64"), default=None,
+              help="Queue policy: most requests waiting, e.g. 0,16,64 or 8:64:x2 (0: unbounded); more are rejected. "
+                   "Allow a share with an SLA term such as rejected<=1%.")
+@click.option("--queue-timeout", "queue_timeouts", type=Words(example="off,10ms"), default=None,
+              help="Queue policy: a request waiting longer is rejected, e.g. off,10ms,50ms.")
+@click.option("--pin", "pins", type=Words(example="instances=2"), multiple=True,
+              help="Hold a knob at one value, [MODEL.]KNOB=VALUE (repeat): for every model, one swept model, or "
+                   "with --target a composing model loaded so, e.g. --pin preprocessing.instances=2. KNOB: "
+                   "instances, max_batch_size, batch_window, preferred_batch, max_queue_size, queue_timeout.")
 @click.option("--concurrency", type=levels_type("concurrency"), default=None, help="Load ladder: '1,2,4,8', '1:64' (doubling). Default 1:8.")
 @click.option("--request-rate", type=levels_type("request_rate"), default=None, help="Request-rate ladder (req/s) instead, e.g. '50:400'.")
 @click.option("--window-ms", type=number(SweepSettings, "step_window_ms"), default=_D("step_window_ms"), show_default=True,
@@ -185,6 +204,9 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @rate_tolerance_option(_D("rate_tolerance"))
 @click.option("--max-gpu-memory-mb", type=number(SweepSettings, "max_gpu_memory_mb"), default=_D("max_gpu_memory_mb"),
               help="A variant whose peak GPU memory (server metrics) is above this does not meet the SLA.")
+@click.option("--headroom", type=Percent(), default="0%", show_default=True,
+              help="A step meets the SLA only if every bound keeps this margin to its limit, e.g. 20% (p99<=50ms "
+                   "is then held at 40 ms), so the winner's load may be lower.")
 @click.option("--target", type=Words(check_model_name, example="ensemble"), default=None,
               help="Send the load to this model instead: an ensemble or BLS model that calls MODEL "
                    "(MODEL's instances and batching are swept, the target's config is used as written).")
@@ -202,9 +224,10 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @cluster_sweep_options
 def sweep_command(
     repo: Path, models: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str, instances: str | None, max_batch: str | None,
-    batch_window: str | None, preferred_batch: str | None, concurrency: str | None, request_rate: str | None,
+    batch_window: str | None, preferred_batch: str | None, queue_sizes: str | None, queue_timeouts: str | None,
+    pins: tuple[str, ...], concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
-    max_gpu_memory_mb: float | None, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
+    max_gpu_memory_mb: float | None, headroom: float, target: str | None, out_dir: Path | None, results_root: Path, no_write_back: bool,
     input_data: str | None, shapes: tuple[str, ...], server_bin: Path | None, backend_dir: Path | None, as_json: bool,
     quiet: bool,
     cluster: str | None = None, node_resources: str | None = None, shared_repo: str | None = None,
@@ -218,8 +241,9 @@ def sweep_command(
     load down (the first load that meets the SLA is its best) and unloaded (a python-backend
     model whose config declares its tensors, with no auto_complete_config in its model.py, is
     served with auto-complete off: its config is loaded as written, about a second sooner per
-    variant). The default config
-    is measured first, then a first guess, then only variants that could still win;
+    variant). The default config is measured first, then the variant a model of throughput and
+    latency over the knobs (fitted as variants are measured) predicts highest, then only variants
+    that could still beat the best; the report says why each was measured or skipped.
     --exhaustive measures them all, each climbing its whole ladder. The sweep folder and the model folder are locked
     while it runs. The winner is written into REPO/MODEL/config.pbtxt (the old file kept beside
     it as config.pbtxt.orig-<UTC>) after the report with a throughput-vs-p99 plot is written to
@@ -229,9 +253,11 @@ def sweep_command(
     \b
     Example:
       tritonkit perf sweep model_repository resnet --sla 'p99<=50ms' \\
-          --instances 1,2 --max-batch-size 1,4,8 --batch-window 0,5ms,10ms --concurrency 1:32
-      tritonkit perf sweep model_repository preprocessing --target ensemble \\
-          --sla 'p99<=200ms' --instances 1,2,4
+          --instances 1:4 --max-batch-size 1:64:x2 --batch-window 0:20ms:5ms --concurrency 1:32
+      tritonkit perf sweep model_repository resnet --sla 'p99<=50ms,rejected<=1%' \\
+          --max-batch-size 8 --max-queue-size 0,16,64 --queue-timeout off,20ms
+      tritonkit perf sweep model_repository postprocessing --target ensemble \\
+          --sla 'p99<=200ms' --instances 1,2,4 --pin preprocessing.instances=2
       tritonkit perf sweep model_repository detector classifier --share detector=2 \\
           --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8 --concurrency 2,4,8,16
 
@@ -254,6 +280,9 @@ def sweep_command(
         max_batch_sizes=parse_max_batch_sizes(max_batch) if max_batch else None,
         windows_us=parse_windows(batch_window) if batch_window else None,
         preferred=parse_preferred(preferred_batch) if preferred_batch else None,
+        queue_sizes=parse_queue_sizes(queue_sizes) if queue_sizes else None,
+        queue_timeouts_us=parse_queue_timeouts(queue_timeouts) if queue_timeouts else None,
+        pins=tuple(parse_pin(text) for text in pins),
     )
     spec = PerfSpec(model=target or model, url="127.0.0.1:8001", input_data=input_data,
                     shapes=PerfSpec.shapes_from_text(shapes))
@@ -261,7 +290,7 @@ def sweep_command(
         sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
-        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, spec=spec, target=target,
+        rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, headroom=headroom, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
         server_bin=server_bin, backend_dir=backend_dir,

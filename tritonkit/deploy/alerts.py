@@ -33,6 +33,7 @@ from tritonkit.triton_metrics import (
     INFERENCE_COUNT,
     PENDING_REQUESTS,
     QUEUE_DURATION_US,
+    REASON_REJECTED,
     REQUEST_DURATION_US,
     REQUEST_FAILURE,
     REQUEST_SUCCESS,
@@ -266,6 +267,20 @@ def _term_alert(c: Constraint, sel: str, options: AlertOptions) -> tuple[dict[st
             },
         }
         return rule, f"{REQUEST_FAILURE.name} / all requests"
+    if metric == "rejected":
+        rejected_sel = sel[:-1] + f',reason="{REASON_REJECTED}"}}' if sel else f'{{reason="{REASON_REJECTED}"}}'
+        refused, fail = f"rate({REQUEST_FAILURE.name}{rejected_sel}[{w}])", f"rate({REQUEST_FAILURE.name}{sel}[{w}])"
+        ok = f"rate({REQUEST_SUCCESS.name}{sel}[{w}])"
+        expr = f"{refused} / ({fail} + {ok}) {_breach(c)}"
+        rule = {
+            "alert": "TritonRejectedShareAboveSla", "expr": expr, "for": options.sla_for, "labels": _labels("warning"),
+            "annotations": {
+                "summary": f"{{{{ $labels.model }}}} rejects more requests than the SLA allows "
+                           f"({fmt_number(c.value * 100)} %)",
+                "description": "{{ $value | humanizePercentage }} of requests were refused by the queue policy.",
+            },
+        }
+        return rule, f"{REQUEST_FAILURE.name}{{reason=\"{REASON_REJECTED}\"}} / all requests"
     if metric == "throughput":
         # A floor is only broken when demand is there: below it with an empty queue is just
         # quiet traffic. So: below the floor *while requests wait*.

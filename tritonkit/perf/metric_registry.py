@@ -104,6 +104,11 @@ def _entries() -> tuple[Metric, ...]:
                column="errors"),
         Metric("error_rate", "fraction", "error rate", "upper", ("errors_rate", "failure_rate"),
                definition="failed requests / all requests of the step", modes=_BOTH),
+        Metric("rejected", "fraction", "rejected share", "upper",
+               ("rejected_rate", "reject_rate", "rejection_rate", "rejected_share", "rejections"),
+               definition="requests the dynamic batcher's queue policy refused (its queue full, or a wait past its "
+                          "timeout) / all requests of the step; bounding it lets those rejections pass the errors "
+                          "bound, which then counts the other failures", column="rejected"),
         *llm_times,
         Metric("tokens_per_s", "rate", "output token throughput", "lower", ("output_tokens_per_s", "token_throughput"),
                definition="Σ output tokens / (last response − first request sent), over the step", modes=_LLM,

@@ -37,7 +37,8 @@ def _result(*steps: StepResult, batch_size: int = 1) -> PerfResult:
 @pytest.mark.parametrize(("changes", "field"), [
     ({"rate_tolerance": 1.0}, "rate_tolerance"), ({"rate_tolerance": -0.01}, "rate_tolerance"),
     ({"rate_tolerance": float("nan")}, "rate_tolerance"), ({"max_gpu_memory_mb": 0.0}, "max_gpu_memory_mb"),
-    ({"max_gpu_memory_mb": float("inf")}, "max_gpu_memory_mb"),
+    ({"max_gpu_memory_mb": float("inf")}, "max_gpu_memory_mb"), ({"headroom": 1.2}, "headroom"),
+    ({"headroom": -0.05}, "headroom"), ({"headroom": 1.0}, "headroom"), ({"headroom": "abc"}, "headroom"),
 ])
 def test_judge_settings_refuse_a_value_out_of_range_naming_the_field(changes: dict[str, float], field: str) -> None:
     with pytest.raises(ConfigError, match=field):
@@ -181,3 +182,55 @@ def test_perf_report_re_judges_with_the_settings_the_run_was_judged_with(tmp_pat
                      judging=JudgeSettings())
     assert strict.verdict is not None and strict.verdict.status == "fail"
     assert "FAIL (carried 85.0 of 100 req/s offered (below 95 %))" in (tmp_path / "strict" / "report.md").read_text()
+
+
+# ---------------------------------------------------------------------------- the headroom required
+
+
+def _bounded_step(load: float, p99: float, throughput: float = 300.0,
+                  p99_band: tuple[float, float] | None = None) -> StepMeasurement:
+    values = {"throughput": throughput, "p99": p99, "errors": 0.0}
+    return StepMeasurement(load, values, intervals={"p99": p99_band} if p99_band else {})
+
+
+def test_each_bounds_margin_is_a_fraction_of_its_limit() -> None:
+    sla = parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors()
+    checks = {str(c.constraint): c for c in evaluate(sla, [_bounded_step(4, 31.0, 250.0)]).steps[0].checks}
+    assert checks["p99<=50ms"].headroom == pytest.approx(0.38)  # 31 ms under 50 ms: 38 % to spare
+    assert checks["throughput>=200/s"].headroom == pytest.approx(0.25)
+    assert checks["errors==0"].headroom is None  # a zero limit has no scale
+
+
+def test_a_required_headroom_moves_each_scaled_limit_inward() -> None:
+    judging = JudgeSettings(headroom=0.2)
+    p99, floor, errors = parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors().constraints
+    assert judging.limit(p99) == pytest.approx(40.0) and judging.limit(floor) == pytest.approx(240.0)
+    assert judging.limit(errors) == 0.0 and JudgeSettings().limit(p99) == 50.0
+    assert judging.keeps_headroom(p99, 40.0) and not judging.keeps_headroom(p99, 40.5)
+    assert JudgeSettings(headroom=0.38).keeps_headroom(p99, 31.0)  # exactly the margin asked for
+
+
+def test_a_step_that_meets_the_sla_without_the_headroom_required_fails_saying_where_it_was_held() -> None:
+    sla = parse_sla("p99<=50ms,throughput>=200/s").with_zero_errors()
+    steps = [_bounded_step(2, 31.0, 250.0), _bounded_step(4, 45.0, 300.0)]
+    assert [s.status for s in evaluate(sla, steps).steps] == ["pass", "pass"]
+    held = evaluate(sla, steps, judging=JudgeSettings(headroom=0.2))
+    assert [s.status for s in held.steps] == ["pass", "fail"]
+    assert held.steps[1].reasons == ("p99<=50ms (measured 45 ms: 10 % headroom, held to 40 ms for the headroom "
+                                     "required)",)
+    assert held.knee is not None and held.knee.load == 2
+    # A floor needs its margin too: 230/s is 15 % above 200/s, short of 20 %.
+    assert evaluate(sla, [_bounded_step(2, 31.0, 230.0)], judging=JudgeSettings(headroom=0.2)).steps[0].status == "fail"
+
+
+def test_a_held_limit_inside_the_values_interval_is_inside_the_noise() -> None:
+    step = _bounded_step(4, 38.0, p99_band=(36.0, 43.0))  # 40 ms, the limit held to, lies inside
+    assert evaluate(SLA, [step]).steps[0].status == "pass"
+    assert evaluate(SLA, [step], judging=JudgeSettings(headroom=0.2)).steps[0].status == "noise"
+
+
+def test_the_headroom_required_is_kept_with_the_verdict() -> None:
+    verdict = evaluate(SLA, [_bounded_step(4, 45.0)], judging=JudgeSettings(headroom=0.2))
+    again = Verdict.from_dict(verdict.to_dict())
+    assert again.judging.headroom == 0.2 and again.steps[0].checks[0].held_to == pytest.approx(40.0)
+    assert again.steps == verdict.steps

@@ -93,3 +93,35 @@ def test_a_target_that_does_not_call_the_model_is_refused_before_measuring(tmp_p
     assert result.exit_code == 2, result.output
     assert "ensemble 'ens'" in result.output and "has no step that calls 'other'" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "out" / "variants").exists()
+
+
+def test_a_pinned_composing_model_is_loaded_with_its_pin_and_left_as_written_on_disk(tmp_path: Path) -> None:
+    """``post`` is swept behind the ensemble while ``pre`` is held at two instances batching four
+    (a pin, not swept): the server loads ``pre`` so, the repository's ``pre`` stays as written."""
+    repo = _repo(tmp_path)
+    pre_before = (repo / "pre" / "config.pbtxt").read_bytes()
+    result = CliRunner().invoke(main, [
+        "perf", "sweep", str(repo), "post", "--target", "ens", "--sla", "p99<=60ms", "--instances", "1,2",
+        "--pin", "pre.instances=2", "--pin", "pre.max_batch_size=4", "--pin", "pre.batch_window=0",
+        "--out", str(tmp_path / "out"), "--json", "--no-write-back",
+        "--concurrency", "1,2,4,8", "--window-ms", "300", "--warmup-s", "0.6",
+    ])
+    assert result.exit_code == 0, result.output
+    log = (tmp_path / "out" / "tritonserver.log").read_text(errors="replace")
+    assert "pre_0_1" in log  # pre's second instance: loaded with the pin
+    assert (repo / "pre" / "config.pbtxt").read_bytes() == pre_before
+    settings = json.loads((tmp_path / "out" / "sweep.json").read_text())["settings"]
+    assert sorted(settings["composing_pins"]) == ["pre.batch_window=0", "pre.instances=2", "pre.max_batch_size=4"]
+    # With pre fast (two instances, batches of four), post carries what pre alone held back before.
+    assert json.loads(result.output)["default"]["throughput_per_s"] > 300
+
+
+def test_a_pin_for_a_model_the_ensemble_does_not_call_is_refused_before_measuring(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    write_sleepy(repo, "other")
+    result = CliRunner().invoke(main, ["perf", "sweep", str(repo), "pre", "--target", "ens", "--sla",
+                                       "p99<=60ms", "--instances", "1,2", "--pin", "other.instances=2",
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "--pin other.instances=2: 'other' is not a composing model of 'ens'" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()

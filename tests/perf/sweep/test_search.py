@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.sweep_models import plain_config
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep import (
     SearchSettings,
@@ -29,18 +30,9 @@ from tritonkit.perf.sweep import (
     variant_grid,
     write_winner,
 )
-from tritonkit.repository import lint_repository, parse_config, read_config
+from tritonkit.repository import lint_repository, read_config
 
-BASE = parse_config("""
-name: "m"
-backend: "python"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-dynamic_batching { max_queue_delay_microseconds: 5000 default_queue_policy { max_queue_size: 32 } }
-instance_group [ { count: 1 kind: KIND_CPU } ]
-parameters [ { key: "k" value: { string_value: "v" } } ]
-""")
+BASE = plain_config()
 
 
 def outcome(v: Variant, *points: tuple[float, float, float], cost_us: float | None = None,
@@ -131,11 +123,65 @@ def test_a_tie_goes_to_the_lower_p99_then_to_fewer_instances() -> None:
     one = outcome(Variant(1, 8, 0), (8, 1000.0, 12.0))
     two = outcome(Variant(2, 2, 0), (8, 1020.0, 9.0))
     slow = outcome(Variant(2, 8, 0), (8, 800.0, 8.0))
-    winner, tied = choose_winner([one, two, slow], tie_tolerance=0.05)
+    choice = choose_winner([one, two, slow], tie_tolerance=0.05)
+    winner, tied = choice.winner, choice.tied
+    assert not choice.noise_note  # no intervals: the tolerance alone decides
     assert winner is two and {o.variant.id for o in tied} == {one.variant.id, two.variant.id}
     same_p99 = outcome(Variant(1, 8, 0), (8, 1000.0, 9.1))
-    winner, _ = choose_winner([same_p99, two], tie_tolerance=0.05)
-    assert winner is same_p99  # throughput and p99 tie: one instance beats two
+    assert choose_winner([same_p99, two], tie_tolerance=0.05).winner is same_p99  # throughput and p99 tie: one instance beats two
+
+
+def _banded(v: Variant, throughput: float, band: tuple[float, float], p99: float) -> VariantOutcome:
+    return VariantOutcome(v, steps=[StepPoint(8, throughput, p99, throughput_interval_per_s=band)])
+
+
+def test_a_top_whose_interval_clears_the_runner_up_wins_outright() -> None:
+    top = _banded(Variant(2, 8, 0), 1000.0, (980.0, 1020.0), 20.0)
+    runner_up = _banded(Variant(1, 8, 0), 900.0, (850.0, 950.0), 10.0)
+    choice = choose_winner([runner_up, top], tie_tolerance=0.05)
+    assert choice.winner is top and choice.tied == [top] and choice.noise_note == ""
+
+
+def test_a_top_inside_the_runner_ups_noise_is_a_tie_picked_by_the_tie_rule_and_said_plainly() -> None:
+    # 10 % apart, beyond the 5 % tolerance, but the runner-up's interval reaches the top's lower bound.
+    top = _banded(Variant(2, 8, 0), 1000.0, (900.0, 1100.0), 20.0)
+    runner_up = _banded(Variant(1, 8, 0), 900.0, (850.0, 950.0), 10.0)
+    far = _banded(Variant(1, 2, 0), 500.0, (480.0, 520.0), 5.0)
+    choice = choose_winner([top, runner_up, far], tie_tolerance=0.05)
+    assert choice.winner is runner_up  # lower p99 breaks the tie; the far one is not in it
+    assert choice.tied == [runner_up, top]
+    note = choice.noise_note
+    assert note.startswith("the top is a tie within the noise: i2-b8-w0 1,000.0/s (95 % interval 900.0 – 1,100.0)")
+    assert "i1-b8-w0 900.0/s (95 % interval 850.0 – 950.0)" in note and "i1-b2-w0" not in note
+    assert "picked by the tie rule" in note and "not written back" in note
+    assert "--window-ms" in note and "--tie-tolerance 11" in note and "measurement-interval" not in note
+    # The tolerance it names makes the same outcomes a tie by the rule: decided, no note.
+    assert choose_winner([top, runner_up, far], tie_tolerance=0.11).noise_note == ""
+
+
+def test_a_search_whose_top_is_a_tie_within_the_noise_is_not_decided() -> None:
+    measured = {"default": _banded(Variant(1, 8, 0, is_default=True), 900.0, (850.0, 950.0), 10.0),
+                "i2-b8-w0": _banded(Variant(2, 8, 0), 1000.0, (900.0, 1100.0), 20.0)}
+    grid = [o.variant for o in measured.values()]
+    result = search(grid, lambda v, _loads: measured[v.id], None, SearchSettings(exhaustive=True))
+    assert result.winner is measured["default"] and result.noise_note and not result.decided
+
+
+def test_re_measurements_that_disagree_widen_the_scores_interval() -> None:
+    o = VariantOutcome(Variant(2, 8, 0), steps=[StepPoint(8, 1000.0, 20.0, throughput_interval_per_s=(990.0, 1010.0))])
+    o.confirmations.append(StepPoint(8, 800.0, 22.0, noisy=True, stable=False,
+                                     throughput_interval_per_s=(700.0, 900.0)))
+    score = o.score()
+    assert score is not None and score.throughput_per_s == 900.0 and score.noisy
+    assert score.throughput_interval_per_s == (800.0, 1000.0)  # covers both values, wider than their mean band
+
+
+def test_a_noisy_step_counts_and_one_without_figures_does_not() -> None:
+    assert StepPoint(8, 1000.0, 20.0, stable=False, noisy=True).counts
+    assert not StepPoint(8, 1000.0, 20.0, stable=False).counts
+    noisy = StepPoint(8, 1000.0, 20.0, stable=False, noisy=True, throughput_interval_per_s=(700.0, 1300.0),
+                      headroom={"p99<=50ms": 0.6})
+    assert StepPoint.from_dict(noisy.to_dict()) == noisy
 
 
 def test_a_confirmation_that_breaks_the_sla_falls_back_to_the_step_below() -> None:

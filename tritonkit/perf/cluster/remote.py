@@ -131,7 +131,7 @@ def run_sweep_job(job: SweepJob, repo_blob: bytes | None, sink: Any) -> NodeSwee
             model = job.key
             bases = read_bases(repo, [model])
             shares = joint_shares(list(job.models), settings.shares)
-            result = sweep_alone(repo, model, bases[model], grids_of(bases, settings)[model], settings, job.models,
+            result = sweep_alone(repo, model, bases[model], grids_of(bases, settings, job.models)[model], settings, job.models,
                                  shares, out, None, emit)
             folder = pack_contents(out / f"alone-{model}")
         else:

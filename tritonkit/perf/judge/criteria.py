@@ -6,6 +6,12 @@
   fewer), so the latency measured says little about the load that was asked for.
 * **GPU memory.** A step whose peak GPU memory (from the server's metrics) is above
   ``max_gpu_memory_mb`` fails.
+* **Headroom.** With ``headroom`` (a fraction, ``0.2`` = 20 %), each SLA bound that has a scale
+  must keep that margin to its limit, as a fraction of it (:meth:`JudgeSettings.keeps_headroom`):
+  ``p99<=50ms`` is then held at 40 ms, ``throughput>=200/s`` at 240/s; a zero limit
+  (``errors==0``) has no scale and is judged as written. The check of that bound fails (or is
+  inside the noise) as it would against the moved limit, so a step that meets the SLA with less
+  to spare does not meet it here.
 
 Both are facts about a step even where perf_analyzer could not call it stable (the rate a server
 carries does not depend on its latency settling), so they fail such a step too; a figure that was
@@ -14,7 +20,7 @@ rate's 95 % interval is inside the noise (:meth:`JudgeSettings.rate_inside_noise
 then neither failed nor passed on it. Closed-loop steps (concurrency) are
 offered no rate, so the rate rule does not apply to them.
 
-``perf run`` (``--rate-tolerance``), ``perf sweep`` (``--rate-tolerance``, ``--max-gpu-memory-mb``),
+``perf run`` (``--rate-tolerance``), ``perf sweep`` (``--rate-tolerance``, ``--max-gpu-memory-mb``, ``--headroom``),
 the joint sweep and LLM runs build a :class:`JudgeSettings` and pass it to the verdict functions
 of :mod:`tritonkit.perf.judge.verdict`; nobody changes a verdict afterwards.
 """
@@ -23,9 +29,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tritonkit.perf.judge.sla import Constraint
 
 __all__ = ["DEFAULT_RATE_TOLERANCE", "JudgeSettings"]
 
@@ -38,11 +47,13 @@ class JudgeSettings:
     """The criteria of a step verdict beyond the SLA's own bounds (see the module docstring).
 
     ``rate_tolerance``: a fraction in ``[0, 1)``; the command lines take it in percent.
-    ``max_gpu_memory_mb``: ``None`` caps nothing. Refused when built (``ConfigError``) if out of range.
+    ``max_gpu_memory_mb``: ``None`` caps nothing. ``headroom``: the margin every scaled SLA bound
+    must keep, a fraction in ``[0, 1)`` (0: none). Refused when built (``ConfigError``) if out of range.
     """
 
     rate_tolerance: float = DEFAULT_RATE_TOLERANCE
     max_gpu_memory_mb: float | None = None
+    headroom: float = 0.0
 
     def __post_init__(self) -> None:
         tolerance = self.rate_tolerance
@@ -55,6 +66,30 @@ class JudgeSettings:
                                 or not (math.isfinite(cap) and cap > 0)):
             raise ConfigError(f"max_gpu_memory_mb must be > 0, got {cap!r}",
                               hint="give the cap in MiB, e.g. --max-gpu-memory-mb 20000, or leave it out")
+        margin = self.headroom
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) \
+                or not (math.isfinite(margin) and 0.0 <= margin < 1.0):
+            raise ConfigError(f"headroom must be a fraction in [0, 1), got {margin!r}",
+                              hint="e.g. 0.2 to keep 20 % to spare under every limit (the command line takes "
+                                   "percent: --headroom 20%)")
+
+    def limit(self, constraint: Constraint) -> float:
+        """The value ``constraint`` holds a measurement to: its limit moved inward by ``headroom``
+        (``p99<=50ms`` with 20 %: 40 ms; ``throughput>=200/s``: 240/s). A zero limit is kept."""
+        if not self.headroom or constraint.value == 0:
+            return constraint.value
+        inward = -self.headroom if constraint.spec.bound == "upper" else self.headroom
+        return constraint.value * (1.0 + inward)
+
+    def keeps_headroom(self, constraint: Constraint, measured: float) -> bool:
+        """Whether ``measured`` keeps the required ``headroom`` to ``constraint``'s limit (always,
+        without one, or for a zero limit: :meth:`~tritonkit.perf.judge.sla.Constraint.headroom` is
+        ``None`` there). Only the margin is asked here; whether the bound holds is the constraint's."""
+        if not self.headroom:
+            return True
+        margin = constraint.headroom(measured)
+        # A hair of float slack: 31 ms under 50 ms keeps exactly the 38 % asked for.
+        return margin is None or margin >= self.headroom - 1e-9
 
     def rate_miss(self, offered_per_s: float | None, carried_per_s: float | None,
                   interval_per_s: tuple[float, float] | None = None) -> str | None:
@@ -94,7 +129,8 @@ class JudgeSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (kept with a verdict; read back by :meth:`from_dict`)."""
-        return {"rate_tolerance": self.rate_tolerance, "max_gpu_memory_mb": self.max_gpu_memory_mb}
+        return {"rate_tolerance": self.rate_tolerance, "max_gpu_memory_mb": self.max_gpu_memory_mb,
+                "headroom": self.headroom}
 
     @classmethod
     def from_dict(cls, data: Any) -> JudgeSettings:
@@ -104,4 +140,4 @@ class JudgeSettings:
         tolerance = data.get("rate_tolerance", DEFAULT_RATE_TOLERANCE)
         cap = data.get("max_gpu_memory_mb")
         return cls(DEFAULT_RATE_TOLERANCE if tolerance is None else float(tolerance),
-                   None if cap is None else float(cap))
+                   None if cap is None else float(cap), float(data.get("headroom") or 0.0))

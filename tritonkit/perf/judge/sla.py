@@ -23,7 +23,11 @@ Metrics (canonical name, then the spellings accepted for it):
 ``throughput`` inferences per second (``qps``, ``rps``)     ``/s`` (optional)
 ``errors``     failed requests in the step (``failures``)   none
 ``error_rate`` failed / all requests                        ``%`` or a fraction
+``rejected``   refused by the queue policy / all requests   ``%`` or a fraction
 =============  ==========================================  ==================
+
+An SLA that bounds ``rejected`` (``rejected<=1%``) lets a queue policy refuse that share: its
+``errors``/``error_rate`` bounds then count only the other failures.
 
 Streaming LLM runs (``tritonkit.perf.llm``) add ``ttft_p50`` … ``ttft_p99``, ``ttft_mean`` and
 ``itl_p50`` … ``itl_mean`` (time to first token, inter-token latency; time units), ``tokens_per_s``
@@ -284,18 +288,18 @@ def _convert(metric: str, number: float, unit: str, where: str) -> float:
         if unit_l == "%":
             if number > 100:
                 raise ConfigError(
-                    f"{where}: error_rate {number:g}% is above 100%: no run can fail more than every request",
-                    hint="write a share of requests from 0% to 100%, e.g. error_rate<=1%",
+                    f"{where}: {metric} {number:g}% is above 100%: no share of requests is larger than all of them",
+                    hint=f"write a share of requests from 0% to 100%, e.g. {metric}<=1%",
                 )
             return number / 100.0
         if unit_l:
             raise ConfigError(
-                f"{where}: unknown unit '{unit}' for error_rate", hint="write e.g. error_rate<=1%"
+                f"{where}: unknown unit '{unit}' for {metric}", hint=f"write e.g. {metric}<=1%"
             )
         if number > 1:
             raise ConfigError(
-                f"{where}: error_rate {number:g} is above 1",
-                hint=f"write a percentage with '%' (error_rate<={number:g}%) or a fraction up to 1",
+                f"{where}: {metric} {number:g} is above 1",
+                hint=f"write a percentage with '%' ({metric}<={number:g}%) or a fraction up to 1",
             )
         return number
     if unit_l:

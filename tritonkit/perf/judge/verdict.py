@@ -48,6 +48,7 @@ from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
+from tritonkit.perf.measure.failures import queue_rejections
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
@@ -97,6 +98,8 @@ class StepMeasurement:
     request rate an open loop offered (``None`` for a closed loop), ``carried_per_s`` the requests
     per second the server answered (known even where the step is not otherwise measured) with its
     95 % interval ``carried_interval_per_s``, ``gpu_memory_mb`` the peak GPU memory in MiB.
+    ``rejected_count``: of the failed requests (``values["errors"]``), those the queue policy
+    refused (their share is ``values["rejected"]``).
     """
 
     load: float
@@ -108,24 +111,29 @@ class StepMeasurement:
     carried_per_s: float | None = None
     carried_interval_per_s: tuple[float, float] | None = None
     gpu_memory_mb: float | None = None
+    rejected_count: float = 0.0
     noisy: bool = False
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """One constraint judged at one step: ``passed`` by the measured value, :attr:`status` by its
-    interval (see the module docstring), :attr:`margin` and ``headroom`` how far from the limit."""
+    interval (see the module docstring), :attr:`margin` and ``headroom`` how far from the limit.
+    ``held_to``: the value the measurement was held to when a required headroom moved the limit
+    inward (:meth:`~tritonkit.perf.judge.criteria.JudgeSettings.limit`); ``None``: the limit itself."""
 
     constraint: Constraint
     measured: float | None
     passed: bool | None
     headroom: float | None
     interval: tuple[float, float] | None = None
+    held_to: float | None = None
 
     @property
     def within_noise(self) -> bool:
-        """The limit lies inside the value's 95 % interval: measured again, the verdict could flip."""
-        return self.interval is not None and self.interval[0] <= self.constraint.value <= self.interval[1]
+        """The limit (as held to) lies inside the value's 95 % interval: measured again, the verdict could flip."""
+        limit = self.constraint.value if self.held_to is None else self.held_to
+        return self.interval is not None and self.interval[0] <= limit <= self.interval[1]
 
     @property
     def status(self) -> Status:
@@ -154,6 +162,9 @@ class CheckResult:
         """``"p99<=50ms (measured 73.2 ms)"``: the constraint and what was measured."""
         c = self.constraint
         measured = "not measured" if self.measured is None else format_metric(c.metric, self.measured)
+        if self.held_to is not None and self.headroom is not None:
+            return (f"{c} (measured {measured}: {100 * self.headroom:.0f} % headroom, held to "
+                    f"{format_metric(c.metric, self.held_to)} for the headroom required)")
         return f"{c} (measured {measured})"
 
     def noise_note(self) -> str:
@@ -175,6 +186,7 @@ class CheckResult:
             "headroom": self.headroom,
             "margin": self.margin,
             "interval": None if self.interval is None else list(self.interval),
+            "held_to": self.held_to,
             "within_noise": self.within_noise,
             "status": self.status,
         }
@@ -189,12 +201,14 @@ class CheckResult:
         headroom = data.get("headroom")
         passed = data.get("passed")
         interval = data.get("interval")
+        held_to = data.get("held_to")
         return cls(
             constraint,
             None if measured is None else float(measured),
             None if passed is None else bool(passed),
             None if headroom is None else float(headroom),
             None if not interval else (float(interval[0]), float(interval[1])),
+            None if held_to is None else float(held_to),
         )
 
 
@@ -474,8 +488,20 @@ class Verdict:
             raise ConfigError(f"the stored SLA verdict is malformed: {exc}") from exc
 
 
+def _values(sla: SLA, step: StepMeasurement) -> Mapping[str, float | None]:
+    """What the SLA's bounds read of ``step``: its values, except that where the SLA bounds the
+    rejected share, the errors and error rate it bounds are the failures other than rejections."""
+    values = step.values
+    if not step.rejected_count or sla.constraint("rejected") is None:
+        return values
+    errors, rate, share = values.get("errors"), values.get("error_rate"), values.get("rejected")
+    return {**values, "errors": None if errors is None else max(0.0, errors - step.rejected_count),
+            "error_rate": None if rate is None or share is None else max(0.0, rate - share)}
+
+
 def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> StepVerdict:
     throughput = step.values.get("throughput")
+    values = _values(sla, step)
     rate = judging.rate_miss(step.offered_per_s, step.carried_per_s, step.carried_interval_per_s)
     rate_unsure = rate is not None and judging.rate_inside_noise(step.offered_per_s, step.carried_interval_per_s)
     unsure = (rate,) if rate is not None and rate_unsure else ()
@@ -490,12 +516,16 @@ def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> Step
     checks_list: list[CheckResult] = []
     missing: list[str] = []
     for c in sla.constraints:
-        value = step.values.get(c.metric)
+        value = values.get(c.metric)
         if value is None or not math.isfinite(value):
             checks_list.append(CheckResult(c, None, None, None))
             missing.append(c.metric)
         else:
-            checks_list.append(CheckResult(c, value, c.holds(value), c.headroom(value), step.intervals.get(c.metric)))
+            # A required headroom moves the limit inward: the check is judged against where it is held.
+            held_to = judging.limit(c)
+            checks_list.append(CheckResult(c, value, c.holds(value) and judging.keeps_headroom(c, value),
+                                           c.headroom(value), step.intervals.get(c.metric),
+                                           None if held_to == c.value else held_to))
     checks = tuple(checks_list)
     if misses or any(c.status == "fail" for c in checks):
         status = "fail"
@@ -570,9 +600,11 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
 
     * A clean step (stable or noisy, no failed request, numbers present) gives every metric,
       with each figure's 95 % interval where the step has one (a noisy step's are wide).
-    * A step where requests failed gives only ``errors`` and ``error_rate``: perf_analyzer stops
-      at the first failure, so its latencies are not a measurement, but the failures are a fact
-      that fails ``errors==0``.
+    * A step where requests failed gives only ``errors``, ``error_rate`` and ``rejected``:
+      perf_analyzer stops at the first failure, so its latencies are not a measurement, but the
+      failures are a fact that fails ``errors==0``. Failures the queue policy caused (its
+      messages, :data:`~tritonkit.perf.measure.failures.QUEUE_REJECTIONS`) are counted as
+      rejected too: all of them when every failure perf_analyzer saw was one.
     * An unstable step without figures, or one without numbers, is not measured: it passes no
       bound and fails none (only a criterion beyond the SLA, judged on the facts below, can fail it).
 
@@ -585,15 +617,22 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
     errors = float(step.error_count)
     if step.metrics is not None and step.metrics.failure_count is not None:
         errors = max(errors, step.metrics.failure_count)
+    rejected, failed_lines = queue_rejections(step.error_note or "")
+    if rejected and rejected == failed_lines:
+        rejected = int(errors)  # every failure perf_analyzer saw was a rejection: so were the server's
     total = float(step.request_count)
     if total <= 0 and step.metrics is not None and step.metrics.success_count is not None:
-        total = step.metrics.success_count + (step.metrics.failure_count or 0.0)
+        failures = step.metrics.failure_count or 0.0
+        # A request refused because the queue was full is in neither of the server's counters
+        # (tritonserver 2.51, seen here): the rejections it did not count are added.
+        total = step.metrics.success_count + failures + max(0.0, rejected - failures)
     latency = step.latency
     clean = ((step.stable or step.noisy) and errors == 0 and step.throughput_per_s is not None
              and latency is not None and step.failure is None)
     values: dict[str, float | None] = {
         "errors": errors,
         "error_rate": errors / total if total > 0 else (0.0 if clean else None),
+        "rejected": rejected / total if total > 0 else (0.0 if clean else None),
     }
     if clean and latency is not None:
         queue_us = step.server.queue_us
@@ -616,7 +655,9 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
         if raw_band is not None:
             carried_band = (raw_band[0] * per_request, raw_band[1] * per_request)
     memory_bytes = step.metrics.gpu_memory_used_bytes_max if step.metrics is not None else None
-    if errors > 0:
+    if errors > 0 and rejected == errors:
+        note = f"{errors:g} requests rejected by the queue policy (perf_analyzer stops at the first)"
+    elif errors > 0:
         note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
     elif step.noisy:
         note = step.unstable_note or "noisy: its windows disagreed"
@@ -635,7 +676,8 @@ def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasu
         step.load_value, values, measured, note, intervals,
         offered_per_s=step.load_value if step.load_mode == "request_rate" else None,
         carried_per_s=carried, carried_interval_per_s=carried_band,
-        gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20, noisy=step.noisy,
+        gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20, rejected_count=float(rejected),
+        noisy=step.noisy,
     )
 
 

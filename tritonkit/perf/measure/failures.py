@@ -15,7 +15,12 @@ Evidence (tritonserver 2.51, perf_analyzer 2.60, seen on these machines):
 * a measurement window shorter than one request: ``No valid requests recorded within time
   interval. Please use a larger time window.`` on stderr and exit 3 — the same status as a
   usage mistake, so the line itself decides (a slow model, not a wrong option);
-* a usage mistake: exit 3, or an ``Error: …`` line with nothing measured on stdout.
+* a usage mistake: exit 3, or an ``Error: …`` line with nothing measured on stdout;
+* a request the dynamic batcher's queue policy refused: ``Thread [0] had error: [request id:
+  <id_unknown>] Exceeds maximum queue size`` (the queue full) or ``Thread [0] had error: Request
+  timeout expired`` (a wait past the policy's timeout, ``timeout_action: REJECT``) — the texts of
+  triton core's request queue (``src/scheduler_utils.cc``); perf_analyzer stops the step at the
+  first one (:func:`queue_rejections` counts them).
 
 Every :class:`StepError` (a ``PerfError``) carries ``.failure`` (a :class:`Failure`, a ``str``) and
 ``.server_message``; ``str(exc)`` says both.
@@ -29,7 +34,8 @@ from enum import Enum
 
 from tritonkit.errors import StepError, StepTimeoutError
 
-__all__ = ["Failure", "Diagnosis", "StepError", "StepTimeoutError", "classify", "diagnose_request_errors"]
+__all__ = ["Failure", "Diagnosis", "QUEUE_REJECTIONS", "StepError", "StepTimeoutError", "classify",
+           "diagnose_request_errors", "queue_rejections"]
 
 
 class Failure(str, Enum):
@@ -70,6 +76,17 @@ _NO_REQUESTS_RE = re.compile(r"No valid requests recorded within time interval",
 def _instance(name: str) -> str:
     """``'m_0_0'`` (Triton's instance name) → ``'m'``."""
     return re.sub(r"_\d+_\d+$", "", name)
+
+
+#: What tritonserver answers a request its queue policy refused (see the module docstring).
+QUEUE_REJECTIONS = ("Exceeds maximum queue size", "Request timeout expired")
+
+
+def queue_rejections(text: str) -> tuple[int, int]:
+    """(requests the queue policy refused, requests that failed) among the ``had error`` lines of
+    ``text`` (a step's console, or its error note: one line per failed perf_analyzer thread)."""
+    lines = [m.group("msg") for m in _HAD_ERROR_RE.finditer(text.replace("; Thread [", "\nThread ["))]
+    return sum(any(marker in line for marker in QUEUE_REJECTIONS) for line in lines), len(lines)
 
 
 def diagnose_request_errors(console: str) -> Diagnosis | None:

@@ -31,6 +31,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit.errors import ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_result, run_ladder
 from tritonkit.perf.judge import JudgeSettings, ladder_check
+from tritonkit.perf.measure.failures import QUEUE_REJECTIONS, queue_rejections
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.measure.runtime import ServedRuntime
@@ -52,6 +53,10 @@ __all__ = ["VariantMeter"]
 Say = Callable[[str], None]
 
 
+#: What tritonserver answers a request refused because the queue was full (the first of
+#: :data:`~tritonkit.perf.measure.failures.QUEUE_REJECTIONS`).
+QUEUE_FULL = QUEUE_REJECTIONS[0]
+
 #: Ladder stops that mean a step did not complete: the variant is "failed", never "measured".
 INCOMPLETE_STOPS = {STOP_PERF_ERROR: "perf_analyzer failed", STOP_SERVER_LOST: "the server stopped answering",
                     STOP_TIMEOUT: "the ladder ran out of time"}
@@ -61,14 +66,16 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
     """Each step of ``ladder`` that carried something, as a :class:`StepPoint` judged by the one
     judge (:func:`~tritonkit.perf.evaluate_result` with ``judging``): whether it meets the SLA and
     why not (the step verdict's reasons: a bound broken, an offered rate not carried — at least
-    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``) are the verdict's;
+    ``(1 - rate_tolerance)`` × offered —, GPU memory above ``max_gpu_memory_mb``, a bound kept
+    with less than the ``headroom`` required) are the verdict's, and so is each bound's headroom;
     a step whose bound lies inside its noise meets the SLA when its measured values do
-    (:attr:`~tritonkit.perf.judge.verdict.StepVerdict.met_by_values`)."""
+    (:attr:`~tritonkit.perf.judge.verdict.StepVerdict.met_by_values`).
+    A step whose only failures were queue-policy rejections is kept, carrying nothing."""
     verdict = evaluate_result(sla, ladder.result, judging)
     judged = {s.load: s for s in verdict.steps}
     points: list[StepPoint] = []
     for step in ladder.result.steps:
-        if step.throughput_per_s is None:
+        if step.throughput_per_s is None and not only_rejected(step):
             continue
         p99 = step.latency.p99_ms if step.latency is not None else float("inf")
         verdict_step = judged.get(step.load_value)
@@ -76,24 +83,37 @@ def step_points(ladder: LadderResult, sla: SLA, judging: JudgeSettings | None = 
         memory_mb = (metrics.gpu_memory_used_bytes_max / 2**20
                      if metrics is not None and metrics.gpu_memory_used_bytes_max is not None else None)
         points.append(StepPoint(
-            load=step.load_value, throughput_per_s=step.throughput_per_s, p99_ms=p99,
+            load=step.load_value, throughput_per_s=step.throughput_per_s or 0.0, p99_ms=p99,
             errors=step.error_count, stable=step.stable,
             # A step inside the noise counts as its values say: the sweep answers noise by measuring
             # its leaders again (the verdict's three-way status stays in the ladder's result.json).
             meets_sla=verdict_step is not None and verdict_step.met_by_values, gpu_memory_mb=memory_mb,
             gpu_utilization=metrics.gpu_utilization_max if metrics is not None else None,
             note="; ".join(verdict_step.reasons) if verdict_step is not None else "",
+            noisy=step.noisy, throughput_interval_per_s=step.interval("throughput"),
+            headroom={} if verdict_step is None else {str(c.constraint): c.headroom for c in verdict_step.checks
+                                                      if c.headroom is not None},
         ))
     return points
 
 
+def only_rejected(step: StepResult) -> bool:
+    """Whether every request ``step`` saw fail was refused by the queue policy (perf_analyzer
+    stopped the step at the first: it has no throughput or latency, only a rejected share)."""
+    rejected, failed = queue_rejections(step.error_note or "")
+    return failed > 0 and rejected == failed
+
+
 def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
           judging: JudgeSettings | None = None, preflight: bool = True,
-          attempts_s: list[float] | None = None, runtime: ServedRuntime | None = None) -> LadderResult:
+          attempts_s: list[float] | None = None, metrics_url: str | None = None,
+          runtime: ServedRuntime | None = None) -> LadderResult:
     """:func:`run_ladder` judged by ``sla`` and ``judging``; a ladder whose unrecorded warm-up saw no request
-    complete is started once more, afresh (a model slow to start its first executions — a
-    python stub on a loaded machine — says nothing about how it bears load). ``attempts_s``
+    complete is started once more, afresh, with a longer warm-up (:func:`retry_warmup_s`: a model
+    slow to start its first executions — a python stub on a loaded machine — says nothing about
+    how it bears load; a second failure is the variant's). ``attempts_s``
     collects the duration of every step perf_analyzer ran, unstable attempts tried again included;
+    ``metrics_url``: the server's metrics, scraped during each step (its failures, GPU memory);
     ``runtime`` is recorded as what served the model (by default the server is asked)."""
 
     def seen(step: StepResult, _name: str) -> None:
@@ -102,15 +122,24 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
 
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
     ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                        on_attempt=seen, runtime=runtime)
+                        on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
     if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
-        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more")
+        longer = retry_warmup_s(plan)
+        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more "
+            f"with a {longer:g} s warm-up")
         shutil.rmtree(folder, ignore_errors=True)
         if attempts_s is not None:
             attempts_s.clear()
-        ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                            on_attempt=seen, runtime=runtime)
+        ladder = run_ladder(spec, replace(plan, warmup_s=longer), results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
+                            on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
     return ladder
+
+
+def retry_warmup_s(plan: LadderPlan) -> float:
+    """The warm-up a ladder gets on its one retry: four times as long, and its three windows each
+    at least a step window long, so a model whose first requests outlast a short warm-up window
+    (perf_analyzer's "no valid requests") gets them answered."""
+    return max(4 * plan.warmup_s, 3 * plan.step_window_ms / 1000.0)
 
 
 def failure_reason(ladder: LadderResult) -> str:
@@ -148,7 +177,8 @@ class VariantMeter:
 
     ``judging``: what a step must meet beyond the SLA (see :func:`step_points`).
     ``target``/``target_config``: the model the load goes to when it is not ``live`` (``spec``
-    names it), an ensemble or BLS model calling the swept one. ``noise_allowance``: the headroom
+    names it), an ensemble or BLS model calling the swept one; ``composing``: its composing
+    models to load with these configs (``--pin``). ``noise_allowance``: the headroom
     a descent gives what a step carried before it rules lower loads out (see the module docstring).
     ``runtime``: what serves the model, recorded in every variant's result.
     """
@@ -165,11 +195,23 @@ class VariantMeter:
     target: LiveModel | None = None
     target_config: mc.ModelConfig | None = None
     noise_allowance: float = 0.10
+    composing: dict[str, mc.ModelConfig] = field(default_factory=dict)
     runtime: ServedRuntime | None = None
 
     def load_target(self) -> None:
         """Load the load target (an ensemble or BLS model calling the swept one) as written; its
-        composing models come from their folders and are then replaced variant by variant."""
+        composing models come from their folders, then those in ``composing`` are loaded with
+        that config (pinned knobs), and the swept one is replaced variant by variant."""
+        # The first load of an ensemble loads its composing models from their folders (even one
+        # loaded with another config before): the pinned ones are loaded after it, and the ensemble
+        # once more, which keeps them as they are.
+        self._reload_target()
+        if self.composing:
+            for name, config in self.composing.items():
+                LiveModel(self.live.server, name).load(config, timeout_s=self.load_timeout_s)
+            self._reload_target()
+
+    def _reload_target(self) -> None:
         if self.target is not None and self.target_config is not None:
             self.target.load(self.target_config, timeout_s=self.load_timeout_s)
 
@@ -178,19 +220,20 @@ class VariantMeter:
         if self.target_config is not None and self.target_config.platform == "ensemble":
             # The server marks an ensemble unavailable while a composing model is unloaded; loading
             # it again checks it against this variant (e.g. its max batch) and makes it ready.
-            self.load_target()
+            self._reload_target()
 
-    def _unload(self) -> None:
-        # Best effort: a server that died is reported by the next load, not by this.
+    def _unload(self, *, wait: bool = False) -> None:
+        # Best effort: a server that died is reported by the next load, not by this. ``wait``: gone
+        # before the next load (after a queue overflow, the next variant must not meet this one).
         try:
-            self.live.unload()
+            self.live.unload(wait=wait)
         except ServerError as exc:
             self.say(f"  could not unload {self.live.model}: {exc.message}")
 
     def _ladder(self, plan: LadderPlan, folder: Path, attempts_s: list[float] | None = None, *,
                 preflight: bool = True) -> LadderResult:
         ladder = climb(self.spec, plan, folder, self.sla, self.say, judging=self.judging, preflight=preflight,
-                       attempts_s=attempts_s, runtime=self.runtime)
+                       attempts_s=attempts_s, metrics_url=self.live.server.metrics_url, runtime=self.runtime)
         if ladder.interrupted:
             raise KeyboardInterrupt
         return ladder
@@ -245,7 +288,7 @@ class VariantMeter:
         result.steps.sort(key=lambda s: s.load_value)
         if stop:
             result.stop_reason = stop
-        measured = any(s.measured for s in result.steps)
+        measured = any(s.measured or only_rejected(s) for s in result.steps)
         return self._save(LadderResult(result, None if measured else combined.error), folder)
 
     @staticmethod
@@ -285,6 +328,7 @@ class VariantMeter:
             self.store.save(outcome)
             return outcome
         loaded = time.monotonic()
+        overflowed = False
         attempts_s: list[float] = []
         confirmed: StepPoint | None = None
         confirm_s = 0.0
@@ -292,7 +336,11 @@ class VariantMeter:
             before = self.live.exec_stats()
             plan = replace(self.plan, levels=loads) if loads else self.plan
             folder = self.store.ladder_dir(variant.knobs_id)
-            if descend:
+            # A bounded queue is climbed from the bottom: the step where it overflows is the last
+            # this model serves. After perf_analyzer stopped at a "queue full" rejection, a model
+            # on tritonserver 2.51 was seen to answer nothing more until loaded afresh.
+            bounded = bool(variant.resolved(self.base).max_queue_size)
+            if descend and not bounded:
                 ladder = self._descend(plan, folder, floor_per_s, attempts_s, lowest_first=variant.is_default)
             else:
                 ladder = self._ladder(plan, folder, attempts_s)
@@ -300,9 +348,14 @@ class VariantMeter:
             measured = time.monotonic()
             points = self._points(ladder)
             stop = ladder.result.stop_reason
-            complete = ladder.error is None and stop not in INCOMPLETE_STOPS
+            # Requests the queue policy refused are the SLA's to judge (a rejected share), not a
+            # failure to measure: a ladder whose only failures were rejections is complete.
+            failing = [s for s in ladder.result.steps if s.error_count]
+            refused = bool(failing) and all(only_rejected(s) for s in failing)
+            complete = (ladder.error is None or refused) and stop not in INCOMPLETE_STOPS
             best = max((p for p in points if p.counts), key=lambda p: p.throughput_per_s, default=None)
-            if complete and best is not None and confirm_above_per_s is not None \
+            overflowed = any(QUEUE_FULL in (step.error_note or "") for step in ladder.result.steps)
+            if complete and best is not None and confirm_above_per_s is not None and not overflowed \
                     and best.throughput_per_s >= confirm_above_per_s:
                 self.say(f"  {variant.id} is within reach of the best so far: measured once more at load "
                          f"{best.load:g} while it is loaded")
@@ -310,7 +363,7 @@ class VariantMeter:
                 confirm_s = time.monotonic() - measured
         finally:
             unloading = time.monotonic()
-            self._unload()
+            self._unload(wait=overflowed)
         measured_loads = {p.load for p in points}
         timings = _timings(ladder, plan, attempts_s, load_s=loaded - started, ladder_s=measured - loaded,
                            unload_s=time.monotonic() - unloading)

@@ -177,7 +177,8 @@ class JointMeter:
                            warmup_s=self.plan.warmup_s if first else 0.0)
             try:
                 ladders[model] = climb(self._spec(model), plan, run_dir / f"L{total:g}" / model, self.slas[model],
-                                       self.say, judging=self.settings.judging(), preflight=first)
+                                       self.say, judging=self.settings.judging(), preflight=first,
+                                       metrics_url=self.server.metrics_url)
             except Exception as exc:  # noqa: BLE001 - reported as this configuration's failure
                 errors[model] = f"{type(exc).__name__}: {exc}"
 

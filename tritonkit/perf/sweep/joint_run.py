@@ -31,7 +31,7 @@ from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURE
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
-from tritonkit.perf.sweep.variants import Variant, apply_variant, variant_grid
+from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
@@ -159,12 +159,19 @@ def read_bases(repo_path: Path, models: Sequence[str]) -> dict[str, mc.ModelConf
     return bases
 
 
-def grids_of(bases: Mapping[str, mc.ModelConfig], settings: SweepSettings) -> dict[str, list[Variant]]:
-    """Each model's variants as ``settings.grid`` says (a grid no sweep can use is refused here)."""
-    axes = settings.grid
-    return {m: variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
-                            windows_us=axes.windows_us, preferred=axes.preferred,
-                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep) for m, base in bases.items()}
+def grids_of(bases: Mapping[str, mc.ModelConfig], settings: SweepSettings,
+             swept: Sequence[str] | None = None) -> dict[str, list[Variant]]:
+    """Each model's variants as ``settings.grid`` says, pins applied; a grid no sweep can use, or a
+    pin naming a model the joint sweep does not sweep, is refused here (``ConfigError``).
+    ``swept``: every model of the joint sweep, when ``bases`` holds only some of them (one
+    model's alone phase on a cluster node)."""
+    models = list(swept) if swept is not None else list(bases)
+    settings.grid.validate(models)
+    unknown = sorted(settings.grid.composing_pins(models))
+    if unknown:
+        raise ConfigError(f"--pin names {', '.join(unknown)}, which this joint sweep does not sweep",
+                          hint=f"pin a knob of one of the models swept: {', '.join(models)}")
+    return {m: settings.grid.variants(base, m) for m, base in bases.items()}
 
 
 def sweep_alone(repo_path: Path, model: str, base: mc.ModelConfig, grid: list[Variant], settings: SweepSettings,

@@ -91,7 +91,11 @@ class StepPoint:
     ``gpu_memory_mb``/``gpu_utilization`` are the server's peak GPU memory (MiB) and utilisation
     (0-1) during the step (``None``: no GPU metrics); ``note`` says why a step missed the SLA: the
     judge's reasons (a bound broken with what was measured, the offered rate not carried, GPU memory
-    above the cap), as its step verdict gives them."""
+    above the cap), as its step verdict gives them. ``noisy``: perf_analyzer could not call the step
+    stable but it was measured all the same (its figures are its windows' medians). The step's
+    throughput 95 % interval is ``throughput_interval_per_s`` (``None``: none computed), and
+    ``headroom`` each scaled SLA bound's margin to its limit as a fraction of it
+    (``{"p99<=50ms": 0.38}``), as the judge computed them."""
 
     load: float
     throughput_per_s: float
@@ -102,11 +106,20 @@ class StepPoint:
     gpu_memory_mb: float | None = None
     gpu_utilization: float | None = None
     note: str = ""
+    noisy: bool = False
+    throughput_interval_per_s: tuple[float, float] | None = None
+    headroom: dict[str, float] = field(default_factory=dict)
 
     @property
     def counts(self) -> bool:
-        """True when the step may be a winner's operating point: SLA met, no errors, stable."""
-        return self.meets_sla and self.errors == 0 and self.stable
+        """True when the step may be a winner's operating point: SLA met, no errors, and a
+        measurement (stable, or noisy: the sweep answers noise with its intervals and re-measurements)."""
+        return self.meets_sla and self.errors == 0 and (self.stable or self.noisy)
+
+    @property
+    def band_per_s(self) -> tuple[float, float]:
+        """The throughput's 95 % interval; the value itself where none was computed."""
+        return self.throughput_interval_per_s or (self.throughput_per_s, self.throughput_per_s)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"load": self.load, "throughput_per_s": self.throughput_per_s,
@@ -118,6 +131,12 @@ class StepPoint:
             data["gpu_utilization"] = self.gpu_utilization
         if self.note:
             data["note"] = self.note
+        if self.noisy:
+            data["noisy"] = True
+        if self.throughput_interval_per_s is not None:
+            data["throughput_interval_per_s"] = list(self.throughput_interval_per_s)
+        if self.headroom:
+            data["headroom"] = dict(self.headroom)
         return data
 
     @classmethod
@@ -125,6 +144,11 @@ class StepPoint:
         """Read a step back, checking every field (:class:`StoredResultError` names the bad one)."""
         data = _mapping(data, where, "step")
         p99 = data.get("p99_ms")
+        band = _list(data, "throughput_interval_per_s", where)
+        if band and len(band) != 2:
+            raise StoredResultError(f"{where}: field 'throughput_interval_per_s' must hold two numbers",
+                                    field_name="throughput_interval_per_s")
+        margins = _mapping(data.get("headroom") or {}, where, "headroom")
         return cls(
             load=_number(data, "load", where, low=1e-9),
             throughput_per_s=_number(data, "throughput_per_s", where, high=MAX_THROUGHPUT_PER_S),
@@ -137,6 +161,12 @@ class StepPoint:
             gpu_utilization=(None if data.get("gpu_utilization") is None
                              else _number(data, "gpu_utilization", where, high=1.0)),
             note=str(data.get("note", "")),
+            noisy=bool(data.get("noisy", False)),
+            throughput_interval_per_s=(None if not band else (
+                _number({"low": band[0]}, "low", f"{where} throughput_interval_per_s", high=MAX_THROUGHPUT_PER_S),
+                _number({"high": band[1]}, "high", f"{where} throughput_interval_per_s", high=MAX_THROUGHPUT_PER_S))),
+            # A margin may be negative (over the limit) but never beyond -inf .. 1.
+            headroom={str(k): _number(margins, k, f"{where} headroom", low=-1e9, high=1.0) for k in margins},
         )
 
 
@@ -175,23 +205,35 @@ class VariantOutcome:
         return max(good, key=lambda s: s.throughput_per_s) if good else None
 
     def score(self) -> StepPoint | None:
-        """The best step, averaged with its stable confirmations; if a re-measurement broke the SLA
-        (or failed requests), the best counting step below that load instead (measured once)."""
+        """The best step, averaged with its confirmations; if a re-measurement broke the SLA
+        (or failed requests), the best counting step below that load instead (measured once).
+
+        Averaged, the throughput's interval is the mean of the measurements' intervals, widened to
+        cover every measured value (re-measurements that disagree widen it), and each bound's
+        headroom is the least any measurement kept."""
         best = self.best()
-        # An unstable re-measurement says nothing either way; one with errors or over the SLA does.
-        judged = [c for c in self.confirmations if c.stable or c.errors]
+        # A re-measurement without figures says nothing either way; one with errors or over the SLA does.
+        judged = [c for c in self.confirmations if c.stable or c.noisy or c.errors]
         if best is None or not judged:
             return best
         if not all(c.counts for c in judged):
             lower = [s for s in self.steps if s.counts and s.load < best.load]
             return max(lower, key=lambda s: s.throughput_per_s) if lower else None
         points = [best, *judged]
+        values = [p.throughput_per_s for p in points]
+        bands = [p.band_per_s for p in points]
+        band = (min(min(values), sum(b[0] for b in bands) / len(bands)),
+                max(max(values), sum(b[1] for b in bands) / len(bands)))
+        terms = set().union(*(p.headroom for p in points))
         return StepPoint(
             load=best.load,
-            throughput_per_s=sum(p.throughput_per_s for p in points) / len(points),
+            throughput_per_s=sum(values) / len(points),
             p99_ms=sum(p.p99_ms for p in points) / len(points),
             gpu_memory_mb=best.gpu_memory_mb,
             gpu_utilization=best.gpu_utilization,
+            noisy=any(p.noisy for p in points),
+            throughput_interval_per_s=band if any(p.throughput_interval_per_s for p in points) else None,
+            headroom={t: min(p.headroom[t] for p in points if t in p.headroom) for t in sorted(terms)},
         )
 
     def saturated(self) -> bool:

@@ -29,14 +29,18 @@ def variant_rows(result: SweepResult) -> list[list[str]]:
     for variant in result.grid:
         outcome = outcomes.get(variant.id)
         mark = " ★" if winner is not None and winner.variant.id == variant.id else ""
+        decision = result.search.decisions.get(variant.id)
         if outcome is None:
             bound = result.search.pruned.get(variant.id)
-            note = f"cannot beat the best: at most {_num(bound)} infer/s" if bound is not None else "not measured"
+            note = decision.reason if decision is not None else (
+                f"cannot beat the best: at most {_num(bound)} infer/s" if bound is not None else "not measured")
             rows.append([variant.id + mark, variant.describe(), "pruned" if bound is not None else "skipped",
-                         "–", "–", "–", "–", note])
+                         "–", "–", "–", "–", note.replace("|", "/")])
             continue
         score = outcome.score()
         note = outcome.reason if outcome.status != STATUS_MEASURED else outcome.stop_reason.replace("_", " ")
+        if decision is not None and decision.action == "measured":
+            note = decision.reason + (f"; {note}" if note else "")
         if outcome.status == STATUS_MEASURED and score is None:
             note = "no step met the SLA" + (f" ({note})" if note else "")
         memory_mb, utilization = outcome.gpu_peak()
@@ -64,7 +68,8 @@ def render_sweep_markdown(result: SweepResult) -> str:
     lines = [f"# Sweep: {result.model}", ""]
     counts = result.counts()
     lines.append(f"- SLA: `{result.sla_text}`; load: {result.load_text}")
-    lines.append(f"- grid: {len(result.grid)} variants; measured {counts['measured']}, pruned {counts['pruned']}, "
+    lines.append(f"- grid: {len(result.grid)} variants; measured {counts['measured']}, pruned by their bound "
+                 f"{counts['pruned']}, skipped by the model {counts['skipped']}, "
                  f"refused by the server {counts['load_failed']}, failed {counts['failed']}"
                  + (f"; reused from an earlier run: {len(result.resumed)}" if result.resumed else ""))
     lines.append(f"- search: {'exhaustive' if result.exhaustive else 'pruned search'}"
@@ -77,11 +82,14 @@ def render_sweep_markdown(result: SweepResult) -> str:
     if result.node is not None:  # swept on a node of a Ray cluster (tritonkit.perf.cluster)
         lines.append(f"- measured on node {result.node.get('node_id', '?')} ({result.node.get('where', '?')}): "
                      "every variant on this one node, the winner judged against those alone")
+    if search.model_text:
+        lines.append(f"- the model, fitted to everything measured: {search.model_text}")
     lines += [f"- warning: {text}" for text in result.warnings]
     lines += ["", "## Result", "", result.headline()]
     if len(search.tied) > 1:
         lines.append("")
-        lines.append("Tied within the tolerance (a tie goes to the lower p99, then fewer instances): "
+        within = "the tolerance or the noise" if search.noise_note else "the tolerance"
+        lines.append(f"Tied within {within} (a tie goes to the lower p99, then fewer instances): "
                      + ", ".join(o.variant.id for o in search.tied) + ".")
     wb = result.write_back
     if wb is not None:

@@ -22,7 +22,8 @@ EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
 @dataclass(frozen=True)
 class SweepEvent:
     """Something the sweep did, as it happens. ``kind``: ``server``, ``start`` (a variant begins),
-    ``measured``, ``resumed``, ``load_failed``, ``failed``, ``guess``, ``pruned``, ``confirm``,
+    ``measured``, ``resumed``, ``load_failed``, ``failed``, ``guess``, ``propose`` (why the next
+    variant is measured), ``pruned`` (by its bound), ``skipped`` (by the model), ``confirm``,
     ``written``. ``done``/``left`` count variants finished and still possibly measured;
     ``eta_s`` is an upper estimate (pruning only shortens it)."""
 
@@ -61,6 +62,24 @@ class SweepResult:
     runtime: ServedRuntime | None = None
     #: The Ray node every variant was measured on, when swept on a cluster (``node_id``, ``host``, …).
     node: dict[str, Any] | None = None
+    #: The margin every SLA bound had to keep for a step to count (``SweepSettings.headroom``).
+    headroom_required: float = 0.0
+
+    @property
+    def headroom(self) -> dict[str, float]:
+        """The winner's margin to each scaled SLA bound at its chosen load, as a fraction of the
+        limit (``{"p99<=50ms": 0.38}``), the least any of its measurements there kept; empty
+        without a winner."""
+        score = self.search.winner.score() if self.search.winner else None
+        return dict(score.headroom) if score is not None else {}
+
+    def headroom_text(self) -> str:
+        """``"headroom p99<=50ms 38 %"`` (every bound, and the margin required), or ``""``."""
+        margins = self.headroom
+        if not margins:
+            return ""
+        required = f" (at least {100 * self.headroom_required:g} % required)" if self.headroom_required else ""
+        return "headroom " + ", ".join(f"{term} {100 * m:.0f} %" for term, m in margins.items()) + required
 
     @property
     def failed(self) -> list[VariantOutcome]:
@@ -112,8 +131,9 @@ class SweepResult:
 
     def counts(self) -> dict[str, int]:
         statuses = [o.status for o in self.search.outcomes]
+        skipped = sum(d.action == "skipped" for d in self.search.decisions.values())
         return {"measured": statuses.count(STATUS_MEASURED), "load_failed": statuses.count(STATUS_LOAD_FAILED),
-                "failed": statuses.count(STATUS_FAILED), "pruned": len(self.search.pruned)}
+                "failed": statuses.count(STATUS_FAILED), "pruned": len(self.search.pruned), "skipped": skipped}
 
     def headline(self) -> str:
         """One sentence: what wins, how much load it carries within the SLA, and against the default."""
@@ -133,9 +153,11 @@ class SweepResult:
         ratio = self.ratio_to_default
         on = f" on {self.target}" if self.target and self.target != self.model else ""
         versus = f" — {ratio:.2f}× the default" if ratio is not None else f"; {default_text}"
+        margins = f", {self.headroom_text()}" if self.headroom else ""
+        noise = f" {self.search.noise_note[:1].upper()}{self.search.noise_note[1:]}." if self.search.noise_note else ""
         return (f"Winner {winner.variant.id} ({winner.variant.describe()}): {score.throughput_per_s:,.1f} infer/s "
-                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{versus}"
-                + (f" ({default_text})." if ratio is not None else ".") + failed)
+                f"within the SLA {self.sla_text} at {unit} {score.load:g}{on}, p99 {score.p99_ms:.2f} ms{margins}"
+                f"{versus}" + (f" ({default_text})." if ratio is not None else ".") + noise + failed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (``--json``, and ``sweep.json``)."""
@@ -158,8 +180,13 @@ class SweepResult:
             "default": None if default is None else default.to_dict(),
             "ratio_to_default": self.ratio_to_default,
             "tied": [o.variant.id for o in self.search.tied],
+            "tie_within_noise": self.search.noise_note or None,
+            "headroom": self.headroom or None,
+            "headroom_required": self.headroom_required,
             "first_guess": self.search.guess.id if self.search.guess else None,
             "pruned": dict(self.search.pruned),
+            "decisions": {variant: d.to_dict() for variant, d in self.search.decisions.items()},
+            "fitted_model": self.search.model_text or None,
             "resumed": list(self.resumed),
             "counts": self.counts(),
             "failed": {o.variant.id: o.reason for o in self.failed},

@@ -35,7 +35,7 @@ from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURE
 from tritonkit.perf.sweep.search import SearchSettings, search
 from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
-from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings, variant_grid
+from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings, pinned_config
 from tritonkit.perf.sweep.writeback import PendingWriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, Hardware, model_folder, read_config, render_config
@@ -123,12 +123,11 @@ def run_sweep(
                           hint=f"pass the repository folder and a model folder inside it ({config_path} is missing)")
     base = read_config(config_path)
     parsed = settings.parsed_sla()
-    axes = settings.grid
-    variants = variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
-                            windows_us=axes.windows_us, preferred=axes.preferred,
-                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep)
+    settings.grid.validate([model])
+    variants = settings.grid.variants(base, model)
     plan = settings.ladder_plan()
     target_config = _target_config(repo_path, model, settings.target)
+    composing = _composing_configs(repo_path, model, settings, target_config)
     locate_perf_analyzer()  # MissingComponentError now, before any server starts
     if server is not None and server.model_control != "explicit":
         raise ConfigError("the sweep needs a server with explicit model control",
@@ -143,15 +142,22 @@ def run_sweep(
         store = SweepStore(out_dir)
         store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed), "mode": plan.mode,
                      "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
-                     "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
+                     "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
+                     # Only when set (each decides which steps meet the SLA): a folder of a sweep
+                     # without them resumes as it did.
+                     **({"headroom": settings.headroom} if settings.headroom else {}),
+                     **({"composing_pins": [str(p) for pins in settings.grid.composing_pins([model]).values()
+                                            for p in pins]} if composing else {})})
         stopping: list[threading.Thread] = []
         try:
             sweep = search_on_server(repo_path, model, base, variants, settings, store, server, emit, started,
-                                     target_config, stopping=stopping)
+                                     target_config, stopping=stopping, composing=composing)
             sweep.warnings = warnings + sweep.warnings
             pending: PendingWriteBack | None = None
-            if settings.write_back and sweep.search.winner is not None and not sweep.failed:
-                pending = plan_write_back(repo_path, model, apply_variant(base, sweep.search.winner.variant))
+            # A tie within the noise names its pick but changes nothing (SearchResult.decided).
+            winner = sweep.search.winner
+            if settings.write_back and winner is not None and sweep.search.decided and not sweep.failed:
+                pending = plan_write_back(repo_path, model, apply_variant(base, winner.variant))
                 sweep.write_back = pending.planned
             sweep.wall_s = time.monotonic() - started
             sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
@@ -178,11 +184,14 @@ def run_sweep(
 def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
              store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
              started: float, target_config: mc.ModelConfig | None, *,
-             stopping: list[threading.Thread] | None = None) -> SweepResult:
+             stopping: list[threading.Thread] | None = None,
+             composing: dict[str, mc.ModelConfig] | None = None) -> SweepResult:
     """Serve (unless ``server`` is given), search and stop the server it started, however the
     search ends; nothing is written back here. The joint sweep calls it for each model alone.
     ``stopping``: once the search has finished, the server this call started is stopped in a
-    thread appended there, for the caller to join (any other way out stops it at once)."""
+    thread appended there, for the caller to join (any other way out stops it at once).
+    ``composing``: composing models of the target loaded with these configs (pinned knobs)
+    before the target."""
     searched = False
     runtime = None
     stand_in_warning = None
@@ -199,7 +208,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         max_concurrency=max(plan.levels) if plan.mode == "concurrency" else None,
         levels=tuple(plan.levels), load_mode=plan.mode,
         p99_limit_ms=p99.value if p99 is not None else None,
-        cpu_cores=hardware.cpu_cores, gpus=len(hardware.gpus),
+        cpu_cores=hardware.cpu_cores, gpus=len(hardware.gpus), rate_tolerance=settings.rate_tolerance,
     )
     own_server = server is None
     load_args = quick_load_args(repo_path, {model: base}) if own_server and settings.target is None else []
@@ -238,6 +247,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             judging=settings.judging(),
             target=LiveModel(live_server, target) if settings.target else None,
             target_config=target_config, noise_allowance=settings.noise_allowance, runtime=runtime,
+            composing=dict(composing or {}),
         )
         meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
@@ -291,7 +301,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
         p99_limit_ms=search_settings.p99_limit_ms, exhaustive=settings.exhaustive, grid=variants, search=result,
         write_back=None, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
-        server_start_s=server_start_s, target=settings.target, runtime=runtime,
+        server_start_s=server_start_s, target=settings.target, runtime=runtime, headroom_required=settings.headroom,
         warnings=[stand_in_warning] if stand_in_warning else [],
     )
 
@@ -369,6 +379,30 @@ def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig
     return config
 
 
+def _composing_configs(repo: Path, model: str, settings: SweepSettings,
+                       target_config: mc.ModelConfig | None) -> dict[str, mc.ModelConfig]:
+    """The configs of the composing models a ``--pin`` names (its knobs applied, the rest as
+    written), loaded before the target; a pin for a model this sweep does not load is refused."""
+    pins = settings.grid.composing_pins([model])
+    if pins and settings.target is None:
+        raise ConfigError(f"--pin names {', '.join(sorted(pins))}, which this sweep does not load",
+                          hint=f"pin a knob of '{model}' (or of every model: --pin KNOB=VALUE); a composing model's "
+                               "knobs can be pinned with --target ENSEMBLE")
+    steps = ({step.model_name for step in target_config.ensemble_scheduling.step}
+             if target_config is not None and target_config.platform == "ensemble" else None)
+    configs: dict[str, mc.ModelConfig] = {}
+    for name, held in pins.items():
+        if name == settings.target or (steps is not None and name not in steps):
+            raise ConfigError(f"--pin {held[0]}: '{name}' is not a composing model of '{settings.target}'",
+                              hint=f"its steps call {', '.join(sorted(steps or ())) or 'nothing'}")
+        path = model_folder(repo, name) / CONFIG_FILENAME
+        if not path.is_file():
+            raise ConfigError(f"--pin {held[0]}: no {CONFIG_FILENAME} for model '{name}' in {repo}",
+                              hint="pin a model of the repository")
+        configs[name] = pinned_config(read_config(path), held)
+    return configs
+
+
 def _server_gpus(metrics_url: str) -> int | None:
     """How many GPUs the server's own metrics show (``None``: they cannot be read). The first
     guess counts these rather than the GPUs of the machine running the sweep."""
@@ -431,8 +465,16 @@ class _Progress:
             self.pruned += 1
             text = (f"{variant}: pruned, it cannot carry more than {data['bound_per_s']:,.1f} infer/s "
                     f"(best so far {data['best_per_s']:,.1f})")
+        elif kind == "skipped":
+            self.pruned += 1
+            text = f"{variant}: {data['reason']}"
+        elif kind == "propose":
+            text = f"next: {variant}, {data['reason']}"
         elif kind == "guess":
-            text = f"first guess from the measured cost and the hardware: {variant}"
+            predicted = data.get("predicted")
+            text = (f"first guess: {variant}, the model fitted to the default predicts "
+                    f"{predicted['throughput_per_s']:,.0f} infer/s" if predicted
+                    else f"first guess from the measured cost and the hardware: {variant}")
         else:
             text = f"re-measuring {variant} at its best load (a leader must hold up twice)"
         self.emit(SweepEvent(kind, text, variant=variant, done=self.done, left=self._left(), eta_s=self._eta(),

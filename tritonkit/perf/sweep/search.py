@@ -13,39 +13,56 @@ How the search decides:
   more than ``i × b`` requests per cheapest execution time, nor more than the ladder's highest
   concurrency per cheapest execution time (a closed loop has that many requests in flight).
   The bound gets a noise allowance (default 10 %) because the statistics themselves are noisy.
-* **First guess.** From the measured costs and the hardware: instances up to the CPU cores (or
-  as given on a GPU), the batch the ladder can fill, the cost per batch interpolated from what
-  was measured, and a latency estimate (window + two executions) that must fit the p99 limit.
-* **Pruning.** A variant whose bound is below the best measured throughput less the tie
-  tolerance cannot win and is never measured; the search stops when no variant is left that
-  could. The batching window and preferred sizes change when a batch is sent, not how much an
-  instance carries once saturated, so they share the bound of their instances × max batch.
-  The same bound per load skips the low rungs of a ladder: ``c`` requests in flight cannot
-  complete more than ``c`` per cheapest execution, so once a best is known, loads that cannot
-  reach it are not measured.
-* **Confirmation.** The top candidates are measured once more at their best load; the score is
-  the mean. (A live sweep re-measures a contender right after its ladder, while it is still
+* **A model, fitted as variants are measured** (:mod:`tritonkit.perf.sweep.model`): cost per
+  execution against batch size, per-instance scaling up to the CPU cores or GPUs (then as
+  measured), and p99 against the queueing a load causes. It predicts what each unmeasured
+  variant carries within the p99 limit, as a value with a range (``610 ± 80/s``).
+* **First guess.** After the default, the variant the model fitted to it predicts highest
+  (among those within the tie tolerance of the top, the fewest instances, the smallest batch
+  and window). Without any execution cost, a first guess from the hardware alone
+  (:func:`first_guess`).
+* **Pruning and stopping.** A variant whose bound is below the best measured throughput less
+  the tie tolerance cannot win and is never measured (``skipped: bound 412/s below best
+  530/s``). Of the others, the one whose reach (its bound, or the top of the model's range if
+  lower) is highest is measured next, and the model is fitted again; the search stops when no
+  variant's reach is above the best: those are skipped, with the model's figures. The batching
+  window and preferred sizes change when a batch is sent, not how much an instance carries
+  once saturated, so they share the bound of their instances × max batch (the model tells
+  them apart by latency). The same bound per load skips the low rungs of a ladder: ``c``
+  requests in flight cannot complete more than ``c`` per cheapest execution, so once a best is
+  known, loads that cannot reach it are not measured.
+* **Confirmation.** The top candidates (within twice the tie tolerance of the top, or whose
+  throughput interval reaches the top's) are measured once more at their best load; the score
+  is the mean. (A live sweep re-measures a contender right after its ladder, while it is still
   loaded; the closing round here then covers only the contenders left without a second
   measurement.) Throughputs within the tie tolerance (default 5 %) are a tie, broken by lower p99
   (again within the tolerance), then fewer instances, then the default config (nothing to
   change), then the smaller max batch and window.
+* **A tie within the noise.** After the re-measurements, the top must also clear the noise: a
+  variant beyond the tie tolerance whose throughput interval still reaches the top's lower
+  bound cannot be told from it. Those are tied too, the same rule picks among them, and the
+  answer says so (:attr:`WinnerChoice.noise_note`): such a winner is not written back.
+  :func:`choose_winner` is the one place this is decided.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+from tritonkit.perf.sweep.model import ModelSettings, Prediction, cheapest_costs, fit_model, knob_distance
 from tritonkit.perf.sweep.outcome import StepPoint, VariantOutcome
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
+    "Decision",
     "SearchResult",
     "SearchSettings",
     "StepPoint",
     "VariantOutcome",
+    "WinnerChoice",
     "choose_winner",
     "first_guess",
     "interpolate_cost_us",
@@ -73,18 +90,57 @@ class SearchSettings:
     p99_limit_ms: float | None = None
     cpu_cores: int = 1
     gpus: int = 0
+    rate_tolerance: float = 0.05
+
+    def model_settings(self) -> ModelSettings:
+        """What the fitted model (:mod:`tritonkit.perf.sweep.model`) needs of these settings."""
+        levels = self.levels or ((self.max_concurrency,) if self.max_concurrency else ())
+        return ModelSettings(levels=tuple(levels), load_mode=self.load_mode, p99_limit_ms=self.p99_limit_ms,
+                             cpu_cores=self.cpu_cores, gpus=self.gpus, noise_allowance=self.noise_allowance,
+                             rate_tolerance=self.rate_tolerance)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why one variant was measured or not: ``action`` ``measured``, ``pruned`` (its bound from
+    the server's statistics is below the best) or ``skipped`` (the model's range is); ``reason``
+    in words (``"skipped: bound 412/s below best 530/s"``, ``"measured: model predicts 610 ± 80/s
+    …"``), with the prediction and the bound behind it where there was one."""
+
+    action: Literal["measured", "pruned", "skipped"]
+    reason: str
+    prediction: Prediction | None = None
+    bound_per_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "reason": self.reason,
+                "predicted": self.prediction.to_dict() if self.prediction else None,
+                "bound_per_s": None if self.bound_per_s is None or not math.isfinite(self.bound_per_s)
+                else round(self.bound_per_s, 2)}
 
 
 @dataclass
 class SearchResult:
     """The search's record: every outcome in the order measured, the variants pruned (id →
-    the bound that ruled them out, infer/s), the first guess, the winner and whoever tied it."""
+    the bound that ruled them out, infer/s), the first guess, the winner and whoever tied it;
+    ``decisions`` say why each variant was measured, pruned or skipped, and ``model_text`` what
+    the model fitted to everything measured holds. ``noise_note``: when the top is a tie within
+    the noise, what says so (see :class:`WinnerChoice`); empty when the winner is clear."""
 
     outcomes: list[VariantOutcome]
     pruned: dict[str, float]
     guess: Variant | None
     winner: VariantOutcome | None
     tied: list[VariantOutcome]
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    model_text: str = ""
+    noise_note: str = ""
+
+    @property
+    def decided(self) -> bool:
+        """True when the winner clears the others (by more than the noise, or by the tie rule
+        within the tie tolerance): only then is it written back."""
+        return self.winner is not None and not self.noise_note
 
     @property
     def default(self) -> VariantOutcome | None:
@@ -193,20 +249,59 @@ def _tie_key(outcome: VariantOutcome) -> tuple[int, bool, int, int, str]:
     return (v.instances, not v.is_default, v.max_batch_size, v.window_us or 0, v.id)
 
 
-def choose_winner(
-    outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05
-) -> tuple[VariantOutcome | None, list[VariantOutcome]]:
-    """The winner and every outcome tied with it (winner first), by the rule in the module docstring."""
+@dataclass(frozen=True)
+class WinnerChoice:
+    """What :func:`choose_winner` decided: the ``winner``, every outcome tied with it (winner
+    first), and ``noise_note``, a sentence when the top is a tie within the noise (empty when the
+    winner is clear)."""
+
+    winner: VariantOutcome | None
+    tied: list[VariantOutcome]
+    noise_note: str = ""
+
+
+def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05) -> WinnerChoice:
+    """The winner by the rule in the module docstring: throughputs within ``tie_tolerance`` of the
+    top are a tie, and so are those beyond it whose throughput interval reaches the top's lower
+    bound (a tie within the noise, said in :attr:`WinnerChoice.noise_note`); lower p99 (within the
+    tolerance), then fewer instances, then the default config, then the smaller batch and window
+    break a tie."""
     scored = [(o, s) for o in outcomes if (s := o.score()) is not None]
     if not scored:
-        return None, []
-    top = max(s.throughput_per_s for _, s in scored)
+        return WinnerChoice(None, [])
+    leader, lead = max(scored, key=lambda pair: (pair[1].throughput_per_s, pair[1].band_per_s[0]))
+    top = lead.throughput_per_s
     tied = [(o, s) for o, s in scored if s.throughput_per_s >= top * (1.0 - tie_tolerance)]
-    lowest_p99 = min(s.p99_ms for _, s in tied)
-    calm = [o for o, s in tied if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
+    # Beyond the tolerance, but the top's lower bound is not above its upper one: not told apart.
+    noisy = [(o, s) for o, s in scored if s.throughput_per_s < top * (1.0 - tie_tolerance)
+             and s.band_per_s[1] >= lead.band_per_s[0]]
+    pool = tied + noisy
+    lowest_p99 = min(s.p99_ms for _, s in pool)
+    calm = [o for o, s in pool if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
     winner = min(calm, key=_tie_key)
-    others = sorted((o for o, _ in tied if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
-    return winner, [winner, *others]
+    others = sorted((o for o, _ in pool if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
+    return WinnerChoice(winner, [winner, *others], _noise_note(leader, lead, noisy, winner) if noisy else "")
+
+
+def _band_text(outcome: VariantOutcome, score: StepPoint) -> str:
+    low, high = score.band_per_s
+    return f"{outcome.variant.id} {score.throughput_per_s:,.1f}/s (95 % interval {low:,.1f} – {high:,.1f})"
+
+
+def _noise_note(leader: VariantOutcome, lead: StepPoint, noisy: list[tuple[VariantOutcome, StepPoint]],
+                winner: VariantOutcome) -> str:
+    """The plain statement of a tie within the noise, with the figures, the pick and what to do."""
+    lowest = min(s.throughput_per_s for _, s in noisy)
+    # The tolerance, in whole percent, that makes this a tie by the rule and the pick final: above
+    # the gap by at least a whole percent less a hair, so float rounding cannot undo it.
+    gap = 1.0 - lowest / lead.throughput_per_s if lead.throughput_per_s > 0 else 1.0
+    accept = min(99, math.floor(100 * gap + 1e-6) + 1)
+    return (f"the top is a tie within the noise: {_band_text(leader, lead)} cannot be told from "
+            + ", ".join(_band_text(o, s) for o, s in noisy)
+            + f"; {winner.variant.id} is picked by the tie rule (lower p99, then fewer instances, then the "
+            f"default config) and not written back. To tell them apart, sweep again with longer windows "
+            f"(--window-ms); to accept the pick, re-run into the same --out with --tie-tolerance {accept} "
+            f"(what is stored there is reused)")
 
 
 def pareto_front(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -237,39 +332,52 @@ def search(
     *,
     notify: Notify | None = None,
 ) -> SearchResult:
-    """Measure the default first, then (unless ``exhaustive``) the first guess, then the
-    unmeasured variant with the highest bound, until no variant left could win; confirm the top.
+    """Measure the default first, then (unless ``exhaustive``) the variant the fitted model
+    expects to carry most (the first guess), then, one at a time, the unmeasured variant whose
+    range reaches highest, refitting the model after each; stop when no variant left can beat
+    the best measured one; confirm the top.
 
-    ``notify(kind, data)`` hears ``guess``, ``pruned`` and ``confirm`` decisions as they happen.
+    ``notify(kind, data)`` hears ``guess``, ``propose`` (why the next variant is measured),
+    ``pruned`` (its bound is below the best), ``skipped`` (the model's range is) and ``confirm``
+    decisions as they happen. :attr:`SearchResult.decisions` keeps why each variant was
+    measured or not.
     """
     say = notify or (lambda _kind, _data: None)
     default = next((v for v in grid if v.is_default), grid[0])
+    decisions: dict[str, Decision] = {default.id: Decision(
+        "measured", "the model's own config, measured first: its cost per execution is what the bounds and the "
+        "model start from")}
     outcomes: list[VariantOutcome] = [measure(default, settings.levels)]
 
     def loads(variant: Variant) -> tuple[float, ...]:
-        scores = [s.throughput_per_s for o in outcomes if (s := o.score()) is not None]
-        floor = max(scores, default=0.0) * (1.0 - settings.tie_tolerance)
-        return useful_loads(variant, settings, _min_exec_us(outcomes), floor)
+        return useful_loads(variant, settings, _min_exec_us(outcomes), _best(outcomes) * (1.0 - settings.tie_tolerance))
 
     remaining = [v for v in grid if v is not default]
     pruned: dict[str, float] = {}
     guess: Variant | None = None
+    model = fit_model(outcomes, settings.model_settings())
 
     if settings.exhaustive:
         for variant in remaining:
+            decisions[variant.id] = Decision("measured", "exhaustive: every variant is measured")
             outcomes.append(measure(variant, settings.levels))
         remaining = []
-    else:
-        guess = first_guess(remaining, _merged_costs(outcomes), settings)
+    elif remaining:
+        predictions = {v.id: model.predict(v) for v in remaining} if model is not None else {}
+        guess = (_model_guess(remaining, predictions, settings) if predictions
+                 else first_guess(remaining, cheapest_costs(outcomes), settings))
         if guess is not None:
-            say("guess", {"variant": guess.id})
+            prediction = predictions.get(guess.id)
+            why = (f"first guess: the model fitted to the default predicts {prediction.text()}, the most of any "
+                   "variant" if prediction is not None else "first guess from the measured cost and the hardware")
+            decisions[guess.id] = Decision("measured", why, prediction)
+            say("guess", {"variant": guess.id, **({"predicted": prediction.to_dict()} if prediction else {})})
             outcomes.append(measure(guess, loads(guess)))
             remaining.remove(guess)
 
     while remaining:
         min_exec = _min_exec_us(outcomes)
-        scores = [s.throughput_per_s for o in outcomes if (s := o.score()) is not None]
-        best = max(scores, default=0.0)
+        best = _best(outcomes)
         bounds = {
             v.id: (throughput_bound_per_s(v, min_exec, max_concurrency=settings.max_concurrency,
                                           allowance=settings.noise_allowance) if min_exec else math.inf)
@@ -278,38 +386,69 @@ def search(
         floor = best * (1.0 - settings.tie_tolerance)
         for v in [v for v in remaining if bounds[v.id] < floor]:
             pruned[v.id] = bounds[v.id]
+            decisions[v.id] = Decision("pruned", f"skipped: bound {bounds[v.id]:,.0f}/s below best {best:,.0f}/s",
+                                       bound_per_s=bounds[v.id])
             remaining.remove(v)
             say("pruned", {"variant": v.id, "bound_per_s": bounds[v.id], "best_per_s": best})
         if not remaining:
             break
+        model = fit_model(outcomes, settings.model_settings())
+        predictions = {v.id: model.predict(v) for v in remaining} if model is not None else {}
+
+        reach = {v.id: min(bounds[v.id], p.high_per_s) if (p := predictions.get(v.id)) is not None else bounds[v.id]
+                 for v in remaining}
+        open_ = [v for v in remaining if reach[v.id] > best * (1.0 + settings.tie_tolerance)]
+        if not open_:
+            # Nothing left can beat the best by more than the tie tolerance: say why, with the
+            # figures this decision rested on, and stop.
+            margin = f"cannot beat best {best:,.0f}/s by more than {100 * settings.tie_tolerance:g} %"
+            for v in remaining:
+                prediction = predictions.get(v.id)
+                if prediction is not None and prediction.high_per_s <= bounds[v.id]:
+                    text = f"skipped: model predicts at most {prediction.high_per_s:,.0f}/s ({prediction.text()}), {margin}"
+                else:
+                    text = f"skipped: bound {bounds[v.id]:,.0f}/s, {margin}"
+                decisions[v.id] = Decision("skipped", text, prediction, bounds[v.id])
+                say("skipped", {"variant": v.id, "reason": text, "best_per_s": best})
+            break
         near = guess or default
-        nxt = max(remaining, key=lambda v: (bounds[v.id], -_distance(v, near)))
+        nxt = max(open_, key=lambda v: (reach[v.id], _mid(predictions, v), -knob_distance(v, near)))
+        prediction = predictions.get(nxt.id)
+        why = (f"measured: model predicts {prediction.text()} (up to {prediction.high_per_s:,.0f}/s; best so far "
+               f"{best:,.0f}/s)" if prediction is not None
+               else f"measured: its bound {bounds[nxt.id]:,.0f}/s is the highest left (best so far {best:,.0f}/s)")
+        decisions[nxt.id] = Decision("measured", why, prediction, bounds[nxt.id])
+        say("propose", {"variant": nxt.id, "reason": why})
         outcomes.append(measure(nxt, loads(nxt)))
         remaining.remove(nxt)
 
     if confirm is not None:
         _confirm_top(outcomes, confirm, settings, say)
-    winner, tied = choose_winner(outcomes, settings.tie_tolerance)
-    return SearchResult(outcomes=outcomes, pruned=pruned, guess=guess, winner=winner, tied=tied)
+    choice = choose_winner(outcomes, settings.tie_tolerance)
+    final = fit_model(outcomes, settings.model_settings())
+    return SearchResult(outcomes=outcomes, pruned=pruned, guess=guess, winner=choice.winner, tied=choice.tied,
+                        decisions=decisions, model_text=final.describe() if final is not None else "",
+                        noise_note=choice.noise_note)
 
 
-def _merged_costs(outcomes: Iterable[VariantOutcome]) -> dict[int, float]:
-    """Per batch size, the cheapest execution time any outcome measured."""
-    merged: dict[int, float] = {}
-    for outcome in outcomes:
-        for batch, us in outcome.exec_cost_us.items():
-            if us > 0:
-                merged[batch] = min(us, merged.get(batch, math.inf))
-    return merged
+def _best(outcomes: Iterable[VariantOutcome]) -> float:
+    return max((s.throughput_per_s for o in outcomes if (s := o.score()) is not None), default=0.0)
 
 
-def _distance(variant: Variant, anchor: Variant) -> float:
-    """How far apart two variants are, in doublings of each knob (for ordering equal bounds)."""
-    def log2(a: float, b: float) -> float:
-        return abs(math.log2(max(a, 1.0)) - math.log2(max(b, 1.0)))
+def _mid(predictions: dict[str, Prediction], variant: Variant) -> float:
+    prediction = predictions.get(variant.id)
+    return prediction.throughput_per_s if prediction is not None else 0.0
 
-    window = log2((variant.window_us or 0) / 1000.0 + 1, (anchor.window_us or 0) / 1000.0 + 1)
-    return log2(variant.instances, anchor.instances) + log2(variant.max_batch_size, anchor.max_batch_size) + window
+
+def _model_guess(candidates: Sequence[Variant], predictions: dict[str, Prediction],
+                 settings: SearchSettings) -> Variant | None:
+    """The variant the model expects to carry most; among those within the tie tolerance of it,
+    the one with fewest instances, then the smallest batch and window (the first guess's rule)."""
+    top = max((p.throughput_per_s for p in predictions.values()), default=0.0)
+    if top <= 0:
+        return None
+    near = [v for v in candidates if predictions[v.id].throughput_per_s >= top * (1.0 - settings.tie_tolerance)]
+    return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
 
 
 def _confirm_top(outcomes: list[VariantOutcome], confirm: Confirm, settings: SearchSettings, say: Notify) -> None:
@@ -321,9 +460,10 @@ def _confirm_top(outcomes: list[VariantOutcome], confirm: Confirm, settings: Sea
                         key=lambda pair: -pair[1].throughput_per_s)
         if not ranked:
             return
-        top = ranked[0][1].throughput_per_s
-        # Within twice the tolerance: noise of that size could still reorder them.
-        contenders = [o for o, s in ranked if s.throughput_per_s >= top * (1.0 - 2 * settings.tie_tolerance)]
+        top, floor = ranked[0][1].throughput_per_s, ranked[0][1].band_per_s[0]
+        # Within twice the tolerance, or reaching the top's interval: noise could still reorder them.
+        contenders = [o for o, s in ranked
+                      if s.throughput_per_s >= top * (1.0 - 2 * settings.tie_tolerance) or s.band_per_s[1] >= floor]
         todo = [o for o in contenders[: settings.confirm_top] if o.variant.knobs_id not in tried]
         if not todo:
             return

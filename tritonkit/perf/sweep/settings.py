@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit._settings import field_default
 from tritonkit._values import (
     COUNT,
@@ -32,9 +34,11 @@ from tritonkit._values import (
     bounded,
     check_fields,
 )
+from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.measure.folders import run_folder
+from tritonkit.perf.sweep.variants import Pin, Variant, variant_grid
 
 __all__ = ["SweepGrid", "SweepSettings"]
 
@@ -45,13 +49,74 @@ class SweepGrid:
     :func:`~tritonkit.perf.sweep.variant_grid`). ``batcher_on_batch_sweep``: when max batch is
     swept and no window is given, variants run the dynamic batcher with a 0 ms window (without a
     batcher the server never forms a batch, so max batch could not change throughput); pass
-    ``windows_us=[None]`` (``--batch-window off``) to sweep without it."""
+    ``windows_us=[None]`` (``--batch-window off``) to sweep without it. ``queue_sizes`` (0:
+    unbounded) and ``queue_timeouts_us`` (0: none; else a request waiting that long is rejected)
+    sweep the dynamic batcher's queue policy; pair them with an SLA term on the rejected share
+    (``rejected<=1%``) to allow some rejection.
+
+    ``pins`` hold a knob at one value (:class:`~tritonkit.perf.sweep.variants.Pin`): for every
+    swept model, or for one model — a swept one (in a joint sweep, the others keep the axes), or
+    with a load target a composing model that is not swept, loaded with the pin applied.
+    """
 
     instances: Sequence[int] | None = None
     max_batch_sizes: Sequence[int] | None = None
     windows_us: Sequence[int | None] | None = None
     preferred: Sequence[Sequence[int]] | None = None
     batcher_on_batch_sweep: bool = True
+    queue_sizes: Sequence[int] | None = None
+    queue_timeouts_us: Sequence[int] | None = None
+    pins: Sequence[Pin] = ()
+
+    #: Pin knob → (the axis it fixes, the option that sweeps it).
+    _AXES = {"instances": ("instances", "--instances"), "max_batch_size": ("max_batch_sizes", "--max-batch-size"),
+             "batch_window": ("windows_us", "--batch-window"), "preferred_batch": ("preferred", "--preferred-batch"),
+             "max_queue_size": ("queue_sizes", "--max-queue-size"),
+             "queue_timeout": ("queue_timeouts_us", "--queue-timeout")}
+
+    def validate(self, swept: Sequence[str]) -> None:
+        """Refuse pins that contradict each other or an axis every model sweeps (``ConfigError``)."""
+        seen: dict[tuple[str | None, str], Pin] = {}
+        for pin in self.pins:
+            key = (pin.model, pin.knob)
+            if key in seen and seen[key] != pin:
+                raise ConfigError(f"--pin {seen[key]} and --pin {pin} hold the same knob at two values",
+                                  hint="keep one of them")
+            seen[key] = pin
+            axis, option = self._AXES[pin.knob]
+            if pin.model is None and getattr(self, axis) is not None:
+                raise ConfigError(f"--pin {pin} and {option} both set {pin.knob.replace('_', ' ')} for every model",
+                                  hint=f"drop one; to hold it for one model only, write --pin MODEL.{pin.knob}=…")
+            if pin.model is not None and len(swept) == 1 and pin.model == swept[0] \
+                    and getattr(self, axis) is not None:
+                raise ConfigError(f"--pin {pin} and {option} both set {pin.knob.replace('_', ' ')} for "
+                                  f"'{pin.model}'", hint="drop one of them")
+
+    def for_model(self, model: str) -> SweepGrid:
+        """The axes ``model`` is swept over: these, with the pins for every model and for it applied."""
+        changes: dict[str, object] = {}
+        for pin in self.pins:
+            if pin.model not in (None, model):
+                continue
+            axis, _ = self._AXES[pin.knob]
+            changes[axis] = [pin.value]
+        return replace(self, pins=(), **changes)  # type: ignore[arg-type]
+
+    def variants(self, base: mc.ModelConfig, model: str | None = None) -> list[Variant]:
+        """The grid of ``base`` (the config of ``model``) over these axes, pins applied."""
+        axes = self.for_model(model or base.name)
+        return variant_grid(base, instances=axes.instances, max_batch_sizes=axes.max_batch_sizes,
+                            windows_us=axes.windows_us, preferred=axes.preferred,
+                            batcher_on_batch_sweep=axes.batcher_on_batch_sweep, queue_sizes=axes.queue_sizes,
+                            queue_timeouts_us=axes.queue_timeouts_us)
+
+    def composing_pins(self, swept: Sequence[str]) -> dict[str, list[Pin]]:
+        """The pins for models that are not swept, by model: composing models loaded with them."""
+        found: dict[str, list[Pin]] = {}
+        for pin in self.pins:
+            if pin.model is not None and pin.model not in swept:
+                found.setdefault(pin.model, []).append(pin)
+        return found
 
 
 @dataclass(frozen=True)
@@ -65,7 +130,9 @@ class SweepSettings:
     throughput difference that is a tie; ``noise_allowance``: headroom on the bounds that prune.
     ``rate_tolerance``: with a request-rate ladder a step meets the SLA only if the server carried
     at least ``(1 - rate_tolerance)`` × the offered rate. ``max_gpu_memory_mb``: a variant whose
-    peak GPU memory (from the server's metrics) is above it does not meet the SLA. Both are the
+    peak GPU memory (from the server's metrics) is above it does not meet the SLA. ``headroom``
+    (a fraction in ``[0, 1)``, ``0.2`` = 20 %): a step meets the SLA only if every scaled bound
+    keeps that margin to its limit, so the winner's load may be lower (0: none). All three are the
     judge's criteria (:meth:`judging`), the same ``perf run`` applies. ``spec``:
     perf_analyzer options (input data, shapes; model and URL are replaced). ``write_back=False``
     leaves the repository untouched. ``target``: the model perf_analyzer sends the load to, when
@@ -96,6 +163,7 @@ class SweepSettings:
     noise_allowance: float = bounded(0.10, TOLERANCE)
     rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
     max_gpu_memory_mb: float | None = bounded(None, POSITIVE)
+    headroom: float = bounded(0.0, TOLERANCE)
     spec: PerfSpec | None = None
     target: str | None = None
     shares: Mapping[str, float] | None = None
@@ -125,7 +193,8 @@ class SweepSettings:
 
     def judging(self) -> JudgeSettings:
         """What a step must meet beyond the SLA, as the judge takes it (``ConfigError`` if out of range)."""
-        return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb)
+        return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb,
+                             headroom=self.headroom)
 
     def parsed_sla(self, model: str | None = None) -> SLA:
         """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a
