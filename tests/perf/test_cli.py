@@ -460,6 +460,10 @@ def test_compare_exits_1_on_a_regression_and_saves_a_baseline_only_without_one(
     data = json.loads(same.output)
     assert data["regressed"] is False and data["outcome"] == "no regression" and data["baseline_saved"]
     assert Path(data["baseline_saved"]).is_file()
+    assert data["run_noise"] == 0.05  # a single run is held to the spread between runs by default
+
+    refused = _invoke("compare", str(base_path), str(new_path), "--run-noise", "150%")
+    assert refused.exit_code == 2 and "--run-noise" in refused.output and "Traceback" not in refused.output
 
 
 def test_report_rerenders_with_a_new_sla_and_exits_with_its_verdict(

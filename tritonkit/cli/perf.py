@@ -47,7 +47,13 @@ from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN
 from tritonkit.perf.measure.spec import PerfSpec
 from tritonkit.perf.pipeline import LLMRun
 from tritonkit.perf.report.terminal import Terminal
-from tritonkit.perf.stored import DEFAULT_MAX_P99_RISE, DEFAULT_MAX_THROUGHPUT_DROP, compare_stored, rerender
+from tritonkit.perf.stored import (
+    DEFAULT_MAX_P99_RISE,
+    DEFAULT_MAX_THROUGHPUT_DROP,
+    DEFAULT_RUN_NOISE,
+    compare_stored,
+    rerender,
+)
 from tritonkit.provision.perf_analyzer import PERF_ANALYZER_ENV, PERF_ANALYZER_VERSION, install_perf_analyzer
 
 #: What ``perf run`` judges: every metric of the registry, and an implied errors==0.
@@ -282,6 +288,10 @@ def run_command(
 )
 @click.option("--per-step", is_flag=True,
               help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
+@click.option("--run-noise", type=Words(example="5%"), default=f"{DEFAULT_RUN_NOISE:.0%}", show_default=True,
+              help="How far single runs of one build spread between fresh servers (a coefficient of "
+                   "variation), added to a run measured once; 0% trusts its windows alone. Measure "
+                   "yours with benchmarks/gate_truth.py.")
 @_baseline_dir_option
 @click.option("--accept-runtime-change", is_flag=True,
               help="Compare runs measured on different runtimes (backend, stand-in, engine version) instead of "
@@ -294,6 +304,7 @@ def compare_command(
     max_p99_rise: str,
     save_baseline: bool,
     per_step: bool,
+    run_noise: str,
     baseline_dir: Path,
     accept_runtime_change: bool,
     as_json: bool,
@@ -303,10 +314,11 @@ def compare_command(
     BASE and NEW are result.json files, run folders, or a model's baseline folder (its newest
     baseline is used). Classic runs are gated on each run's peak throughput within its SLA
     (without an SLA: its peak throughput), decided by the 95 % interval of the change from the
-    runs' windows (or runs, with --repeat): a regression when the whole interval is a drop past
-    --max-throughput-drop, inside the noise when the interval holds that limit. --per-step gates
-    every matched load's throughput and p99 the same way. Failed requests appearing are always a
-    regression.
+    runs' windows, widened by --run-noise for a run measured once (with --repeat, its runs
+    measure that spread): a regression when the drop is past --max-throughput-drop and the interval
+    excludes no change, no regression when the whole interval is above the limit, inside the noise
+    otherwise. --per-step gates every matched load's throughput and p99 the same way. Failed
+    requests appearing are always a regression.
 
     \b
     Example:
@@ -316,7 +328,8 @@ def compare_command(
     stored = compare_stored(base, new, max_throughput_drop=parse_percent(max_throughput_drop, option="--max-throughput-drop"),
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
                             baseline_root=baseline_dir if save_baseline else None, per_step=per_step,
-                            accept_runtime_change=accept_runtime_change)
+                            accept_runtime_change=accept_runtime_change,
+                            run_noise=parse_percent(run_noise, option="--run-noise"))
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonkit.perf.judge.baselines import save_baseline
-from tritonkit.perf.judge.compare import BaselineComparison, compare_results, load_result
+from tritonkit.perf.judge.compare import DEFAULT_RUN_NOISE, BaselineComparison, compare_results, load_result
 from tritonkit.perf.judge.sla import SLA
 from tritonkit.perf.llm.compare import LLMComparison, compare_llm_files, find_llm_result
 from tritonkit.perf.pipeline import LLMRun, PerfRun, rejudge, rejudge_llm
 
-__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "StoredComparison", "compare_stored", "rerender"]
+__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "DEFAULT_RUN_NOISE", "StoredComparison", "compare_stored", "rerender"]
 
 #: How far a new run may fall behind its base before it is a regression (``perf compare``'s defaults).
 DEFAULT_MAX_THROUGHPUT_DROP = 0.05
@@ -50,6 +50,7 @@ def compare_stored(
     baseline_root: str | os.PathLike[str] | None = None,
     per_step: bool = False,
     accept_runtime_change: bool = False,
+    run_noise: float = DEFAULT_RUN_NOISE,
 ) -> StoredComparison:
     """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
     baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
@@ -59,7 +60,8 @@ def compare_stored(
     change: a drop past ``max_throughput_drop`` on the whole interval is a regression, one the
     interval straddles is inside the noise; ``per_step`` gates every matched load's throughput and
     p99 (``max_p99_rise``) the same way; failed requests appearing are always a regression
-    (:func:`~tritonkit.perf.judge.compare.compare_results`). Only a run with no regression (not
+    (:func:`~tritonkit.perf.judge.compare.compare_results`; ``run_noise``: the spread between
+    single runs of one build). Only a run with no regression (not
     one inside the noise) becomes a baseline. LLM runs (``new`` holds an
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
     ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
@@ -74,7 +76,7 @@ def compare_stored(
     new_result, new_path = load_result(Path(new))
     classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
                               max_p99_rise=max_p99_rise, per_step=per_step,
-                              accept_runtime_change=accept_runtime_change)
+                              accept_runtime_change=accept_runtime_change, run_noise=run_noise)
     kept = save_baseline(new_result, root) if root is not None and classic.outcome == "no regression" else None
     return StoredComparison(classic, base_path, new_path, kept)
 

@@ -11,6 +11,7 @@ import pytest
 
 from tritonkit.perf.measure.result import LatencyStats, RunFigures, StepResult, WindowFigures
 from tritonkit.perf.measure.windows import (
+    across_runs,
     change_interval,
     interval,
     intervals_of,
@@ -110,3 +111,21 @@ def test_a_steps_samples_are_its_runs_when_it_combines_runs_else_its_counted_win
     step.runs = [RunFigures(run=1, throughput_per_s=90.0, p99_ms=5.0), RunFigures(run=2, throughput_per_s=95.0)]
     step.interval_basis = "runs"
     assert samples(step, "throughput") == [90.0, 95.0] and samples(step, "p99") == [5.0]
+
+
+def test_the_spread_between_runs_widens_a_change_as_a_known_variance() -> None:
+    windows = change_interval(100.0, 80.0, [99.0, 100.0, 101.0], [79.0, 80.0, 81.0])
+    runs = change_interval(100.0, 80.0, [99.0, 100.0, 101.0], [79.0, 80.0, 81.0], between_runs=(0.05, 0.05))
+    assert windows is not None and runs is not None
+    assert runs[0] < windows[0] < -0.2 < windows[1] < runs[1]  # still centred on the −20 % change
+    # With nothing but the runs' spread (identical windows), the half-width is 1.96 · √2 · ln 1.05 on the log scale.
+    flat = change_interval(100.0, 100.0, [100.0, 100.0], [100.0, 100.0], between_runs=(0.05, 0.05))
+    assert flat is not None and flat[1] == pytest.approx(math.exp(1.959964 * math.sqrt(2) * math.log(1.05)) - 1, rel=1e-3)
+
+
+def test_a_runs_interval_widened_by_the_spread_between_runs_keeps_its_own_skew() -> None:
+    low, high = across_runs(100.0, (95.0, 110.0), 0.05)
+    assert low < 95.0 and high > 110.0
+    assert across_runs(100.0, (95.0, 110.0), 0.0) == pytest.approx((95.0, 110.0))
+    # each side grows in quadrature on the log scale: the wider side keeps the larger half
+    assert math.log(high / 100.0) > math.log(100.0 / low)

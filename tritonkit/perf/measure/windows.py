@@ -34,6 +34,7 @@ from tritonkit.perf.measure.result import LatencyStats, StepResult, WindowFigure
 
 __all__ = [
     "ACCEPT_ANY_STABILITY_PERCENTAGE",
+    "across_runs",
     "change_interval",
     "DEFAULT_STABILITY_PERCENTAGE",
     "FIGURES",
@@ -242,22 +243,42 @@ def samples(step: StepResult, name: str) -> list[float]:
 
 
 def change_interval(base: float, new: float, base_samples: Sequence[float],
-                    new_samples: Sequence[float]) -> tuple[float, float] | None:
+                    new_samples: Sequence[float], *,
+                    between_runs: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float] | None:
     """The 95 % interval of the relative change ``new / base − 1``, centred on the two figures'
     ratio, its width from the two steps' samples (windows or runs): Welch's interval on the log
     scale, ``ln(new/base) ± t(df) · √(s²_b/n_b + s²_n/n_n)`` with the Welch–Satterthwaite ``df``.
-    ``None`` when either side has fewer than two samples or a figure is not positive."""
+
+    ``between_runs``: for each side, the relative spread (a coefficient of variation) of its
+    figure between separate runs that its samples cannot show — a single run's windows share one
+    server start and one moment of the machine, so two runs differ by more than their windows do.
+    Each adds ``ln(1 + cv)²`` to the variance, as a term known from elsewhere (no degrees of
+    freedom lost). ``None`` when either side has fewer than two samples or a figure is not positive."""
     if base <= 0 or new <= 0 or len(base_samples) < 2 or len(new_samples) < 2:
         return None
     parts = []
     for values in (base_samples, new_samples):
         logs = np.log(np.asarray(values, dtype=np.float64))
         parts.append((float(logs.var(ddof=1)) / logs.size, logs.size - 1))
-    se2 = sum(v for v, _ in parts)
+    se2 = sum(v for v, _ in parts) + sum(math.log1p(cv) ** 2 for cv in between_runs)
     if se2 <= 0:
         centre = math.log(new / base)
         return math.exp(centre) - 1.0, math.exp(centre) - 1.0
-    df = se2**2 / sum(v**2 / d for v, d in parts if v > 0)
-    half = t_quantile(max(1, int(df))) * math.sqrt(se2)
+    sampled = [(v, d) for v, d in parts if v > 0]
+    df = se2**2 / sum(v**2 / d for v, d in sampled) if sampled else math.inf
+    half = t_quantile(max(1, int(min(df, 1e6)))) * math.sqrt(se2)
     centre = math.log(new / base)
     return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0
+
+
+def across_runs(value: float, band: tuple[float, float], cv: float) -> tuple[float, float]:
+    """A run's 95 % interval ``band`` of ``value`` widened by the spread ``cv`` (a coefficient of
+    variation) its figure has between separate runs, which one run cannot show: on the log scale
+    the two half-widths add in quadrature (the interval a comparison of single runs decides with)."""
+    if value <= 0 or band[0] <= 0 or band[1] <= 0:
+        return band
+    centre = math.log(value)
+    low, high = math.log(band[0]), math.log(band[1])
+    extra = 1.959964 * math.log1p(cv)
+    down, up = math.hypot(centre - low, extra), math.hypot(high - centre, extra)
+    return math.exp(centre - down), math.exp(centre + up)
