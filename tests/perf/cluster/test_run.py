@@ -72,8 +72,15 @@ def test_two_clients_on_two_nodes_load_one_endpoint_and_every_request_is_merged(
         # Exact percentiles over every request of both clients in the common window, recomputed here.
         latencies, (lo, hi) = _window_latencies_ms(merged)
         assert len(latencies) == step["request_count"] == sum(c["steps"][index]["requests"] for c in clients)
-        assert step["latency"]["p99_ms"] == pytest.approx(float(np.percentile(latencies, 99)), rel=1e-9)
-        assert step["throughput_per_s"] == pytest.approx(len(latencies) / ((hi - lo) / 1e9), rel=1e-9)
+        if step.get("noisy"):
+            # Its merged windows disagreed (a busy machine): a noisy step's figures are its windows'
+            # medians, as a local step's are; the windows come from the merged requests.
+            counted = [w for w in step["windows"] if w.get("counted", True)]
+            assert step["latency"]["p99_ms"] == pytest.approx(float(np.median([w["p99_ms"] for w in counted])))
+            assert step["throughput_per_s"] == pytest.approx(float(np.median([w["throughput_per_s"] for w in counted])))
+        else:
+            assert step["latency"]["p99_ms"] == pytest.approx(float(np.percentile(latencies, 99)), rel=1e-9)
+            assert step["throughput_per_s"] == pytest.approx(len(latencies) / ((hi - lo) / 1e9), rel=1e-9)
         # Each client's own export came back and is kept; its window covers the common one.
         for client, folder in zip(clients, sorted((out / "clients").iterdir()), strict=True):
             own, (own_lo, own_hi) = _window_latencies_ms(json.loads((folder / f"{name}.json").read_text()))
