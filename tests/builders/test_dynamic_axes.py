@@ -9,12 +9,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+import torch
 
 from tritonkit.builders import build_onnx
 from tritonkit.builders.verify import PINNED_PARAMETER, VERIFIED_SIZES_PARAMETER
 from tritonkit.perf.measure.input_data import DEFAULT_SEQ_LEN, SeqLen, derive_samples
-
-torch = pytest.importorskip("torch")
 
 
 class _Encoder(torch.nn.Module):  # type: ignore[misc,name-defined]
@@ -79,7 +78,7 @@ def test_perf_derives_the_pinned_length_even_when_another_is_asked(legacy: tuple
 
 def test_a_dynamo_exported_sequence_axis_is_verified_at_two_lengths_and_perf_uses_a_verified_one(
         tmp_path: Path) -> None:
-    pytest.importorskip("onnxscript")
+    import onnxscript  # noqa: F401  (torch's dynamo exporter needs it; pinned, so never skipped)
     source = _export(tmp_path / "encoder.onnx", dynamo=True)
     result = build_onnx(source, name="encoder", repo=tmp_path / "repo", runtime="python")
     (axis,) = [a for a in result.dynamic_axes if not a.pinned]
