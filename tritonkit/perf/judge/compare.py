@@ -51,7 +51,7 @@ from tritonkit.perf.judge.baselines import (
 from tritonkit.perf.judge.verdict import stored_verdict
 from tritonkit.perf.measure.machine import BUSY_SHARE
 from tritonkit.perf.measure.result import PerfResult, StepResult
-from tritonkit.perf.measure.windows import change_interval, samples
+from tritonkit.perf.measure.windows import change_interval, over_runs, samples
 
 __all__ = [
     "DEFAULT_BASELINE_ROOT",
@@ -140,7 +140,7 @@ def _finite(value: float | None) -> bool:
 
 def _between_runs(step: StepResult, run_noise: float) -> float:
     """The spread between runs a step's samples leave out: none for a step of repeated runs."""
-    return 0.0 if step.interval_basis == "runs" and step.runs else run_noise
+    return 0.0 if over_runs(step) else run_noise
 
 
 def _interval(base: StepResult | None, new: StepResult | None, name: str,

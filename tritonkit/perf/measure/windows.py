@@ -45,6 +45,7 @@ __all__ = [
     "latency_intervals",
     "latency_with",
     "median_of",
+    "over_runs",
     "samples",
     "settle",
     "t_quantile",
@@ -232,10 +233,16 @@ def latency_with(latency: LatencyStats, figures: dict[str, float], *, source: st
     return copy
 
 
+def over_runs(step: StepResult) -> bool:
+    """Whether a step's figures and intervals come from repeated runs (a repeated ladder's combined
+    step), so their spread is between runs, not only between one run's windows."""
+    return step.interval_basis == "runs" and bool(step.runs)
+
+
 def samples(step: StepResult, name: str) -> list[float]:
     """The values a step's figure ``name`` was measured from: each run's (a repeated ladder's
     combined step), else each counted window's. Positive values only (the log scale's)."""
-    if step.interval_basis == "runs" and step.runs:
+    if over_runs(step):
         values = [getattr(r, "throughput_per_s" if name == "throughput" else f"{name}_ms", None) for r in step.runs]
     else:
         values = [w.figure(name) for w in _counted(step.windows)]
