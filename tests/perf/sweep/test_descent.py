@@ -81,17 +81,26 @@ def test_a_top_load_that_meets_the_sla_is_the_only_one_measured_and_a_contender_
 def test_loads_that_break_the_sla_send_the_descent_lower_until_one_meets_it(
     served: Served,
 ) -> None:
-    # One instance, no batching: p99 about 16 ms at concurrency 2, 32 ms at 4, 64 ms at 8.
-    meter, outcome = _measure(served, "down", "p99<=25ms", Variant(1, 1, None), confirm_above_per_s=1e9)
+    # One instance, no batching: each request waits for the others in flight, so p99 cannot fall
+    # below 8 ms × the concurrency (32 ms at 4, 64 ms at 8) and noise only raises it; at 2 it is
+    # about 16 ms, 12 ms under the SLA. A machine busy enough to push a 300 ms window's p99 at 2
+    # past 28 ms sends the descent one load lower, which is the same rule: measured from the top,
+    # stopped at the first load that meets the SLA.
+    meter, outcome = _measure(served, "down", "p99<=28ms", Variant(1, 1, None), confirm_above_per_s=1e9)
     by_load = {s.load: s for s in outcome.steps}
-    assert sorted(by_load) == [2.0, 4.0, 8.0]
-    assert not by_load[8.0].meets_sla and not by_load[4.0].meets_sla and by_load[2.0].meets_sla
+    measured = sorted(by_load, reverse=True)
+    assert measured[:2] == [8.0, 4.0]  # from the top down, without gaps
+    assert not by_load[8.0].meets_sla and not by_load[4.0].meets_sla
+    lowest = measured[-1]
+    assert lowest in (2.0, 1.0) and by_load[lowest].meets_sla  # stopped at the first that meets
+    assert all(not by_load[load].meets_sla for load in measured[:-1])
+    assert measured == [load for load in reversed(LEVELS) if load >= lowest]  # no load skipped
     best = outcome.best()
-    assert best is not None and best.load == 2.0
-    assert outcome.unmeasured_loads == [1.0]
+    assert best is not None and best.load == lowest
+    assert outcome.unmeasured_loads == [load for load in LEVELS if load < lowest]
     assert outcome.confirmations == []  # below the bar it was given
     ladder = json.loads((meter.store.ladder_dir(Variant(1, 1, None).knobs_id) / "result.json").read_text())
-    assert [s["load_value"] for s in ladder["steps"]] == [2.0, 4.0, 8.0]  # one result, every load in it
+    assert sorted(s["load_value"] for s in ladder["steps"]) == sorted(measured)  # one result, every load in it
 
 
 @on_server
