@@ -318,7 +318,10 @@ def compare_command(
     measure that spread): a regression when the drop is past --max-throughput-drop and the interval
     excludes no change, no regression when the whole interval is above the limit, inside the noise
     otherwise. --per-step gates every matched load's throughput and p99 the same way. Failed
-    requests appearing are always a regression.
+    requests appearing are always a regression. LLM runs (llm_result.json) are judged by the same
+    rule at every load: TTFT and ITL p99 against --max-p99-rise, tokens/s and goodput against
+    --max-throughput-drop, each on the interval of its change from the runs' requests (bootstrap),
+    widened by --run-noise.
 
     \b
     Example:

@@ -157,9 +157,11 @@ def print_llm_comparison(comparison: LLMComparison, base_path: Path, new_path: P
         return
     for row in comparison.rows:
         change = "unmeasured" if row.change is None else f"{row.change * 100:+.1f}%"
-        flag = " REGRESSION" if row.regressed else ""
+        band = ("figures alone" if row.change_interval is None else
+                f"95% {row.change_interval[0] * 100:+.1f}..{row.change_interval[1] * 100:+.1f}%")
+        flag = {"regression": " REGRESSION", "inside the noise": " INSIDE THE NOISE"}.get(row.outcome, "")
         click.echo(f"{row.step}: {row.metric} {row.base:.4g} -> "
-                   f"{'–' if row.new is None else f'{row.new:.4g}'} ({change}, limit {row.limit * 100:g}% "
+                   f"{'–' if row.new is None else f'{row.new:.4g}'} ({change}, {band}; limit {row.limit * 100:g}% "
                    f"{row.worse_when}){flag}")
     click.echo(comparison.summary())
     if saved is not None:

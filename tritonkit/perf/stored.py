@@ -36,7 +36,7 @@ class StoredComparison:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression, 1 a regression, 3 inside the noise (classic runs; see
+        """0 no regression, 1 a regression, 3 inside the noise (classic and LLM runs alike; see
         :func:`~tritonkit.perf.judge.compare.compare_results`)."""
         return self.comparison.exit_code
 
@@ -64,13 +64,15 @@ def compare_stored(
     single runs of one build). Only a run with no regression (not
     one inside the noise) becomes a baseline. LLM runs (``new`` holds an
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
-    ``max_throughput_drop`` (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
+    ``max_throughput_drop``, each on the interval of its change as well, widened by ``run_noise``
+    (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
     on different runtimes are refused unless ``accept_runtime_change``.
     """
     root = Path(baseline_root) if baseline_root is not None else None
     if find_llm_result(Path(new)) is not None:
         llm, base_path, new_path, saved = compare_llm_files(
-            Path(base), Path(new), max_rise=max_p99_rise, max_drop=max_throughput_drop, baseline_root=root)
+            Path(base), Path(new), max_rise=max_p99_rise, max_drop=max_throughput_drop, baseline_root=root,
+            run_noise=run_noise)
         return StoredComparison(llm, base_path, new_path, saved)
     base_result, base_path = load_result(Path(base))
     new_result, new_path = load_result(Path(new))

@@ -1,13 +1,18 @@
-"""Comparing an LLM run with its baseline: TTFT / ITL rises and token-throughput drops gate a build."""
+"""Comparing an LLM run with its baseline: TTFT / ITL rises and token-throughput drops gate a build,
+each judged on the interval of its change (the runs' bootstrap intervals, widened by the spread
+between single runs), as the classic gate is."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.compare import (
+    compare_llm_files,
     compare_llm_results,
     latest_llm_baseline,
     llm_compare_limits,
@@ -31,10 +36,84 @@ def _result(first_ms: float, interval_ms: float, *, started: str = "2026-11-30T1
     return LLMResult("m", "u", True, "text", "synthetic", [step], started_utc=started)
 
 
-def test_the_same_run_is_no_regression() -> None:
-    comparison = compare_llm_results(_result(100, 20), _result(100, 20))
-    assert comparison.passed and comparison.exit_code == 0
+def _noisy(first_ms: float, interval_ms: float, *, seed: int, count: int = 200, spread: float = 0.10) -> LLMResult:
+    """``count`` closed-loop requests of 6 tokens whose TTFT and token gaps vary (log-normal, ``spread``)."""
+    rng = np.random.default_rng(seed)
+    records, now_ms = [], 0.0
+    for _ in range(count):
+        first = first_ms * float(rng.lognormal(0.0, spread))
+        gaps = np.cumsum(interval_ms * rng.lognormal(0.0, spread, size=5))
+        times = [now_ms + first, *(now_ms + first + gaps)]
+        records.append(RequestRecord(int(now_ms * MS), tuple(int(t * MS) for t in times), (1,) * 6))
+        now_ms = times[-1]
+    step = LLMStep("concurrency", 1, compute_metrics(records), FailureReport())
+    return LLMResult("m", "u", True, "text", "synthetic", [step], started_utc="2026-11-30T10:00:00.000000Z")
+
+
+def test_the_same_run_is_no_regression_on_its_requests_and_inside_the_noise_between_single_runs() -> None:
+    comparison = compare_llm_results(_result(100, 20), _result(100, 20), run_noise=0.0)
+    assert comparison.passed and comparison.exit_code == 0 and comparison.outcome == "no regression"
     assert {r.metric for r in comparison.rows} == {"ttft_p99", "itl_p99", "tokens_per_s"}
+    assert all(r.change_interval == pytest.approx((0.0, 0.0)) for r in comparison.rows)
+    # Two single runs of one build differ by ~5 % each (the default --run-noise): a 5 % limit on
+    # tokens/s then lies inside the interval of "no change" — not a pass, not a regression.
+    default = compare_llm_results(_result(100, 20), _result(100, 20))
+    assert default.outcome == "inside the noise" and default.exit_code == 3 and not default.passed
+    assert not default.regressions and "INSIDE THE NOISE" in default.summary()
+    tokens = next(r for r in default.rows if r.metric == "tokens_per_s")
+    assert tokens.change_interval is not None and tokens.change_interval[0] < -0.05 < 0 < tokens.change_interval[1]
+
+
+def test_noisy_runs_of_one_build_are_never_a_regression_and_a_real_slowdown_always_is() -> None:
+    # 200 requests each, TTFT and token gaps spread 10 %: the p99s' bootstrap intervals are wide.
+    bases = [_noisy(100, 20, seed=seed) for seed in range(6)]
+    for seed, (base, new) in enumerate(zip(bases, bases[1:], strict=False), start=100):
+        same = compare_llm_results(base, new)
+        assert not same.regressions, same.summary()
+        slower = compare_llm_results(base, _noisy(140, 30, seed=seed))
+        assert {r.metric for r in slower.regressions} >= {"ttft_p99", "itl_p99", "tokens_per_s"}, slower.summary()
+        for row in slower.regressions:
+            assert row.change_interval is not None and (row.change_interval[0] > 0 or row.change_interval[1] < 0)
+
+
+def test_a_change_near_the_limit_is_inside_the_noise_and_never_kept_as_a_baseline(tmp_path: Path) -> None:
+    base, new = _noisy(100, 20, seed=1), _noisy(108, 20, seed=2)
+    comparison = compare_llm_results(base, new, limits={"ttft_p99": 0.10})
+    (row,) = comparison.rows
+    assert row.outcome == "inside the noise" and row.unsure is not None and "95% interval" in row.unsure
+    assert row.change_interval is not None and row.change_interval[0] < 0.10 < row.change_interval[1]
+    base_file, new_file = base.save(tmp_path / "base.json"), new.save(tmp_path / "new.json")
+    found, _, _, saved = compare_llm_files(base_file, new_file, max_rise=0.10, max_drop=0.05,
+                                           baseline_root=tmp_path / "baselines")
+    assert found.exit_code == 3 and saved is None and not (tmp_path / "baselines").exists()
+
+
+def test_a_result_without_intervals_is_judged_on_its_figures_alone() -> None:
+    base, new = _noisy(100, 20, seed=1), _noisy(108, 20, seed=2)
+    for result in (base, new):
+        metrics = result.steps[0].metrics
+        assert metrics is not None
+        result.steps[0].metrics = replace(metrics, intervals={})  # as a result written before intervals
+    comparison = compare_llm_results(base, new, limits={"ttft_p99": 0.10, "tokens_per_s": 0.05})
+    assert all(r.change_interval is None for r in comparison.rows)
+    ttft = next(r for r in comparison.rows if r.metric == "ttft_p99")
+    assert ttft.change is not None and ttft.regressed == (ttft.change > 0.10)
+    assert comparison.outcome in ("regression", "no regression")  # figures alone are never unsure
+
+
+def test_a_goodput_of_nothing_in_the_baseline_leaves_nothing_to_lose() -> None:
+    base, new = _result(100, 20), _result(100, 20)
+    for result in (base, new):
+        metrics = result.steps[0].metrics
+        assert metrics is not None
+        result.steps[0].metrics = replace(metrics, goodput_per_s=0.0)
+    (row,) = compare_llm_results(base, new, limits={"goodput": 0.05}).rows
+    assert row.metric == "goodput" and not row.regressed and row.change is None
+
+
+def test_a_run_noise_outside_zero_to_one_is_refused_naming_the_option() -> None:
+    with pytest.raises(ConfigError, match="--run-noise"):
+        compare_llm_results(_result(100, 20), _result(100, 20), run_noise=1.5)
 
 
 def test_a_slower_first_token_beyond_the_limit_is_a_regression() -> None:
@@ -75,8 +154,6 @@ def test_baselines_are_kept_per_model_and_the_latest_is_found(tmp_path: Path) ->
 
 
 def test_a_nan_metric_is_a_regression_never_a_pass() -> None:
-    from dataclasses import replace
-
     base = _result(100, 20)
     metrics = base.steps[0].metrics
     assert metrics is not None

@@ -56,10 +56,15 @@ from tritonkit.perf.measure.windows import change_interval, over_runs, samples
 __all__ = [
     "DEFAULT_BASELINE_ROOT",
     "DEFAULT_RUN_NOISE",
+    "Outcome",
     "BaselineComparison",
     "BaselineComparisonRow",
     "baseline_path",
+    "check_run_noise",
     "compare_results",
+    "judge_change",
+    "outcome_exit_code",
+    "worst_outcome",
     "latest_baseline",
     "list_baselines",
     "load_result",
@@ -116,6 +121,23 @@ DEFAULT_RUN_NOISE = 0.05
 Outcome = Literal["regression", "inside the noise", "no regression"]
 _WORST: tuple[Outcome, ...] = ("regression", "inside the noise", "no regression")
 _EXIT: dict[Outcome, int] = {"no regression": 0, "regression": 1, "inside the noise": 3}
+
+
+def check_run_noise(run_noise: float) -> None:
+    """Refuse a spread between runs outside [0, 1) (``--run-noise``), naming the option."""
+    if not (math.isfinite(run_noise) and 0 <= run_noise < 1):
+        raise ConfigError(f"--run-noise {run_noise:.0%}: the spread between runs must be 0 % or more and "
+                          "below 100 %", hint="pass the spread between single runs of one build, like 5%")
+
+
+def worst_outcome(outcomes: Iterable[Outcome]) -> Outcome:
+    """The worst of ``outcomes`` (a regression over inside the noise over none; none when empty)."""
+    return min(outcomes, key=_WORST.index, default="no regression")
+
+
+def outcome_exit_code(outcome: Outcome) -> int:
+    """``perf compare``'s exit status: 0 no regression, 1 regression, 3 inside the noise."""
+    return _EXIT[outcome]
 
 
 def _change(base: float | None, new: float | None) -> float | None:
@@ -230,12 +252,12 @@ class BaselineComparison:
     @property
     def outcome(self) -> Outcome:
         """The worst row's outcome (see the module docstring)."""
-        return min((r.outcome for r in self.rows), key=_WORST.index, default="no regression")
+        return worst_outcome(r.outcome for r in self.rows)
 
     @property
     def exit_code(self) -> int:
         """0 no regression, 1 regression, 3 inside the noise."""
-        return _EXIT[self.outcome]
+        return outcome_exit_code(self.outcome)
 
     def summary(self) -> str:
         """One line for people and logs."""
@@ -290,9 +312,12 @@ def _band(band: tuple[float, float] | None) -> str:
     return "–" if band is None else f"{band[0] * 100:+.1f}..{band[1] * 100:+.1f}%"
 
 
-def _judge(label: str, change: float | None, band: tuple[float, float] | None, limit: float, *,
-           higher_is_better: bool) -> tuple[str | None, str | None]:
-    """(why it regressed, why it is inside the noise) for one change against its limit."""
+def judge_change(label: str, change: float | None, band: tuple[float, float] | None, limit: float, *,
+                 higher_is_better: bool) -> tuple[str | None, str | None]:
+    """(why it regressed, why it is inside the noise) for one change against its limit — the rule
+    of the module docstring, shared by the LLM comparison: a regression past the limit that the
+    interval ``band`` cannot explain, clear when the whole interval is on the right side of the
+    limit, otherwise inside the noise; without a band the figures alone decide."""
     if change is None:
         return None, None
     # The limit as a change: a drop of δ is −δ for throughput, a rise of δ is +δ for latency.
@@ -350,7 +375,7 @@ def _row(
             ("throughput", row.throughput_change, row.throughput_change_interval, max_throughput_drop, True),
             ("p99", row.p99_change, row.p99_change_interval, max_p99_rise, False),
         ):
-            regressed, noise = _judge(name, change, band, limit, higher_is_better=higher)
+            regressed, noise = judge_change(name, change, band, limit, higher_is_better=higher)
             problems += [regressed] if regressed else []
             unsure += [noise] if noise else []
     # Failures where the baseline had none; a load that already failed then is no news.
@@ -455,9 +480,7 @@ def compare_results(
     backend, the python stand-in against the onnxruntime backend, another engine version) unless
     ``accept_runtime_change``, when the comparison is made and a note says so.
     """
-    if not (math.isfinite(run_noise) and 0 <= run_noise < 1):
-        raise ConfigError(f"--run-noise {run_noise:.0%}: the spread between runs must be 0 % or more and "
-                          "below 100 %", hint="pass the spread between single runs of one build, like 5%")
+    check_run_noise(run_noise)
     notes: list[str] = []
     if base.metadata.model != new.metadata.model:
         raise ConfigError(

@@ -1,10 +1,23 @@
 """Compare two LLM results (a baseline and a new run) and keep timestamped LLM baselines.
 
-Steps are paired by load (``concurrency 4`` with ``concurrency 4``, ``spike`` with ``spike``). A
-pair regresses when a compared metric moved the wrong way (by default TTFT p99 or ITL p99 rose, or
-output token throughput or goodput fell) beyond its allowed fraction; a step the baseline measured
-and the new run did not is a regression too. The limits are keyed by the metric registry's names,
-which also says which way is wrong for each.
+Steps are paired by load (``concurrency 4`` with ``concurrency 4``, ``spike`` with ``spike``), and
+each compared metric (by default TTFT p99 and ITL p99, which must not rise, output token throughput
+and goodput, which must not fall; keyed by the metric registry's names, which also say which way is
+worse) is judged by the classic gate's rule
+(:func:`~tritonkit.perf.judge.compare.judge_change`) on the **interval of its change**: each run's
+95 % bootstrap interval of the figure over its requests (``LLMMetrics.intervals``), widened by the
+spread between single runs of one build that one run's requests cannot show (``run_noise``, as
+``perf compare --run-noise``), gives the 95 % interval of ``new / base − 1``
+(:func:`~tritonkit.perf.measure.windows.change_interval_of_bands`). So:
+
+* **regression** — worse past the limit, and the interval excludes no change;
+* **no regression** — the whole interval on the right side of the limit;
+* **inside the noise** — anything else (a tail percentile of a few dozen requests spreads widely:
+  send more requests per level, ``--requests-per-level``).
+
+A metric without an interval (one the run kept none for, or a result written by hand) is judged on
+its two figures alone. A step the baseline measured and the new run did not, or a figure that is
+not a finite number, is a regression whatever the noise. Exit codes as the classic gate's: 0, 1, 3.
 Pure functions; the baseline files are ``llm_result.json`` copies.
 """
 
@@ -20,7 +33,16 @@ from typing import Any
 from tritonkit._fs import is_regular_file, read_json
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import baselines_in, latest_baseline, save_baseline
+from tritonkit.perf.judge.compare import (
+    DEFAULT_RUN_NOISE,
+    Outcome,
+    check_run_noise,
+    judge_change,
+    outcome_exit_code,
+    worst_outcome,
+)
 from tritonkit.perf.llm.result import LLMResult, LLMStep
+from tritonkit.perf.measure.windows import change_interval_of_bands
 from tritonkit.perf.metric_registry import METRICS, Metric
 
 __all__ = ["LLM_COMPARE_LIMITS", "LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results",
@@ -51,7 +73,11 @@ def _metric(name: str) -> Metric:
 
 @dataclass(frozen=True)
 class LLMComparisonRow:
-    """One metric of one step, base against new; ``change`` as a fraction of the base."""
+    """One metric of one step, base against new; ``change`` as a fraction of the base.
+
+    ``change_interval``: the 95 % interval of the change (``None``: judged on the figures alone);
+    ``problem``: why the row regressed; ``unsure``: why it lies inside the noise.
+    """
 
     step: str
     metric: str
@@ -61,40 +87,65 @@ class LLMComparisonRow:
     limit: float
     worse_when: str  # "rise" or "drop"
     regressed: bool
+    change_interval: tuple[float, float] | None = None
+    problem: str | None = None
+    unsure: str | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        """``regression``, ``inside the noise`` or ``no regression``."""
+        return "regression" if self.regressed else ("inside the noise" if self.unsure else "no regression")
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        data = dict(self.__dict__)
+        data["change_interval"] = None if self.change_interval is None else list(self.change_interval)
+        data["outcome"] = self.outcome
+        return data
 
 
 @dataclass(frozen=True)
 class LLMComparison:
-    """Every compared row and the verdict: no regression → exit 0, else 1."""
+    """Every compared row and the verdict: no regression → exit 0, a regression → 1, inside the noise → 3."""
 
     rows: tuple[LLMComparisonRow, ...]
+    #: The spread between single runs each side's intervals were widened by.
+    run_noise: float = 0.0
 
     @property
     def regressions(self) -> tuple[LLMComparisonRow, ...]:
         return tuple(r for r in self.rows if r.regressed)
 
     @property
+    def outcome(self) -> Outcome:
+        """The worst row's outcome."""
+        return worst_outcome(r.outcome for r in self.rows)
+
+    @property
     def passed(self) -> bool:
-        return not self.regressions
+        """No regression and nothing inside the noise: what may become the next baseline."""
+        return self.outcome == "no regression"
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        return outcome_exit_code(self.outcome)
 
     def summary(self) -> str:
-        if self.passed:
-            return f"no regression in {len(self.rows)} compared LLM metric(s)"
-        worst = ", ".join(
-            f"{r.step} {r.metric} {'unmeasured' if r.change is None else f'{r.change * 100:+.1f}%'}"
-            for r in self.regressions
-        )
-        return f"REGRESSION: {worst}"
+        how = "95% intervals of the change" + (f" with {self.run_noise:.1%} between single runs" if self.run_noise else "")
+        if self.outcome == "no regression":
+            return f"no regression in {len(self.rows)} compared LLM metric(s) ({how})"
+        if self.outcome == "regression":
+            worst = ", ".join(
+                f"{r.step} {r.metric} {'unmeasured' if r.change is None else f'{r.change * 100:+.1f}%'}"
+                for r in self.regressions
+            )
+            return f"REGRESSION: {worst} ({how})"
+        unsure = ", ".join(f"{r.step} {r.metric}" for r in self.rows if r.outcome == "inside the noise")
+        return (f"INSIDE THE NOISE: {unsure} ({how}): the change could be on either side of the limit; "
+                "send more requests per level (--requests-per-level) or repeat both runs")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "summary": self.summary(), "rows": [r.to_dict() for r in self.rows]}
+        return {"passed": self.passed, "outcome": self.outcome, "exit_code": self.exit_code,
+                "run_noise": self.run_noise, "summary": self.summary(), "rows": [r.to_dict() for r in self.rows]}
 
 
 def _label(step: LLMStep) -> str:
@@ -107,33 +158,56 @@ def _values(step: LLMStep | None) -> dict[str, float | None]:
     return step.metrics.sla_values()
 
 
+def _bands(step: LLMStep | None) -> dict[str, tuple[float, float]]:
+    if step is None or step.metrics is None:
+        return {}
+    return step.metrics.sla_intervals()
+
+
+def _judged(label: str, metric: str, base: float, new: float | None, limit: float, worse_when: str,
+            bands: tuple[tuple[float, float] | None, tuple[float, float] | None], run_noise: float) -> LLMComparisonRow:
+    """One metric of one step judged: unmeasured or not finite is a regression, a base of zero
+    for a figure that must not fall leaves nothing to lose, else :func:`judge_change`."""
+    if new is None or not (math.isfinite(base) and math.isfinite(new)):
+        why = f"{metric} {'unmeasured' if new is None else 'not a finite number'} (base {base:.4g})"
+        return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, True, problem=why)
+    if base == 0:
+        lost = worse_when == "rise" and new > 0
+        return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, lost,
+                                problem=f"{metric} rose from 0 to {new:.4g}" if lost else None)
+    change = (new - base) / base
+    band = change_interval_of_bands(base, new, bands[0], bands[1], between_runs=(run_noise, run_noise))
+    problem, unsure = judge_change(metric, change, band, limit, higher_is_better=worse_when == "drop")
+    return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, problem is not None,
+                            change_interval=band, problem=problem, unsure=unsure)
+
+
 def compare_llm_results(
-    base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS
+    base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
+    run_noise: float = DEFAULT_RUN_NOISE,
 ) -> LLMComparison:
     """A row per step and metric of ``limits`` (registry name → the fraction of the base it may
-    worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`.
+    worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`
+    and the module docstring for the rule. ``run_noise``: the spread (a coefficient of variation)
+    between single runs of one build each side is widened by (0: the requests alone).
 
-    An unknown metric name raises ``ConfigError``.
+    An unknown metric name, or a ``run_noise`` outside [0, 1), raises ``ConfigError``.
     """
+    check_run_noise(run_noise)
     checks = [(name, limit, _metric(name).worse_when) for name, limit in limits.items()]
     new_steps = {(s.load_mode, s.load_value): s for s in new.steps}
     rows: list[LLMComparisonRow] = []
     for base_step in base.steps:
         new_step = new_steps.get((base_step.load_mode, base_step.load_value))
         before, after = _values(base_step), _values(new_step)
+        base_bands, new_bands = _bands(base_step), _bands(new_step)
         for metric, limit, worse_when in checks:
-            b, n = before.get(metric), after.get(metric)
+            b = before.get(metric)
             if b is None:
                 continue  # the baseline did not measure it: nothing to hold the new run to
-            change = None if n is None or b == 0 else (n - b) / b
-            if change is None or not math.isfinite(change):
-                regressed = True  # unmeasured, or NaN / inf on either side: never a pass
-            elif worse_when == "rise":
-                regressed = change > limit
-            else:
-                regressed = -change > limit
-            rows.append(LLMComparisonRow(_label(base_step), metric, b, n, change, limit, worse_when, regressed))
-    return LLMComparison(tuple(rows))
+            rows.append(_judged(_label(base_step), metric, b, after.get(metric), limit, worse_when,
+                                (base_bands.get(metric), new_bands.get(metric)), run_noise))
+    return LLMComparison(tuple(rows), run_noise=run_noise)
 
 
 def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:
@@ -162,13 +236,16 @@ def find_llm_result(path: Path) -> Path | None:
 
 
 def compare_llm_files(
-    base: Path, new: Path, *, max_rise: float, max_drop: float, baseline_root: str | Path | None = None
+    base: Path, new: Path, *, max_rise: float, max_drop: float, baseline_root: str | Path | None = None,
+    run_noise: float = DEFAULT_RUN_NOISE,
 ) -> tuple[LLMComparison, Path, Path, Path | None]:
     """``perf compare`` on two stored LLM results (files, run folders or baseline folders).
 
-    TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput fall by ``max_drop``. With
-    ``baseline_root`` a new run without regression is kept as the newest LLM baseline. Returns the
-    comparison, the two files read, and the baseline written (``None`` when none was).
+    TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput fall by ``max_drop``, each judged
+    on the interval of its change (``run_noise``: see :func:`compare_llm_results`). With
+    ``baseline_root`` a new run with no regression (and nothing inside the noise) is kept as the
+    newest LLM baseline. Returns the comparison, the two files read, and the baseline written
+    (``None`` when none was).
     """
     base_path, new_path = find_llm_result(base), find_llm_result(new)
     if base_path is None or new_path is None:
@@ -177,6 +254,7 @@ def compare_llm_files(
                           hint="compare two LLM runs, or two classic runs, not one of each")
     base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
     comparison = compare_llm_results(base_result, new_result,
-                                     limits=llm_compare_limits(max_rise=max_rise, max_drop=max_drop))
+                                     limits=llm_compare_limits(max_rise=max_rise, max_drop=max_drop),
+                                     run_noise=run_noise)
     saved = save_llm_baseline(new_result, baseline_root) if baseline_root is not None and comparison.passed else None
     return comparison, base_path, new_path, saved

@@ -36,6 +36,7 @@ __all__ = [
     "ACCEPT_ANY_STABILITY_PERCENTAGE",
     "across_runs",
     "change_interval",
+    "change_interval_of_bands",
     "DEFAULT_STABILITY_PERCENTAGE",
     "FIGURES",
     "LATENCY_FIGURES",
@@ -275,6 +276,27 @@ def change_interval(base: float, new: float, base_samples: Sequence[float],
     df = se2**2 / sum(v**2 / d for v, d in sampled) if sampled else math.inf
     half = t_quantile(max(1, int(min(df, 1e6)))) * math.sqrt(se2)
     centre = math.log(new / base)
+    return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0
+
+
+def change_interval_of_bands(base: float, new: float, base_band: Sequence[float] | None,
+                             new_band: Sequence[float] | None, *,
+                             between_runs: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float] | None:
+    """The 95 % interval of ``new / base − 1`` when each side has a 95 % interval of its figure
+    (``[low, high]``, e.g. a bootstrap over its requests) rather than samples: each band's
+    log-scale width taken as ``2 · 1.96`` standard errors, the two added in quadrature with each
+    side's spread ``between_runs`` (as in :func:`change_interval`), around ``ln(new/base)``.
+    ``None`` when a figure or a band is missing or not positive."""
+    if base <= 0 or new <= 0 or base_band is None or new_band is None:
+        return None
+    se2 = 0.0
+    for band in (base_band, new_band):
+        if len(band) != 2 or not (band[0] > 0 and band[1] >= band[0] and math.isfinite(band[1])):
+            return None
+        se2 += ((math.log(band[1]) - math.log(band[0])) / (2 * 1.959964)) ** 2
+    se2 += sum(math.log1p(cv) ** 2 for cv in between_runs)
+    centre = math.log(new / base)
+    half = 1.959964 * math.sqrt(se2)
     return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0
 
 
