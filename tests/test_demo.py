@@ -46,8 +46,14 @@ def test_demo_sweeps_a_copy_writes_the_winner_there_and_leaves_the_built_reposit
     assert summary["default"]["throughput_per_s"] > 0  # the default config was one of the variants
     tuned = sweeps[0] / "model_repository" / "demo_mlp"
     written = _config(tuned / "config.pbtxt")
-    assert written.instance_group[0].count == winner["instances"]
-    assert written.dynamic_batching.max_queue_delay_microseconds == winner["window_us"]
+    if summary["write_back"] is None:
+        # A top the noise cannot order (short windows on a busy machine) is a tie: the pick is said,
+        # with what to do, and nothing is written — the copy keeps the built config.
+        assert summary["tie_within_noise"] and winner["id"] in summary["tied"], summary
+        assert "tie_within_noise=True" in result.output and written == config
+    else:
+        assert written.instance_group[0].count == winner["instances"]
+        assert written.dynamic_batching.max_queue_delay_microseconds == winner["window_us"]
     backups = list(tuned.glob("config.pbtxt.orig-*"))
     # The sweep never touched the built repository: what it replaced in the copy is the builder's file.
     original = backups[0] if backups else tuned / "config.pbtxt"

@@ -142,8 +142,9 @@ def write_llm_sim(
 
 
 def saved_llm_result(folder: Path, interval_ms: float) -> Path:
-    """An ``llm_result.json`` written into ``folder``: six requests of six tokens at concurrency 1,
-    the first token after 50 ms, then one every ``interval_ms`` (so a larger interval is slower)."""
+    """An ``llm_result.json`` written into ``folder``: 400 requests of six tokens at concurrency 1
+    (enough for a p99 with a known upper bound when compared), the first token after 50 ms, then
+    one every ``interval_ms`` (so a larger interval is slower)."""
     from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
     from tritonkit.perf.llm.result import LLMResult, LLMStep
     from tritonkit.perf.llm.timeline import FailureReport
@@ -151,7 +152,7 @@ def saved_llm_result(folder: Path, interval_ms: float) -> Path:
     ms = 1_000_000
     span = 50 + 5 * interval_ms
     records = [RequestRecord(int(i * span * ms), tuple(int((i * span + 50 + k * interval_ms) * ms) for k in range(6)),
-                             (1,) * 6) for i in range(6)]
+                             (1,) * 6) for i in range(400)]
     result = LLMResult("llm", "u", True, "text", "synthetic",
                        [LLMStep("concurrency", 1, compute_metrics(records), FailureReport())])
     folder.mkdir(parents=True)

@@ -51,6 +51,7 @@ from tritonkit.perf.stored import (
     DEFAULT_MAX_P99_RISE,
     DEFAULT_MAX_THROUGHPUT_DROP,
     DEFAULT_RUN_NOISE,
+    DEFAULT_TAIL_RUN_NOISE,
     compare_stored,
     rerender,
 )
@@ -292,6 +293,10 @@ def run_command(
               help="How far single runs of one build spread between fresh servers (a coefficient of "
                    "variation), added to a run measured once; 0% trusts its windows alone. Measure "
                    "yours with benchmarks/gate_truth.py.")
+@click.option("--tail-run-noise", type=Words(example="10%"), default=f"{DEFAULT_TAIL_RUN_NOISE:.0%}",
+              show_default=True,
+              help="LLM runs: the same spread for a latency percentile (TTFT, ITL p99), which moves more "
+                   "between runs than a rate. Measure yours with benchmarks/llm_gate_truth.py.")
 @_baseline_dir_option
 @click.option("--accept-runtime-change", is_flag=True,
               help="Compare runs measured on different runtimes (backend, stand-in, engine version) instead of "
@@ -305,6 +310,7 @@ def compare_command(
     save_baseline: bool,
     per_step: bool,
     run_noise: str,
+    tail_run_noise: str,
     baseline_dir: Path,
     accept_runtime_change: bool,
     as_json: bool,
@@ -321,7 +327,8 @@ def compare_command(
     requests appearing are always a regression. LLM runs (llm_result.json) are judged by the same
     rule at every load: TTFT and ITL p99 against --max-p99-rise, tokens/s and goodput against
     --max-throughput-drop, each on the interval of its change from the runs' requests (bootstrap),
-    widened by --run-noise.
+    widened by --run-noise (rates) and --tail-run-noise (percentiles); a percentile of too few
+    requests (a p99 of fewer than 381) is inside the noise.
 
     \b
     Example:
@@ -332,7 +339,8 @@ def compare_command(
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
                             baseline_root=baseline_dir if save_baseline else None, per_step=per_step,
                             accept_runtime_change=accept_runtime_change,
-                            run_noise=parse_percent(run_noise, option="--run-noise"))
+                            run_noise=parse_percent(run_noise, option="--run-noise"),
+                            tail_run_noise=parse_percent(tail_run_noise, option="--tail-run-noise"))
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline

@@ -14,10 +14,15 @@ from pathlib import Path
 from tritonkit.perf.judge.baselines import save_baseline
 from tritonkit.perf.judge.compare import DEFAULT_RUN_NOISE, BaselineComparison, compare_results, load_result
 from tritonkit.perf.judge.sla import SLA
-from tritonkit.perf.llm.compare import LLMComparison, compare_llm_files, find_llm_result
+from tritonkit.perf.llm.compare import (
+    DEFAULT_TAIL_RUN_NOISE,
+    LLMComparison,
+    compare_llm_files,
+    find_llm_result,
+)
 from tritonkit.perf.pipeline import LLMRun, PerfRun, rejudge, rejudge_llm
 
-__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "DEFAULT_RUN_NOISE", "StoredComparison", "compare_stored", "rerender"]
+__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "DEFAULT_RUN_NOISE", "DEFAULT_TAIL_RUN_NOISE", "StoredComparison", "compare_stored", "rerender"]
 
 #: How far a new run may fall behind its base before it is a regression (``perf compare``'s defaults).
 DEFAULT_MAX_THROUGHPUT_DROP = 0.05
@@ -51,6 +56,7 @@ def compare_stored(
     per_step: bool = False,
     accept_runtime_change: bool = False,
     run_noise: float = DEFAULT_RUN_NOISE,
+    tail_run_noise: float = DEFAULT_TAIL_RUN_NOISE,
 ) -> StoredComparison:
     """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
     baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
@@ -65,14 +71,15 @@ def compare_stored(
     one inside the noise) becomes a baseline. LLM runs (``new`` holds an
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
     ``max_throughput_drop``, each on the interval of its change as well, widened by ``run_noise``
-    (:func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
+    (rates) and ``tail_run_noise`` (latency percentiles;
+    :func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
     on different runtimes are refused unless ``accept_runtime_change``.
     """
     root = Path(baseline_root) if baseline_root is not None else None
     if find_llm_result(Path(new)) is not None:
         llm, base_path, new_path, saved = compare_llm_files(
             Path(base), Path(new), max_rise=max_p99_rise, max_drop=max_throughput_drop, baseline_root=root,
-            run_noise=run_noise)
+            run_noise=run_noise, tail_run_noise=tail_run_noise)
         return StoredComparison(llm, base_path, new_path, saved)
     base_result, base_path = load_result(Path(base))
     new_result, new_path = load_result(Path(new))

@@ -96,7 +96,7 @@ def test_perf_compare_gates_on_llm_regressions_and_keeps_a_baseline(tmp_path: Pa
                            "--baseline-dir", str(tmp_path / "baselines")], catch_exceptions=False)
     assert unsure.exit_code == 3, unsure.output
     assert "INSIDE THE NOISE" in unsure.output and "95% " in unsure.output and not (tmp_path / "baselines").exists()
-    ok = invoke(main, ["perf", "compare", str(base), str(same.parent), "--save-baseline", "--run-noise", "0%",
+    ok = invoke(main, ["perf", "compare", str(base), str(same.parent), "--save-baseline", "--run-noise", "0%", "--tail-run-noise", "0%",
                        "--baseline-dir", str(tmp_path / "baselines")], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output
     assert "no regression" in ok.output and list((tmp_path / "baselines" / "llm" / "llm").glob("*.json"))

@@ -25,18 +25,20 @@ from tritonkit.perf.llm.timeline import FailureReport
 MS = 1_000_000
 
 
-def _result(first_ms: float, interval_ms: float, *, started: str = "2026-11-30T10:00:00.000000Z") -> LLMResult:
+def _result(first_ms: float, interval_ms: float, *, started: str = "2026-11-30T10:00:00.000000Z",
+            count: int = 400) -> LLMResult:
+    """``count`` identical closed-loop requests (400: enough for a p99 with a known upper bound)."""
     span_ms = first_ms + 5 * interval_ms  # closed loop: each request sent when the previous ended
     records = [
         RequestRecord(int(i * span_ms * MS), tuple(int((i * span_ms + first_ms + k * interval_ms) * MS) for k in range(6)),
                       (1,) * 6)
-        for i in range(8)
+        for i in range(count)
     ]
     step = LLMStep("concurrency", 1, compute_metrics(records), FailureReport())
     return LLMResult("m", "u", True, "text", "synthetic", [step], started_utc=started)
 
 
-def _noisy(first_ms: float, interval_ms: float, *, seed: int, count: int = 200, spread: float = 0.10) -> LLMResult:
+def _noisy(first_ms: float, interval_ms: float, *, seed: int, count: int = 400, spread: float = 0.10) -> LLMResult:
     """``count`` closed-loop requests of 6 tokens whose TTFT and token gaps vary (log-normal, ``spread``)."""
     rng = np.random.default_rng(seed)
     records, now_ms = [], 0.0
@@ -51,7 +53,7 @@ def _noisy(first_ms: float, interval_ms: float, *, seed: int, count: int = 200, 
 
 
 def test_the_same_run_is_no_regression_on_its_requests_and_inside_the_noise_between_single_runs() -> None:
-    comparison = compare_llm_results(_result(100, 20), _result(100, 20), run_noise=0.0)
+    comparison = compare_llm_results(_result(100, 20), _result(100, 20), run_noise=0.0, tail_run_noise=0.0)
     assert comparison.passed and comparison.exit_code == 0 and comparison.outcome == "no regression"
     assert {r.metric for r in comparison.rows} == {"ttft_p99", "itl_p99", "tokens_per_s"}
     assert all(r.change_interval == pytest.approx((0.0, 0.0)) for r in comparison.rows)
@@ -65,7 +67,7 @@ def test_the_same_run_is_no_regression_on_its_requests_and_inside_the_noise_betw
 
 
 def test_noisy_runs_of_one_build_are_never_a_regression_and_a_real_slowdown_always_is() -> None:
-    # 200 requests each, TTFT and token gaps spread 10 %: the p99s' bootstrap intervals are wide.
+    # 400 requests each, TTFT and token gaps spread 10 %: the p99s' bootstrap intervals are wide.
     bases = [_noisy(100, 20, seed=seed) for seed in range(6)]
     for seed, (base, new) in enumerate(zip(bases, bases[1:], strict=False), start=100):
         same = compare_llm_results(base, new)
@@ -116,11 +118,17 @@ def test_a_run_noise_outside_zero_to_one_is_refused_naming_the_option() -> None:
         compare_llm_results(_result(100, 20), _result(100, 20), run_noise=1.5)
 
 
-def test_a_slower_first_token_beyond_the_limit_is_a_regression() -> None:
+def test_a_slower_first_token_beyond_the_limit_and_the_noise_is_a_regression() -> None:
     limits = llm_compare_limits(max_rise=0.10, max_drop=0.5)
-    comparison = compare_llm_results(_result(100, 20), _result(130, 20), limits=limits)
+    comparison = compare_llm_results(_result(100, 20), _result(150, 20), limits=limits)
     assert [r.metric for r in comparison.regressions] == ["ttft_p99"]
-    assert comparison.exit_code == 1 and "ttft_p99 +30.0%" in comparison.summary()
+    assert comparison.exit_code == 1 and "ttft_p99 +50.0%" in comparison.summary()
+    # +30 %: past the limit as measured, but two single runs' tails spread 10 % each (the default
+    # --tail-run-noise), so a rise that size could be none at all.
+    closer = compare_llm_results(_result(100, 20), _result(130, 20), limits=limits)
+    [row] = [r for r in closer.rows if r.metric == "ttft_p99"]
+    assert row.outcome == "inside the noise" and row.change_interval is not None and row.change_interval[0] < 0
+    assert compare_llm_results(_result(100, 20), _result(130, 20), limits=limits, tail_run_noise=0.05).regressions
 
 
 def test_slower_tokens_regress_itl_and_token_throughput() -> None:
@@ -175,3 +183,18 @@ def test_a_stored_llm_result_with_an_infinite_ttft_is_refused_naming_the_field(t
     path.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match=r"steps\[0\]\.metrics\.ttft_ms\.p99"):
         LLMResult.load(path)
+
+
+def test_a_tail_percentile_of_too_few_requests_is_inside_the_noise_and_says_how_many_it_needs() -> None:
+    # 64 requests: the p99 is their largest, and the next run's largest can be anywhere above it.
+    base, slower = _noisy(100, 20, seed=1, count=64), _noisy(140, 30, seed=2, count=64)
+    comparison = compare_llm_results(base, slower)
+    rows = {r.metric: r for r in comparison.rows}
+    for metric in ("ttft_p99", "itl_p99"):
+        assert rows[metric].outcome == "inside the noise" and rows[metric].change_interval is None
+        assert rows[metric].unsure is not None and "381 requests per level" in rows[metric].unsure
+    assert rows["tokens_per_s"].regressed  # a rate of 64 requests is known well enough: caught
+    # p90 needs 35: over 64 requests its upper bound is known; a run keeps no interval for it, so
+    # its two figures decide, and the slowdown is a regression.
+    p90 = compare_llm_results(base, slower, limits={"ttft_p90": 0.10})
+    assert p90.rows[0].regressed and p90.rows[0].change_interval is None

@@ -137,5 +137,9 @@ def test_a_custom_decoupled_model_gets_time_to_first_response_and_inter_response
     # Exactly the responses with new output: not the log-prob one, not the empty final one.
     assert m.output_tokens is not None and m.output_tokens.min == m.output_tokens.max == RESPONSES
     assert m.ttft_ms is not None and m.ttft_ms.min >= FIRST_MS  # the model never answers sooner
-    assert m.itl_ms is not None and m.itl_ms.min >= INTERVAL_MS * 0.9
+    # The model's responses keep a fixed schedule from its start, so every request's latency has a
+    # hard floor; one request's ITL does not (a late first response shortens the gaps after it),
+    # so the typical ITL is held near the interval with room for a busy machine.
+    assert m.latency_ms is not None and m.latency_ms.min >= FIRST_MS + (RESPONSES - 1) * INTERVAL_MS
+    assert m.itl_ms is not None and m.itl_ms.p50 >= INTERVAL_MS * 0.8
     assert not (tmp_path / "inputs.json").exists()  # perf_analyzer made the inputs from the metadata

@@ -101,7 +101,7 @@ def test_a_pinned_composing_model_is_loaded_with_its_pin_and_left_as_written_on_
     repo = _repo(tmp_path)
     pre_before = (repo / "pre" / "config.pbtxt").read_bytes()
     result = CliRunner().invoke(main, [
-        "perf", "sweep", str(repo), "post", "--target", "ens", "--sla", "p99<=60ms", "--instances", "1,2",
+        "perf", "sweep", str(repo), "post", "--target", "ens", "--sla", "p99<=200ms", "--instances", "1,2",
         "--pin", "pre.instances=2", "--pin", "pre.max_batch_size=4", "--pin", "pre.batch_window=0",
         "--out", str(tmp_path / "out"), "--json", "--no-write-back",
         "--concurrency", "1,2,4,8", "--window-ms", "300", "--warmup-s", "0.6",
@@ -112,8 +112,10 @@ def test_a_pinned_composing_model_is_loaded_with_its_pin_and_left_as_written_on_
     assert (repo / "pre" / "config.pbtxt").read_bytes() == pre_before
     settings = json.loads((tmp_path / "out" / "sweep.json").read_text())["settings"]
     assert sorted(settings["composing_pins"]) == ["pre.batch_window=0", "pre.instances=2", "pre.max_batch_size=4"]
-    # With pre fast (two instances, batches of four), post carries what pre alone held back before.
-    assert json.loads(result.output)["default"]["throughput_per_s"] > 300
+    # pre as written (one instance, no batching) carries at most one request per 8 ms, 125 infer/s;
+    # with the pin (two instances, batches of four) the ensemble carries well past that even on a
+    # busy machine (about 400-570 infer/s at concurrency 8 on a quiet one): the pin took effect.
+    assert json.loads(result.output)["default"]["throughput_per_s"] > 1.5 * 125
 
 
 def test_a_pin_for_a_model_the_ensemble_does_not_call_is_refused_before_measuring(tmp_path: Path) -> None:

@@ -45,7 +45,12 @@ def test_two_models_are_swept_under_their_joint_load_and_both_winners_written_ba
         written = read_config(repo / name / "config.pbtxt")
         assert written.instance_group[0].count == winner[name]["instances"]
         assert data["write_back"][name]["config_path"] == str(repo / name / "config.pbtxt")
+    # Each model's margin to its SLA at the winner's load, as the judge computed it for that step.
+    points = data["winner"]["best"]["points"]
+    assert data["headroom"] == {name: points[name]["headroom"] for name in ("a", "b")}
+    assert all(0 <= m <= 1 for terms in data["headroom"].values() for m in terms.values())
     report = (out / "joint.md").read_text()
+    assert "headroom a p99<=80ms" in report and "; b p99<=80ms" in report
     assert "| every model's default |" in report and "| the alone winners together" in report and "★" in report
     # The joint load: at the top step both models' perf_analyzer runs overlapped in time.
     top = max(float(p.name[1:]) for p in (out / "joint").glob("*/L*"))
@@ -62,3 +67,4 @@ def test_a_share_for_a_model_not_swept_is_refused_before_anything_starts(tmp_pat
     assert result.exit_code == 2, result.output
     assert "--share names model(s) not swept: c" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
+

@@ -123,10 +123,10 @@ _WORST: tuple[Outcome, ...] = ("regression", "inside the noise", "no regression"
 _EXIT: dict[Outcome, int] = {"no regression": 0, "regression": 1, "inside the noise": 3}
 
 
-def check_run_noise(run_noise: float) -> None:
-    """Refuse a spread between runs outside [0, 1) (``--run-noise``), naming the option."""
+def check_run_noise(run_noise: float, *, option: str = "--run-noise") -> None:
+    """Refuse a spread between runs outside [0, 1), naming ``option``."""
     if not (math.isfinite(run_noise) and 0 <= run_noise < 1):
-        raise ConfigError(f"--run-noise {run_noise:.0%}: the spread between runs must be 0 % or more and "
+        raise ConfigError(f"{option} {run_noise:.0%}: the spread between runs must be 0 % or more and "
                           "below 100 %", hint="pass the spread between single runs of one build, like 5%")
 
 

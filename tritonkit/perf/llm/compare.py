@@ -6,15 +6,25 @@ and goodput, which must not fall; keyed by the metric registry's names, which al
 worse) is judged by the classic gate's rule
 (:func:`~tritonkit.perf.judge.compare.judge_change`) on the **interval of its change**: each run's
 95 % bootstrap interval of the figure over its requests (``LLMMetrics.intervals``), widened by the
-spread between single runs of one build that one run's requests cannot show (``run_noise``, as
-``perf compare --run-noise``), gives the 95 % interval of ``new / base − 1``
-(:func:`~tritonkit.perf.measure.windows.change_interval_of_bands`). So:
+spread between single runs of one build that one run's requests cannot show, gives the 95 %
+interval of ``new / base − 1`` (:func:`~tritonkit.perf.measure.windows.change_interval_of_bands`).
+That spread is ``run_noise`` for a rate (tokens/s, goodput; ``perf compare --run-noise``) and
+``tail_run_noise`` for a latency percentile (``--tail-run-noise``, :data:`DEFAULT_TAIL_RUN_NOISE`):
+a tail moves more between fresh-server runs than a rate does, and more than one run's bootstrap
+shows — ``benchmarks/llm_gate_truth.py`` measured, over 6 runs of 400 requests on the reference
+engine, TTFT p99 and ITL p99 spreading 7.7 % and 7.8 % (one run's own interval: ±9.5 %, ±1.6 %)
+and tokens/s 1.9 %. So:
 
 * **regression** — worse past the limit, and the interval excludes no change;
 * **no regression** — the whole interval on the right side of the limit;
 * **inside the noise** — anything else (a tail percentile of a few dozen requests spreads widely:
-  send more requests per level, ``--requests-per-level``).
+  send more requests per level, ``--requests``).
 
+A tail percentile of too few requests has no upper bound to judge with: the distribution-free 95 %
+interval of a p99 needs ``n·q + 1.96·√(n·q·(1−q)) ≤ n`` requests (381 for a p99, 73 for a p95),
+and below that one slow request more in the next run can move it any distance (the reference
+engine's TTFT p99 over 64 requests spread 43 % between fresh-server runs while one run's own
+bootstrap said ±15 %): such a row is inside the noise and says how many requests it needs.
 A metric without an interval (one the run kept none for, or a result written by hand) is judged on
 its two figures alone. A step the baseline measured and the new run did not, or a figure that is
 not a finite number, is a regression whatever the noise. Exit codes as the classic gate's: 0, 1, 3.
@@ -24,6 +34,7 @@ Pure functions; the baseline files are ``llm_result.json`` copies.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +56,15 @@ from tritonkit.perf.llm.result import LLMResult, LLMStep
 from tritonkit.perf.measure.windows import change_interval_of_bands
 from tritonkit.perf.metric_registry import METRICS, Metric
 
-__all__ = ["LLM_COMPARE_LIMITS", "LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results",
-           "find_llm_result", "latest_llm_baseline", "llm_compare_limits", "save_llm_baseline"]
+__all__ = ["DEFAULT_TAIL_RUN_NOISE", "LLM_COMPARE_LIMITS", "LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results",
+           "find_llm_result", "latest_llm_baseline", "llm_compare_limits", "requests_for_tail",
+           "save_llm_baseline"]
+
+#: The spread (coefficient of variation) between single fresh-server runs of one build assumed for a
+#: latency percentile (TTFT, ITL, request latency): ``benchmarks/llm_gate_truth.py`` measured 7.7 %
+#: (TTFT p99) and 7.8 % (ITL p99) over 6 runs of 400 requests on the CPU reference engine
+#: (2026-12-02), rounded up for what six runs can say; measure yours with that benchmark.
+DEFAULT_TAIL_RUN_NOISE = 0.10
 
 #: The metrics an LLM run is held to against its baseline (metric registry names), each with the
 #: fraction of its baseline value it may move the wrong way by (the registry says which way that is).
@@ -108,8 +126,9 @@ class LLMComparison:
     """Every compared row and the verdict: no regression → exit 0, a regression → 1, inside the noise → 3."""
 
     rows: tuple[LLMComparisonRow, ...]
-    #: The spread between single runs each side's intervals were widened by.
+    #: The spread between single runs each side's intervals were widened by: rates, latency percentiles.
     run_noise: float = 0.0
+    tail_run_noise: float = 0.0
 
     @property
     def regressions(self) -> tuple[LLMComparisonRow, ...]:
@@ -130,7 +149,9 @@ class LLMComparison:
         return outcome_exit_code(self.outcome)
 
     def summary(self) -> str:
-        how = "95% intervals of the change" + (f" with {self.run_noise:.1%} between single runs" if self.run_noise else "")
+        how = "95% intervals of the change" + (
+            f" with {self.run_noise:.1%} between single runs ({self.tail_run_noise:.1%} for latency percentiles)"
+            if self.run_noise or self.tail_run_noise else "")
         if self.outcome == "no regression":
             return f"no regression in {len(self.rows)} compared LLM metric(s) ({how})"
         if self.outcome == "regression":
@@ -141,11 +162,11 @@ class LLMComparison:
             return f"REGRESSION: {worst} ({how})"
         unsure = ", ".join(f"{r.step} {r.metric}" for r in self.rows if r.outcome == "inside the noise")
         return (f"INSIDE THE NOISE: {unsure} ({how}): the change could be on either side of the limit; "
-                "send more requests per level (--requests-per-level) or repeat both runs")
+                "send more requests per level (--requests) or repeat both runs")
 
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "outcome": self.outcome, "exit_code": self.exit_code,
-                "run_noise": self.run_noise, "summary": self.summary(), "rows": [r.to_dict() for r in self.rows]}
+                "run_noise": self.run_noise, "tail_run_noise": self.tail_run_noise, "summary": self.summary(), "rows": [r.to_dict() for r in self.rows]}
 
 
 def _label(step: LLMStep) -> str:
@@ -164,10 +185,43 @@ def _bands(step: LLMStep | None) -> dict[str, tuple[float, float]]:
     return step.metrics.sla_intervals()
 
 
+_TAIL = re.compile(r"^(ttft|itl|latency)_p(\d+)$")
+
+
+def _upper_known(count: int, q: float) -> bool:
+    """Whether the 95 % interval of the ``q`` quantile of ``count`` values has a known upper bound:
+    its upper rank (the distribution-free order-statistic rule) lies within the values."""
+    return math.ceil(count * q + 1.959964 * math.sqrt(count * q * (1.0 - q))) <= count
+
+
+def requests_for_tail(q: float) -> int:
+    """The fewest requests whose ``q`` quantile has a known 95 % upper bound (381 for a p99)."""
+    count = 1
+    while not _upper_known(count, q):
+        count += 1
+    return count
+
+
+def _open_tail(step: LLMStep | None, metric: str) -> tuple[int, int] | None:
+    """(requests, requests needed) when ``metric`` is a percentile too far in the tail of ``step``'s
+    requests for its upper bound to be known; ``None`` otherwise."""
+    found = _TAIL.match(metric)
+    if found is None or step is None or step.metrics is None:
+        return None
+    distribution = getattr(step.metrics, f"{found[1]}_ms", None)
+    q = int(found[2]) / 100.0
+    if distribution is None or not 0 < q < 1 or _upper_known(distribution.count, q):
+        return None
+    return distribution.count, requests_for_tail(q)
+
+
 def _judged(label: str, metric: str, base: float, new: float | None, limit: float, worse_when: str,
-            bands: tuple[tuple[float, float] | None, tuple[float, float] | None], run_noise: float) -> LLMComparisonRow:
+            bands: tuple[tuple[float, float] | None, tuple[float, float] | None], run_noise: float,
+            open_tail: tuple[int, int] | None = None) -> LLMComparisonRow:
     """One metric of one step judged: unmeasured or not finite is a regression, a base of zero
-    for a figure that must not fall leaves nothing to lose, else :func:`judge_change`."""
+    for a figure that must not fall leaves nothing to lose, a tail percentile of too few
+    requests (``open_tail``: the fewer count and the count needed) is inside the noise, else
+    :func:`judge_change`."""
     if new is None or not (math.isfinite(base) and math.isfinite(new)):
         why = f"{metric} {'unmeasured' if new is None else 'not a finite number'} (base {base:.4g})"
         return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, True, problem=why)
@@ -176,6 +230,11 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
         return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, lost,
                                 problem=f"{metric} rose from 0 to {new:.4g}" if lost else None)
     change = (new - base) / base
+    if open_tail is not None:
+        count, needed = open_tail
+        return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, False, unsure=(
+            f"{metric} {change * 100:+.1f}% (limit {limit * 100:g}%): a percentile of {count} requests has no "
+            f"upper bound below {needed}; send at least {needed} requests per level (--requests)"))
     band = change_interval_of_bands(base, new, bands[0], bands[1], between_runs=(run_noise, run_noise))
     problem, unsure = judge_change(metric, change, band, limit, higher_is_better=worse_when == "drop")
     return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, problem is not None,
@@ -185,15 +244,18 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
 def compare_llm_results(
     base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
     run_noise: float = DEFAULT_RUN_NOISE,
+    tail_run_noise: float = DEFAULT_TAIL_RUN_NOISE,
 ) -> LLMComparison:
     """A row per step and metric of ``limits`` (registry name → the fraction of the base it may
     worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`
     and the module docstring for the rule. ``run_noise``: the spread (a coefficient of variation)
-    between single runs of one build each side is widened by (0: the requests alone).
+    between single runs of one build each side's rates are widened by, ``tail_run_noise`` its
+    latency percentiles (0: the requests alone).
 
-    An unknown metric name, or a ``run_noise`` outside [0, 1), raises ``ConfigError``.
+    An unknown metric name, or a spread outside [0, 1), raises ``ConfigError``.
     """
     check_run_noise(run_noise)
+    check_run_noise(tail_run_noise, option="--tail-run-noise")
     checks = [(name, limit, _metric(name).worse_when) for name, limit in limits.items()]
     new_steps = {(s.load_mode, s.load_value): s for s in new.steps}
     rows: list[LLMComparisonRow] = []
@@ -205,9 +267,12 @@ def compare_llm_results(
             b = before.get(metric)
             if b is None:
                 continue  # the baseline did not measure it: nothing to hold the new run to
+            tails = [t for t in (_open_tail(base_step, metric), _open_tail(new_step, metric)) if t is not None]
             rows.append(_judged(_label(base_step), metric, b, after.get(metric), limit, worse_when,
-                                (base_bands.get(metric), new_bands.get(metric)), run_noise))
-    return LLMComparison(tuple(rows), run_noise=run_noise)
+                                (base_bands.get(metric), new_bands.get(metric)),
+                                tail_run_noise if _TAIL.match(metric) else run_noise,
+                                open_tail=min(tails) if tails else None))
+    return LLMComparison(tuple(rows), run_noise=run_noise, tail_run_noise=tail_run_noise)
 
 
 def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:
@@ -237,12 +302,12 @@ def find_llm_result(path: Path) -> Path | None:
 
 def compare_llm_files(
     base: Path, new: Path, *, max_rise: float, max_drop: float, baseline_root: str | Path | None = None,
-    run_noise: float = DEFAULT_RUN_NOISE,
+    run_noise: float = DEFAULT_RUN_NOISE, tail_run_noise: float = DEFAULT_TAIL_RUN_NOISE,
 ) -> tuple[LLMComparison, Path, Path, Path | None]:
     """``perf compare`` on two stored LLM results (files, run folders or baseline folders).
 
     TTFT / ITL p99 may rise by ``max_rise``, tokens/s and goodput fall by ``max_drop``, each judged
-    on the interval of its change (``run_noise``: see :func:`compare_llm_results`). With
+    on the interval of its change (``run_noise``, ``tail_run_noise``: see :func:`compare_llm_results`). With
     ``baseline_root`` a new run with no regression (and nothing inside the noise) is kept as the
     newest LLM baseline. Returns the comparison, the two files read, and the baseline written
     (``None`` when none was).
@@ -255,6 +320,6 @@ def compare_llm_files(
     base_result, new_result = LLMResult.load(base_path), LLMResult.load(new_path)
     comparison = compare_llm_results(base_result, new_result,
                                      limits=llm_compare_limits(max_rise=max_rise, max_drop=max_drop),
-                                     run_noise=run_noise)
+                                     run_noise=run_noise, tail_run_noise=tail_run_noise)
     saved = save_llm_baseline(new_result, baseline_root) if baseline_root is not None and comparison.passed else None
     return comparison, base_path, new_path, saved

@@ -483,20 +483,39 @@ def _p99(values: np.ndarray) -> float:
 
 
 def _intervals(answered: Sequence[RequestRecord], duration_s: float, slo: GoodputSLO | None) -> dict[str, list[float]]:
-    """Bootstrap intervals of the headline figures, resampling the step's requests (same span)."""
+    """Bootstrap intervals of the headline figures, resampling the step's requests.
+
+    The percentiles are those of the resampled requests. A rate (output tokens/s, goodput) is the
+    figure measured scaled by the resample's ratio of what it counts to the time its requests
+    took (``Σ tokens / Σ latency``: the ratio estimator): a step's requests keep its streams busy,
+    so its rate moves with how long they took, not only with how many tokens they brought — with
+    every output the same length, resampling the counts alone over a fixed span would show no
+    spread at all."""
     found: dict[str, tuple[float, float] | None] = {
         "ttft_p99": bootstrap_interval([v for r in answered if (v := r.ttft_ms) is not None], _p99),
         "itl_p99": bootstrap_interval([v for r in answered if (v := r.itl_ms) is not None], _p99),
     }
     if duration_s > 0 and answered:
         count = len(answered)
-        rows = [(r.output_tokens, 1.0 if slo is not None and not slo.empty and slo.met_by(r) else 0.0)
-                for r in answered]
-        found["tokens_per_s"] = bootstrap_interval(rows, lambda d: float(d[:, 0].sum()) / duration_s)
+        good = [1.0 if slo is not None and not slo.empty and slo.met_by(r) else 0.0 for r in answered]
+        rows = np.array([(r.output_tokens, g, r.latency_ms or 0.0) for r, g in zip(answered, good, strict=True)],
+                        dtype=np.float64)
+        found["tokens_per_s"] = _rate_interval(rows, 0, duration_s)
         found["requests_per_s"] = (count / duration_s, count / duration_s)  # every request answered: no spread
         if slo is not None and not slo.empty:
-            found["goodput"] = bootstrap_interval(rows, lambda d: float(d[:, 1].sum()) / duration_s)
+            found["goodput"] = _rate_interval(rows, 1, duration_s)
     return {name: [low, high] for name, pair in found.items() if pair is not None for low, high in [pair]}
+
+
+def _rate_interval(rows: np.ndarray, column: int, duration_s: float) -> tuple[float, float] | None:
+    """The interval of ``Σ rows[:, column] / duration_s`` by the ratio estimator (see :func:`_intervals`)."""
+    counted, took = float(rows[:, column].sum()), float(rows[:, 2].sum())
+    measured = counted / duration_s
+    if counted <= 0 or took <= 0:
+        return (measured, measured)  # nothing counted (no good request): nothing to spread
+    ratio = counted / took
+    return bootstrap_interval(rows, lambda d: measured * (float(d[:, column].sum()) / max(float(d[:, 2].sum()), 1e-12))
+                              / ratio)
 
 
 @dataclass(frozen=True)

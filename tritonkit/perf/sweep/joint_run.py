@@ -61,6 +61,26 @@ class JointResult:
     report_path: Path | None = None
     resumed: list[str] = field(default_factory=list)
     load_text: str = "total concurrency"
+    #: The margin every SLA bound had to keep for a step to count (``SweepSettings.headroom``).
+    headroom_required: float = 0.0
+
+    @property
+    def headroom(self) -> dict[str, dict[str, float]]:
+        """Each model's margin to each of its scaled SLA bounds at the joint winner's load, as a
+        fraction of the limit (``{"a": {"p99<=50ms": 0.38}}``), as the judge computed them; empty
+        without a winner."""
+        best = self.winner.best() if self.winner else None
+        return {m: dict(p.headroom) for m, p in best.points.items() if p.headroom} if best else {}
+
+    def headroom_text(self) -> str:
+        """``"headroom a p99<=50ms 38 %; b p99<=80ms 12 %"`` (and the margin required), or ``""``."""
+        margins = self.headroom
+        if not margins:
+            return ""
+        required = f" (at least {100 * self.headroom_required:g} % required)" if self.headroom_required else ""
+        return "headroom " + "; ".join(
+            f"{model} " + ", ".join(f"{term} {100 * m:.0f} %" for term, m in terms.items())
+            for model, terms in margins.items()) + required
 
     @property
     def failed(self) -> list[JointOutcome]:
@@ -90,8 +110,10 @@ class JointResult:
         parts = ", ".join(f"{m} {v.knobs_id}" for m, v in self.winner.variants.items())
         versus = [f"{r:.2f}× every model's default" for r in [self._ratio(self.defaults)] if r is not None]
         versus += [f"{r:.2f}× the alone winners together" for r in [self._ratio(self.alone_together)] if r is not None]
+        margins = self.headroom_text()
         return (f"Joint winner {parts}: {best.throughput_per_s:,.1f} infer/s in all at {self.load_text} "
-                f"{best.total:g}" + (f" — {', '.join(versus)}" if versus else "") + ".")
+                f"{best.total:g}" + (f" — {', '.join(versus)}" if versus else "")
+                + (f"; {margins}" if margins else "") + ".")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +125,7 @@ class JointResult:
             "alone": {m: r.to_dict() for m, r in self.alone.items()},
             "ratio_to_defaults": self._ratio(self.defaults),
             "ratio_to_alone_together": self._ratio(self.alone_together),
+            "headroom": self.headroom, "headroom_required": self.headroom_required,
             "tried": [o.to_dict() for o in self.tried],
             "resumed": list(self.resumed),
             "write_back": {m: wb.to_dict() for m, wb in self.write_backs.items()},
@@ -301,7 +324,8 @@ def run_joint_sweep(
         result = JointResult(models=models, shares=shares, out_dir=out_dir, defaults=defaults, alone=alone,
                              alone_together=together, winner=winner if winner.best() else None,
                              tried=list(meter.measured.values()), wall_s=time.monotonic() - started,
-                             resumed=resumed, load_text=f"total {plan.mode.replace('_', ' ')}")
+                             resumed=resumed, load_text=f"total {plan.mode.replace('_', ' ')}",
+                             headroom_required=settings.headroom)
         pending = plan_joint_write_backs(repo_path, bases, result) if settings.write_back else {}
         try:
             result.report_path = write_joint_report(out_dir, result.render_markdown(),
