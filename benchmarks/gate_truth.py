@@ -31,6 +31,12 @@ and spread, the four rates. ``--json FILE`` keeps every run's figures and every 
 
     .venv/bin/python benchmarks/gate_truth.py             # 8 runs per build, 24 servers: 8-15 minutes on 2 cores
     .venv/bin/python benchmarks/gate_truth.py --runs 3    # a reduced check that it works
+    .venv/bin/python benchmarks/gate_truth.py --runs 6 --repeat 3   # each run the median of 3 ladders
+
+With ``--repeat N`` every run is ``perf run --repeat N`` on its fresh server: its figures are the
+medians of N ladders and its interval is taken over them, so ``perf compare`` adds no run noise to
+it (the runs measure their spread); the coverage then says whether N ladders on one server show
+the spread between fresh servers.
 
 A run takes ~20 s on a quiet machine and up to ~40 s on a loaded one (a step perf_analyzer cannot
 call stable is measured once more, over fixed windows).
@@ -131,7 +137,7 @@ def one_run(build: str, index: int, cost_s: float, args: argparse.Namespace, roo
     with TritonServer(repo) as server:
         settings = LoadTestSettings(url=server.grpc_url, metrics_url=server.metrics_url, sla=args.sla,
                                     concurrency=args.concurrency, duration_s=args.duration_s, warmup_s=args.warmup_s,
-                                    input_data="zero", out=out)
+                                    input_data="zero", out=out, repeat=args.repeat)
         test = load_test(MODEL, settings)
     assert test.run is not None, f"{build} run {index} measured nothing"
     result = test.run.result
@@ -165,12 +171,16 @@ def main() -> int:
     parser.add_argument("--sla", default="p99<=1000ms")
     parser.add_argument("--run-noise", type=float, default=DEFAULT_RUN_NOISE,
                         help=f"the spread between single runs compare assumes (default {DEFAULT_RUN_NOISE})")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="ladders per run (perf run --repeat N): a run's figures are then the median of N "
+                             "ladders on its server and its interval is taken over them")
     parser.add_argument("--json", type=Path, default=None, help="write every run and verdict here")
     args = parser.parse_args()
     started = time.monotonic()
     load_before = os.getloadavg()
     print(f"gate_truth: {len(BUILDS)} builds × {args.runs} fresh-server runs; base cost {args.cost_ms:g} ms/request "
-          f"({args.cost_kind}); concurrency {args.concurrency}, {args.duration_s:g} s per step; SLA {args.sla}")
+          f"({args.cost_kind}); concurrency {args.concurrency}, {args.duration_s:g} s per step; SLA {args.sla}"
+          + (f"; {args.repeat} ladders per run (--repeat)" if args.repeat > 1 else ""))
     runs: dict[str, list[tuple[Run, PerfResult]]] = {name: [] for name in BUILDS}
     cost_s = args.cost_ms / 1000.0
     with tempfile.TemporaryDirectory(prefix="gate_truth-") as tmp:
@@ -199,6 +209,8 @@ def main() -> int:
             ("false alarms", "base", "base", True), ("detection at 20%", "base", "slow20", False),
             ("at 5%", "base", "slow5", False))}
     covered = total = widened_covered = 0
+    # perf compare adds the run noise only to a run measured once; a run of --repeat N carries its own.
+    widen_by = args.run_noise if args.repeat == 1 else 0.0
     print(f"machine: {os.cpu_count()} cores; load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
     others = [c for group in runs.values() for run, _ in group for c in run.other_cores]
     if others:
@@ -213,7 +225,7 @@ def main() -> int:
         median = statistics.median(peaks)
         hits = [r.peak_interval is not None and r.peak_interval[0] <= median <= r.peak_interval[1] for r, _ in group]
         wide = [r.peak_interval is not None and r.peak_per_s is not None
-                and (band := across_runs(r.peak_per_s, (r.peak_interval[0], r.peak_interval[1]), args.run_noise))[0]
+                and (band := across_runs(r.peak_per_s, (r.peak_interval[0], r.peak_interval[1]), widen_by))[0]
                 <= median <= band[1] for r, _ in group]
         covered += sum(hits)
         widened_covered += sum(wide)
