@@ -67,6 +67,11 @@ _WARMUP, _RETRY = "warmup", "-retry"
 Progress = Callable[[str], None]
 
 
+def _is_warmup(name: str) -> bool:
+    """The unrecorded warm-up, or its one longer retry (``warmup-retry1``)."""
+    return name.split(_RETRY)[0] == _WARMUP
+
+
 def _option(argv: Sequence[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else None
 
@@ -277,7 +282,7 @@ class ClusterAnalyzer(PerfAnalyzer):
             unstable.append(f"the clients measured at once for {merged.window_s:.2f} s, "
                             f"{100 * merged.overlap:.0f} % of a client's measured windows (less than "
                             f"{100 * MIN_OVERLAP:.0f} %)")
-        elif name != _WARMUP:
+        elif not _is_warmup(name):
             wobble = merged.unstable_reason(spec.stability_percentage or PERF_ANALYZER_STABILITY_PCT)
             if wobble:
                 unstable.append(wobble)
@@ -287,7 +292,7 @@ class ClusterAnalyzer(PerfAnalyzer):
         late = [f"client {r.index} {r.late_ms:.0f} ms" for r in runs if r.late_ms > 100]
         if late:
             step.warnings.append("started late: " + ", ".join(late) + " (its worker was not ready at the instant)")
-        if name != _WARMUP:
+        if not _is_warmup(name):
             self._record(name, runs, merged, spec.batch_size, step.stable)
         return step
 

@@ -46,7 +46,7 @@ from typing import Any
 
 from tritonkit._fs import regular_file
 from tritonkit._version import __version__
-from tritonkit.errors import PerfError, PerfTimeoutError, TritonKitError
+from tritonkit.errors import PerfError, PerfTimeoutError, StepError, TritonKitError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
 from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.metrics import host_cpu_count, host_cpu_model, read_server_hardware
@@ -64,6 +64,7 @@ __all__ = [
     "SlaCheck",
     "StepObserver",
     "ladder_commands",
+    "retry_warmup_s",
     "run_ladder",
 ]
 
@@ -131,6 +132,13 @@ def unmeasured_error(spec: PerfSpec, mode: str, steps: list[StepResult]) -> Perf
 def base_stability(spec: PerfSpec, plan: LadderPlan) -> float | None:
     """The stability percentage the ladder's steps are measured with (``None``: perf_analyzer's default)."""
     return plan.stability_percentage if plan.stability_percentage is not None else spec.stability_percentage
+
+
+def retry_warmup_s(plan: LadderPlan) -> float:
+    """The warm-up a ladder gets on its one retry: four times as long, and its three windows each
+    at least a step window long, so a model whose first requests outlast a short warm-up window
+    (perf_analyzer's "no valid requests") gets them answered."""
+    return max(4 * plan.warmup_s, 3 * plan.step_window_ms / 1000.0)
 
 
 def _retry_name(name: str, attempt: int) -> str:
@@ -318,13 +326,30 @@ def run_ladder(
         return LadderResult(result, error)
 
     current: float | None = None  # the level being measured (None during the warm-up)
+    retried: str | None = None
     try:
         if warmup is not None:
             say(f"warming up at {plan.mode} {warmup.level:g} for {plan.warmup_s:g} s (not recorded)")
-            warm_outcome = analyzer.run(
-                warmup.spec, warmup.name, timeout_s=min(remaining(), 60.0 + 3 * plan.warmup_s)
-            )
-            result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=warm_outcome.duration_s)
+            try:
+                warm_outcome = analyzer.run(
+                    warmup.spec, warmup.name, timeout_s=min(remaining(), 60.0 + 3 * plan.warmup_s)
+                )
+            except StepError as exc:
+                # No request completed inside the warm-up's short windows: a model slow to start its
+                # first executions (a python stub on a loaded machine, a client on a busy node) says
+                # nothing about how it bears load. Warmed up once more, longer; a second failure is the run's.
+                if exc.failure != Failure.NO_REQUESTS or remaining() <= 0:
+                    raise
+                longer = retry_warmup_s(plan)
+                retried = (f"the warm-up of {spec.model} failed ({exc.message}); warmed up once more with a "
+                           f"{longer:g} s warm-up")
+                say(f"  {retried}")
+                warm_outcome = analyzer.run(
+                    replace(warmup.spec, measurement_interval_ms=max(100, int(longer * 1000 / 3))),
+                    _retry_name(warmup.name, 1), timeout_s=min(remaining(), 60.0 + 3 * longer),
+                )
+            result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=warm_outcome.duration_s,
+                                       retried=retried)
             result.raw_files.extend(warm_outcome.raw_files)
         best_throughput = 0.0
         flat_steps = 0

@@ -278,11 +278,13 @@ class StepResult(JsonDataclass):
 
 @dataclass
 class WarmupInfo(JsonDataclass):
-    """The warm-up done before recording; its numbers are deliberately not steps."""
+    """The warm-up done before recording; its numbers are deliberately not steps. ``retried``:
+    why the first warm-up was done again, longer (no request completed in its windows), else ``None``."""
 
     load_mode: str
     load_value: float
     duration_s: float
+    retried: str | None = None
 
 
 @dataclass

@@ -20,7 +20,6 @@ again with longer windows only when it could still reach that floor.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -108,10 +107,8 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
           judging: JudgeSettings | None = None, preflight: bool = True,
           attempts_s: list[float] | None = None, metrics_url: str | None = None,
           runtime: ServedRuntime | None = None) -> LadderResult:
-    """:func:`run_ladder` judged by ``sla`` and ``judging``; a ladder whose unrecorded warm-up saw no request
-    complete is started once more, afresh, with a longer warm-up (:func:`retry_warmup_s`: a model
-    slow to start its first executions — a python stub on a loaded machine — says nothing about
-    how it bears load; a second failure is the variant's). ``attempts_s``
+    """:func:`run_ladder` judged by ``sla`` and ``judging`` (a warm-up no request completed in is
+    retried there, longer: :func:`~tritonkit.perf.measure.ladder.retry_warmup_s`). ``attempts_s``
     collects the duration of every step perf_analyzer ran, unstable attempts tried again included;
     ``metrics_url``: the server's metrics, scraped during each step (its failures, GPU memory);
     ``runtime`` is recorded as what served the model (by default the server is asked)."""
@@ -123,23 +120,9 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
     ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
                         on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
-    if ladder.error is not None and not ladder.result.steps and ladder.result.warmup is None and plan.warmup_s:
-        longer = retry_warmup_s(plan)
-        say(f"  the warm-up of {spec.model} failed ({ladder.error.message}); starting its ladder once more "
-            f"with a {longer:g} s warm-up")
-        shutil.rmtree(folder, ignore_errors=True)
-        if attempts_s is not None:
-            attempts_s.clear()
-        ladder = run_ladder(spec, replace(plan, warmup_s=longer), results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                            on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
+    if ladder.result.warmup is not None and ladder.result.warmup.retried:
+        say(f"  {ladder.result.warmup.retried}")
     return ladder
-
-
-def retry_warmup_s(plan: LadderPlan) -> float:
-    """The warm-up a ladder gets on its one retry: four times as long, and its three windows each
-    at least a step window long, so a model whose first requests outlast a short warm-up window
-    (perf_analyzer's "no valid requests") gets them answered."""
-    return max(4 * plan.warmup_s, 3 * plan.step_window_ms / 1000.0)
 
 
 def failure_reason(ladder: LadderResult) -> str:
