@@ -22,9 +22,9 @@ and tokens/s 1.9 %. So:
 
 A tail percentile of too few requests has no upper bound to judge with: the distribution-free 95 %
 interval of a p99 needs ``n·q + 1.96·√(n·q·(1−q)) ≤ n`` requests (381 for a p99, 73 for a p95),
-and below that one slow request more in the next run can move it any distance (the reference
-engine's TTFT p99 over 64 requests spread 43 % between fresh-server runs while one run's own
-bootstrap said ±15 %): such a row is inside the noise and says how many requests it needs.
+and below that one slow request more in the next run can move it any distance (two fresh-server
+runs of the reference engine, 64 requests each, gave a TTFT p99 of 49.6 and 26.4 ms while each
+run's own bootstrap said ±15 %): such a row is inside the noise and says how many requests it needs.
 A metric without an interval (one the run kept none for, or a result written by hand) is judged on
 its two figures alone. A step the baseline measured and the new run did not, or a figure that is
 not a finite number, is a regression whatever the noise. Exit codes as the classic gate's: 0, 1, 3.
