@@ -53,7 +53,7 @@ from tritonkit.perf.judge.compare import (
     worst_outcome,
 )
 from tritonkit.perf.llm.result import LLMResult, LLMStep
-from tritonkit.perf.measure.windows import change_interval_of_bands
+from tritonkit.perf.measure.windows import change_interval_of_bands, quantile_ranks
 from tritonkit.perf.metric_registry import METRICS, Metric
 
 __all__ = ["DEFAULT_TAIL_RUN_NOISE", "LLM_COMPARE_LIMITS", "LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results",
@@ -104,10 +104,14 @@ class LLMComparisonRow:
     change: float | None
     limit: float
     worse_when: str  # "rise" or "drop"
-    regressed: bool
     change_interval: tuple[float, float] | None = None
     problem: str | None = None
     unsure: str | None = None
+
+    @property
+    def regressed(self) -> bool:
+        """Whether this row is a regression (it then says why, in ``problem``)."""
+        return self.problem is not None
 
     @property
     def outcome(self) -> Outcome:
@@ -117,6 +121,7 @@ class LLMComparisonRow:
     def to_dict(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data["change_interval"] = None if self.change_interval is None else list(self.change_interval)
+        data["regressed"] = self.regressed
         data["outcome"] = self.outcome
         return data
 
@@ -190,8 +195,8 @@ _TAIL = re.compile(r"^(ttft|itl|latency)_p(\d+)$")
 
 def _upper_known(count: int, q: float) -> bool:
     """Whether the 95 % interval of the ``q`` quantile of ``count`` values has a known upper bound:
-    its upper rank (the distribution-free order-statistic rule) lies within the values."""
-    return math.ceil(count * q + 1.959964 * math.sqrt(count * q * (1.0 - q))) <= count
+    its upper rank (the order-statistic rule classic steps' latencies use) lies within the values."""
+    return quantile_ranks(count, q)[1] <= count - 1
 
 
 def requests_for_tail(q: float) -> int:
@@ -224,20 +229,20 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
     :func:`judge_change`."""
     if new is None or not (math.isfinite(base) and math.isfinite(new)):
         why = f"{metric} {'unmeasured' if new is None else 'not a finite number'} (base {base:.4g})"
-        return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, True, problem=why)
+        return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, problem=why)
     if base == 0:
         lost = worse_when == "rise" and new > 0
-        return LLMComparisonRow(label, metric, base, new, None, limit, worse_when, lost,
+        return LLMComparisonRow(label, metric, base, new, None, limit, worse_when,
                                 problem=f"{metric} rose from 0 to {new:.4g}" if lost else None)
     change = (new - base) / base
     if open_tail is not None:
         count, needed = open_tail
-        return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, False, unsure=(
+        return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, unsure=(
             f"{metric} {change * 100:+.1f}% (limit {limit * 100:g}%): a percentile of {count} requests has no "
             f"upper bound below {needed}; send at least {needed} requests per level (--requests)"))
     band = change_interval_of_bands(base, new, bands[0], bands[1], between_runs=(run_noise, run_noise))
     problem, unsure = judge_change(metric, change, band, limit, higher_is_better=worse_when == "drop")
-    return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, problem is not None,
+    return LLMComparisonRow(label, metric, base, new, change, limit, worse_when,
                             change_interval=band, problem=problem, unsure=unsure)
 
 

@@ -47,11 +47,13 @@ __all__ = [
     "latency_with",
     "median_of",
     "over_runs",
+    "quantile_ranks",
     "samples",
     "settle",
     "t_quantile",
     "window_figures",
     "windows_agree",
+    "Z95",
 ]
 
 #: perf_analyzer's stability window: the last three windows must agree.
@@ -73,6 +75,10 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.045, 2.042)
 
 
+#: The normal's two-sided 95 % quantile.
+Z95 = 1.959964
+
+
 def t_quantile(df: int) -> float:
     """Student's t two-sided 95 % quantile for ``df`` degrees of freedom (the normal's 1.96 at ∞)."""
     if df < 1:
@@ -80,7 +86,7 @@ def t_quantile(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     # Beyond 30 the first terms of the Cornish-Fisher expansion are exact to 3 decimals.
-    z = 1.959964
+    z = Z95
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
@@ -161,6 +167,14 @@ def intervals_of(windows: Sequence[WindowFigures], latencies_ms: np.ndarray | No
     return found
 
 
+def quantile_ranks(n: int, q: float) -> tuple[int, int]:
+    """The 0-based ranks, among ``n`` sorted values, of the distribution-free 95 % interval of their
+    ``q`` quantile: ``n·q ∓ 1.96·√(n·q·(1−q))``, not held within the values — a high rank past
+    ``n − 1`` means that fewer values than the quantile needs leave its upper bound unknown."""
+    spread = Z95 * math.sqrt(n * q * (1.0 - q))
+    return math.floor(n * q - spread) - 1, math.ceil(n * q + spread) - 1
+
+
 def latency_intervals(latencies_ms: np.ndarray) -> dict[str, list[float]]:
     """The 95 % intervals of a step's latency figures from its requests: each percentile by the
     distribution-free order-statistic rule (the ranks ``n·q ± 1.96·√(n·q·(1−q))`` of the sorted
@@ -175,9 +189,7 @@ def latency_intervals(latencies_ms: np.ndarray) -> dict[str, list[float]]:
     n = ordered.size
     found: dict[str, list[float]] = {}
     for name, q in (("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99)):
-        spread = 1.959964 * math.sqrt(n * q * (1.0 - q))
-        low = min(n - 1, max(0, math.floor(n * q - spread) - 1))
-        high = min(n - 1, max(0, math.ceil(n * q + spread) - 1))
+        low, high = (min(n - 1, max(0, rank)) for rank in quantile_ranks(n, q))
         found[name] = [float(ordered[low]), float(ordered[high])]
     half = t_quantile(n - 1) * float(ordered.std(ddof=1)) / math.sqrt(n)
     mean = float(ordered.mean())
@@ -268,13 +280,21 @@ def change_interval(base: float, new: float, base_samples: Sequence[float],
     for values in (base_samples, new_samples):
         logs = np.log(np.asarray(values, dtype=np.float64))
         parts.append((float(logs.var(ddof=1)) / logs.size, logs.size - 1))
-    se2 = sum(v for v, _ in parts) + sum(math.log1p(cv) ** 2 for cv in between_runs)
+    se2 = sum(v for v, _ in parts) + _between_runs_var(between_runs)
     if se2 <= 0:
-        centre = math.log(new / base)
-        return math.exp(centre) - 1.0, math.exp(centre) - 1.0
+        return _ratio_change(base, new, 0.0)
     sampled = [(v, d) for v, d in parts if v > 0]
     df = se2**2 / sum(v**2 / d for v, d in sampled) if sampled else math.inf
-    half = t_quantile(max(1, int(min(df, 1e6)))) * math.sqrt(se2)
+    return _ratio_change(base, new, t_quantile(max(1, int(min(df, 1e6)))) * math.sqrt(se2))
+
+
+def _between_runs_var(between_runs: tuple[float, float]) -> float:
+    """The log-scale variance each side's spread between runs (a coefficient of variation) adds."""
+    return sum(math.log1p(cv) ** 2 for cv in between_runs)
+
+
+def _ratio_change(base: float, new: float, half: float) -> tuple[float, float]:
+    """``new / base − 1`` with ``± half`` around ``ln(new/base)``, as a change interval."""
     centre = math.log(new / base)
     return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0
 
@@ -293,11 +313,8 @@ def change_interval_of_bands(base: float, new: float, base_band: Sequence[float]
     for band in (base_band, new_band):
         if len(band) != 2 or not (band[0] > 0 and band[1] >= band[0] and math.isfinite(band[1])):
             return None
-        se2 += ((math.log(band[1]) - math.log(band[0])) / (2 * 1.959964)) ** 2
-    se2 += sum(math.log1p(cv) ** 2 for cv in between_runs)
-    centre = math.log(new / base)
-    half = 1.959964 * math.sqrt(se2)
-    return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0
+        se2 += ((math.log(band[1]) - math.log(band[0])) / (2 * Z95)) ** 2
+    return _ratio_change(base, new, Z95 * math.sqrt(se2 + _between_runs_var(between_runs)))
 
 
 def across_runs(value: float, band: tuple[float, float], cv: float) -> tuple[float, float]:
@@ -308,6 +325,6 @@ def across_runs(value: float, band: tuple[float, float], cv: float) -> tuple[flo
         return band
     centre = math.log(value)
     low, high = math.log(band[0]), math.log(band[1])
-    extra = 1.959964 * math.log1p(cv)
+    extra = Z95 * math.log1p(cv)
     down, up = math.hypot(centre - low, extra), math.hypot(high - centre, extra)
     return math.exp(centre - down), math.exp(centre + up)
