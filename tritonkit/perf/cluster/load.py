@@ -42,6 +42,7 @@ from tritonkit.perf.cluster.merge import MEASURED_WINDOWS, MergedStep, merge_exp
 from tritonkit.perf.cluster.nodes import NodeInfo, NodeResources, check_nodes, connected
 from tritonkit.perf.cluster.remote import ClientJob, ClientRun, run_client_job
 from tritonkit.perf.measure.analyzer import AnalyzerOutcome, Invocation, PerfAnalyzer, utc_now
+from tritonkit.perf.measure.ladder import first_name, is_warmup
 from tritonkit.perf.measure.metrics import MetricsWatcher, step_metrics
 from tritonkit.perf.measure.parse import ConsoleSummary, parse_profile_export, with_windows
 from tritonkit.perf.measure.percentiles import latency_stats
@@ -60,16 +61,8 @@ LEAD_S = 3.0
 ANY_WINDOW_PCT = 10_000.0
 #: perf_analyzer's own tolerance when a step names none (``--stability-percentage`` default).
 PERF_ANALYZER_STABILITY_PCT = 10.0
-#: The name of the unrecorded warm-up run (:data:`tritonkit.perf.measure.ladder.WARMUP_NAME`), and what
-#: the ladder appends to a step's name when it measures it again.
-_WARMUP, _RETRY = "warmup", "-retry"
 
 Progress = Callable[[str], None]
-
-
-def _is_warmup(name: str) -> bool:
-    """The unrecorded warm-up, or its one longer retry (``warmup-retry1``)."""
-    return name.split(_RETRY)[0] == _WARMUP
 
 
 def _option(argv: Sequence[str], name: str) -> str | None:
@@ -282,7 +275,7 @@ class ClusterAnalyzer(PerfAnalyzer):
             unstable.append(f"the clients measured at once for {merged.window_s:.2f} s, "
                             f"{100 * merged.overlap:.0f} % of a client's measured windows (less than "
                             f"{100 * MIN_OVERLAP:.0f} %)")
-        elif not _is_warmup(name):
+        elif not is_warmup(name):
             wobble = merged.unstable_reason(spec.stability_percentage or PERF_ANALYZER_STABILITY_PCT)
             if wobble:
                 unstable.append(wobble)
@@ -292,7 +285,7 @@ class ClusterAnalyzer(PerfAnalyzer):
         late = [f"client {r.index} {r.late_ms:.0f} ms" for r in runs if r.late_ms > 100]
         if late:
             step.warnings.append("started late: " + ", ".join(late) + " (its worker was not ready at the instant)")
-        if not _is_warmup(name):
+        if not is_warmup(name):
             self._record(name, runs, merged, spec.batch_size, step.stable)
         return step
 
@@ -315,7 +308,7 @@ class ClusterAnalyzer(PerfAnalyzer):
     def _record(self, name: str, runs: Sequence[ClientRun], merged: MergedStep, batch_size: int, stable: bool) -> None:
         """Each client's share of step ``name``; an attempt the ladder makes again (an unstable step,
         ``<name>-retry<n>``) replaces the one before, as it does in the result."""
-        step = name.split(_RETRY)[0]
+        step = first_name(name)
         for run, counted in zip(runs, merged.requests, strict=True):
             client = self._clients[run.index]
             earlier = [s for s in client["steps"] if s["step"] == step]

@@ -63,6 +63,8 @@ __all__ = [
     "LadderResult",
     "SlaCheck",
     "StepObserver",
+    "first_name",
+    "is_warmup",
     "ladder_commands",
     "retry_warmup_s",
     "run_ladder",
@@ -141,8 +143,31 @@ def retry_warmup_s(plan: LadderPlan) -> float:
     return max(4 * plan.warmup_s, 3 * plan.step_window_ms / 1000.0)
 
 
+_RETRY = "-retry"
+
+
 def _retry_name(name: str, attempt: int) -> str:
-    return name if attempt == 0 else f"{name}-retry{attempt}"
+    return name if attempt == 0 else f"{name}{_RETRY}{attempt}"
+
+
+def first_name(name: str) -> str:
+    """The run a ladder's invocation ``name`` tries again (``at-8-retry1`` → ``at-8``), or ``name``."""
+    return name.split(_RETRY)[0]
+
+
+def is_warmup(name: str) -> bool:
+    """Whether invocation ``name`` is the unrecorded warm-up or its one longer retry."""
+    return first_name(name) == WARMUP_NAME
+
+
+def _warmup_window_ms(warmup_s: float) -> int:
+    """A warm-up's three windows share its length (at least 100 ms each)."""
+    return max(100, int(warmup_s * 1000 / 3))
+
+
+def _warmup_budget_s(warmup_s: float) -> float:
+    """How long a warm-up of ``warmup_s`` may take before it is a timeout."""
+    return 60.0 + 3 * warmup_s
 
 
 def fixed_windows(spec: PerfSpec) -> PerfSpec:
@@ -196,7 +221,7 @@ def ladder_commands(
         # Three windows that perf_analyzer accepts however they vary: a fixed, unrecorded soak.
         warm = replace(
             base.with_load(_load(plan, level)),
-            measurement_interval_ms=max(100, int(plan.warmup_s * 1000 / 3)),
+            measurement_interval_ms=_warmup_window_ms(plan.warmup_s),
             stability_percentage=10_000.0,
             max_trials=3,
         )
@@ -332,7 +357,7 @@ def run_ladder(
             say(f"warming up at {plan.mode} {warmup.level:g} for {plan.warmup_s:g} s (not recorded)")
             try:
                 warm_outcome = analyzer.run(
-                    warmup.spec, warmup.name, timeout_s=min(remaining(), 60.0 + 3 * plan.warmup_s)
+                    warmup.spec, warmup.name, timeout_s=min(remaining(), _warmup_budget_s(plan.warmup_s))
                 )
             except StepError as exc:
                 # No request completed inside the warm-up's short windows: a model slow to start its
@@ -345,8 +370,8 @@ def run_ladder(
                            f"{longer:g} s warm-up")
                 say(f"  {retried}")
                 warm_outcome = analyzer.run(
-                    replace(warmup.spec, measurement_interval_ms=max(100, int(longer * 1000 / 3))),
-                    _retry_name(warmup.name, 1), timeout_s=min(remaining(), 60.0 + 3 * longer),
+                    replace(warmup.spec, measurement_interval_ms=_warmup_window_ms(longer)),
+                    _retry_name(warmup.name, 1), timeout_s=min(remaining(), _warmup_budget_s(longer)),
                 )
             result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=warm_outcome.duration_s,
                                        retried=retried)
