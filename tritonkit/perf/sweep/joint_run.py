@@ -27,7 +27,15 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
 from tritonkit.perf.sweep.outcome import reuse_or_reject
-from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
+from tritonkit.perf.sweep.result import (
+    EXIT_NONE_MEETS,
+    EXIT_OK,
+    EXIT_UNMEASURED,
+    SweepEvent,
+    SweepResult,
+    margins_text,
+    required_text,
+)
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore
@@ -77,10 +85,8 @@ class JointResult:
         margins = self.headroom
         if not margins:
             return ""
-        required = f" (at least {100 * self.headroom_required:g} % required)" if self.headroom_required else ""
-        return "headroom " + "; ".join(
-            f"{model} " + ", ".join(f"{term} {100 * m:.0f} %" for term, m in terms.items())
-            for model, terms in margins.items()) + required
+        per_model = "; ".join(f"{model} {margins_text(terms)}" for model, terms in margins.items())
+        return f"headroom {per_model}{required_text(self.headroom_required)}"
 
     @property
     def failed(self) -> list[JointOutcome]:

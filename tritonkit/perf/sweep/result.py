@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from tritonkit.perf.sweep.search import SearchResult
 from tritonkit.perf.sweep.variants import Variant
 from tritonkit.perf.sweep.writeback import WriteBack
 
-__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepResult"]
+__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepResult", "margins_text", "required_text"]
 
 EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
 
@@ -34,6 +35,16 @@ class SweepEvent:
     left: int = 0
     eta_s: float | None = None
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def margins_text(margins: Mapping[str, float]) -> str:
+    """Each SLA bound's margin to its limit, as a fraction of it: ``"p99<=50ms 38 %, …"``."""
+    return ", ".join(f"{term} {100 * m:.0f} %" for term, m in margins.items())
+
+
+def required_text(required: float) -> str:
+    """``" (at least 20 % required)"`` for a required headroom, ``""`` for none."""
+    return f" (at least {100 * required:g} % required)" if required else ""
 
 
 @dataclass
@@ -76,10 +87,7 @@ class SweepResult:
     def headroom_text(self) -> str:
         """``"headroom p99<=50ms 38 %"`` (every bound, and the margin required), or ``""``."""
         margins = self.headroom
-        if not margins:
-            return ""
-        required = f" (at least {100 * self.headroom_required:g} % required)" if self.headroom_required else ""
-        return "headroom " + ", ".join(f"{term} {100 * m:.0f} %" for term, m in margins.items()) + required
+        return f"headroom {margins_text(margins)}{required_text(self.headroom_required)}" if margins else ""
 
     @property
     def failed(self) -> list[VariantOutcome]:
