@@ -103,9 +103,10 @@ __all__ = [
 ]
 
 
-def _table(kind: FactKind, repo: str, path: str, rows: Iterable[tuple[str, str, str]]) -> dict[str, ReleaseFact]:
-    """Subject → fact, for rows ``(since, subject, what)`` of one kind, all read in ``repo``'s ``path``."""
-    return {subject: _fact(since, kind, subject, what, repo, path) for since, subject, what in rows}
+def _table(kind: FactKind, rows: Iterable[tuple[str, ...]], *shared: str) -> dict[str, ReleaseFact]:
+    """Subject → fact, for rows ``(since, subject, what, repo, path)`` of one kind; rows all read in one
+    file are ``(since, subject, what)``, that file given once as ``shared`` (``repo, path``)."""
+    return {row[1]: _fact(row[0], kind, row[1], row[2], *(row[3:] or shared)) for row in rows}
 
 
 _PROTO = "protobuf/model_config.proto"
@@ -115,7 +116,7 @@ _UTILS = "src/model_config_utils.cc"
 #: ``since`` cannot read a config that writes them. Every other field of tritonclient's schema
 #: (``model_config_pb2``, tritonclient 2.73) is in common's model_config.proto at r24.10: the
 #: proto changed only at r24.11, r25.11 and (comments only) r26.04 between r24.10 and r26.07.
-CONFIG_FIELDS: dict[str, ReleaseFact] = _table("config-field", "common", _PROTO, (
+CONFIG_FIELDS: dict[str, ReleaseFact] = _table("config-field", (
     ("2.52", "ModelConfig.model_metrics",
      "model_metrics: per-model histogram buckets for Triton's own histogram metrics"),
     ("2.52", "ModelMetrics.metric_control", "model_metrics.metric_control"),
@@ -127,7 +128,7 @@ CONFIG_FIELDS: dict[str, ReleaseFact] = _table("config-field", "common", _PROTO,
      "model_metrics.metric_control.histogram_options.buckets"),
     ("2.63", "ModelEnsembling.max_inflight_requests",
      "ensemble_scheduling.max_inflight_requests: at most this many requests in flight at each ensemble step"),
-))
+), "common", _PROTO)
 
 
 @dataclass(frozen=True)
@@ -219,47 +220,46 @@ CUSTOMIZABLE_METRIC_FAMILIES: tuple[str, ...] = (FIRST_RESPONSE_HISTOGRAM_MS.nam
 TENSORRT_ALLOCATION_STRATEGIES: tuple[str, ...] = ("STATIC", "ON_PROFILE_CHANGE")
 
 #: What loading checks, by the release that added the check (subjects are the lint rules' keys).
-VALIDATIONS: dict[str, ReleaseFact] = {f.subject: f for f in (
-    _fact("2.52", "validation", "model_metrics",
-          "model_metrics: each metric_control needs metric_identifier with a non-empty family and "
-          "histogram_options with non-empty buckets (ValidateModelMetrics; the server's qa/L0_model_config/"
-          "model_metrics cases at r26.08)", "core", _UTILS),
-    _fact("2.52", "validation", "model_metrics_family",
-          f"model_metrics: a family other than {FIRST_RESPONSE_HISTOGRAM_MS.name} loads with a warning",
-          "core", "src/metric_model_reporter.cc"),
-    _fact("2.66", "validation", "label_file_inside_model",
-          "output label_filename must resolve inside the model folder (Model::Init, commit f2226c0); "
-          "a path prefix test up to 2.69, a path-boundary test from 2.70 (filesystem/api.cc at r26.06)",
-          "core", "src/model.cc"),
-    _fact("2.67", "validation", "element_count_overflow",
-          "an element count of dims or reshape that overflows int64 refuses the model (GetElementCount, "
-          "commit eaf856c; before, the count wrapped silently)", "core", "src/model_config_utils.h"),
-    _fact("2.67", "validation", "load_request_model_name",
-          "a load request for a name containing '..' or '/' or only white space is refused "
-          "(ValidateModelName, commit 66f09f8); 2.68 refuses only '..' itself, '/' and blank names (commit 50830ba)",
-          "core", "src/model_repository_manager/model_repository_manager.cc"),
-    _fact("2.58", "validation", "tensorrt_allocation_strategy",
-          "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
-          "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
-          "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
-    _fact("2.70", "validation", "batch_strategy_inside_model",
-          "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
-          "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
-)}
+VALIDATIONS: dict[str, ReleaseFact] = _table("validation", (
+    ("2.52", "model_metrics",
+     "model_metrics: each metric_control needs metric_identifier with a non-empty family and "
+     "histogram_options with non-empty buckets (ValidateModelMetrics; the server's qa/L0_model_config/"
+     "model_metrics cases at r26.08)", "core", _UTILS),
+    ("2.52", "model_metrics_family",
+     f"model_metrics: a family other than {FIRST_RESPONSE_HISTOGRAM_MS.name} loads with a warning", "core",
+     "src/metric_model_reporter.cc"),
+    ("2.66", "label_file_inside_model",
+     "output label_filename must resolve inside the model folder (Model::Init, commit f2226c0); "
+     "a path prefix test up to 2.69, a path-boundary test from 2.70 (filesystem/api.cc at r26.06)",
+     "core", "src/model.cc"),
+    ("2.67", "element_count_overflow",
+     "an element count of dims or reshape that overflows int64 refuses the model (GetElementCount, "
+     "commit eaf856c; before, the count wrapped silently)", "core", "src/model_config_utils.h"),
+    ("2.67", "load_request_model_name",
+     "a load request for a name containing '..' or '/' or only white space is refused "
+     "(ValidateModelName, commit 66f09f8); 2.68 refuses only '..' itself, '/' and blank names (commit 50830ba)",
+     "core", "src/model_repository_manager/model_repository_manager.cc"),
+    ("2.58", "tensorrt_allocation_strategy",
+     "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
+     "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
+     "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
+    ("2.70", "batch_strategy_inside_model",
+     "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
+     "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
+))
 
 #: Behaviour changes that are not refusals.
-BEHAVIOURS: dict[str, ReleaseFact] = {f.subject: f for f in (
-    _fact("2.52", "behaviour", "first_response_histogram",
-          f"{FIRST_RESPONSE_HISTOGRAM_MS.name} (time to first response) for decoupled models; the family itself "
-          "is described in tritonkit.triton_metrics",
-          "core", "src/metric_model_reporter.cc"),
-    _fact("2.65", "behaviour", "first_response_histogram_all_models",
-          "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
-          "src/metric_model_reporter.cc"),
-    _fact("2.68", "behaviour", "max_inflight_requests_shared",
-          "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
-          "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),
-)}
+BEHAVIOURS: dict[str, ReleaseFact] = _table("behaviour", (
+    ("2.52", "first_response_histogram",
+     f"{FIRST_RESPONSE_HISTOGRAM_MS.name} (time to first response) for decoupled models; the family itself "
+     "is described in tritonkit.triton_metrics", "core", "src/metric_model_reporter.cc"),
+    ("2.65", "first_response_histogram_all_models",
+     "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
+     "src/metric_model_reporter.cc"),
+    ("2.68", "max_inflight_requests_shared",
+     "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
+     "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),
+))
 
 # Every flag of the 2.51 command line: server src/command_line_parser.cc at r24.10 (87 names;
 # the bundled 2.51's --help lists exactly these, checked in the tests).
@@ -289,13 +289,13 @@ _PARSER = "src/command_line_parser.cc"
 #: Every tritonserver flag (without ``--``) and the first release that has it. Read release by
 #: release (the server's src/command_line_parser.cc on each branch r24.10 … r26.08): four flags
 #: were added and none removed.
-SERVER_FLAGS: dict[str, ReleaseFact] = _table("server-flag", "server", _PARSER, (
+SERVER_FLAGS: dict[str, ReleaseFact] = _table("server-flag", (
     *(("2.51", name, "") for name in _FLAGS_2_51),
     ("2.56", "grpc-max-response-pool-size", "the most response objects kept in a gRPC response queue"),
     ("2.57", "grpc-infer-thread-count", "gRPC inference handler threads (2 to 128, default 2)"),
     ("2.59", "http-max-input-size", "largest HTTP request input in bytes (default 64 MB)"),
     ("2.68", "allow-client-shm", "allow client shared-memory registration (default false)"),
-))
+), "server", _PARSER)
 
 #: The flag that lets clients register shared memory on 2.68 and later.
 CLIENT_SHM_FLAG = "--allow-client-shm=true"

@@ -70,6 +70,16 @@ def backend_dir_option(purpose: str) -> Callable[[_Command], _Command]:
              "backend beside them).")
 
 
+def local_server_options(bin_purpose: str, dir_purpose: str) -> Callable[[_Command], _Command]:
+    """``--server-bin`` then ``--backend-dir``, the group every command that runs or targets one local
+    tritonserver takes: the server to run, and the backends it loads."""
+    server_bin, backend_dir = server_bin_option(bin_purpose), backend_dir_option(dir_purpose)
+
+    def apply(command: _Command) -> _Command:
+        return server_bin(backend_dir(command))
+    return apply
+
+
 class HostPort(click.ParamType):
     """A ``host:port`` option (``127.0.0.1:8001``, ``[::1]:8001``), checked when it is parsed.
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import click
 
-from tritonkit._settings import field_default
-from tritonkit._values import COUNT, POSITIVE, Bounds
+from tritonkit._values import COUNT, POSITIVE, Bounds, field_default
 from tritonkit.cli._common import UserPath, Words, echo_json, levels_type, number
 from tritonkit.errors import ConfigError
 from tritonkit.planner import (
