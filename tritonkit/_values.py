@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from tritonkit.errors import ConfigError
@@ -237,26 +237,22 @@ def bounded(default: Any, bounds: Bounds, *, optional: bool = False) -> Any:
     return field(default=default, metadata={_FIELD_KEY: bounds, _OPTIONAL_KEY: optional or default is None})
 
 
-def _field(cls: type, name: str) -> Field[Any] | None:
-    return next((item for item in fields(cls) if item.name == name), None)
-
-
 def field_bounds(cls: type, name: str) -> Bounds:
     """The :class:`Bounds` a dataclass declares for its field ``name`` (with :func:`bounded`)."""
-    item = _field(cls, name)
-    if item is None or _FIELD_KEY not in item.metadata:
-        raise KeyError(f"{cls.__name__}.{name} declares no bounds")
-    bounds: Bounds = item.metadata[_FIELD_KEY]
-    return bounds
+    for item in fields(cls):
+        if item.name == name and _FIELD_KEY in item.metadata:
+            bounds: Bounds = item.metadata[_FIELD_KEY]
+            return bounds
+    raise KeyError(f"{cls.__name__}.{name} declares no bounds")
 
 
 def field_default(cls: type, name: str) -> Any:
     """The default of dataclass ``cls``'s field ``name`` (a factory's value when it has one)."""
-    item = _field(cls, name)
-    if item is not None and item.default is not MISSING:
-        return item.default
-    if item is not None and item.default_factory is not MISSING:
-        return item.default_factory()
+    for item in fields(cls):
+        if item.name == name and item.default is not MISSING:
+            return item.default
+        if item.name == name and item.default_factory is not MISSING:
+            return item.default_factory()
     raise KeyError(name)
 
 

@@ -15,25 +15,9 @@ from typing import Literal
 
 from tritonkit.errors import ConfigError
 
-__all__ = [
-    "BUNDLED_LINE",
-    "KNOWN_LINES",
-    "NEWEST_LINE",
-    "PYTRITON_SERVER_LINES",
-    "FactKind",
-    "ReleaseChoice",
-    "ReleaseFact",
-    "Source",
-    "TritonRelease",
-    "install_release",
-    "known_lines_text",
-    "newest_release",
-    "release",
-    "release_fact",
-    "release_of_image",
-    "release_of_version",
-    "resolve_release",
-]
+__all__ = ["BUNDLED_LINE", "KNOWN_LINES", "NEWEST_LINE", "PYTRITON_SERVER_LINES", "FactKind", "ReleaseChoice",
+           "ReleaseFact", "Source", "TritonRelease", "install_release", "known_lines_text", "newest_release",
+           "release", "release_fact", "release_of_image", "release_of_version", "resolve_release"]
 
 _ORG = "triton-inference-server"
 

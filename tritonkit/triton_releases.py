@@ -142,10 +142,9 @@ class PlatformFact:
     source: Source
 
 
-def _platform(name: str, backend: str, default_file: str, since: str, path: str = "src/constants.h",
-              tag: str | None = None) -> PlatformFact:
+def _platform(name: str, backend: str, default_file: str, since: str) -> PlatformFact:
     at = release(since)
-    return PlatformFact(name, backend, default_file, at, Source("core", path, tag or at.branch))
+    return PlatformFact(name, backend, default_file, at, Source("core", "src/constants.h", at.branch))
 
 
 #: Platforms by name. Those of 2.51 are core's src/constants.h at r24.10 (``ensemble`` has no

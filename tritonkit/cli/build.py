@@ -28,7 +28,7 @@ from tritonkit.cli._common import (
     UserPath,
     Words,
     check_model_name,
-    echo_json,
+    echo_result,
     local_server_options,
     number,
     sigterm_as_interrupt,
@@ -176,10 +176,7 @@ def build_onnx_command(
             click.echo(comparison.table(), err=True)
         raise
     _print_warnings(result.warnings)
-    if as_json:
-        echo_json(result.to_dict())
-    else:
-        click.echo(result.summary())
+    echo_result(result, as_json)
 
 
 def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
@@ -233,10 +230,7 @@ def build_tensorrt_command(
             dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8, workspace_bytes=parse_size_bytes(workspace),
             timing_cache=timing_cache, cuda_graphs=cuda_graphs, version=model_version, force=force,
             log=_progress(False, as_json))
-    if as_json:
-        echo_json(result.to_dict())
-    else:
-        click.echo(result.summary())
+    echo_result(result, as_json)
 
 
 build.add_command(build_trtllm_command)

@@ -27,8 +27,6 @@ from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 #: ``serve`` and ``doctor`` run the same server.
 _local_server = local_server_options("tritonserver binary to run", "Backends the server loads")
-
-
 _PORT = click.IntRange(1, 65535)
 
 
