@@ -12,6 +12,7 @@ import pytest
 
 from tritonkit._fs import (
     STALE_TEMP_S,
+    atomic_folder,
     atomic_write,
     clean_stale_temps,
     is_regular_file,
@@ -30,6 +31,28 @@ def test_atomic_write_gives_the_mode_a_plain_open_would(tmp_path: Path) -> None:
     written = atomic_write(tmp_path / "sub" / "atomic.txt", "héllo")
     assert written.read_text(encoding="utf-8") == "héllo"
     assert stat.S_IMODE(written.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+
+
+def test_atomic_folder_is_filled_once_and_a_failed_fill_leaves_nothing(tmp_path: Path) -> None:
+    target, calls = tmp_path / "cache" / "made", []
+
+    def fill(staging: Path) -> None:
+        calls.append(staging)
+        (staging / "marker").write_text("x")
+
+    def ready(at: Path) -> bool:
+        return (at / "marker").is_file()
+
+    assert atomic_folder(target, fill, ready=ready, prefix=".t-") == target
+    assert atomic_folder(target, fill, ready=ready, prefix=".t-") == target
+    assert len(calls) == 1 and (target / "marker").read_text() == "x"
+
+    def broken(staging: Path) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_folder(tmp_path / "cache" / "other", broken, ready=ready, prefix=".t-")
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["made"]
 
 
 def test_a_failed_write_leaves_what_was_there_and_no_temp_file(tmp_path: Path) -> None:

@@ -28,25 +28,13 @@ from tritonkit.errors import TritonKitError
 # Lazy: ``import tritonkit`` (or the CLI's start-up) must not pay for grpc, onnx or perf it does not use.
 _LAZY = {
     "build_onnx": "tritonkit.builders",
-    "ModelSpec": "tritonkit.repository",
-    "TensorSpec": "tritonkit.repository",
-    "ModelRepository": "tritonkit.repository",
-    "lint_repository": "tritonkit.repository",
+    **dict.fromkeys(("ModelSpec", "TensorSpec", "ModelRepository", "lint_repository"), "tritonkit.repository"),
     "TritonServer": "tritonkit.server",
-    "Client": "tritonkit.client",
-    "AsyncClient": "tritonkit.client",
-    "PerfSpec": "tritonkit.perf",
-    "LadderPlan": "tritonkit.perf",
-    "LoadTestSettings": "tritonkit.perf",
-    "load_test": "tritonkit.perf",
-    "parse_sla": "tritonkit.perf",
-    "run_perf": "tritonkit.perf",
-    "run_ladder": "tritonkit.perf",
-    "run_sweep": "tritonkit.perf.sweep",
-    "SweepSettings": "tritonkit.perf.sweep",
-    "Workload": "tritonkit.planner",
-    "load_measurement": "tritonkit.planner",
-    "plan_from_measurement": "tritonkit.planner",
+    **dict.fromkeys(("Client", "AsyncClient"), "tritonkit.client"),
+    **dict.fromkeys(("PerfSpec", "LadderPlan", "LoadTestSettings", "load_test", "parse_sla", "run_perf",
+                     "run_ladder"), "tritonkit.perf"),
+    **dict.fromkeys(("run_sweep", "SweepSettings"), "tritonkit.perf.sweep"),
+    **dict.fromkeys(("Workload", "load_measurement", "plan_from_measurement"), "tritonkit.planner"),
 }
 __getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
 

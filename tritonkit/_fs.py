@@ -15,10 +15,11 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from tritonkit.errors import ConfigError
 __all__ = [
     "MAX_USER_FILE_BYTES",
     "STALE_TEMP_S",
+    "atomic_folder",
     "atomic_write",
     "clean_stale_temps",
     "is_folder",
@@ -78,6 +80,26 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return target
+
+
+def atomic_folder(target: Path, fill: Callable[[Path], None], *, ready: Callable[[Path], bool], prefix: str) -> Path:
+    """``target``, made once: unless ``ready(target)``, ``fill`` a staging folder (named ``prefix…``)
+    beside it and rename that into place. Another process that renamed its own first wins: theirs
+    is as good as ours."""
+    if ready(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        fill(staging)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not ready(target):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
@@ -169,30 +191,28 @@ def regular_file(path: str | os.PathLike[str], *, what: str, hint: str | None = 
     return Path(path)
 
 
+def _mode(path: str | os.PathLike[str]) -> int | None:
+    """``path``'s mode (following symlinks); ``None`` when it cannot be read, for any reason."""
+    try:
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+
+
 def is_regular_file(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` names a regular file; False for anything else, never an error (a name too
     long, a NUL in it, a FIFO, no permission): for checks that a file is there."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    return stat.S_ISREG(_mode(path) or 0)  # mode 0: no kind of file at all
 
 
 def is_folder(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` names a folder; False otherwise, never an error (see :func:`is_regular_file`)."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    return stat.S_ISDIR(_mode(path) or 0)
 
 
 def path_exists(path: str | os.PathLike[str]) -> bool:
     """True when something is at ``path`` (following symlinks); False otherwise, never an error."""
-    try:
-        os.stat(path)
-    except (OSError, ValueError):
-        return False
-    return True
+    return _mode(path) is not None
 
 
 def read_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None = None,

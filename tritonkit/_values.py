@@ -6,6 +6,8 @@ settings dataclass declares a field's limit with :func:`bounded` and checks ever
 :class:`tritonkit.cli._common.Number` of the same :class:`Bounds` (read from the field with
 :func:`field_bounds`). So ``--duration-s nan`` and ``LoadTestSettings(duration_s=float("nan"))`` are
 refused by the same check, one naming the option, the other the field, both with what to give instead.
+The option's default is read from the field too (:func:`field_default`), so ``--help`` cannot drift
+from the settings dataclass, the contract between a command and the library.
 
 The limits are the real ones where there is one: Triton's ``model_config.proto`` declares
 ``max_batch_size``, ``max_queue_size`` and an instance group's ``count`` as ``int32`` and ``dims`` as
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from tritonkit.errors import ConfigError
@@ -61,6 +63,7 @@ __all__ = [
     "check_fields",
     "excerpt",
     "field_bounds",
+    "field_default",
 ]
 
 #: protobuf's ``int32`` and ``int64`` (Triton's config fields of those types).
@@ -241,6 +244,16 @@ def field_bounds(cls: type, name: str) -> Bounds:
             bounds: Bounds = item.metadata[_FIELD_KEY]
             return bounds
     raise KeyError(f"{cls.__name__}.{name} declares no bounds")
+
+
+def field_default(cls: type, name: str) -> Any:
+    """The default of dataclass ``cls``'s field ``name`` (a factory's value when it has one)."""
+    for item in fields(cls):
+        if item.name == name and item.default is not MISSING:
+            return item.default
+        if item.name == name and item.default_factory is not MISSING:
+            return item.default_factory()
+    raise KeyError(name)
 
 
 def check_fields(obj: Any) -> None:

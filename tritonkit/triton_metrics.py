@@ -123,6 +123,7 @@ _GPU = ("gpu_uuid",)
 # metric_model_reporter.cc MetricReporterConfig::ParseConfig).
 _SUMMARIES = "--metrics-config summary_latencies=true"
 _CACHED = "a model with response_cache enabled on a server with --cache-config"
+_CACHED_SUMMARIES = f"{_CACHED}, and {_SUMMARIES}"
 _WITH_GPU = "a GPU the server sees (--allow-gpu-metrics, on by default)"
 _TRTLLM_MODEL = "a model served by the TensorRT-LLM backend"
 
@@ -166,6 +167,14 @@ def _core(name: str, kind: Kind, unit: str, labels: tuple[str, ...], scope: Scop
                         _CORE_2_51 if since == OLDEST_RELEASE else _CORE_2_52, needs=needs)
 
 
+def _summary(name: str, meaning: str, needs: str = _SUMMARIES) -> MetricFamily:
+    return _core(name, "summary", "us", _MODEL, "model", meaning, needs=needs)
+
+
+def _gpu(name: str, kind: Kind, unit: str, meaning: str) -> MetricFamily:
+    return _core(name, kind, unit, _GPU, "gpu", meaning, needs=_WITH_GPU)
+
+
 def _cache(name: str, unit: str, meaning: str) -> MetricFamily:
     return MetricFamily(name, "gauge", unit, (), "cache", meaning, OLDEST_RELEASE, _CACHE_2_51, "local_cache",
                         needs="a server with --cache-config local,size=…")
@@ -199,17 +208,12 @@ PENDING_REQUESTS = _core("nv_inference_pending_request_count", "gauge", "request
                          "requests received and not yet executing, now")
 
 # ---- per model: latency summaries (quantiles over a sliding window) -----------------------------
-REQUEST_SUMMARY_US = _core("nv_inference_request_summary_us", "summary", "us", _MODEL, "model",
-                           "request duration quantiles (left out for a model with the response cache on)",
-                           needs=_SUMMARIES)
-QUEUE_SUMMARY_US = _core("nv_inference_queue_summary_us", "summary", "us", _MODEL, "model",
-                         "queue time quantiles", needs=_SUMMARIES)
-COMPUTE_INPUT_SUMMARY_US = _core("nv_inference_compute_input_summary_us", "summary", "us", _MODEL, "model",
-                                 "input preparation time quantiles", needs=_SUMMARIES)
-COMPUTE_INFER_SUMMARY_US = _core("nv_inference_compute_infer_summary_us", "summary", "us", _MODEL, "model",
-                                 "model execution time quantiles", needs=_SUMMARIES)
-COMPUTE_OUTPUT_SUMMARY_US = _core("nv_inference_compute_output_summary_us", "summary", "us", _MODEL, "model",
-                                  "output handling time quantiles", needs=_SUMMARIES)
+REQUEST_SUMMARY_US = _summary("nv_inference_request_summary_us",
+                              "request duration quantiles (left out for a model with the response cache on)")
+QUEUE_SUMMARY_US = _summary("nv_inference_queue_summary_us", "queue time quantiles")
+COMPUTE_INPUT_SUMMARY_US = _summary("nv_inference_compute_input_summary_us", "input preparation time quantiles")
+COMPUTE_INFER_SUMMARY_US = _summary("nv_inference_compute_infer_summary_us", "model execution time quantiles")
+COMPUTE_OUTPUT_SUMMARY_US = _summary("nv_inference_compute_output_summary_us", "output handling time quantiles")
 
 # ---- per model: the response cache -----------------------------------------------------------------
 CACHE_HIT_COUNT = _core("nv_cache_num_hits_per_model", "counter", "requests", _MODEL, "model",
@@ -221,10 +225,8 @@ CACHE_HIT_DURATION_US = _core("nv_cache_hit_duration_per_model", "counter", "us"
 CACHE_MISS_DURATION_US = _core("nv_cache_miss_duration_per_model", "counter", "us", _MODEL, "model",
                                "total time spent on lookups that missed and on inserting their responses",
                                needs=_CACHED)
-CACHE_HIT_SUMMARY_US = _core("nv_cache_hit_summary_per_model", "summary", "us", _MODEL, "model",
-                             "cache hit time quantiles", needs=f"{_CACHED}, and {_SUMMARIES}")
-CACHE_MISS_SUMMARY_US = _core("nv_cache_miss_summary_per_model", "summary", "us", _MODEL, "model",
-                              "cache miss time quantiles", needs=f"{_CACHED}, and {_SUMMARIES}")
+CACHE_HIT_SUMMARY_US = _summary("nv_cache_hit_summary_per_model", "cache hit time quantiles", _CACHED_SUMMARIES)
+CACHE_MISS_SUMMARY_US = _summary("nv_cache_miss_summary_per_model", "cache miss time quantiles", _CACHED_SUMMARIES)
 
 # ---- per model: new since 2.51 ------------------------------------------------------------------------
 MODEL_LOAD_DURATION_S = _core("nv_model_load_duration_secs", "gauge", "s", _MODEL, "model",
@@ -246,18 +248,13 @@ CPU_UTILIZATION = _core("nv_cpu_utilization", "gauge", "fraction", (), "host",
                         "the host's CPU busy share, 0–1 (--allow-cpu-metrics, on by default)")
 CPU_MEMORY_TOTAL_BYTES = _core("nv_cpu_memory_total_bytes", "gauge", "bytes", (), "host", "the host's RAM")
 CPU_MEMORY_USED_BYTES = _core("nv_cpu_memory_used_bytes", "gauge", "bytes", (), "host", "the host's RAM in use")
-GPU_UTILIZATION = _core("nv_gpu_utilization", "gauge", "fraction", _GPU, "gpu", "the GPU's busy share, 0–1",
-                        needs=_WITH_GPU)
-GPU_MEMORY_TOTAL_BYTES = _core("nv_gpu_memory_total_bytes", "gauge", "bytes", _GPU, "gpu", "the GPU's memory",
-                               needs=_WITH_GPU)
-GPU_MEMORY_USED_BYTES = _core("nv_gpu_memory_used_bytes", "gauge", "bytes", _GPU, "gpu",
-                              "the GPU's memory in use (every process's)", needs=_WITH_GPU)
-GPU_POWER_USAGE_W = _core("nv_gpu_power_usage", "gauge", "W", _GPU, "gpu", "the GPU's power draw",
-                          needs=_WITH_GPU)
-GPU_POWER_LIMIT_W = _core("nv_gpu_power_limit", "gauge", "W", _GPU, "gpu", "the GPU's power limit",
-                          needs=_WITH_GPU)
-GPU_ENERGY_J = _core("nv_energy_consumption", "counter", "J", _GPU, "gpu",
-                     "energy the GPU used since the server started", needs=_WITH_GPU)
+GPU_UTILIZATION = _gpu("nv_gpu_utilization", "gauge", "fraction", "the GPU's busy share, 0–1")
+GPU_MEMORY_TOTAL_BYTES = _gpu("nv_gpu_memory_total_bytes", "gauge", "bytes", "the GPU's memory")
+GPU_MEMORY_USED_BYTES = _gpu("nv_gpu_memory_used_bytes", "gauge", "bytes",
+                             "the GPU's memory in use (every process's)")
+GPU_POWER_USAGE_W = _gpu("nv_gpu_power_usage", "gauge", "W", "the GPU's power draw")
+GPU_POWER_LIMIT_W = _gpu("nv_gpu_power_limit", "gauge", "W", "the GPU's power limit")
+GPU_ENERGY_J = _gpu("nv_energy_consumption", "counter", "J", "energy the GPU used since the server started")
 
 # ---- the response cache itself (local cache) ------------------------------------------------------------
 CACHE_UTILIZATION = _cache("nv_cache_util", "fraction", "share of the cache's size in use, 0–1")

@@ -26,18 +26,38 @@ release: ``git log``/``git diff`` between the branches on core ``src/``, common
 * command-line flags (:data:`SERVER_FLAGS`) and client shared memory (:data:`CLIENT_SHM`: from
   2.68 a server refuses client registrations unless started with ``--allow-client-shm=true``);
 * the onnxruntime each release's container ships (:data:`ONNXRUNTIME_VERSIONS`).
+
+Which line a version, tag or image names, and the :class:`ReleaseFact` record these tables are
+written in, are :mod:`tritonkit.triton_release_lines` (every name re-exported here).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import total_ordering
-from typing import Any, Literal
+from typing import Any
 
-from tritonkit.errors import ConfigError, UnsupportedByReleaseError
+from tritonkit.errors import UnsupportedByReleaseError
 from tritonkit.triton_metrics import FIRST_RESPONSE_HISTOGRAM_MS
+from tritonkit.triton_release_lines import (
+    BUNDLED_LINE,
+    KNOWN_LINES,
+    NEWEST_LINE,
+    PYTRITON_SERVER_LINES,
+    FactKind,
+    ReleaseChoice,
+    ReleaseFact,
+    Source,
+    TritonRelease,
+    install_release,
+    known_lines_text,
+    newest_release,
+    release,
+    release_of_image,
+    release_of_version,
+    resolve_release,
+)
+from tritonkit.triton_release_lines import release_fact as _fact
 
 __all__ = [
     "AOTI_DEFAULT_FILE",
@@ -82,175 +102,11 @@ __all__ = [
     "written_proto_fields",
 ]
 
-_ORG = "triton-inference-server"
 
-
-@dataclass(frozen=True)
-class Source:
-    """Where a fact was read: ``triton-inference-server/<repo>`` ``path`` on release branch ``tag``."""
-
-    repo: str
-    path: str
-    tag: str
-
-    def __str__(self) -> str:
-        return f"{_ORG}/{self.repo} {self.path} @ {self.tag}"
-
-
-@total_ordering
-@dataclass(frozen=True)
-class TritonRelease:
-    """One release line (``2.52``); ordered, printed as ``2.52``."""
-
-    major: int
-    minor: int
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, TritonRelease):
-            return NotImplemented
-        return (self.major, self.minor) < (other.major, other.minor)
-
-    @property
-    def ngc_tags(self) -> tuple[str, ...]:
-        """The NGC container tags (``yy.mm``) that ship this line."""
-        return _NGC[str(self)]
-
-    @property
-    def branch(self) -> str:
-        """The upstream release branch of its first NGC tag (``r24.11``)."""
-        return f"r{self.ngc_tags[0]}"
-
-    def describe(self) -> str:
-        """``Triton 2.52 (NGC 24.11)``."""
-        return f"Triton {self} (NGC {', '.join(self.ngc_tags)})"
-
-
-# Release lines and the NGC tags that ship them: the server's TRITON_VERSION file on each
-# release branch r24.10 … r26.08 (r25.06 is 2.59.0, r25.07 is 2.59.1).
-_NGC: dict[str, tuple[str, ...]] = {
-    "2.51": ("24.10",), "2.52": ("24.11",), "2.53": ("24.12",), "2.54": ("25.01",), "2.55": ("25.02",),
-    "2.56": ("25.03",), "2.57": ("25.04",), "2.58": ("25.05",), "2.59": ("25.06", "25.07"), "2.60": ("25.08",),
-    "2.61": ("25.09",), "2.62": ("25.10",), "2.63": ("25.11",), "2.64": ("25.12",), "2.65": ("26.01",),
-    "2.66": ("26.02",), "2.67": ("26.03",), "2.68": ("26.04",), "2.69": ("26.05",), "2.70": ("26.06",),
-    "2.71": ("26.07",), "2.72": ("26.08",),
-}
-#: Every release line tritonkit knows, oldest first.
-KNOWN_LINES: tuple[str, ...] = tuple(_NGC)
-#: The line of the server bundled in nvidia-pytriton 0.7.0 (its metadata reports 2.51.0).
-BUNDLED_LINE = "2.51"
-#: The newest line tritonkit knows: what ``repo lint`` checks when no release is named.
-NEWEST_LINE = KNOWN_LINES[-1]
-#: nvidia-pytriton wheel version → the tritonserver line it bundles (checked live in the tests).
-PYTRITON_SERVER_LINES: dict[str, str] = {"0.7.0": "2.51"}
-
-_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+.]\w+)*\s*$")
-_NGC_TAG = re.compile(r"^\s*r?(\d{2}\.\d{2})\s*$")
-
-
-def release(line: str) -> TritonRelease:
-    """The known line ``line`` (``"2.52"``); for the constants of this module (no user input)."""
-    major, minor = line.split(".")
-    return TritonRelease(int(major), int(minor))
-
-
-def newest_release() -> TritonRelease:
-    """The newest line tritonkit knows (what is checked when no release is named)."""
-    return release(NEWEST_LINE)
-
-
-def known_lines_text() -> str:
-    """``2.51 (NGC 24.10), 2.52 (NGC 24.11), … 2.72 (NGC 26.08)`` for help texts and errors."""
-    return ", ".join(f"{line} (NGC {'/'.join(tags)})" for line, tags in _NGC.items())
-
-
-def release_of_version(text: str, *, origin: str = "--server-version") -> TritonRelease:
-    """A known line from ``2.52``, ``2.52.0``, ``2.59.1``, an NGC tag ``24.11`` or a branch ``r24.11``.
-
-    Anything else, or a line tritonkit does not know, is a :class:`ConfigError` listing the
-    known lines (the CLI exits 2).
-    """
-    tag = _NGC_TAG.match(text)
-    if tag is not None:
-        for line, tags in _NGC.items():
-            if tag.group(1) in tags:
-                return release(line)
-    match = _VERSION.match(text)
-    if match is not None and f"{int(match.group(1))}.{int(match.group(2))}" in _NGC:
-        return TritonRelease(int(match.group(1)), int(match.group(2)))
-    raise ConfigError(f"{origin} {text!r} is not a Triton release tritonkit knows",
-                      hint=f"use one of {known_lines_text()}")
-
-
-@dataclass(frozen=True)
-class ReleaseChoice:
-    """The release to check against, and where that choice came from (shown with the report)."""
-
-    release: TritonRelease
-    origin: str
-    note: str = ""
-
-
-def resolve_release(requested: str | None = None, *, reported: str | None = None,
-                    reported_by: str = "the server") -> ReleaseChoice:
-    """``requested`` (``--server-version``), else the version ``reported`` by a server, else the newest line.
-
-    A requested line tritonkit does not know is refused (:class:`ConfigError`, exit 2). A
-    server reporting a version newer than the newest known line is checked as that line (with a
-    note: newer releases keep what it parses and checks); one older than 2.51 is refused.
-    """
-    if requested is not None:
-        return ReleaseChoice(release_of_version(requested), "--server-version")
-    if reported is not None:
-        match = _VERSION.match(reported)
-        if match is not None:
-            found = TritonRelease(int(match.group(1)), int(match.group(2)))
-            newest = newest_release()
-            if found > newest:
-                return ReleaseChoice(newest, reported_by,
-                                     note=f"{reported_by} reports {reported}, newer than {NEWEST_LINE}, the newest "
-                                          f"line tritonkit knows: checked as {NEWEST_LINE}")
-        return ReleaseChoice(release_of_version(reported, origin=f"{reported_by} reports version"), reported_by)
-    return ReleaseChoice(newest_release(), "the newest line tritonkit knows")
-
-
-def release_of_image(image: str) -> TritonRelease | None:
-    """The line an NGC tritonserver image ships (``nvcr.io/nvidia/tritonserver:24.10-py3`` → 2.51), or ``None``."""
-    name, _, tag = image.rpartition(":")
-    if "@" in image or "tritonserver" not in name:
-        return None
-    match = re.match(r"^(\d{2}\.\d{2})(?:$|-)", tag)
-    if match is None:
-        return None
-    return next((release(line) for line, tags in _NGC.items() if match.group(1) in tags), None)
-
-
-# ---------------------------------------------------------------------------- facts
-
-FactKind = Literal["config-field", "platform", "validation", "server-flag", "behaviour", "component"]
-
-
-@dataclass(frozen=True)
-class ReleaseFact:
-    """One thing a release added or changed: ``subject`` (a proto path, platform, flag, rule), from ``since``."""
-
-    since: TritonRelease
-    kind: FactKind
-    subject: str
-    what: str
-    source: Source
-
-    def origin(self) -> str:
-        """``Triton 2.52 (NGC 24.11); triton-inference-server/core … @ r24.11`` for messages."""
-        return f"{self.since.describe()}; {self.source}"
-
-
-def _fact(since: str, kind: FactKind, subject: str, what: str, repo: str, path: str,
-          tag: str | None = None) -> ReleaseFact:
-    at = release(since)
-    return ReleaseFact(at, kind, subject, what, Source(repo, path, tag or at.branch))
+def _table(kind: FactKind, rows: Iterable[tuple[str, ...]], *shared: str) -> dict[str, ReleaseFact]:
+    """Subject → fact, for rows ``(since, subject, what, repo, path)`` of one kind; rows all read in one
+    file are ``(since, subject, what)``, that file given once as ``shared`` (``repo, path``)."""
+    return {row[1]: _fact(row[0], kind, row[1], row[2], *(row[3:] or shared)) for row in rows}
 
 
 _PROTO = "protobuf/model_config.proto"
@@ -260,23 +116,19 @@ _UTILS = "src/model_config_utils.cc"
 #: ``since`` cannot read a config that writes them. Every other field of tritonclient's schema
 #: (``model_config_pb2``, tritonclient 2.73) is in common's model_config.proto at r24.10: the
 #: proto changed only at r24.11, r25.11 and (comments only) r26.04 between r24.10 and r26.07.
-CONFIG_FIELDS: dict[str, ReleaseFact] = {f.subject: f for f in (
-    _fact("2.52", "config-field", "ModelConfig.model_metrics",
-          "model_metrics: per-model histogram buckets for Triton's own histogram metrics", "common", _PROTO),
-    _fact("2.52", "config-field", "ModelMetrics.metric_control",
-          "model_metrics.metric_control", "common", _PROTO),
-    _fact("2.52", "config-field", "ModelMetrics.MetricControl.metric_identifier",
-          "model_metrics.metric_control.metric_identifier", "common", _PROTO),
-    _fact("2.52", "config-field", "ModelMetrics.MetricControl.histogram_options",
-          "model_metrics.metric_control.histogram_options", "common", _PROTO),
-    _fact("2.52", "config-field", "ModelMetrics.MetricControl.MetricIdentifier.family",
-          "model_metrics.metric_control.metric_identifier.family", "common", _PROTO),
-    _fact("2.52", "config-field", "ModelMetrics.MetricControl.HistogramOptions.buckets",
-          "model_metrics.metric_control.histogram_options.buckets", "common", _PROTO),
-    _fact("2.63", "config-field", "ModelEnsembling.max_inflight_requests",
-          "ensemble_scheduling.max_inflight_requests: at most this many requests in flight at each ensemble step",
-          "common", _PROTO),
-)}
+CONFIG_FIELDS: dict[str, ReleaseFact] = _table("config-field", (
+    ("2.52", "ModelConfig.model_metrics",
+     "model_metrics: per-model histogram buckets for Triton's own histogram metrics"),
+    ("2.52", "ModelMetrics.metric_control", "model_metrics.metric_control"),
+    ("2.52", "ModelMetrics.MetricControl.metric_identifier", "model_metrics.metric_control.metric_identifier"),
+    ("2.52", "ModelMetrics.MetricControl.histogram_options", "model_metrics.metric_control.histogram_options"),
+    ("2.52", "ModelMetrics.MetricControl.MetricIdentifier.family",
+     "model_metrics.metric_control.metric_identifier.family"),
+    ("2.52", "ModelMetrics.MetricControl.HistogramOptions.buckets",
+     "model_metrics.metric_control.histogram_options.buckets"),
+    ("2.63", "ModelEnsembling.max_inflight_requests",
+     "ensemble_scheduling.max_inflight_requests: at most this many requests in flight at each ensemble step"),
+), "common", _PROTO)
 
 
 @dataclass(frozen=True)
@@ -290,10 +142,9 @@ class PlatformFact:
     source: Source
 
 
-def _platform(name: str, backend: str, default_file: str, since: str, path: str = "src/constants.h",
-              tag: str | None = None) -> PlatformFact:
+def _platform(name: str, backend: str, default_file: str, since: str) -> PlatformFact:
     at = release(since)
-    return PlatformFact(name, backend, default_file, at, Source("core", path, tag or at.branch))
+    return PlatformFact(name, backend, default_file, at, Source("core", "src/constants.h", at.branch))
 
 
 #: Platforms by name. Those of 2.51 are core's src/constants.h at r24.10 (``ensemble`` has no
@@ -368,47 +219,46 @@ CUSTOMIZABLE_METRIC_FAMILIES: tuple[str, ...] = (FIRST_RESPONSE_HISTOGRAM_MS.nam
 TENSORRT_ALLOCATION_STRATEGIES: tuple[str, ...] = ("STATIC", "ON_PROFILE_CHANGE")
 
 #: What loading checks, by the release that added the check (subjects are the lint rules' keys).
-VALIDATIONS: dict[str, ReleaseFact] = {f.subject: f for f in (
-    _fact("2.52", "validation", "model_metrics",
-          "model_metrics: each metric_control needs metric_identifier with a non-empty family and "
-          "histogram_options with non-empty buckets (ValidateModelMetrics; the server's qa/L0_model_config/"
-          "model_metrics cases at r26.08)", "core", _UTILS),
-    _fact("2.52", "validation", "model_metrics_family",
-          f"model_metrics: a family other than {FIRST_RESPONSE_HISTOGRAM_MS.name} loads with a warning",
-          "core", "src/metric_model_reporter.cc"),
-    _fact("2.66", "validation", "label_file_inside_model",
-          "output label_filename must resolve inside the model folder (Model::Init, commit f2226c0); "
-          "a path prefix test up to 2.69, a path-boundary test from 2.70 (filesystem/api.cc at r26.06)",
-          "core", "src/model.cc"),
-    _fact("2.67", "validation", "element_count_overflow",
-          "an element count of dims or reshape that overflows int64 refuses the model (GetElementCount, "
-          "commit eaf856c; before, the count wrapped silently)", "core", "src/model_config_utils.h"),
-    _fact("2.67", "validation", "load_request_model_name",
-          "a load request for a name containing '..' or '/' or only white space is refused "
-          "(ValidateModelName, commit 66f09f8); 2.68 refuses only '..' itself, '/' and blank names (commit 50830ba)",
-          "core", "src/model_repository_manager/model_repository_manager.cc"),
-    _fact("2.58", "validation", "tensorrt_allocation_strategy",
-          "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
-          "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
-          "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
-    _fact("2.70", "validation", "batch_strategy_inside_model",
-          "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
-          "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
-)}
+VALIDATIONS: dict[str, ReleaseFact] = _table("validation", (
+    ("2.52", "model_metrics",
+     "model_metrics: each metric_control needs metric_identifier with a non-empty family and "
+     "histogram_options with non-empty buckets (ValidateModelMetrics; the server's qa/L0_model_config/"
+     "model_metrics cases at r26.08)", "core", _UTILS),
+    ("2.52", "model_metrics_family",
+     f"model_metrics: a family other than {FIRST_RESPONSE_HISTOGRAM_MS.name} loads with a warning", "core",
+     "src/metric_model_reporter.cc"),
+    ("2.66", "label_file_inside_model",
+     "output label_filename must resolve inside the model folder (Model::Init, commit f2226c0); "
+     "a path prefix test up to 2.69, a path-boundary test from 2.70 (filesystem/api.cc at r26.06)",
+     "core", "src/model.cc"),
+    ("2.67", "element_count_overflow",
+     "an element count of dims or reshape that overflows int64 refuses the model (GetElementCount, "
+     "commit eaf856c; before, the count wrapped silently)", "core", "src/model_config_utils.h"),
+    ("2.67", "load_request_model_name",
+     "a load request for a name containing '..' or '/' or only white space is refused "
+     "(ValidateModelName, commit 66f09f8); 2.68 refuses only '..' itself, '/' and blank names (commit 50830ba)",
+     "core", "src/model_repository_manager/model_repository_manager.cc"),
+    ("2.58", "tensorrt_allocation_strategy",
+     "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
+     "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
+     "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
+    ("2.70", "batch_strategy_inside_model",
+     "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
+     "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
+))
 
 #: Behaviour changes that are not refusals.
-BEHAVIOURS: dict[str, ReleaseFact] = {f.subject: f for f in (
-    _fact("2.52", "behaviour", "first_response_histogram",
-          f"{FIRST_RESPONSE_HISTOGRAM_MS.name} (time to first response) for decoupled models; the family itself "
-          "is described in tritonkit.triton_metrics",
-          "core", "src/metric_model_reporter.cc"),
-    _fact("2.65", "behaviour", "first_response_histogram_all_models",
-          "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
-          "src/metric_model_reporter.cc"),
-    _fact("2.68", "behaviour", "max_inflight_requests_shared",
-          "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
-          "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),
-)}
+BEHAVIOURS: dict[str, ReleaseFact] = _table("behaviour", (
+    ("2.52", "first_response_histogram",
+     f"{FIRST_RESPONSE_HISTOGRAM_MS.name} (time to first response) for decoupled models; the family itself "
+     "is described in tritonkit.triton_metrics", "core", "src/metric_model_reporter.cc"),
+    ("2.65", "first_response_histogram_all_models",
+     "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
+     "src/metric_model_reporter.cc"),
+    ("2.68", "max_inflight_requests_shared",
+     "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
+     "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),
+))
 
 # Every flag of the 2.51 command line: server src/command_line_parser.cc at r24.10 (87 names;
 # the bundled 2.51's --help lists exactly these, checked in the tests).
@@ -438,19 +288,13 @@ _PARSER = "src/command_line_parser.cc"
 #: Every tritonserver flag (without ``--``) and the first release that has it. Read release by
 #: release (the server's src/command_line_parser.cc on each branch r24.10 … r26.08): four flags
 #: were added and none removed.
-SERVER_FLAGS: dict[str, ReleaseFact] = {
-    **{name: _fact("2.51", "server-flag", name, "", "server", _PARSER) for name in _FLAGS_2_51},
-    **{f.subject: f for f in (
-        _fact("2.56", "server-flag", "grpc-max-response-pool-size",
-              "the most response objects kept in a gRPC response queue", "server", _PARSER),
-        _fact("2.57", "server-flag", "grpc-infer-thread-count",
-              "gRPC inference handler threads (2 to 128, default 2)", "server", _PARSER),
-        _fact("2.59", "server-flag", "http-max-input-size",
-              "largest HTTP request input in bytes (default 64 MB)", "server", _PARSER),
-        _fact("2.68", "server-flag", "allow-client-shm",
-              "allow client shared-memory registration (default false)", "server", _PARSER),
-    )},
-}
+SERVER_FLAGS: dict[str, ReleaseFact] = _table("server-flag", (
+    *(("2.51", name, "") for name in _FLAGS_2_51),
+    ("2.56", "grpc-max-response-pool-size", "the most response objects kept in a gRPC response queue"),
+    ("2.57", "grpc-infer-thread-count", "gRPC inference handler threads (2 to 128, default 2)"),
+    ("2.59", "http-max-input-size", "largest HTTP request input in bytes (default 64 MB)"),
+    ("2.68", "allow-client-shm", "allow client shared-memory registration (default false)"),
+), "server", _PARSER)
 
 #: The flag that lets clients register shared memory on 2.68 and later.
 CLIENT_SHM_FLAG = "--allow-client-shm=true"
@@ -596,17 +440,6 @@ def client_shm_args(version: str | None) -> list[str]:
     shared memory (2.68+); ``[]`` for older ones (the flag would stop them starting) or an unknown version."""
     known = install_release(version)
     return [CLIENT_SHM_FLAG] if known is not None and known >= CLIENT_SHM.since else []
-
-
-def install_release(version: str | None) -> TritonRelease | None:
-    """The line of an install's version (``ServerInstall.version``), or ``None`` when it is unknown or
-    older than the lines tritonkit knows (then nothing is checked before the server starts)."""
-    if version is None:
-        return None
-    try:
-        return resolve_release(reported=version, reported_by="the install").release
-    except ConfigError:
-        return None
 
 
 def is_client_shm_refusal(status: str | None, message: str) -> bool:

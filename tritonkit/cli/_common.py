@@ -70,6 +70,13 @@ def backend_dir_option(purpose: str) -> Callable[[_Command], _Command]:
              "backend beside them).")
 
 
+def local_server_options(bin_purpose: str, dir_purpose: str) -> Callable[[_Command], _Command]:
+    """``--server-bin`` then ``--backend-dir``, the group every command that runs or targets one local
+    tritonserver takes: the server to run, and the backends it loads."""
+    server_bin, backend_dir = server_bin_option(bin_purpose), backend_dir_option(dir_purpose)
+    return lambda command: server_bin(backend_dir(command))
+
+
 class HostPort(click.ParamType):
     """A ``host:port`` option (``127.0.0.1:8001``, ``[::1]:8001``), checked when it is parsed.
 
@@ -267,6 +274,14 @@ def echo_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout."""
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
+
+
+def echo_result(result: Any, as_json: bool, text: Callable[[], str] | None = None, *, nl: bool = True) -> None:
+    """``result.to_dict()`` as JSON with ``--json``, else ``text()`` (default: ``result.summary()``)."""
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(text() if text is not None else result.summary(), nl=nl)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -27,11 +27,10 @@ from tritonkit.builders.plan import (
 from tritonkit.cli._common import (
     UserPath,
     Words,
-    backend_dir_option,
     check_model_name,
-    echo_json,
+    echo_result,
+    local_server_options,
     number,
-    server_bin_option,
     sigterm_as_interrupt,
 )
 from tritonkit.cli.build_trtllm import build_trtllm_command
@@ -128,8 +127,8 @@ def build() -> None:
 @click.option("--no-warmup", is_flag=True, help="Do not add a model_warmup entry.")
 @click.option("--ort-tensorrt", is_flag=True, help="GPU, onnxruntime runtime: add ORT's TensorRT accelerator.")
 @click.option("--cuda-graphs", is_flag=True, help="GPU, onnxruntime runtime: enable CUDA graphs in ORT's CUDA provider.")
-@server_bin_option("Target tritonserver for --runtime auto")
-@backend_dir_option("The target server's backends, for --runtime auto and its ONNX Runtime's limits")
+@local_server_options("Target tritonserver for --runtime auto",
+                      "The target server's backends, for --runtime auto and its ONNX Runtime's limits")
 @click.option("--server-version", default=None,
               help="Triton release the model is for (X.Y, X.Y.Z or an NGC tag YY.MM): with the onnxruntime runtime, "
                    "its ONNX Runtime's IR and opset limits are checked (default: the onnxruntime backend in "
@@ -177,10 +176,7 @@ def build_onnx_command(
             click.echo(comparison.table(), err=True)
         raise
     _print_warnings(result.warnings)
-    if as_json:
-        echo_json(result.to_dict())
-    else:
-        click.echo(result.summary())
+    echo_result(result, as_json)
 
 
 def _dim_ranges(values: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
@@ -234,10 +230,7 @@ def build_tensorrt_command(
             dim_ranges=_dim_ranges(dim_ranges), fp16=fp16, int8=int8, workspace_bytes=parse_size_bytes(workspace),
             timing_cache=timing_cache, cuda_graphs=cuda_graphs, version=model_version, force=force,
             log=_progress(False, as_json))
-    if as_json:
-        echo_json(result.to_dict())
-    else:
-        click.echo(result.summary())
+    echo_result(result, as_json)
 
 
 build.add_command(build_trtllm_command)

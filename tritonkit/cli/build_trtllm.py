@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from tritonkit._values import COUNT, FRACTION, MAX_GPUS, PARALLEL, TOKENS, excerpt
-from tritonkit.cli._common import UserPath, Words, echo_json, number
+from tritonkit.cli._common import UserPath, Words, echo_result, number
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,8 +159,5 @@ def build_trtllm_command(
         llmapi=LlmApiSettings(instances=instances, cuda_graphs=cuda_graphs, llm_args=parse_llm_args(llm_args),
                               reference_interface=interface),  # type: ignore[arg-type]  # click.Choice checked it
     )
-    if as_json:
-        echo_json(result.to_dict())
-    else:
-        click.echo(result.summary())
+    echo_result(result, as_json)
     sys.stdout.flush()

@@ -23,7 +23,7 @@ from tritonkit.cli._common import (
     UserPath,
     Words,
     check_model_name,
-    echo_json,
+    echo_result,
     levels_type,
     number,
     rate_tolerance_option,
@@ -404,10 +404,7 @@ def install_command(version: str, wheel: Path | None, force: bool, as_json: bool
     """
     progress = None if as_json or quiet else (lambda message: click.echo(message, err=True))
     installed = install_perf_analyzer(version=version, wheel=wheel, force=force, progress=progress)
-    if as_json:
-        echo_json(installed.to_dict())
-    else:
-        click.echo(installed.describe())
+    echo_result(installed, as_json, installed.describe)
 
 
 perf.add_command(sweep_command)

@@ -12,9 +12,8 @@ from typing import Any
 
 import click
 
-from tritonkit._settings import field_default
-from tritonkit._values import COUNT, POSITIVE, Bounds
-from tritonkit.cli._common import UserPath, Words, echo_json, levels_type, number
+from tritonkit._values import COUNT, POSITIVE, Bounds, field_default
+from tritonkit.cli._common import UserPath, Words, echo_json, echo_result, levels_type, number
 from tritonkit.errors import ConfigError
 from tritonkit.planner import (
     GPUS,
@@ -165,10 +164,7 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
             raise ConfigError("--check needs the saved predictions to score",
                               hint="pass --predictions plan.json (written by a predicting 'tritonkit plan ... --out')")
         check = check_saved_predictions(o["check_result"], o["predictions"], model_config=o["model_config"])
-        if as_json:
-            echo_json(check.to_dict())
-        else:
-            click.echo(check.render_text(), nl=False)
+        echo_result(check, as_json, check.render_text, nl=False)
         return
     model = ModelOverrides(
         name=o["model_name"], num_layers=o["num_layers"], num_attention_heads=o["num_heads"],

@@ -14,11 +14,10 @@ from tritonkit.cli._common import (
     CommandExit,
     UserPath,
     Words,
-    backend_dir_option,
     check_model_name,
     echo_json,
+    local_server_options,
     number,
-    server_bin_option,
     sigterm_as_interrupt,
 )
 from tritonkit.errors import ServerError
@@ -27,10 +26,7 @@ from tritonkit.server import TritonServer
 from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 #: ``serve`` and ``doctor`` run the same server.
-_server_bin = server_bin_option("tritonserver binary to run")
-_backend_dir = backend_dir_option("Backends the server loads")
-
-
+_local_server = local_server_options("tritonserver binary to run", "Backends the server loads")
 _PORT = click.IntRange(1, 65535)
 
 
@@ -51,8 +47,7 @@ _PORT = click.IntRange(1, 65535)
 @click.option("--server-arg", "extra_args", type=Words(example="--allow-client-shm=true"), multiple=True,
               help="A tritonserver flag to pass as is, e.g. --server-arg=--allow-client-shm=true (repeat); a flag "
                    "the server's release does not have is refused first, naming the release that has it.")
-@_server_bin
-@_backend_dir
+@_local_server
 def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **server_options: Any) -> None:
     """Serve REPO on a real tritonserver in the foreground until Ctrl-C.
 
@@ -108,8 +103,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
 
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-@_server_bin
-@_backend_dir
+@_local_server
 def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 

@@ -16,12 +16,12 @@ import functools
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tritonkit._fs import atomic_folder
 
 __all__ = [
     "BACKEND_DIR_ENV",
@@ -151,20 +151,10 @@ def with_python_backend(backends: Path, python_backend: Path, cache: Path) -> Pa
     source = backends.resolve()
     entries = [name for name in backend_names(source) if name != "python"]
     key = hashlib.sha256(f"{source}|{python_backend}|{','.join(entries)}".encode()).hexdigest()[:16]
-    target = cache / f"with-python-{key}"
-    if (target / "python").exists():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".merge-", dir=cache))
-    try:
+
+    def fill(staging: Path) -> None:
         for name in entries:
             os.symlink(source / name, staging / name, target_is_directory=True)
         os.symlink(python_backend, staging / "python", target_is_directory=True)
-        try:
-            os.replace(staging, target)
-        except OSError:
-            if not (target / "python").exists():  # another process made the same folder first
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return atomic_folder(cache / f"with-python-{key}", fill, ready=lambda at: (at / "python").exists(),
+                         prefix=".merge-")

@@ -18,11 +18,10 @@ import os
 import shutil
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritonkit._fs import is_regular_file, shown_path
+from tritonkit._fs import atomic_folder, is_regular_file, shown_path
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.provision.backends import (
     BACKEND_DIR_ENV,
@@ -228,21 +227,10 @@ def _assemble_bundled_backends(root: Path) -> Path:
         )
     key = hashlib.sha256(f"{root.resolve()}|{stub.stat().st_mtime_ns}|{pyver}".encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonkit" / "backends"
-    target = cache / f"{key}-py{pyver}"
-    if (target / "python" / "triton_python_backend_stub").is_file():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".backends-", dir=cache))
-    try:
+
+    def fill(staging: Path) -> None:
         python_dir = staging / "python"
         shutil.copytree(source, python_dir, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(stub, python_dir / "triton_python_backend_stub")
-        try:
-            os.replace(staging, target)
-        except OSError:
-            # Another process assembled it first; theirs is as good as ours.
-            if not (target / "python" / "triton_python_backend_stub").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return atomic_folder(cache / f"{key}-py{pyver}", fill, prefix=".backends-",
+                         ready=lambda at: (at / "python" / "triton_python_backend_stub").is_file())

@@ -85,10 +85,7 @@ class TensorSpec:
         """The ``input [...]`` entry for this tensor."""
         check_name(self.name, "tensor", "input")
         msg = mc.ModelInput(name=self.name, data_type=dtype_to_triton(self.dtype, field=f"input {self.name!r}"))
-        msg.dims.extend(self._dims())
-        if self.reshape is not None:
-            msg.reshape.SetInParent()
-            msg.reshape.shape.extend(int(d) for d in self.reshape)
+        self._write_shape(msg)
         if self.format is not None:
             msg.format = mc.ModelInput.Format.Value(self.format)
         msg.optional = self.optional
@@ -104,21 +101,22 @@ class TensorSpec:
             raise ConfigError(f"output {self.name!r}: optional/format/allow_ragged_batch apply to inputs only")
         check_name(self.name, "tensor", "output")
         msg = mc.ModelOutput(name=self.name, data_type=dtype_to_triton(self.dtype, field=f"output {self.name!r}"))
-        msg.dims.extend(self._dims())
-        if self.reshape is not None:
-            msg.reshape.SetInParent()
-            msg.reshape.shape.extend(int(d) for d in self.reshape)
+        self._write_shape(msg)
         msg.label_filename = self.label_filename
         msg.is_shape_tensor = self.is_shape_tensor
         return msg
 
-    def _dims(self) -> list[int]:
+    def _write_shape(self, msg: mc.ModelInput | mc.ModelOutput) -> None:
+        """``dims`` (checked) and ``reshape`` of an input or output entry."""
         dims = [int(DIM.check(d, f"tensor {self.name!r} dims")) for d in self.dims]
         for d in dims:
             if d < -1 or d == 0:
                 raise ConfigError(f"tensor {self.name!r}: dimension {d} in {dims} is invalid",
                                   hint="use a positive size, or -1 for a variable-size dimension")
-        return dims
+        msg.dims.extend(dims)
+        if self.reshape is not None:
+            msg.reshape.SetInParent()
+            msg.reshape.shape.extend(int(d) for d in self.reshape)
 
 
 # ---------------------------------------------------------------------------- optimization

@@ -34,7 +34,10 @@ from tritonkit.repository.pbtxt import (
 from tritonkit.triton_releases import ReleaseChoice, TritonRelease, newest_release
 
 __all__ = [
+    "ERROR",
+    "INFO",
     "RULES",
+    "WARNING",
     "Finding",
     "LintContext",
     "LintReport",
@@ -59,6 +62,9 @@ class Severity(str, Enum):
         """0 for errors, 1 warnings, 2 info (sort key)."""
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
+
+#: The severities by the names every rule module declares its rules with.
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 #: A check on one model folder, as the runner calls every rule.
 CheckFn = Callable[["LintContext", "ModelInfo"], None]

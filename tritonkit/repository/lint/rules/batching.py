@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, INFO, WARNING, LintContext, ModelInfo, rule
 from tritonkit.repository.lint.rules.trtllm import is_engine_model
 from tritonkit.repository.spec import WINDOW_RANGE_US
 from tritonkit.repository.units import format_duration_us
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "batching"
 
 WINDOW_MIN_US, WINDOW_MAX_US = WINDOW_RANGE_US

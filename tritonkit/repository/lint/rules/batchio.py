@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, LintContext, ModelInfo, rule
 from tritonkit.repository.pbtxt import enum_name
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "tensors"
 _BATCH_INPUT_TYPES = (mc.TYPE_INT32, mc.TYPE_FP32)
 

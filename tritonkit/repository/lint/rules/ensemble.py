@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, LintContext, ModelInfo, rule
 from tritonkit.repository.pbtxt import enum_name
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "ensemble"
 
 

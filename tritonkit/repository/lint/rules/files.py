@@ -12,9 +12,11 @@ from tritonkit._fs import is_folder, path_exists
 from tritonkit._values import excerpt
 from tritonkit.repository.layout import expected_model_filename
 from tritonkit.repository.lint.core import (
+    ERROR,
+    INFO,
+    WARNING,
     LintContext,
     ModelInfo,
-    Severity,
     folder_rule,
     is_version_name,
     rule,
@@ -28,7 +30,6 @@ from tritonkit.triton_releases import (
     platform_backends,
 )
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "files"
 
 

@@ -6,10 +6,9 @@ import re
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, rule
 from tritonkit.repository.pbtxt import enum_name
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "instances"
 _KIND = mc.ModelInstanceGroup.Kind
 

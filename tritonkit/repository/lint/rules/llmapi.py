@@ -20,9 +20,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import is_regular_file, path_exists, read_user_text
 from tritonkit.errors import ConfigError
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, INFO, WARNING, LintContext, ModelInfo, rule
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "trtllm"
 MODEL_YAML = "model.yaml"
 

@@ -17,10 +17,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import is_regular_file
 from tritonkit.onnxruntime_versions import limits_for, model_problems, onnxruntime_for_release
 from tritonkit.repository.layout import expected_model_filename
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, LintContext, ModelInfo, rule
 from tritonkit.repository.pbtxt import enum_name
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "modelfile"
 
 # ONNX TensorProto.DataType number -> Triton DataType name.

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, folder_rule, rule
+from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, folder_rule, rule
 from tritonkit.triton_releases import (
     CONFIG_FIELDS,
     CUSTOMIZABLE_METRIC_FAMILIES,
@@ -25,7 +25,6 @@ from tritonkit.triton_releases import (
     release,
 )
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "release"
 
 _INDEX = re.compile(r"\[[^\]]*\]")

@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import is_regular_file
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, LintContext, ModelInfo, rule
 from tritonkit.repository.pbtxt import enum_name
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "sequence"
 _CONTROL = mc.ModelSequenceBatching.Control
 _CORRID = _CONTROL.Kind.Value("CONTROL_SEQUENCE_CORRID")

@@ -11,11 +11,10 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import is_regular_file
 from tritonkit._values import excerpt
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, rule
 from tritonkit.repository.names import name_problem
 from tritonkit.repository.pbtxt import enum_name
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "tensors"
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, rule
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "transaction"
 
 #: Parameters backends use to switch streaming on (TensorRT-LLM: decoupled_mode; vLLM-style: streaming).

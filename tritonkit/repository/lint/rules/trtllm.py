@@ -18,9 +18,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import is_folder, is_regular_file, read_json
 from tritonkit.errors import ConfigError
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, INFO, WARNING, LintContext, ModelInfo, rule
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "trtllm"
 
 #: Values the TensorRT-LLM backend accepts, by parameter.

@@ -16,9 +16,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import is_regular_file, read_json
 from tritonkit.errors import ConfigError
-from tritonkit.repository.lint.core import LintContext, ModelInfo, Severity, rule
+from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, rule
 
-ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 FAMILY = "vllm"
 MODEL_JSON = "model.json"
 
