@@ -113,6 +113,11 @@ class _Lengths:
     mean_in: float
     mean_out: float
 
+    @classmethod
+    def of(cls, w: Workload) -> _Lengths:
+        return cls(w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS,
+                   w.output_tokens if w.output_tokens is not None else DEFAULT_OUTPUT_TOKENS)
+
 
 @dataclass(frozen=True)
 class _KvCache:
@@ -159,9 +164,9 @@ def _tensor_parallel(model: TransformerShape, gpu: GpuSpec, precision: Precision
     """TP as given, or the smallest that holds the model (and why); it must split the attention heads."""
     tp_note = ""
     if a.tensor_parallel is None:
+        lengths = _Lengths.of(w)
         tp, tp_note = choose_tensor_parallel(model, gpu, precision, a, weights_override,
-                                              (w.input_tokens or DEFAULT_INPUT_TOKENS)
-                                              + (w.output_tokens or DEFAULT_OUTPUT_TOKENS))
+                                              lengths.mean_in + lengths.mean_out)
     else:
         tp = a.tensor_parallel
     if model.num_attention_heads % tp:
@@ -216,14 +221,10 @@ def _describe_hardware(draft: PlanDraft, gpu: GpuSpec, precision: Precision, tp:
 def _describe_workload(draft: PlanDraft, w: Workload) -> _Lengths:
     """The workload's lines; returns the mean token counts (defaults where not given)."""
     add = draft.add
-    mean_in = w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS
-    mean_out = w.output_tokens if w.output_tokens is not None else DEFAULT_OUTPUT_TOKENS
-    add("workload", "input_tokens_mean", "input tokens (mean)", mean_in, "tokens",
-        "input" if w.input_tokens is not None else "assumption",
-        "" if w.input_tokens is not None else "default; pass --input-tokens")
-    add("workload", "output_tokens_mean", "output tokens (mean)", mean_out, "tokens",
-        "input" if w.output_tokens is not None else "assumption",
-        "" if w.output_tokens is not None else "default; pass --output-tokens")
+    lengths = _Lengths.of(w)
+    for what, given, mean in (("input", w.input_tokens, lengths.mean_in), ("output", w.output_tokens, lengths.mean_out)):
+        add("workload", f"{what}_tokens_mean", f"{what} tokens (mean)", mean, "tokens",
+            "input" if given is not None else "assumption", "" if given is not None else f"default; pass --{what}-tokens")
     if w.target_qps is not None:
         add("workload", "target_qps", "target QPS", w.target_qps, "req/s", "input")
     add("workload", "mode", "mode", w.mode, "", "input")
@@ -234,7 +235,7 @@ def _describe_workload(draft: PlanDraft, w: Workload) -> _Lengths:
     ):
         if value is not None:
             add("workload", key, label, value, unit, "input")
-    return _Lengths(mean_in, mean_out)
+    return lengths
 
 
 def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp: int,

@@ -11,8 +11,7 @@ One replica is ``tensor_parallel`` GPUs serving one copy of the model with in-fl
   decode steps, so QPS(B) = B / (B × prefill + output × step(B)), latency(B) = B × prefill +
   output × step(B), per-user decode speed = output / ((B − 1) × prefill + output × step(B)).
 
-:func:`tritonkit.planner.llm.plan_llm` builds one :class:`Replica` and finds its walls with
-:func:`largest_batch`.
+:func:`tritonkit.planner.llm.plan_llm` finds a replica's walls with :func:`largest_batch`.
 """
 
 from __future__ import annotations
