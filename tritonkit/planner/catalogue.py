@@ -158,7 +158,6 @@ def _tensor(fp16: tuple[float, str], fp8: tuple[float | None, str], int8: tuple[
             "int8": _dense(int8[0], "TOPS", int8[1])}
 
 
-# Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
 def _halved(source: str, sparse_fp16: float, sparse_fp8: float, sparse_int8: float) -> _TensorFigures:
     """Tensor figures from a datasheet that prints them with sparsity only: halved to dense.
 
@@ -182,6 +181,7 @@ def _sparse_card(name: str, source: str, memory: tuple[float, str], bandwidth: t
                    bandwidth=_bw(bandwidth[0], f"{source} {bandwidth[1]}"), **_halved(source, *sparse), aliases=aliases)
 
 
+# Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
 _A100_TENSOR = _tensor((312, f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"), _NO_FP8_AMPERE,
                        (624, f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"))
 
@@ -272,10 +272,7 @@ def _normalise(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).upper()
 
 
-_INDEX: dict[str, GpuSpec] = {}
-for _gpu in GPUS:
-    for _key in (_gpu.name, *_gpu.aliases):
-        _INDEX[_normalise(_key)] = _gpu
+_INDEX: dict[str, GpuSpec] = {_normalise(key): gpu for gpu in GPUS for key in (gpu.name, *gpu.aliases)}
 
 
 def gpu_names() -> list[str]:

@@ -77,10 +77,7 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
 
 
 def _get(config: Mapping[str, Any], canonical: str) -> Any:
-    for key in _ALIASES[canonical]:
-        if config.get(key) is not None:
-            return config[key]
-    return None
+    return next((config[key] for key in _ALIASES[canonical] if config.get(key) is not None), None)
 
 
 def _int_field(config: Mapping[str, Any], canonical: str, source: str) -> int | None:
@@ -224,13 +221,12 @@ def _parameters(config: Mapping[str, Any], model_type: str, source: str, shape: 
         basis = "counted from the config"
     else:
         basis = "given (--params)"
-        num_experts, experts_per_token = shape.num_experts, shape.experts_per_token
-        if num_experts and experts_per_token and active is not None and active < total:
+        if shape.num_experts and shape.experts_per_token and active is not None and active < total:
             # Given both counts: recover the routed-expert share so batched MoE reads can be modelled.
-            expert_params = int((total - active) / (1 - experts_per_token / num_experts))
+            expert_params = int((total - active) / (1 - shape.experts_per_token / shape.num_experts))
         if active is None:
             active = total
-            if num_experts:
+            if shape.num_experts:
                 notes.append("MoE config with --params but no --active-params: active = total (pessimistic)")
     if ov.active_params is not None:
         basis += "; active given (--active-params)"
@@ -272,11 +268,7 @@ def model_from_values(values: ModelOverrides) -> TransformerShape:
 
 
 def _first_int(config: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+    return next((v for v in map(config.get, keys) if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
 
 
 def _sliding_window(config: Mapping[str, Any], model_type: str, given: int | None) -> tuple[int | None, str]:

@@ -151,8 +151,7 @@ class _Walls:
 
 @dataclass(frozen=True)
 class _Capacity:
-    """What the fleet is sized on: QPS per replica and mean latency, the roofline's at the binding
-    concurrency or measured (``basis``)."""
+    """What the fleet is sized on: QPS per replica and mean latency, theory or measured (``basis``)."""
 
     qps: float
     latency_ms: float
@@ -210,11 +209,9 @@ def _describe_hardware(draft: PlanDraft, gpu: GpuSpec, precision: Precision, tp:
     add("hardware", f"gpu_dense_{rate_unit.lower()}", f"dense {precision.compute.upper()} throughput per GPU",
         rate_tflops, rate_unit, "datasheet", rate_note)
     tp_effects = "bandwidth and compute scale ×TP, NCCL all-reduce cost ignored (not for small requests)"
-    if tp_note:
-        add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "theory",
-            f"{tp_note}; {tp_effects}" if tp > 1 else tp_note)
-    else:
-        add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "input", tp_effects)
+    tp_why = (f"{tp_note}; {tp_effects}" if tp > 1 else tp_note) if tp_note else tp_effects
+    add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "theory" if tp_note else "input",
+        tp_why)
     return rate_tflops
 
 
@@ -243,10 +240,8 @@ def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp
     """Bytes of the weights (params × bytes per weight, or as given), and their lines."""
     add = draft.add
     weights = weights_for(model, precision, weights_override)
-    weights_note = (
-        "given (--weights-gb)" if weights_override is not None
-        else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})"
-    )
+    weights_note = ("given (--weights-gb)" if weights_override is not None
+                    else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})")
     add("memory", "weights_bytes", "weights", weights, "B", "input" if weights_override else "theory", weights_note)
     add("memory", "weights_gib", "weights", weights / GIB, "GiB", "theory", f"= {weights / 1e9:.2f} GB (decimal)")
     if tp > 1:
@@ -358,9 +353,7 @@ def _walls(draft: PlanDraft, replica: Replica, w: Workload, gpu: GpuSpec, tp: in
     add, warnings = draft.add, draft.warnings
     scan_hi = min(max_sequences, _B_SCAN_LIMIT)
     b_compute_raw = largest_batch(lambda b: replica.step_compute_s(b) < replica.step_bandwidth_s(b), scan_hi)
-    b_compute: int | None = b_compute_raw + 1 if b_compute_raw < scan_hi else None
-    if b_compute_raw == 0:
-        b_compute = 1
+    b_compute = b_compute_raw + 1 if b_compute_raw < scan_hi or b_compute_raw == 0 else None
     walls: list[tuple[str, int, str]] = [("memory", max_sequences, "KV cache fills the free memory")]
     if b_compute is not None:
         walls.append(("compute", b_compute, "decode turns compute-bound: more concurrency only queues"))

@@ -1,6 +1,6 @@
 """One LLM replica's roofline: the time of a decode step, a prefill and a request at B sequences.
 
-One replica is ``tensor_parallel`` GPUs serving one copy of the model with in-flight batching:
+With in-flight batching, over the ``tensor_parallel`` GPUs of one replica:
 
 * decode step at B running sequences (roofline): bytes read = weights touched + B × KV of the
   average context, over achievable bandwidth; FLOPs = B × (2 × active params + attention), over

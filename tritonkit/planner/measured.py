@@ -302,12 +302,9 @@ class Measurement:
         """
         if config is None and result.metadata.model_config is not None:
             config = served_config_from_run(result.metadata.model_config)
-        verdict_status: dict[float, str] = {}
-        sla_text: str | None = None
         verdict = stored_verdict(result)
-        if verdict is not None:
-            sla_text = str(verdict.sla)
-            verdict_status = {s.load: s.status for s in verdict.steps}
+        sla_text = str(verdict.sla) if verdict is not None else None
+        verdict_status = {s.load: s.status for s in verdict.steps} if verdict is not None else {}
         steps: list[MeasuredStep] = []
         for index, raw in enumerate(result.steps):
             service_ms, queue_ms = _server_ms(raw)

@@ -60,10 +60,8 @@ def plan_from_measurement(
     """Any model (not only LLMs): measured units and instances for ``workload.target_qps``.
 
     One replica is one measured deployment (its hardware unit, with the measured config's
-    instances, or ``instances_per_unit`` when no config was given).
-
-    The plan is written in named steps: the measurement (what ran, where, in which config, its
-    serial latency) → the capacity it reads → the SLA and mode → the fleet → the serving suggestion.
+    instances, or ``instances_per_unit`` when no config was given). Written in steps: the
+    measurement → the capacity it reads → the SLA and mode → the fleet → the serving suggestion.
     """
     w, hw, config = workload, measurement.hardware, measurement.config
     if instances_per_unit is not None and (isinstance(instances_per_unit, bool) or instances_per_unit < 1):
@@ -173,22 +171,20 @@ def _suggestion(config: ServedConfig | None, w: Workload, unit: _Unit, instances
                 replicas: int | None) -> ServingSuggestion:
     """Serving parameters within what was measured: the measured config's batch and window, or a
     window by rule of thumb; the fleet in units (and GPUs when the unit is one)."""
-    notes: dict[str, str] = {}
-    max_batch: int | None = None
+    max_batch: int | None
     delay_us: int | None
     if config is not None:
-        max_batch = config.max_batch_size
-        delay_us = config.max_queue_delay_us
-        notes["max_batch_size"] = f"as measured ({config.source}): a larger batch was never measured"
-        notes["max_queue_delay_us"] = ("as measured" if delay_us is not None
-                                       else "the measured config had no dynamic batching")
-        notes["instance_count"] = "as measured"
+        max_batch, delay_us = config.max_batch_size, config.max_queue_delay_us
+        notes = {"max_batch_size": f"as measured ({config.source}): a larger batch was never measured",
+                 "max_queue_delay_us": "as measured" if delay_us is not None
+                 else "the measured config had no dynamic batching",
+                 "instance_count": "as measured"}
     else:
-        delay_us = _WINDOW_US[w.mode]
-        notes["max_batch_size"] = "not suggested: keep the measured config's (pass --model-config to carry it over)"
-        notes["max_queue_delay_us"] = ("rule of thumb 5–20 ms: the short end for interactive traffic, where the "
-                                       "window adds to every request's latency; the long end for batch work")
-        notes["instance_count"] = "as measured (--instances-per-gpu)"
+        max_batch, delay_us = None, _WINDOW_US[w.mode]
+        notes = {"max_batch_size": "not suggested: keep the measured config's (pass --model-config to carry it over)",
+                 "max_queue_delay_us": "rule of thumb 5–20 ms: the short end for interactive traffic, where the "
+                 "window adds to every request's latency; the long end for batch work",
+                 "instance_count": "as measured (--instances-per-gpu)"}
     notes["replicas"] = f"recommended {unit.name} units, one measured deployment each"
     return ServingSuggestion(max_batch_size=max_batch, instance_count=instances, max_queue_delay_us=delay_us,
                              replicas=replicas, gpus=replicas if unit.on_gpu else None, notes=notes)
