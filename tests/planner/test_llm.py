@@ -14,20 +14,20 @@ from tritonkit.planner import GIB, PlanAssumptions, Workload, find_gpu, find_pre
 from tritonkit.planner.capacity import weights_bytes
 from tritonkit.planner.catalogue import GpuSpec
 from tritonkit.planner.llm import (
+    _Capacity,
     _fleet,
     _kv_cache,
     _Lengths,
     _Memory,
     _memory_budget,
-    _Replica,
     _replica_capacity,
     _roofline,
     _tensor_parallel,
-    _Theory,
     _throughput_at,
     _walls,
     _weights,
 )
+from tritonkit.planner.llm_roofline import Replica
 from tritonkit.planner.precision import kv_dtype_bytes
 from tritonkit.planner.result import PlanDraft
 
@@ -84,7 +84,7 @@ def test_the_memory_budget_holds_as_many_sequences_as_fit_after_weights_and_rese
                        _weights(PlanDraft(), big, bf16, 1, None), _kv_cache(PlanDraft(), big, a, bf16, 1, LENGTHS))
 
 
-def _replica_and_memory(gpu_name: str = "A100-80GB") -> tuple[GpuSpec, _Replica, _Memory]:
+def _replica_and_memory(gpu_name: str = "A100-80GB") -> tuple[GpuSpec, Replica, _Memory]:
     model, gpu, bf16 = _model("llama-3-8b"), find_gpu(gpu_name), find_precision("bf16")
     a = PlanAssumptions(reserve_gib=8)
     weights = _weights(PlanDraft(), model, bf16, 1, None)
@@ -124,7 +124,7 @@ def test_throughput_at_the_binding_concurrency_is_the_roofline_there() -> None:
 
 def test_without_a_measurement_the_capacity_is_the_theory_and_without_a_target_no_fleet() -> None:
     draft = PlanDraft()
-    capacity = _replica_capacity(draft, _Theory(qps=3.5, latency_ms=900.0), Workload(), None)
+    capacity = _replica_capacity(draft, _Capacity(qps=3.5, latency_ms=900.0, basis="theory"), Workload(), None)
     assert (capacity.qps, capacity.latency_ms, capacity.basis) == (3.5, 900.0, "theory")
     assert draft.lines == []
     assert _fleet(draft, Workload(), PlanAssumptions(), capacity, 1, 8) == {}

@@ -143,8 +143,7 @@ def test_a_run_without_server_timings_cannot_be_fitted(tmp_path: Path) -> None:
 
 def test_predictions_for_a_model_of_known_cost_match_the_closed_form_and_check_clean(tmp_path: Path) -> None:
     served = ServedConfig(8, 1, 0, "config.pbtxt")
-    calib = load_measurement(_synthetic_run(KNOWN, Scenario(1, 8, 0), [1, 2, 4]).save(tmp_path / "c.json"),
-                             config=served)
+    calib = _measure(_synthetic_run(KNOWN, Scenario(1, 8, 0), [1, 2, 4]), tmp_path)
     predictions = predict_loads(calib, config=served, loads=[("concurrency", 64.0)], instances=[2])
     one, two = predictions.predictions
     # Fitted from a noiseless ladder at concurrency ≤ 4, the saturated answer is B / S(B) to within 2 %.
@@ -163,8 +162,7 @@ def test_predictions_for_a_model_of_known_cost_match_the_closed_form_and_check_c
 
 def test_checking_names_the_error_per_figure_when_reality_differs(tmp_path: Path) -> None:
     served = ServedConfig(8, 1, 0, "config.pbtxt")
-    calib = load_measurement(_synthetic_run(KNOWN, Scenario(1, 8, 0), [1, 2, 4]).save(tmp_path / "c.json"),
-                             config=served)
+    calib = _measure(_synthetic_run(KNOWN, Scenario(1, 8, 0), [1, 2, 4]), tmp_path)
     predictions = predict_loads(calib, config=served, loads=[("concurrency", 16.0)])
     slower = ServiceModel(5.0, 2.5, 1.0, 0.0)  # the real per-item cost was 25 % higher
     later = load_measurement(_synthetic_run(slower, Scenario(1, 8, 0), [16]).save(tmp_path / "later.json"))
@@ -175,8 +173,7 @@ def test_checking_names_the_error_per_figure_when_reality_differs(tmp_path: Path
 
 def test_checking_several_scenarios_needs_the_new_runs_config(tmp_path: Path) -> None:
     served = ServedConfig(8, 1, 0, "config.pbtxt")
-    calib = load_measurement(_synthetic_run(KNOWN, Scenario(1, 8, 0), [1, 2, 4]).save(tmp_path / "c.json"),
-                             config=served)
+    calib = _measure(_synthetic_run(KNOWN, Scenario(1, 8, 0), [1, 2, 4]), tmp_path)
     predictions = predict_loads(calib, config=served, loads=[("concurrency", 16.0)], windows_us=[5000])
     later = load_measurement(_synthetic_run(KNOWN, Scenario(1, 8, 0), [16]).save(tmp_path / "later.json"))
     with pytest.raises(ConfigError, match="which one did the new run measure"):

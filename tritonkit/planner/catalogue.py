@@ -149,8 +149,15 @@ _L40S = "NVIDIA L40S datasheet"
 _ADA = "NVIDIA Ada Lovelace GPU architecture whitepaper (GeForce RTX 4090 column)"
 _ORIN = "NVIDIA Jetson AGX Orin Series technical brief / module datasheet (Jetson AGX Orin 64GB)"
 _JEDEC = "label as printed; DRAM 'GB' is binary (JEDEC), i.e. GiB"
-_NO_FP8_AMPERE = _dense(None, "TFLOPS", "Ampere has no FP8 tensor cores")
-# Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
+_NO_FP8_AMPERE = (None, "Ampere has no FP8 tensor cores")
+
+
+def _tensor(fp16: tuple[float, str], fp8: tuple[float | None, str], int8: tuple[float, str]) -> _TensorFigures:
+    """The three dense tensor figures, each ``(value, source)``: FP16 and FP8 in TFLOPS, INT8 in TOPS."""
+    return {"fp16": _dense(fp16[0], "TFLOPS", fp16[1]), "fp8": _dense(fp8[0], "TFLOPS", fp8[1]),
+            "int8": _dense(int8[0], "TOPS", int8[1])}
+
+
 def _halved(source: str, sparse_fp16: float, sparse_fp8: float, sparse_int8: float) -> _TensorFigures:
     """Tensor figures from a datasheet that prints them with sparsity only: halved to dense.
 
@@ -160,42 +167,40 @@ def _halved(source: str, sparse_fp16: float, sparse_fp8: float, sparse_int8: flo
     def half(value: float) -> float:
         return value // 2 if value % 2 == 0 else value / 2
 
-    return {
-        "fp16": _dense(half(sparse_fp16), "TFLOPS", f"{source} FP16 tensor {sparse_fp16:,g} TFLOPS with sparsity, halved"),
-        "fp8": _dense(half(sparse_fp8), "TFLOPS", f"{source} FP8 tensor {sparse_fp8:,g} TFLOPS with sparsity, halved"),
-        "int8": _dense(half(sparse_int8), "TOPS", f"{source} INT8 tensor {sparse_int8:,g} TOPS with sparsity, halved"),
-    }
+    return _tensor((half(sparse_fp16), f"{source} FP16 tensor {sparse_fp16:,g} TFLOPS with sparsity, halved"),
+                   (half(sparse_fp8), f"{source} FP8 tensor {sparse_fp8:,g} TFLOPS with sparsity, halved"),
+                   (half(sparse_int8), f"{source} INT8 tensor {sparse_int8:,g} TOPS with sparsity, halved"))
 
 
-_A100_TENSOR: _TensorFigures = {
-    "fp16": _dense(312, "TFLOPS", f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"),
-    "fp8": _NO_FP8_AMPERE,
-    "int8": _dense(624, "TOPS", f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"),
-}
+def _sparse_card(name: str, source: str, memory: tuple[float, str], bandwidth: tuple[float, str],
+                 sparse: tuple[float, float, float], aliases: tuple[str, ...] = ()) -> GpuSpec:
+    """A card from a datasheet that prints memory as ``"<GB> GB <kind>"``, its bandwidth, and its FP16,
+    FP8 and INT8 tensor figures with sparsity only (halved to dense); ``source`` names the datasheet
+    and the card (e.g. ``"NVIDIA H100 datasheet: H100 SXM"``)."""
+    return GpuSpec(name=name, memory=_mem(memory[0], f"{source} {memory[1]} ({_JEDEC})"),
+                   bandwidth=_bw(bandwidth[0], f"{source} {bandwidth[1]}"), **_halved(source, *sparse), aliases=aliases)
+
+
+# Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
+_A100_TENSOR = _tensor((312, f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"), _NO_FP8_AMPERE,
+                       (624, f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"))
 
 GPUS: tuple[GpuSpec, ...] = (
     GpuSpec(
         name="T4",
         memory=_mem(16, f"{_T4}: 16 GB GDDR6 ({_JEDEC})"),
         bandwidth=_bw(320, f"{_T4}: 320+ GB/s"),
-        fp16=_dense(65, "TFLOPS", f"{_T4}: mixed-precision FP16/FP32 65 TFLOPS (Turing: no sparsity)"),
-        fp8=_dense(None, "TFLOPS", "Turing has no FP8 tensor cores"),
-        int8=_dense(130, "TOPS", f"{_T4}: INT8 130 TOPS (Turing: no sparsity)"),
+        **_tensor((65, f"{_T4}: mixed-precision FP16/FP32 65 TFLOPS (Turing: no sparsity)"),
+                  (None, "Turing has no FP8 tensor cores"), (130, f"{_T4}: INT8 130 TOPS (Turing: no sparsity)")),
         aliases=("TESLA-T4",),
     ),
-    GpuSpec(
-        name="L4",
-        memory=_mem(24, f"{_L4}: 24 GB GDDR6 ({_JEDEC})"),
-        bandwidth=_bw(300, f"{_L4}: 300 GB/s"),
-        **_halved(f"{_L4}:", 242, 485, 485),
-    ),
+    _sparse_card("L4", f"{_L4}:", (24, "24 GB GDDR6"), (300, "300 GB/s"), (242, 485, 485)),
     GpuSpec(
         name="A10",
         memory=_mem(24, f"{_A10}: 24 GB GDDR6 ({_JEDEC})"),
         bandwidth=_bw(600, f"{_A10}: 600 GB/s"),
-        fp16=_dense(125, "TFLOPS", f"{_A10}: FP16 tensor 125 TFLOPS dense (250 with sparsity)"),
-        fp8=_NO_FP8_AMPERE,
-        int8=_dense(250, "TOPS", f"{_A10}: INT8 tensor 250 TOPS dense (500 with sparsity)"),
+        **_tensor((125, f"{_A10}: FP16 tensor 125 TFLOPS dense (250 with sparsity)"), _NO_FP8_AMPERE,
+                  (250, f"{_A10}: INT8 tensor 250 TOPS dense (500 with sparsity)")),
     ),
     GpuSpec(
         name="A100-40GB",
@@ -219,46 +224,28 @@ GPUS: tuple[GpuSpec, ...] = (
         **_A100_TENSOR,
         aliases=("A100-PCIE-80GB",),
     ),
-    GpuSpec(
-        name="H100-SXM",
-        memory=_mem(80, f"{_H100}: H100 SXM 80 GB HBM3 ({_JEDEC})"),
-        bandwidth=_bw(3350, f"{_H100}: H100 SXM 3.35 TB/s"),
-        **_halved(f"{_H100}: H100 SXM", 1979, 3958, 3958),
-        aliases=("H100", "H100-80GB", "H100-SXM5", "H100-SXM-80GB"),
-    ),
-    GpuSpec(
-        name="H100-PCIE",
-        memory=_mem(80, f"{_H100}: H100 PCIe 80 GB HBM2e ({_JEDEC})"),
-        bandwidth=_bw(2000, f"{_H100}: H100 PCIe 2 TB/s"),
-        **_halved(f"{_H100}: H100 PCIe", 1513, 3026, 3026),
-        aliases=("H100-PCIE-80GB",),
-    ),
-    GpuSpec(
-        name="H200",
-        memory=_mem(141, f"{_H200}: H200 SXM 141 GB HBM3e ({_JEDEC})"),
-        bandwidth=_bw(4800, f"{_H200}: H200 SXM 4.8 TB/s"),
-        **_halved(f"{_H200}: H200 SXM", 1979, 3958, 3958),
-        aliases=("H200-SXM", "H200-141GB"),
-    ),
+    _sparse_card("H100-SXM", f"{_H100}: H100 SXM", (80, "80 GB HBM3"), (3350, "3.35 TB/s"), (1979, 3958, 3958),
+                 ("H100", "H100-80GB", "H100-SXM5", "H100-SXM-80GB")),
+    _sparse_card("H100-PCIE", f"{_H100}: H100 PCIe", (80, "80 GB HBM2e"), (2000, "2 TB/s"), (1513, 3026, 3026),
+                 ("H100-PCIE-80GB",)),
+    _sparse_card("H200", f"{_H200}: H200 SXM", (141, "141 GB HBM3e"), (4800, "4.8 TB/s"), (1979, 3958, 3958),
+                 ("H200-SXM", "H200-141GB")),
     GpuSpec(
         name="L40S",
         memory=_mem(48, f"{_L40S}: 48 GB GDDR6 with ECC ({_JEDEC})"),
         bandwidth=_bw(864, f"{_L40S}: 864 GB/s"),
-        fp16=_dense(362.05, "TFLOPS", f"{_L40S}: FP16 tensor 362.05 TFLOPS dense (733 with sparsity)"),
-        fp8=_dense(733, "TFLOPS", f"{_L40S}: FP8 tensor 733 TFLOPS dense (1,466 with sparsity)"),
-        int8=_dense(733, "TOPS", f"{_L40S}: INT8 tensor 733 TOPS dense (1,466 with sparsity)"),
+        **_tensor((362.05, f"{_L40S}: FP16 tensor 362.05 TFLOPS dense (733 with sparsity)"),
+                  (733, f"{_L40S}: FP8 tensor 733 TFLOPS dense (1,466 with sparsity)"),
+                  (733, f"{_L40S}: INT8 tensor 733 TOPS dense (1,466 with sparsity)")),
     ),
     GpuSpec(
         name="RTX-4090",
         memory=_mem(24, f"{_ADA}: 24 GB GDDR6X ({_JEDEC})"),
         bandwidth=_bw(1008, f"{_ADA}: 1,008 GB/s"),
-        fp16=_dense(
-            165.2, "TFLOPS",
-            f"{_ADA}: FP16 tensor with FP32 accumulate 165.2 TFLOPS dense (330.3 with FP16 accumulate; "
-            "GeForce halves the FP32-accumulate rate)",
-        ),
-        fp8=_dense(330.3, "TFLOPS", f"{_ADA}: FP8 tensor with FP32 accumulate 330.3 TFLOPS dense"),
-        int8=_dense(660.6, "TOPS", f"{_ADA}: INT8 tensor 660.6 TOPS dense (1,321.2 with sparsity)"),
+        **_tensor((165.2, f"{_ADA}: FP16 tensor with FP32 accumulate 165.2 TFLOPS dense (330.3 with FP16 "
+                          "accumulate; GeForce halves the FP32-accumulate rate)"),
+                  (330.3, f"{_ADA}: FP8 tensor with FP32 accumulate 330.3 TFLOPS dense"),
+                  (660.6, f"{_ADA}: INT8 tensor 660.6 TOPS dense (1,321.2 with sparsity)")),
         kind="consumer",
         ecc=False,
         aliases=("4090", "RTX4090", "GEFORCE-RTX-4090"),
@@ -268,16 +255,11 @@ GPUS: tuple[GpuSpec, ...] = (
         name="JETSON-ORIN-64GB",
         memory=_mem(64, f"{_ORIN}: 64 GB 256-bit LPDDR5, shared by CPU and GPU ({_JEDEC})"),
         bandwidth=_bw(204.8, f"{_ORIN}: 204.8 GB/s"),
-        fp16=_dense(
-            42.5, "TFLOPS",
-            f"{_ORIN}: GPU INT8 170 sparse TOPS → 85 dense; Ampere FP16 tensor rate is half the INT8 "
-            "rate → 42.5 (derived, not printed)",
-        ),
-        fp8=_dense(None, "TFLOPS", "Orin's Ampere GPU has no FP8 tensor cores"),
-        int8=_dense(
-            85, "TOPS",
-            f"{_ORIN}: GPU 170 INT8 TOPS with sparsity, halved (the 275 TOPS headline adds the two DLAs)",
-        ),
+        **_tensor((42.5, f"{_ORIN}: GPU INT8 170 sparse TOPS → 85 dense; Ampere FP16 tensor rate is half the "
+                         "INT8 rate → 42.5 (derived, not printed)"),
+                  (None, "Orin's Ampere GPU has no FP8 tensor cores"),
+                  (85, f"{_ORIN}: GPU 170 INT8 TOPS with sparsity, halved (the 275 TOPS headline adds the two "
+                       "DLAs)")),
         kind="edge",
         aliases=("JETSON-AGX-ORIN-64GB", "AGX-ORIN-64GB", "ORIN-64GB", "JETSON-AGX-ORIN"),
         notes=("Unified memory: the OS and CPU processes share the 64 GB with the GPU.",),
@@ -290,10 +272,7 @@ def _normalise(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).upper()
 
 
-_INDEX: dict[str, GpuSpec] = {}
-for _gpu in GPUS:
-    for _key in (_gpu.name, *_gpu.aliases):
-        _INDEX[_normalise(_key)] = _gpu
+_INDEX: dict[str, GpuSpec] = {_normalise(key): gpu for gpu in GPUS for key in (gpu.name, *gpu.aliases)}
 
 
 def gpu_names() -> list[str]:

@@ -19,6 +19,7 @@ Qwen2-7B 7,615,616,512.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,7 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
 
 
 def _get(config: Mapping[str, Any], canonical: str) -> Any:
-    for key in _ALIASES[canonical]:
-        if config.get(key) is not None:
-            return config[key]
-    return None
+    return next((config[key] for key in _ALIASES[canonical] if config.get(key) is not None), None)
 
 
 def _int_field(config: Mapping[str, Any], canonical: str, source: str) -> int | None:
@@ -102,6 +100,21 @@ def _missing(canonical: str, source: str, why: str) -> ConfigError:
     )
 
 
+@dataclass(frozen=True)
+class _ConfigShape:
+    """What a config says (or the overrides give) about the layers, attention and MLP, before counting."""
+
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden: int | None
+    intermediate: int | None
+    vocab: int | None
+    num_experts: int | None
+    experts_per_token: int | None
+
+
 def model_from_hf_config(
     config: Mapping[str, Any],
     *,
@@ -115,6 +128,38 @@ def model_from_hf_config(
     """
     ov = overrides or ModelOverrides()
     notes: list[str] = []
+    config = _language_model(config, source, notes)
+    model_type = str(config.get("model_type") or "").lower()
+    shape = _read_shape(config, source, ov, notes)
+    window, window_note = _sliding_window(config, model_type, ov.sliding_window)
+    if window_note:
+        notes.append(window_note)
+    total, active, expert_params, basis = _parameters(config, model_type, source, shape, ov, notes)
+    return TransformerShape(
+        name=ov.name or _name_from(config, source),
+        num_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_kv_heads=shape.kv_heads,
+        head_dim=shape.head_dim,
+        total_params=int(total),
+        active_params=int(active),
+        params_basis=basis,
+        hidden_size=shape.hidden,
+        intermediate_size=shape.intermediate,
+        vocab_size=shape.vocab,
+        num_experts=shape.num_experts,
+        experts_per_token=shape.experts_per_token if shape.num_experts else None,
+        expert_params=min(expert_params, int(total)),
+        sliding_window=window,
+        torch_dtype=str(config["torch_dtype"]) if config.get("torch_dtype") else None,
+        source=source,
+        assumptions=tuple(notes),
+    )
+
+
+def _language_model(config: Mapping[str, Any], source: str, notes: list[str]) -> Mapping[str, Any]:
+    """The language model's part of the config (a multimodal config's ``text_config``); refuses a KV
+    layout the planner does not model."""
     if _get(config, "num_hidden_layers") is None and isinstance(config.get("text_config"), Mapping):
         notes.append("read the language model's shape from the config's text_config")
         config = {**config["text_config"], "torch_dtype": config.get("torch_dtype")}
@@ -125,8 +170,12 @@ def model_from_hf_config(
             hint="pass --num-layers, --num-kv-heads and --head-dim that give the same KV bytes per token, "
             "and --params / --active-params",
         )
-    model_type = str(config.get("model_type") or "").lower()
+    return config
 
+
+def _read_shape(config: Mapping[str, Any], source: str, ov: ModelOverrides, notes: list[str]) -> _ConfigShape:
+    """Layers, heads, KV heads and head size (given, read, or derived with a note), the MLP and
+    vocabulary sizes and the experts."""
     layers = ov.num_layers or _int_field(config, "num_hidden_layers", source)
     if layers is None:
         raise _missing("num_hidden_layers", source, "needed for the KV cache")
@@ -155,62 +204,33 @@ def model_from_hf_config(
         else:
             kv_heads = heads
             notes.append(f"no num_key_value_heads: HF default = num_attention_heads = {heads} (no GQA)")
-
-    window, window_note = _sliding_window(config, model_type, ov.sliding_window)
-    if window_note:
-        notes.append(window_note)
-
     num_experts = _first_int(config, ("num_local_experts", "num_experts", "n_routed_experts"))
     experts_per_token = _first_int(config, ("num_experts_per_tok", "moe_top_k", "top_k_experts"))
-    if num_experts is not None and num_experts <= 1:
-        num_experts = None
+    return _ConfigShape(layers, heads, kv_heads, head_dim, hidden, _int_field(config, "intermediate_size", source),
+                        _int_field(config, "vocab_size", source),
+                        num_experts if num_experts is not None and num_experts > 1 else None, experts_per_token)
 
-    total = ov.total_params
-    active = ov.active_params
-    expert_params = 0
-    basis = "given (--params)" if total is not None else ""
-    intermediate = _int_field(config, "intermediate_size", source)
-    vocab = _int_field(config, "vocab_size", source)
+
+def _parameters(config: Mapping[str, Any], model_type: str, source: str, shape: _ConfigShape, ov: ModelOverrides,
+                notes: list[str]) -> tuple[int, int, int, str]:
+    """(total, active, routed-expert) parameters and their basis: counted from the config, or given."""
+    total, active, expert_params = ov.total_params, ov.active_params, 0
     if total is None:
-        counted = _count_params(
-            config, model_type, source, layers, heads, kv_heads, head_dim, hidden, intermediate, vocab,
-            num_experts, experts_per_token, notes,
-        )
-        total, counted_active, expert_params = counted
+        total, counted_active, expert_params = _count_params(config, model_type, source, shape, notes)
         active = active or counted_active
         basis = "counted from the config"
     else:
-        if num_experts and experts_per_token and active is not None and active < total:
+        basis = "given (--params)"
+        if shape.num_experts and shape.experts_per_token and active is not None and active < total:
             # Given both counts: recover the routed-expert share so batched MoE reads can be modelled.
-            expert_params = int((total - active) / (1 - experts_per_token / num_experts))
+            expert_params = int((total - active) / (1 - shape.experts_per_token / shape.num_experts))
         if active is None:
             active = total
-            if num_experts:
+            if shape.num_experts:
                 notes.append("MoE config with --params but no --active-params: active = total (pessimistic)")
     if ov.active_params is not None:
         basis += "; active given (--active-params)"
-
-    name = ov.name or _name_from(config, source)
-    return TransformerShape(
-        name=name,
-        num_layers=layers,
-        num_attention_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        total_params=int(total),
-        active_params=int(active),
-        params_basis=basis,
-        hidden_size=hidden,
-        intermediate_size=intermediate,
-        vocab_size=vocab,
-        num_experts=num_experts,
-        experts_per_token=experts_per_token if num_experts else None,
-        expert_params=min(expert_params, int(total)),
-        sliding_window=window,
-        torch_dtype=str(config["torch_dtype"]) if config.get("torch_dtype") else None,
-        source=source,
-        assumptions=tuple(notes),
-    )
+    return total, active, expert_params, basis
 
 
 def model_from_values(values: ModelOverrides) -> TransformerShape:
@@ -248,11 +268,7 @@ def model_from_values(values: ModelOverrides) -> TransformerShape:
 
 
 def _first_int(config: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+    return next((v for v in map(config.get, keys) if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
 
 
 def _sliding_window(config: Mapping[str, Any], model_type: str, given: int | None) -> tuple[int | None, str]:
@@ -271,22 +287,11 @@ def _sliding_window(config: Mapping[str, Any], model_type: str, given: int | Non
     return window, f"sliding window {window} tokens on every layer: KV per sequence capped at {window} tokens"
 
 
-def _count_params(
-    config: Mapping[str, Any],
-    model_type: str,
-    source: str,
-    layers: int,
-    heads: int,
-    kv_heads: int,
-    head_dim: int,
-    hidden: int | None,
-    intermediate: int | None,
-    vocab: int | None,
-    num_experts: int | None,
-    experts_per_token: int | None,
-    notes: list[str],
-) -> tuple[int, int, int]:
+def _count_params(config: Mapping[str, Any], model_type: str, source: str, shape: _ConfigShape,
+                  notes: list[str]) -> tuple[int, int, int]:
     """(total, active, routed-expert) parameter counts for a Llama-shaped decoder."""
+    layers, hidden, intermediate, vocab = shape.layers, shape.hidden, shape.intermediate, shape.vocab
+    num_experts, experts_per_token = shape.num_experts, shape.experts_per_token
     why = "needed to count parameters"
     if hidden is None:
         raise _missing("hidden_size", source, why)
@@ -318,8 +323,8 @@ def _count_params(
         notes.append(f"model_type {model_type!r}: non-gated MLP (2 matrices) assumed; pass --params to be exact")
     mlp_mats = 3 if gated else 2
 
-    q_out = heads * head_dim
-    kv_out = kv_heads * head_dim
+    q_out = shape.heads * shape.head_dim
+    kv_out = shape.kv_heads * shape.head_dim
     attn = hidden * q_out + 2 * hidden * kv_out + q_out * hidden
     if config.get("attention_bias") is True:
         attn += q_out + 2 * kv_out + hidden

@@ -4,14 +4,8 @@ One replica is ``tensor_parallel`` GPUs serving one copy of the model with in-fl
 The model of one replica, all of it printed beside the numbers:
 
 * memory: weights + reserve + KV cache; max sequences = free / KV bytes per sequence;
-* decode step at B running sequences (roofline): bytes read = weights touched + B × KV of the
-  average context, over achievable bandwidth; FLOPs = B × (2 × active params + attention), over
-  achievable tensor throughput; the step takes the longer of the two;
-* prefill of a prompt: 2 × active params × tokens + causal attention, over achievable throughput
-  (never faster than one read of the weights);
-* prefill is not overlapped with decode: each request costs its prefill plus its share of
-  decode steps, so QPS(B) = B / (B × prefill + output × step(B)), latency(B) = B × prefill +
-  output × step(B), per-user decode speed = output / ((B − 1) × prefill + output × step(B)).
+* time: the replica's roofline (:mod:`tritonkit.planner.llm_roofline`): a decode step, a prefill,
+  and from them request latency, QPS and per-user decode speed at B running sequences.
 
 The walls: memory (max sequences), compute (the batch where decode turns compute-bound: more
 concurrency only queues), and the SLA (per-user tokens/s, TTFT, P99). The lowest binds.
@@ -20,10 +14,10 @@ concurrency only queues), and the SLA (per-user tokens/s, TTFT, P99). The lowest
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner.capacity import (
     GIB,
@@ -36,11 +30,17 @@ from tritonkit.planner.capacity import (
     littles_law_in_flight,
     max_sequences_by_memory,
     plan_fleet,
-    weights_bytes,
 )
-from tritonkit.planner.catalogue import GPUS, GpuSpec
+from tritonkit.planner.catalogue import GpuSpec
+from tritonkit.planner.llm_roofline import Replica, compute_rate, largest_batch
 from tritonkit.planner.model import TransformerShape
-from tritonkit.planner.placement import choose_tensor_parallel, does_not_fit, kv_dtype_for
+from tritonkit.planner.placement import (
+    choose_tensor_parallel,
+    does_not_fit,
+    kv_dtype_for,
+    reserve_per_gpu,
+    weights_for,
+)
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 from tritonkit.planner.result import CapacityPlan, PlanDraft, ServingSuggestion
 
@@ -52,89 +52,6 @@ __all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "plan_llm"]
 DEFAULT_INPUT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 _B_SCAN_LIMIT = 1_000_000
-
-
-@dataclass(frozen=True)
-class _Replica:
-    """The roofline of one replica: everything in bytes, FLOPs and seconds."""
-
-    model: TransformerShape
-    bytes_per_weight: float
-    kv_per_token: int
-    bandwidth_bytes_s: float  # achievable
-    flops_s: float  # achievable
-    decode_context: float  # average tokens attended per decode step
-    input_tokens: float
-    output_tokens: float
-    weights_override: int | None
-
-    def weights_read_bytes(self, batch: int) -> float:
-        if self.weights_override is not None:
-            share = self.model.weights_read_params(batch) / self.model.total_params
-            return self.weights_override * share
-        return self.model.weights_read_params(batch) * self.bytes_per_weight
-
-    def attention_flops_per_token(self, context: float) -> float:
-        # QKᵀ and PV: 2 matmuls × 2 FLOPs × context × (heads × head_dim), per layer.
-        m = self.model
-        return 4.0 * m.num_layers * m.num_attention_heads * m.head_dim * context
-
-    def step_bandwidth_s(self, batch: int) -> float:
-        kv = batch * self.kv_per_token * self.model.kv_tokens(self.decode_context)
-        return (self.weights_read_bytes(batch) + kv) / self.bandwidth_bytes_s
-
-    def step_compute_s(self, batch: int) -> float:
-        per_token = 2.0 * self.model.active_params + self.attention_flops_per_token(self.decode_context)
-        return batch * per_token / self.flops_s
-
-    def step_s(self, batch: int) -> float:
-        return max(self.step_bandwidth_s(batch), self.step_compute_s(batch))
-
-    def prefill_s(self) -> float:
-        n = self.input_tokens
-        m = self.model
-        flops = 2.0 * m.active_params * n + 2.0 * m.num_layers * m.num_attention_heads * m.head_dim * n * n
-        return max(flops / self.flops_s, self.weights_read_bytes(1) / self.bandwidth_bytes_s)
-
-    def latency_s(self, batch: int) -> float:
-        return batch * self.prefill_s() + self.output_tokens * self.step_s(batch)
-
-    def qps(self, batch: int) -> float:
-        return batch / self.latency_s(batch)
-
-    def tokens_per_s_per_user(self, batch: int) -> float:
-        return self.output_tokens / ((batch - 1) * self.prefill_s() + self.output_tokens * self.step_s(batch))
-
-    def ttft_s(self, batch: int) -> float:
-        return self.prefill_s() + self.step_s(batch)
-
-
-def _largest(ok: Callable[[int], bool], upper: int) -> int:
-    """Largest B in [1, upper] with ok(B), for ok true up to some point then false; 0 if none."""
-    if upper < 1 or not ok(1):
-        return 0
-    lo, hi = 1, upper
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _compute_rate(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
-    if precision.compute == "fp8":
-        if gpu.fp8_tflops is None:
-            with_fp8 = ", ".join(g.name for g in GPUS if g.fp8_tflops is not None)
-            raise ConfigError(
-                f"{gpu.name} has no FP8 tensor cores, so precision fp8 cannot run on it",
-                hint=f"use --precision fp16/bf16/int8/int4, or an FP8 GPU ({with_fp8})",
-            )
-        return gpu.fp8_tflops, f"dense FP8 tensor rate ({gpu.fp8.source})"
-    if precision.compute == "int8":
-        return gpu.int8_tops, f"dense INT8 tensor rate ({gpu.int8.source})"
-    return gpu.fp16_tflops, f"dense FP16 tensor rate ({gpu.fp16.source})"
 
 
 def plan_llm(
@@ -177,14 +94,13 @@ def plan_llm(
     theory = _throughput_at(draft, replica, walls.concurrent, lengths)
     capacity = _replica_capacity(draft, theory, w, measurement)
     fleet = _fleet(draft, w, a, capacity, tp, walls.concurrent)
-    suggestion = _llm_suggestion(w, a, gpu, walls.concurrent, lengths.mean_in, lengths.mean_out, memory.weights_gpu,
-                                 memory.reserve_gpu, memory.mem_gpu, tp, fleet)
+    suggestion = _llm_suggestion(w, walls.concurrent, lengths, memory, tp, fleet)
     if gpu.kind == "consumer":
         draft.warnings.append(f"{gpu.name} is a consumer card: no ECC memory")
     title = f"Capacity plan: {model.name} ({precision.name}) on {gpu.name}" + (f" × TP {tp}" if tp > 1 else "")
     return draft.finish("llm", title, suggestion,
                         {"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
-                         "kv_dtype": kv.dtype, "tensor_parallel": tp, "workload": _workload_dict(w)})
+                         "kv_dtype": kv.dtype, "tensor_parallel": tp, "workload": record_dict(w)})
 
 
 # ---- the steps, in the order plan_llm takes them ------------------------------------------------
@@ -196,6 +112,11 @@ class _Lengths:
 
     mean_in: float
     mean_out: float
+
+    @classmethod
+    def of(cls, w: Workload) -> _Lengths:
+        return cls(w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS,
+                   w.output_tokens if w.output_tokens is not None else DEFAULT_OUTPUT_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -229,14 +150,6 @@ class _Walls:
 
 
 @dataclass(frozen=True)
-class _Theory:
-    """The roofline's QPS per replica and request latency at the binding concurrency."""
-
-    qps: float
-    latency_ms: float
-
-
-@dataclass(frozen=True)
 class _Capacity:
     """What the fleet is sized on: QPS per replica and mean latency, theory or measured (``basis``)."""
 
@@ -250,9 +163,9 @@ def _tensor_parallel(model: TransformerShape, gpu: GpuSpec, precision: Precision
     """TP as given, or the smallest that holds the model (and why); it must split the attention heads."""
     tp_note = ""
     if a.tensor_parallel is None:
+        lengths = _Lengths.of(w)
         tp, tp_note = choose_tensor_parallel(model, gpu, precision, a, weights_override,
-                                              (w.input_tokens or DEFAULT_INPUT_TOKENS)
-                                              + (w.output_tokens or DEFAULT_OUTPUT_TOKENS))
+                                              lengths.mean_in + lengths.mean_out)
     else:
         tp = a.tensor_parallel
     if model.num_attention_heads % tp:
@@ -291,30 +204,24 @@ def _describe_hardware(draft: PlanDraft, gpu: GpuSpec, precision: Precision, tp:
     add("hardware", "gpu_memory_gib", "memory per GPU", gpu.memory_gib, "GiB", "datasheet", gpu.memory.source)
     add("hardware", "gpu_bandwidth_gb_s", "memory bandwidth per GPU", gpu.bandwidth_gb_s, "GB/s", "datasheet",
         gpu.bandwidth.source)
-    rate_tflops, rate_note = _compute_rate(gpu, precision)
+    rate_tflops, rate_note = compute_rate(gpu, precision)
     rate_unit = "TOPS" if precision.compute == "int8" else "TFLOPS"
     add("hardware", f"gpu_dense_{rate_unit.lower()}", f"dense {precision.compute.upper()} throughput per GPU",
         rate_tflops, rate_unit, "datasheet", rate_note)
     tp_effects = "bandwidth and compute scale ×TP, NCCL all-reduce cost ignored (not for small requests)"
-    if tp_note:
-        add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "theory",
-            f"{tp_note}; {tp_effects}" if tp > 1 else tp_note)
-    else:
-        add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "input", tp_effects)
+    tp_why = (f"{tp_note}; {tp_effects}" if tp > 1 else tp_note) if tp_note else tp_effects
+    add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "theory" if tp_note else "input",
+        tp_why)
     return rate_tflops
 
 
 def _describe_workload(draft: PlanDraft, w: Workload) -> _Lengths:
     """The workload's lines; returns the mean token counts (defaults where not given)."""
     add = draft.add
-    mean_in = w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS
-    mean_out = w.output_tokens if w.output_tokens is not None else DEFAULT_OUTPUT_TOKENS
-    add("workload", "input_tokens_mean", "input tokens (mean)", mean_in, "tokens",
-        "input" if w.input_tokens is not None else "assumption",
-        "" if w.input_tokens is not None else "default; pass --input-tokens")
-    add("workload", "output_tokens_mean", "output tokens (mean)", mean_out, "tokens",
-        "input" if w.output_tokens is not None else "assumption",
-        "" if w.output_tokens is not None else "default; pass --output-tokens")
+    lengths = _Lengths.of(w)
+    for what, given, mean in (("input", w.input_tokens, lengths.mean_in), ("output", w.output_tokens, lengths.mean_out)):
+        add("workload", f"{what}_tokens_mean", f"{what} tokens (mean)", mean, "tokens",
+            "input" if given is not None else "assumption", "" if given is not None else f"default; pass --{what}-tokens")
     if w.target_qps is not None:
         add("workload", "target_qps", "target QPS", w.target_qps, "req/s", "input")
     add("workload", "mode", "mode", w.mode, "", "input")
@@ -325,21 +232,16 @@ def _describe_workload(draft: PlanDraft, w: Workload) -> _Lengths:
     ):
         if value is not None:
             add("workload", key, label, value, unit, "input")
-    return _Lengths(mean_in, mean_out)
+    return lengths
 
 
 def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp: int,
              weights_override: int | None) -> int:
     """Bytes of the weights (params × bytes per weight, or as given), and their lines."""
     add = draft.add
-    weights = (
-        weights_override if weights_override is not None
-        else weights_bytes(model.total_params, precision.bytes_per_weight)
-    )
-    weights_note = (
-        "given (--weights-gb)" if weights_override is not None
-        else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})"
-    )
+    weights = weights_for(model, precision, weights_override)
+    weights_note = ("given (--weights-gb)" if weights_override is not None
+                    else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})")
     add("memory", "weights_bytes", "weights", weights, "B", "input" if weights_override else "theory", weights_note)
     add("memory", "weights_gib", "weights", weights / GIB, "GiB", "theory", f"= {weights / 1e9:.2f} GB (decimal)")
     if tp > 1:
@@ -354,16 +256,14 @@ def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, pre
     add = draft.add
     kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
     kv_elem = kv_dtype_bytes(kv_dtype)
-    kv_heads_stored = model.num_kv_heads
     if model.num_kv_heads < tp:
-        kv_heads_stored = tp  # each GPU keeps (a copy of) at least one KV head
         draft.warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
                               f"{tp // model.num_kv_heads}")
     elif model.num_kv_heads % tp:
         raise ConfigError(f"{model.num_kv_heads} KV heads do not split evenly over tensor parallel {tp}",
                           hint="pick --tp that divides the number of KV heads")
     kv_token = model.kv_bytes_per_token(kv_elem)
-    kv_token_stored = 2 * model.num_layers * kv_heads_stored * model.head_dim * kv_elem
+    kv_token_stored = model.kv_bytes_per_token(kv_elem, tp)
     add("memory", "kv_bytes_per_token", "KV cache per token", kv_token, "B", "theory",
         f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({kv_dtype}: "
         f"{kv_dtype_note})")
@@ -387,17 +287,9 @@ def _memory_budget(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, prec
     wall); ``PlanError`` when the weights or one sequence do not fit."""
     add = draft.add
     mem_gpu = gpu.memory_bytes
-    if a.reserve_gib is not None:
-        reserve_gpu = int(a.reserve_gib * GIB)
-        reserve_note = "given (--reserve-gib)"
-        reserve_basis = "input"
-    else:
-        fraction = a.reserve_fraction if a.reserve_fraction is not None else gpu.default_reserve_fraction
-        reserve_gpu = int(fraction * mem_gpu)
-        reserve_note = (f"{fraction:.0%} of memory for CUDA context, activations, runtime buffers"
-                        + (" and the OS (unified memory)" if gpu.kind == "edge" else "") + "; --reserve-gib")
-        reserve_basis = "assumption"
-    add("memory", "reserve_gib_per_gpu", "reserve per GPU", reserve_gpu / GIB, "GiB", reserve_basis, reserve_note)
+    reserve_gpu, reserve_note = reserve_per_gpu(a, gpu)
+    add("memory", "reserve_gib_per_gpu", "reserve per GPU", reserve_gpu / GIB, "GiB",
+        "input" if a.reserve_gib is not None else "assumption", reserve_note)
     weights_gpu = weights / tp
     if weights_gpu + reserve_gpu >= mem_gpu:
         raise does_not_fit(model, gpu, precision, weights, reserve_gpu, tp)
@@ -425,11 +317,11 @@ def _memory_budget(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, prec
 
 
 def _roofline(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, precision: Precision, a: PlanAssumptions,
-              tp: int, rate_tflops: float, lengths: _Lengths, kv: _KvCache, weights_override: int | None) -> _Replica:
+              tp: int, rate_tflops: float, lengths: _Lengths, kv: _KvCache, weights_override: int | None) -> Replica:
     """One replica's roofline at achievable bandwidth and compute, and its single-stream figures."""
     add = draft.add
     bandwidth_total = tp * gpu.bandwidth_gb_s
-    replica = _Replica(
+    replica = Replica(
         model=model,
         bytes_per_weight=precision.bytes_per_weight,
         kv_per_token=kv.bytes_per_token_stored,
@@ -455,15 +347,13 @@ def _roofline(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, precision
     return replica
 
 
-def _walls(draft: PlanDraft, replica: _Replica, w: Workload, gpu: GpuSpec, tp: int, max_sequences: int) -> _Walls:
+def _walls(draft: PlanDraft, replica: Replica, w: Workload, gpu: GpuSpec, tp: int, max_sequences: int) -> _Walls:
     """The walls — memory, compute (decode turns compute-bound), each SLA term — and the lowest, which
     sets the concurrency per replica; ``PlanError`` when an SLA is out of reach even for one stream."""
     add, warnings = draft.add, draft.warnings
     scan_hi = min(max_sequences, _B_SCAN_LIMIT)
-    b_compute_raw = _largest(lambda b: replica.step_compute_s(b) < replica.step_bandwidth_s(b), scan_hi)
-    b_compute: int | None = b_compute_raw + 1 if b_compute_raw < scan_hi else None
-    if b_compute_raw == 0:
-        b_compute = 1
+    b_compute_raw = largest_batch(lambda b: replica.step_compute_s(b) < replica.step_bandwidth_s(b), scan_hi)
+    b_compute = b_compute_raw + 1 if b_compute_raw < scan_hi or b_compute_raw == 0 else None
     walls: list[tuple[str, int, str]] = [("memory", max_sequences, "KV cache fills the free memory")]
     if b_compute is not None:
         walls.append(("compute", b_compute, "decode turns compute-bound: more concurrency only queues"))
@@ -474,16 +364,16 @@ def _walls(draft: PlanDraft, replica: _Replica, w: Workload, gpu: GpuSpec, tp: i
     sla_walls: list[tuple[str, int, str, str]] = []
     if w.tokens_per_s_per_user is not None:
         r = w.tokens_per_s_per_user
-        sla_walls.append(("sla_tokens_per_s", _largest(lambda b: replica.tokens_per_s_per_user(b) >= r, scan_hi),
+        sla_walls.append(("sla_tokens_per_s", largest_batch(lambda b: replica.tokens_per_s_per_user(b) >= r, scan_hi),
                           f"each stream ≥ {r:g} tok/s", f"{replica.tokens_per_s_per_user(1):.1f} tok/s"))
     if w.ttft_ms is not None:
         t = w.ttft_ms / 1000
-        sla_walls.append(("sla_ttft", _largest(lambda b: replica.ttft_s(b) <= t, scan_hi),
+        sla_walls.append(("sla_ttft", largest_batch(lambda b: replica.ttft_s(b) <= t, scan_hi),
                           f"TTFT ≤ {w.ttft_ms:g} ms (prefill + one step, no queueing)",
                           f"a TTFT of {replica.ttft_s(1) * 1000:.0f} ms"))
     if w.p99_ms is not None:
         p = w.p99_ms / 1000
-        sla_walls.append(("sla_p99", _largest(lambda b: replica.latency_s(b) <= p, scan_hi),
+        sla_walls.append(("sla_p99", largest_batch(lambda b: replica.latency_s(b) <= p, scan_hi),
                           f"request latency ≤ {w.p99_ms:g} ms (ideal; η covers queueing)",
                           f"a latency of {replica.latency_s(1) * 1000:.0f} ms"))
     for name, limit, why, at_one in sla_walls:
@@ -515,7 +405,7 @@ def _walls(draft: PlanDraft, replica: _Replica, w: Workload, gpu: GpuSpec, tp: i
     return _Walls(b_star, binding, binding_why)
 
 
-def _throughput_at(draft: PlanDraft, replica: _Replica, concurrent: int, lengths: _Lengths) -> _Theory:
+def _throughput_at(draft: PlanDraft, replica: Replica, concurrent: int, lengths: _Lengths) -> _Capacity:
     """The roofline's figures at the binding concurrency: step, tokens/s, TTFT, latency, QPS."""
     add = draft.add
     b_star = concurrent
@@ -536,13 +426,13 @@ def _throughput_at(draft: PlanDraft, replica: _Replica, concurrent: int, lengths
         "1 / (prefill + output × step at batch 1)")
     add("throughput", "qps_per_replica_theory", "QPS per replica (theory)", theory_qps, "req/s", "theory",
         f"{b_star} / request latency")
-    return _Theory(theory_qps, theory_latency_ms)
+    return _Capacity(theory_qps, theory_latency_ms, "theory")
 
 
-def _replica_capacity(draft: PlanDraft, theory: _Theory, w: Workload, measurement: Measurement | None) -> _Capacity:
+def _replica_capacity(draft: PlanDraft, theory: _Capacity, w: Workload, measurement: Measurement | None) -> _Capacity:
     """What one replica carries: the measurement's reading when there is one, else the theory."""
     if measurement is None:
-        return _Capacity(theory.qps, theory.latency_ms, "theory")
+        return theory
     add = draft.add
     reading = measurement.read_capacity(w.p99_ms)
     step_m = reading.step
@@ -584,24 +474,15 @@ def _round_up(value: float, multiple: int) -> int:
     return int(math.ceil(value / multiple) * multiple)
 
 
-def _llm_suggestion(
-    w: Workload,
-    a: PlanAssumptions,
-    gpu: GpuSpec,
-    b_star: int,
-    mean_in: float,
-    mean_out: float,
-    weights_gpu: float,
-    reserve_gpu: int,
-    mem_gpu: int,
-    tp: int,
-    fleet: dict[str, int],
-) -> ServingSuggestion:
-    input_len = w.input_tokens_p95 or mean_in
-    output_len = w.output_tokens_p95 or mean_out
+def _llm_suggestion(w: Workload, b_star: int, lengths: _Lengths, memory: _Memory, tp: int,
+                    fleet: dict[str, int]) -> ServingSuggestion:
+    """TensorRT-LLM's serving parameters for the plan: batch, token and length limits, KV share, fleet."""
+    input_len = w.input_tokens_p95 or lengths.mean_in
+    output_len = w.output_tokens_p95 or lengths.mean_out
     max_input = int(math.ceil(input_len))
     max_seq = int(math.ceil(input_len + output_len))
-    fraction = (mem_gpu - weights_gpu - reserve_gpu) / (mem_gpu - weights_gpu)
+    after_weights = memory.mem_gpu - memory.weights_gpu
+    fraction = (after_weights - memory.reserve_gpu) / after_weights
     fraction = max(0.05, min(0.95, math.floor(fraction * 100) / 100))
     length_basis = "p95" if w.input_tokens_p95 else "mean (pass --input-tokens-p95)"
     return ServingSuggestion(
@@ -625,11 +506,3 @@ def _llm_suggestion(
             "replicas": "recommended fleet (headroom included)",
         },
     )
-
-
-def _workload_dict(w: Workload) -> dict[str, object]:
-    return {
-        "target_qps": w.target_qps, "input_tokens": w.input_tokens, "output_tokens": w.output_tokens,
-        "input_tokens_p95": w.input_tokens_p95, "output_tokens_p95": w.output_tokens_p95, "mode": w.mode,
-        "p99_ms": w.p99_ms, "ttft_ms": w.ttft_ms, "tokens_per_s_per_user": w.tokens_per_s_per_user,
-    }

@@ -112,13 +112,9 @@ class RecordedRequest(Protocol):
 def streamed_requests(records: Iterable[RecordedRequest], concurrency: int) -> list[StreamedRequest]:
     """The calibration input from one load step's request records; requests without a first token,
     without a second token (no ITL) or without a known input length are left out."""
-    out: list[StreamedRequest] = []
-    for r in records:
-        if r.input_tokens is None or r.ttft_ms is None or r.itl_ms is None or r.output_tokens < 2:
-            continue
-        out.append(StreamedRequest(int(r.input_tokens), int(r.output_tokens), float(r.ttft_ms), float(r.itl_ms),
-                                   concurrency))
-    return out
+    return [StreamedRequest(int(r.input_tokens), int(r.output_tokens), float(r.ttft_ms), float(r.itl_ms), concurrency)
+            for r in records
+            if r.input_tokens is not None and r.ttft_ms is not None and r.itl_ms is not None and r.output_tokens >= 2]
 
 
 def _rows(req: StreamedRequest, mean_out: float) -> tuple[list[float], list[float]]:

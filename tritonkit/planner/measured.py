@@ -24,6 +24,7 @@ from tritonkit.perf import PerfResult, StepResult
 from tritonkit.perf.judge import stored_verdict
 from tritonkit.perf.measure.metrics import is_loopback
 from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
+from tritonkit.planner.capacity import serial_qps
 from tritonkit.repository.serving import serving_of
 from tritonkit.triton_metrics import EXEC_COUNT, INFERENCE_COUNT
 
@@ -301,12 +302,9 @@ class Measurement:
         """
         if config is None and result.metadata.model_config is not None:
             config = served_config_from_run(result.metadata.model_config)
-        verdict_status: dict[float, str] = {}
-        sla_text: str | None = None
         verdict = stored_verdict(result)
-        if verdict is not None:
-            sla_text = str(verdict.sla)
-            verdict_status = {s.load: s.status for s in verdict.steps}
+        sla_text = str(verdict.sla) if verdict is not None else None
+        verdict_status = {s.load: s.status for s in verdict.steps} if verdict is not None else {}
         steps: list[MeasuredStep] = []
         for index, raw in enumerate(result.steps):
             service_ms, queue_ms = _server_ms(raw)
@@ -354,7 +352,7 @@ class Measurement:
     def serial_qps(self) -> float | None:
         """Serial QPS₁ = 1000 / P50 latency at concurrency 1 (requests per second)."""
         step = self.serial_step()
-        return 1000.0 / step.p50_ms if step is not None and step.p50_ms else None
+        return serial_qps(step.p50_ms) if step is not None and step.p50_ms else None
 
     def requests_per_s(self, step: MeasuredStep) -> float:
         """Requests per second of ``step`` (inferences per second / batch size)."""
@@ -435,13 +433,9 @@ class Measurement:
         top = ordered[-1].load_value
         mode = "concurrency" if best_pass.load_mode == "concurrency" else "request-rate"
         extend = (f"extend the ladder past {top:g}, e.g. tritonkit perf run ... --{mode} "
-                  f"{_fmt(top)}:{_fmt(top * 8)}, until a step breaks the SLA or throughput stops rising")
+                  f"{top:g}:{top * 8:g}, until a step breaks the SLA or throughput stops rising")
         return CapacityReading(best_pass, qps, "lower_bound",
                                f"at least this: {why_open} ({best_pass.describe()}){skipped_note}", extend=extend)
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
 
 
 def load_measurement(

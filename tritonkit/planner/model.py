@@ -80,9 +80,10 @@ class TransformerShape:
     def is_moe(self) -> bool:
         return self.active_params < self.total_params
 
-    def kv_bytes_per_token(self, bytes_per_element: float) -> int:
-        """2 (K and V) × layers × KV heads × head_dim × bytes per element."""
-        return int(2 * self.num_layers * self.num_kv_heads * self.head_dim * bytes_per_element)
+    def kv_bytes_per_token(self, bytes_per_element: float, tensor_parallel: int = 1) -> int:
+        """2 (K and V) × layers × KV heads × head_dim × bytes per element; over ``tensor_parallel``
+        GPUs each keeps (a copy of) at least one KV head, so fewer KV heads than GPUs are replicated."""
+        return int(2 * self.num_layers * max(self.num_kv_heads, tensor_parallel) * self.head_dim * bytes_per_element)
 
     def kv_tokens(self, sequence_tokens: float) -> float:
         """Tokens a sequence keeps in the KV cache: all of them, or the sliding window."""

@@ -12,7 +12,24 @@ from tritonkit.planner.catalogue import GpuSpec
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 
-__all__ = ["choose_tensor_parallel", "does_not_fit", "kv_dtype_for"]
+__all__ = ["choose_tensor_parallel", "does_not_fit", "kv_dtype_for", "reserve_per_gpu", "weights_for"]
+
+
+def weights_for(model: TransformerShape, precision: Precision, weights_override: int | None) -> int:
+    """Bytes of the weights: params × bytes per weight, or as given (e.g. a GGUF file's size)."""
+    if weights_override is not None:
+        return weights_override
+    return weights_bytes(model.total_params, precision.bytes_per_weight)
+
+
+def reserve_per_gpu(a: PlanAssumptions, gpu: GpuSpec) -> tuple[int, str]:
+    """Bytes kept back on each GPU, and why: as given, or a share of its memory."""
+    if a.reserve_gib is not None:
+        return int(a.reserve_gib * GIB), "given (--reserve-gib)"
+    fraction = a.reserve_fraction if a.reserve_fraction is not None else gpu.default_reserve_fraction
+    return int(fraction * gpu.memory_bytes), (
+        f"{fraction:.0%} of memory for CUDA context, activations, runtime buffers"
+        + (" and the OS (unified memory)" if gpu.kind == "edge" else "") + "; --reserve-gib")
 
 
 def kv_dtype_for(a: PlanAssumptions, precision: Precision) -> tuple[str, str]:
@@ -28,20 +45,16 @@ def kv_dtype_for(a: PlanAssumptions, precision: Precision) -> tuple[str, str]:
 def choose_tensor_parallel(model: TransformerShape, gpu: GpuSpec, precision: Precision, a: PlanAssumptions,
                             weights_override: int | None, sequence_tokens: float) -> tuple[int, str]:
     """The smallest TP (1, 2, 4, 8, 16) whose GPUs hold the weights, the reserve and one sequence's KV."""
-    weights = weights_override if weights_override is not None else weights_bytes(model.total_params,
-                                                                                 precision.bytes_per_weight)
+    weights = weights_for(model, precision, weights_override)
     mem = gpu.memory_bytes
-    if a.reserve_gib is not None:
-        reserve = int(a.reserve_gib * GIB)
-    else:
-        reserve = int((a.reserve_fraction if a.reserve_fraction is not None else gpu.default_reserve_fraction) * mem)
+    reserve, _ = reserve_per_gpu(a, gpu)
     kv_dtype, _ = kv_dtype_for(a, precision)
     tried: list[str] = []
     for tp in (1, 2, 4, 8, 16):
         if model.num_attention_heads % tp or (model.num_kv_heads >= tp and model.num_kv_heads % tp):
             tried.append(f"{tp} (heads do not split)")
             continue
-        kv_token = 2 * model.num_layers * max(model.num_kv_heads, tp) * model.head_dim * kv_dtype_bytes(kv_dtype)
+        kv_token = model.kv_bytes_per_token(kv_dtype_bytes(kv_dtype), tp)
         one_sequence = kv_bytes_per_sequence(kv_token, sequence_tokens, model.sliding_window)
         if tp * (mem - reserve) - weights >= one_sequence:
             if tp == 1:

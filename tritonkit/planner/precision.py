@@ -41,16 +41,12 @@ class Precision:
 PRECISIONS: tuple[Precision, ...] = (
     Precision("fp16", 16, "fp16", "IEEE half precision", "2 bytes per weight"),
     Precision("bf16", 16, "fp16", "bfloat16 (same tensor rate as FP16)", "2 bytes per weight"),
-    Precision(
-        "fp8", 8, "fp8", "FP8 E4M3 weights and activations (TensorRT-LLM / vLLM FP8)", "1 byte per weight"
-    ),
+    Precision("fp8", 8, "fp8", "FP8 E4M3 weights and activations (TensorRT-LLM / vLLM FP8)", "1 byte per weight"),
     Precision(
         "int8", 8, "int8", "INT8 weights and activations (SmoothQuant W8A8, INT8 tensor cores)",
         "1 byte per weight",
     ),
-    Precision(
-        "int8-wo", 8, "fp16", "INT8 weight-only (activations FP16)", "1 byte per weight"
-    ),
+    Precision("int8-wo", 8, "fp16", "INT8 weight-only (activations FP16)", "1 byte per weight"),
     Precision(
         "int4", 4, "fp16", "INT4 weight-only (AWQ / GPTQ; activations FP16)",
         "half a byte per weight; per-group scales (≈3 % at group 128) not counted",

@@ -55,10 +55,7 @@ class Prediction:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Prediction:
-        sc = data["scenario"]
-        delay = sc.get("max_queue_delay_us")
-        return cls(Scenario(int(sc["instances"]), int(sc["max_batch_size"]), None if delay is None else int(delay)),
-                   str(data["load_mode"]), float(data["load_value"]), float(data["throughput_per_s"]),
+        return cls(Scenario.from_dict(data["scenario"]), str(data["load_mode"]), float(data["load_value"]), float(data["throughput_per_s"]),
                    float(data["p50_ms"]), float(data["p99_ms"]), float(data.get("items_per_exec", 1.0)))
 
 
@@ -79,11 +76,7 @@ class PredictionSet:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PredictionSet:
-        cal = data["calibrated"]
-        delay = cal.get("max_queue_delay_us")
-        return cls(str(data["source"]),
-                   Scenario(int(cal["instances"]), int(cal["max_batch_size"]), None if delay is None else int(delay)),
-                   ServiceModel.from_dict(data["model"]),
+        return cls(str(data["source"]), Scenario.from_dict(data["calibrated"]), ServiceModel.from_dict(data["model"]),
                    tuple(Prediction.from_dict(p) for p in data["predictions"]),
                    tuple(str(a) for a in data.get("assumptions") or ()))
 
@@ -195,10 +188,8 @@ class PredictionCheck:
         return max(errors) if errors else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "rows": [
-            {"scenario": r.scenario.to_dict(), "load_mode": r.load_mode, "load_value": r.load_value,
-             "figure": r.figure, "predicted": r.predicted, "measured": r.measured, "error": r.error}
-            for r in self.rows], "unmatched": [p.to_dict() for p in self.unmatched]}
+        return {"source": self.source, "rows": [record_dict(r, after={"measured": {"error": r.error}}) for r in self.rows],
+                "unmatched": [p.to_dict() for p in self.unmatched]}
 
     def render_text(self) -> str:
         out = [f"Predictions checked against {self.source}", ""]

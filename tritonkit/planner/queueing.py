@@ -29,7 +29,7 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -77,6 +77,11 @@ class Scenario:
     @classmethod
     def from_served(cls, config: ServedConfig) -> Scenario:
         return cls(config.instance_count, config.max_batch_size, config.max_queue_delay_us)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        delay = data.get("max_queue_delay_us")
+        return cls(int(data["instances"]), int(data["max_batch_size"]), None if delay is None else int(delay))
 
 
 @dataclass(frozen=True)
@@ -141,108 +146,125 @@ def simulate(
         raise PlanError(f"cannot simulate {load_mode} {load_value}", hint="use a positive concurrency or request rate")
     if scenario.instances < 1 or scenario.max_batch_size < 1:
         raise PlanError(f"cannot simulate {scenario.label()}", hint="instances and max batch size must be ≥ 1")
-    rng = random.Random(seed)
-    items = max(1, model.request_items)
-    # Requests a batch can hold; without a dynamic batcher every request executes alone.
-    per_batch = max(1, scenario.max_batch_size // items) if scenario.max_queue_delay_us is not None else 1
-    window_ms = (scenario.max_queue_delay_us or 0) / 1000.0
-    sigma = math.sqrt(math.log1p(model.cv**2)) if model.cv > 0 else 0.0
-    sigma_z = math.sqrt(math.log1p(model.overhead_cv**2)) if model.overhead_cv > 0 else 0.0
+    run = _Simulation(model, scenario, random.Random(seed), closed=load_mode == "concurrency")
+    run.start(load_value, requests, arrivals)
+    run.until(requests)
+    if len(run.done) < 20:
+        raise PlanError(f"the simulation of {load_mode} {load_value:g} completed too few requests",
+                        hint="check the fitted service model")
+    return run.summary()
 
-    def service(n_requests: int) -> float:
-        base = model.service_ms(n_requests * items)
-        return base if sigma == 0.0 else base * rng.lognormvariate(-sigma * sigma / 2, sigma)
 
-    def overhead() -> float:
-        z = model.overhead_ms
-        return z if sigma_z == 0.0 else z * rng.lognormvariate(-sigma_z * sigma_z / 2, sigma_z)
+def _spread(rng: random.Random, cv: float) -> Callable[[float], float]:
+    """A draw around a mean: lognormal with mean 1 and coefficient of variation ``cv``; the mean itself at 0."""
+    sigma = math.sqrt(math.log1p(cv**2)) if cv > 0 else 0.0
+    if sigma == 0.0:
+        return lambda mean: mean
+    return lambda mean: mean * rng.lognormvariate(-sigma * sigma / 2, sigma)
 
-    # Events: (time_ms, order, kind, payload). Kinds: 0 arrival at the batcher, 1 batch answered,
-    # 2 timer, 3 instance free again (after the release lag).
-    events: list[tuple[float, int, int, Any]] = []
-    order = 0
 
-    def push(at: float, kind: int, payload: Any) -> None:
-        nonlocal order
-        order += 1
-        heapq.heappush(events, (at, order, kind, payload))
+class _Simulation:
+    """One load's run: clients → the overhead → the batcher → the instances, event by event.
 
-    queue: deque[tuple[float, float]] = deque()  # (sent_ms, enqueued_ms)
-    free = scenario.instances
-    # Per completed request: latency, completion time, its batch's size and service time.
-    done: list[tuple[float, float, int, float]] = []
-    batches: list[int] = []
-    sent = 0
-    closed = load_mode == "concurrency"
+    Events: ``(time_ms, order, kind, payload)``. Kinds: 0 arrival at the batcher, 1 batch
+    answered, 2 timer, 3 instance free again (after the release lag).
+    """
 
-    def send(at: float) -> None:
-        nonlocal sent
-        sent += 1
-        push(at + overhead(), 0, at)
+    def __init__(self, model: ServiceModel, scenario: Scenario, rng: random.Random, *, closed: bool) -> None:
+        self.model, self.rng, self.closed = model, rng, closed
+        self.items = max(1, model.request_items)
+        # Requests a batch can hold; without a dynamic batcher every request executes alone.
+        self.per_batch = max(1, scenario.max_batch_size // self.items) if scenario.max_queue_delay_us is not None else 1
+        self.window_ms = (scenario.max_queue_delay_us or 0) / 1000.0
+        self.service, self.overhead = _spread(rng, model.cv), _spread(rng, model.overhead_cv)
+        self.events: list[tuple[float, int, int, Any]] = []
+        self.order = 0
+        self.queue: deque[tuple[float, float]] = deque()  # (sent_ms, enqueued_ms)
+        self.free = scenario.instances
+        # Per completed request: latency, completion time, its batch's size and service time.
+        self.done: list[tuple[float, float, int, float]] = []
+        self.batches: list[int] = []
+        self.timer_at: float | None = None
 
-    if closed:
-        # perf_analyzer starts its clients one after another; starting them all at one instant
-        # would lock the simulated batcher into full batches that a real run never keeps.
-        first_ms = model.service_ms(items)
-        for _ in range(int(load_value)):
-            send(rng.uniform(0.0, first_ms))
-    else:
+    def push(self, at: float, kind: int, payload: Any) -> None:
+        self.order += 1
+        heapq.heappush(self.events, (at, self.order, kind, payload))
+
+    def send(self, at: float) -> None:
+        self.push(at + self.overhead(self.model.overhead_ms), 0, at)
+
+    def start(self, load_value: float, requests: int, arrivals: str) -> None:
+        """The first requests: one per client (closed loop), or every request's send time (open loop)."""
+        if self.closed:
+            # perf_analyzer starts its clients one after another; starting them all at one instant
+            # would lock the simulated batcher into full batches that a real run never keeps.
+            first_ms = self.model.service_ms(self.items)
+            for _ in range(int(load_value)):
+                self.send(self.rng.uniform(0.0, first_ms))
+            return
         gap = 1000.0 / load_value
         t = 0.0
         for _ in range(requests):
-            send(t)
-            t += rng.expovariate(1.0 / gap) if arrivals == "poisson" else gap
-    timer_at: float | None = None
-    while events and len(done) < requests:
-        now = events[0][0]
-        # Handle every event at this instant before dispatching, as the batcher sees them together.
-        while events and events[0][0] == now:
-            _, _, kind, payload = heapq.heappop(events)
-            if kind == 0:
-                queue.append((payload, now))
-            elif kind == 3:
-                free += 1
-            elif kind == 1:
-                push(now + model.release_lag_ms, 3, None)
-                batch_sent, size, took = payload
-                for sent_ms in batch_sent:
-                    done.append((now - sent_ms, now, size, took))
-                    if closed:
-                        send(now)
-            elif kind == 2 and timer_at == now:
-                timer_at = None
-        while free and queue:
-            due = queue[0][1] + window_ms
-            if len(queue) < per_batch and now < due - 1e-12:
-                if timer_at is None or timer_at > due:
-                    timer_at = due
-                    push(due, 2, None)
+            self.send(t)
+            t += self.rng.expovariate(1.0 / gap) if arrivals == "poisson" else gap
+
+    def until(self, requests: int) -> None:
+        """Handle events until ``requests`` are answered (or nothing is left to happen)."""
+        while self.events and len(self.done) < requests:
+            now = self.events[0][0]
+            # Handle every event at this instant before dispatching, as the batcher sees them together.
+            while self.events and self.events[0][0] == now:
+                _, _, kind, payload = heapq.heappop(self.events)
+                if kind == 0:
+                    self.queue.append((payload, now))
+                elif kind == 3:
+                    self.free += 1
+                elif kind == 1:
+                    self.push(now + self.model.release_lag_ms, 3, None)
+                    batch_sent, size, took = payload
+                    for sent_ms in batch_sent:
+                        self.done.append((now - sent_ms, now, size, took))
+                        if self.closed:
+                            self.send(now)
+                elif kind == 2 and self.timer_at == now:
+                    self.timer_at = None
+            self.dispatch(now)
+
+    def dispatch(self, now: float) -> None:
+        """Give free instances batches: full ones at once, a partial one when its oldest request's window ends."""
+        while self.free and self.queue:
+            due = self.queue[0][1] + self.window_ms
+            if len(self.queue) < self.per_batch and now < due - 1e-12:
+                if self.timer_at is None or self.timer_at > due:
+                    self.timer_at = due
+                    self.push(due, 2, None)
                 break
-            take = min(per_batch, len(queue))
-            free -= 1
-            batches.append(take)
-            took = service(take)
-            push(now + took, 1, ([queue.popleft()[0] for _ in range(take)], take, took))
-    if len(done) < 20:
-        raise PlanError(f"the simulation of {load_mode} {load_value:g} completed too few requests",
-                        hint="check the fitted service model")
-    warm = len(done) // 10
-    kept = done[warm:]
-    latencies = [d[0] for d in kept]
-    span = kept[-1][1] - done[warm - 1][1] if warm > 0 else kept[-1][1]
-    throughput = (len(kept) / span * 1000.0 if span > 0 else math.inf) * items
-    tail = batches[len(batches) // 10:] or batches
-    return SimulatedLoad(
-        throughput_per_s=throughput,
-        p50_ms=percentile(latencies, 50),
-        p99_ms=percentile(latencies, 99),
-        mean_ms=sum(latencies) / len(latencies),
-        items_per_exec=sum(tail) * items / len(tail),
-        requests=len(kept),
-        # What perf_analyzer reports: per request, so a large batch counts once per member.
-        service_ms_per_request=sum(d[3] for d in kept) / len(kept),
-        items_per_request_batch=sum(d[2] for d in kept) * items / len(kept),
-    )
+            take = min(self.per_batch, len(self.queue))
+            self.free -= 1
+            self.batches.append(take)
+            took = self.service(self.model.service_ms(take * self.items))
+            self.push(now + took, 1, ([self.queue.popleft()[0] for _ in range(take)], take, took))
+
+    def summary(self) -> SimulatedLoad:
+        """Throughput and latency over the answered requests after the warm-up tenth."""
+        done, items = self.done, self.items
+        warm = len(done) // 10
+        kept = done[warm:]
+        latencies = [d[0] for d in kept]
+        span = kept[-1][1] - done[warm - 1][1] if warm > 0 else kept[-1][1]
+        throughput = (len(kept) / span * 1000.0 if span > 0 else math.inf) * items
+        tail = self.batches[len(self.batches) // 10:] or self.batches
+        return SimulatedLoad(
+            throughput_per_s=throughput,
+            p50_ms=percentile(latencies, 50),
+            p99_ms=percentile(latencies, 99),
+            mean_ms=sum(latencies) / len(latencies),
+            items_per_exec=sum(tail) * items / len(tail),
+            requests=len(kept),
+            # What perf_analyzer reports: per request, so a large batch counts once per member.
+            service_ms_per_request=sum(d[3] for d in kept) / len(kept),
+            items_per_request_batch=sum(d[2] for d in kept) * items / len(kept),
+        )
 
 
 def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:

@@ -137,11 +137,7 @@ class CapacityPlan:
         return self.line(key).value
 
     def sections(self) -> list[str]:
-        seen: list[str] = []
-        for item in self.lines:
-            if item.section not in seen:
-                seen.append(item.section)
-        return seen
+        return list(dict.fromkeys(item.section for item in self.lines))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON view: ``{section: {key: value}}`` plus ``explain`` (unit, basis, note per key)."""
@@ -166,8 +162,7 @@ class CapacityPlan:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_dict` as JSON atomically (temp file in the same folder, then ``os.replace``)."""
-        target = atomic_write(path, self.to_json())
-        return target
+        return atomic_write(path, self.to_json())
 
     def render_text(self) -> str:
         """A plain-text table: quantity, value with unit, basis, and how it was obtained."""
