@@ -44,7 +44,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write, path_error
 from tritonkit._lock import FolderLock, model_folder_lock
-from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.errors import ConfigError
 from tritonkit.perf.cluster.dispatch import Dispatcher, JobOutcome
 from tritonkit.perf.cluster.nodes import NodeInfo, NodeResources, check_nodes, connected, driver_node_id
 from tritonkit.perf.cluster.remote import (
@@ -485,8 +485,7 @@ def _plan_write_backs(repo: Path, bases: Mapping[str, mc.ModelConfig], result: C
     if not result.separately:
         if result.joint is None:
             return {}
-        pending = plan_joint_write_backs(repo, bases, result.joint)
-        return pending
+        return plan_joint_write_backs(repo, bases, result.joint)
     planned: dict[str, PendingWriteBack] = {}
     for model, sweep in result.sweeps.items():
         one = sweep.result
@@ -512,8 +511,3 @@ def _write_reports(result: ClusterSweepResult, out_dir: Path) -> None:
                                                json.dumps(joint.to_dict(), indent=2, default=str) + "\n")
     result.report_path = atomic_write(out_dir / CLUSTER_REPORT, result.render_markdown())
     atomic_write(out_dir / CLUSTER_RECORD, json.dumps(result.to_dict(), indent=2, default=str) + "\n")
-
-
-def errors_of(result: ClusterSweepResult) -> list[TritonKitError]:
-    """The errors that ended some model's (or the joint phase's) work, for the caller to print."""
-    return [o.error for o in result._outcomes().values() if o.error is not None]
