@@ -163,22 +163,11 @@ class CheckResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
         """Inverse of :meth:`to_dict`."""
-        constraint = Constraint(
-            str(data["metric"]), check_op(str(data["op"]), "verdict"), float(data["limit"])
-        )
-        measured = data.get("measured")
-        headroom = data.get("headroom")
-        passed = data.get("passed")
-        interval = data.get("interval")
-        held_to = data.get("held_to")
-        return cls(
-            constraint,
-            None if measured is None else float(measured),
-            None if passed is None else bool(passed),
-            None if headroom is None else float(headroom),
-            None if not interval else (float(interval[0]), float(interval[1])),
-            None if held_to is None else float(held_to),
-        )
+        constraint = Constraint(str(data["metric"]), check_op(str(data["op"]), "verdict"), float(data["limit"]))
+        passed, interval = data.get("passed"), data.get("interval")
+        return cls(constraint, _number(data.get("measured")), None if passed is None else bool(passed),
+                   _number(data.get("headroom")), None if not interval else (float(interval[0]), float(interval[1])),
+                   _number(data.get("held_to")))
 
 
 @dataclass(frozen=True)
@@ -262,20 +251,28 @@ class StepVerdict:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepVerdict:
         """Inverse of :meth:`to_dict`."""
-        status = str(data["status"])
-        if status not in _STATUSES:
-            raise ConfigError(f"verdict step has unknown status '{status}'")
-        throughput = data.get("throughput_per_s")
         return cls(
             float(data["load"]),
-            status,  # type: ignore[arg-type]  # checked just above
+            _status(data, "verdict step"),
             tuple(CheckResult.from_dict(c) for c in data.get("checks") or []),
-            None if throughput is None else float(throughput),
+            _number(data.get("throughput_per_s")),
             str(data.get("note") or ""),
             tuple(str(m) for m in data.get("misses") or []),  # absent from verdicts stored before it
             bool(data.get("noisy", False)),
             tuple(str(m) for m in data.get("unsure") or []),
         )
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _status(data: Mapping[str, Any], what: str) -> Status:
+    """``data["status"]``, checked: ``ConfigError`` naming ``what`` for a status no verdict has."""
+    status = str(data["status"])
+    if status not in _STATUSES:
+        raise ConfigError(f"{what} has unknown status '{status}'")
+    return status  # type: ignore[return-value]  # checked just above
 
 
 def _rank(check: CheckResult) -> tuple[int, float]:
@@ -440,12 +437,9 @@ class Verdict:
             knee_load = data.get("knee_load")
             knee = next((s for s in steps if knee_load is not None and s.load == float(knee_load)), None)
             binding = CheckResult.from_dict(data["binding"]) if data.get("binding") else None
-            status = str(data["status"])
-            if status not in _STATUSES:
-                raise ConfigError(f"SLA verdict has unknown status '{status}'")
             return cls(
                 SLA.from_dict(data["sla"]),
-                status,  # type: ignore[arg-type]  # checked just above
+                _status(data, "SLA verdict"),
                 steps,
                 knee,
                 binding,

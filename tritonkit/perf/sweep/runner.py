@@ -21,7 +21,6 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock, LockedError, model_folder_lock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.input_data import region_for_server
@@ -34,7 +33,7 @@ from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
 from tritonkit.perf.sweep.search import SearchSettings, search
 from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
-from tritonkit.perf.sweep.store import SweepStore
+from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings, pinned_config
 from tritonkit.perf.sweep.writeback import PendingWriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
@@ -65,34 +64,6 @@ def _os_errors(action: str, where: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise path_error(exc, action, exc.filename or where) from exc
-
-
-@contextlib.contextmanager
-def _locks(out_dir: Path, model_dir: Path, model: str, *, write_back: bool,
-           emit: Callable[[SweepEvent], None]) -> Iterator[None]:
-    """Hold the sweep folder and the model folder for the whole sweep: a second sweep into either
-    is refused (it would delete this one's partial results, or measure under its load and write
-    a winner over it). A read-only model folder is only locked when it is to be written."""
-    purpose = f"perf sweep {model}"
-    with FolderLock(out_dir, what="sweep folder", purpose=purpose) as out_lock:
-        model_lock: FolderLock | None = None
-        try:
-            model_lock = model_folder_lock(model_dir, purpose=purpose).acquire()
-        except LockedError:
-            raise
-        except ConfigError as exc:
-            if write_back or not isinstance(exc.__cause__, OSError):
-                raise
-            emit(SweepEvent("note", f"{model_dir} cannot be locked ({exc.message}); it is only read"))
-            model_lock = None
-        try:
-            for lock in (out_lock, model_lock):
-                if lock is not None and lock.taken_over:
-                    emit(SweepEvent("note", lock.taken_over))
-            yield
-        finally:
-            if model_lock is not None:
-                model_lock.release()
 
 
 def run_sweep(
@@ -134,8 +105,8 @@ def run_sweep(
                           hint="start it with model_control='explicit' (tritonkit serve --explicit)")
     out_dir = settings.out_dir(model)
     warnings = grid_warnings(variants)
-    with _locks(out_dir, model_folder(repo_path, model), model, write_back=settings.write_back, emit=emit), \
-            _os_errors("write the sweep's results", out_dir):
+    with sweep_locks(out_dir, [model_folder(repo_path, model)], f"perf sweep {model}", read_only=not settings.write_back,
+                     say=lambda text: emit(SweepEvent("note", text))), _os_errors("write the sweep's results", out_dir):
         settings = settings.with_input_data(repo_path, model, out_dir)
         for text in warnings:
             emit(SweepEvent("warning", text))

@@ -231,8 +231,14 @@ def first_guess(candidates: Sequence[Variant], costs: dict[int, float], settings
     predicted = {v.id: predict(v) for v in candidates}
     limit = settings.p99_limit_ms
     feasible = [v for v in candidates if limit is None or predicted[v.id][1] <= limit] or list(candidates)
-    top = max(predicted[v.id][0] for v in feasible)
-    near = [v for v in feasible if predicted[v.id][0] >= top * (1.0 - settings.tie_tolerance)]
+    return _simplest_near_top(feasible, {v.id: predicted[v.id][0] for v in feasible}, settings.tie_tolerance)
+
+
+def _simplest_near_top(variants: Sequence[Variant], per_s: dict[str, float], tolerance: float) -> Variant:
+    """The first guess's rule: of ``variants`` expected (``per_s``) within ``tolerance`` of the top,
+    the one with the fewest instances, then the smallest batch and window."""
+    top = max(per_s[v.id] for v in variants)
+    near = [v for v in variants if per_s[v.id] >= top * (1.0 - tolerance)]
     return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
 
 
@@ -386,8 +392,12 @@ class _Run:
     def take_first_guess(self, remaining: list[Variant]) -> Variant | None:
         """Measure the first guess (see the module docstring) and take it out of ``remaining``."""
         predictions = self.predictions(remaining)
-        guess = (_model_guess(remaining, predictions, self.settings) if predictions
-                 else first_guess(remaining, cheapest_costs(self.outcomes), self.settings))
+        per_s = {v.id: p.throughput_per_s for v in remaining if (p := predictions.get(v.id)) is not None}
+        if not predictions:
+            guess = first_guess(remaining, cheapest_costs(self.outcomes), self.settings)
+        else:  # the variant the model expects to carry most, by the first guess's rule
+            guess = (_simplest_near_top(remaining, per_s, self.settings.tie_tolerance)
+                     if max(per_s.values(), default=0.0) > 0 else None)
         if guess is None:
             return None
         prediction = predictions.get(guess.id)
@@ -457,17 +467,6 @@ def _best(outcomes: Iterable[VariantOutcome]) -> float:
 def _mid(predictions: dict[str, Prediction], variant: Variant) -> float:
     prediction = predictions.get(variant.id)
     return prediction.throughput_per_s if prediction is not None else 0.0
-
-
-def _model_guess(candidates: Sequence[Variant], predictions: dict[str, Prediction],
-                 settings: SearchSettings) -> Variant | None:
-    """The variant the model expects to carry most; among those within the tie tolerance of it,
-    the one with fewest instances, then the smallest batch and window (the first guess's rule)."""
-    top = max((p.throughput_per_s for p in predictions.values()), default=0.0)
-    if top <= 0:
-        return None
-    near = [v for v in candidates if predictions[v.id].throughput_per_s >= top * (1.0 - settings.tie_tolerance)]
-    return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
 
 
 def _confirm_top(outcomes: list[VariantOutcome], confirm: Confirm, settings: SearchSettings, say: Notify) -> None:
