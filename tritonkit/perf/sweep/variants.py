@@ -113,10 +113,6 @@ class Variant:
         text = ", ".join(parts)
         return f"default config ({text})" if self.is_default else text
 
-    def same_knobs(self, other: Variant) -> bool:
-        """True when both would configure the model the same way (``is_default`` ignored)."""
-        return self.knobs_id == other.knobs_id
-
     def to_dict(self) -> dict[str, object]:
         return {
             "id": self.id,
