@@ -287,10 +287,6 @@ def _input_blob(settings: SweepSettings) -> tuple[bytes | None, str]:
         raise path_error(exc, "read the --input-data file", path) from exc
 
 
-def _node_record(node: NodeInfo) -> dict[str, Any]:
-    return {**node.to_dict(), "where": f"{node.name()}, {node.hardware()}"}
-
-
 def _land(folder_bytes: bytes, target: Path, *, whole: bool) -> None:
     """Write a sweep folder that came back into ``target``: replacing the folder ``whole``, or item by
     item into a folder that holds more (the top sweep folder, with its lock and the other results)."""
@@ -313,7 +309,8 @@ def _land(folder_bytes: bytes, target: Path, *, whole: bool) -> None:
 
 def _settle_single(result: SweepResult, node: NodeInfo, repo: Path, folder: Path) -> SweepResult:
     """A model's result as if swept here: local paths, its node named."""
-    result.repo, result.out_dir, result.node = repo, folder, _node_record(node)
+    result.repo, result.out_dir = repo, folder
+    result.node = {**node.to_dict(), "where": f"{node.name()}, {node.hardware()}"}
     result.report_path = folder / "report.md" if result.report_path else None
     result.plot_path = folder / "sweep.png" if result.plot_path else None
     return result

@@ -89,7 +89,7 @@ class SearchSettings(ModelSettings):
     def model_settings(self) -> ModelSettings:
         """What the fitted model (:mod:`tritonkit.perf.sweep.model`) needs of these settings."""
         levels = self.levels or ((self.max_concurrency,) if self.max_concurrency else ())
-        return ModelSettings(**{f.name: getattr(self, f.name) for f in fields(ModelSettings)} | {"levels": levels})
+        return ModelSettings(**{f.name: getattr(self, f.name) for f in fields(ModelSettings)} | {"levels": tuple(levels)})
 
 
 @dataclass(frozen=True)
