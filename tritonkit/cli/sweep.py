@@ -43,13 +43,6 @@ from tritonkit.perf.sweep import (
     SweepGrid,
     SweepResult,
     SweepSettings,
-    parse_instances,
-    parse_max_batch_sizes,
-    parse_pin,
-    parse_preferred,
-    parse_queue_sizes,
-    parse_queue_timeouts,
-    parse_windows,
     run_joint_sweep,
     run_sweep,
 )
@@ -110,9 +103,7 @@ class SweepPrinter:
                 ratio_to_default=round(result.ratio_to_default, 3) if result.ratio_to_default else None,
                 headroom_pct=round(100 * min(result.headroom.values()), 1) if result.headroom else None,
                 tie_within_noise=bool(result.search.noise_note),
-                measured=result.counts()["measured"], pruned=result.counts()["pruned"],
-                skipped=result.counts()["skipped"],
-                load_failed=result.counts()["load_failed"], failed=result.counts()["failed"],
+                **{k: result.counts()[k] for k in ("measured", "pruned", "skipped", "load_failed", "failed")},
                 resumed=len(result.resumed),
                 wall_s=round(result.wall_s, 1), report=result.report_path,
                 config=result.write_back.config_path if result.write_back else None,
@@ -275,15 +266,8 @@ def sweep_command(
           --node-resources GPU=1 --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8
     """
     model = models[0]
-    grid = SweepGrid(
-        instances=parse_instances(instances) if instances else None,
-        max_batch_sizes=parse_max_batch_sizes(max_batch) if max_batch else None,
-        windows_us=parse_windows(batch_window) if batch_window else None,
-        preferred=parse_preferred(preferred_batch) if preferred_batch else None,
-        queue_sizes=parse_queue_sizes(queue_sizes) if queue_sizes else None,
-        queue_timeouts_us=parse_queue_timeouts(queue_timeouts) if queue_timeouts else None,
-        pins=tuple(parse_pin(text) for text in pins),
-    )
+    grid = SweepGrid.from_text(pins, instances=instances, max_batch_size=max_batch, batch_window=batch_window,
+                               preferred_batch=preferred_batch, max_queue_size=queue_sizes, queue_timeout=queue_timeouts)
     spec = PerfSpec(model=target or model, url="127.0.0.1:8001", input_data=input_data,
                     shapes=PerfSpec.shapes_from_text(shapes))
     settings = SweepSettings(

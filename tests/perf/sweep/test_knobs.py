@@ -85,6 +85,15 @@ def test_a_pin_holds_one_knob_for_every_model_or_for_one() -> None:
     assert grid.composing_pins(["b"]) == {"a": [Pin("a", "instances", 2)]}
 
 
+def test_the_command_lines_texts_build_the_grid_each_read_as_its_option_reads_it() -> None:
+    grid = SweepGrid.from_text(("m.instances=2",), instances="1:2", max_batch_size="1:8:x2", batch_window="0,off",
+                               preferred_batch=None, max_queue_size="", queue_timeout="off,10ms")
+    assert grid == SweepGrid(instances=[1, 2], max_batch_sizes=[1, 2, 4, 8], windows_us=[0, None],
+                             queue_timeouts_us=[0, 10000], pins=(Pin("m", "instances", 2),))
+    with pytest.raises(ConfigError, match="--instances: 'two' is not a whole number"):
+        SweepGrid.from_text(instances="two")
+
+
 def test_pins_that_contradict_an_axis_or_each_other_are_refused_before_anything_runs() -> None:
     with pytest.raises(ConfigError, match="--pin instances=2 and --instances both set instances"):
         SweepGrid(instances=[1, 2], pins=(Pin(None, "instances", 2),)).validate(["m"])

@@ -29,13 +29,12 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,8 +42,7 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write, path_error
-from tritonkit._lock import FolderLock, model_folder_lock
-from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.errors import ConfigError
 from tritonkit.perf.cluster.dispatch import Dispatcher, JobOutcome
 from tritonkit.perf.cluster.nodes import NodeInfo, NodeResources, check_nodes, connected, driver_node_id
 from tritonkit.perf.cluster.remote import (
@@ -61,7 +59,7 @@ from tritonkit.perf.sweep.joint_run import JointResult, grids_of, plan_joint_wri
 from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import EXIT_UNMEASURED, SweepResult
 from tritonkit.perf.sweep.settings import SweepSettings
-from tritonkit.perf.sweep.store import SweepStore
+from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import apply_variant
 from tritonkit.perf.sweep.writeback import PendingWriteBack, plan_write_back
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
@@ -277,18 +275,6 @@ def _folders_for(repo: Path, models: Sequence[str], target: str | None) -> list[
     return list(dict.fromkeys(names))
 
 
-@contextlib.contextmanager
-def _locks(out_dir: Path, repo: Path, models: Sequence[str], write_back: bool) -> Iterator[None]:
-    """The sweep folder and, when winners are to be written, the model folders, for the whole run."""
-    with contextlib.ExitStack() as stack:
-        purpose = f"perf sweep --cluster {' '.join(models)}"
-        stack.enter_context(FolderLock(out_dir, what="sweep folder", purpose=purpose))
-        if write_back:
-            for model in models:
-                stack.enter_context(model_folder_lock(model_folder(repo, model), purpose=purpose))
-        yield
-
-
 def _input_blob(settings: SweepSettings) -> tuple[bytes | None, str]:
     """A ``--input-data`` file given on this machine, to send with each job (and its name)."""
     data = settings.spec.input_data if settings.spec is not None else None
@@ -299,10 +285,6 @@ def _input_blob(settings: SweepSettings) -> tuple[bytes | None, str]:
         return path.read_bytes(), path.name
     except OSError as exc:
         raise path_error(exc, "read the --input-data file", path) from exc
-
-
-def _node_record(node: NodeInfo) -> dict[str, Any]:
-    return {**node.to_dict(), "where": f"{node.name()}, {node.hardware()}"}
 
 
 def _land(folder_bytes: bytes, target: Path, *, whole: bool) -> None:
@@ -327,7 +309,8 @@ def _land(folder_bytes: bytes, target: Path, *, whole: bool) -> None:
 
 def _settle_single(result: SweepResult, node: NodeInfo, repo: Path, folder: Path) -> SweepResult:
     """A model's result as if swept here: local paths, its node named."""
-    result.repo, result.out_dir, result.node = repo, folder, _node_record(node)
+    result.repo, result.out_dir = repo, folder
+    result.node = {**node.to_dict(), "where": f"{node.name()}, {node.hardware()}"}
     result.report_path = folder / "report.md" if result.report_path else None
     result.plot_path = folder / "sweep.png" if result.plot_path else None
     return result
@@ -378,7 +361,8 @@ def run_cluster_sweep(
             users = [m for m, n in needs.items() if n == need] or ["the joint phase"]
             check_nodes(ray, need, address=cluster.address, need_server=True, why=f"sweeping {', '.join(users)}")
         out_dir.mkdir(parents=True, exist_ok=True)
-        with _locks(out_dir, repo_path, models, settings.write_back):
+        with sweep_locks(out_dir, [model_folder(repo_path, m) for m in models] if settings.write_back else [],
+                         f"perf sweep --cluster {' '.join(models)}"):
             result = _sweep_on(ray, repo_path, models, bases, settings, cluster, needs, joint_need, shares, out_dir,
                                input_data, input_name, emit, started, co_located)
     return result
@@ -485,8 +469,7 @@ def _plan_write_backs(repo: Path, bases: Mapping[str, mc.ModelConfig], result: C
     if not result.separately:
         if result.joint is None:
             return {}
-        pending = plan_joint_write_backs(repo, bases, result.joint)
-        return pending
+        return plan_joint_write_backs(repo, bases, result.joint)
     planned: dict[str, PendingWriteBack] = {}
     for model, sweep in result.sweeps.items():
         one = sweep.result
@@ -512,8 +495,3 @@ def _write_reports(result: ClusterSweepResult, out_dir: Path) -> None:
                                                json.dumps(joint.to_dict(), indent=2, default=str) + "\n")
     result.report_path = atomic_write(out_dir / CLUSTER_REPORT, result.render_markdown())
     atomic_write(out_dir / CLUSTER_RECORD, json.dumps(result.to_dict(), indent=2, default=str) + "\n")
-
-
-def errors_of(result: ClusterSweepResult) -> list[TritonKitError]:
-    """The errors that ended some model's (or the joint phase's) work, for the caller to print."""
-    return [o.error for o in result._outcomes().values() if o.error is not None]

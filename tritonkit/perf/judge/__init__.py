@@ -4,8 +4,8 @@
 * :mod:`.criteria`: what a step must meet beyond the SLA's bounds, one frozen value every verdict
   takes (:class:`JudgeSettings`: the offered rate carried, a GPU memory cap);
 * :mod:`.verdict`: per-step and whole-ladder verdicts, the knee (:func:`evaluate_result` →
-  :class:`Verdict`), the one place a step is judged — ``perf run``, ``perf report --sla``, the
-  sweeps and LLM runs all ask it;
+  :class:`Verdict`) over what :mod:`.measurement` reads of each step, the one place a step is
+  judged — ``perf run``, ``perf report --sla``, the sweeps and LLM runs all ask it;
 * :mod:`.step`: one step as the ladder climbs (:func:`judge_step`) and the ladder's stop rule
   (:func:`ladder_check`);
 * :mod:`.compare`: baselines and regressions (:func:`compare_results` → :class:`BaselineComparison`).

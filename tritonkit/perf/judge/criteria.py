@@ -56,22 +56,17 @@ class JudgeSettings:
     headroom: float = 0.0
 
     def __post_init__(self) -> None:
-        tolerance = self.rate_tolerance
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) \
-                or not (math.isfinite(tolerance) and 0.0 <= tolerance < 1.0):
-            raise ConfigError(f"rate_tolerance must be a fraction in [0, 1), got {tolerance!r}",
-                              hint="e.g. 0.05 for 5 % (the command line takes percent: --rate-tolerance 5)")
-        cap = self.max_gpu_memory_mb
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
-                                or not (math.isfinite(cap) and cap > 0)):
-            raise ConfigError(f"max_gpu_memory_mb must be > 0, got {cap!r}",
-                              hint="give the cap in MiB, e.g. --max-gpu-memory-mb 20000, or leave it out")
-        margin = self.headroom
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) \
-                or not (math.isfinite(margin) and 0.0 <= margin < 1.0):
-            raise ConfigError(f"headroom must be a fraction in [0, 1), got {margin!r}",
-                              hint="e.g. 0.2 to keep 20 % to spare under every limit (the command line takes "
-                                   "percent: --headroom 20%)")
+        fraction = "a fraction in [0, 1)"
+        for name, must, hint in (
+                ("rate_tolerance", fraction, "e.g. 0.05 for 5 % (the command line takes percent: --rate-tolerance 5)"),
+                ("max_gpu_memory_mb", "> 0", "give the cap in MiB, e.g. --max-gpu-memory-mb 20000, or leave it out"),
+                ("headroom", fraction, "e.g. 0.2 to keep 20 % to spare under every limit (the command line takes "
+                                       "percent: --headroom 20%)")):
+            value = getattr(self, name)
+            if (value is not None or name != "max_gpu_memory_mb") and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not (value > 0 if must == "> 0" else 0.0 <= value < 1.0)):
+                raise ConfigError(f"{name} must be {must}, got {value!r}", hint=hint)
 
     def limit(self, constraint: Constraint) -> float:
         """The value ``constraint`` holds a measurement to: its limit moved inward by ``headroom``

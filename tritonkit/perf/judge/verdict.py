@@ -30,7 +30,8 @@
   load measured; measure again, longer or repeated), and is ``unmeasured`` when no step could be
   measured (exit 2).
 
-:func:`evaluate` works on plain :class:`StepMeasurement` values; :func:`evaluate_result` reads a
+:func:`evaluate` works on plain :class:`~tritonkit.perf.judge.measurement.StepMeasurement` values
+(:mod:`tritonkit.perf.judge.measurement`: what a step gives the SLA); :func:`evaluate_result` reads a
 :class:`~tritonkit.perf.measure.result.PerfResult`; both take the :class:`JudgeSettings` (default:
 5 % rate tolerance, no memory cap), and so do every other verdict (LLM runs, the sweep) and the
 ladder's stop rule (:mod:`tritonkit.perf.judge.step`). ``Verdict.to_dict()`` is what ``result.json``
@@ -47,10 +48,9 @@ from typing import Any, Literal
 from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.criteria import JudgeSettings
+from tritonkit.perf.judge.measurement import StepMeasurement, measurement_from_step
 from tritonkit.perf.judge.sla import SLA, Constraint, check_op, fmt_number, format_metric
-from tritonkit.perf.measure.failures import queue_rejections
 from tritonkit.perf.measure.result import PerfResult, StepResult
-from tritonkit.perf.metric_registry import LATENCY_STATS
 
 __all__ = [
     "EXIT_NOISE",
@@ -82,37 +82,6 @@ EXIT_NOISE = 3
 
 Status = Literal["pass", "fail", "noise", "unmeasured"]
 _STATUSES = ("pass", "fail", "noise", "unmeasured")
-
-
-@dataclass(frozen=True)
-class StepMeasurement:
-    """What the SLA needs from one step of a ladder, in canonical units.
-
-    ``load`` is the offered load (concurrency, or request rate in requests/s); ``values`` maps
-    canonical metric names to measurements (a metric that was not measured is absent or
-    ``None``); ``measured`` is false for a step that has no trustworthy numbers; ``intervals``
-    maps metric names to their 95 % intervals (a bound inside one is inside the noise);
-    ``noisy``: the step's windows disagreed (its values are their medians).
-
-    What the criteria beyond the SLA read (``None``: not known, not judged): ``offered_per_s`` the
-    request rate an open loop offered (``None`` for a closed loop), ``carried_per_s`` the requests
-    per second the server answered (known even where the step is not otherwise measured) with its
-    95 % interval ``carried_interval_per_s``, ``gpu_memory_mb`` the peak GPU memory in MiB.
-    ``rejected_count``: of the failed requests (``values["errors"]``), those the queue policy
-    refused (their share is ``values["rejected"]``).
-    """
-
-    load: float
-    values: Mapping[str, float | None]
-    measured: bool = True
-    note: str = ""
-    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    offered_per_s: float | None = None
-    carried_per_s: float | None = None
-    carried_interval_per_s: tuple[float, float] | None = None
-    gpu_memory_mb: float | None = None
-    rejected_count: float = 0.0
-    noisy: bool = False
 
 
 @dataclass(frozen=True)
@@ -194,22 +163,11 @@ class CheckResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
         """Inverse of :meth:`to_dict`."""
-        constraint = Constraint(
-            str(data["metric"]), check_op(str(data["op"]), "verdict"), float(data["limit"])
-        )
-        measured = data.get("measured")
-        headroom = data.get("headroom")
-        passed = data.get("passed")
-        interval = data.get("interval")
-        held_to = data.get("held_to")
-        return cls(
-            constraint,
-            None if measured is None else float(measured),
-            None if passed is None else bool(passed),
-            None if headroom is None else float(headroom),
-            None if not interval else (float(interval[0]), float(interval[1])),
-            None if held_to is None else float(held_to),
-        )
+        constraint = Constraint(str(data["metric"]), check_op(str(data["op"]), "verdict"), float(data["limit"]))
+        passed, interval = data.get("passed"), data.get("interval")
+        return cls(constraint, _number(data.get("measured")), None if passed is None else bool(passed),
+                   _number(data.get("headroom")), None if not interval else (float(interval[0]), float(interval[1])),
+                   _number(data.get("held_to")))
 
 
 @dataclass(frozen=True)
@@ -293,20 +251,28 @@ class StepVerdict:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepVerdict:
         """Inverse of :meth:`to_dict`."""
-        status = str(data["status"])
-        if status not in _STATUSES:
-            raise ConfigError(f"verdict step has unknown status '{status}'")
-        throughput = data.get("throughput_per_s")
         return cls(
             float(data["load"]),
-            status,  # type: ignore[arg-type]  # checked just above
+            _status(data, "verdict step"),
             tuple(CheckResult.from_dict(c) for c in data.get("checks") or []),
-            None if throughput is None else float(throughput),
+            _number(data.get("throughput_per_s")),
             str(data.get("note") or ""),
             tuple(str(m) for m in data.get("misses") or []),  # absent from verdicts stored before it
             bool(data.get("noisy", False)),
             tuple(str(m) for m in data.get("unsure") or []),
         )
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _status(data: Mapping[str, Any], what: str) -> Status:
+    """``data["status"]``, checked: ``ConfigError`` naming ``what`` for a status no verdict has."""
+    status = str(data["status"])
+    if status not in _STATUSES:
+        raise ConfigError(f"{what} has unknown status '{status}'")
+    return status  # type: ignore[return-value]  # checked just above
 
 
 def _rank(check: CheckResult) -> tuple[int, float]:
@@ -471,12 +437,9 @@ class Verdict:
             knee_load = data.get("knee_load")
             knee = next((s for s in steps if knee_load is not None and s.load == float(knee_load)), None)
             binding = CheckResult.from_dict(data["binding"]) if data.get("binding") else None
-            status = str(data["status"])
-            if status not in _STATUSES:
-                raise ConfigError(f"SLA verdict has unknown status '{status}'")
             return cls(
                 SLA.from_dict(data["sla"]),
-                status,  # type: ignore[arg-type]  # checked just above
+                _status(data, "SLA verdict"),
                 steps,
                 knee,
                 binding,
@@ -488,20 +451,9 @@ class Verdict:
             raise ConfigError(f"the stored SLA verdict is malformed: {exc}") from exc
 
 
-def _values(sla: SLA, step: StepMeasurement) -> Mapping[str, float | None]:
-    """What the SLA's bounds read of ``step``: its values, except that where the SLA bounds the
-    rejected share, the errors and error rate it bounds are the failures other than rejections."""
-    values = step.values
-    if not step.rejected_count or sla.constraint("rejected") is None:
-        return values
-    errors, rate, share = values.get("errors"), values.get("error_rate"), values.get("rejected")
-    return {**values, "errors": None if errors is None else max(0.0, errors - step.rejected_count),
-            "error_rate": None if rate is None or share is None else max(0.0, rate - share)}
-
-
 def _judge_step(sla: SLA, step: StepMeasurement, judging: JudgeSettings) -> StepVerdict:
     throughput = step.values.get("throughput")
-    values = _values(sla, step)
+    values = step.values_for(sla)
     rate = judging.rate_miss(step.offered_per_s, step.carried_per_s, step.carried_interval_per_s)
     rate_unsure = rate is not None and judging.rate_inside_noise(step.offered_per_s, step.carried_interval_per_s)
     unsure = (rate,) if rate is not None and rate_unsure else ()
@@ -593,92 +545,6 @@ def evaluate(sla: SLA, steps: Sequence[StepMeasurement], *, load_kind: str = "co
 
 
 # --------------------------------------------------------------------------- from a run result
-
-
-def measurement_from_step(step: StepResult, *, batch_size: int = 1) -> StepMeasurement:
-    """What the SLA reads from one :class:`~tritonkit.perf.measure.result.StepResult`, in canonical units.
-
-    * A clean step (stable or noisy, no failed request, numbers present) gives every metric,
-      with each figure's 95 % interval where the step has one (a noisy step's are wide).
-    * A step where requests failed gives only ``errors``, ``error_rate`` and ``rejected``:
-      perf_analyzer stops at the first failure, so its latencies are not a measurement, but the
-      failures are a fact that fails ``errors==0``. Failures the queue policy caused (its
-      messages, :data:`~tritonkit.perf.measure.failures.QUEUE_REJECTIONS`) are counted as
-      rejected too: all of them when every failure perf_analyzer saw was one.
-    * An unstable step without figures, or one without numbers, is not measured: it passes no
-      bound and fails none (only a criterion beyond the SLA, judged on the facts below, can fail it).
-
-    Errors are the larger of the step's count and the server's failure counter over the step,
-    so a failure either side saw is never missed. For the criteria beyond the SLA: an open-loop
-    step's offered rate, the requests per second it carried (its throughput over ``batch_size``:
-    throughput counts inferences, the rate counts requests) whenever perf_analyzer gave one and
-    did not fail, and its peak GPU memory from the server's metrics.
-    """
-    errors = float(step.error_count)
-    if step.metrics is not None and step.metrics.failure_count is not None:
-        errors = max(errors, step.metrics.failure_count)
-    rejected, failed_lines = queue_rejections(step.error_note or "")
-    if rejected and rejected == failed_lines:
-        rejected = int(errors)  # every failure perf_analyzer saw was a rejection: so were the server's
-    total = float(step.request_count)
-    if total <= 0 and step.metrics is not None and step.metrics.success_count is not None:
-        failures = step.metrics.failure_count or 0.0
-        # A request refused because the queue was full is in neither of the server's counters
-        # (tritonserver 2.51, seen here): the rejections it did not count are added.
-        total = step.metrics.success_count + failures + max(0.0, rejected - failures)
-    latency = step.latency
-    clean = ((step.stable or step.noisy) and errors == 0 and step.throughput_per_s is not None
-             and latency is not None and step.failure is None)
-    values: dict[str, float | None] = {
-        "errors": errors,
-        "error_rate": errors / total if total > 0 else (0.0 if clean else None),
-        "rejected": rejected / total if total > 0 else (0.0 if clean else None),
-    }
-    if clean and latency is not None:
-        queue_us = step.server.queue_us
-        if queue_us is None and step.metrics is not None:
-            queue_us = step.metrics.queue_time_us_per_request
-        values.update(
-            throughput=step.throughput_per_s,
-            **{stat: getattr(latency, f"{stat}_ms") for stat in LATENCY_STATS},
-            queue=None if queue_us is None else queue_us / 1000.0,
-        )
-    if step.server_lost:
-        note = "the server stopped answering during this step"
-        return StepMeasurement(step.load_value, {}, False, note)
-    per_request = 1.0 / max(1, batch_size)
-    carried = None
-    carried_band = None
-    if step.throughput_per_s is not None and step.failure is None:
-        carried = step.throughput_per_s * per_request
-        raw_band = step.interval("throughput")
-        if raw_band is not None:
-            carried_band = (raw_band[0] * per_request, raw_band[1] * per_request)
-    memory_bytes = step.metrics.gpu_memory_used_bytes_max if step.metrics is not None else None
-    if errors > 0 and rejected == errors:
-        note = f"{errors:g} requests rejected by the queue policy (perf_analyzer stops at the first)"
-    elif errors > 0:
-        note = f"{errors:g} failed requests" + (f": {step.error_note}" if step.error_note else "")
-    elif step.noisy:
-        note = step.unstable_note or "noisy: its windows disagreed"
-    elif not step.stable:
-        note = f"unstable: {step.unstable_note}" if step.unstable_note else "unstable measurement"
-    elif step.failure is not None:
-        note = f"perf_analyzer failed ({step.failure}): {step.failure_note or 'no message'}"
-    elif not clean:
-        note = "no throughput or latency measured"
-    else:
-        note = ""
-    measured = clean or errors > 0
-    intervals = {name: band for name in ("throughput", *LATENCY_STATS)
-                 if clean and (band := step.interval(name)) is not None}
-    return StepMeasurement(
-        step.load_value, values, measured, note, intervals,
-        offered_per_s=step.load_value if step.load_mode == "request_rate" else None,
-        carried_per_s=carried, carried_interval_per_s=carried_band,
-        gpu_memory_mb=None if memory_bytes is None else memory_bytes / 2**20, rejected_count=float(rejected),
-        noisy=step.noisy,
-    )
 
 
 def evaluate_result(sla: SLA, result: PerfResult, judging: JudgeSettings | None = None) -> Verdict:

@@ -22,7 +22,6 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
@@ -38,7 +37,7 @@ from tritonkit.perf.sweep.result import (
 )
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
-from tritonkit.perf.sweep.store import SweepStore
+from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.perf.sweep.writeback import PendingWriteBack, WriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
@@ -278,12 +277,8 @@ def run_joint_sweep(
     out_dir = settings.out_dir("-".join(models))
     say: Callable[[str], None] = lambda text: emit(SweepEvent("note", text))  # noqa: E731
     with contextlib.ExitStack() as stack:
-        purpose = f"perf sweep {' '.join(models)}"
-        for folder, what in [(out_dir, "sweep folder"), *[(model_folder(repo_path, m), "model folder") for m in models]]:
-            lock = stack.enter_context(FolderLock(folder, what=what, purpose=purpose) if what != "model folder"
-                                       else model_folder_lock(folder, purpose=purpose))
-            if lock.taken_over:
-                say(lock.taken_over)
+        stack.enter_context(sweep_locks(out_dir, [model_folder(repo_path, m) for m in models],
+                                        f"perf sweep {' '.join(models)}", say=say))
         # Only the swept models are loaded on this server, so their configs alone decide.
         load_args = quick_load_args(repo_path, bases)
         if load_args:

@@ -323,12 +323,6 @@ class PerfModel:
         high, _ = self._best(variant, replace(optimistic, kappa=high_k))
         return Prediction(mid, min(low, mid), max(high, mid), at)
 
-    def throughput_at(self, variant: Variant, load: float) -> tuple[float, float]:
-        """(throughput /s, p99 ms) the fitted model expects at one ``load``."""
-        closed = self.settings.load_mode == "concurrency"
-        throughput, p99, _ = self._closed(variant, load, self.mid) if closed else self._open(variant, load, self.mid)
-        return throughput, p99
-
     def describe(self) -> str:
         """The fitted quantities in words, for the report."""
         p = self.mid

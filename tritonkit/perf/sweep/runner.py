@@ -14,14 +14,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
-from tritonkit._lock import FolderLock, LockedError, model_folder_lock
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.input_data import region_for_server
@@ -34,7 +33,7 @@ from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
 from tritonkit.perf.sweep.search import SearchSettings, search
 from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
-from tritonkit.perf.sweep.store import SweepStore
+from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import Variant, apply_variant, grid_warnings, pinned_config
 from tritonkit.perf.sweep.writeback import PendingWriteBack, plan_write_back
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
@@ -65,34 +64,6 @@ def _os_errors(action: str, where: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise path_error(exc, action, exc.filename or where) from exc
-
-
-@contextlib.contextmanager
-def _locks(out_dir: Path, model_dir: Path, model: str, *, write_back: bool,
-           emit: Callable[[SweepEvent], None]) -> Iterator[None]:
-    """Hold the sweep folder and the model folder for the whole sweep: a second sweep into either
-    is refused (it would delete this one's partial results, or measure under its load and write
-    a winner over it). A read-only model folder is only locked when it is to be written."""
-    purpose = f"perf sweep {model}"
-    with FolderLock(out_dir, what="sweep folder", purpose=purpose) as out_lock:
-        model_lock: FolderLock | None = None
-        try:
-            model_lock = model_folder_lock(model_dir, purpose=purpose).acquire()
-        except LockedError:
-            raise
-        except ConfigError as exc:
-            if write_back or not isinstance(exc.__cause__, OSError):
-                raise
-            emit(SweepEvent("note", f"{model_dir} cannot be locked ({exc.message}); it is only read"))
-            model_lock = None
-        try:
-            for lock in (out_lock, model_lock):
-                if lock is not None and lock.taken_over:
-                    emit(SweepEvent("note", lock.taken_over))
-            yield
-        finally:
-            if model_lock is not None:
-                model_lock.release()
 
 
 def run_sweep(
@@ -134,8 +105,8 @@ def run_sweep(
                           hint="start it with model_control='explicit' (tritonkit serve --explicit)")
     out_dir = settings.out_dir(model)
     warnings = grid_warnings(variants)
-    with _locks(out_dir, model_folder(repo_path, model), model, write_back=settings.write_back, emit=emit), \
-            _os_errors("write the sweep's results", out_dir):
+    with sweep_locks(out_dir, [model_folder(repo_path, model)], f"perf sweep {model}", read_only=not settings.write_back,
+                     say=lambda text: emit(SweepEvent("note", text))), _os_errors("write the sweep's results", out_dir):
         settings = settings.with_input_data(repo_path, model, out_dir)
         for text in warnings:
             emit(SweepEvent("warning", text))
@@ -192,34 +163,13 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
     thread appended there, for the caller to join (any other way out stops it at once).
     ``composing``: composing models of the target loaded with these configs (pinned knobs)
     before the target."""
-    searched = False
-    runtime = None
-    stand_in_warning = None
-    parsed = settings.parsed_sla()
     plan = settings.ladder_plan()
-    out_dir = store.root
-    load_text = f"{plan.mode.replace('_', ' ')} " + ", ".join(f"{v:g}" for v in plan.levels)
     finished_before = set(store.finished())
-    hardware = Hardware.detect()
-    p99 = parsed.constraint("p99")
-    search_settings = SearchSettings(
-        exhaustive=settings.exhaustive, tie_tolerance=settings.tie_tolerance,
-        noise_allowance=settings.noise_allowance,
-        max_concurrency=max(plan.levels) if plan.mode == "concurrency" else None,
-        levels=tuple(plan.levels), load_mode=plan.mode,
-        p99_limit_ms=p99.value if p99 is not None else None,
-        cpu_cores=hardware.cpu_cores, gpus=len(hardware.gpus), rate_tolerance=settings.rate_tolerance,
-    )
+    search_settings = _search_settings(settings)
     own_server = server is None
-    load_args = quick_load_args(repo_path, {model: base}) if own_server and settings.target is None else []
-    if own_server and settings.spec is not None and settings.spec.output_shared_memory_size_bytes is not None:
-        # Its own loopback server: let perf_analyzer's output region in where the release needs the flag.
-        load_args = [*load_args, *client_shm_args(locate_server().version)]
-    live_server = server or TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
-                                         extra_args=load_args, server_bin=settings.server_bin,
-                                         backend_dir=settings.backend_dir)
-    resumed: list[str] = []
+    live_server, load_args = _own_server(repo_path, model, base, settings, store.root) if server is None else (server, [])
     progress = _Progress(emit, total=len(variants))
+    searched = False
     server_start_s = 0.0
     try:
         if own_server:
@@ -229,63 +179,18 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         runtime = runtime_of(base, version, backend_dir=live_server.install.backend_dir, local_python=True)
         emit(SweepEvent("server", f"tritonserver {version} on {live_server.grpc_url} (explicit model control"
                         + (f", {AUTO_COMPLETE_OFF}" if load_args else "")
-                        + f"); {len(variants)} variants, sweep folder {out_dir}; {model} served by "
+                        + f"); {len(variants)} variants, sweep folder {store.root}; {model} served by "
                         + runtime.describe()))
-        if runtime.stand_in:
-            stand_in_warning = stand_in_note(model, runtime)
+        stand_in_warning = stand_in_note(model, runtime) if runtime.stand_in else None
+        if stand_in_warning is not None:
             emit(SweepEvent("warning", stand_in_warning))
-        target = settings.target or model
-        template = settings.spec or PerfSpec(model=target, url=live_server.grpc_url)
-        # The output region of derived data needs a server that takes client shared memory.
-        template, shm_said = region_for_server(replace(template, url=live_server.grpc_url))
-        if shm_said:
-            emit(SweepEvent("note", shm_said))
-        meter = VariantMeter(
-            live=LiveModel(live_server, model), base=base,
-            spec=replace(template, model=target, url=live_server.grpc_url),
-            plan=plan, sla=parsed, store=store, say=lambda text: emit(SweepEvent("note", text)),
-            judging=settings.judging(),
-            target=LiveModel(live_server, target) if settings.target else None,
-            target_config=target_config, noise_allowance=settings.noise_allowance, runtime=runtime,
-            composing=dict(composing or {}),
-        )
+        meter = _meter(live_server, model, base, settings, store, runtime, target_config, composing, emit)
         meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
         if gpus is not None:
             search_settings = replace(search_settings, gpus=gpus)
-
-        best_per_s = [0.0]
-        best_tuned_per_s = [0.0]  # the best of the variants other than the default
-
-        def measure(variant: Variant, loads: tuple[float, ...]) -> VariantOutcome:
-            reused = variant.knobs_id in finished_before
-            if not reused:
-                progress.start(variant, loads)
-            # Every variant is measured from its top load down (see driver.py), unless the sweep
-            # is exhaustive. A contender (within twice the tie tolerance of the best variant so far,
-            # or above it) is re-measured while it is loaded; the search's closing round re-measures,
-            # loading them again, only the contenders not re-measured so. The default alone sets no
-            # such bar: a tuned variant nearly always clears it, and the first one measured after
-            # it (the first guess) is often overtaken, its re-measurement then wasted.
-            quick = not settings.exhaustive
-            outcome = meter.measure(
-                variant, loads, descend=quick, floor_per_s=best_per_s[0] * (1.0 - settings.tie_tolerance),
-                confirm_above_per_s=(best_tuned_per_s[0] * (1.0 - 2 * settings.tie_tolerance)
-                                     if quick and best_tuned_per_s[0] > 0 else None))
-            score = outcome.score()
-            if score is not None:
-                best_per_s[0] = max(best_per_s[0], score.throughput_per_s)
-                if not variant.is_default:
-                    best_tuned_per_s[0] = max(best_tuned_per_s[0], score.throughput_per_s)
-            if reused:
-                resumed.append(variant.id)
-            progress.finished(outcome, reused)
-            return outcome
-
-        def notify(kind: str, data: dict[str, Any]) -> None:
-            progress.decision(kind, data)
-
-        result = search(variants, measure, meter.confirm, search_settings, notify=notify)
+        measure = _Measure(meter, settings, progress, finished_before)
+        result = search(variants, measure, meter.confirm, search_settings, notify=progress.decision)
         searched = True
     finally:
         if own_server and searched and stopping is not None:
@@ -298,12 +203,101 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         elif own_server:
             live_server.stop()
     return SweepResult(
-        model=model, repo=repo_path, out_dir=out_dir, sla_text=str(parsed), load_text=load_text,
+        model=model, repo=repo_path, out_dir=store.root, sla_text=str(settings.parsed_sla()),
+        load_text=f"{plan.mode.replace('_', ' ')} " + ", ".join(f"{v:g}" for v in plan.levels),
         p99_limit_ms=search_settings.p99_limit_ms, exhaustive=settings.exhaustive, grid=variants, search=result,
-        write_back=None, wall_s=time.monotonic() - started, resumed=resumed, server_version=version,
+        write_back=None, wall_s=time.monotonic() - started, resumed=measure.resumed, server_version=version,
         server_start_s=server_start_s, target=settings.target, runtime=runtime, headroom_required=settings.headroom,
         warnings=[stand_in_warning] if stand_in_warning else [],
     )
+
+
+def _search_settings(settings: SweepSettings) -> SearchSettings:
+    """The search's knobs: the sweep's ladder, SLA and tolerances, on this machine's hardware (the
+    GPUs the server's own metrics show replace that count once it runs)."""
+    plan = settings.ladder_plan()
+    p99 = settings.parsed_sla().constraint("p99")
+    hardware = Hardware.detect()
+    return SearchSettings(
+        exhaustive=settings.exhaustive, tie_tolerance=settings.tie_tolerance,
+        noise_allowance=settings.noise_allowance,
+        max_concurrency=max(plan.levels) if plan.mode == "concurrency" else None,
+        levels=tuple(plan.levels), load_mode=plan.mode,
+        p99_limit_ms=p99.value if p99 is not None else None,
+        cpu_cores=hardware.cpu_cores, gpus=len(hardware.gpus), rate_tolerance=settings.rate_tolerance,
+    )
+
+
+def _own_server(repo_path: Path, model: str, base: mc.ModelConfig, settings: SweepSettings,
+                out_dir: Path) -> tuple[TritonServer, list[str]]:
+    """The server the sweep starts for itself (explicit model control, its log in the sweep folder),
+    and the arguments it adds: auto-complete off where no variant needs it, client shared memory."""
+    load_args = quick_load_args(repo_path, {model: base}) if settings.target is None else []
+    if settings.spec is not None and settings.spec.output_shared_memory_size_bytes is not None:
+        # Its own loopback server: let perf_analyzer's output region in where the release needs the flag.
+        load_args = [*load_args, *client_shm_args(locate_server().version)]
+    return TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
+                        extra_args=load_args, server_bin=settings.server_bin,
+                        backend_dir=settings.backend_dir), load_args
+
+
+def _meter(server: TritonServer, model: str, base: mc.ModelConfig, settings: SweepSettings, store: SweepStore,
+           runtime: ServedRuntime, target_config: mc.ModelConfig | None, composing: dict[str, mc.ModelConfig] | None,
+           emit: Callable[[SweepEvent], None]) -> VariantMeter:
+    """What measures ``model``'s variants on ``server``: perf_analyzer sent to the load target, with
+    an output region of derived data only where the server takes client shared memory."""
+    target = settings.target or model
+    template = settings.spec or PerfSpec(model=target, url=server.grpc_url)
+    template, shm_said = region_for_server(replace(template, url=server.grpc_url))
+    if shm_said:
+        emit(SweepEvent("note", shm_said))
+    return VariantMeter(
+        live=LiveModel(server, model), base=base, spec=replace(template, model=target, url=server.grpc_url),
+        plan=settings.ladder_plan(), sla=settings.parsed_sla(), store=store,
+        say=lambda text: emit(SweepEvent("note", text)), judging=settings.judging(),
+        target=LiveModel(server, target) if settings.target else None, target_config=target_config,
+        noise_allowance=settings.noise_allowance, runtime=runtime, composing=dict(composing or {}),
+    )
+
+
+@dataclass
+class _Measure:
+    """The search's ``measure``: one variant on the meter, with the bars the best so far sets, its
+    progress told; ``resumed``: the variants a finished earlier run measured."""
+
+    meter: VariantMeter
+    settings: SweepSettings
+    progress: _Progress
+    finished_before: set[str]
+    best_per_s: float = 0.0
+    best_tuned_per_s: float = 0.0  # the best of the variants other than the default
+    resumed: list[str] = field(default_factory=list)
+
+    def __call__(self, variant: Variant, loads: tuple[float, ...]) -> VariantOutcome:
+        reused = variant.knobs_id in self.finished_before
+        if not reused:
+            self.progress.start(variant, loads)
+        # Every variant is measured from its top load down (see driver.py), unless the sweep
+        # is exhaustive. A contender (within twice the tie tolerance of the best variant so far,
+        # or above it) is re-measured while it is loaded; the search's closing round re-measures,
+        # loading them again, only the contenders not re-measured so. The default alone sets no
+        # such bar: a tuned variant nearly always clears it, and the first one measured after
+        # it (the first guess) is often overtaken, its re-measurement then wasted.
+        quick = not self.settings.exhaustive
+        tie = self.settings.tie_tolerance
+        outcome = self.meter.measure(
+            variant, loads, descend=quick, floor_per_s=self.best_per_s * (1.0 - tie),
+            confirm_above_per_s=(self.best_tuned_per_s * (1.0 - 2 * tie)
+                                 if quick and self.best_tuned_per_s > 0 else None))
+        score = outcome.score()
+        if score is not None:
+            self.best_per_s = max(self.best_per_s, score.throughput_per_s)
+            if not variant.is_default:
+                self.best_tuned_per_s = max(self.best_tuned_per_s, score.throughput_per_s)
+        if reused:
+            self.resumed.append(variant.id)
+        self.progress.finished(outcome, reused)
+        return outcome
 
 
 #: Triton's flag that loads a config as given. Each load with auto-complete on makes the python

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from tritonkit.perf.sweep.model import ModelSettings, Prediction, cheapest_costs, fit_model, knob_distance
@@ -73,31 +73,23 @@ __all__ = [
 ]
 
 @dataclass(frozen=True)
-class SearchSettings:
-    """Knobs of the search. ``max_concurrency`` is the ladder's top concurrency (``None`` for
-    request-rate ladders, which have no closed-loop bound); ``p99_limit_ms`` the SLA's p99 bound
-    when it has one. ``cpu_cores``/``gpus`` describe the serving hardware for the first guess.
-    ``confirm_top`` is the most variants re-measured per round. ``levels``/``load_mode`` are the
-    ladder's loads; with them, loads that cannot reach the best throughput found are skipped."""
+class SearchSettings(ModelSettings):
+    """Knobs of the search: the fitted model's (:class:`~tritonkit.perf.sweep.model.ModelSettings`:
+    the ladder's ``levels``/``load_mode``, with which loads that cannot reach the best throughput
+    found are skipped; the SLA's p99 bound when it has one; ``cpu_cores``/``gpus``, the serving
+    hardware, for the first guess) and its own. ``max_concurrency`` is the ladder's top
+    concurrency (``None`` for request-rate ladders, which have no closed-loop bound);
+    ``confirm_top`` is the most variants re-measured per round."""
 
     exhaustive: bool = False
     tie_tolerance: float = 0.05
-    noise_allowance: float = 0.10
     confirm_top: int = 3
     max_concurrency: float | None = None
-    levels: tuple[float, ...] = ()
-    load_mode: str = "concurrency"
-    p99_limit_ms: float | None = None
-    cpu_cores: int = 1
-    gpus: int = 0
-    rate_tolerance: float = 0.05
 
     def model_settings(self) -> ModelSettings:
         """What the fitted model (:mod:`tritonkit.perf.sweep.model`) needs of these settings."""
         levels = self.levels or ((self.max_concurrency,) if self.max_concurrency else ())
-        return ModelSettings(levels=tuple(levels), load_mode=self.load_mode, p99_limit_ms=self.p99_limit_ms,
-                             cpu_cores=self.cpu_cores, gpus=self.gpus, noise_allowance=self.noise_allowance,
-                             rate_tolerance=self.rate_tolerance)
+        return ModelSettings(**{f.name: getattr(self, f.name) for f in fields(ModelSettings)} | {"levels": tuple(levels)})
 
 
 @dataclass(frozen=True)
@@ -239,8 +231,14 @@ def first_guess(candidates: Sequence[Variant], costs: dict[int, float], settings
     predicted = {v.id: predict(v) for v in candidates}
     limit = settings.p99_limit_ms
     feasible = [v for v in candidates if limit is None or predicted[v.id][1] <= limit] or list(candidates)
-    top = max(predicted[v.id][0] for v in feasible)
-    near = [v for v in feasible if predicted[v.id][0] >= top * (1.0 - settings.tie_tolerance)]
+    return _simplest_near_top(feasible, {v.id: predicted[v.id][0] for v in feasible}, settings.tie_tolerance)
+
+
+def _simplest_near_top(variants: Sequence[Variant], per_s: dict[str, float], tolerance: float) -> Variant:
+    """The first guess's rule: of ``variants`` expected (``per_s``) within ``tolerance`` of the top,
+    the one with the fewest instances, then the smallest batch and window."""
+    top = max(per_s[v.id] for v in variants)
+    near = [v for v in variants if per_s[v.id] >= top * (1.0 - tolerance)]
     return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
 
 
@@ -342,93 +340,124 @@ def search(
     decisions as they happen. :attr:`SearchResult.decisions` keeps why each variant was
     measured or not.
     """
-    say = notify or (lambda _kind, _data: None)
+    run = _Run(measure, settings, notify or (lambda _kind, _data: None))
     default = next((v for v in grid if v.is_default), grid[0])
-    decisions: dict[str, Decision] = {default.id: Decision(
-        "measured", "the model's own config, measured first: its cost per execution is what the bounds and the "
-        "model start from")}
-    outcomes: list[VariantOutcome] = [measure(default, settings.levels)]
-
-    def loads(variant: Variant) -> tuple[float, ...]:
-        return useful_loads(variant, settings, _min_exec_us(outcomes), _best(outcomes) * (1.0 - settings.tie_tolerance))
-
+    run.take(default, Decision("measured", "the model's own config, measured first: its cost per execution is "
+                               "what the bounds and the model start from"), settings.levels)
     remaining = [v for v in grid if v is not default]
-    pruned: dict[str, float] = {}
     guess: Variant | None = None
-    model = fit_model(outcomes, settings.model_settings())
-
     if settings.exhaustive:
         for variant in remaining:
-            decisions[variant.id] = Decision("measured", "exhaustive: every variant is measured")
-            outcomes.append(measure(variant, settings.levels))
+            run.take(variant, Decision("measured", "exhaustive: every variant is measured"), settings.levels)
         remaining = []
     elif remaining:
-        predictions = {v.id: model.predict(v) for v in remaining} if model is not None else {}
-        guess = (_model_guess(remaining, predictions, settings) if predictions
-                 else first_guess(remaining, cheapest_costs(outcomes), settings))
-        if guess is not None:
-            prediction = predictions.get(guess.id)
-            why = (f"first guess: the model fitted to the default predicts {prediction.text()}, the most of any "
-                   "variant" if prediction is not None else "first guess from the measured cost and the hardware")
-            decisions[guess.id] = Decision("measured", why, prediction)
-            say("guess", {"variant": guess.id, **({"predicted": prediction.to_dict()} if prediction else {})})
-            outcomes.append(measure(guess, loads(guess)))
-            remaining.remove(guess)
+        guess = run.take_first_guess(remaining)
+    while remaining and run.take_next(remaining, near=guess or default):
+        pass
+    if confirm is not None:
+        _confirm_top(run.outcomes, confirm, settings, run.say)
+    choice = choose_winner(run.outcomes, settings.tie_tolerance)
+    final = fit_model(run.outcomes, settings.model_settings())
+    return SearchResult(outcomes=run.outcomes, pruned=run.pruned, guess=guess, winner=choice.winner,
+                        tied=choice.tied, decisions=run.decisions,
+                        model_text=final.describe() if final is not None else "", noise_note=choice.noise_note)
 
-    while remaining:
-        min_exec = _min_exec_us(outcomes)
-        best = _best(outcomes)
-        bounds = {
-            v.id: (throughput_bound_per_s(v, min_exec, max_concurrency=settings.max_concurrency,
-                                          allowance=settings.noise_allowance) if min_exec else math.inf)
-            for v in remaining
-        }
-        floor = best * (1.0 - settings.tie_tolerance)
-        for v in [v for v in remaining if bounds[v.id] < floor]:
-            pruned[v.id] = bounds[v.id]
-            decisions[v.id] = Decision("pruned", f"skipped: bound {bounds[v.id]:,.0f}/s below best {best:,.0f}/s",
-                                       bound_per_s=bounds[v.id])
-            remaining.remove(v)
-            say("pruned", {"variant": v.id, "bound_per_s": bounds[v.id], "best_per_s": best})
+
+@dataclass
+class _Run:
+    """A search under way: what it measures with, the outcomes in the order measured, and why each
+    variant was measured, pruned (by its bound, kept in ``pruned``) or skipped."""
+
+    measure: Measure
+    settings: SearchSettings
+    say: Notify
+    outcomes: list[VariantOutcome] = field(default_factory=list)
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    pruned: dict[str, float] = field(default_factory=dict)
+
+    def take(self, variant: Variant, decision: Decision, loads: tuple[float, ...] | None = None) -> None:
+        """Measure ``variant`` for the reason ``decision`` gives, at ``loads`` (default: the loads
+        that could still reach the best so far, :func:`useful_loads`)."""
+        self.decisions[variant.id] = decision
+        if loads is None:
+            floor = _best(self.outcomes) * (1.0 - self.settings.tie_tolerance)
+            loads = useful_loads(variant, self.settings, _min_exec_us(self.outcomes), floor)
+        self.outcomes.append(self.measure(variant, loads))
+
+    def predictions(self, variants: Iterable[Variant]) -> dict[str, Prediction]:
+        """What the model fitted to everything measured so far predicts of ``variants`` (none unfitted)."""
+        model = fit_model(self.outcomes, self.settings.model_settings())
+        return {v.id: model.predict(v) for v in variants} if model is not None else {}
+
+    def take_first_guess(self, remaining: list[Variant]) -> Variant | None:
+        """Measure the first guess (see the module docstring) and take it out of ``remaining``."""
+        predictions = self.predictions(remaining)
+        per_s = {v.id: p.throughput_per_s for v in remaining if (p := predictions.get(v.id)) is not None}
+        if not predictions:
+            guess = first_guess(remaining, cheapest_costs(self.outcomes), self.settings)
+        else:  # the variant the model expects to carry most, by the first guess's rule
+            guess = (_simplest_near_top(remaining, per_s, self.settings.tie_tolerance)
+                     if max(per_s.values(), default=0.0) > 0 else None)
+        if guess is None:
+            return None
+        prediction = predictions.get(guess.id)
+        why = (f"first guess: the model fitted to the default predicts {prediction.text()}, the most of any "
+               "variant" if prediction is not None else "first guess from the measured cost and the hardware")
+        self.say("guess", {"variant": guess.id, **({"predicted": prediction.to_dict()} if prediction else {})})
+        self.take(guess, Decision("measured", why, prediction))
+        remaining.remove(guess)
+        return guess
+
+    def take_next(self, remaining: list[Variant], near: Variant) -> bool:
+        """One round: prune what cannot win, refit, and measure the variant whose reach is highest
+        (ties: the nearer ``near``); ``False`` once nothing left can beat the best (skipped, said why)."""
+        min_exec = _min_exec_us(self.outcomes)
+        best = _best(self.outcomes)
+        bounds = {v.id: (throughput_bound_per_s(v, min_exec, max_concurrency=self.settings.max_concurrency,
+                                                allowance=self.settings.noise_allowance) if min_exec else math.inf)
+                  for v in remaining}
+        self._prune(remaining, bounds, best)
         if not remaining:
-            break
-        model = fit_model(outcomes, settings.model_settings())
-        predictions = {v.id: model.predict(v) for v in remaining} if model is not None else {}
-
+            return False
+        predictions = self.predictions(remaining)
         reach = {v.id: min(bounds[v.id], p.high_per_s) if (p := predictions.get(v.id)) is not None else bounds[v.id]
                  for v in remaining}
-        open_ = [v for v in remaining if reach[v.id] > best * (1.0 + settings.tie_tolerance)]
+        open_ = [v for v in remaining if reach[v.id] > best * (1.0 + self.settings.tie_tolerance)]
         if not open_:
-            # Nothing left can beat the best by more than the tie tolerance: say why, with the
-            # figures this decision rested on, and stop.
-            margin = f"cannot beat best {best:,.0f}/s by more than {100 * settings.tie_tolerance:g} %"
-            for v in remaining:
-                prediction = predictions.get(v.id)
-                if prediction is not None and prediction.high_per_s <= bounds[v.id]:
-                    text = f"skipped: model predicts at most {prediction.high_per_s:,.0f}/s ({prediction.text()}), {margin}"
-                else:
-                    text = f"skipped: bound {bounds[v.id]:,.0f}/s, {margin}"
-                decisions[v.id] = Decision("skipped", text, prediction, bounds[v.id])
-                say("skipped", {"variant": v.id, "reason": text, "best_per_s": best})
-            break
-        near = guess or default
+            self._skip_rest(remaining, bounds, predictions, best)
+            return False
         nxt = max(open_, key=lambda v: (reach[v.id], _mid(predictions, v), -knob_distance(v, near)))
         prediction = predictions.get(nxt.id)
         why = (f"measured: model predicts {prediction.text()} (up to {prediction.high_per_s:,.0f}/s; best so far "
                f"{best:,.0f}/s)" if prediction is not None
                else f"measured: its bound {bounds[nxt.id]:,.0f}/s is the highest left (best so far {best:,.0f}/s)")
-        decisions[nxt.id] = Decision("measured", why, prediction, bounds[nxt.id])
-        say("propose", {"variant": nxt.id, "reason": why})
-        outcomes.append(measure(nxt, loads(nxt)))
+        self.say("propose", {"variant": nxt.id, "reason": why})
+        self.take(nxt, Decision("measured", why, prediction, bounds[nxt.id]))
         remaining.remove(nxt)
+        return True
 
-    if confirm is not None:
-        _confirm_top(outcomes, confirm, settings, say)
-    choice = choose_winner(outcomes, settings.tie_tolerance)
-    final = fit_model(outcomes, settings.model_settings())
-    return SearchResult(outcomes=outcomes, pruned=pruned, guess=guess, winner=choice.winner, tied=choice.tied,
-                        decisions=decisions, model_text=final.describe() if final is not None else "",
-                        noise_note=choice.noise_note)
+    def _prune(self, remaining: list[Variant], bounds: dict[str, float], best: float) -> None:
+        """Take out of ``remaining`` the variants whose bound is below the best less the tie tolerance."""
+        for v in [v for v in remaining if bounds[v.id] < best * (1.0 - self.settings.tie_tolerance)]:
+            self.pruned[v.id] = bounds[v.id]
+            self.decisions[v.id] = Decision("pruned", f"skipped: bound {bounds[v.id]:,.0f}/s below best {best:,.0f}/s",
+                                            bound_per_s=bounds[v.id])
+            remaining.remove(v)
+            self.say("pruned", {"variant": v.id, "bound_per_s": bounds[v.id], "best_per_s": best})
+
+    def _skip_rest(self, remaining: list[Variant], bounds: dict[str, float], predictions: dict[str, Prediction],
+                   best: float) -> None:
+        """Nothing left can beat the best by more than the tie tolerance: say why for each, with
+        the figures this decision rested on."""
+        margin = f"cannot beat best {best:,.0f}/s by more than {100 * self.settings.tie_tolerance:g} %"
+        for v in remaining:
+            prediction = predictions.get(v.id)
+            if prediction is not None and prediction.high_per_s <= bounds[v.id]:
+                text = f"skipped: model predicts at most {prediction.high_per_s:,.0f}/s ({prediction.text()}), {margin}"
+            else:
+                text = f"skipped: bound {bounds[v.id]:,.0f}/s, {margin}"
+            self.decisions[v.id] = Decision("skipped", text, prediction, bounds[v.id])
+            self.say("skipped", {"variant": v.id, "reason": text, "best_per_s": best})
 
 
 def _best(outcomes: Iterable[VariantOutcome]) -> float:
@@ -438,17 +467,6 @@ def _best(outcomes: Iterable[VariantOutcome]) -> float:
 def _mid(predictions: dict[str, Prediction], variant: Variant) -> float:
     prediction = predictions.get(variant.id)
     return prediction.throughput_per_s if prediction is not None else 0.0
-
-
-def _model_guess(candidates: Sequence[Variant], predictions: dict[str, Prediction],
-                 settings: SearchSettings) -> Variant | None:
-    """The variant the model expects to carry most; among those within the tie tolerance of it,
-    the one with fewest instances, then the smallest batch and window (the first guess's rule)."""
-    top = max((p.throughput_per_s for p in predictions.values()), default=0.0)
-    if top <= 0:
-        return None
-    near = [v for v in candidates if predictions[v.id].throughput_per_s >= top * (1.0 - settings.tie_tolerance)]
-    return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
 
 
 def _confirm_top(outcomes: list[VariantOutcome], confirm: Confirm, settings: SearchSettings, say: Notify) -> None:

@@ -38,7 +38,7 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.measure.folders import run_folder
-from tritonkit.perf.sweep.variants import Pin, Variant, variant_grid
+from tritonkit.perf.sweep.variants import KNOB_PARSERS, Pin, Variant, parse_pin, variant_grid
 
 __all__ = ["SweepGrid", "SweepSettings"]
 
@@ -73,6 +73,14 @@ class SweepGrid:
              "batch_window": ("windows_us", "--batch-window"), "preferred_batch": ("preferred", "--preferred-batch"),
              "max_queue_size": ("queue_sizes", "--max-queue-size"),
              "queue_timeout": ("queue_timeouts_us", "--queue-timeout")}
+
+    @classmethod
+    def from_text(cls, pins: Sequence[str] = (), **texts: str | None) -> SweepGrid:
+        """The grid the command line's options give: each knob's text by its pin name
+        (``instances="1:4"``, ``batch_window="0,5ms"``; ``None`` keeps the model's own value), read
+        as its option reads it, and ``--pin`` texts."""
+        axes = {cls._AXES[knob][0]: KNOB_PARSERS[knob](text) for knob, text in texts.items() if text}
+        return cls(**axes, pins=tuple(parse_pin(text) for text in pins))  # type: ignore[arg-type]
 
     def validate(self, swept: Sequence[str]) -> None:
         """Refuse pins that contradict each other or an axis every model sweeps (``ConfigError``)."""

@@ -14,22 +14,26 @@ A variant without ``outcome.json`` (never started, or interrupted), or whose out
 (:meth:`VariantOutcome.from_dict`), and reused. A corrupt one is moved to
 ``OUT/rejected/<id>.outcome.json`` and measured again. Results are only reused under the same
 settings: a changed SLA, load ladder, step window or model config makes the folder refuse to
-resume rather than mix measurements.
+resume rather than mix measurements. While a sweep runs, :func:`sweep_locks` holds the folder
+(and the model folders it may write): one home for the local, joint and cluster sweeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import atomic_write, read_json
+from tritonkit._lock import FolderLock, LockedError, model_folder_lock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, StoredResultError, VariantOutcome
 
-__all__ = ["SweepStore"]
+__all__ = ["SweepStore", "sweep_locks"]
 
 SWEEP_FILE = "sweep.json"
 OUTCOME_FILE = "outcome.json"
@@ -140,3 +144,27 @@ class SweepStore:
         if path.is_file() and "settings" not in summary:
             summary = {"settings": _read(path, "sweep record").get("settings", {}), **summary}
         return atomic_write(path, json.dumps(summary, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def sweep_locks(out_dir: Path, model_dirs: Sequence[Path], purpose: str, *, read_only: bool = False,
+                say: Callable[[str], None] = lambda _text: None) -> Iterator[None]:
+    """Hold the sweep folder and ``model_dirs`` for the whole sweep: a second sweep into either is
+    refused (it would delete this one's partial results, or measure under its load and write a
+    winner over it). ``read_only``: a model folder that cannot be locked (no write permission) is
+    only read, and ``say`` hears so; ``say`` also hears each lock taken over from a dead holder."""
+    with contextlib.ExitStack() as stack:
+        locks = [stack.enter_context(FolderLock(out_dir, what="sweep folder", purpose=purpose))]
+        for model_dir in model_dirs:
+            try:
+                locks.append(stack.enter_context(model_folder_lock(model_dir, purpose=purpose)))
+            except LockedError:
+                raise
+            except ConfigError as exc:
+                if not read_only or not isinstance(exc.__cause__, OSError):
+                    raise
+                say(f"{model_dir} cannot be locked ({exc.message}); it is only read")
+        for lock in locks:
+            if lock.taken_over:
+                say(lock.taken_over)
+        yield

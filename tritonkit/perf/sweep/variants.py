@@ -113,10 +113,6 @@ class Variant:
         text = ", ".join(parts)
         return f"default config ({text})" if self.is_default else text
 
-    def same_knobs(self, other: Variant) -> bool:
-        """True when both would configure the model the same way (``is_default`` ignored)."""
-        return self.knobs_id == other.knobs_id
-
     def to_dict(self) -> dict[str, object]:
         return {
             "id": self.id,
@@ -486,6 +482,11 @@ _PIN_NAMES = {alias: knob for knob, aliases in PIN_KNOBS.items() for alias in (k
 
 PinValue = int | None | tuple[int, ...]
 
+#: Each knob's reader: its option's text (``--instances 1:4``, a pin's value) → the values it names.
+KNOB_PARSERS: dict[str, Callable[[str], Sequence[PinValue]]] = {
+    "instances": parse_instances, "max_batch_size": parse_max_batch_sizes, "batch_window": parse_windows,
+    "preferred_batch": parse_preferred, "max_queue_size": parse_queue_sizes, "queue_timeout": parse_queue_timeouts}
+
 
 @dataclass(frozen=True)
 class Pin:
@@ -519,19 +520,7 @@ def parse_pin(text: str) -> Pin:
         raise ConfigError(f"--pin: cannot read {text!r}",
                           hint=f"[MODEL.]KNOB=VALUE with KNOB one of {', '.join(PIN_KNOBS)}, "
                                "e.g. --pin preprocessing.instances=2")
-    values: list[PinValue]
-    if knob == "instances":
-        values = list(parse_instances(value_text))
-    elif knob == "max_batch_size":
-        values = list(parse_max_batch_sizes(value_text))
-    elif knob == "batch_window":
-        values = list(parse_windows(value_text))
-    elif knob == "preferred_batch":
-        values = list(parse_preferred(value_text))
-    elif knob == "max_queue_size":
-        values = list(parse_queue_sizes(value_text))
-    else:
-        values = list(parse_queue_timeouts(value_text))
+    values = KNOB_PARSERS[knob](value_text)
     if len(values) != 1:
         raise ConfigError(f"--pin {text}: a pin holds one value, not {len(values)}",
                           hint=f"to try several, give the knob's own option (e.g. --{knob.replace('_', '-')})")
