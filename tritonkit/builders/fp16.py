@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -216,9 +216,8 @@ def convert_to_fp16(model: onnx.ModelProto, *, keep_fp32_ops: Collection[str] = 
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
         raise BuildError(f"fp16: the converted graph is inconsistent: {str(exc).strip().splitlines()[0]}",
                          hint="build without --fp16, or keep the op named in the message in FP32") from exc
-    counts = state.counts
-    return result, Fp16Report(converted_tensors=counts.tensors, clipped_values=counts.clipped,
-                              kept_fp32=tuple(sorted(kept_ops)), casts_inserted=counts.casts)
+    return result, Fp16Report(converted_tensors=state.tensors, clipped_values=state.clipped,
+                              kept_fp32=tuple(sorted(kept_ops)), casts_inserted=state.casts)
 
 
 def _weights_only_copy(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -319,24 +318,9 @@ def _rename_main_outputs(graphs: list[onnx.GraphProto], types: dict[str, int], a
 
 
 @dataclass
-class _Counts:
-    """What the rewrite did, for :class:`Fp16Report`."""
-
-    tensors: int = 0
-    clipped: int = 0
-    casts: int = 0
-
-    def convert(self, tensor: onnx.TensorProto) -> None:
-        """Convert ``tensor`` to FP16 in place and count it."""
-        converted, clipped = _to_fp16_tensor(tensor)
-        tensor.CopyFrom(converted)
-        self.tensors += 1
-        self.clipped += clipped
-
-
-@dataclass(frozen=True)
 class _Rewrite:
-    """The plan every graph's rewrite reads (``types``, ``actual`` and ``names`` grow as casts are added)."""
+    """The plan every graph's rewrite reads (``types``, ``actual`` and ``names`` grow as casts are
+    added), and what the rewrite did, for :class:`Fp16Report`."""
 
     graphs: list[onnx.GraphProto]
     types: dict[str, int]
@@ -344,11 +328,20 @@ class _Rewrite:
     reasons: dict[_NodeKey, str]
     names: _Names
     renames: dict[str, str]
-    counts: _Counts = field(default_factory=_Counts)
+    tensors: int = 0
+    clipped: int = 0
+    casts: int = 0
 
     def cast_node(self, name: str, out: str, to: int) -> onnx.NodeProto:
-        self.counts.casts += 1
+        self.casts += 1
         return helper.make_node("Cast", [name], [out], to=to, name=self.names.fresh("tritonkit_fp16_cast"))
+
+    def convert(self, tensor: onnx.TensorProto) -> None:
+        """Convert ``tensor`` to FP16 in place and count it."""
+        converted, clipped = _to_fp16_tensor(tensor)
+        tensor.CopyFrom(converted)
+        self.tensors += 1
+        self.clipped += clipped
 
 
 def _rewrite_graph(state: _Rewrite, gi: int) -> None:
@@ -375,7 +368,7 @@ def _rewrite_graph(state: _Rewrite, gi: int) -> None:
             if name and types.get(name) == _F32 and actual.get(name, _F32) != required:
                 copy.input[i] = cast(name, required)
         if not blocked:
-            _retype_node(copy, actual, state.counts)
+            _retype_node(copy, state)
         new_nodes.append(copy)
 
     if gi == 0:
@@ -390,15 +383,15 @@ def _rewrite_graph(state: _Rewrite, gi: int) -> None:
                 value.type.tensor_type.elem_type = _F16
     for init in graph.initializer:
         if init.data_type == _F32 and actual.get(init.name) == _F16:
-            state.counts.convert(init)
+            state.convert(init)
     del graph.value_info[:]
     del graph.node[:]
     graph.node.extend(new_nodes)
 
 
-def _retype_node(node: onnx.NodeProto, actual: dict[str, int], counts: _Counts) -> None:
+def _retype_node(node: onnx.NodeProto, state: _Rewrite) -> None:
     """Rewrite the attributes that fix an output's float type, for an output that becomes FP16."""
-    if node.domain not in ("", "ai.onnx") or not node.output or actual.get(node.output[0]) != _F16:
+    if node.domain not in ("", "ai.onnx") or not node.output or state.actual.get(node.output[0]) != _F16:
         return
     if node.op_type == "Cast":
         for attr in node.attribute:
@@ -407,18 +400,18 @@ def _retype_node(node: onnx.NodeProto, actual: dict[str, int], counts: _Counts) 
     elif node.op_type == "Constant":
         for attr in list(node.attribute):
             if attr.name == "value" and attr.t.data_type == _F32:
-                counts.convert(attr.t)
+                state.convert(attr.t)
             elif attr.name in ("value_float", "value_floats"):
                 values = np.array(attr.f if attr.name == "value_float" else list(attr.floats), dtype=np.float32)
                 node.attribute.remove(attr)
                 node.attribute.append(helper.make_attribute(
                     "value", numpy_helper.from_array(np.clip(values, -_FP16_MAX, _FP16_MAX).astype(np.float16))))
-                counts.tensors += 1
+                state.tensors += 1
     elif node.op_type == "ConstantOfShape":
         for attr in node.attribute:
             if attr.name == "value":
                 attr.t.CopyFrom(_to_fp16_tensor(attr.t)[0])
-                counts.tensors += 1
+                state.tensors += 1
                 break
         else:  # absent: the default is a float32 zero
             node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(np.zeros(1, np.float16))))

@@ -266,13 +266,6 @@ class StagedModel:
         """``<staging>/<name>/<version>``: write the version's files here."""
         return self.model_dir / str(self.version)
 
-    def user_path(self, path: Path) -> str:
-        """``path`` as it will be once committed (messages never show staging paths)."""
-        try:
-            return str(self.target / path.relative_to(self.model_dir))
-        except ValueError:
-            return str(path)
-
     # ------------------------------------------------------------------ commit
 
     def _step(self, name: str) -> None:

@@ -202,8 +202,7 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     mean_out = w.output_tokens if w.output_tokens is not None else 256
     max_input, max_seq = _lengths(d, w, _max_positions(hf_config), mean_in=mean_in, mean_out=mean_out)
     weights_gpu, fraction, kv_token_gpu, kv_tokens = _kv_cache(d, prec, kv_dtype, max_seq=max_seq)
-    batch = _max_batch_size(d, kv_tokens, seq_tokens=mean_in + mean_out)
-    num_tokens = _max_num_tokens(d, max_input)
+    batch, num_tokens = _batch_and_tokens(d, kv_tokens, seq_tokens=mean_in + mean_out, max_input=max_input)
     fmha, reuse, chunked = _attention_features(d, quant_algo, kv_quant, num_tokens=num_tokens, max_input=max_input)
     params = EngineParams(
         max_batch_size=batch, max_input_len=max_input, max_seq_len=max_seq, max_num_tokens=num_tokens,
@@ -338,8 +337,9 @@ def _kv_cache(d: _Derivation, prec: Precision, kv_dtype: str, *, max_seq: int) -
     return weights_gpu, fraction, kv_token_gpu, kv_tokens
 
 
-def _max_batch_size(d: _Derivation, kv_tokens: int, *, seq_tokens: float) -> int:
-    """The sequences the KV cache holds at mean lengths, rounded down to a multiple of 8 and capped."""
+def _batch_and_tokens(d: _Derivation, kv_tokens: int, *, seq_tokens: float, max_input: int) -> tuple[int, int]:
+    """max_batch_size: the sequences the KV cache holds at mean lengths, rounded down to a multiple of 8
+    and capped; max_num_tokens: TensorRT-LLM's default, or a whole prompt when that is larger."""
     by_memory = int(kv_tokens // seq_tokens)
     batch = max(1, by_memory // 8 * 8) if by_memory >= 8 else max(1, by_memory)
     if d.ov.max_batch_size is not None:
@@ -352,11 +352,6 @@ def _max_batch_size(d: _Derivation, kv_tokens: int, *, seq_tokens: float) -> int
         batch_note = (f"{kv_tokens:,} KV tokens / {seq_tokens:g} tokens per sequence (mean) = {by_memory}, "
                       "rounded down to a multiple of 8")
     d.add("max_batch_size", batch, batch_note)
-    return batch
-
-
-def _max_num_tokens(d: _Derivation, max_input: int) -> int:
-    """Tokens per engine step: TensorRT-LLM's default, or a whole prompt when that is larger."""
     if d.ov.max_num_tokens is not None:
         num_tokens, tokens_note = d.ov.max_num_tokens, "given (--max-num-tokens)"
     else:
@@ -364,7 +359,7 @@ def _max_num_tokens(d: _Derivation, max_input: int) -> int:
         tokens_note = ("TensorRT-LLM's default 8192" if num_tokens == DEFAULT_MAX_NUM_TOKENS
                        else "max_input_len: without chunked context a whole prompt must fit in one step")
     d.add("max_num_tokens", num_tokens, tokens_note)
-    return num_tokens
+    return batch, num_tokens
 
 
 def _attention_features(d: _Derivation, quant_algo: str | None, kv_quant: str | None, *, num_tokens: int,
