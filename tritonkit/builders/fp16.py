@@ -295,10 +295,9 @@ def _planned_types(graphs: list[onnx.GraphProto], types: dict[str, int],
 def _rename_main_outputs(graphs: list[onnx.GraphProto], types: dict[str, int], actual: dict[str, int],
                          names: _Names) -> dict[str, str]:
     """Give each main-graph output that becomes FP16 a new name; a final Cast restores the original."""
-    main = graphs[0]
     renames: dict[str, str] = {}
-    main_inputs = {v.name for v in main.input}
-    for graph_output in main.output:
+    main_inputs = {v.name for v in graphs[0].input}
+    for graph_output in graphs[0].output:
         output_name = graph_output.name
         if types.get(output_name) == _F32 and actual.get(output_name) == _F16 and output_name not in main_inputs:
             fresh = names.fresh(f"{output_name}_fp16")

@@ -398,9 +398,7 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
     comparisons: list[Comparison] = []
     tolerance: Tolerance = FP16_TOLERANCE if fp16 else FP32_TOLERANCE
     verify_started = time.monotonic()
-    mbs = plan.max_batch_size
-    k = min(CONSISTENCY_SAMPLES, mbs) if mbs > 0 else 0
-    candidate = replace(candidate, fixed=plan.fixed_batch_size if plan.make_dynamic else None)
+    k = min(CONSISTENCY_SAMPLES, plan.max_batch_size) if plan.max_batch_size > 0 else 0
     if verify or plan.make_dynamic:
         candidate, k = _load_for_checks(candidate, analysis, samples, k, say=say)
     # Does the graph really batch? (always proven when the batch axis was made dynamic)
@@ -471,7 +469,8 @@ def _write_candidate(stage: StagedModel, source: OnnxAnalysis, plan: BuildPlan, 
     """Write the model to serve, as ``plan`` says, into the staging version folder."""
     path = stage.version_dir / "model.onnx"
     _files, fp16_report = steps.write_candidate(source, make_dynamic=plan.make_dynamic, fp16=fp16, dest=path)
-    return _Candidate(path, source, analyze_onnx(path) if fp16_report is not None else source, fp16_report, plan)
+    return _Candidate(path, source, analyze_onnx(path) if fp16_report is not None else source, fp16_report, plan,
+                      fixed=plan.fixed_batch_size if plan.make_dynamic else None)
 
 
 def _load_for_checks(candidate: _Candidate, analysis: OnnxAnalysis, samples: Path | str | None, k: int,

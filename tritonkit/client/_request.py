@@ -57,17 +57,9 @@ class PreparedRequest:
         The keywords are written out, not spread from a dict: on the hot path
         a dict built, merged and spread again cost about as much as the rest of the call.
         """
-        return send(
-            model_name=self.meta.name,
-            inputs=self.inputs,
-            model_version=self.model_version,
-            outputs=self.outputs,
-            request_id=self.request_id,
-            priority=self.priority,
-            timeout=self.server_timeout_us,
-            parameters=self.parameters,
-            **extra,
-        )
+        return send(model_name=self.meta.name, inputs=self.inputs, model_version=self.model_version,
+                    outputs=self.outputs, request_id=self.request_id, priority=self.priority,
+                    timeout=self.server_timeout_us, parameters=self.parameters, **extra)
 
     def send_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for tritonclient's ``infer`` / ``async_stream_infer`` (those of ``send``)."""
@@ -76,17 +68,9 @@ class PreparedRequest:
     def in_band(self) -> PreparedRequest:
         """The same request with every tensor in the message (no shared memory)."""
         return prepare_request(
-            self.meta,
-            self.source_inputs,
-            outputs=self.source_outputs,
-            request_id=self.request_id,
-            priority=self.priority,
-            parameters=self.parameters,
-            server_timeout_us=self.server_timeout_us,
-            shm_threshold_bytes=None,
-            model_version=self.model_version,
-            max_message_bytes=self.max_message_bytes,
-        )
+            self.meta, self.source_inputs, outputs=self.source_outputs, request_id=self.request_id,
+            priority=self.priority, parameters=self.parameters, server_timeout_us=self.server_timeout_us,
+            shm_threshold_bytes=None, model_version=self.model_version, max_message_bytes=self.max_message_bytes)
 
 
 def _wire_datatype(array: Array) -> str | None:
@@ -108,27 +92,19 @@ def _shape_text(array: Array) -> str:
     return str([int(d) for d in array.shape])
 
 
-def _check_parameters(
-    meta: ModelMetadata, parameters: Mapping[str, Any] | None
-) -> dict[str, ParamValue] | None:
+def _check_parameters(meta: ModelMetadata, parameters: Mapping[str, Any] | None) -> dict[str, ParamValue] | None:
     if not parameters:
         return None
     checked: dict[str, ParamValue] = {}
     for key, value in parameters.items():
-        if key in TRITON_RESERVED_REQUEST_PARAMS or str(key).startswith(
-            TRITON_RESERVED_REQUEST_PARAMS_PREFIX
-        ):
+        if key in TRITON_RESERVED_REQUEST_PARAMS or str(key).startswith(TRITON_RESERVED_REQUEST_PARAMS_PREFIX):
             raise InvalidInputError(
-                f"model '{meta.name}': request parameter '{key}' is reserved by Triton",
-                model=meta.name,
-                hint="use the keyword for it (priority=, timeout_s=, server_timeout_us=) or another name",
-            )
+                f"model '{meta.name}': request parameter '{key}' is reserved by Triton", model=meta.name,
+                hint="use the keyword for it (priority=, timeout_s=, server_timeout_us=) or another name")
         if not isinstance(value, (str, bool, int, float)):
             raise InvalidInputError(
                 f"model '{meta.name}': request parameter '{key}' is a {type(value).__name__}; "
-                "parameters must be str, int, float or bool",
-                model=meta.name,
-            )
+                "parameters must be str, int, float or bool", model=meta.name)
         checked[str(key)] = value
     return checked
 
@@ -159,9 +135,7 @@ class _Layout:
     in_band_bytes: int
     has_bytes_in_band: bool
 
-    def matches(
-        self, inputs: Mapping[str, Any], outputs_key: tuple[str, ...] | None, threshold: int | None
-    ) -> bool:
+    def matches(self, inputs: Mapping[str, Any], outputs_key: tuple[str, ...] | None, threshold: int | None) -> bool:
         """True when a request of ``inputs`` would be checked into this very layout.
 
         Compares the dtype by identity (numpy's built-in dtypes are singletons; an
@@ -191,9 +165,7 @@ def _check(meta: ModelMetadata, inputs: Mapping[str, Any], outputs: Sequence[str
     if not isinstance(inputs, dict) and not isinstance(inputs, Mapping):  # dict first: the ABC check is slow
         raise InvalidInputError(
             f"model '{meta.name}': inputs must be a mapping of input name to numpy array, not {type(inputs).__name__}",
-            model=meta.name,
-            hint=f"pass {{name: array}}; the model expects: {meta.expects()}",
-        )
+            model=meta.name, hint=f"pass {{name: array}}; the model expects: {meta.expects()}")
     mbs = meta.max_batch_size
     problems, arrays, batch_sizes = _input_problems(meta, inputs)
     batch = _batch_size(mbs, batch_sizes, problems)
@@ -260,7 +232,8 @@ def _input_problems(meta: ModelMetadata, inputs: Mapping[str, Any]
             continue
         shape = value.shape
         if len(shape) != rank or any(shape[axis] != size for axis, size in fixed_axes):
-            problems.append(f"input '{name}' has shape {_shape_text(value)}, the model expects {tensor.shape_text(mbs)}")
+            problems.append(f"input '{name}' has shape {_shape_text(value)}, "
+                            f"the model expects {tensor.shape_text(mbs)}")
             continue
         if mbs > 0:
             batch_sizes[name] = int(shape[0])
@@ -297,9 +270,9 @@ def _requested_outputs(meta: ModelMetadata, outputs: Sequence[str] | None,
     return [t for n in outputs if (t := meta.output(n)) is not None]
 
 
-def _shm_tensors(meta: ModelMetadata, arrays: list[tuple[TensorMetadata, Array]], requested: list[TensorMetadata] | None,
-                 batch: int | None, shm_threshold_bytes: int | None
-                 ) -> tuple[frozenset[str], tuple[tuple[str, str, int], ...]]:
+def _shm_tensors(meta: ModelMetadata, arrays: list[tuple[TensorMetadata, Array]],
+                 requested: list[TensorMetadata] | None, batch: int | None,
+                 shm_threshold_bytes: int | None) -> tuple[frozenset[str], tuple[tuple[str, str, int], ...]]:
     """The inputs, and the outputs (name, wire datatype, bytes reserved), that go through shared memory."""
     if shm_threshold_bytes is None:
         return frozenset(), ()
@@ -328,8 +301,7 @@ def _too_large(meta: ModelMetadata, tensor_bytes: int, limit: int) -> InvalidInp
         model=meta.name,
         hint="send large tensors through shared memory (shared_memory='auto' or 'always' with a server on "
         "this machine), split the batch into smaller requests, or raise Client(max_message_bytes=...) up "
-        f"to {MAX_MESSAGE_BYTES} (the server must accept as much)",
-    )
+        f"to {MAX_MESSAGE_BYTES} (the server must accept as much)")
 
 
 def _checked_size(prepared: PreparedRequest) -> PreparedRequest:
@@ -344,13 +316,8 @@ def _checked_size(prepared: PreparedRequest) -> PreparedRequest:
     return prepared
 
 
-def _layout_for(
-    meta: ModelMetadata,
-    inputs: Mapping[str, Any],
-    outputs: Sequence[str] | None,
-    outputs_key: tuple[str, ...] | None,
-    shm_threshold_bytes: int | None,
-) -> _Layout:
+def _layout_for(meta: ModelMetadata, inputs: Mapping[str, Any], outputs: Sequence[str] | None,
+                outputs_key: tuple[str, ...] | None, shm_threshold_bytes: int | None) -> _Layout:
     """The layout of a request, from the model's cache of checked shapes or from a full check."""
     key_parts: list[Any] = [outputs_key, shm_threshold_bytes]
     key: tuple[Any, ...] | None
@@ -397,13 +364,10 @@ def prepare_request(
     same shapes again pays for building the request, not for checking it.
     """
     if priority < 0:
-        raise InvalidInputError(
-            f"model '{meta.name}': priority must be >= 0, not {priority}", model=meta.name
-        )
+        raise InvalidInputError(f"model '{meta.name}': priority must be >= 0, not {priority}", model=meta.name)
     if server_timeout_us is not None and server_timeout_us < 0:
         raise InvalidInputError(
-            f"model '{meta.name}': server_timeout_us must be >= 0, not {server_timeout_us}", model=meta.name
-        )
+            f"model '{meta.name}': server_timeout_us must be >= 0, not {server_timeout_us}", model=meta.name)
     if isinstance(outputs, str):
         outputs = [outputs]
     # Hot path: measured right after a reply arrives, when CPU caches are cold, every

@@ -193,9 +193,9 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     gpu, tp, pp = target.gpu_spec, target.tp, target.pp
     if tp < 1 or pp < 1:
         raise ConfigError(f"tp {tp} and pp {pp} must be >= 1", hint="pass --tp / --pp as positive integers")
-    ov = target.overrides or EngineOverrides()
     w = target.workload or Workload()
-    d = _Derivation(model_from_hf_config(hf_config, source=source), gpu, tp, pp, ov, source)
+    d = _Derivation(model_from_hf_config(hf_config, source=source), gpu, tp, pp,
+                    target.overrides or EngineOverrides(), source)
     _check_parallelism(d)
     prec, quant_algo, act_dtype, kv_dtype, kv_quant = _precisions(d, target.precision, target.kv_dtype)
     mean_in = w.input_tokens if w.input_tokens is not None else 1024
