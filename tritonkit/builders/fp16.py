@@ -200,6 +200,28 @@ def convert_to_fp16(model: onnx.ModelProto, *, keep_fp32_ops: Collection[str] = 
     Raises :class:`BuildError` when a tensor's type cannot be inferred (FP16 conversion is
     only safe when every type is known) or when the result fails strict shape inference.
     """
+    result = _weights_only_copy(model)
+    types, containers = _collect_types(result)
+    opsets = {(op.domain if op.domain != "ai.onnx" else ""): int(op.version) for op in result.opset_import}
+    graphs = list(_all_graphs(result.graph))
+    reasons, kept_ops = _fp32_nodes(graphs, types, containers, opsets, set(keep_fp32_ops))
+    actual = _planned_types(graphs, types, reasons)
+    names = _Names(result)
+    state = _Rewrite(graphs, types, actual, reasons, names, _rename_main_outputs(graphs, types, actual, names))
+    # Children first: a parent copies its nodes, subgraphs included, so they must be final by then.
+    for gi in reversed(range(len(graphs))):
+        _rewrite_graph(state, gi)
+    try:
+        onnx.shape_inference.infer_shapes(light_copy(result), check_type=True, strict_mode=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+        raise BuildError(f"fp16: the converted graph is inconsistent: {str(exc).strip().splitlines()[0]}",
+                         hint="build without --fp16, or keep the op named in the message in FP32") from exc
+    return result, Fp16Report(converted_tensors=state.tensors, clipped_values=state.clipped,
+                              kept_fp32=tuple(sorted(kept_ops)), casts_inserted=state.casts)
+
+
+def _weights_only_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` whose graph inputs backed by initializers are dropped, refusing sparse floats."""
     result = onnx.ModelProto()
     result.CopyFrom(model)
     main = result.graph
@@ -211,15 +233,17 @@ def convert_to_fp16(model: onnx.ModelProto, *, keep_fp32_ops: Collection[str] = 
     kept_inputs = [v for v in main.input if v.name not in init_names]
     del main.input[:]
     main.input.extend(kept_inputs)
+    return result
 
-    types, containers = _collect_types(result)
-    opsets = {(op.domain if op.domain != "ai.onnx" else ""): int(op.version) for op in result.opset_import}
-    keep = set(keep_fp32_ops)
-    names = _Names(result)
-    graphs = list(_all_graphs(main))
 
-    # Nodes are keyed by (graph index in pre-order, node index): protobuf wrappers have no stable identity.
-    reasons: dict[tuple[int, int], str] = {}
+# Nodes are keyed by (graph index in pre-order, node index): protobuf wrappers have no stable identity.
+_NodeKey = tuple[int, int]
+
+
+def _fp32_nodes(graphs: list[onnx.GraphProto], types: dict[str, int], containers: set[str],
+                opsets: dict[str, int], keep: set[str]) -> tuple[dict[_NodeKey, str], set[str]]:
+    """Why each node that must stay FP32 does, and the ``op (reason)`` lines for the report."""
+    reasons: dict[_NodeKey, str] = {}
     kept_ops: set[str] = set()
     for gi, graph in enumerate(graphs):
         for ni, node in enumerate(graph.node):
@@ -232,8 +256,12 @@ def convert_to_fp16(model: onnx.ModelProto, *, keep_fp32_ops: Collection[str] = 
             if reason:
                 reasons[(gi, ni)] = reason
                 kept_ops.add(f"{node.op_type} ({reason})")
+    return reasons, kept_ops
 
-    # What each float value's consumers need.
+
+def _planned_types(graphs: list[onnx.GraphProto], types: dict[str, int],
+                   reasons: dict[_NodeKey, str]) -> dict[str, int]:
+    """What type each float value will have after conversion, given what its consumers need."""
     needs: dict[str, set[int]] = defaultdict(set)
     for gi, graph in enumerate(graphs):
         for ni, node in enumerate(graph.node):
@@ -245,7 +273,6 @@ def convert_to_fp16(model: onnx.ModelProto, *, keep_fp32_ops: Collection[str] = 
             if types.get(graph_output.name) == _F32:
                 needs[graph_output.name].add(_F32 if gi == 0 else _F16)
 
-    # What type each float value will have after conversion.
     actual: dict[str, int] = {}
     for gi, graph in enumerate(graphs):
         for value in graph.input:
@@ -262,97 +289,108 @@ def convert_to_fp16(model: onnx.ModelProto, *, keep_fp32_ops: Collection[str] = 
                         actual[out] = _F32 if needs.get(out) == {_F32} else _F16
                     else:
                         actual[out] = _F32 if blocked else _F16
+    return actual
 
-    # Main-graph outputs keep their names and FP32 type: the FP16 value gets a new name
-    # and a final Cast restores the original.
+
+def _rename_main_outputs(graphs: list[onnx.GraphProto], types: dict[str, int], actual: dict[str, int],
+                         names: _Names) -> dict[str, str]:
+    """Give each main-graph output that becomes FP16 a new name; a final Cast restores the original."""
     renames: dict[str, str] = {}
-    main_inputs = {v.name for v in main.input}
-    for graph_output in main.output:
+    main_inputs = {v.name for v in graphs[0].input}
+    for graph_output in graphs[0].output:
         output_name = graph_output.name
         if types.get(output_name) == _F32 and actual.get(output_name) == _F16 and output_name not in main_inputs:
             fresh = names.fresh(f"{output_name}_fp16")
             renames[output_name] = fresh
             actual[fresh] = _F16
             types[fresh] = _F32
-    if renames:
-        for graph in graphs:
-            for node in graph.node:
-                for i, name in enumerate(node.input):
+    for graph in graphs if renames else ():
+        for node in graph.node:
+            for names_field in (node.input, node.output):
+                for i, name in enumerate(names_field):
                     if name in renames:
-                        node.input[i] = renames[name]
-                for i, name in enumerate(node.output):
-                    if name in renames:
-                        node.output[i] = renames[name]
-            for init in graph.initializer:
-                if init.name in renames:
-                    init.name = renames[init.name]
-
-    counters = {"tensors": 0, "clipped": 0, "casts": 0}
-
-    def rewrite(gi: int) -> None:
-        graph = graphs[gi]
-        new_nodes: list[onnx.NodeProto] = []
-        cache: dict[tuple[str, int], str] = {}
-
-        def cast(name: str, to: int) -> str:
-            if (name, to) not in cache:
-                out = names.fresh(f"{name}_{'fp16' if to == _F16 else 'fp32'}")
-                new_nodes.append(helper.make_node("Cast", [name], [out], to=to, name=names.fresh("tritonkit_fp16_cast")))
-                types[out], actual[out] = _F32, to
-                cache[(name, to)] = out
-                counters["casts"] += 1
-            return cache[(name, to)]
-
-        for ni, node in enumerate(graph.node):
-            blocked = (gi, ni) in reasons
-            required = _F32 if blocked else _F16
-            copy = onnx.NodeProto()
-            copy.CopyFrom(node)
-            for i, name in enumerate(copy.input):
-                if name and types.get(name) == _F32 and actual.get(name, _F32) != required:
-                    copy.input[i] = cast(name, required)
-            if not blocked:
-                _retype_node(copy, actual, counters)
-            new_nodes.append(copy)
-
-        if gi == 0:
-            for original, fresh in renames.items():
-                new_nodes.append(helper.make_node("Cast", [fresh], [original], to=_F32,
-                                                  name=names.fresh("tritonkit_fp16_cast")))
-                counters["casts"] += 1
-        else:
-            # Subgraph inputs and outputs are positional, so an output can simply be renamed
-            # to the cast value.
-            for value, is_output in [*((v, False) for v in graph.input), *((v, True) for v in graph.output)]:
-                if types.get(value.name) == _F32 and value.type.WhichOneof("value") == "tensor_type":
-                    if is_output and actual.get(value.name) != _F16:
-                        value.name = cast(value.name, _F16)
-                    value.type.tensor_type.elem_type = _F16
-        for i, init in enumerate(graph.initializer):
-            if init.data_type == _F32 and actual.get(init.name) == _F16:
-                converted, clipped = _to_fp16_tensor(init)
-                graph.initializer[i].CopyFrom(converted)
-                counters["tensors"] += 1
-                counters["clipped"] += clipped
-        del graph.value_info[:]
-        del graph.node[:]
-        graph.node.extend(new_nodes)
-
-    # Children first: a parent copies its nodes, subgraphs included, so they must be final by then.
-    for gi in reversed(range(len(graphs))):
-        rewrite(gi)
-    try:
-        onnx.shape_inference.infer_shapes(light_copy(result), check_type=True, strict_mode=True)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
-        raise BuildError(f"fp16: the converted graph is inconsistent: {str(exc).strip().splitlines()[0]}",
-                         hint="build without --fp16, or keep the op named in the message in FP32") from exc
-    return result, Fp16Report(converted_tensors=counters["tensors"], clipped_values=counters["clipped"],
-                              kept_fp32=tuple(sorted(kept_ops)), casts_inserted=counters["casts"])
+                        names_field[i] = renames[name]
+        for init in graph.initializer:
+            if init.name in renames:
+                init.name = renames[init.name]
+    return renames
 
 
-def _retype_node(node: onnx.NodeProto, actual: dict[str, int], counters: dict[str, int]) -> None:
+@dataclass
+class _Rewrite:
+    """The plan every graph's rewrite reads (``types``, ``actual`` and ``names`` grow as casts are
+    added), and what the rewrite did, for :class:`Fp16Report`."""
+
+    graphs: list[onnx.GraphProto]
+    types: dict[str, int]
+    actual: dict[str, int]
+    reasons: dict[_NodeKey, str]
+    names: _Names
+    renames: dict[str, str]
+    tensors: int = 0
+    clipped: int = 0
+    casts: int = 0
+
+    def cast_node(self, name: str, out: str, to: int) -> onnx.NodeProto:
+        self.casts += 1
+        return helper.make_node("Cast", [name], [out], to=to, name=self.names.fresh("tritonkit_fp16_cast"))
+
+    def convert(self, tensor: onnx.TensorProto) -> None:
+        """Convert ``tensor`` to FP16 in place and count it."""
+        converted, clipped = _to_fp16_tensor(tensor)
+        tensor.CopyFrom(converted)
+        self.tensors += 1
+        self.clipped += clipped
+
+
+def _rewrite_graph(state: _Rewrite, gi: int) -> None:
+    """Rewrite graph ``gi`` in place: casts where types meet, FP16 attributes and weights."""
+    graph = state.graphs[gi]
+    types, actual = state.types, state.actual
+    new_nodes: list[onnx.NodeProto] = []
+    cache: dict[tuple[str, int], str] = {}
+
+    def cast(name: str, to: int) -> str:
+        if (name, to) not in cache:
+            out = state.names.fresh(f"{name}_{'fp16' if to == _F16 else 'fp32'}")
+            new_nodes.append(state.cast_node(name, out, to))
+            types[out], actual[out] = _F32, to
+            cache[(name, to)] = out
+        return cache[(name, to)]
+
+    for ni, node in enumerate(graph.node):
+        blocked = (gi, ni) in state.reasons
+        required = _F32 if blocked else _F16
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        for i, name in enumerate(copy.input):
+            if name and types.get(name) == _F32 and actual.get(name, _F32) != required:
+                copy.input[i] = cast(name, required)
+        if not blocked:
+            _retype_node(copy, state)
+        new_nodes.append(copy)
+
+    if gi == 0:
+        new_nodes.extend(state.cast_node(fresh, original, _F32) for original, fresh in state.renames.items())
+    else:
+        # Subgraph inputs and outputs are positional, so an output can simply be renamed
+        # to the cast value.
+        for value, is_output in [*((v, False) for v in graph.input), *((v, True) for v in graph.output)]:
+            if types.get(value.name) == _F32 and value.type.WhichOneof("value") == "tensor_type":
+                if is_output and actual.get(value.name) != _F16:
+                    value.name = cast(value.name, _F16)
+                value.type.tensor_type.elem_type = _F16
+    for init in graph.initializer:
+        if init.data_type == _F32 and actual.get(init.name) == _F16:
+            state.convert(init)
+    del graph.value_info[:]
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+
+
+def _retype_node(node: onnx.NodeProto, state: _Rewrite) -> None:
     """Rewrite the attributes that fix an output's float type, for an output that becomes FP16."""
-    if node.domain not in ("", "ai.onnx") or not node.output or actual.get(node.output[0]) != _F16:
+    if node.domain not in ("", "ai.onnx") or not node.output or state.actual.get(node.output[0]) != _F16:
         return
     if node.op_type == "Cast":
         for attr in node.attribute:
@@ -361,22 +399,18 @@ def _retype_node(node: onnx.NodeProto, actual: dict[str, int], counters: dict[st
     elif node.op_type == "Constant":
         for attr in list(node.attribute):
             if attr.name == "value" and attr.t.data_type == _F32:
-                converted, clipped = _to_fp16_tensor(attr.t)
-                attr.t.CopyFrom(converted)
-                counters["tensors"] += 1
-                counters["clipped"] += clipped
+                state.convert(attr.t)
             elif attr.name in ("value_float", "value_floats"):
                 values = np.array(attr.f if attr.name == "value_float" else list(attr.floats), dtype=np.float32)
                 node.attribute.remove(attr)
                 node.attribute.append(helper.make_attribute(
                     "value", numpy_helper.from_array(np.clip(values, -_FP16_MAX, _FP16_MAX).astype(np.float16))))
-                counters["tensors"] += 1
+                state.tensors += 1
     elif node.op_type == "ConstantOfShape":
         for attr in node.attribute:
             if attr.name == "value":
-                converted, clipped = _to_fp16_tensor(attr.t)
-                attr.t.CopyFrom(converted)
-                counters["tensors"] += 1
+                attr.t.CopyFrom(_to_fp16_tensor(attr.t)[0])
+                state.tensors += 1
                 break
         else:  # absent: the default is a float32 zero
             node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(np.zeros(1, np.float16))))

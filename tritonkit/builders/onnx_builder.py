@@ -16,14 +16,13 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import path_error
 from tritonkit._values import BUILD_VERSION
 from tritonkit.builders import onnx_steps as steps
 from tritonkit.builders.fp16 import Fp16Report
@@ -45,7 +44,7 @@ from tritonkit.builders.plan import (
     plan_build,
 )
 from tritonkit.builders.python_runtime import model_py_source
-from tritonkit.builders.staging import StagedModel, reword_staging_paths, validate_model_name
+from tritonkit.builders.staging import StagedModel, staging_errors, validate_model_name
 from tritonkit.builders.verify import (
     FP16_TOLERANCE,
     FP32_TOLERANCE,
@@ -328,16 +327,11 @@ def build_onnx(
     plan = plan_build(analysis.batch, options, gpu_count=gpu_count, where=str(analysis.path),
                       default_max_batch_size=existing_max_batch_size(stage) or DEFAULT_MAX_BATCH_SIZE)
     with stage:
-        try:
+        with staging_errors(stage, analysis.path):
             result = _build_staged(stage, analysis, plan, runtime=chosen_runtime, fp16=fp16, verify=verify,
                                    samples=samples, warmup=warmup, ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs,
                                    reference=reference, reference_title=reference_title, say=say, notes=notes,
                                    timings=timings, down_to=down_to)
-        except (BuildError, ConfigError) as exc:
-            reword_staging_paths(exc, stage, analysis.path)
-            raise
-        except OSError as exc:
-            raise path_error(exc, f"build model {name!r}") from exc
         say(f"moving {name} into {repo}")
         result.model_dir = stage.commit()
         result.outcome = stage.outcome
@@ -374,6 +368,20 @@ def _runtime_limits(analysis: OnnxAnalysis, target: tuple[str, str] | None, conv
     return limits, version
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """The model written into staging, and what runs and feeds it for verification."""
+
+    path: Path
+    source: OnnxAnalysis  # what the candidate was written from: the user's model or its conversion
+    served: OnnxAnalysis
+    fp16_report: Fp16Report | None
+    plan: BuildPlan
+    run: Reference | None = None
+    samples: dict[str, np.ndarray] | None = None
+    fixed: int | None = None  # the model's fixed batch size, while its batch axis is made dynamic
+
+
 def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *, runtime: Runtime, fp16: bool,
                   verify: bool, samples: Path | str | None, warmup: bool, ort_tensorrt: bool, cuda_graphs: bool,
                   reference: Reference | None, reference_title: str, say: _Log, notes: list[str],
@@ -381,81 +389,32 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
                   ) -> OnnxBuildResult:
     """Everything between the plan and the commit, inside the staging folder."""
     warnings = list(plan.warnings)
-    version_dir = stage.version_dir
-    candidate_path = version_dir / "model.onnx"
-    source = analysis
-    converted = needs_conversion(analysis)
-    if converted:
-        say(f"converting opset {analysis.opsets.get('', 0)} with ONNX's version converter")
-        notes.append(convert_old_opset(analysis, stage.staging_root / "converted.onnx"))
-        source = analyze_onnx(stage.staging_root / "converted.onnx")
-    elif down_to is not None:
-        limits, version = down_to
-        say(f"converting for ONNX Runtime {version} with ONNX's version converter")
-        notes.append(convert_for_onnxruntime(analysis, stage.staging_root / "for_target.onnx", limits, version))
-        source = analyze_onnx(stage.staging_root / "for_target.onnx")
+    source, converted = _source_for_runtime(stage, analysis, down_to, say=say, notes=notes)
     say("writing candidate" + (" (FP16)" if fp16 else "") + (" with a dynamic batch axis" if plan.make_dynamic else ""))
-    _files, fp16_report = steps.write_candidate(source, make_dynamic=plan.make_dynamic, fp16=fp16, dest=candidate_path)
-    if fp16_report is not None:
-        say(f"  {fp16_report.summary()}")
-    served = analyze_onnx(candidate_path) if fp16_report is not None else source
+    candidate = _write_candidate(stage, source, plan, fp16=fp16)
+    if candidate.fp16_report is not None:
+        say(f"  {candidate.fp16_report.summary()}")
 
     comparisons: list[Comparison] = []
     tolerance: Tolerance = FP16_TOLERANCE if fp16 else FP32_TOLERANCE
     verify_started = time.monotonic()
-    run_candidate: Reference | None = None
-    batch_samples: dict[str, np.ndarray] | None = None
-    mbs = plan.max_batch_size
-    k = min(CONSISTENCY_SAMPLES, mbs) if mbs > 0 else 0
-    fixed = plan.fixed_batch_size if plan.make_dynamic else None
+    k = min(CONSISTENCY_SAMPLES, plan.max_batch_size) if plan.max_batch_size > 0 else 0
     if verify or plan.make_dynamic:
-        say("loading the candidate in ONNX Runtime")
-        run_candidate = ort_runner(candidate_path)
-        if samples is not None:
-            batch_samples = load_samples(samples, analysis.inputs, batched=plan.batched)
-            if fixed:
-                batch_samples = steps.trim_to_fixed_batch(batch_samples, fixed, source=str(samples))
-            if plan.batched:
-                k = min(k, next(iter(batch_samples.values())).shape[0])
-        else:
-            count = steps.sample_count(k, fixed) if plan.batched else 1
-            batch_samples = make_samples(analysis.inputs, count=count, batched=plan.batched)
-
+        candidate, k = _load_for_checks(candidate, analysis, samples, k, say=say)
     # Does the graph really batch? (always proven when the batch axis was made dynamic)
-    if plan.batched and run_candidate is not None and batch_samples is not None and k >= 1:
+    if plan.batched and candidate.run is not None and candidate.samples is not None and k >= 1:
         say(f"batch consistency: {k} samples as one batch vs one by one")
-        consistency = check_batch_consistency(run_candidate, batch_samples, k=k, tolerance=tolerance)
-        comparisons.append(consistency)
-        if not consistency.ok:
-            reason = steps.not_batchable_reason(consistency, k=k, fixed_size=fixed)
-            if plan.requested_max_batch_size is not None:
-                first = analysis.inputs[0].name
-                raise VerificationError(
-                    f"{analysis.path}: refused for --max-batch-size {plan.requested_max_batch_size}: {reason}",
-                    comparisons=comparisons,
-                    hint=(f"re-export with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
-                          f"{{'{first}': {{0: 'batch'}}}})) or build with --max-batch-size 0") if plan.make_dynamic
-                    else "build with --max-batch-size 0 (clients then send whole batches themselves)")
-            was_dynamic = plan.make_dynamic
-            plan = plan.without_batching(reason)
-            warnings.append(plan.warnings[-1])
-            if was_dynamic:
-                # Serve the model as given (its fixed axis) rather than the altered one.
-                shutil.rmtree(version_dir)
-                version_dir.mkdir()
-                _files, fp16_report = steps.write_candidate(source, make_dynamic=False, fp16=fp16, dest=candidate_path)
-                served = analyze_onnx(candidate_path) if fp16 else source
-                run_candidate = ort_runner(candidate_path) if verify else None
-                assert fixed is not None
-                batch_samples = {key: value[:fixed] for key, value in batch_samples.items()}
-                fixed = None
-
-    if verify and run_candidate is not None and batch_samples is not None:
+        candidate = _prove_batching(stage, candidate, analysis, k, comparisons, tolerance=tolerance, fp16=fp16,
+                                    verify=verify)
+        warnings.extend(candidate.plan.warnings[len(plan.warnings):])
+    plan, fixed, batch_samples = candidate.plan, candidate.fixed, candidate.samples
+    axes: list[DynamicAxis] = []
+    if verify and candidate.run is not None and batch_samples is not None:
         count = int(next(iter(batch_samples.values())).shape[0]) if plan.batched else 1
         if reference is not None:
             say(f"verifying against the {reference_title}")
             comparisons.insert(0, verify_against_reference(
-                run_candidate, reference, batch_samples, tolerance=tolerance,
+                candidate.run, reference, batch_samples, tolerance=tolerance,
                 title=f"ONNX Runtime vs reference ({reference_title})", count=count))
         elif not fp16 and not plan.make_dynamic and not converted and down_to is None and not analysis.rewritten:
             notes.append("reference check not needed: the served model is the original file, byte for byte")
@@ -466,11 +425,9 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
             else:
                 say("verifying against the original FP32 model")
                 original, title = ort_runner(analysis.path), "original FP32 model"
-            if fixed:
-                original = steps.chunked(original, fixed)
             comparisons.insert(0, verify_against_reference(
-                run_candidate, original, batch_samples, tolerance=tolerance,
-                title=f"ONNX Runtime vs reference ({title})", count=count))
+                candidate.run, steps.chunked(original, fixed) if fixed else original, batch_samples,
+                tolerance=tolerance, title=f"ONNX Runtime vs reference ({title})", count=count))
         failed = [c for c in comparisons if not c.ok and not c.title.startswith("batch consistency")]
         if failed:
             raise VerificationError(
@@ -478,17 +435,98 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
                 comparisons=comparisons,
                 hint="check the export (or the FP16 conversion: build without --fp16); "
                      "--samples FILE.npz verifies on realistic inputs")
-        axes, axis_checks = _check_axes(run_candidate, reference, analysis, batch_samples, plan, fixed,
+        axes, axis_checks = _check_axes(candidate.run, reference, analysis, batch_samples, plan, fixed,
                                         tolerance=tolerance, converted=converted, say=say)
         comparisons.extend(axis_checks)
         warnings.extend(_pinned_warning(axis) for axis in axes if axis.pinned)
     elif not verify:
         warnings.append("verification skipped (--no-verify): numbers and batch consistency not checked")
-    if not verify or run_candidate is None or batch_samples is None:
-        axes = []
     timings["verify_s"] = time.monotonic() - verify_started
+    files, config = _write_config(stage, candidate, runtime=runtime, warmup=warmup, fp16=fp16, axes=axes,
+                                  ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, warnings=warnings, notes=notes)
+    return OnnxBuildResult(
+        name=stage.name, version=stage.version, repo=stage.repo, model_dir=stage.target, runtime=runtime,
+        config=config, plan=plan, analysis=analysis, fp16=candidate.fp16_report, comparisons=comparisons,
+        warnings=warnings, files=files, timings_s=timings, notes=notes, dynamic_axes=axes)
 
-    # The configuration, through the repository layer.
+
+def _source_for_runtime(stage: StagedModel, analysis: OnnxAnalysis, down_to: tuple[OnnxRuntimeLimits, str] | None,
+                        *, say: _Log, notes: list[str]) -> tuple[OnnxAnalysis, bool]:
+    """The model to serve: ``analysis``, or its conversion (up from an old opset: ``True``; down for the target)."""
+    if needs_conversion(analysis):
+        say(f"converting opset {analysis.opsets.get('', 0)} with ONNX's version converter")
+        notes.append(convert_old_opset(analysis, stage.staging_root / "converted.onnx"))
+        return analyze_onnx(stage.staging_root / "converted.onnx"), True
+    if down_to is not None:
+        limits, version = down_to
+        say(f"converting for ONNX Runtime {version} with ONNX's version converter")
+        notes.append(convert_for_onnxruntime(analysis, stage.staging_root / "for_target.onnx", limits, version))
+        return analyze_onnx(stage.staging_root / "for_target.onnx"), False
+    return analysis, False
+
+
+def _write_candidate(stage: StagedModel, source: OnnxAnalysis, plan: BuildPlan, *, fp16: bool) -> _Candidate:
+    """Write the model to serve, as ``plan`` says, into the staging version folder."""
+    path = stage.version_dir / "model.onnx"
+    _files, fp16_report = steps.write_candidate(source, make_dynamic=plan.make_dynamic, fp16=fp16, dest=path)
+    return _Candidate(path, source, analyze_onnx(path) if fp16_report is not None else source, fp16_report, plan,
+                      fixed=plan.fixed_batch_size if plan.make_dynamic else None)
+
+
+def _load_for_checks(candidate: _Candidate, analysis: OnnxAnalysis, samples: Path | str | None, k: int,
+                     *, say: _Log) -> tuple[_Candidate, int]:
+    """The candidate loaded in ONNX Runtime with its samples (the user's, else made up), and ``k`` capped
+    at the samples given."""
+    say("loading the candidate in ONNX Runtime")
+    plan, fixed = candidate.plan, candidate.fixed
+    run = ort_runner(candidate.path)
+    if samples is not None:
+        batch_samples = load_samples(samples, analysis.inputs, batched=plan.batched)
+        if fixed:
+            batch_samples = steps.trim_to_fixed_batch(batch_samples, fixed, source=str(samples))
+        if plan.batched:
+            k = min(k, next(iter(batch_samples.values())).shape[0])
+    else:
+        count = steps.sample_count(k, fixed) if plan.batched else 1
+        batch_samples = make_samples(analysis.inputs, count=count, batched=plan.batched)
+    return replace(candidate, run=run, samples=batch_samples), k
+
+
+def _prove_batching(stage: StagedModel, candidate: _Candidate, analysis: OnnxAnalysis, k: int,
+                    comparisons: list[Comparison], *, tolerance: Tolerance, fp16: bool, verify: bool) -> _Candidate:
+    """Run ``k`` samples as one batch and one by one; a graph that does not batch is refused when a
+    batch size was asked for, else served without batching (as given, when its axis was made dynamic)."""
+    assert candidate.run is not None and candidate.samples is not None
+    plan, fixed = candidate.plan, candidate.fixed
+    consistency = check_batch_consistency(candidate.run, candidate.samples, k=k, tolerance=tolerance)
+    comparisons.append(consistency)
+    if consistency.ok:
+        return candidate
+    reason = steps.not_batchable_reason(consistency, k=k, fixed_size=fixed)
+    if plan.requested_max_batch_size is not None:
+        first = analysis.inputs[0].name
+        raise VerificationError(
+            f"{analysis.path}: refused for --max-batch-size {plan.requested_max_batch_size}: {reason}",
+            comparisons=comparisons,
+            hint=(f"re-export with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
+                  f"{{'{first}': {{0: 'batch'}}}})) or build with --max-batch-size 0") if plan.make_dynamic
+            else "build with --max-batch-size 0 (clients then send whole batches themselves)")
+    if not plan.make_dynamic:
+        return replace(candidate, plan=plan.without_batching(reason))
+    # Serve the model as given (its fixed axis) rather than the altered one.
+    shutil.rmtree(stage.version_dir)
+    stage.version_dir.mkdir()
+    rewritten = _write_candidate(stage, candidate.source, plan.without_batching(reason), fp16=fp16)
+    assert fixed is not None
+    return replace(rewritten, run=ort_runner(rewritten.path) if verify else None,
+                   samples={key: value[:fixed] for key, value in candidate.samples.items()})
+
+
+def _write_config(stage: StagedModel, candidate: _Candidate, *, runtime: Runtime, warmup: bool, fp16: bool,
+                  axes: list[DynamicAxis], ort_tensorrt: bool, cuda_graphs: bool, warnings: list[str],
+                  notes: list[str]) -> tuple[list[str], mc.ModelConfig]:
+    """Write config.pbtxt (and the python runtime's model.py) through the repository layer."""
+    served, plan, batch_samples = candidate.served, candidate.plan, candidate.samples
     batched = plan.batched
     has_dynamic = any(isinstance(d, str) or d is None
                       for t in served.inputs for d in (t.shape or ())[1 if batched else 0:])
@@ -497,6 +535,7 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
         warmups = steps.warmup_entries(served.inputs, batch_samples, batched=batched)
     elif warmup:
         warnings.append("no warmup entry: the model has dynamic dimensions and no verified sample shape")
+    version_dir = stage.version_dir
     files = ["model.onnx", *sorted(p.name for p in version_dir.iterdir() if p.name != "model.onnx")]
     spec = steps.model_spec(name=stage.name, runtime=runtime, served=served, plan=plan, warmups=warmups, fp16=fp16,
                             ort_tensorrt=ort_tensorrt, cuda_graphs=cuda_graphs, axes=axes)
@@ -505,12 +544,7 @@ def _build_staged(stage: StagedModel, analysis: OnnxAnalysis, plan: BuildPlan, *
         (version_dir / "model.py").write_text(model_py_source(), encoding="utf-8")
         files.append("model.py")
     entry = ModelRepository(stage.staging_root).add_model(spec, version=stage.version)
-    return OnnxBuildResult(
-        name=stage.name, version=stage.version, repo=stage.repo, model_dir=stage.target, runtime=runtime,
-        config=read_config(entry.config_path), plan=plan, analysis=analysis, fp16=fp16_report,
-        comparisons=comparisons, warnings=warnings, files=files, timings_s=timings, notes=notes, dynamic_axes=axes)
-
-
+    return files, read_config(entry.config_path)
 def _check_axes(run_candidate: Reference, reference: Reference | None, analysis: OnnxAnalysis,
                 samples: dict[str, np.ndarray], plan: BuildPlan, fixed: int | None, *, tolerance: Tolerance,
                 converted: bool, say: _Log) -> tuple[list[DynamicAxis], list[Comparison]]:

@@ -29,11 +29,11 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 
-from tritonkit._fs import user_path_errors
+from tritonkit._fs import path_error, user_path_errors
 from tritonkit._lock import FolderLock, model_folder_lock
 from tritonkit.builders.versions import check_versions_agree, merged_config
 from tritonkit.errors import BuildError, ConfigError
@@ -42,7 +42,7 @@ from tritonkit.repository import model_folder, read_config, write_config
 __all__ = [
     "STAGING_PREFIX",
     "StagedModel",
-    "reword_staging_paths",
+    "staging_errors",
     "validate_model_name",
 ]
 
@@ -266,13 +266,6 @@ class StagedModel:
         """``<staging>/<name>/<version>``: write the version's files here."""
         return self.model_dir / str(self.version)
 
-    def user_path(self, path: Path) -> str:
-        """``path`` as it will be once committed (messages never show staging paths)."""
-        try:
-            return str(self.target / path.relative_to(self.model_dir))
-        except ValueError:
-            return str(path)
-
     # ------------------------------------------------------------------ commit
 
     def _step(self, name: str) -> None:
@@ -364,7 +357,15 @@ def _without_staging_paths(message: str, stage: StagedModel, user_file: Path) ->
     return message.replace(str(stage.model_dir), str(stage.target)).replace(root, str(stage.repo))
 
 
-def reword_staging_paths(exc: BuildError | ConfigError, stage: StagedModel, user_file: Path) -> None:
-    """Rewrite ``exc``'s message in place so it names the user's file, never a staging path."""
-    exc.message = _without_staging_paths(exc.message, stage, user_file)
-    exc.args = (exc.message,)
+@contextlib.contextmanager
+def staging_errors(stage: StagedModel, user_file: Path) -> Iterator[None]:
+    """Build and config errors raised inside name the user's file, never a staging path; an
+    ``OSError`` becomes a :class:`ConfigError` naming the model."""
+    try:
+        yield
+    except (BuildError, ConfigError) as exc:
+        exc.message = _without_staging_paths(exc.message, stage, user_file)
+        exc.args = (exc.message,)
+        raise
+    except OSError as exc:
+        raise path_error(exc, f"build model {stage.name!r}") from exc

@@ -23,7 +23,6 @@ from typing import Any
 import onnx
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import path_error
 from tritonkit._values import BUILD_VERSION
 from tritonkit.builders.onnx_model import (
     OnnxAnalysis,
@@ -40,7 +39,7 @@ from tritonkit.builders.plan import (
     check_options,
     plan_build,
 )
-from tritonkit.builders.staging import StagedModel, reword_staging_paths, validate_model_name
+from tritonkit.builders.staging import StagedModel, staging_errors, validate_model_name
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 from tritonkit.repository import (
     DynamicBatching,
@@ -410,14 +409,9 @@ def build_tensorrt(
     trt_options = TensorRTOptions(fp16=fp16, int8=int8, workspace_bytes=workspace_bytes,
                                   timing_cache=Path(timing_cache) if timing_cache else None)
     with stage:
-        try:
+        with staging_errors(stage, analysis.path):
             build_s, config = _engine_into_stage(stage, analysis, plan, profile, trt_options, engine_builder,
                                                  cuda_graphs=cuda_graphs, say=say)
-        except (BuildError, ConfigError) as exc:
-            reword_staging_paths(exc, stage, analysis.path)
-            raise
-        except OSError as exc:
-            raise path_error(exc, f"build model {name!r}") from exc
         target = stage.commit()
     return TensorRTBuildResult(name=name, version=version, model_dir=target, config=config, max_batch_size=mbs,
                                profile=profile, flags=builder_flags(trt_options), analysis=analysis, build_s=build_s,

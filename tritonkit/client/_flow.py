@@ -155,9 +155,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         """Whether the channel is connected now (a state read, no I/O: a few hundred nanoseconds)."""
         raise NotImplementedError
 
-    def _open_stream(
-        self, request: StreamRequest, timeout_s: float | None, idle_timeout_s: float | None
-    ) -> StreamT:
+    def _open_stream(self, request: StreamRequest, timeout_s: float | None, idle_timeout_s: float | None) -> StreamT:
         """The stream of ``request`` (see ``stream``)."""
         raise NotImplementedError
 
@@ -171,9 +169,8 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         retry: RetryPolicy | None | Unset = UNSET,
     ) -> MetadataT:
         """The model's inputs, outputs and batching, fetched once and cached."""
-        result: MetadataT = self._run(
-            self._model_metadata_steps(model, version, timeout_s, retry), "model metadata", model
-        )
+        steps = self._model_metadata_steps(model, version, timeout_s, retry)
+        result: MetadataT = self._run(steps, "model metadata", model)
         return result
 
     def infer(
@@ -200,19 +197,8 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         ``shared_memory`` overrides the client's mode for this call. Every output
         is checked against the model's declared datatype and shape.
         """
-        args = (
-            model,
-            inputs,
-            outputs,
-            version,
-            request_id,
-            priority,
-            parameters,
-            timeout_s,
-            server_timeout_us,
-            retry,
-            shared_memory,
-        )
+        args = (model, inputs, outputs, version, request_id, priority, parameters, timeout_s, server_timeout_us,
+                retry, shared_memory)
         result: OutputsT = self._infer(args)
         return result
 
@@ -260,40 +246,31 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         result: BoolT = self._run(self._is_live_steps(timeout_s), "liveness", None)
         return result
 
-    def is_ready(
-        self, *, model: str | None = None, version: str = "", timeout_s: float = PROBE_TIMEOUT_S
-    ) -> BoolT:
+    def is_ready(self, *, model: str | None = None, version: str = "",
+                 timeout_s: float = PROBE_TIMEOUT_S) -> BoolT:
         """True when the server (or ``model``) is ready; False when not, or unreachable."""
         result: BoolT = self._run(self._is_ready_steps(model, version, timeout_s), "readiness", model)
         return result
 
-    def wait_until_ready(
-        self, timeout_s: float, *, model: str | None = None, version: str = "", poll_interval_s: float = 0.1
-    ) -> NoneT:
+    def wait_until_ready(self, timeout_s: float, *, model: str | None = None, version: str = "",
+                         poll_interval_s: float = 0.1) -> NoneT:
         """Wait until the server (and ``model``, if given) is ready.
 
         Raise ``ConnectError`` if nothing accepted a connection by then,
         ``ModelNotReadyError`` if the server was ready but the model not, and
         ``DeadlineExceededError`` if the server answered but never became ready.
         """
-        result: NoneT = self._run(
-            self._wait_steps(timeout_s, model, version, poll_interval_s), "readiness", model
-        )
+        result: NoneT = self._run(self._wait_steps(timeout_s, model, version, poll_interval_s), "readiness", model)
         return result
 
     # ---- the steps of each call ----------------------------------------------
 
     def _fetch_steps(self, model: str, version: str, deadline: Deadline) -> Steps[ModelMetadata]:
         """Fetch the model's metadata and config, and cache what they say."""
-        metadata = yield Rpc(
-            "get_model_metadata",
-            model,
-            version,
-            client_timeout=self._timeout(deadline, "model metadata", model),
-        )
-        config = yield Rpc(
-            "get_model_config", model, version, client_timeout=self._timeout(deadline, "model config", model)
-        )
+        metadata = yield Rpc("get_model_metadata", model, version,
+                             client_timeout=self._timeout(deadline, "model metadata", model))
+        config = yield Rpc("get_model_config", model, version,
+                           client_timeout=self._timeout(deadline, "model config", model))
         return self._remember_metadata(model, version, metadata, config)
 
     def _translate_steps(self, failed: FailedCall, connected: bool | None = None) -> Steps[ClientError]:
@@ -304,28 +281,16 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         cause, probe = self._explain(failed, connected=connected)
         if probe is not None:
             try:
-                answer = yield Rpc(
-                    "is_model_ready",
-                    probe,
-                    failed.version,
-                    client_timeout=ProbeLog.timeout_s(failed.deadline),
-                )
+                answer = yield Rpc("is_model_ready", probe, failed.version,
+                                   client_timeout=ProbeLog.timeout_s(failed.deadline))
                 ready: bool | None = bool(answer)
             except RPC_ERRORS:
                 ready = None
             cause = self._probed(probe, failed.version, ready)
         return self._error(failed, cause)
 
-    def _read_steps(
-        self,
-        steps: Callable[[], Steps[T]],
-        *,
-        model: str | None,
-        version: str,
-        operation: str,
-        deadline: Deadline,
-        retry: RetryPolicy | None,
-    ) -> Steps[T]:
+    def _read_steps(self, steps: Callable[[], Steps[T]], *, model: str | None, version: str, operation: str,
+                    deadline: Deadline, retry: RetryPolicy | None) -> Steps[T]:
         """Run ``steps()`` (one attempt of a read), translating failures and retrying what the policy allows."""
         attempt = 0
         while True:
@@ -343,14 +308,11 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
                 failed = FailedCall(exc, operation, model, version, deadline, started=started)
                 error = yield from self._translate_steps(failed)
                 # A read: sending it again is harmless even if it was lost mid-call.
-                delay = self._retry_or_raise(
-                    error, exc, attempt=attempt, retry=retry, deadline=deadline, sent=False
-                )
+                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=retry, deadline=deadline, sent=False)
             yield Sleep(delay)
 
-    def _model_metadata_steps(
-        self, model: str, version: str, timeout_s: float | None | Unset, retry: RetryPolicy | None | Unset
-    ) -> Steps[ModelMetadata]:
+    def _model_metadata_steps(self, model: str, version: str, timeout_s: float | None | Unset,
+                              retry: RetryPolicy | None | Unset) -> Steps[ModelMetadata]:
         self._check_open()
         deadline = self._deadline(timeout_s)
 
@@ -358,16 +320,8 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
             meta: ModelMetadata = yield Metadata(model, version, deadline)
             return meta
 
-        return (
-            yield from self._read_steps(
-                fetch,
-                model=model,
-                version=version,
-                operation="model metadata",
-                deadline=deadline,
-                retry=self._retry_policy(retry),
-            )
-        )
+        return (yield from self._read_steps(fetch, model=model, version=version, operation="model metadata",
+                                            deadline=deadline, retry=self._retry_policy(retry)))
 
     def _first_attempt(self, args: InferArgs) -> FirstAttempt | None:
         """The request of ``infer(*args)`` if it needs no step before it is sent; else None.
@@ -394,9 +348,8 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
             return None
         return prepared, deadline, started, self._timeout(deadline, "infer", model)
 
-    def _infer_steps(
-        self, args: InferArgs, first: FirstAttempt | None = None, failure: BaseException | None = None
-    ) -> Steps[dict[str, Array]]:
+    def _infer_steps(self, args: InferArgs, first: FirstAttempt | None = None,
+                     failure: BaseException | None = None) -> Steps[dict[str, Array]]:
         """Every attempt of ``infer(*args)``; ``first``: its first attempt, sent already, that ended in ``failure``."""
         model, _, _, version, _, _, _, timeout_s, server_timeout_us, retry, shared_memory = args
         if self._closed:
@@ -436,9 +389,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
                 if prepared.shm is None:
                     return (yield from self._send_steps(prepared, deadline))
                 try:
-                    return (
-                        yield from self._shm_steps(prepared, deadline, strict=self._strict_shm(shared_memory))
-                    )
+                    return (yield from self._shm_steps(prepared, deadline, strict=self._strict_shm(shared_memory)))
                 except ShmUnusable:
                     return (yield from self._send_steps(prepared.in_band(), deadline))
             except ConnectError as not_sent:
@@ -446,36 +397,23 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
             except RPC_ERRORS as exc:
                 failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started)
                 error = yield from self._translate_steps(failed)
-                delay = self._retry_or_raise(
-                    error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent
-                )
+                delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent)
             yield Sleep(delay)
 
-    def _send_steps(
-        self, prepared: PreparedRequest, deadline: Deadline, segment: Segment | None = None
-    ) -> Steps[dict[str, Array]]:
-        result = yield Rpc(
-            "infer",
-            **prepared.send_kwargs(),
-            client_timeout=self._timeout(deadline, "infer", prepared.meta.name),
-        )
+    def _send_steps(self, prepared: PreparedRequest, deadline: Deadline,
+                    segment: Segment | None = None) -> Steps[dict[str, Array]]:
+        result = yield Rpc("infer", **prepared.send_kwargs(),
+                           client_timeout=self._timeout(deadline, "infer", prepared.meta.name))
         return decode_response(result.get_response(), prepared, segment)
 
-    def _shm_steps(
-        self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool
-    ) -> Steps[dict[str, Array]]:
+    def _shm_steps(self, prepared: PreparedRequest, deadline: Deadline, *, strict: bool) -> Steps[dict[str, Array]]:
         plan = prepared.shm
         assert plan is not None
         call = ShmCall(plan)
         try:
             try:
-                yield Rpc(
-                    "register_system_shared_memory",
-                    plan.region,
-                    plan.key,
-                    plan.byte_size,
-                    client_timeout=self._timeout(deadline, "infer", prepared.meta.name),
-                )
+                yield Rpc("register_system_shared_memory", plan.region, plan.key, plan.byte_size,
+                          client_timeout=self._timeout(deadline, "infer", prepared.meta.name))
             except RPC_ERRORS as exc:
                 if not self._registration_refused(exc, strict=strict):
                     raise
@@ -494,9 +432,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
                 released = False
                 if call.answered and not self._closed:
                     try:
-                        yield Rpc(
-                            "unregister_system_shared_memory", plan.region, client_timeout=PROBE_TIMEOUT_S
-                        )
+                        yield Rpc("unregister_system_shared_memory", plan.region, client_timeout=PROBE_TIMEOUT_S)
                         released = True
                     except RPC_ERRORS:
                         # WAR: tritonserver 2.51 may refuse for a moment after the reply ("currently
@@ -524,9 +460,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         except RPC_ERRORS:
             return False
 
-    def _wait_steps(
-        self, timeout_s: float, model: str | None, version: str, poll_interval_s: float
-    ) -> Steps[None]:
+    def _wait_steps(self, timeout_s: float, model: str | None, version: str, poll_interval_s: float) -> Steps[None]:
         self._check_open()
         wait = ReadyWait(self.url, timeout_s, model)
         while True:

@@ -13,6 +13,7 @@ Queries use two Grafana variables, ``$model`` (multi-select, from the server's o
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -114,80 +115,11 @@ def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOpti
     p99 = sla.constraint("p99") if sla is not None else None
     if o.p99_limit_ms is None and p99 is not None:
         o = replace(o, p99_limit_ms=p99.value)
-    llm = o.llm or (facts is not None and facts.has_llm)
-    s = _sel(o.job)
-    job_sel = selector(job=o.job)
-    by = "model"
-    panels: list[dict[str, Any]] = []
     pid = iter(range(1, 100))
-
-    panels.append(_row(next(pid), "Traffic", 0))
-    panels.append(_panel(next(pid), "Throughput", "reqps", [
-        (f"sum by ({by}) (rate({INFERENCE_COUNT.name}{s}[{_R}]))", "{{model}} inferences/s"),
-        (f"sum by ({by}) (rate({REQUEST_SUCCESS.name}{s}[{_R}]))", "{{model}} requests/s"),
-    ], (0, 1, 12, 8), "Inferences (batch items) and successful requests per second, per model."))
-    panels.append(_panel(next(pid), "Failed requests", "reqps", [
-        (f"sum by ({by}) (rate({REQUEST_FAILURE.name}{s}[{_R}]))", "{{model}} failures/s"),
-    ], (12, 1, 6, 8), "Requests the server failed. A load test passes only with zero."))
-    panels.append(_panel(next(pid), "Batch size per execution", "short", [
-        (f"sum by ({by}) (rate({INFERENCE_COUNT.name}{s}[{_R}])) / sum by ({by}) (rate({EXEC_COUNT.name}{s}[{_R}]))",
-         "{{model}}"),
-    ], (18, 1, 6, 8), "Inferences per model execution: how much the dynamic batcher merges."))
-
-    panels.append(_row(next(pid), "Latency", 9))
-    q_sel = _sel(o.job, 'quantile=~"0.5|0.9|0.99"')
-    p99_steps: list[dict[str, Any]] | None = None
-    if o.p99_limit_ms is not None:
-        p99_steps = [{"color": "green", "value": None}, {"color": "red", "value": o.p99_limit_ms}]
-    panels.append(_panel(next(pid), "Request latency percentiles", "ms", [
-        (f"max by ({by}, quantile) ({REQUEST_SUMMARY_US.name}{q_sel}) / 1000",
-         "{{model}} p{{quantile}}"),
-    ], (0, 10, 12, 8), "p50/p90/p99 from Triton's latency summaries (server flag "
-       "--metrics-config summary_latencies=true); the red line is the SLA.", p99_steps))
-    panels.append(_panel(next(pid), "Mean latency and queue time", "ms", [
-        (f"sum by ({by}) (rate({REQUEST_DURATION_US.name}{s}[{_R}])) / sum by ({by}) (rate({REQUEST_SUCCESS.name}{s}[{_R}])) / 1000",
-         "{{model}} request"),
-        (f"sum by ({by}) (rate({QUEUE_DURATION_US.name}{s}[{_R}])) / sum by ({by}) (rate({REQUEST_SUCCESS.name}{s}[{_R}])) / 1000",
-         "{{model}} queue"),
-        (f"sum by ({by}) (rate({COMPUTE_INFER_DURATION_US.name}{s}[{_R}])) / sum by ({by}) "
-         f"(rate({EXEC_COUNT.name}{s}[{_R}])) / 1000", "{{model}} compute per execution"),
-    ], (12, 10, 12, 8), "Mean request time, mean time waiting in the queue, and compute per execution: "
-       "queue time rising while compute stays flat is overload, not a slow model."))
-
-    panels.append(_row(next(pid), "Load", 18))
-    panels.append(_panel(next(pid), "In-flight (pending) requests", "short", [
-        (f"sum by ({by}) ({PENDING_REQUESTS.name}{s})", "{{model}} pending"),
-    ], (0, 19, 8, 8), "Requests waiting for an instance: the queue depth the scale-out rule watches."))
-    if o.device == "gpu":
-        util = (f"{GPU_UTILIZATION.name}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
-        mem = (f"{GPU_MEMORY_USED_BYTES.name}{job_sel} / {GPU_MEMORY_TOTAL_BYTES.name}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
-        what = "GPU"
-    else:
-        util = (f"{CPU_UTILIZATION.name}{job_sel} * 100", "{{instance}}")
-        mem = (f"{CPU_MEMORY_USED_BYTES.name}{job_sel} / {CPU_MEMORY_TOTAL_BYTES.name}{job_sel} * 100", "{{instance}}")
-        what = "CPU"
-    panels.append(_panel(next(pid), f"{what} utilisation", "percent", [util], (8, 19, 8, 8),
-                         f"{what} busy share. Rule of thumb: scale out at 60–70 %, alert above 85 % for 5 minutes.",
-                         [{"color": "green", "value": None}, {"color": "orange", "value": 65},
-                          {"color": "red", "value": 85}]))
-    panels.append(_panel(next(pid), f"{what} memory used", "percent", [mem], (16, 19, 8, 8),
-                         f"{what} memory in use. Near 100 % the next larger batch or sequence fails."))
-
-    if llm:
-        req, kv = TRTLLM_REQUESTS.name, TRTLLM_KV_CACHE_BLOCKS.name
-        req_sel = _sel(o.job, 'request_type=~"active|scheduled|context|waiting"')
-        used_sel, max_sel = _sel(o.job, 'kv_cache_block_type="used"'), _sel(o.job, 'kv_cache_block_type="max"')
-        panels.append(_row(next(pid), "LLM (TensorRT-LLM backend)", 27))
-        panels.append(_panel(next(pid), "LLM requests in the in-flight batcher", "short", [
-            (f"sum by ({by}, request_type) ({req}{req_sel})",
-             "{{model}} {{request_type}}"),
-        ], (0, 28, 12, 8), "Active, scheduled, context-phase and waiting requests. Triton 2.51 exposes no "
-           "time-to-first-token or tokens/s: measure those with tritonkit perf (streaming)."))
-        panels.append(_panel(next(pid), "KV-cache blocks used", "percent", [
-            (f"sum by ({by}) ({kv}{used_sel}) / "
-             f"sum by ({by}) ({kv}{max_sel}) * 100", "{{model}}"),
-        ], (12, 28, 12, 8), "Share of the paged KV cache in use: near 100 % new sequences wait."))
-
+    panels = [*_traffic_row(pid, o), *_latency_row(pid, o), *_load_row(pid, o)]
+    if o.llm or (facts is not None and facts.has_llm):
+        panels += _llm_row(pid, o)
+    job_sel = selector(job=o.job)
     return {
         "uid": o.uid,
         "title": o.title,
@@ -208,6 +140,80 @@ def build_dashboard(facts: RepositoryFacts | None = None, options: DashboardOpti
         ]},
         "panels": panels,
     }
+
+
+def _rate(metric: str, s: str) -> str:
+    """Per-model rate of a counter: ``sum by (model) (rate(metric{…}[$__rate_interval]))``."""
+    return f"sum by (model) (rate({metric}{s}[{_R}]))"
+
+
+def _traffic_row(pid: Iterator[int], o: DashboardOptions) -> list[dict[str, Any]]:
+    s = _sel(o.job)
+    return [_row(next(pid), "Traffic", 0),
+            _panel(next(pid), "Throughput", "reqps", [
+                (_rate(INFERENCE_COUNT.name, s), "{{model}} inferences/s"),
+                (_rate(REQUEST_SUCCESS.name, s), "{{model}} requests/s"),
+            ], (0, 1, 12, 8), "Inferences (batch items) and successful requests per second, per model."),
+            _panel(next(pid), "Failed requests", "reqps", [
+                (_rate(REQUEST_FAILURE.name, s), "{{model}} failures/s"),
+            ], (12, 1, 6, 8), "Requests the server failed. A load test passes only with zero."),
+            _panel(next(pid), "Batch size per execution", "short", [
+                (f"{_rate(INFERENCE_COUNT.name, s)} / {_rate(EXEC_COUNT.name, s)}", "{{model}}"),
+            ], (18, 1, 6, 8), "Inferences per model execution: how much the dynamic batcher merges.")]
+
+
+def _latency_row(pid: Iterator[int], o: DashboardOptions) -> list[dict[str, Any]]:
+    s, q_sel = _sel(o.job), _sel(o.job, 'quantile=~"0.5|0.9|0.99"')
+    p99_steps: list[dict[str, Any]] | None = None
+    if o.p99_limit_ms is not None:
+        p99_steps = [{"color": "green", "value": None}, {"color": "red", "value": o.p99_limit_ms}]
+    return [_row(next(pid), "Latency", 9),
+            _panel(next(pid), "Request latency percentiles", "ms", [
+                (f"max by (model, quantile) ({REQUEST_SUMMARY_US.name}{q_sel}) / 1000", "{{model}} p{{quantile}}"),
+            ], (0, 10, 12, 8), "p50/p90/p99 from Triton's latency summaries (server flag "
+               "--metrics-config summary_latencies=true); the red line is the SLA.", p99_steps),
+            _panel(next(pid), "Mean latency and queue time", "ms", [
+                (f"{_rate(REQUEST_DURATION_US.name, s)} / {_rate(REQUEST_SUCCESS.name, s)} / 1000", "{{model}} request"),
+                (f"{_rate(QUEUE_DURATION_US.name, s)} / {_rate(REQUEST_SUCCESS.name, s)} / 1000", "{{model}} queue"),
+                (f"{_rate(COMPUTE_INFER_DURATION_US.name, s)} / {_rate(EXEC_COUNT.name, s)} / 1000",
+                 "{{model}} compute per execution"),
+            ], (12, 10, 12, 8), "Mean request time, mean time waiting in the queue, and compute per execution: "
+               "queue time rising while compute stays flat is overload, not a slow model.")]
+
+
+def _load_row(pid: Iterator[int], o: DashboardOptions) -> list[dict[str, Any]]:
+    job_sel = selector(job=o.job)
+    if o.device == "gpu":
+        util = (f"{GPU_UTILIZATION.name}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
+        mem = (f"{GPU_MEMORY_USED_BYTES.name}{job_sel} / {GPU_MEMORY_TOTAL_BYTES.name}{job_sel} * 100", "{{instance}} {{gpu_uuid}}")
+        what = "GPU"
+    else:
+        util = (f"{CPU_UTILIZATION.name}{job_sel} * 100", "{{instance}}")
+        mem = (f"{CPU_MEMORY_USED_BYTES.name}{job_sel} / {CPU_MEMORY_TOTAL_BYTES.name}{job_sel} * 100", "{{instance}}")
+        what = "CPU"
+    return [_row(next(pid), "Load", 18),
+            _panel(next(pid), "In-flight (pending) requests", "short", [
+                (f"sum by (model) ({PENDING_REQUESTS.name}{_sel(o.job)})", "{{model}} pending"),
+            ], (0, 19, 8, 8), "Requests waiting for an instance: the queue depth the scale-out rule watches."),
+            _panel(next(pid), f"{what} utilisation", "percent", [util], (8, 19, 8, 8),
+                   f"{what} busy share. Rule of thumb: scale out at 60–70 %, alert above 85 % for 5 minutes.",
+                   [{"color": "green", "value": None}, {"color": "orange", "value": 65}, {"color": "red", "value": 85}]),
+            _panel(next(pid), f"{what} memory used", "percent", [mem], (16, 19, 8, 8),
+                   f"{what} memory in use. Near 100 % the next larger batch or sequence fails.")]
+
+
+def _llm_row(pid: Iterator[int], o: DashboardOptions) -> list[dict[str, Any]]:
+    req, kv = TRTLLM_REQUESTS.name, TRTLLM_KV_CACHE_BLOCKS.name
+    req_sel = _sel(o.job, 'request_type=~"active|scheduled|context|waiting"')
+    used_sel, max_sel = _sel(o.job, 'kv_cache_block_type="used"'), _sel(o.job, 'kv_cache_block_type="max"')
+    return [_row(next(pid), "LLM (TensorRT-LLM backend)", 27),
+            _panel(next(pid), "LLM requests in the in-flight batcher", "short", [
+                (f"sum by (model, request_type) ({req}{req_sel})", "{{model}} {{request_type}}"),
+            ], (0, 28, 12, 8), "Active, scheduled, context-phase and waiting requests. Triton 2.51 exposes no "
+               "time-to-first-token or tokens/s: measure those with tritonkit perf (streaming)."),
+            _panel(next(pid), "KV-cache blocks used", "percent", [
+                (f"sum by (model) ({kv}{used_sel}) / sum by (model) ({kv}{max_sel}) * 100", "{{model}}"),
+            ], (12, 28, 12, 8), "Share of the paged KV cache in use: near 100 % new sequences wait.")]
 
 
 def panel_queries(dashboard: dict[str, Any], *, model: str = ".*", rate_interval: str = "1m") -> dict[str, list[str]]:

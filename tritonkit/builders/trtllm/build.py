@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ from tritonkit.builders.trtllm.engine import (
 )
 from tritonkit.builders.trtllm.instances import TokenizerInstances, derive_tokenizer_instances
 from tritonkit.builders.trtllm.llmapi import LlmApiOptions, LlmApiPlan, plan_llmapi, write_llmapi_repository
-from tritonkit.builders.trtllm.params import EnginePlan, EngineTarget, derive_engine_params
+from tritonkit.builders.trtllm.params import EngineParams, EnginePlan, EngineTarget, derive_engine_params
 from tritonkit.builders.trtllm.reference import (
     ReferenceEngine,
     build_reference_llmapi_repository,
@@ -58,20 +59,20 @@ class LlmApiSettings:
     reference_interface: Literal["engine", "llmapi"] = "engine"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrtllmBuildResult:
     """What was derived, written and (maybe) built."""
 
     repo: Path
     engine: EngineChoice
     plan: EnginePlan | None
-    options: TrtllmRepoOptions | None
-    build_argv: list[str]
-    engine_built: bool
-    engine_version: str | None
-    not_built_reason: str | None
-    engine_info: EngineInfo | None
     line: TrtllmInterface
+    options: TrtllmRepoOptions | None = None
+    build_argv: list[str] = field(default_factory=list)
+    engine_built: bool = False
+    engine_version: str | None = None
+    not_built_reason: str | None = None
+    engine_info: EngineInfo | None = None
     line_why: str = ""
     llmapi: LlmApiPlan | None = None
     tokenizer_instances: TokenizerInstances | None = None
@@ -186,71 +187,35 @@ def build_trtllm(
     say(f"line: {line_why}")
     target = target or EngineTarget()
     target = replace(target, gpu=target.gpu_spec)  # an unknown GPU name is refused before any work
-    plan: EnginePlan | None = None
-    hf_dir: Path | None = None
-    if hf_model is not None:
-        hf_dir = Path(hf_model).resolve()
-        config_path = hf_dir / "config.json" if hf_dir.is_dir() else hf_dir
-        hf_config = load_hf_config(config_path)
-        if hf_dir.is_file():
-            hf_dir = hf_dir.parent
-        plan = derive_engine_params(hf_config, target, source=str(config_path))
-        say(plan.render_text())
+    plan, hf_dir = _derive_plan(hf_model, target, say)
+    result = partial(TrtllmBuildResult, repo=root, plan=plan, line=interface, line_why=line_why)
     if engine == "reference" and settings.reference_interface == "llmapi":
-        ref_engine = _reference_engine(plan)
-        ref_api = build_reference_llmapi_repository(root, engine=ref_engine, streaming=streaming,
+        ref_api = build_reference_llmapi_repository(root, engine=_reference_engine(plan), streaming=streaming,
                                                     trtllm_version=interface.version, overwrite=force)
-        return TrtllmBuildResult(repo=root, engine="reference", plan=plan, options=None, build_argv=[],
-                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None,
-                                 line=interface, line_why=line_why, llmapi=ref_api.plan)
+        return result(engine="reference", llmapi=ref_api.plan)
     if chosen == "llmapi":
         if hf_dir is None and model_path is None:
             raise ConfigError("the LLM-API backend needs the model: its folder to plan from (and to load)",
                               hint="pass --hf-model DIR (the folder with config.json and the weights)")
-        ov = target.overrides
-        api_plan = plan_llmapi(LlmApiOptions(
-            line=interface, model=model_path or str(hf_dir), tp=target.tp, pp=target.pp,
-            max_batch_size=None, max_num_tokens=None, max_seq_len=None,
-            kv_cache_free_gpu_memory_fraction=None,
-            enable_block_reuse=bool(ov and ov.enable_kv_cache_reuse),
-            enable_chunked_prefill=bool(ov and ov.enable_chunked_context),
-            cuda_graphs=settings.cuda_graphs, streaming=streaming, instances=settings.instances,
-            gpu_ids=gpu_ids, extra_llm_args=settings.llm_args), plan)
+        api_plan = plan_llmapi(_llmapi_options(interface, target, settings, model=model_path or str(hf_dir),
+                                               streaming=streaming, gpu_ids=gpu_ids), plan)
         write_llmapi_repository(root, api_plan, python_model_file=python_model_file, overwrite=force)
-        return TrtllmBuildResult(repo=root, engine="llmapi", plan=plan, options=None, build_argv=[],
-                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None,
-                                 line=interface, line_why=line_why, llmapi=api_plan)
+        return result(engine="llmapi", llmapi=api_plan)
     if engine == "reference":
         ref = build_reference_repository(root, engine=_reference_engine(plan), streaming=streaming,
                                          max_batch_size=triton_max_batch_size, batch_window=batch_window,
                                          tokenizer_instances=tokenizer_instances or 1,
                                          trtllm_version=interface.version, overwrite=force)
-        return TrtllmBuildResult(repo=root, engine="reference", plan=plan, options=ref.options, build_argv=[],
-                                 engine_built=False, engine_version=None, not_built_reason=None, engine_info=None,
-                                 line=interface, line_why=line_why,
-                                 tokenizer_instances=TokenizerInstances(tokenizer_instances or 1, "given"
-                                                                        if tokenizer_instances else
-                                                                        "the reference engine shares this machine's "
-                                                                        "CPUs with the client"))
+        why = "given" if tokenizer_instances else "the reference engine shares this machine's CPUs with the client"
+        return result(engine="reference", options=ref.options,
+                      tokenizer_instances=TokenizerInstances(tokenizer_instances or 1, why))
     engine = chosen
     if plan is None or hf_dir is None:
         raise ConfigError(f"engine {engine!r} needs the Hugging Face model folder to derive and build the engine",
                           hint="pass --hf-model DIR (the folder with config.json and the weights)")
     params = plan.params
-    ids = list(gpu_ids) if gpu_ids is not None else list(range(params.world_size))
-    if len(ids) != params.world_size:
-        raise ConfigError(f"{len(ids)} GPU id(s) given ({','.join(map(str, ids))}) but tp {target.tp} × pp {target.pp} = "
-                          f"{params.world_size}", hint=f"give exactly {params.world_size} ids with --gpu-ids")
-    batch = triton_max_batch_size if triton_max_batch_size is not None else params.max_batch_size
-    if batch > params.max_batch_size:
-        raise ConfigError(f"Triton max_batch_size {batch} exceeds the engine's {params.max_batch_size}",
-                          hint="lower --triton-max-batch-size or raise --max-batch-size")
+    ids, batch, tok_dir = _serving_inputs(params, target, hf_dir, gpu_ids, triton_max_batch_size, tokenizer_dir)
     engine_path = engine_dir or str(root / "tensorrt_llm" / "1" / "engine")
-    tok_dir = tokenizer_dir or str(hf_dir)
-    if tokenizer_dir is None and not (hf_dir / "tokenizer.json").is_file():
-        raise ConfigError(f"{hf_dir}: no tokenizer.json; the preprocessing and postprocessing models read it",
-                          hint="save the fast tokenizer there (transformers: AutoTokenizer.from_pretrained(d)"
-                               ".save_pretrained(d)), or pass --tokenizer-dir")
     tokenizers = derive_tokenizer_instances(batch, given=tokenizer_instances)
     say(f"preprocessing / postprocessing instances: {tokenizers.count} ({tokenizers.why})")
     options = TrtllmRepoOptions(
@@ -264,25 +229,71 @@ def build_trtllm(
     write_trtllm_repository(root, options, python_model_file=python_model_file, overwrite=force)
     build_plan = engine_build_plan(params, hf_model=hf_model_on_build_machine or str(hf_dir), engine_dir=engine_path)
     write_build_files(root, build_plan)
-    argv = engine_build_argv(root)
-    built, version, reason = False, None, None
-    if (Path(engine_path) / "config.json").is_file():
-        reason = None  # an engine is already there: check it below instead of rebuilding
-    elif run_build:
-        try:
-            version = run_engine_build(root)
-            built = True
-        except MissingComponentError as exc:
-            reason = exc.message
-    else:
-        reason = "skipped (--no-build)"
+    built, version, reason = _run_build(root, engine_path, run_build=run_build)
     info = None
     if (Path(engine_path) / "config.json").is_file():
         info = check_engine(engine_path, runtime=runtime or runtime_version(), triton_max_batch_size=batch,
                             gpu_ids=ids, enable_kv_cache_reuse=params.enable_kv_cache_reuse)
-    return TrtllmBuildResult(repo=root, engine=engine, plan=plan, options=options, build_argv=argv,
-                             engine_built=built, engine_version=version, not_built_reason=reason, engine_info=info,
-                             line=interface, line_why=line_why, tokenizer_instances=tokenizers)
+    return result(engine=engine, options=options, build_argv=engine_build_argv(root), engine_built=built,
+                  engine_version=version, not_built_reason=reason, engine_info=info, tokenizer_instances=tokenizers)
+
+
+def _derive_plan(hf_model: str | Path | None, target: EngineTarget,
+                 say: Callable[[str], None]) -> tuple[EnginePlan | None, Path | None]:
+    """The engine parameters derived from the HF model's config (its folder or its config.json), and its folder."""
+    if hf_model is None:
+        return None, None
+    hf_dir = Path(hf_model).resolve()
+    config_path = hf_dir / "config.json" if hf_dir.is_dir() else hf_dir
+    hf_config = load_hf_config(config_path)
+    plan = derive_engine_params(hf_config, target, source=str(config_path))
+    say(plan.render_text())
+    return plan, hf_dir.parent if hf_dir.is_file() else hf_dir
+
+
+def _llmapi_options(interface: TrtllmInterface, target: EngineTarget, settings: LlmApiSettings, *, model: str,
+                    streaming: bool, gpu_ids: Sequence[int] | None) -> LlmApiOptions:
+    """What the LLM-API plan is derived from: the target's parallelism and the overrides it knows."""
+    ov = target.overrides
+    return LlmApiOptions(
+        line=interface, model=model, tp=target.tp, pp=target.pp,
+        max_batch_size=None, max_num_tokens=None, max_seq_len=None,
+        kv_cache_free_gpu_memory_fraction=None,
+        enable_block_reuse=bool(ov and ov.enable_kv_cache_reuse),
+        enable_chunked_prefill=bool(ov and ov.enable_chunked_context),
+        cuda_graphs=settings.cuda_graphs, streaming=streaming, instances=settings.instances,
+        gpu_ids=gpu_ids, extra_llm_args=settings.llm_args)
+
+
+def _serving_inputs(params: EngineParams, target: EngineTarget, hf_dir: Path, gpu_ids: Sequence[int] | None,
+                    triton_max_batch_size: int | None, tokenizer_dir: str | None) -> tuple[list[int], int, str]:
+    """The GPU ids (one per tp × pp rank), Triton's max_batch_size (at most the engine's) and the
+    tokenizer's folder (one with tokenizer.json)."""
+    ids = list(gpu_ids) if gpu_ids is not None else list(range(params.world_size))
+    if len(ids) != params.world_size:
+        raise ConfigError(f"{len(ids)} GPU id(s) given ({','.join(map(str, ids))}) but tp {target.tp} × pp {target.pp} = "
+                          f"{params.world_size}", hint=f"give exactly {params.world_size} ids with --gpu-ids")
+    batch = triton_max_batch_size if triton_max_batch_size is not None else params.max_batch_size
+    if batch > params.max_batch_size:
+        raise ConfigError(f"Triton max_batch_size {batch} exceeds the engine's {params.max_batch_size}",
+                          hint="lower --triton-max-batch-size or raise --max-batch-size")
+    if tokenizer_dir is None and not (hf_dir / "tokenizer.json").is_file():
+        raise ConfigError(f"{hf_dir}: no tokenizer.json; the preprocessing and postprocessing models read it",
+                          hint="save the fast tokenizer there (transformers: AutoTokenizer.from_pretrained(d)"
+                               ".save_pretrained(d)), or pass --tokenizer-dir")
+    return ids, batch, tokenizer_dir or str(hf_dir)
+
+
+def _run_build(root: Path, engine_path: str, *, run_build: bool) -> tuple[bool, str | None, str | None]:
+    """Build the engine unless one is already there (it is checked instead): built, its version, why not."""
+    if (Path(engine_path) / "config.json").is_file():
+        return False, None, None
+    if not run_build:
+        return False, None, "skipped (--no-build)"
+    try:
+        return True, run_engine_build(root), None
+    except MissingComponentError as exc:
+        return False, None, exc.message
 
 
 def _reference_engine(plan: EnginePlan | None) -> ReferenceEngine:

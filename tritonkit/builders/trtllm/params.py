@@ -36,6 +36,8 @@ from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner import (
     GIB,
     GpuSpec,
+    Precision,
+    TransformerShape,
     Workload,
     find_gpu,
     find_precision,
@@ -188,19 +190,51 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     """Derive engine parameters for ``target`` (default: one H100-80GB, the model's own precision;
     see the module docstring); raises ``PlanError`` when it cannot fit."""
     target = target or EngineTarget()
-    gpu, tp, pp, precision, kv_dtype = target.gpu_spec, target.tp, target.pp, target.precision, target.kv_dtype
+    gpu, tp, pp = target.gpu_spec, target.tp, target.pp
     if tp < 1 or pp < 1:
         raise ConfigError(f"tp {tp} and pp {pp} must be >= 1", hint="pass --tp / --pp as positive integers")
-    ov = target.overrides or EngineOverrides()
     w = target.workload or Workload()
-    model = model_from_hf_config(hf_config, source=source)
-    reasons: list[Reason] = []
-    warnings: list[str] = []
+    d = _Derivation(model_from_hf_config(hf_config, source=source), gpu, tp, pp,
+                    target.overrides or EngineOverrides(), source)
+    _check_parallelism(d)
+    prec, quant_algo, act_dtype, kv_dtype, kv_quant = _precisions(d, target.precision, target.kv_dtype)
+    mean_in = w.input_tokens if w.input_tokens is not None else 1024
+    mean_out = w.output_tokens if w.output_tokens is not None else 256
+    max_input, max_seq = _lengths(d, w, _max_positions(hf_config), mean_in=mean_in, mean_out=mean_out)
+    weights_gpu, fraction, kv_token_gpu, kv_tokens = _kv_cache(d, prec, kv_dtype, max_seq=max_seq)
+    batch, num_tokens = _batch_and_tokens(d, kv_tokens, seq_tokens=mean_in + mean_out, max_input=max_input)
+    fmha, reuse, chunked = _attention_features(d, quant_algo, kv_quant, num_tokens=num_tokens, max_input=max_input)
+    params = EngineParams(
+        max_batch_size=batch, max_input_len=max_input, max_seq_len=max_seq, max_num_tokens=num_tokens,
+        tp_size=tp, pp_size=pp, dtype=act_dtype, quant_algo=quant_algo, kv_cache_quant_algo=kv_quant,
+        use_paged_context_fmha=fmha, kv_cache_free_gpu_mem_fraction=fraction,
+        enable_kv_cache_reuse=reuse, enable_chunked_context=chunked,
+    )
+    return EnginePlan(params=params, reasons=tuple(d.reasons), kv_tokens_per_gpu=kv_tokens,
+                      kv_bytes_per_token_per_gpu=kv_token_gpu, weights_bytes_per_gpu=weights_gpu,
+                      warnings=tuple(d.warnings))
 
-    def add(key: str, value: Any, why: str) -> None:
-        reasons.append(Reason(key, value, why))
 
-    # --- parallelism and precision ---------------------------------------------------------
+@dataclass(frozen=True)
+class _Derivation:
+    """What each step of :func:`derive_engine_params` reads, and where it records its reasons."""
+
+    model: TransformerShape
+    gpu: GpuSpec
+    tp: int
+    pp: int
+    ov: EngineOverrides
+    source: str
+    reasons: list[Reason] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, key: str, value: Any, why: str) -> None:
+        self.reasons.append(Reason(key, value, why))
+
+
+def _check_parallelism(d: _Derivation) -> None:
+    """The heads and layers must split over tp and pp."""
+    model, tp, pp, source = d.model, d.tp, d.pp, d.source
     if model.num_attention_heads % tp:
         raise ConfigError(f"{model.num_attention_heads} attention heads ({source}) do not split over tp {tp}",
                           hint="pick --tp that divides the number of attention heads")
@@ -209,7 +243,13 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
                           hint="pick --tp that divides the number of KV heads")
     if model.num_layers < pp:
         raise ConfigError(f"{model.num_layers} layers cannot be split over pp {pp}", hint="use a smaller --pp")
-    add("tp_size × pp_size", f"{tp} × {pp}", f"world size {tp * pp}: the engine runs on {tp * pp} GPU(s)")
+    d.add("tp_size × pp_size", f"{tp} × {pp}", f"world size {tp * pp}: the engine runs on {tp * pp} GPU(s)")
+
+
+def _precisions(d: _Derivation, precision: str | None,
+                kv_dtype: str | None) -> tuple[Precision, str | None, str, str, str | None]:
+    """The weights' precision, quant_algo, activation dtype, KV-cache dtype and its quant_algo."""
+    model, gpu = d.model, d.gpu
     if precision is None:
         prec, prec_note = precision_from_torch_dtype(model.torch_dtype)
     else:
@@ -230,14 +270,16 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     if kv_dtype not in _KV_QUANT:
         raise ConfigError(f"KV-cache dtype {kv_dtype!r} is not one of {', '.join(_KV_QUANT)}", hint="pass --kv-dtype")
     kv_quant = _KV_QUANT[kv_dtype]
-    add("dtype", act_dtype, prec_note)
-    add("quant_algo", quant_algo or "none", f"{prec.description} ({prec.bytes_per_weight:g} B/weight)")
-    add("kv_cache_quant_algo", kv_quant or "none", kv_note)
+    d.add("dtype", act_dtype, prec_note)
+    d.add("quant_algo", quant_algo or "none", f"{prec.description} ({prec.bytes_per_weight:g} B/weight)")
+    d.add("kv_cache_quant_algo", kv_quant or "none", kv_note)
+    return prec, quant_algo, act_dtype, kv_dtype, kv_quant
 
-    # --- lengths -------------------------------------------------------------------------------
-    mean_in = w.input_tokens if w.input_tokens is not None else 1024
-    mean_out = w.output_tokens if w.output_tokens is not None else 256
-    positions = _max_positions(hf_config)
+
+def _lengths(d: _Derivation, w: Workload, positions: int | None, *, mean_in: float,
+             mean_out: float) -> tuple[int, int]:
+    """max_input_len and max_seq_len from the workload's tails, capped at the model's positions."""
+    ov = d.ov
     cap = positions if positions is not None else 1 << 30
     in_basis = w.input_tokens_p95 if w.input_tokens_p95 is not None else 2 * mean_in
     out_basis = w.output_tokens_p95 if w.output_tokens_p95 is not None else 2 * mean_out
@@ -257,44 +299,51 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     if max_seq < max_input:
         raise ConfigError(f"max_seq_len {max_seq} is below max_input_len {max_input}",
                           hint="max_seq_len counts the prompt and the output: raise --max-seq-len")
-    add("max_input_len", max_input, in_note)
-    add("max_seq_len", max_seq, seq_note)
+    d.add("max_input_len", max_input, in_note)
+    d.add("max_seq_len", max_seq, seq_note)
+    return max_input, max_seq
 
-    # --- memory and the KV cache ------------------------------------------------------------------
+
+def _kv_cache(d: _Derivation, prec: Precision, kv_dtype: str, *, max_seq: int) -> tuple[int, float, int, int]:
+    """Memory per GPU: the weights, the KV cache's share of what is left, bytes per token and tokens held."""
+    model, gpu, tp, pp, ov = d.model, d.gpu, d.tp, d.pp, d.ov
     weights = weights_bytes(model.total_params, prec.bytes_per_weight)
     weights_gpu = weights // (tp * pp)
     reserve = int(gpu.default_reserve_fraction * gpu.memory_bytes)
     free = gpu.memory_bytes - weights_gpu - reserve
-    add("weights per GPU", f"{weights_gpu / GIB:.2f} GiB",
-        f"{model.total_params:,} params × {prec.bytes_per_weight:g} B / {tp * pp} GPU(s)")
+    d.add("weights per GPU", f"{weights_gpu / GIB:.2f} GiB",
+          f"{model.total_params:,} params × {prec.bytes_per_weight:g} B / {tp * pp} GPU(s)")
     if free <= 0:
         raise PlanError(f"the weights ({weights_gpu / GIB:.1f} GiB per GPU) and the reserve ({reserve / GIB:.1f} GiB) "
                         f"do not fit in {gpu.name}'s {gpu.memory_gib:g} GiB",
                         hint="use more --tp/--pp, a smaller --precision (int8-wo, int4, fp8), or a larger GPU")
     fraction = ov.kv_cache_free_gpu_mem_fraction if ov.kv_cache_free_gpu_mem_fraction is not None else DEFAULT_KV_FRACTION
-    add("kv_cache_free_gpu_mem_fraction", fraction,
-        "given (--kv-cache-fraction)" if ov.kv_cache_free_gpu_mem_fraction is not None
-        else "TensorRT-LLM's default: the rest of the free memory stays for its buffers")
+    d.add("kv_cache_free_gpu_mem_fraction", fraction,
+          "given (--kv-cache-fraction)" if ov.kv_cache_free_gpu_mem_fraction is not None
+          else "TensorRT-LLM's default: the rest of the free memory stays for its buffers")
     kv_heads_gpu = max(model.num_kv_heads // tp, 1)
     if model.num_kv_heads < tp:
-        warnings.append(f"{model.num_kv_heads} KV heads < tp {tp}: each GPU keeps a copy of one KV head")
+        d.warnings.append(f"{model.num_kv_heads} KV heads < tp {tp}: each GPU keeps a copy of one KV head")
     layers_gpu = math.ceil(model.num_layers / pp)
     kv_token_gpu = kv_bytes_per_token(layers_gpu, kv_heads_gpu, model.head_dim, kv_dtype_bytes(kv_dtype))
     kv_tokens = int(free * fraction) // kv_token_gpu
-    add("KV cache per token per GPU", f"{kv_token_gpu:,} B",
-        f"2 × {layers_gpu} layers × {kv_heads_gpu} KV heads × {model.head_dim} × {kv_dtype_bytes(kv_dtype)} B")
-    add("KV-cache tokens (estimate)", kv_tokens,
-        f"{fraction:g} × ({gpu.memory_gib:g} GiB − weights − {gpu.default_reserve_fraction:.0%} reserve) / KV per token")
+    d.add("KV cache per token per GPU", f"{kv_token_gpu:,} B",
+          f"2 × {layers_gpu} layers × {kv_heads_gpu} KV heads × {model.head_dim} × {kv_dtype_bytes(kv_dtype)} B")
+    d.add("KV-cache tokens (estimate)", kv_tokens,
+          f"{fraction:g} × ({gpu.memory_gib:g} GiB − weights − {gpu.default_reserve_fraction:.0%} reserve) / KV per token")
     if kv_tokens < max_seq:
         raise PlanError(f"the KV cache holds about {kv_tokens:,} tokens per GPU, less than one {max_seq}-token sequence",
                         hint="shorten --max-seq-len, use --kv-dtype fp8/int8, more --tp/--pp, or a larger GPU")
+    return weights_gpu, fraction, kv_token_gpu, kv_tokens
 
-    # --- batch and tokens per step ----------------------------------------------------------------
-    seq_tokens = mean_in + mean_out
+
+def _batch_and_tokens(d: _Derivation, kv_tokens: int, *, seq_tokens: float, max_input: int) -> tuple[int, int]:
+    """max_batch_size: the sequences the KV cache holds at mean lengths, rounded down to a multiple of 8
+    and capped; max_num_tokens: TensorRT-LLM's default, or a whole prompt when that is larger."""
     by_memory = int(kv_tokens // seq_tokens)
     batch = max(1, by_memory // 8 * 8) if by_memory >= 8 else max(1, by_memory)
-    if ov.max_batch_size is not None:
-        batch, batch_note = ov.max_batch_size, "given (--max-batch-size)"
+    if d.ov.max_batch_size is not None:
+        batch, batch_note = d.ov.max_batch_size, "given (--max-batch-size)"
     elif batch > MAX_BATCH_CEILING:
         batch = MAX_BATCH_CEILING
         batch_note = (f"{kv_tokens:,} KV tokens / {seq_tokens:g} tokens per sequence (mean) = {by_memory}, "
@@ -302,16 +351,21 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     else:
         batch_note = (f"{kv_tokens:,} KV tokens / {seq_tokens:g} tokens per sequence (mean) = {by_memory}, "
                       "rounded down to a multiple of 8")
-    add("max_batch_size", batch, batch_note)
-    if ov.max_num_tokens is not None:
-        num_tokens, tokens_note = ov.max_num_tokens, "given (--max-num-tokens)"
+    d.add("max_batch_size", batch, batch_note)
+    if d.ov.max_num_tokens is not None:
+        num_tokens, tokens_note = d.ov.max_num_tokens, "given (--max-num-tokens)"
     else:
         num_tokens = max(DEFAULT_MAX_NUM_TOKENS, _round_up(max_input, _ROUND_TOKENS))
         tokens_note = ("TensorRT-LLM's default 8192" if num_tokens == DEFAULT_MAX_NUM_TOKENS
                        else "max_input_len: without chunked context a whole prompt must fit in one step")
-    add("max_num_tokens", num_tokens, tokens_note)
+    d.add("max_num_tokens", num_tokens, tokens_note)
+    return batch, num_tokens
 
-    # --- paged KV, FMHA, reuse ---------------------------------------------------------------------
+
+def _attention_features(d: _Derivation, quant_algo: str | None, kv_quant: str | None, *, num_tokens: int,
+                        max_input: int) -> tuple[bool, bool, bool]:
+    """Paged context FMHA (as TensorRT-LLM's builder would set it), KV-cache reuse and chunked context."""
+    gpu, ov = d.gpu, d.ov
     fmha = gpu.name not in _NO_PAGED_CONTEXT_FMHA
     fmha_note = "Ampere or newer" if fmha else f"{gpu.name} (pre-Ampere) has no paged context FMHA"
     if ov.use_paged_context_fmha is not None:
@@ -324,7 +378,7 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
         if ov.use_paged_context_fmha:
             fmha_note += "; --paged-context-fmha overridden"
         fmha = False
-        warnings.append(f"use_paged_context_fmha changed to false: {fmha_note}")
+        d.warnings.append(f"use_paged_context_fmha changed to false: {fmha_note}")
     reuse = bool(ov.enable_kv_cache_reuse)
     chunked = bool(ov.enable_chunked_context)
     for name, on in (("KV-cache reuse", reuse), ("chunked context", chunked)):
@@ -334,20 +388,10 @@ def derive_engine_params(hf_config: Mapping[str, Any], target: EngineTarget | No
     if not chunked and num_tokens < max_input:
         raise ConfigError(f"max_num_tokens {num_tokens} is below max_input_len {max_input} without chunked context",
                           hint="raise --max-num-tokens, or pass --chunked-context")
-    add("paged_kv_cache", True, "in-flight batching needs the paged KV cache")
-    add("use_paged_context_fmha", fmha, fmha_note)
-    add("enable_kv_cache_reuse", reuse, "given" if ov.enable_kv_cache_reuse is not None
-        else "off: no shared-prefix traffic declared (--kv-reuse turns it on)")
-    add("enable_chunked_context", chunked, "given" if ov.enable_chunked_context is not None
-        else "off: prompts fit one step (--chunked-context turns it on)")
-
-    params = EngineParams(
-        max_batch_size=batch, max_input_len=max_input, max_seq_len=max_seq, max_num_tokens=num_tokens,
-        tp_size=tp, pp_size=pp, dtype=act_dtype, quant_algo=quant_algo, kv_cache_quant_algo=kv_quant,
-        use_paged_context_fmha=fmha, kv_cache_free_gpu_mem_fraction=fraction,
-        enable_kv_cache_reuse=reuse, enable_chunked_context=chunked,
-    )
-    return EnginePlan(params=params, reasons=tuple(reasons), kv_tokens_per_gpu=kv_tokens,
-                      kv_bytes_per_token_per_gpu=kv_token_gpu, weights_bytes_per_gpu=weights_gpu,
-                      warnings=tuple(warnings))
-
+    d.add("paged_kv_cache", True, "in-flight batching needs the paged KV cache")
+    d.add("use_paged_context_fmha", fmha, fmha_note)
+    d.add("enable_kv_cache_reuse", reuse, "given" if ov.enable_kv_cache_reuse is not None
+          else "off: no shared-prefix traffic declared (--kv-reuse turns it on)")
+    d.add("enable_chunked_context", chunked, "given" if ov.enable_chunked_context is not None
+          else "off: prompts fit one step (--chunked-context turns it on)")
+    return fmha, reuse, chunked

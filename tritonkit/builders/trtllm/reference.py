@@ -26,6 +26,7 @@ from tritonkit.builders.trtllm.llmapi import LlmApiOptions, LlmApiPlan, plan_llm
 from tritonkit.builders.trtllm.repository import (
     ENGINE_QUEUE_DELAY,
     PYMODELS,
+    REFERENCE_HELPERS,
     TrtllmRepoOptions,
     write_trtllm_repository,
 )
@@ -236,7 +237,7 @@ def build_reference_llmapi_repository(
                                      cuda_graphs=False, streaming=streaming))
 
     def files(_root: Path) -> dict[str, str | bytes | Path]:
-        return {"model.py": PYMODELS / "reference_llmapi.py", "tiny_lm.py": PYMODELS / "tiny_lm.py"}
+        return {"model.py": PYMODELS / "reference_llmapi.py", **REFERENCE_HELPERS}
 
     write_llmapi_repository(root, plan, model_files=files, overwrite=overwrite)
     vocab = build_reference_tokenizer(checkpoint, vocab_size=eng.vocab_size)

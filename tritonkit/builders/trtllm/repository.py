@@ -67,6 +67,8 @@ ENGINE_KINDS: tuple[str, ...] = ("tensorrtllm", "python", "reference")
 #: Folder names, as TensorRT-LLM's templates and the clients written for them expect.
 MODEL_NAMES = ("preprocessing", "tensorrt_llm", "postprocessing", "ensemble", "tensorrt_llm_bls")
 PYMODELS = Path(__file__).parent / "pymodels"
+#: What both CPU reference models import, copied beside their model.py.
+REFERENCE_HELPERS = {name: PYMODELS / name for name in ("tiny_lm.py", "inflight.py")}
 #: Where the C++ backend's executor worker lives in NGC TensorRT-LLM containers.
 EXECUTOR_WORKER_PATH = "/opt/tritonserver/backends/tensorrtllm/trtllmExecutorWorker"
 #: The queue delay in front of ``tensorrt_llm``: the templates' documented value (tensorrtllm_backend
@@ -283,7 +285,7 @@ def write_trtllm_repository(
 
 def _engine_files(o: TrtllmRepoOptions, python_model_file: str | Path | None) -> dict[str, Path]:
     if o.engine == "reference":
-        return {"model.py": PYMODELS / "reference_engine.py", "tiny_lm.py": PYMODELS / "tiny_lm.py"}
+        return {"model.py": PYMODELS / "reference_engine.py", **REFERENCE_HELPERS}
     if o.engine == "python":
         assert python_model_file is not None
         source = Path(python_model_file)

@@ -32,7 +32,6 @@ The contract of the C++ backend it keeps (tensorrtllm_backend v0.19.0, ``infligh
   request's id), leaves the batch at the next step.
 """
 
-import collections
 import json
 import os
 import threading
@@ -40,6 +39,7 @@ import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from inflight import InFlightLoop
 from tiny_lm import TinyLM
 
 _FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
@@ -128,7 +128,7 @@ class _Sequence:
         self.context_sent = False
 
 
-class TritonPythonModel:
+class TritonPythonModel(InFlightLoop):
     def initialize(self, args):
         config = json.loads(args["model_config"])
         self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
@@ -154,13 +154,8 @@ class TritonPythonModel:
         self.prefill_per_kilotoken_s = float(ref["prefill_per_kilotoken_ms"]) / 1000.0
         self.lm = TinyLM(int(ref["vocab_size"]), hidden_size=int(ref["hidden_size"]), seed=int(ref["seed"]),
                          allowed=list(ref["allowed_token_ids"]))
-        self.waiting = collections.deque()
-        self.active = []
         self.kv_used = 0
-        self.cond = threading.Condition()
-        self.stopping = False
-        self.loop = threading.Thread(target=self._run, name="reference-engine", daemon=True)
-        self.loop.start()
+        self.start_loop("reference-engine")
 
     def execute(self, requests):
         for request in requests:
@@ -243,9 +238,7 @@ class TritonPythonModel:
     def _run(self):
         while True:
             with self.cond:
-                while not self.stopping and not self.waiting and not self.active:
-                    self.cond.wait(0.5)
-                if self.stopping:
+                if not self.wait_for_work():
                     return
                 # Step boundary: waiting requests join while the batch, the KV budget and the step's
                 # token budget (one token per running sequence + each joining prompt) allow.
@@ -353,9 +346,3 @@ class TritonPythonModel:
                 return
         seq.group.send(pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message)), last=True)
         self._finish(seq, cancelled=False)
-
-    def finalize(self):
-        with self.cond:
-            self.stopping = True
-            self.cond.notify_all()
-        self.loop.join(timeout=5)

@@ -40,15 +40,14 @@ step costs ``step_ms`` + ``per_sequence_ms`` × running requests (``reference`` 
 ``config.json``).
 """
 
-import collections
 import json
 import os
-import threading
 import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 import yaml
+from inflight import InFlightLoop
 from tiny_lm import TinyLM
 from tokenizers import Tokenizer
 
@@ -100,7 +99,7 @@ class _Request:
         self.cancelled = False
 
 
-class TritonPythonModel:
+class TritonPythonModel(InFlightLoop):
     @classmethod
     def auto_complete_config(cls, auto_complete_model_config):
         triton_config = _model_yaml()["triton_config"]
@@ -130,12 +129,7 @@ class TritonPythonModel:
         self.best_of_input = ref["best_of_input"]
         self.metrics_as_strings = bool(ref["metrics_as_strings"])
         self.output_types = {o["name"]: o["data_type"] for o in self.model_config["output"]}
-        self.waiting = collections.deque()
-        self.active = []
-        self.cond = threading.Condition()
-        self.stopping = False
-        self.loop = threading.Thread(target=self._run, name="reference-llmapi", daemon=True)
-        self.loop.start()
+        self.start_loop("reference-llmapi")
 
     # ---- requests -------------------------------------------------------------------------------
     def execute(self, requests):
@@ -213,9 +207,7 @@ class TritonPythonModel:
     def _run(self):
         while True:
             with self.cond:
-                while not self.stopping and not self.waiting and not self.active:
-                    self.cond.wait(0.5)
-                if self.stopping:
+                if not self.wait_for_work():
                     return
                 now = time.monotonic_ns()
                 while self.waiting and len(self.active) < self.max_batch:
@@ -300,9 +292,3 @@ class TritonPythonModel:
                 else:
                     tensors.append(pb_utils.Tensor(name, np.asarray([value], dtype=_NUMPY[self.output_types[name]])))
         return pb_utils.InferenceResponse(output_tensors=tensors)
-
-    def finalize(self):
-        with self.cond:
-            self.stopping = True
-            self.cond.notify_all()
-        self.loop.join(timeout=5)
