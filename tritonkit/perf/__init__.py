@@ -62,8 +62,9 @@ if TYPE_CHECKING:
         StepResult,
         run_ladder,
     )
-    from tritonkit.perf.pipeline import LLMRun, PerfRun, RunSetup, StepEvent, run_llm_perf, run_perf
+    from tritonkit.perf.pipeline import run_llm_perf, run_perf
     from tritonkit.perf.report import write_report
+    from tritonkit.perf.run_record import LLMRun, PerfRun, RunSetup, StepEvent
     from tritonkit.perf.stored import StoredComparison, compare_stored, rerender
 
 # Public name → the module that defines it (imported when the name is first asked for).
@@ -85,11 +86,11 @@ _EXPORTS: dict[str, str] = {
     "StepResult": "tritonkit.perf.measure",
     "run_ladder": "tritonkit.perf.measure",
     "write_report": "tritonkit.perf.report",
-    "PerfRun": "tritonkit.perf.pipeline",
-    "RunSetup": "tritonkit.perf.pipeline",
-    "StepEvent": "tritonkit.perf.pipeline",
+    "PerfRun": "tritonkit.perf.run_record",
+    "RunSetup": "tritonkit.perf.run_record",
+    "StepEvent": "tritonkit.perf.run_record",
     "run_perf": "tritonkit.perf.pipeline",
-    "LLMRun": "tritonkit.perf.pipeline",
+    "LLMRun": "tritonkit.perf.run_record",
     "run_llm_perf": "tritonkit.perf.pipeline",
     "LLMSettings": "tritonkit.perf.llm.settings",
     "LLMLoadTest": "tritonkit.perf.command",

@@ -20,7 +20,8 @@ from tritonkit.perf.judge.sla import SLA, format_metric
 from tritonkit.perf.judge.verdict import Verdict
 
 if TYPE_CHECKING:  # the orchestration imports the report package: only the types are needed here
-    from tritonkit.perf.pipeline import PerfRun, PlannedCommand, StepEvent
+    from tritonkit.perf.pipeline import PlannedCommand
+    from tritonkit.perf.run_record import PerfRun, StepEvent
 
 __all__ = ["Terminal"]
 
