@@ -56,6 +56,7 @@ from tritonkit.perf.resume import Resume, combine, plan_resume, run_settings
 from tritonkit.perf.run_record import (
     LLMRun,
     PerfRun,
+    ReportT,
     RunSetup,
     StepEvent,
     _check_setup,
@@ -342,11 +343,16 @@ def rejudge(
     if sla is not None and folder == source.parent:
         result.verdict = verdict.to_dict() if verdict else None
         result.save(source)
-    try:
-        report = write_report(result, folder, verdict)
-    except OSError as exc:
-        raise _report_error(exc, folder, source) from exc
+    report = _rerendered(lambda: write_report(result, folder, verdict), folder, source)
     return PerfRun(result, verdict, folder, source, report)
+
+
+def _rerendered(write: Callable[[], ReportT], folder: Path, result_path: Path) -> ReportT:
+    """The report a re-render wrote; one it could not write is an error naming the stored result."""
+    try:
+        return write()
+    except OSError as exc:
+        raise _report_error(exc, folder, result_path) from exc
 
 
 
@@ -435,8 +441,5 @@ def rejudge_llm(
         verdict = evaluate_llm(sla, result, judging)
     elif result.verdict is not None:
         verdict = Verdict.from_dict(result.verdict)
-    try:
-        report = write_llm_report(result, folder, verdict)
-    except OSError as exc:
-        raise _report_error(exc, folder, path) from exc
+    report = _rerendered(lambda: write_llm_report(result, folder, verdict), folder, path)
     return LLMRun(result, verdict, folder, path, report)

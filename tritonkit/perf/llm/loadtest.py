@@ -42,7 +42,12 @@ from tritonkit.perf.llm.timeline import (
 from tritonkit.perf.llm.tokens import TokenCounter
 from tritonkit.perf.measure.analyzer import Invocation, PerfAnalyzer, utc_now
 from tritonkit.perf.measure.failures import Failure, StepError, classify
-from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
+from tritonkit.perf.measure.metrics import (
+    MetricsSnapshot,
+    counter_delta,
+    generator_cpu_warning,
+    host_cpu_count,
+)
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST_FAILURE, REQUEST_SUCCESS
@@ -94,28 +99,9 @@ def _stalled(paths: Sequence[Path]) -> bool:
     return any(STALL_MARKER in p.read_text(errors="replace") for p in paths if p.exists())
 
 
-def _shape_windows(schedule: Schedule, shape: Shape) -> tuple[float, float]:
-    """(load start, load end) on the requests' clock (s from the first request) for the recovery."""
-    offset = schedule.intervals_us[0] / 1e6
-    if isinstance(shape, Spike):
-        burst = schedule.phase("burst")
-        if burst is not None:
-            return max(0.0, burst.start_s - offset), max(0.0, burst.end_s - offset)
-    return 0.0, max(0.0, schedule.duration_s - offset)
-
-
-def _counter_delta(snapshots: Sequence[MetricsSnapshot], name: str, model: str, **labels: str) -> float | None:
-    if len(snapshots) < 2:
-        return None
-    first, last = snapshots[0].total(name, model=model, **labels), snapshots[-1].total(name, model=model, **labels)
-    if first is None or last is None or last < first:
-        return None
-    return last - first
-
-
 def _mean_queue_ms(snapshots: Sequence[MetricsSnapshot], model: str) -> float | None:
-    queue = _counter_delta(snapshots, QUEUE_DURATION_US.name, model)
-    done = _counter_delta(snapshots, REQUEST_SUCCESS.name, model)
+    queue = counter_delta(snapshots, QUEUE_DURATION_US.name, model=model)
+    done = counter_delta(snapshots, REQUEST_SUCCESS.name, model=model)
     return queue / done / 1000.0 if queue is not None and done else None
 
 
@@ -255,7 +241,8 @@ def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_s
     intervals = write_intervals(folder / "intervals.txt", schedule)
     input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
     argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
-                           request_count=schedule.request_count, profile_export_file=folder / f"{plan.shape.kind}.json"))
+                           request_count=schedule.request_count,
+                           profile_export_file=folder / f"{plan.shape.kind}.json"))
     return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule)]
 
 
@@ -294,7 +281,8 @@ def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
         raise _refused(ctx, run.name, inv, errors)
     failures = _failures(ctx, inv, records, errors, reachable)
     first_ns = min((r.sent_ns for r in records), default=inv.wall0_ns)
-    points = server_timeline(inv.snapshots, ctx.spec.model, t0_monotonic_s=inv.mono0_s + (first_ns - inv.wall0_ns) / 1e9)
+    t0_mono = inv.mono0_s + (first_ns - inv.wall0_ns) / 1e9
+    points = server_timeline(inv.snapshots, ctx.spec.model, t0_monotonic_s=t0_mono)
     step = LLMStep(
         load_mode=run.mode, load_value=run.value, metrics=metrics, failures=failures,
         timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
@@ -314,7 +302,8 @@ def _invoke(ctx: _Measuring, run: _Run) -> Invocation:
     """``run``'s perf_analyzer, stopped when it stalls (see the module's WAR); the server watched after
     it for the plan's ``settle_s`` (a shape's recovery), at most half a second after a level."""
     (ctx.folder / f"{run.name}.json").unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
-    ctx.say(f"[{run.name}] {run.mode} {run.value:g}: sending {run.argv[run.argv.index('--request-count') + 1]} requests")
+    count = run.argv[run.argv.index("--request-count") + 1]
+    ctx.say(f"[{run.name}] {run.mode} {run.value:g}: sending {count} requests")
     console_paths = (ctx.folder / f"{run.name}.stdout", ctx.folder / f"{run.name}.stderr")
     plan = ctx.plan
     return ctx.analyzer.invoke([*ctx.prefix, *run.argv], run.name, timeout_s=plan.step_timeout_s,
@@ -326,13 +315,10 @@ def _refused(ctx: _Measuring, name: str, inv: Invocation, errors: list[str]) -> 
     """Nothing was sent: perf_analyzer refused its input or options — a usage error, not a load result."""
     found = classify(inv.console, returncode=inv.returncode, server_reachable=True, model=ctx.spec.model,
                      option_error=errors[-1].strip() if errors else None)
-    return StepError(
-        f"perf_analyzer exited with status {inv.returncode} ({found.failure}): {found.message}",
-        failure=found.failure, server_message=found.message,
-        returncode=inv.returncode,
-        stderr_tail=inv.console[-2000:],
-        hint=f"see {ctx.folder / (name + '.stdout')}; the command is in {name}.argv.json",
-    )
+    return StepError(f"perf_analyzer exited with status {inv.returncode} ({found.failure}): {found.message}",
+                     failure=found.failure, server_message=found.message, returncode=inv.returncode,
+                     stderr_tail=inv.console[-2000:],
+                     hint=f"see {ctx.folder / (name + '.stdout')}; the command is in {name}.argv.json")
 
 
 def _failures(ctx: _Measuring, inv: Invocation, records: Sequence[RequestRecord], errors: list[str],
@@ -340,16 +326,12 @@ def _failures(ctx: _Measuring, inv: Invocation, records: Sequence[RequestRecord]
     """The step's failed requests by class: the client's view, the server's counters, the queue policy."""
     model, meta = ctx.spec.model, ctx.meta
     return classify_failures(
-        records,
-        client_deadline_ms=ctx.plan.client_deadline_ms,
-        analyzer_errors=[e.strip() for e in errors],
-        analyzer_stalled=inv.stopped,
-        server_rejected=_counter_delta(inv.snapshots, REQUEST_FAILURE.name, model, reason=REASON_REJECTED),
-        server_failed=_counter_delta(inv.snapshots, REQUEST_FAILURE.name, model),
-        server_reachable=reachable,
-        max_queue_size=meta.max_queue_size,
+        records, client_deadline_ms=ctx.plan.client_deadline_ms, analyzer_errors=[e.strip() for e in errors],
+        analyzer_stalled=inv.stopped, server_reachable=reachable,
+        server_rejected=counter_delta(inv.snapshots, REQUEST_FAILURE.name, model=model, reason=REASON_REJECTED),
+        server_failed=counter_delta(inv.snapshots, REQUEST_FAILURE.name, model=model),
+        max_queue_size=meta.max_queue_size, mean_queue_ms=_mean_queue_ms(inv.snapshots, model),
         queue_timeout_rejects=meta.queue_timeout_rejects and meta.queue_timeout_us > 0,
-        mean_queue_ms=_mean_queue_ms(inv.snapshots, model),
     )
 
 
@@ -371,11 +353,14 @@ def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable:
 
 def _shape_facts(step: LLMStep, schedule: Schedule, shape: Shape, points: Sequence[ServerPoint],
                  records: Sequence[RequestRecord]) -> None:
-    """A traffic shape's step: the server's recovery after the load, the drift, the phases on the requests' clock."""
-    start_s, end_s = _shape_windows(schedule, shape)
-    step.recovery = recovery(points, load_start_s=start_s, load_end_s=end_s) if points else None
-    step.drift = drift(records) if records else None
+    """A traffic shape's step: the server's recovery after the load (a spike's burst, else the whole
+    schedule), the drift, the phases; all on the requests' clock (s from the first request)."""
     offset = schedule.intervals_us[0] / 1e6
+    burst = schedule.phase("burst") if isinstance(shape, Spike) else None
+    start_s, end_s = (burst.start_s, burst.end_s) if burst is not None else (offset, schedule.duration_s)
+    step.recovery = (recovery(points, load_start_s=max(0.0, start_s - offset), load_end_s=max(0.0, end_s - offset))
+                     if points else None)
+    step.drift = drift(records) if records else None
     step.phases = [
         {**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
         for p in schedule.phases

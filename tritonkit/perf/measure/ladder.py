@@ -101,7 +101,8 @@ def _loaded_config(spec: PerfSpec) -> ServedModelConfig | None:
 def _load(plan: LadderPlan, value: float) -> ConcurrencyRange | RequestRateRange:
     if plan.mode == "concurrency":
         return ConcurrencyRange(int(value))
-    return RequestRateRange(float(value), distribution="poisson" if plan.request_distribution == "poisson" else "constant")
+    poisson = plan.request_distribution == "poisson"
+    return RequestRateRange(float(value), distribution="poisson" if poisson else "constant")
 
 
 def _step_name(index: int, plan: LadderPlan, value: float) -> str:
@@ -330,9 +331,10 @@ def _new_result(spec: PerfSpec, plan: LadderPlan, analyzer: PerfAnalyzer, extra:
         model_version=spec.model_version, tool="perf_analyzer", tool_version=tool.version, tool_path=str(tool.binary),
         tritonkit_version=__version__, metrics_url=analyzer.metrics_url, generator_host=socket.gethostname(),
         generator_cpu_count=host_cpu_count(), generator_cpu_model=host_cpu_model(), batch_size=spec.batch_size,
-        measurement_interval_ms=plan.step_window_ms, server_hardware=read_server_hardware(analyzer.metrics_url, spec.url),
-        model_config=_loaded_config(spec),
-        runtime=runtime or served_runtime(spec.url, spec.model, protocol=spec.protocol, version=spec.model_version or ""),
+        measurement_interval_ms=plan.step_window_ms,
+        server_hardware=read_server_hardware(analyzer.metrics_url, spec.url), model_config=_loaded_config(spec),
+        runtime=runtime or served_runtime(spec.url, spec.model, protocol=spec.protocol,
+                                          version=spec.model_version or ""),
     )
     ladder = {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms}
     return PerfResult(metadata=metadata, extra={**(extra or {}), "plan": ladder})
