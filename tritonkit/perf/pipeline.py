@@ -133,12 +133,11 @@ def _finish(
 ) -> PerfRun:
     """Judge, save result.json, write the report, keep a baseline: in that order, each atomic."""
     verdict = evaluate_result(sla, result, judging) if sla is not None else None
-    result.verdict = verdict.to_dict() if verdict else None
     if error is not None:
         result.extra["error"] = str(error)
     run = PerfRun(result, verdict, folder, folder / "result.json", None, error=error, resumed_steps=resumed_steps,
                   notes=notes)
-    _persist(run, lambda: result.save(run.result_path), lambda: write_report(result, folder, verdict), baseline_root)
+    _persist(run, lambda: write_report(result, folder, verdict), baseline_root)
     return run
 
 
@@ -355,7 +354,6 @@ def _rerendered(write: Callable[[], ReportT], folder: Path, result_path: Path) -
         raise _report_error(exc, folder, result_path) from exc
 
 
-
 # --------------------------------------------------------------------------- LLM mode
 
 
@@ -373,10 +371,8 @@ def _finish_llm(
     from tritonkit.perf.llm.report import write_llm_report
 
     verdict = evaluate_llm(sla, result, judging) if sla is not None else None
-    result.verdict = verdict.to_dict() if verdict else None
     run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, error=error)
-    _persist(run, lambda: result.save(run.result_path), lambda: write_llm_report(result, folder, verdict),
-             baseline_root)
+    _persist(run, lambda: write_llm_report(result, folder, verdict), baseline_root)
     return run
 
 

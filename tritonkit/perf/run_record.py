@@ -90,7 +90,6 @@ class StepEvent:
     run: int | None = None
 
 
-
 ResultT = TypeVar("ResultT", PerfResult, LLMResult)
 ReportT = TypeVar("ReportT", ReportFiles, Path)
 
@@ -163,7 +162,6 @@ class PerfRun(_RunRecord[PerfResult, ReportFiles]):
         }
 
 
-
 def _stored_judging(verdict: dict[str, Any] | None) -> JudgeSettings:
     """The settings a stored verdict was judged with (the defaults for one stored before them, or none)."""
     return JudgeSettings.from_dict((verdict or {}).get("judging"))
@@ -178,17 +176,17 @@ def _report_error(exc: OSError, folder: Path, result_path: Path) -> TritonKitErr
     )
 
 
-def _persist(run: PerfRun | LLMRun, save: Callable[[], Path], report: Callable[[], Any],
-             baseline_root: str | os.PathLike[str] | None) -> None:
-    """Save the result, write its report, keep a baseline, in that order, into ``run``.
+def _persist(run: PerfRun | LLMRun, report: Callable[[], Any], baseline_root: str | os.PathLike[str] | None) -> None:
+    """Save the result with its verdict, write its report, keep a baseline, in that order, into ``run``.
 
     The result is on disk before anything else can fail: an ``OSError`` on the report (a full
     disk) becomes ``run.error`` naming the saved result (exit 2, no baseline); one on the result
     itself is raised as a ``TritonKitError`` (nothing could be kept). A baseline is kept only for
     a run that measured something and failed nowhere.
     """
+    run.result.verdict = run.verdict.to_dict() if run.verdict else None
     try:
-        run.result_path = save()
+        run.result_path = run.result.save(run.result_path)
     except OSError as exc:
         raise TritonKitError(f"could not save the result into {run.results_dir}: {exc.strerror or exc}",
                              hint="free some space or choose another --out folder") from exc
@@ -198,7 +196,6 @@ def _persist(run: PerfRun | LLMRun, save: Callable[[], Path], report: Callable[[
         run.error = run.error or _report_error(exc, run.results_dir, run.result_path)
     if baseline_root is not None and run.error is None and run.exit_code != EXIT_UNMEASURED:
         run.baseline_path = save_baseline(run.result, Path(baseline_root))
-
 
 
 @dataclass

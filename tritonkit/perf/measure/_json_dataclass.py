@@ -91,19 +91,13 @@ def _tuple_items(hint: Any, length: int) -> tuple[Any, ...]:
     return args if len(args) == length else (Any,) * length
 
 
+_TYPE_WORDS: dict[Any, str] = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
+
+
 def _describe_type(hint: Any) -> str:
-    if hint is int:
-        return "a whole number"
-    if hint is float:
-        return "a number"
-    if hint is str:
-        return "text"
-    if hint is bool:
-        return "true or false"
-    origin = typing.get_origin(hint)
-    if origin in (list, tuple):
-        return "a list"
-    return "an object"
+    if hint in _TYPE_WORDS:
+        return _TYPE_WORDS[hint]
+    return "a list" if typing.get_origin(hint) in (list, tuple) else "an object"
 
 
 def _type_error(hint: Any, value: Any, where: str) -> str | None:

@@ -121,8 +121,6 @@ class AnalyzerOutcome:
         return bool(self.steps) and all(s.measured for s in self.steps)
 
 
-
-
 @dataclass
 class Invocation:
     """One perf_analyzer process as the supervisor saw it, before any of its files are read.
