@@ -245,17 +245,11 @@ class PerfAnalyzer:
         steps = self._steps(csv_path, export_path, spec)
         cpu_pct = invocation.cpu_pct
         metrics = step_metrics(invocation.snapshots, model_for_metrics or spec.model) if self.metrics_url else None
-        warnings: list[str] = []
-        if invocation.scrape_errors:
-            warnings.append(f"could not scrape {self.metrics_url}: {invocation.scrape_errors[-1]}")
-        cpu_warning = generator_cpu_warning(cpu_pct, self.cores)
-        if cpu_warning:
-            warnings.append(cpu_warning)
-        elif (limit := generator_warning(invocation.machine)) is not None:
-            warnings.append(limit)
-        busy = busy_warning(invocation.machine)
-        if busy:
-            warnings.append(busy)
+        scrape_errors = invocation.scrape_errors
+        scraped = f"could not scrape {self.metrics_url}: {scrape_errors[-1]}" if scrape_errors else None
+        # perf_analyzer's own CPU says it was the limit; else the host's view of it may.
+        limit = generator_cpu_warning(cpu_pct, self.cores) or generator_warning(invocation.machine)
+        warnings = [w for w in (scraped, limit, busy_warning(invocation.machine)) if w]
         loads = requested.values()
         if console.request_error_lines:
             diagnosis = diagnose_request_errors(invocation.console)

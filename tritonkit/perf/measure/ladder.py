@@ -192,9 +192,7 @@ class LadderCommand:
     recorded: bool
 
 
-def ladder_commands(
-    spec: PerfSpec, plan: LadderPlan, results_dir: str | os.PathLike[str]
-) -> list[LadderCommand]:
+def ladder_commands(spec: PerfSpec, plan: LadderPlan, results_dir: str | os.PathLike[str]) -> list[LadderCommand]:
     """Every perf_analyzer run :func:`run_ladder` would make, in order, first attempts only.
 
     The warm-up (when ``plan.warmup_s > 0``) comes first, then one run per level, including
@@ -204,12 +202,8 @@ def ladder_commands(
     """
     plan.validate()
     spec.validate()
-    base = replace(
-        spec,
-        measurement_interval_ms=plan.step_window_ms,
-        max_trials=plan.max_trials,
-        stability_percentage=base_stability(spec, plan),
-    )
+    base = replace(spec, measurement_interval_ms=plan.step_window_ms, max_trials=plan.max_trials,
+                   stability_percentage=base_stability(spec, plan))
 
     def command(name: str, level: float, step_spec: PerfSpec, recorded: bool) -> LadderCommand:
         return LadderCommand(name, float(level), step_spec.with_files(*output_files(results_dir, name)), recorded)
@@ -218,12 +212,8 @@ def ladder_commands(
     if plan.warmup_s > 0:
         level = plan.warmup_level if plan.warmup_level is not None else plan.levels[0]
         # Three windows that perf_analyzer accepts however they vary: a fixed, unrecorded soak.
-        warm = replace(
-            base.with_load(_load(plan, level)),
-            measurement_interval_ms=_warmup_window_ms(plan.warmup_s),
-            stability_percentage=10_000.0,
-            max_trials=3,
-        )
+        warm = fixed_windows(replace(base.with_load(_load(plan, level)), max_trials=3,
+                                     measurement_interval_ms=_warmup_window_ms(plan.warmup_s)))
         commands.append(command(WARMUP_NAME, level, warm, recorded=False))
     for index, value in enumerate(plan.levels, start=1):
         commands.append(command(_step_name(index, plan, value), value, base.with_load(_load(plan, value)), True))

@@ -51,8 +51,8 @@ def _sla_limit(verdict: Verdict | None, metric: str) -> float | None:
     return None if constraint is None else constraint.value
 
 
-def _finished(figure: Figure, ax: Axes, plot: str, xlabel: str, ylabel: str, *, grid_axis: Literal["both", "x", "y"] = "both",
-              legend: bool = True) -> bytes:
+def _finished(figure: Figure, ax: Axes, plot: str, xlabel: str, ylabel: str, *,
+              grid_axis: Literal["both", "x", "y"] = "both", legend: bool = True) -> bytes:
     """``figure`` as PNG, its axes labelled and titled with ``plot``'s name (:data:`PLOT_NAMES`)."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
