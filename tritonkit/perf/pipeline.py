@@ -120,17 +120,9 @@ def planned_commands(
     ]
 
 
-def _finish(
-    result: PerfResult,
-    folder: Path,
-    sla: SLA | None,
-    *,
-    judging: JudgeSettings | None = None,
-    baseline_root: str | os.PathLike[str] | None,
-    error: TritonKitError | None,
-    resumed_steps: int,
-    notes: list[str],
-) -> PerfRun:
+def _finish(result: PerfResult, folder: Path, sla: SLA | None, *, judging: JudgeSettings | None = None,
+            baseline_root: str | os.PathLike[str] | None, error: TritonKitError | None, resumed_steps: int,
+            notes: list[str]) -> PerfRun:
     """Judge, save result.json, write the report, keep a baseline: in that order, each atomic."""
     verdict = evaluate_result(sla, result, judging) if sla is not None else None
     if error is not None:
@@ -357,21 +349,14 @@ def _rerendered(write: Callable[[], ReportT], folder: Path, result_path: Path) -
 # --------------------------------------------------------------------------- LLM mode
 
 
-def _finish_llm(
-    result: LLMResult,
-    folder: Path,
-    sla: SLA | None,
-    *,
-    judging: JudgeSettings | None = None,
-    baseline_root: str | os.PathLike[str] | None,
-    error: TritonKitError | None = None,
-) -> LLMRun:
+def _finish_llm(result: LLMResult, folder: Path, sla: SLA | None, *, judging: JudgeSettings | None = None,
+                baseline_root: str | os.PathLike[str] | None) -> LLMRun:
     """Judge, save llm_result.json with its verdict, write the report, keep a baseline (LLM mode)."""
     from tritonkit.perf.llm.judge import evaluate_llm
     from tritonkit.perf.llm.report import write_llm_report
 
     verdict = evaluate_llm(sla, result, judging) if sla is not None else None
-    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, error=error)
+    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None)
     _persist(run, lambda: write_llm_report(result, folder, verdict), baseline_root)
     return run
 

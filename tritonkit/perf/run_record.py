@@ -109,6 +109,16 @@ class _RunRecord(Generic[ResultT, ReportT]):
     baseline_path: Path | None = None
     error: TritonKitError | None = None
 
+    @property
+    def exit_code(self) -> int:
+        """0 SLA met, 1 SLA missed, 2 could not measure (or failed after launch); without an SLA, by mode."""
+        if self.error is not None:
+            return EXIT_UNMEASURED
+        return self.verdict.exit_code if self.verdict is not None else self._unjudged_exit_code()
+
+    def _unjudged_exit_code(self) -> int:
+        raise NotImplementedError
+
 
 @dataclass
 class PerfRun(_RunRecord[PerfResult, ReportFiles]):
@@ -117,16 +127,8 @@ class PerfRun(_RunRecord[PerfResult, ReportFiles]):
     resumed_steps: int = 0
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def exit_code(self) -> int:
-        """0 SLA met, 1 SLA missed, 2 could not measure (or perf_analyzer failed mid-run).
-
-        Without an SLA: 0 when some step was measured, else 2.
-        """
-        if self.error is not None:
-            return EXIT_UNMEASURED
-        if self.verdict is not None:
-            return self.verdict.exit_code
+    def _unjudged_exit_code(self) -> int:
+        """Without an SLA: 0 when some step was measured, else 2 (perf_analyzer failing mid-run is 2 too)."""
         return EXIT_PASS if any(s.measured for s in self.result.steps) else EXIT_UNMEASURED
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,16 +204,9 @@ def _persist(run: PerfRun | LLMRun, report: Callable[[], Any], baseline_root: st
 class LLMRun(_RunRecord[LLMResult, Path]):
     """What :func:`run_llm_perf` did and where it put it (the LLM mode's :class:`PerfRun`)."""
 
-    @property
-    def exit_code(self) -> int:
-        """0 SLA met, 1 SLA missed, 2 could not measure (or a file could not be written).
-
-        Without an SLA: 0 clean, 1 measured but some requests failed, 2 nothing measured.
-        """
-        if self.error is not None:
-            return EXIT_UNMEASURED
-        if self.verdict is not None:
-            return self.verdict.exit_code
+    def _unjudged_exit_code(self) -> int:
+        """Without an SLA: 0 clean, 1 measured but some requests failed, 2 nothing measured (or a file
+        could not be written)."""
         steps = self.result.steps
         if not any(s.metrics is not None and s.failure is None for s in steps):
             return EXIT_UNMEASURED
