@@ -258,15 +258,12 @@ class PerfAnalyzer:
             # only a lower bound too: tritonserver 2.51 counts a python-backend error response as
             # a success (seen here), so take the larger of the two.
             failures = int(metrics.failure_count) if metrics and metrics.failure_count else 0
-            steps.append(
-                StepResult(
-                    load_mode=_mode(spec), load_value=float(failed_load), throughput_per_s=None, latency=None,
-                    error_count=max(len(console.request_error_lines), failures),
-                    error_note="; ".join(console.request_error_lines),
-                    failure=diagnosis.failure.value if diagnosis else Failure.REQUEST_ERRORS.value,
-                    failure_note=diagnosis.message if diagnosis else None,
-                )
-            )
+            steps.append(StepResult(
+                load_mode=_mode(spec), load_value=float(failed_load), throughput_per_s=None, latency=None,
+                error_count=max(len(console.request_error_lines), failures),
+                error_note="; ".join(console.request_error_lines),
+                failure=diagnosis.failure.value if diagnosis else Failure.REQUEST_ERRORS.value,
+                failure_note=diagnosis.message if diagnosis else None))
         elif returncode not in (PA_EXIT_OK, PA_EXIT_UNSTABLE):
             self._refuse(invocation, console, spec)
         if returncode not in (PA_EXIT_OK, PA_EXIT_UNSTABLE):
@@ -281,10 +278,8 @@ class PerfAnalyzer:
             note = _unstable_note(spec, load, console.unstable_lines)
             existing = next((s for s in steps if s.load_value == load), None)
             if existing is None:
-                steps.append(
-                    StepResult(load_mode=_mode(spec), load_value=float(load), throughput_per_s=None, latency=None,
-                               stable=False, unstable_note=note)
-                )
+                steps.append(StepResult(load_mode=_mode(spec), load_value=float(load), throughput_per_s=None,
+                                        latency=None, stable=False, unstable_note=note))
             else:
                 existing.stable = False
                 existing.unstable_note = note
