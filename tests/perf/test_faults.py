@@ -24,7 +24,8 @@ from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.spec import PerfSpec
-from tritonkit.perf.pipeline import StepEvent, run_perf
+from tritonkit.perf.pipeline import run_perf
+from tritonkit.perf.run_record import StepEvent
 from tritonkit.server import TritonServer
 
 

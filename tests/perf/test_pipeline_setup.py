@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tritonkit.perf import LadderPlan, LLMSettings, PerfSpec
-from tritonkit.perf.pipeline import RunSetup, _folder_and_tool, run_llm_perf, run_perf
+from tritonkit.perf.pipeline import run_llm_perf, run_perf
+from tritonkit.perf.run_record import RunSetup, _folder_and_tool
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall
 
 _TOOL = PerfAnalyzerInstall(argv=("/opt/pa",), source="--perf-analyzer", mode="external", binary=Path("/opt/pa"))

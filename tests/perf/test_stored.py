@@ -10,7 +10,7 @@ from tritonkit.perf import compare_stored, parse_sla, rerender
 from tritonkit.perf.judge.compare import BaselineComparison
 from tritonkit.perf.llm.compare import LLMComparison
 from tritonkit.perf.measure.result import LatencyStats, PerfResult, RunMetadata, StepResult
-from tritonkit.perf.pipeline import LLMRun, PerfRun
+from tritonkit.perf.run_record import LLMRun, PerfRun
 
 
 def _saved(folder: Path, throughput_per_s: float, p99_ms: float) -> Path:

@@ -35,8 +35,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tritonkit._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from tritonkit.perf.command import LLMLoadTest, LoadTest, LoadTestSettings, llm_load_test, load_test
@@ -61,8 +62,9 @@ if TYPE_CHECKING:
         StepResult,
         run_ladder,
     )
-    from tritonkit.perf.pipeline import LLMRun, PerfRun, RunSetup, StepEvent, run_llm_perf, run_perf
+    from tritonkit.perf.pipeline import run_llm_perf, run_perf
     from tritonkit.perf.report import write_report
+    from tritonkit.perf.run_record import LLMRun, PerfRun, RunSetup, StepEvent
     from tritonkit.perf.stored import StoredComparison, compare_stored, rerender
 
 # Public name → the module that defines it (imported when the name is first asked for).
@@ -84,11 +86,11 @@ _EXPORTS: dict[str, str] = {
     "StepResult": "tritonkit.perf.measure",
     "run_ladder": "tritonkit.perf.measure",
     "write_report": "tritonkit.perf.report",
-    "PerfRun": "tritonkit.perf.pipeline",
-    "RunSetup": "tritonkit.perf.pipeline",
-    "StepEvent": "tritonkit.perf.pipeline",
+    "PerfRun": "tritonkit.perf.run_record",
+    "RunSetup": "tritonkit.perf.run_record",
+    "StepEvent": "tritonkit.perf.run_record",
     "run_perf": "tritonkit.perf.pipeline",
-    "LLMRun": "tritonkit.perf.pipeline",
+    "LLMRun": "tritonkit.perf.run_record",
     "run_llm_perf": "tritonkit.perf.pipeline",
     "LLMSettings": "tritonkit.perf.llm.settings",
     "LLMLoadTest": "tritonkit.perf.command",
@@ -137,14 +139,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tritonkit.perf' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

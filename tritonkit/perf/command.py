@@ -59,16 +59,8 @@ from tritonkit.perf.measure.input_data import SeqLen, prepare_run_inputs
 from tritonkit.perf.measure.output_check import EXIT_WRONG_OUTPUTS, OutputCheck, output_checker, preflight
 from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
 from tritonkit.perf.measure.spec import PerfSpec, Protocol
-from tritonkit.perf.pipeline import (
-    LLMRun,
-    LoadGenerator,
-    PerfRun,
-    PlannedCommand,
-    StepEvent,
-    planned_commands,
-    run_llm_perf,
-    run_perf,
-)
+from tritonkit.perf.pipeline import PlannedCommand, planned_commands, run_llm_perf, run_perf
+from tritonkit.perf.run_record import LLMRun, LoadGenerator, PerfRun, StepEvent
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 
 __all__ = ["DEFAULT_REPOSITORY", "LLMLoadTest", "LoadTest", "LoadTestSettings", "llm_load_test", "load_test"]
@@ -238,7 +230,7 @@ def load_test(
     ``dry_run``: plan the perf_analyzer commands and return them in :attr:`LoadTest.planned`;
     nothing starts and nothing is written (not even the derived input data). ``progress`` gets a
     line per step as the run goes, ``on_step`` each finished step. ``load_generator``: what runs
-    each step (see :class:`~tritonkit.perf.pipeline.RunSetup`; a cluster's, for ``perf run --cluster``).
+    each step (see :class:`~tritonkit.perf.run_record.RunSetup`; a cluster's, for ``perf run --cluster``).
 
     Raises before anything is measured: ``ConfigError`` (bad settings, an SLA that does not
     parse, variable dims with no data, ``check_outputs`` without the model file, a folder

@@ -32,15 +32,14 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any
 
 from tritonkit._fs import folder_write_errors
 from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError, TritonKitError
-from tritonkit.perf.judge import EXIT_PASS, EXIT_UNMEASURED, SLA, StepVerdict, Verdict
-from tritonkit.perf.judge.baselines import save_baseline
+from tritonkit.perf.judge import SLA, StepVerdict, Verdict
 from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.step import judge_step, ladder_check
 from tritonkit.perf.judge.verdict import evaluate_result, stored_verdict
@@ -48,13 +47,25 @@ from tritonkit.perf.llm.result import LLMResult
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.ladder import LadderResult, ladder_commands, run_ladder
-from tritonkit.perf.measure.plan import LadderPlan, default_results_dir
+from tritonkit.perf.measure.plan import LadderPlan
 from tritonkit.perf.measure.repeats import combine_runs, run_folder_name
 from tritonkit.perf.measure.result import PerfResult, StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
-from tritonkit.perf.report.files import ReportFiles, check_report_folder, write_report
+from tritonkit.perf.report.files import check_report_folder, write_report
 from tritonkit.perf.resume import Resume, combine, plan_resume, run_settings
-from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
+from tritonkit.perf.run_record import (
+    LLMRun,
+    PerfRun,
+    ReportT,
+    RunSetup,
+    StepEvent,
+    _check_setup,
+    _folder_and_tool,
+    _persist,
+    _report_error,
+    _stored_judging,
+)
+from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -74,68 +85,6 @@ __all__ = [
     "run_perf",
 ]
 
-Progress = Callable[[str], None]
-#: Makes the load generator of a run from its folder (see :class:`RunSetup`).
-LoadGenerator = Callable[[Path], PerfAnalyzer]
-
-
-class RunSetup(TypedDict, total=False):
-    """Where a run writes and with what tools: the keywords :func:`run_perf` and :func:`run_llm_perf` share.
-
-    Every key is optional. ``results_dir``: the run's folder (default
-    ``<results_root>/<UTC timestamp>-<model>``, ``results_root`` defaulting to ``results``; see
-    :func:`~tritonkit.perf.measure.plan.default_results_dir`). ``perf_analyzer``: the install to run
-    (default: located, see :func:`~tritonkit.provision.perf_analyzer.locate_perf_analyzer`).
-    ``metrics_url``: the server's Prometheus ``/metrics``, scraped during each step (default: not
-    scraped). ``baseline_root`` (e.g. ``results/baselines``): keep the run there as a timestamped
-    baseline when it measured something and failed nowhere (default: keep none). ``progress``:
-    called with a line per step as the run goes (default: silent). ``load_generator``: makes the
-    :class:`~tritonkit.perf.measure.analyzer.PerfAnalyzer` that runs the steps into a folder
-    (default: perf_analyzer on this machine; :mod:`tritonkit.perf.cluster` passes one that runs
-    each step on several machines at once and merges their requests).
-    """
-
-    results_dir: str | os.PathLike[str] | None
-    results_root: str | os.PathLike[str]
-    perf_analyzer: PerfAnalyzerInstall | None
-    metrics_url: str | None
-    baseline_root: str | os.PathLike[str] | None
-    progress: Progress | None
-    load_generator: LoadGenerator | None
-
-
-def _check_setup(setup: RunSetup) -> None:
-    """Refuse a keyword :class:`RunSetup` does not know, as Python refuses one a signature does not
-    list: a misspelt ``result_dir=`` must not quietly run into the default folder."""
-    unknown = sorted(set(setup) - RunSetup.__optional_keys__)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
-                        f"a run's setup takes {', '.join(RunSetup.__annotations__)}")
-
-
-def _folder_and_tool(model: str, setup: RunSetup) -> tuple[Path, PerfAnalyzerInstall]:
-    """The run's folder and perf_analyzer, defaults filled in (see :class:`RunSetup`)."""
-    tool = setup.get("perf_analyzer") or locate_perf_analyzer()
-    given = setup.get("results_dir")
-    folder = Path(given) if given is not None else default_results_dir(model, setup.get("results_root", "results"))
-    return folder, tool
-
-
-@dataclass(frozen=True)
-class StepEvent:
-    """One perf_analyzer step as it finishes: the step, its run's name, and the SLA's view of it.
-
-    ``attempt``: a try of an unstable step that was measured again after it (not the load's step:
-    each load has exactly one event with ``attempt=False`` and ``run=None``). ``run``: in a
-    repeated run (``repeat`` > 1), the number of the run a step belongs to; the combined steps,
-    one per load, come last with ``run=None``."""
-
-    step: StepResult
-    name: str
-    verdict: StepVerdict | None
-    attempt: bool = False
-    run: int | None = None
-
 
 @dataclass(frozen=True)
 class PlannedCommand:
@@ -144,78 +93,6 @@ class PlannedCommand:
     name: str
     argv: list[str]
     recorded: bool
-
-
-ResultT = TypeVar("ResultT", PerfResult, LLMResult)
-ReportT = TypeVar("ReportT", ReportFiles, Path)
-
-
-@dataclass
-class _RunRecord(Generic[ResultT, ReportT]):
-    """What a run did and where it put it: what both modes keep (see :class:`PerfRun`, :class:`LLMRun`).
-
-    ``error``: a failure after launch (the steps measured before it are saved), exit 2.
-    """
-
-    result: ResultT
-    verdict: Verdict | None
-    results_dir: Path
-    result_path: Path
-    report: ReportT | None
-    baseline_path: Path | None = None
-    error: TritonKitError | None = None
-
-
-@dataclass
-class PerfRun(_RunRecord[PerfResult, ReportFiles]):
-    """What :func:`run_perf` did and where it put it."""
-
-    resumed_steps: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        """0 SLA met, 1 SLA missed, 2 could not measure (or perf_analyzer failed mid-run).
-
-        Without an SLA: 0 when some step was measured, else 2.
-        """
-        if self.error is not None:
-            return EXIT_UNMEASURED
-        if self.verdict is not None:
-            return self.verdict.exit_code
-        return EXIT_PASS if any(s.measured for s in self.result.steps) else EXIT_UNMEASURED
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (``tritonkit perf run --json``)."""
-        return {
-            "exit_code": self.exit_code,
-            "model": self.result.metadata.model,
-            "results_dir": str(self.results_dir),
-            "result": str(self.result_path),
-            "report_md": str(self.report.markdown) if self.report else None,
-            "report_html": str(self.report.html) if self.report else None,
-            "baseline": str(self.baseline_path) if self.baseline_path else None,
-            "stop_reason": self.result.stop_reason,
-            "resumed_steps": self.resumed_steps,
-            "error": str(self.error) if self.error else None,
-            "verdict": self.verdict.to_dict() if self.verdict else None,
-            "steps": [
-                {
-                    "load_mode": s.load_mode,
-                    "load": s.load_value,
-                    "throughput_per_s": s.throughput_per_s,
-                    "p99_ms": s.latency.p99_ms if s.latency else None,
-                    "errors": s.error_count,
-                    "stable": s.stable,
-                    "noisy": s.noisy,
-                    "intervals": dict(s.intervals),
-                    "interval_basis": s.interval_basis,
-                    "machine": asdict(s.machine) if s.machine else None,
-                }
-                for s in self.result.steps
-            ],
-            "notes": list(self.notes),
-        }
 
 
 def planned_commands(
@@ -243,61 +120,16 @@ def planned_commands(
     ]
 
 
-def _stored_judging(verdict: dict[str, Any] | None) -> JudgeSettings:
-    """The settings a stored verdict was judged with (the defaults for one stored before them, or none)."""
-    return JudgeSettings.from_dict((verdict or {}).get("judging"))
-
-
-def _report_error(exc: OSError, folder: Path, result_path: Path) -> TritonKitError:
-    """A report (or baseline) write that failed after the result was saved: say so, keep exit 2."""
-    return TritonKitError(
-        f"could not write the report into {folder}: {exc.strerror or exc}; "
-        f"the measured steps are saved in {result_path}",
-        hint=f"free some space, then re-render it with 'tritonkit perf report {result_path}'",
-    )
-
-
-def _persist(run: PerfRun | LLMRun, save: Callable[[], Path], report: Callable[[], Any],
-             baseline_root: str | os.PathLike[str] | None) -> None:
-    """Save the result, write its report, keep a baseline, in that order, into ``run``.
-
-    The result is on disk before anything else can fail: an ``OSError`` on the report (a full
-    disk) becomes ``run.error`` naming the saved result (exit 2, no baseline); one on the result
-    itself is raised as a ``TritonKitError`` (nothing could be kept). A baseline is kept only for
-    a run that measured something and failed nowhere.
-    """
-    try:
-        run.result_path = save()
-    except OSError as exc:
-        raise TritonKitError(f"could not save the result into {run.results_dir}: {exc.strerror or exc}",
-                             hint="free some space or choose another --out folder") from exc
-    try:
-        run.report = report()
-    except OSError as exc:
-        run.error = run.error or _report_error(exc, run.results_dir, run.result_path)
-    if baseline_root is not None and run.error is None and run.exit_code != EXIT_UNMEASURED:
-        run.baseline_path = save_baseline(run.result, Path(baseline_root))
-
-
-def _finish(
-    result: PerfResult,
-    folder: Path,
-    sla: SLA | None,
-    *,
-    judging: JudgeSettings | None = None,
-    baseline_root: str | os.PathLike[str] | None,
-    error: TritonKitError | None,
-    resumed_steps: int,
-    notes: list[str],
-) -> PerfRun:
+def _finish(result: PerfResult, folder: Path, sla: SLA | None, *, judging: JudgeSettings | None = None,
+            baseline_root: str | os.PathLike[str] | None, error: TritonKitError | None, resumed_steps: int,
+            notes: list[str]) -> PerfRun:
     """Judge, save result.json, write the report, keep a baseline: in that order, each atomic."""
     verdict = evaluate_result(sla, result, judging) if sla is not None else None
-    result.verdict = verdict.to_dict() if verdict else None
     if error is not None:
         result.extra["error"] = str(error)
     run = PerfRun(result, verdict, folder, folder / "result.json", None, error=error, resumed_steps=resumed_steps,
                   notes=notes)
-    _persist(run, lambda: result.save(run.result_path), lambda: write_report(result, folder, verdict), baseline_root)
+    _persist(run, lambda: write_report(result, folder, verdict), baseline_root)
     return run
 
 
@@ -502,67 +334,30 @@ def rejudge(
     if sla is not None and folder == source.parent:
         result.verdict = verdict.to_dict() if verdict else None
         result.save(source)
-    try:
-        report = write_report(result, folder, verdict)
-    except OSError as exc:
-        raise _report_error(exc, folder, source) from exc
+    report = _rerendered(lambda: write_report(result, folder, verdict), folder, source)
     return PerfRun(result, verdict, folder, source, report)
 
+
+def _rerendered(write: Callable[[], ReportT], folder: Path, result_path: Path) -> ReportT:
+    """The report a re-render wrote; one it could not write is an error naming the stored result."""
+    try:
+        return write()
+    except OSError as exc:
+        raise _report_error(exc, folder, result_path) from exc
 
 
 # --------------------------------------------------------------------------- LLM mode
 
 
-@dataclass
-class LLMRun(_RunRecord[LLMResult, Path]):
-    """What :func:`run_llm_perf` did and where it put it (the LLM mode's :class:`PerfRun`)."""
-
-    @property
-    def exit_code(self) -> int:
-        """0 SLA met, 1 SLA missed, 2 could not measure (or a file could not be written).
-
-        Without an SLA: 0 clean, 1 measured but some requests failed, 2 nothing measured.
-        """
-        if self.error is not None:
-            return EXIT_UNMEASURED
-        if self.verdict is not None:
-            return self.verdict.exit_code
-        steps = self.result.steps
-        if not any(s.metrics is not None and s.failure is None for s in steps):
-            return EXIT_UNMEASURED
-        return EXIT_PASS if all(s.failures.total == 0 and s.failure is None for s in steps) else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (``tritonkit perf run --llm --json``)."""
-        return {
-            "exit_code": self.exit_code,
-            "result": str(self.result_path),
-            "report": None if self.report is None else str(self.report),
-            "baseline": None if self.baseline_path is None else str(self.baseline_path),
-            "error": None if self.error is None else str(self.error),
-            "verdict": None if self.verdict is None else self.verdict.to_dict(),
-            "steps": [s.to_dict() for s in self.result.steps],
-        }
-
-
-def _finish_llm(
-    result: LLMResult,
-    folder: Path,
-    sla: SLA | None,
-    *,
-    judging: JudgeSettings | None = None,
-    baseline_root: str | os.PathLike[str] | None,
-    error: TritonKitError | None = None,
-) -> LLMRun:
+def _finish_llm(result: LLMResult, folder: Path, sla: SLA | None, *, judging: JudgeSettings | None = None,
+                baseline_root: str | os.PathLike[str] | None) -> LLMRun:
     """Judge, save llm_result.json with its verdict, write the report, keep a baseline (LLM mode)."""
     from tritonkit.perf.llm.judge import evaluate_llm
     from tritonkit.perf.llm.report import write_llm_report
 
     verdict = evaluate_llm(sla, result, judging) if sla is not None else None
-    result.verdict = verdict.to_dict() if verdict else None
-    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None, error=error)
-    _persist(run, lambda: result.save(run.result_path), lambda: write_llm_report(result, folder, verdict),
-             baseline_root)
+    run = LLMRun(result, verdict, folder, folder / "llm_result.json", None)
+    _persist(run, lambda: write_llm_report(result, folder, verdict), baseline_root)
     return run
 
 
@@ -627,8 +422,5 @@ def rejudge_llm(
         verdict = evaluate_llm(sla, result, judging)
     elif result.verdict is not None:
         verdict = Verdict.from_dict(result.verdict)
-    try:
-        report = write_llm_report(result, folder, verdict)
-    except OSError as exc:
-        raise _report_error(exc, folder, path) from exc
+    report = _rerendered(lambda: write_llm_report(result, folder, verdict), folder, path)
     return LLMRun(result, verdict, folder, path, report)

@@ -16,6 +16,7 @@ from tritonkit.errors import ConnectError, ModelNotReadyError, PerfError, PerfTi
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange, write_input_data
 from tritonkit.perf.measure.target import check_target
+from tritonkit.perf.measure.windows import ACCEPT_ANY_STABILITY_PERCENTAGE
 from tritonkit.provision.perf_analyzer import install_perf_analyzer
 from tritonkit.server import TritonServer
 
@@ -62,7 +63,11 @@ def test_one_step_is_measured_with_metrics_and_generator_cpu(server: TritonServe
 
 
 def test_a_range_comes_back_in_load_order(server: TritonServer, tmp_path: Path) -> None:
-    outcome = PerfAnalyzer(tmp_path).run(_spec(server, load=ConcurrencyRange(1, 3)), "range")
+    # Fixed windows: whether perf_analyzer calls a step stable depends on the machine's other work
+    # (concurrency 3 beside other test workers on two cores can miss 50 %, and that step comes back
+    # unstable: test_an_unstable_step_is_recorded_as_unstable_not_lost), not on the order this checks.
+    spec = _spec(server, load=ConcurrencyRange(1, 3), stability_percentage=ACCEPT_ANY_STABILITY_PERCENTAGE)
+    outcome = PerfAnalyzer(tmp_path).run(spec, "range")
     assert [s.load_value for s in outcome.steps] == [1.0, 2.0, 3.0]
     assert all(s.measured for s in outcome.steps)
     assert all(s.metrics is None for s in outcome.steps)  # one run's metrics belong to no single step

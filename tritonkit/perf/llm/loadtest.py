@@ -23,21 +23,37 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError
-from tritonkit.perf.llm.metrics import GoodputSLO, compute_metrics, drift, load_export_records
+from tritonkit.perf.llm.metrics import GoodputSLO, RequestRecord, compute_metrics, drift, load_export_records
 from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
 from tritonkit.perf.llm.served import TrtllmChoice, trtllm_layout
 from tritonkit.perf.llm.shapes import Schedule, Shape, Spike, write_intervals
-from tritonkit.perf.llm.timeline import FailureReport, classify_failures, in_flight, recovery, server_timeline
+from tritonkit.perf.llm.timeline import (
+    FailureReport,
+    ServerPoint,
+    classify_failures,
+    in_flight,
+    recovery,
+    server_timeline,
+)
 from tritonkit.perf.llm.tokens import TokenCounter
-from tritonkit.perf.measure.analyzer import PerfAnalyzer, utc_now
+from tritonkit.perf.measure.analyzer import Invocation, PerfAnalyzer, utc_now
 from tritonkit.perf.measure.failures import Failure, StepError, classify
-from tritonkit.perf.measure.metrics import MetricsSnapshot, generator_cpu_warning, host_cpu_count
+from tritonkit.perf.measure.metrics import (
+    MetricsSnapshot,
+    counter_delta,
+    generator_cpu_warning,
+    host_cpu_count,
+)
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST_FAILURE, REQUEST_SUCCESS
+
+if TYPE_CHECKING:
+    from tritonkit.client._model import ModelMetadata
 
 __all__ = ["STALL_MARKER", "LLMPlan", "run_llm"]
 
@@ -83,28 +99,9 @@ def _stalled(paths: Sequence[Path]) -> bool:
     return any(STALL_MARKER in p.read_text(errors="replace") for p in paths if p.exists())
 
 
-def _shape_windows(schedule: Schedule, shape: Shape) -> tuple[float, float]:
-    """(load start, load end) on the requests' clock (s from the first request) for the recovery."""
-    offset = schedule.intervals_us[0] / 1e6
-    if isinstance(shape, Spike):
-        burst = schedule.phase("burst")
-        if burst is not None:
-            return max(0.0, burst.start_s - offset), max(0.0, burst.end_s - offset)
-    return 0.0, max(0.0, schedule.duration_s - offset)
-
-
-def _counter_delta(snapshots: Sequence[MetricsSnapshot], name: str, model: str, **labels: str) -> float | None:
-    if len(snapshots) < 2:
-        return None
-    first, last = snapshots[0].total(name, model=model, **labels), snapshots[-1].total(name, model=model, **labels)
-    if first is None or last is None or last < first:
-        return None
-    return last - first
-
-
 def _mean_queue_ms(snapshots: Sequence[MetricsSnapshot], model: str) -> float | None:
-    queue = _counter_delta(snapshots, QUEUE_DURATION_US.name, model)
-    done = _counter_delta(snapshots, REQUEST_SUCCESS.name, model)
+    queue = counter_delta(snapshots, QUEUE_DURATION_US.name, model=model)
+    done = counter_delta(snapshots, REQUEST_SUCCESS.name, model=model)
     return queue / done / 1000.0 if queue is not None and done else None
 
 
@@ -142,149 +139,236 @@ def run_llm(
     ``analyzer``: what runs each step's perf_analyzer command (default: perf_analyzer here, into
     ``results_dir``; a cluster's runs it on several machines and merges their exports).
     """
-    from tritonkit.client import Client  # lazy: grpc is heavy
-    from tritonkit.perf.llm.prompts import prompts_for_lengths
-    from tritonkit.perf.measure.target import check_target, server_answers
+    from tritonkit.perf.measure.target import check_target  # lazy: the client pulls in grpc
 
     folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    say = progress or (lambda _m: None)
     spec = PerfSpec(model=model, url=url)
     check_target(spec)
+    target = _ask_target(model, url, interface=interface, trtllm_version=trtllm_version, token_output=token_output)
+    stream = target.meta.decoupled if streaming is None else streaming
+    pa = perf_analyzer or locate_perf_analyzer()
+    analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
+                                        metrics_interval_s=plan.metrics_interval_s)
+    started = utc_now()
+    # Every step: async, streaming from a decoupled model, an exact request count, the profile export.
+    runs = _planned_runs(folder, prompts, plan, replace(spec, streaming=stream, async_mode=True), target.layout,
+                         tokenizer)
+    result = LLMResult(
+        model=model, url=url, streaming=stream, layout=target.layout.description, prompt_source=prompt_source,
+        steps=[], started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
+        notes=_notes(target, stream), served=_served(target.line, tokenizer_from, token_output),
+    )
+    measuring = _Measuring(folder, plan, spec, target.meta, analyzer, list(pa.argv), tokenizer, token_output,
+                           metrics_url, progress or (lambda _m: None))
+    for run in runs:
+        step = _measure(measuring, run)
+        result.steps.append(step)
+        measuring.say(_describe(run.name, step))
+        result.finished_utc = utc_now()
+        result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
+    return result
+
+
+# ---- the stages, in the order run_llm takes them ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What the server says of the model: its metadata, the request layout that fits its inputs,
+    and its TensorRT-LLM line (``None`` for any other model)."""
+
+    meta: ModelMetadata
+    layout: RequestLayout
+    line: TrtllmChoice | None
+
+
+def _ask_target(model: str, url: str, *, interface: str | None, trtllm_version: str | None,
+                token_output: str | None) -> _Target:
+    """The model's metadata and request layout, read from the server (see :func:`run_llm`)."""
+    from tritonkit.client import Client  # lazy: grpc is heavy
+
     with Client(url) as client:
         meta = client.model_metadata(model)
     layout: RequestLayout = detect_layout((t.name for t in meta.inputs), max_batch_size=meta.max_batch_size, model=model,
                                           decoupled=meta.decoupled, interface=interface)
     layout, line = trtllm_layout(layout, (t.name for t in meta.inputs), model=model, url=url, requested=trtllm_version)
-    served = _served(line, tokenizer_from)
     outputs = [t.name for t in meta.outputs]
     if token_output is not None and token_output not in outputs:
         raise ConfigError(f"model {model!r} has no output {token_output!r} to count tokens in; it has "
                           f"{', '.join(outputs) or 'none'}", hint="name one of its outputs with --token-output")
-    if token_output is not None:
-        served["token_output"] = token_output
-    stream = meta.decoupled if streaming is None else streaming
-    pa = perf_analyzer or locate_perf_analyzer()
-    analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
-                                        metrics_interval_s=plan.metrics_interval_s)
-    started = utc_now()
-    notes: list[str] = []
-    if line is not None:
-        notes.append(line.describe())
-    if meta.decoupled and not stream:
+    return _Target(meta, layout, line)
+
+
+def _notes(target: _Target, stream: bool) -> list[str]:
+    notes = [] if target.line is None else [target.line.describe()]
+    if target.meta.decoupled and not stream:
         notes.append("the model is decoupled but streaming was turned off: perf_analyzer may refuse it")
+    return notes
 
-    # Every step: async, streaming from a decoupled model, an exact request count, the profile export.
-    step_spec = replace(spec, streaming=stream, async_mode=True)
-    runs: list[tuple[str, str, float, list[str], Schedule | None]] = []
-    if plan.shape is not None:
-        schedule = plan.shape.schedule()
-        if schedule.input_tokens is not None and schedule.output_tokens is not None:
-            prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer)
-        elif len(prompts) < schedule.request_count:
-            prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
-        intervals = write_intervals(folder / "intervals.txt", schedule)
-        input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
-        argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
-                               request_count=schedule.request_count,
-                               profile_export_file=folder / f"{plan.shape.kind}.json"))
-        runs.append((plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule))
-    else:
+
+@dataclass(frozen=True)
+class _Run:
+    """One perf_analyzer run of the test: its name (the stem of its files), its load, its options
+    (without the binary) and, for a traffic shape, the schedule it follows."""
+
+    name: str
+    mode: str
+    value: float
+    argv: list[str]
+    schedule: Schedule | None = None
+
+
+def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_spec: PerfSpec, layout: RequestLayout,
+                  tokenizer: TokenCounter | None) -> list[_Run]:
+    """The runs ``plan`` makes, their input files written: one per concurrency level, or the shape's one."""
+    from tritonkit.perf.llm.prompts import prompts_for_lengths
+
+    stream = step_spec.streaming
+    if plan.shape is None:
         input_data = _input_data(folder, prompts, layout, stream)
-        for level in plan.concurrency:
-            name = f"c{level}"
-            argv = to_argv(replace(step_spec, load=ConcurrencyRange(level), input_data=input_data,
-                                   request_count=max(plan.requests_per_level, level),
-                                   warmup_request_count=plan.warmup_rounds * level or None,
-                                   profile_export_file=folder / f"{name}.json"))
-            runs.append((name, "concurrency", float(level), argv, None))
+        return [_Run(f"c{level}", "concurrency", float(level),
+                     to_argv(replace(step_spec, load=ConcurrencyRange(level), input_data=input_data,
+                                     request_count=max(plan.requests_per_level, level),
+                                     warmup_request_count=plan.warmup_rounds * level or None,
+                                     profile_export_file=folder / f"c{level}.json")))
+                for level in plan.concurrency]
+    schedule = plan.shape.schedule()
+    if schedule.input_tokens is not None and schedule.output_tokens is not None:
+        prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer)
+    elif len(prompts) < schedule.request_count:
+        prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
+    intervals = write_intervals(folder / "intervals.txt", schedule)
+    input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
+    argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
+                           request_count=schedule.request_count,
+                           profile_export_file=folder / f"{plan.shape.kind}.json"))
+    return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule)]
 
-    steps: list[LLMStep] = []
-    result = LLMResult(
-        model=model, url=url, streaming=stream, layout=layout.description, prompt_source=prompt_source,
-        steps=steps, started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
-        notes=notes, served=served,
+
+@dataclass(frozen=True)
+class _Measuring:
+    """What every step of one test shares: where it writes, the plan, the target and what it is
+    served as, the load generator (``prefix``: perf_analyzer's binary argv), how tokens are counted."""
+
+    folder: Path
+    plan: LLMPlan
+    spec: PerfSpec
+    meta: ModelMetadata
+    analyzer: PerfAnalyzer
+    prefix: list[str]
+    tokenizer: TokenCounter | None
+    token_output: str | None
+    metrics_url: str | None
+    say: Progress
+
+
+def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
+    """One step: perf_analyzer run and watched, its export read into metrics, its failures
+    classified, the server's time line, and for a traffic shape its recovery and phases."""
+    from tritonkit.perf.measure.target import server_answers
+
+    inv = _invoke(ctx, run)
+    export = ctx.folder / f"{run.name}.json"
+    records, source = (load_export_records(export, count_text=ctx.tokenizer, token_output=ctx.token_output)
+                       if export.exists() and inv.returncode == 0 else ([], "output_ids"))
+    metrics = compute_metrics(records, goodput_slo=ctx.plan.goodput_slo, token_source=source) if records else None
+    errors = _ERROR_LINE_RE.findall(inv.console)
+    troubled = bool(errors) or inv.stopped or inv.returncode not in (0, None)
+    reachable = server_answers(ctx.spec) if troubled else True
+    request_failed = inv.stopped or any("had error" in e for e in errors)
+    if inv.returncode not in (0, None) and not records and not request_failed and reachable:
+        raise _refused(ctx, run.name, inv, errors)
+    failures = _failures(ctx, inv, records, errors, reachable)
+    first_ns = min((r.sent_ns for r in records), default=inv.wall0_ns)
+    t0_mono = inv.mono0_s + (first_ns - inv.wall0_ns) / 1e9
+    points = server_timeline(inv.snapshots, ctx.spec.model, t0_monotonic_s=t0_mono)
+    step = LLMStep(
+        load_mode=run.mode, load_value=run.value, metrics=metrics, failures=failures,
+        timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
+        requests=[((r.sent_ns - first_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
+        server_ttft_ms=([r.server_ttft_ms for r in records] if any(r.server_ttft_ms is not None for r in records)
+                        else []),
+        wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=[*ctx.prefix, *run.argv],
+        raw_files=[p.name for p in ctx.folder.glob(f"{run.name}.*")],
     )
-    for name, mode, value, argv, step_schedule in runs:
-        full = [*pa.argv, *argv]
-        export = folder / f"{name}.json"
-        export.unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
-        say(f"[{name}] {mode} {value:g}: sending {argv[argv.index('--request-count') + 1]} requests")
-        console_paths = (folder / f"{name}.stdout", folder / f"{name}.stderr")
-        inv = analyzer.invoke(full, name, timeout_s=plan.step_timeout_s, stop_when=partial(_stalled, console_paths),
-                              settle_s=plan.settle_s if step_schedule is not None else min(plan.settle_s, 0.5))
-        records, source = (load_export_records(export, count_text=tokenizer, token_output=token_output)
-                           if export.exists() and inv.returncode == 0 else ([], "output_ids"))
-        metrics = compute_metrics(records, goodput_slo=plan.goodput_slo, token_source=source) if records else None
-        errors = _ERROR_LINE_RE.findall(inv.console)
-        reachable = True
-        if errors or inv.stopped or inv.returncode not in (0, None):
-            reachable = server_answers(spec)
-        request_failed = inv.stopped or any("had error" in e for e in errors)
-        if inv.returncode not in (0, None) and not records and not request_failed and reachable:
-            # Nothing was sent: perf_analyzer refused its input or options — a usage error, not a load result.
-            found = classify(inv.console, returncode=inv.returncode, server_reachable=True, model=model,
-                             option_error=errors[-1].strip() if errors else None)
-            raise StepError(
-                f"perf_analyzer exited with status {inv.returncode} ({found.failure}): {found.message}",
-                failure=found.failure, server_message=found.message,
-                returncode=inv.returncode,
-                stderr_tail=inv.console[-2000:],
-                hint=f"see {folder / (name + '.stdout')}; the command is in {name}.argv.json",
-            )
-        failures: FailureReport = classify_failures(
-            records,
-            client_deadline_ms=plan.client_deadline_ms,
-            analyzer_errors=[e.strip() for e in errors],
-            analyzer_stalled=inv.stopped,
-            server_rejected=_counter_delta(inv.snapshots, REQUEST_FAILURE.name, model, reason=REASON_REJECTED),
-            server_failed=_counter_delta(inv.snapshots, REQUEST_FAILURE.name, model),
-            server_reachable=reachable,
-            max_queue_size=meta.max_queue_size,
-            queue_timeout_rejects=meta.queue_timeout_rejects and meta.queue_timeout_us > 0,
-            mean_queue_ms=_mean_queue_ms(inv.snapshots, model),
-        )
-        first_ns = min((r.sent_ns for r in records), default=inv.wall0_ns)
-        t0_mono = inv.mono0_s + (first_ns - inv.wall0_ns) / 1e9
-        points = server_timeline(inv.snapshots, model, t0_monotonic_s=t0_mono)
-        step = LLMStep(
-            load_mode=mode, load_value=value, metrics=metrics, failures=failures,
-            timeline=timeline_points(points, in_flight(records, [p.t_s for p in points])),
-            requests=[((r.sent_ns - first_ns) / 1e9, r.ttft_ms, r.latency_ms) for r in records],
-            server_ttft_ms=([r.server_ttft_ms for r in records] if any(r.server_ttft_ms is not None for r in records)
-                            else []),
-            wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=full,
-            raw_files=[p.name for p in folder.glob(f"{name}.*")],
-        )
-        cpu_warning = generator_cpu_warning(inv.cpu_pct, host_cpu_count())
-        if cpu_warning:
-            step.warnings.append(cpu_warning)
-        if inv.scrape_errors:
-            step.warnings.append(f"could not scrape {metrics_url}: {inv.scrape_errors[-1]}")
-        if inv.returncode not in (0, None) or inv.stopped:
-            # perf_analyzer did not end the step itself: whatever it wrote is no measurement.
-            found = classify(inv.console, returncode=inv.returncode, server_reachable=reachable, model=model)
-            step.failure = (found.failure if inv.returncode is not None else Failure.REQUEST_ERRORS).value
-            step.failure_note = found.message if inv.returncode is not None else (
-                f"a streamed request failed ({failures.hit or 'unknown class'}); perf_analyzer was stopped")
-            step.warnings.append(f"perf_analyzer exited with status {inv.returncode}; see {name}.stdout / {name}.stderr")
-        if step_schedule is not None and plan.shape is not None:
-            start_s, end_s = _shape_windows(step_schedule, plan.shape)
-            step.recovery = recovery(points, load_start_s=start_s, load_end_s=end_s) if points else None
-            step.drift = drift(records) if records else None
-            offset = step_schedule.intervals_us[0] / 1e6
-            step.phases = [
-                {**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
-                for p in step_schedule.phases
-            ]
-        steps.append(step)
-        say(_describe(name, step))
-        result.steps, result.finished_utc = steps, utc_now()
-        result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
-    return result
+    _warn(ctx, run.name, inv, step, reachable)
+    if run.schedule is not None and ctx.plan.shape is not None:
+        _shape_facts(step, run.schedule, ctx.plan.shape, points, records)
+    return step
 
 
-def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None) -> dict[str, str]:
+def _invoke(ctx: _Measuring, run: _Run) -> Invocation:
+    """``run``'s perf_analyzer, stopped when it stalls (see the module's WAR); the server watched after
+    it for the plan's ``settle_s`` (a shape's recovery), at most half a second after a level."""
+    (ctx.folder / f"{run.name}.json").unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
+    count = run.argv[run.argv.index("--request-count") + 1]
+    ctx.say(f"[{run.name}] {run.mode} {run.value:g}: sending {count} requests")
+    console_paths = (ctx.folder / f"{run.name}.stdout", ctx.folder / f"{run.name}.stderr")
+    plan = ctx.plan
+    return ctx.analyzer.invoke([*ctx.prefix, *run.argv], run.name, timeout_s=plan.step_timeout_s,
+                               stop_when=partial(_stalled, console_paths),
+                               settle_s=plan.settle_s if run.schedule is not None else min(plan.settle_s, 0.5))
+
+
+def _refused(ctx: _Measuring, name: str, inv: Invocation, errors: list[str]) -> StepError:
+    """Nothing was sent: perf_analyzer refused its input or options — a usage error, not a load result."""
+    found = classify(inv.console, returncode=inv.returncode, server_reachable=True, model=ctx.spec.model,
+                     option_error=errors[-1].strip() if errors else None)
+    return StepError(f"perf_analyzer exited with status {inv.returncode} ({found.failure}): {found.message}",
+                     failure=found.failure, server_message=found.message, returncode=inv.returncode,
+                     stderr_tail=inv.console[-2000:],
+                     hint=f"see {ctx.folder / (name + '.stdout')}; the command is in {name}.argv.json")
+
+
+def _failures(ctx: _Measuring, inv: Invocation, records: Sequence[RequestRecord], errors: list[str],
+              reachable: bool) -> FailureReport:
+    """The step's failed requests by class: the client's view, the server's counters, the queue policy."""
+    model, meta = ctx.spec.model, ctx.meta
+    return classify_failures(
+        records, client_deadline_ms=ctx.plan.client_deadline_ms, analyzer_errors=[e.strip() for e in errors],
+        analyzer_stalled=inv.stopped, server_reachable=reachable,
+        server_rejected=counter_delta(inv.snapshots, REQUEST_FAILURE.name, model=model, reason=REASON_REJECTED),
+        server_failed=counter_delta(inv.snapshots, REQUEST_FAILURE.name, model=model),
+        max_queue_size=meta.max_queue_size, mean_queue_ms=_mean_queue_ms(inv.snapshots, model),
+        queue_timeout_rejects=meta.queue_timeout_rejects and meta.queue_timeout_us > 0,
+    )
+
+
+def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable: bool) -> None:
+    """The step's warnings (a busy generator, failed scrapes) and, when perf_analyzer did not end the
+    step itself, its failure: whatever it wrote is then no measurement."""
+    cpu_warning = generator_cpu_warning(inv.cpu_pct, host_cpu_count())
+    if cpu_warning:
+        step.warnings.append(cpu_warning)
+    if inv.scrape_errors:
+        step.warnings.append(f"could not scrape {ctx.metrics_url}: {inv.scrape_errors[-1]}")
+    if inv.returncode not in (0, None) or inv.stopped:
+        found = classify(inv.console, returncode=inv.returncode, server_reachable=reachable, model=ctx.spec.model)
+        step.failure = (found.failure if inv.returncode is not None else Failure.REQUEST_ERRORS).value
+        step.failure_note = found.message if inv.returncode is not None else (
+            f"a streamed request failed ({step.failures.hit or 'unknown class'}); perf_analyzer was stopped")
+        step.warnings.append(f"perf_analyzer exited with status {inv.returncode}; see {name}.stdout / {name}.stderr")
+
+
+def _shape_facts(step: LLMStep, schedule: Schedule, shape: Shape, points: Sequence[ServerPoint],
+                 records: Sequence[RequestRecord]) -> None:
+    """A traffic shape's step: the server's recovery after the load (a spike's burst, else the whole
+    schedule), the drift, the phases; all on the requests' clock (s from the first request)."""
+    offset = schedule.intervals_us[0] / 1e6
+    burst = schedule.phase("burst") if isinstance(shape, Spike) else None
+    start_s, end_s = (burst.start_s, burst.end_s) if burst is not None else (offset, schedule.duration_s)
+    step.recovery = (recovery(points, load_start_s=max(0.0, start_s - offset), load_end_s=max(0.0, end_s - offset))
+                     if points else None)
+    step.drift = drift(records) if records else None
+    step.phases = [
+        {**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
+        for p in schedule.phases
+    ]
+
+
+def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None,
+            token_output: str | None) -> dict[str, str]:
     served: dict[str, str] = {}
     if line is not None:
         if line.interface is not None:
@@ -294,6 +378,8 @@ def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None) -
             served["min_tokens_input"] = line.min_tokens_input
     if tokenizer_from is not None:
         served["tokenizer"], served["tokenizer_from"] = tokenizer_from
+    if token_output is not None:
+        served["token_output"] = token_output
     return served
 
 

@@ -9,7 +9,6 @@ canvas, never ``pyplot``). ``write_llm_report`` writes ``llm_report.md`` and one
 from __future__ import annotations
 
 import base64
-import io
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from tritonkit.perf.llm.metrics import Distribution
 from tritonkit.perf.llm.result import LLMResult, LLMStep
 from tritonkit.perf.metric_registry import METRICS, PER_REQUEST_TIMES, PERCENTILES
 from tritonkit.perf.report._tables import REPORT_MARKER
+from tritonkit.perf.report.plots import new_figure, png_bytes
 
 if TYPE_CHECKING:
     from tritonkit.perf.judge.verdict import Verdict
@@ -211,11 +211,7 @@ def render_percentiles_png(result: LLMResult) -> bytes | None:
     measured = [s for s in result.steps if s.metrics is not None and s.metrics.ttft_ms is not None]
     if not measured:
         return None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(8.0, 3.5), dpi=100)
-    FigureCanvasAgg(figure)
+    figure = new_figure(8.0, 3.5)
     ttft_axis, itl_axis = figure.subplots(1, 2)
     stats = PERCENTILES
     for step in measured:
@@ -227,21 +223,14 @@ def render_percentiles_png(result: LLMResult) -> bytes | None:
     ttft_axis.set_title("time to first token (ms)")
     itl_axis.set_title("inter-token latency (ms)")
     ttft_axis.legend(fontsize="small")
-    buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
 def render_timeline_png(step: LLMStep) -> bytes | None:
     """Requests and server state on one time line; ``None`` when the step has neither."""
     if not step.requests and not step.timeline:
         return None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(8.0, 5.5), dpi=100)
-    FigureCanvasAgg(figure)
+    figure = new_figure(8.0, 5.5)
     top, bottom = figure.subplots(2, 1, sharex=True)
     sent = [r[0] for r in step.requests]
     top.plot(sent, [r[2] for r in step.requests], ".", label="request latency (ms)")
@@ -271,10 +260,7 @@ def render_timeline_png(step: LLMStep) -> bytes | None:
     extra_handles, extra_labels = queue_axis.get_legend_handles_labels()
     bottom.legend(handles + extra_handles, labels + extra_labels, loc="upper right", fontsize="small")
     top.set_title(_label(step))
-    buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
 def write_llm_report(result: LLMResult, folder: str | os.PathLike[str], verdict: Verdict | None = None) -> Path:

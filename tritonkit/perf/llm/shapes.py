@@ -211,12 +211,9 @@ class Replay:
             intervals.append(max(1, int(round(gap_ms * 1000.0))))
             previous = entry.timestamp_ms
         end_s = sum(intervals) / 1e6
-        return Schedule(
-            tuple(intervals),
-            (Phase("replay", 0.0, end_s, 0, len(intervals)),),
-            input_tokens=tuple(e.input_tokens for e in entries),
-            output_tokens=tuple(e.output_tokens for e in entries),
-        )
+        return Schedule(tuple(intervals), (Phase("replay", 0.0, end_s, 0, len(intervals)),),
+                        input_tokens=tuple(e.input_tokens for e in entries),
+                        output_tokens=tuple(e.output_tokens for e in entries))
 
 
 Shape = Ramp | Spike | Soak | Replay
@@ -240,13 +237,8 @@ def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0) -> Repl
         stamp = line.get("timestamp_ms", line.get("timestamp"))
         if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp) or stamp < 0:
             raise ConfigError(f"{where}: timestamp_ms must be a number >= 0, got {excerpt(stamp)}")
-        entries.append(
-            ReplayEntry(
-                float(stamp),
-                _int_field(line, ("input_tokens", "input_length", "isl"), where),
-                _int_field(line, ("output_tokens", "output_length", "osl"), where),
-            )
-        )
+        entries.append(ReplayEntry(float(stamp), _int_field(line, ("input_tokens", "input_length", "isl"), where),
+                                   _int_field(line, ("output_tokens", "output_length", "osl"), where)))
     return Replay(tuple(entries), speed=speed, source=str(source))
 
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from tritonkit._records import record_dict
 from tritonkit.perf.llm.metrics import RequestRecord
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
-from tritonkit.perf.measure.metrics import MetricsSnapshot
+from tritonkit.perf.measure.metrics import MetricsSnapshot, counter_delta
 from tritonkit.triton_metrics import (
     PENDING_REQUESTS,
     QUEUE_DURATION_US,
@@ -68,10 +68,6 @@ class ServerPoint:
     rejected: float | None = None
 
 
-def _total(snapshot: MetricsSnapshot, name: str, model: str, **labels: str) -> float | None:
-    return snapshot.total(name, model=model, **labels)
-
-
 def server_timeline(snapshots: Sequence[MetricsSnapshot], model: str, *, t0_monotonic_s: float) -> list[ServerPoint]:
     """Scrapes as points on the requests' clock (``t0_monotonic_s`` = when the first request went out)."""
     points: list[ServerPoint] = []
@@ -79,34 +75,19 @@ def server_timeline(snapshots: Sequence[MetricsSnapshot], model: str, *, t0_mono
     for snap in snapshots:
         queue_ms = completed = rejected = None
         if previous is not None:
-            done = [
-                _delta(previous, snap, name, model)
-                for name in (REQUEST_SUCCESS.name, REQUEST_FAILURE.name)
-            ]
+            pair = (previous, snap)
+            done = [counter_delta(pair, name, model=model) for name in (REQUEST_SUCCESS.name, REQUEST_FAILURE.name)]
             count = sum(d for d in done if d is not None) if any(d is not None for d in done) else None
-            queue_us = _delta(previous, snap, QUEUE_DURATION_US.name, model)
+            queue_us = counter_delta(pair, QUEUE_DURATION_US.name, model=model)
             completed = count
             if count and queue_us is not None:
                 queue_ms = queue_us / count / 1000.0
-            rejected = _delta(previous, snap, REQUEST_FAILURE.name, model, reason=REASON_REJECTED)
-        points.append(
-            ServerPoint(
-                t_s=snap.monotonic_s - t0_monotonic_s,
-                pending=_total(snap, PENDING_REQUESTS.name, model),
-                queue_ms=queue_ms,
-                completed=completed,
-                rejected=rejected,
-            )
-        )
+            rejected = counter_delta(pair, REQUEST_FAILURE.name, model=model, reason=REASON_REJECTED)
+        points.append(ServerPoint(t_s=snap.monotonic_s - t0_monotonic_s,
+                                  pending=snap.total(PENDING_REQUESTS.name, model=model),
+                                  queue_ms=queue_ms, completed=completed, rejected=rejected))
         previous = snap
     return points
-
-
-def _delta(first: MetricsSnapshot, last: MetricsSnapshot, name: str, model: str, **labels: str) -> float | None:
-    a, b = _total(first, name, model, **labels), _total(last, name, model, **labels)
-    if a is None or b is None or b < a:
-        return None
-    return b - a
 
 
 def in_flight(records: Sequence[RequestRecord], times_s: Sequence[float]) -> list[int]:

@@ -20,6 +20,7 @@ import math
 import os
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -91,19 +92,19 @@ def _tuple_items(hint: Any, length: int) -> tuple[Any, ...]:
     return args if len(args) == length else (Any,) * length
 
 
+_TYPE_WORDS: dict[Any, str] = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
+
+
 def _describe_type(hint: Any) -> str:
-    if hint is int:
-        return "a whole number"
-    if hint is float:
-        return "a number"
-    if hint is str:
-        return "text"
-    if hint is bool:
-        return "true or false"
-    origin = typing.get_origin(hint)
-    if origin in (list, tuple):
-        return "a list"
-    return "an object"
+    if hint in _TYPE_WORDS:
+        return _TYPE_WORDS[hint]
+    return "a list" if typing.get_origin(hint) in (list, tuple) else "an object"
+
+
+def _first_error(entries: Iterable[tuple[Any, Any, str]]) -> str | None:
+    """The first misfit among ``(hint, value, where)`` entries, checked in order; ``None`` when all fit."""
+    return next((wrong for hint, value, where in entries if (wrong := _type_error(hint, value, where)) is not None),
+                None)
 
 
 def _type_error(hint: Any, value: Any, where: str) -> str | None:
@@ -129,32 +130,21 @@ def _type_error(hint: Any, value: Any, where: str) -> str | None:
             ok = False
         else:
             (item,) = typing.get_args(hint)
-            for index, entry in enumerate(value):
-                wrong = _type_error(item, entry, f"{where}[{index}]")
-                if wrong is not None:
-                    return wrong
-            return None
+            return _first_error((item, entry, f"{where}[{index}]") for index, entry in enumerate(value))
     elif origin is tuple:
         args = typing.get_args(hint)
         fixed = not (len(args) == 2 and args[1] is Ellipsis)
         if not isinstance(value, list | tuple) or (fixed and len(value) != len(args)):
             ok = False
         else:
-            for index, (item, entry) in enumerate(zip(_tuple_items(hint, len(value)), value, strict=True)):
-                wrong = _type_error(item, entry, f"{where}[{index}]")
-                if wrong is not None:
-                    return wrong
-            return None
+            items = zip(_tuple_items(hint, len(value)), value, strict=True)
+            return _first_error((item, entry, f"{where}[{index}]") for index, (item, entry) in enumerate(items))
     elif origin is dict:
         if not isinstance(value, dict):
             ok = False
         else:
             _key, item = typing.get_args(hint)
-            for key, entry in value.items():
-                wrong = _type_error(item, entry, f"{where}.{key}")
-                if wrong is not None:
-                    return wrong
-            return None
+            return _first_error((item, entry, f"{where}.{key}") for key, entry in value.items())
     elif dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return check_types(hint, value, where) if isinstance(value, dict) else (
             f"field '{where}' is {json.dumps(value)}, not an object"

@@ -121,8 +121,6 @@ class AnalyzerOutcome:
         return bool(self.steps) and all(s.measured for s in self.steps)
 
 
-
-
 @dataclass
 class Invocation:
     """One perf_analyzer process as the supervisor saw it, before any of its files are read.
@@ -247,17 +245,11 @@ class PerfAnalyzer:
         steps = self._steps(csv_path, export_path, spec)
         cpu_pct = invocation.cpu_pct
         metrics = step_metrics(invocation.snapshots, model_for_metrics or spec.model) if self.metrics_url else None
-        warnings: list[str] = []
-        if invocation.scrape_errors:
-            warnings.append(f"could not scrape {self.metrics_url}: {invocation.scrape_errors[-1]}")
-        cpu_warning = generator_cpu_warning(cpu_pct, self.cores)
-        if cpu_warning:
-            warnings.append(cpu_warning)
-        elif (limit := generator_warning(invocation.machine)) is not None:
-            warnings.append(limit)
-        busy = busy_warning(invocation.machine)
-        if busy:
-            warnings.append(busy)
+        scrape_errors = invocation.scrape_errors
+        scraped = f"could not scrape {self.metrics_url}: {scrape_errors[-1]}" if scrape_errors else None
+        # perf_analyzer's own CPU says it was the limit; else the host's view of it may.
+        limit = generator_cpu_warning(cpu_pct, self.cores) or generator_warning(invocation.machine)
+        warnings = [w for w in (scraped, limit, busy_warning(invocation.machine)) if w]
         loads = requested.values()
         if console.request_error_lines:
             diagnosis = diagnose_request_errors(invocation.console)
@@ -266,15 +258,12 @@ class PerfAnalyzer:
             # only a lower bound too: tritonserver 2.51 counts a python-backend error response as
             # a success (seen here), so take the larger of the two.
             failures = int(metrics.failure_count) if metrics and metrics.failure_count else 0
-            steps.append(
-                StepResult(
-                    load_mode=_mode(spec), load_value=float(failed_load), throughput_per_s=None, latency=None,
-                    error_count=max(len(console.request_error_lines), failures),
-                    error_note="; ".join(console.request_error_lines),
-                    failure=diagnosis.failure.value if diagnosis else Failure.REQUEST_ERRORS.value,
-                    failure_note=diagnosis.message if diagnosis else None,
-                )
-            )
+            steps.append(StepResult(
+                load_mode=_mode(spec), load_value=float(failed_load), throughput_per_s=None, latency=None,
+                error_count=max(len(console.request_error_lines), failures),
+                error_note="; ".join(console.request_error_lines),
+                failure=diagnosis.failure.value if diagnosis else Failure.REQUEST_ERRORS.value,
+                failure_note=diagnosis.message if diagnosis else None))
         elif returncode not in (PA_EXIT_OK, PA_EXIT_UNSTABLE):
             self._refuse(invocation, console, spec)
         if returncode not in (PA_EXIT_OK, PA_EXIT_UNSTABLE):
@@ -289,10 +278,8 @@ class PerfAnalyzer:
             note = _unstable_note(spec, load, console.unstable_lines)
             existing = next((s for s in steps if s.load_value == load), None)
             if existing is None:
-                steps.append(
-                    StepResult(load_mode=_mode(spec), load_value=float(load), throughput_per_s=None, latency=None,
-                               stable=False, unstable_note=note)
-                )
+                steps.append(StepResult(load_mode=_mode(spec), load_value=float(load), throughput_per_s=None,
+                                        latency=None, stable=False, unstable_note=note))
             else:
                 existing.stable = False
                 existing.unstable_note = note

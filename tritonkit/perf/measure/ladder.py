@@ -40,7 +40,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +101,8 @@ def _loaded_config(spec: PerfSpec) -> ServedModelConfig | None:
 def _load(plan: LadderPlan, value: float) -> ConcurrencyRange | RequestRateRange:
     if plan.mode == "concurrency":
         return ConcurrencyRange(int(value))
-    if plan.request_distribution == "poisson":
-        return RequestRateRange(float(value), distribution="poisson")
-    return RequestRateRange(float(value), distribution="constant")
+    poisson = plan.request_distribution == "poisson"
+    return RequestRateRange(float(value), distribution="poisson" if poisson else "constant")
 
 
 def _step_name(index: int, plan: LadderPlan, value: float) -> str:
@@ -193,9 +192,7 @@ class LadderCommand:
     recorded: bool
 
 
-def ladder_commands(
-    spec: PerfSpec, plan: LadderPlan, results_dir: str | os.PathLike[str]
-) -> list[LadderCommand]:
+def ladder_commands(spec: PerfSpec, plan: LadderPlan, results_dir: str | os.PathLike[str]) -> list[LadderCommand]:
     """Every perf_analyzer run :func:`run_ladder` would make, in order, first attempts only.
 
     The warm-up (when ``plan.warmup_s > 0``) comes first, then one run per level, including
@@ -205,12 +202,8 @@ def ladder_commands(
     """
     plan.validate()
     spec.validate()
-    base = replace(
-        spec,
-        measurement_interval_ms=plan.step_window_ms,
-        max_trials=plan.max_trials,
-        stability_percentage=base_stability(spec, plan),
-    )
+    base = replace(spec, measurement_interval_ms=plan.step_window_ms, max_trials=plan.max_trials,
+                   stability_percentage=base_stability(spec, plan))
 
     def command(name: str, level: float, step_spec: PerfSpec, recorded: bool) -> LadderCommand:
         return LadderCommand(name, float(level), step_spec.with_files(*output_files(results_dir, name)), recorded)
@@ -219,12 +212,8 @@ def ladder_commands(
     if plan.warmup_s > 0:
         level = plan.warmup_level if plan.warmup_level is not None else plan.levels[0]
         # Three windows that perf_analyzer accepts however they vary: a fixed, unrecorded soak.
-        warm = replace(
-            base.with_load(_load(plan, level)),
-            measurement_interval_ms=_warmup_window_ms(plan.warmup_s),
-            stability_percentage=10_000.0,
-            max_trials=3,
-        )
+        warm = fixed_windows(replace(base.with_load(_load(plan, level)), max_trials=3,
+                                     measurement_interval_ms=_warmup_window_ms(plan.warmup_s)))
         commands.append(command(WARMUP_NAME, level, warm, recorded=False))
     for index, value in enumerate(plan.levels, start=1):
         commands.append(command(_step_name(index, plan, value), value, base.with_load(_load(plan, value)), True))
@@ -288,196 +277,246 @@ def run_ladder(
         # perf_analyzer reads the data file itself: a FIFO or a device would stall it, not fail it.
         regular_file(spec.input_data, what="--input-data file",
                      hint="use 'zero', 'random' or a perf_analyzer JSON data file")
-    warmup = next((c for c in commands if not c.recorded), None)
-    steps = [c for c in commands if c.recorded]
-    folder = Path(results_dir)
-    say = progress or (lambda _message: None)
     if preflight:
         check_target(spec)  # before anything is written: a wrong target leaves no folder behind
+    folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    observe = on_step or (lambda _step, _name: None)
-    superseded = on_attempt or (lambda _step, _name: None)
-    stability = base_stability(spec, plan)
     analyzer = analyzer or PerfAnalyzer(folder, metrics_url=metrics_url, progress=progress)
+    result = _new_result(spec, plan, analyzer, extra, runtime)
+    climb = _Climb(spec, plan, analyzer, result, folder / "result.json", time.monotonic() + plan.total_timeout_s,
+                   say=progress or (lambda _message: None), sla_check=sla_check, on_saved=on_saved,
+                   on_step=on_step or (lambda _step, _name: None), on_attempt=on_attempt or (lambda _step, _name: None))
+    current: float | None = None  # the level being measured (None during the warm-up)
+    try:
+        warmup = next((c for c in commands if not c.recorded), None)
+        if warmup is not None:
+            _warm_up(climb, warmup)
+        steps = [c for c in commands if c.recorded]
+        plateau = _Plateau(plan.plateau_gain)
+        for index, planned in enumerate(steps, start=1):
+            current = planned.level
+            step = _measure(climb, planned, f"step {index}/{len(steps)}")
+            if step is None:
+                return climb.finish(STOP_TIMEOUT)
+            stop = _record(climb, step) or _stop_rule(climb, step, plateau, more_steps=index < len(steps))
+            if stop is not None:
+                return stop
+        error = unmeasured_error(spec, plan.mode, result.steps)
+        return climb.finish(STOP_ERRORS, error) if error is not None else climb.finish(STOP_COMPLETED)
+    except KeyboardInterrupt:
+        return climb.finish(STOP_INTERRUPTED)
+    except PerfError as exc:
+        return _cut_short(climb, current, exc)
+
+
+# ---- the stages, in the order run_ladder takes them ---------------------------------------------
+
+
+def _new_result(spec: PerfSpec, plan: LadderPlan, analyzer: PerfAnalyzer, extra: Mapping[str, Any] | None,
+                runtime: ServedRuntime | None) -> PerfResult:
+    """The ladder's result before its first step: what was measured, where, with what and on what."""
     tool = analyzer.perf_analyzer
-    result = PerfResult(
-        metadata=RunMetadata(
-            model=spec.model,
-            url=spec.url,
-            protocol=spec.protocol,
-            started_utc=utc_now(),
-            model_version=spec.model_version,
-            tool="perf_analyzer",
-            tool_version=tool.version,
-            tool_path=str(tool.binary),
-            tritonkit_version=__version__,
-            metrics_url=analyzer.metrics_url,
-            generator_host=socket.gethostname(),
-            generator_cpu_count=host_cpu_count(),
-            generator_cpu_model=host_cpu_model(),
-            batch_size=spec.batch_size,
-            measurement_interval_ms=plan.step_window_ms,
-            server_hardware=read_server_hardware(analyzer.metrics_url, spec.url),
-            model_config=_loaded_config(spec),
-            runtime=runtime or served_runtime(spec.url, spec.model, protocol=spec.protocol,
-                                              version=spec.model_version or ""),
-        ),
-        extra={
-            **(extra or {}),
-            "plan": {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms},
-        },
+    metadata = RunMetadata(
+        model=spec.model, url=spec.url, protocol=spec.protocol, started_utc=utc_now(),
+        model_version=spec.model_version, tool="perf_analyzer", tool_version=tool.version, tool_path=str(tool.binary),
+        tritonkit_version=__version__, metrics_url=analyzer.metrics_url, generator_host=socket.gethostname(),
+        generator_cpu_count=host_cpu_count(), generator_cpu_model=host_cpu_model(), batch_size=spec.batch_size,
+        measurement_interval_ms=plan.step_window_ms,
+        server_hardware=read_server_hardware(analyzer.metrics_url, spec.url), model_config=_loaded_config(spec),
+        runtime=runtime or served_runtime(spec.url, spec.model, protocol=spec.protocol,
+                                          version=spec.model_version or ""),
     )
-    result_path = folder / "result.json"
-    deadline = time.monotonic() + plan.total_timeout_s
-    sla_breaks: list[float] = []
+    ladder = {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms}
+    return PerfResult(metadata=metadata, extra={**(extra or {}), "plan": ladder})
 
-    def remaining() -> float:
-        return deadline - time.monotonic()
 
-    def save() -> None:
-        result.clients = [dict(c) for c in analyzer.clients_record()]
-        result.save(result_path)
-        if on_saved is not None:
-            on_saved(result)
+@dataclass(frozen=True)
+class _Climb:
+    """What every stage of one ladder shares: the target and plan, the load generator, the result
+    being filled in (saved to ``result_path`` after every step), the deadline, the loads that broke
+    the SLA so far, and the caller's hooks (see :func:`run_ladder`)."""
 
-    def finish(reason: str, error: PerfError | None = None) -> LadderResult:
+    spec: PerfSpec
+    plan: LadderPlan
+    analyzer: PerfAnalyzer
+    result: PerfResult
+    result_path: Path
+    deadline: float
+    say: Progress
+    on_step: StepObserver
+    on_attempt: StepObserver
+    sla_check: SlaCheck | None
+    on_saved: Callable[[PerfResult], None] | None
+    sla_breaks: list[float] = field(default_factory=list)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def breaks_sla(self, step: StepResult) -> bool:
+        return self.sla_check is not None and not self.sla_check(step)
+
+    def save(self) -> None:
+        self.result.clients = [dict(c) for c in self.analyzer.clients_record()]
+        self.result.save(self.result_path)
+        if self.on_saved is not None:
+            self.on_saved(self.result)
+
+    def finish(self, reason: str, error: PerfError | None = None) -> LadderResult:
+        result = self.result
         result.stop_reason = reason
         result.metadata.finished_utc = utc_now()
         result.raw_files = sorted({f for s in result.steps for f in s.raw_files} | set(result.raw_files))
-        result.extra["sla_breaks"] = sla_breaks
+        result.extra["sla_breaks"] = self.sla_breaks
         if error is not None:
             result.extra["error"] = str(error)
-        save()
+        self.save()
         return LadderResult(result, error)
 
-    current: float | None = None  # the level being measured (None during the warm-up)
+
+@dataclass
+class _Plateau:
+    """The best throughput so far, and how many steps in a row have not beaten it by ``gain``."""
+
+    gain: float | None
+    best: float = 0.0
+    flat: int = 0
+
+    def flat_after(self, throughput: float) -> int:
+        """Count one more step's ``throughput`` in; the steps in a row, this one included, that did not rise."""
+        risen = self.gain is None or self.best <= 0 or throughput >= self.best * (1.0 + self.gain)
+        self.flat = 0 if risen else self.flat + 1
+        self.best = max(self.best, throughput)
+        return self.flat
+
+
+def _warm_up(climb: _Climb, warmup: LadderCommand) -> None:
+    """The unrecorded warm-up (``result.warmup``), done once more and longer when no request completed."""
+    plan = climb.plan
+    climb.say(f"warming up at {plan.mode} {warmup.level:g} for {plan.warmup_s:g} s (not recorded)")
     retried: str | None = None
     try:
-        if warmup is not None:
-            say(f"warming up at {plan.mode} {warmup.level:g} for {plan.warmup_s:g} s (not recorded)")
-            try:
-                warm_outcome = analyzer.run(
-                    warmup.spec, warmup.name, timeout_s=min(remaining(), _warmup_budget_s(plan.warmup_s))
-                )
-            except StepError as exc:
-                # No request completed inside the warm-up's short windows: a model slow to start its
-                # first executions (a python stub on a loaded machine, a client on a busy node) says
-                # nothing about how it bears load. Warmed up once more, longer; a second failure is the run's.
-                if exc.failure != Failure.NO_REQUESTS or remaining() <= 0:
-                    raise
-                longer = retry_warmup_s(plan)
-                retried = (f"the warm-up of {spec.model} failed ({exc.message}); warmed up once more with a "
-                           f"{longer:g} s warm-up")
-                say(f"  {retried}")
-                warm_outcome = analyzer.run(
-                    replace(warmup.spec, measurement_interval_ms=_warmup_window_ms(longer)),
-                    _retry_name(warmup.name, 1), timeout_s=min(remaining(), _warmup_budget_s(longer)),
-                )
-            result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=warm_outcome.duration_s,
-                                       retried=retried)
-            result.raw_files.extend(warm_outcome.raw_files)
-        best_throughput = 0.0
-        flat_steps = 0
-        command: list[str] = []
-        for index, planned in enumerate(steps, start=1):
-            value = planned.level
-            current = value
-            window_ms: float = plan.step_window_ms
-            step: StepResult | None = None
-            for attempt in range(plan.unstable_retries + 1):
-                if remaining() <= 0:
-                    return finish(STOP_TIMEOUT)
-                last_try = attempt > 0 and attempt == plan.unstable_retries
-                step_spec = replace(planned.spec, measurement_interval_ms=int(window_ms))
-                if last_try:
-                    step_spec = fixed_windows(step_spec)
-                say(f"step {index}/{len(steps)}: {plan.mode} {value:g}"
-                    + (f" (retry {attempt}, {window_ms:g} ms windows"
-                       + (", fixed: any three windows, their agreement judged here)" if last_try else ")")
-                       if attempt else ""))
-                try:
-                    outcome = analyzer.run(
-                        step_spec, _retry_name(planned.name, attempt),
-                        timeout_s=min(remaining(), plan.step_budget_s(window_ms)),
-                    )
-                except PerfTimeoutError:
-                    if remaining() <= 0:
-                        return finish(STOP_TIMEOUT)
-                    raise
-                command = outcome.argv
-                step = next((s for s in outcome.steps if s.load_value == value), None)
-                if step is None:
-                    raise PerfError(f"perf_analyzer reported no step for {plan.mode} {value:g}")
-                step.attempts = attempt + 1
-                if last_try:
-                    settle(step, stability)
-                # Kept: a measurement, failed requests, the last try, or an unstable step that breaks
-                # the SLA all the same (a rate not carried): no retry mends that.
-                kept = (step.stable or step.noisy or bool(step.error_count) or attempt == plan.unstable_retries
-                        or (sla_check is not None and not sla_check(step)))
-                for measured in outcome.steps:
-                    (observe if kept else superseded)(measured, outcome.name)
-                if kept:
-                    break
-                result.raw_files.extend(outcome.raw_files)  # a superseded try's files are the run's too
-                window_ms *= plan.retry_window_factor
-            assert step is not None
-            result.steps.append(step)
-            result.metadata.command = command
-            save()  # after every step, atomically: even a SIGKILL loses no measured step
-            if step.error_count and not server_answers(spec):
-                # The server died or dropped us: the failures measure its absence, not the load.
-                step.server_lost = True
-                save()
-                say(f"  the server stopped answering during {plan.mode} {value:g}: nothing beyond can be measured")
-                return finish(STOP_SERVER_LOST)
-            if step.error_count:
-                sla_breaks.append(step.load_value)
-                say(f"  {step.error_count} failed request(s) at {plan.mode} {value:g}: {step.error_note}")
-                if len(sla_breaks) >= plan.stop_after_sla_breaks:
-                    return finish(STOP_ERRORS, unmeasured_error(spec, plan.mode, result.steps))
-                continue
-            broken = sla_check is not None and not sla_check(step)
-            if step.noisy:
-                say(f"  noisy at {plan.mode} {value:g}: its windows disagreed; kept as a measurement "
-                    "(medians of its windows, wide intervals)")
-            elif not step.stable and not broken:
-                say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s): nothing measured")
-                if plan.continue_after_unstable:
-                    continue
-                return finish(STOP_UNSTABLE)
-            if broken:
-                sla_breaks.append(step.load_value)
-                say(f"  SLA broken at {plan.mode} {value:g} ({len(sla_breaks)} of {plan.stop_after_sla_breaks})")
-                if len(sla_breaks) >= plan.stop_after_sla_breaks:
-                    return finish(STOP_SLA)
-                if not step.measured:
-                    continue  # its throughput came from windows perf_analyzer did not accept
-            throughput = step.throughput_per_s or 0.0
-            gain = plan.plateau_gain
-            if gain is not None and best_throughput > 0 and throughput < best_throughput * (1.0 + gain):
-                flat_steps += 1
-                if flat_steps >= plan.plateau_patience and index < len(steps):
-                    say(f"  throughput stopped rising ({throughput:.1f} vs best {best_throughput:.1f} infer/s)")
-                    return finish(STOP_PLATEAU)
-            else:
-                flat_steps = 0
-            best_throughput = max(best_throughput, throughput)
-        error = unmeasured_error(spec, plan.mode, result.steps)
-        return finish(STOP_ERRORS, error) if error is not None else finish(STOP_COMPLETED)
-    except KeyboardInterrupt:
-        return finish(STOP_INTERRUPTED)
-    except PerfError as exc:
-        lost = not server_answers(spec)
-        if current is not None:
-            # The step perf_analyzer could not finish is recorded as failed, with its reason: it is
-            # never a measurement (nor silently missing from result.json).
-            failure = Failure.SERVER_LOST if lost else getattr(exc, "failure", None) or Failure.TOOL_ERROR
-            result.steps.append(
-                StepResult(
-                    load_mode=plan.mode, load_value=float(current), throughput_per_s=None, latency=None,
-                    error_note=exc.message, server_lost=lost, failure=str(failure),
-                    failure_note=getattr(exc, "server_message", None) or exc.message,
-                )
+        outcome = climb.analyzer.run(warmup.spec, warmup.name,
+                                     timeout_s=min(climb.remaining(), _warmup_budget_s(plan.warmup_s)))
+    except StepError as exc:
+        # No request completed inside the warm-up's short windows: a model slow to start its
+        # first executions (a python stub on a loaded machine, a client on a busy node) says
+        # nothing about how it bears load. Warmed up once more, longer; a second failure is the run's.
+        if exc.failure != Failure.NO_REQUESTS or climb.remaining() <= 0:
+            raise
+        longer = retry_warmup_s(plan)
+        retried = (f"the warm-up of {climb.spec.model} failed ({exc.message}); warmed up once more with a "
+                   f"{longer:g} s warm-up")
+        climb.say(f"  {retried}")
+        outcome = climb.analyzer.run(
+            replace(warmup.spec, measurement_interval_ms=_warmup_window_ms(longer)),
+            _retry_name(warmup.name, 1), timeout_s=min(climb.remaining(), _warmup_budget_s(longer)),
+        )
+    climb.result.warmup = WarmupInfo(load_mode=plan.mode, load_value=warmup.level, duration_s=outcome.duration_s,
+                                     retried=retried)
+    climb.result.raw_files.extend(outcome.raw_files)
+
+
+def _measure(climb: _Climb, planned: LadderCommand, label: str) -> StepResult | None:
+    """The step kept at ``planned``'s level (``None``: out of time). A try perf_analyzer cannot call
+    stable is made again with longer windows, the last over fixed windows judged here; each try's
+    steps go to ``on_step`` (kept) or ``on_attempt`` (superseded)."""
+    plan, value = climb.plan, planned.level
+    window_ms: float = plan.step_window_ms
+    for attempt in range(plan.unstable_retries + 1):
+        if climb.remaining() <= 0:
+            return None
+        last_try = attempt > 0 and attempt == plan.unstable_retries
+        step_spec = replace(planned.spec, measurement_interval_ms=int(window_ms))
+        climb.say(f"{label}: {plan.mode} {value:g}"
+                  + (f" (retry {attempt}, {window_ms:g} ms windows"
+                     + (", fixed: any three windows, their agreement judged here)" if last_try else ")")
+                     if attempt else ""))
+        try:
+            outcome = climb.analyzer.run(
+                fixed_windows(step_spec) if last_try else step_spec, _retry_name(planned.name, attempt),
+                timeout_s=min(climb.remaining(), plan.step_budget_s(window_ms)),
             )
-        return finish(STOP_SERVER_LOST if lost else STOP_PERF_ERROR, exc)
+        except PerfTimeoutError:
+            if climb.remaining() <= 0:
+                return None
+            raise
+        step = next((s for s in outcome.steps if s.load_value == value), None)
+        if step is None:
+            raise PerfError(f"perf_analyzer reported no step for {plan.mode} {value:g}")
+        step.attempts = attempt + 1
+        if last_try:
+            settle(step, base_stability(climb.spec, plan))
+        # Kept: a measurement, failed requests, the last try, or an unstable step that breaks
+        # the SLA all the same (a rate not carried): no retry mends that.
+        kept = (step.stable or step.noisy or bool(step.error_count) or attempt == plan.unstable_retries
+                or climb.breaks_sla(step))
+        for measured in outcome.steps:
+            (climb.on_step if kept else climb.on_attempt)(measured, outcome.name)
+        if kept:
+            climb.result.metadata.command = outcome.argv
+            return step
+        climb.result.raw_files.extend(outcome.raw_files)  # a superseded try's files are the run's too
+        window_ms *= plan.retry_window_factor
+    raise AssertionError("the last try is always kept")
+
+
+def _record(climb: _Climb, step: StepResult) -> LadderResult | None:
+    """Keep ``step`` in the result, saved at once; the ladder's end when the server stopped answering."""
+    climb.result.steps.append(step)
+    climb.save()  # after every step, atomically: even a SIGKILL loses no measured step
+    if not step.error_count or server_answers(climb.spec):
+        return None
+    # The server died or dropped us: the failures measure its absence, not the load.
+    step.server_lost = True
+    climb.save()
+    climb.say(f"  the server stopped answering during {climb.plan.mode} {step.load_value:g}: "
+              "nothing beyond can be measured")
+    return climb.finish(STOP_SERVER_LOST)
+
+
+def _stop_rule(climb: _Climb, step: StepResult, plateau: _Plateau, *, more_steps: bool) -> LadderResult | None:
+    """The ladder's end after ``step`` when a stop rule says so: failed requests or SLA breaks enough
+    times, a step left unmeasured, throughput that stopped rising; else ``None``, climb on."""
+    plan, say, value, breaks = climb.plan, climb.say, step.load_value, climb.sla_breaks
+    if step.error_count:
+        breaks.append(value)
+        say(f"  {step.error_count} failed request(s) at {plan.mode} {value:g}: {step.error_note}")
+        if len(breaks) >= plan.stop_after_sla_breaks:
+            return climb.finish(STOP_ERRORS, unmeasured_error(climb.spec, plan.mode, climb.result.steps))
+        return None
+    broken = climb.breaks_sla(step)
+    if step.noisy:
+        say(f"  noisy at {plan.mode} {value:g}: its windows disagreed; kept as a measurement "
+            "(medians of its windows, wide intervals)")
+    elif not step.stable and not broken:
+        say(f"  unstable at {plan.mode} {value:g} after {step.attempts} attempt(s): nothing measured")
+        return None if plan.continue_after_unstable else climb.finish(STOP_UNSTABLE)
+    if broken:
+        breaks.append(value)
+        say(f"  SLA broken at {plan.mode} {value:g} ({len(breaks)} of {plan.stop_after_sla_breaks})")
+        if len(breaks) >= plan.stop_after_sla_breaks:
+            return climb.finish(STOP_SLA)
+        if not step.measured:
+            return None  # its throughput came from windows perf_analyzer did not accept
+    throughput, best = step.throughput_per_s or 0.0, plateau.best
+    if plateau.flat_after(throughput) >= plan.plateau_patience and more_steps:
+        say(f"  throughput stopped rising ({throughput:.1f} vs best {best:.1f} infer/s)")
+        return climb.finish(STOP_PLATEAU)
+    return None
+
+
+def _cut_short(climb: _Climb, level: float | None, exc: PerfError) -> LadderResult:
+    """The ladder's end on a perf_analyzer failure: the step it could not finish (at ``level``; none
+    during the warm-up) is recorded as failed, with its reason: it is never a measurement (nor
+    silently missing from result.json)."""
+    lost = not server_answers(climb.spec)
+    if level is not None:
+        failure = Failure.SERVER_LOST if lost else getattr(exc, "failure", None) or Failure.TOOL_ERROR
+        climb.result.steps.append(
+            StepResult(
+                load_mode=climb.plan.mode, load_value=float(level), throughput_per_s=None, latency=None,
+                error_note=exc.message, server_lost=lost, failure=str(failure),
+                failure_note=getattr(exc, "server_message", None) or exc.message,
+            )
+        )
+    return climb.finish(STOP_SERVER_LOST if lost else STOP_PERF_ERROR, exc)

@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -47,6 +47,7 @@ __all__ = [
     "MetricsSnapshot",
     "MetricsWatcher",
     "ProcessCpu",
+    "counter_delta",
     "generator_cpu_warning",
     "host_cpu_count",
     "host_cpu_model",
@@ -117,8 +118,11 @@ def scrape_metrics(url: str, *, timeout_s: float = 2.0) -> MetricsSnapshot:
     return parse_metrics(text)
 
 
-def _delta(first: MetricsSnapshot, last: MetricsSnapshot, name: str, **labels: str) -> float | None:
-    start, end = first.total(name, **labels), last.total(name, **labels)
+def counter_delta(snapshots: Sequence[MetricsSnapshot], name: str, **labels: str) -> float | None:
+    """How far counter ``name`` rose from the first scrape to the last; ``None`` without two scrapes."""
+    if len(snapshots) < 2:
+        return None
+    start, end = snapshots[0].total(name, **labels), snapshots[-1].total(name, **labels)
     if start is None or end is None:
         return None
     # A counter that went down means the server restarted mid-step: the delta is meaningless.
@@ -134,21 +138,20 @@ def step_metrics(snapshots: list[MetricsSnapshot], model: str) -> StepMetrics | 
     """Reduce a step's scrapes to ``StepMetrics`` for ``model``; ``None`` without two scrapes."""
     if len(snapshots) < 2:
         return None
-    first, last = snapshots[0], snapshots[-1]
-    success = _delta(first, last, REQUEST_SUCCESS.name, model=model)
-    failure = _delta(first, last, REQUEST_FAILURE.name, model=model)
-    queue_us = _delta(first, last, QUEUE_DURATION_US.name, model=model)
+    success = counter_delta(snapshots, REQUEST_SUCCESS.name, model=model)
+    failure = counter_delta(snapshots, REQUEST_FAILURE.name, model=model)
+    queue_us = counter_delta(snapshots, QUEUE_DURATION_US.name, model=model)
     compute_us = [
-        _delta(first, last, part.name, model=model)
+        counter_delta(snapshots, part.name, model=model)
         for part in (COMPUTE_INPUT_DURATION_US, COMPUTE_INFER_DURATION_US, COMPUTE_OUTPUT_DURATION_US)
     ]
     requests = (success or 0.0) + (failure or 0.0)
     raw = {}
     for name in _MODEL_COUNTERS:
-        value = _delta(first, last, name, model=model)
+        value = counter_delta(snapshots, name, model=model)
         if value is not None:
             raw[name] = value
-    raw["interval_s"] = last.monotonic_s - first.monotonic_s
+    raw["interval_s"] = snapshots[-1].monotonic_s - snapshots[0].monotonic_s
     return StepMetrics(
         scrape_count=len(snapshots),
         success_count=success,

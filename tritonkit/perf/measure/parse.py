@@ -63,10 +63,8 @@ _LATENCY_COLUMNS = {
     "Avg latency": "mean_ms",
 }
 _SERVER_COLUMNS = {
-    "Server Queue": "queue_us",
-    "Server Compute Input": "compute_input_us",
-    "Server Compute Infer": "compute_infer_us",
-    "Server Compute Output": "compute_output_us",
+    "Server Queue": "queue_us", "Server Compute Input": "compute_input_us",
+    "Server Compute Infer": "compute_infer_us", "Server Compute Output": "compute_output_us",
 }
 _CLIENT_COLUMNS = {"Client Send": "send_us", "Network+Server Send/Recv": "network_server_us", "Client Recv": "recv_us"}
 

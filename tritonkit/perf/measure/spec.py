@@ -226,13 +226,9 @@ class PerfSpec:
                 "measurement_request_count only applies with measurement_mode='count_windows'",
                 hint="set measurement_mode='count_windows' or drop measurement_request_count",
             )
-        _positive("measurement_interval_ms", self.measurement_interval_ms)
-        _positive("measurement_request_count", self.measurement_request_count)
-        _positive("max_trials", self.max_trials)
-        _positive("max_threads", self.max_threads)
-        _positive("request_count", self.request_count)
-        _positive("metrics_interval_ms", self.metrics_interval_ms)
-        _positive("output_shared_memory_size_bytes", self.output_shared_memory_size_bytes)
+        for name in ("measurement_interval_ms", "measurement_request_count", "max_trials", "max_threads",
+                     "request_count", "metrics_interval_ms", "output_shared_memory_size_bytes"):
+            _positive(name, getattr(self, name))
         if self.warmup_request_count is not None and self.warmup_request_count < 0:
             raise ConfigError(f"warmup_request_count must be >= 0, got {self.warmup_request_count}")
         if self.stability_percentage is not None and not (

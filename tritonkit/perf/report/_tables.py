@@ -37,8 +37,6 @@ BREAKDOWN = (
 )
 
 
-
-
 def reproduce_line(command: Sequence[str]) -> str:
     """The command a report prints under "Reproduce", quoted for a POSIX shell (``shlex.join``):
     a path holding ``$(…)``, spaces or quotes is pasted back as the same arguments, never run."""
@@ -84,7 +82,6 @@ def step_status(step: StepResult, verdict: Verdict | None) -> StepVerdict | None
         if judged.load == step.load_value:
             return judged
     return None
-
 
 
 def metadata_rows(result: PerfResult) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ Rendering needs no display and changes no global backend state of the caller.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.measure.result import PerfResult, StepResult
@@ -17,20 +17,27 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["render_plots"]
+__all__ = ["new_figure", "png_bytes", "render_plots"]
 
 
-def _new_figure() -> tuple[Figure, Axes]:
+def new_figure(width_in: float = 7.0, height_in: float = 4.2) -> Figure:
+    """A figure on its own Agg canvas (the LLM report's plots are drawn on these too)."""
     # Imported here: matplotlib costs a second to import, and only reports need it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7.0, 4.2), dpi=100)
+    figure = Figure(figsize=(width_in, height_in), dpi=100)
     FigureCanvasAgg(figure)
+    return figure
+
+
+def _new_figure() -> tuple[Figure, Axes]:
+    figure = new_figure()
     return figure, figure.add_subplot(1, 1, 1)
 
 
-def _png(figure: Figure) -> bytes:
+def png_bytes(figure: Figure) -> bytes:
+    """``figure`` laid out and rendered as PNG."""
     buffer = io.BytesIO()
     figure.tight_layout()
     figure.savefig(buffer, format="png")
@@ -44,12 +51,22 @@ def _sla_limit(verdict: Verdict | None, metric: str) -> float | None:
     return None if constraint is None else constraint.value
 
 
+def _finished(figure: Figure, ax: Axes, plot: str, xlabel: str, ylabel: str, *,
+              grid_axis: Literal["both", "x", "y"] = "both", legend: bool = True) -> bytes:
+    """``figure`` as PNG, its axes labelled and titled with ``plot``'s name (:data:`PLOT_NAMES`)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(PLOT_NAMES[plot])
+    ax.grid(True, axis=grid_axis, alpha=0.3)
+    if legend:
+        ax.legend(fontsize="small")
+    return png_bytes(figure)
+
+
 def _plot_latency_vs_throughput(steps: list[StepResult], verdict: Verdict | None) -> bytes:
     figure, ax = _new_figure()
-    measured = sorted(
-        (s for s in steps if s.latency is not None and s.throughput_per_s is not None),
-        key=lambda s: s.load_value,
-    )
+    measured = sorted((s for s in steps if s.latency is not None and s.throughput_per_s is not None),
+                      key=lambda s: s.load_value)
     x = [s.throughput_per_s or 0.0 for s in measured]
     for name, style in (("p50", "o-"), ("p95", "s-"), ("p99", "^-")):
         y = [getattr(s.latency, f"{name}_ms") for s in measured]
@@ -57,9 +74,7 @@ def _plot_latency_vs_throughput(steps: list[StepResult], verdict: Verdict | None
     for name in LATENCY_STATS:
         limit = _sla_limit(verdict, name)
         if limit is not None:
-            ax.axhline(
-                limit, color="red", linestyle="--", linewidth=1, label=f"SLA {name} ≤ {fmt(limit)} ms"
-            )
+            ax.axhline(limit, color="red", linestyle="--", linewidth=1, label=f"SLA {name} ≤ {fmt(limit)} ms")
     unstable = [s for s in measured if not s.stable]
     if unstable:
         # A noisy step's p99 with the spread of its windows (its 95 % interval), where it has one.
@@ -72,12 +87,7 @@ def _plot_latency_vs_throughput(steps: list[StepResult], verdict: Verdict | None
             fmt="x", color="black", markersize=10, capsize=3,
             label="noisy step (p99, 95% interval)",
         )
-    ax.set_xlabel("throughput (infer/s)")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title(PLOT_NAMES["latency_vs_throughput"])
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    return _png(figure)
+    return _finished(figure, ax, "latency_vs_throughput", "throughput (infer/s)", "latency (ms)")
 
 
 def _plot_breakdown(steps: list[StepResult]) -> bytes:
@@ -94,18 +104,12 @@ def _plot_breakdown(steps: list[StepResult]) -> bytes:
             bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     ax.set_xticks(positions)
     ax.set_xticklabels(labels)
+    drawn = any(b > 0 for b in bottoms)
+    if not drawn:
+        ax.text(0.5, 0.5, "no server-side breakdown reported", ha="center", va="center", transform=ax.transAxes)
     kind = ordered[0].load_mode if ordered else "concurrency"
-    ax.set_xlabel(load_label(kind))
-    ax.set_ylabel("mean time per request (ms)")
-    ax.set_title(PLOT_NAMES["latency_breakdown"])
-    ax.grid(True, axis="y", alpha=0.3)
-    if any(b > 0 for b in bottoms):
-        ax.legend(fontsize="small")
-    else:
-        ax.text(
-            0.5, 0.5, "no server-side breakdown reported", ha="center", va="center", transform=ax.transAxes
-        )
-    return _png(figure)
+    return _finished(figure, ax, "latency_breakdown", load_label(kind), "mean time per request (ms)",
+                     grid_axis="y", legend=drawn)
 
 
 def _plot_throughput_vs_load(steps: list[StepResult], verdict: Verdict | None) -> bytes:
@@ -117,34 +121,17 @@ def _plot_throughput_vs_load(steps: list[StepResult], verdict: Verdict | None) -
         for status, color, label in (("pass", "green", "meets SLA"), ("fail", "red", "misses SLA")):
             marked = [s for s in ordered if (j := step_status(s, verdict)) is not None and j.status == status]
             if marked:
-                ax.plot(
-                    [s.load_value for s in marked],
-                    [s.throughput_per_s or 0.0 for s in marked],
-                    "o",
-                    color=color,
-                    label=label,
-                )
+                ax.plot([s.load_value for s in marked], [s.throughput_per_s or 0.0 for s in marked], "o",
+                        color=color, label=label)
         floor = _sla_limit(verdict, "throughput")
         if floor is not None:
-            ax.axhline(
-                floor, color="red", linestyle="--", linewidth=1, label=f"SLA throughput ≥ {fmt(floor)}/s"
-            )
+            ax.axhline(floor, color="red", linestyle="--", linewidth=1, label=f"SLA throughput ≥ {fmt(floor)}/s")
         if verdict.knee is not None:
-            ax.axvline(
-                verdict.knee.load,
-                color="green",
-                linestyle=":",
-                linewidth=1,
-                label=f"knee ({fmt(verdict.knee.load)})",
-            )
+            ax.axvline(verdict.knee.load, color="green", linestyle=":", linewidth=1,
+                       label=f"knee ({fmt(verdict.knee.load)})")
     _load_axis(ax, x)
     kind = ordered[0].load_mode if ordered else "concurrency"
-    ax.set_xlabel(load_label(kind))
-    ax.set_ylabel("throughput (infer/s)")
-    ax.set_title(PLOT_NAMES["throughput_vs_load"])
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    return _png(figure)
+    return _finished(figure, ax, "throughput_vs_load", load_label(kind), "throughput (infer/s)")
 
 
 def _load_axis(ax: Axes, loads: list[float]) -> None:

@@ -20,7 +20,8 @@ from tritonkit.perf.judge.sla import SLA, format_metric
 from tritonkit.perf.judge.verdict import Verdict
 
 if TYPE_CHECKING:  # the orchestration imports the report package: only the types are needed here
-    from tritonkit.perf.pipeline import PerfRun, PlannedCommand, StepEvent
+    from tritonkit.perf.pipeline import PlannedCommand
+    from tritonkit.perf.run_record import PerfRun, StepEvent
 
 __all__ = ["Terminal"]
 
@@ -94,10 +95,8 @@ class Terminal:
             elif step.throughput_per_s is None or step.latency is None:
                 body = "nothing measured (unstable)"
             else:
-                body = (
-                    f"{step.throughput_per_s:8.1f} infer/s   p50 {step.latency.p50_ms:7.2f} ms"
-                    f"   p99 {step.latency.p99_ms:7.2f} ms"
-                )
+                body = (f"{step.throughput_per_s:8.1f} infer/s   p50 {step.latency.p50_ms:7.2f} ms"
+                        f"   p99 {step.latency.p99_ms:7.2f} ms")
             flag = "  (noisy)" if step.noisy else ("" if step.stable else "  (unstable)")
             tag = f"  {'INSIDE THE NOISE' if sla == 'noise' else sla.upper()}" if sla else ""
             why = f": {'; '.join(judged.reasons)}" if judged and judged.reasons else ""
@@ -106,31 +105,20 @@ class Terminal:
             for warning in step.warnings:
                 click.secho(f"    warning: {warning}", fg="yellow")
             return
-        _kv(
-            sys.stdout,
-            kind,
-            **({"run": event.run} if event.run is not None else {}),
-            mode=step.load_mode,
-            load=f"{step.load_value:g}",
-            name=event.name,
-            throughput_per_s=_num(step.throughput_per_s),
+        _kv(sys.stdout, kind, **({"run": event.run} if event.run is not None else {}), mode=step.load_mode,
+            load=f"{step.load_value:g}", name=event.name, throughput_per_s=_num(step.throughput_per_s),
             p50_ms=_num(step.latency.p50_ms if step.latency else None),
             p99_ms=_num(step.latency.p99_ms if step.latency else None),
-            errors=step.error_count,
-            stable=str(step.stable).lower(),
-            sla=sla or "-",
+            errors=step.error_count, stable=str(step.stable).lower(), sla=sla or "-",
             reasons="; ".join(judged.reasons) if judged and judged.reasons else "-",
-            noisy=str(step.noisy).lower(),
-            attempts=step.attempts,
-            throughput_interval_per_s=_band(step.interval("throughput")),
-            p99_interval_ms=_band(step.interval("p99")),
+            noisy=str(step.noisy).lower(), attempts=step.attempts,
+            throughput_interval_per_s=_band(step.interval("throughput")), p99_interval_ms=_band(step.interval("p99")),
             interval_basis=step.interval_basis or "-",
             margin=f"{margin.constraint}:{margin.margin:+.4g}" if margin is not None and margin.margin is not None
             else "-",
             headroom=_num(judged.headroom if judged else None),
             other_cores=_num(machine.other_cores if machine else None),
-            generator_cores=_num(machine.generator_cores if machine else None),
-        )
+            generator_cores=_num(machine.generator_cores if machine else None))
         for warning in step.warnings:
             _kv(sys.stdout, "warning", load=f"{step.load_value:g}", message=warning)
 
@@ -154,23 +142,12 @@ class Terminal:
             click.secho(verdict.summary(), fg=_COLOURS[verdict.status], bold=True)
             return
         binding = verdict.binding
-        _kv(
-            sys.stdout,
-            "verdict",
-            status=verdict.status,
-            exit_code=verdict.exit_code,
-            sla=str(verdict.sla),
-            knee_load=_num(verdict.knee_load),
-            knee_throughput_per_s=_num(verdict.knee_throughput_per_s),
-            binding=str(binding.constraint) if binding else "-",
-            binding_measured=(
-                format_metric(binding.constraint.metric, binding.measured).replace(" ", "")
-                if binding and binding.measured is not None
-                else "-"
-            ),
-            headroom=_num(verdict.headroom),
-            noisy_loads=",".join(f"{v:g}" for v in verdict.noisy_loads) or "-",
-        )
+        measured = (format_metric(binding.constraint.metric, binding.measured).replace(" ", "")
+                    if binding and binding.measured is not None else "-")
+        _kv(sys.stdout, "verdict", status=verdict.status, exit_code=verdict.exit_code, sla=str(verdict.sla),
+            knee_load=_num(verdict.knee_load), knee_throughput_per_s=_num(verdict.knee_throughput_per_s),
+            binding=str(binding.constraint) if binding else "-", binding_measured=measured,
+            headroom=_num(verdict.headroom), noisy_loads=",".join(f"{v:g}" for v in verdict.noisy_loads) or "-")
 
     def run(self, run: PerfRun) -> None:
         """A finished run: notes, verdict, where the files are."""
@@ -188,28 +165,15 @@ class Terminal:
             if run.baseline_path:
                 click.echo(f"baseline: {run.baseline_path}")
         else:
-            _kv(
-                sys.stdout,
-                "results",
-                dir=run.results_dir,
-                result=run.result_path,
-                report_md=run.report.markdown if run.report else "-",
-                report_html=report_html or "-",
-                baseline=run.baseline_path or "-",
-                stop_reason=run.result.stop_reason,
-                exit_code=run.exit_code,
-            )
+            _kv(sys.stdout, "results", dir=run.results_dir, result=run.result_path,
+                report_md=run.report.markdown if run.report else "-", report_html=report_html or "-",
+                baseline=run.baseline_path or "-", stop_reason=run.result.stop_reason, exit_code=run.exit_code)
 
     def dry_run(self, folder: Path, sla: SLA | None, commands: list[PlannedCommand]) -> None:
         """The perf_analyzer commands a run would make, as shell lines (or JSON)."""
         if self.as_json:
-            _echo_json(
-                {
-                    "results_dir": str(folder),
-                    "sla": str(sla) if sla else None,
-                    "commands": [{"name": c.name, "recorded": c.recorded, "argv": c.argv} for c in commands],
-                }
-            )
+            _echo_json({"results_dir": str(folder), "sla": str(sla) if sla else None,
+                        "commands": [{"name": c.name, "recorded": c.recorded, "argv": c.argv} for c in commands]})
             return
         click.echo(f"# results would go to {folder}")
         if sla is not None:
@@ -218,20 +182,11 @@ class Terminal:
             click.echo(f"# {command.name}{'' if command.recorded else ' (warm-up, not recorded)'}")
             click.echo(shlex.join(command.argv))
 
-    def comparison(
-        self,
-        comparison: BaselineComparison,
-        base_path: Path,
-        new_path: Path,
-        *,
-        saved: Path | None,
-        save_requested: bool,
-    ) -> None:
+    def comparison(self, comparison: BaselineComparison, base_path: Path, new_path: Path, *, saved: Path | None,
+                   save_requested: bool) -> None:
         """A baseline comparison: the table, notes, the summary line, whether a baseline was kept."""
         if self.as_json:
-            _echo_json(
-                {"base": str(base_path), "new": str(new_path), "baseline_saved": saved, **comparison.to_dict()}
-            )
+            _echo_json({"base": str(base_path), "new": str(new_path), "baseline_saved": saved, **comparison.to_dict()})
             return
         click.echo(f"base: {base_path}")
         click.echo(f"new:  {new_path}")
