@@ -26,17 +26,7 @@ from tritonkit._version import __version__
 from tritonkit.errors import TritonKitError
 
 # Lazy: ``import tritonkit`` (or the CLI's start-up) must not pay for grpc, onnx or perf it does not use.
-_LAZY = {
-    "build_onnx": "tritonkit.builders",
-    **dict.fromkeys(("ModelSpec", "TensorSpec", "ModelRepository", "lint_repository"), "tritonkit.repository"),
-    "TritonServer": "tritonkit.server",
-    **dict.fromkeys(("Client", "AsyncClient"), "tritonkit.client"),
-    **dict.fromkeys(("PerfSpec", "LadderPlan", "LoadTestSettings", "load_test", "parse_sla", "run_perf",
-                     "run_ladder"), "tritonkit.perf"),
-    **dict.fromkeys(("run_sweep", "SweepSettings"), "tritonkit.perf.sweep"),
-    **dict.fromkeys(("Workload", "load_measurement", "plan_from_measurement"), "tritonkit.planner"),
-}
-__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+__getattr__, __dir__ = _lazy_exports(globals())
 
 if TYPE_CHECKING:
     from tritonkit.builders import build_onnx

@@ -23,6 +23,7 @@ from typing import Any
 import onnx
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._optional import require_module
 from tritonkit._values import BUILD_VERSION
 from tritonkit.builders.onnx_model import (
     OnnxAnalysis,
@@ -253,11 +254,8 @@ def tensorrt_model_spec(
 
 def require_tensorrt() -> Any:
     """Import tensorrt and make sure a GPU is visible; :class:`MissingComponentError` otherwise."""
-    try:
-        import tensorrt as trt
-    except ImportError as exc:
-        raise MissingComponentError("tensorrt is not installed, and building a TensorRT plan needs it and an "
-                                    "NVIDIA GPU", hint=_INSTALL_HINT) from exc
+    trt = require_module("tensorrt", "tensorrt is not installed, and building a TensorRT plan needs it and an "
+                                     "NVIDIA GPU", _INSTALL_HINT)
     if not Hardware.detect().gpus:
         raise MissingComponentError("no NVIDIA GPU is visible (nvidia-smi lists none); TensorRT builds engines "
                                     "on the GPU they will run on", hint=_INSTALL_HINT)

@@ -15,9 +15,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tritonkit._optional import require_module
 from tritonkit.builders.onnx_builder import OnnxBuildResult, build_onnx
 from tritonkit.builders.verify import Reference
-from tritonkit.errors import BuildError, ConfigError, MissingComponentError
+from tritonkit.errors import BuildError, ConfigError
 
 __all__ = ["build_torch", "export_torch", "torch_reference"]
 
@@ -25,12 +26,7 @@ _TORCH_HINT = "pip install torch"
 
 
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:
-        raise MissingComponentError("PyTorch is not installed; it is needed to export a torch module",
-                                    hint=_TORCH_HINT) from exc
-    return torch
+    return require_module("torch", "PyTorch is not installed; it is needed to export a torch module", _TORCH_HINT)
 
 
 def _as_tuple(example_inputs: Any) -> tuple[Any, ...]:

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from tritonkit._fs import regular_file
+from tritonkit._optional import require_module
 from tritonkit._values import excerpt
 from tritonkit.builders.onnx_tensor import TensorInfo
-from tritonkit.errors import BuildError, ConfigError, MissingComponentError
+from tritonkit.errors import BuildError, ConfigError
 
 __all__ = [
     "FP16_TOLERANCE",
@@ -248,11 +249,8 @@ def load_samples(path: Path | str, inputs: Sequence[TensorInfo], *, batched: boo
 
 def ort_runner(path: Path | str, *, threads: int | None = None) -> Reference:
     """An ONNX Runtime session on ``path`` (CPU), as a :data:`Reference`. Load errors become :class:`BuildError`."""
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:
-        raise MissingComponentError("onnxruntime is not installed; it is needed to verify ONNX models",
-                                    hint="pip install 'tritonkit[cpu]' (or tritonkit[gpu])") from exc
+    ort = require_module("onnxruntime", "onnxruntime is not installed; it is needed to verify ONNX models",
+                         "pip install 'tritonkit[cpu]' (or tritonkit[gpu])")
     options = ort.SessionOptions()
     # Failures come back as exceptions and are reported from them; ORT's own log lines would repeat them.
     options.log_severity_level = 4

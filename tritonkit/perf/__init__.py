@@ -67,41 +67,6 @@ if TYPE_CHECKING:
     from tritonkit.perf.run_record import LLMRun, PerfRun, RunSetup, StepEvent
     from tritonkit.perf.stored import StoredComparison, compare_stored, rerender
 
-# Public name → the module that defines it (imported when the name is first asked for).
-_EXPORTS: dict[str, str] = {
-    "SLA": "tritonkit.perf.judge",
-    "BaselineComparison": "tritonkit.perf.judge",
-    "JudgeSettings": "tritonkit.perf.judge",
-    "Verdict": "tritonkit.perf.judge",
-    "compare_results": "tritonkit.perf.judge",
-    "evaluate_result": "tritonkit.perf.judge",
-    "load_sla": "tritonkit.perf.judge",
-    "parse_sla": "tritonkit.perf.judge",
-    "ConcurrencyRange": "tritonkit.perf.measure",
-    "LadderPlan": "tritonkit.perf.measure",
-    "LadderResult": "tritonkit.perf.measure",
-    "PerfResult": "tritonkit.perf.measure",
-    "PerfSpec": "tritonkit.perf.measure",
-    "RequestRateRange": "tritonkit.perf.measure",
-    "StepResult": "tritonkit.perf.measure",
-    "run_ladder": "tritonkit.perf.measure",
-    "write_report": "tritonkit.perf.report",
-    "PerfRun": "tritonkit.perf.run_record",
-    "RunSetup": "tritonkit.perf.run_record",
-    "StepEvent": "tritonkit.perf.run_record",
-    "run_perf": "tritonkit.perf.pipeline",
-    "LLMRun": "tritonkit.perf.run_record",
-    "run_llm_perf": "tritonkit.perf.pipeline",
-    "LLMSettings": "tritonkit.perf.llm.settings",
-    "LLMLoadTest": "tritonkit.perf.command",
-    "LoadTest": "tritonkit.perf.command",
-    "LoadTestSettings": "tritonkit.perf.command",
-    "llm_load_test": "tritonkit.perf.command",
-    "load_test": "tritonkit.perf.command",
-    "StoredComparison": "tritonkit.perf.stored",
-    "compare_stored": "tritonkit.perf.stored",
-    "rerender": "tritonkit.perf.stored",
-}
 
 __all__ = [
     "BaselineComparison",
@@ -139,4 +104,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy_exports(globals())

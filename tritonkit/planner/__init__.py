@@ -78,19 +78,7 @@ from tritonkit.planner.precision import (
 from tritonkit.planner.request import PlanRequest, check_saved_predictions, plan_capacity, read_served_config
 from tritonkit.planner.result import BASES, CapacityPlan, PlanLine, ServingSuggestion
 
-# What reads perf results (measured, measured_plan, predict, queueing) loads on first use: importing
-# the planner for its formulas (the TensorRT-LLM builder does) must not import tritonkit.perf.
-_LAZY = {
-    **dict.fromkeys(("CapacityReading", "MeasuredHardware", "MeasuredStep", "Measurement", "ServedConfig",
-                     "load_measurement", "served_config_from_proto", "served_config_from_run"),
-                    "tritonkit.planner.measured"),
-    "plan_from_measurement": "tritonkit.planner.measured_plan",
-    **dict.fromkeys(("CheckRow", "Prediction", "PredictionCheck", "PredictionSet", "check_predictions",
-                     "load_predictions", "predict_loads"), "tritonkit.planner.predict"),
-    **dict.fromkeys(("Scenario", "ServiceModel", "SimulatedLoad", "fit_service_model", "simulate"),
-                    "tritonkit.planner.queueing"),
-}
-__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+__getattr__, __dir__ = _lazy_exports(globals())
 
 if TYPE_CHECKING:
     from tritonkit.planner.measured import (

@@ -53,6 +53,12 @@ class Figure:
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "unit": self.unit, "dense": self.dense, "source": self.source}
 
+    @property
+    def known(self) -> float:
+        """The value, for a figure every accelerator has (memory, bandwidth, FP16, INT8)."""
+        assert self.value is not None
+        return self.value
+
 
 @dataclass(frozen=True)
 class GpuSpec:
@@ -74,8 +80,7 @@ class GpuSpec:
 
     @property
     def memory_gib(self) -> float:
-        assert self.memory.value is not None
-        return self.memory.value
+        return self.memory.known
 
     @property
     def memory_bytes(self) -> int:
@@ -83,13 +88,11 @@ class GpuSpec:
 
     @property
     def bandwidth_gb_s(self) -> float:
-        assert self.bandwidth.value is not None
-        return self.bandwidth.value
+        return self.bandwidth.known
 
     @property
     def fp16_tflops(self) -> float:
-        assert self.fp16.value is not None
-        return self.fp16.value
+        return self.fp16.known
 
     @property
     def fp8_tflops(self) -> float | None:
@@ -97,8 +100,7 @@ class GpuSpec:
 
     @property
     def int8_tops(self) -> float:
-        assert self.int8.value is not None
-        return self.int8.value
+        return self.int8.known
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able view; every figure keeps its unit and source."""

@@ -24,7 +24,6 @@ from tritonkit.perf import PerfResult, StepResult
 from tritonkit.perf.judge import stored_verdict
 from tritonkit.perf.measure.metrics import is_loopback
 from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
-from tritonkit.planner.capacity import serial_qps
 from tritonkit.repository.serving import serving_of
 from tritonkit.triton_metrics import EXEC_COUNT, INFERENCE_COUNT
 
@@ -352,7 +351,7 @@ class Measurement:
     def serial_qps(self) -> float | None:
         """Serial QPS₁ = 1000 / P50 latency at concurrency 1 (requests per second)."""
         step = self.serial_step()
-        return serial_qps(step.p50_ms) if step is not None and step.p50_ms else None
+        return 1000.0 / step.p50_ms if step is not None and step.p50_ms else None
 
     def requests_per_s(self, step: MeasuredStep) -> float:
         """Requests per second of ``step`` (inferences per second / batch size)."""

@@ -7,7 +7,6 @@ here: their repositories are checked as written, with an engine config.json made
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -220,10 +219,11 @@ def test_hf_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
         build_trtllm(tmp_path / "hf", engine="tensorrtllm", repo=tmp_path / "r", run_build=False)
 
 
-def test_bls_model_passes_through_the_same_knobs_as_the_ensemble() -> None:
-    """The BLS model.py runs inside the server without tritonkit, so it keeps its own copy of the map."""
-    tree = ast.parse((PYMODELS / "bls.py").read_text(encoding="utf-8"))
-    assigned = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == "_PASS_THROUGH" for t in node.targets)]
-    assert len(assigned) == 1
-    assert ast.literal_eval(assigned[0]) == KNOB_TO_ENGINE
+def test_bls_model_passes_through_the_same_knobs_as_the_ensemble(tmp_path: Path, hf_model: Path) -> None:
+    """The BLS model.py runs inside the server without tritonkit: the builder writes the map into its
+    config, and the file keeps no copy of its own that could drift."""
+    build_trtllm(hf_model, engine="tensorrtllm", repo=tmp_path / "repo", run_build=False)
+    bls = read_config(tmp_path / "repo" / "tensorrt_llm_bls" / "config.pbtxt")
+    assert json.loads(bls.parameters["pass_through_inputs"].string_value) == KNOB_TO_ENGINE
+    source = (PYMODELS / "bls.py").read_text(encoding="utf-8")
+    assert not [key for key in KNOB_TO_ENGINE.values() if key != "streaming" and f'"{key}"' in source]

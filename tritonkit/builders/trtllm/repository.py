@@ -15,6 +15,7 @@ they read the tokenizer with the ``tokenizers`` library from ``tokenizer_dir``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Literal
 
 from tritonkit.builders.trtllm.instances import derive_tokenizer_instances
 from tritonkit.builders.trtllm.interface import (
+    KNOB_TO_ENGINE,
     POST_INPUTS,
     POST_OUTPUTS,
     PRE_OUTPUTS,
@@ -241,7 +243,8 @@ def trtllm_model_specs(o: TrtllmRepoOptions) -> list[ModelSpec]:
         parameters={"accumulate_tokens": _flag(o.accumulate_tokens), "tensorrt_llm_model_name": "tensorrt_llm",
                     "tensorrt_llm_draft_model_name": "",
                     # This package's BLS hands the renamed knobs on under the names the engine's line reads.
-                    "engine_min_tokens_input": v.min_tokens_input, "engine_seed_input": v.seed_input},
+                    "engine_min_tokens_input": v.min_tokens_input, "engine_seed_input": v.seed_input,
+                    "pass_through_inputs": json.dumps(KNOB_TO_ENGINE)},
     )
     return [preprocessing, engine, postprocessing, ensemble, bls]
 

@@ -18,28 +18,10 @@ from typing import TYPE_CHECKING
 
 from tritonkit._lazy import lazy_exports as _lazy_exports
 
-_EXPORTS = {
-    "ClusterEvent": "tritonkit.perf.cluster.sweep",
-    "ClusterSettings": "tritonkit.perf.cluster.sweep",
-    "ClusterSweepResult": "tritonkit.perf.cluster.sweep",
-    "ModelSweep": "tritonkit.perf.cluster.sweep",
-    "resources_for": "tritonkit.perf.cluster.sweep",
-    "run_cluster_sweep": "tritonkit.perf.cluster.sweep",
-    "ClusterAnalyzer": "tritonkit.perf.cluster.load",
-    "run_cluster_perf": "tritonkit.perf.cluster.load",
-    "MergedStep": "tritonkit.perf.cluster.merge",
-    "merge_exports": "tritonkit.perf.cluster.merge",
-    "split_load": "tritonkit.perf.cluster.merge",
-    "ClockOffset": "tritonkit.perf.cluster.clock",
-    "estimate_offset": "tritonkit.perf.cluster.clock",
-    "NodeInfo": "tritonkit.perf.cluster.nodes",
-    "NodeResources": "tritonkit.perf.cluster.nodes",
-    "parse_node_resources": "tritonkit.perf.cluster.nodes",
-}
 __all__ = ["ClockOffset", "ClusterAnalyzer", "ClusterEvent", "ClusterSettings", "ClusterSweepResult", "MergedStep",
            "ModelSweep", "NodeInfo", "NodeResources", "estimate_offset", "merge_exports", "parse_node_resources",
            "resources_for", "run_cluster_perf", "run_cluster_sweep", "split_load"]
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy_exports(globals())
 
 if TYPE_CHECKING:
     from tritonkit.perf.cluster.clock import ClockOffset, estimate_offset

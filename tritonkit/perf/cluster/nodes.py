@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonkit.errors import ClusterError, ConfigError, MissingComponentError
+from tritonkit._optional import require_module
+from tritonkit.errors import ClusterError, ConfigError
 
 __all__ = [
     "CLUSTER_EXTRA_HINT",
@@ -43,12 +44,7 @@ CONNECT_TIMEOUT_S = 10.0
 
 def import_ray() -> Any:
     """The ``ray`` module, or ``MissingComponentError`` saying how to install it."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingComponentError("the cluster options need Ray, which is not installed here",
-                                    hint=CLUSTER_EXTRA_HINT) from exc
-    return ray
+    return require_module("ray", "the cluster options need Ray, which is not installed here", CLUSTER_EXTRA_HINT)
 
 
 # ---------------------------------------------------------------------------- resources

@@ -25,24 +25,6 @@ import triton_python_backend_utils as pb_utils
 
 _FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 
-# BLS input name → tensorrt_llm input name, for the inputs passed straight through. The same map as
-# tritonkit.builders.trtllm.interface.KNOB_TO_ENGINE: this file runs inside the server, where tritonkit
-# may not be installed, so it carries its own copy (a test keeps the two equal).
-_PASS_THROUGH = {
-    "exclude_input_in_output": "exclude_input_in_output",
-    "top_k": "runtime_top_k",
-    "top_p": "runtime_top_p",
-    "temperature": "temperature",
-    "length_penalty": "len_penalty",
-    "repetition_penalty": "repetition_penalty",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "return_log_probs": "return_log_probs",
-    "return_context_logits": "return_context_logits",
-    "return_generation_logits": "return_generation_logits",
-    "beam_width": "beam_width",
-    "stream": "streaming",
-}
 # BLS input → preprocessing input, for the renamed knobs (the same as interface.ALIASED_KNOBS).
 _ALIASES = {"min_length": "MIN_LENGTH", "min_tokens": "MIN_TOKENS", "random_seed": "RANDOM_SEED", "seed": "SEED"}
 # Engine outputs passed on when present.
@@ -64,6 +46,12 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         self.engine_model = _param(config, "tensorrt_llm_model_name", "tensorrt_llm")
         self.accumulate = _param(config, "accumulate_tokens", "false").lower() == "true"
+        # BLS input → tensorrt_llm input, for the knobs passed straight through: the builder writes
+        # tritonkit.builders.trtllm.interface.KNOB_TO_ENGINE here (this file runs without tritonkit).
+        self.pass_through = json.loads(_param(config, "pass_through_inputs", "null"))
+        if not isinstance(self.pass_through, dict):
+            raise ValueError("tensorrt_llm_bls: its config has no pass_through_inputs parameter (a JSON map of "
+                             "BLS input to engine input); rebuild the repository with `tritonkit build trtllm`")
         self.engine_names = {"OUT_MIN_TOKENS": _param(config, "engine_min_tokens_input", "min_tokens"),
                              "OUT_SEED": _param(config, "engine_seed_input", "seed")}
 
@@ -117,7 +105,7 @@ class TritonPythonModel:
         for pre_name, engine_name in self.engine_names.items():
             if out(pre_name) is not None:
                 engine_inputs.append(pb_utils.Tensor(engine_name, out(pre_name).reshape(batch, 1)))
-        for src, dst in _PASS_THROUGH.items():
+        for src, dst in self.pass_through.items():
             if given(src) is not None:
                 engine_inputs.append(pb_utils.Tensor(dst, given(src).as_numpy().reshape(batch, 1)))
         stream = given("stream") is not None and bool(given("stream").as_numpy().reshape(-1)[0])

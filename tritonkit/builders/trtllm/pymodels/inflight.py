@@ -21,6 +21,12 @@ class InFlightLoop:
         self.loop = threading.Thread(target=self._run, name=name, daemon=True)
         self.loop.start()
 
+    def enqueue(self, items):
+        """Queue ``items`` for the loop and wake it."""
+        with self.cond:
+            self.waiting.extend(items)
+            self.cond.notify()
+
     def wait_for_work(self):
         """With ``cond`` held: wait until a request waits or runs; False once the model is stopping."""
         while not self.stopping and not self.waiting and not self.active:

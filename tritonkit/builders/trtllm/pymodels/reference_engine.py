@@ -170,9 +170,7 @@ class TritonPythonModel(InFlightLoop):
                 request.get_response_sender().send(
                     pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(exc))), flags=_FINAL)
                 continue
-            with self.cond:
-                self.waiting.extend(sequences)
-                self.cond.notify()
+            self.enqueue(sequences)
         return None
 
     def _admit_check(self, request):

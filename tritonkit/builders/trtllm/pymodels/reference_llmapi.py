@@ -142,9 +142,7 @@ class TritonPythonModel(InFlightLoop):
             except ValueError as exc:
                 self._error(request.get_response_sender(), f"Error generating request: {exc}")
                 continue
-            with self.cond:
-                self.waiting.append(item)
-                self.cond.notify()
+            self.enqueue([item])
         return None
 
     def _convert(self, request):
