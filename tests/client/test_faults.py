@@ -207,15 +207,21 @@ def test_readiness_probes_after_unavailable_are_sent_at_most_once_a_second_per_m
         for _ in range(5):
             with pytest.raises(OverloadedError, match="server is up but unavailable"):
                 client.infer("refuser", x)
-        assert time.monotonic() - started < 1.0, "the refusals should come within the probe interval"
-        assert probes_seen() - before == 1, "five refusals within a second should send one readiness probe"
+        elapsed_s = time.monotonic() - started
+        first = probes_seen() - before
+        # Five refusals take milliseconds on a quiet machine: one probe. On a machine busy with other work
+        # they can span more than the probe interval, and the rule then allows one more probe for each
+        # second they spanned — never one a refusal.
+        if elapsed_s < 1.0:
+            assert first == 1, "five refusals within a second should send one readiness probe"
+        assert 1 <= first <= 1 + int(elapsed_s), f"{first} probes for five refusals over {elapsed_s:.2f} s"
         time.sleep(1.0)
         with pytest.raises(OverloadedError):
             client.infer("refuser", x)
-        assert probes_seen() - before == 2, "a refusal a second later should probe again"
+        assert probes_seen() - before == first + 1, "a refusal a second later should probe again"
     # Another client keeps its own record: one probe for its two refusals.
     asyncio.run(refused_twice())
-    assert probes_seen() - before == 3
+    assert probes_seen() - before == first + 2
 
 
 # ---- 2. shared memory released when the request really ends ---------------------
