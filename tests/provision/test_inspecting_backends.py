@@ -100,7 +100,7 @@ def test_a_fifo_in_place_of_the_library_is_refused_at_once_and_lint_says_the_ver
     assert done.returncode == 0, done.stderr
     assert "target: onnxruntime backend's ONNX Runtime unknown: ONNX Runtime library" in done.stdout
     assert "FIFO" in done.stdout and time.monotonic() - started < 45
-    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "cache" / "tritonkit").exists()
 
 
 def _fake_onnxruntime_backend(folder: Path) -> Path:
@@ -122,7 +122,7 @@ def test_lint_and_build_with_a_backends_folder_leave_nothing_in_the_cache(
     assert 'platform: "onnxruntime_onnx"' in (tmp_path / "repo" / "cnn" / "config.pbtxt").read_text()
     linted = runner.invoke(main, ["repo", "lint", str(tmp_path / "repo"), "--backend-dir", str(backends)])
     assert linted.exit_code == 0, linted.output
-    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "cache" / "tritonkit").exists()
 
 
 @pytest.mark.server
@@ -132,7 +132,7 @@ def test_doctor_leaves_no_cache_and_a_started_server_assembles_its_backends_in_i
     backends = _fake_onnxruntime_backend(tmp_path / "backends")
     result = CliRunner().invoke(main, ["doctor", "--backend-dir", str(backends)])
     assert "onnxruntime (ONNX Runtime 1.19.2)" in result.output, result.output
-    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "cache" / "tritonkit").exists()
     write_add_sub(tmp_path / "repo")
     with TritonServer(tmp_path / "repo", backend_dir=backends) as server:
         assert server.install.backend_dir.parent == tmp_path / "cache" / "tritonkit" / "backends"

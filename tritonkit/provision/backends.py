@@ -45,7 +45,7 @@ _LIBPYTHON = re.compile(rb"libpython(\d+\.\d+)")
 #: ``GetVersionString()`` returns (``ORT_VERSION``). Only a version the library *defines* counts.
 _ORT_SYMBOL_VERSION = re.compile(r"VERS_(\d+\.\d+\.\d+)")
 _UNREAD_ORT = "no libonnxruntime.so whose version could be read"
-_LIBRARY_HINT = "put the backend's own libonnxruntime.so there (a regular file)"
+_LIBRARY_HINT = "put the backend's own libonnxruntime.so there, a regular file"
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def _read_onnxruntime(folder: Path) -> tuple[str | None, str]:
         try:
             defined = symbol_versions(library, what="ONNX Runtime library", hint=_LIBRARY_HINT)
         except ConfigError as exc:
-            refused.append(f"{exc.message}: not read")
+            refused.append(f"{exc.message}: not read" + (f" ({exc.hint})" if exc.hint else ""))
             continue
         for name in defined:
             if (named := _ORT_SYMBOL_VERSION.fullmatch(name)) is not None:
