@@ -33,6 +33,7 @@ __all__ = [
     "clean_stale_temps",
     "is_folder",
     "is_regular_file",
+    "open_user_file",
     "path_error",
     "path_exists",
     "read_json",
@@ -215,19 +216,19 @@ def path_exists(path: str | os.PathLike[str]) -> bool:
     return _mode(path) is not None
 
 
-def read_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None = None,
-                   max_bytes: int = MAX_USER_FILE_BYTES) -> bytes:
-    """The bytes of the user's file ``path`` (``what`` names it in messages: ``"SLA file"``).
+@contextlib.contextmanager
+def open_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None = None,
+                   max_bytes: int = MAX_USER_FILE_BYTES) -> Iterator[int]:
+    """A descriptor of the user's file ``path`` open for reading (``os.read``, ``os.pread`` in pieces).
 
-    Opened without blocking (a FIFO with no writer would block an ordinary open forever) and
-    checked on the open file: anything but a regular file, or a file over ``max_bytes``, is a
-    :class:`ConfigError` saying so, as are a missing file, a path too long, a symlink loop and a
-    permission refused; the file's content is never part of the message.
+    Anything but a regular file is refused before it is opened (opening a device can act on it; a FIFO
+    with no writer would block an ordinary open forever), and again on the open file, opened without
+    blocking, in case the path changed between: a :class:`ConfigError` saying what it is, as are a file
+    over ``max_bytes``, a missing file, a path too long, a symlink loop and a permission refused.
     """
+    regular_file(path, what=what, hint=hint)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except ValueError:
-        raise ConfigError(f"{what} path {shown_path(path)} holds a NUL character", hint="check the path") from None
     except OSError as exc:
         raise _open_error(exc, what, path, hint) from exc
     try:
@@ -238,6 +239,19 @@ def read_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None 
         if info.st_size > max_bytes:
             raise ConfigError(f"{what} {shown_path(path)} is {info.st_size} bytes, more than the {max_bytes} read",
                               hint=hint or "give the right file (this one is far larger than expected)")
+        yield fd
+    except OSError as exc:
+        raise _open_error(exc, what, path, hint) from exc
+    finally:
+        os.close(fd)
+
+
+def read_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None = None,
+                   max_bytes: int = MAX_USER_FILE_BYTES) -> bytes:
+    """The bytes of the user's file ``path`` (``what`` names it in messages: ``"SLA file"``), opened and
+    checked as :func:`open_user_file` says; the file's content is never part of a message.
+    """
+    with open_user_file(path, what=what, hint=hint, max_bytes=max_bytes) as fd:
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:  # a file growing while read stops at the cap too
@@ -250,10 +264,6 @@ def read_user_file(path: str | os.PathLike[str], *, what: str, hint: str | None 
             raise ConfigError(f"{what} {shown_path(path)} grew past {max_bytes} bytes while read",
                               hint=hint or "give a file that is not being written")
         return b"".join(chunks)
-    except OSError as exc:
-        raise _open_error(exc, what, path, hint) from exc
-    finally:
-        os.close(fd)
 
 
 def read_user_text(path: str | os.PathLike[str], *, what: str, hint: str | None = None,

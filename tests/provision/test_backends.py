@@ -90,7 +90,7 @@ def test_a_python_backend_in_the_named_folder_gives_way_to_tritonkits_for_the_bu
     (tmp_path / "python" / "libtriton_python.so").write_bytes(b"")
     install = locate_server(backend_dir=tmp_path)
     assert install.backends() == ["python"]
-    assert (install.backend_dir / "python" / "triton_python_backend_stub").is_file()
+    assert (install.assembled().backend_dir / "python" / "triton_python_backend_stub").is_file()
     assert "in place of theirs" in install.backends_from
 
 

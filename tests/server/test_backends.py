@@ -47,7 +47,7 @@ def _add_sub_answers(server: TritonServer) -> None:
 def test_a_second_backends_folder_named_with_backend_dir_serves_beside_the_launchers_python_backend(
         tmp_path: Path) -> None:
     mine = tmp_path / "backends"
-    shutil.copytree(locate_server().backend_dir / "python", mine / "python")
+    shutil.copytree(locate_server().assembled().backend_dir / "python", mine / "python")
     write_add_sub(tmp_path / "repo")
     with TritonServer(tmp_path / "repo", backend_dir=mine) as server:
         assert server.install.backends_from.startswith(f"--backend-dir {mine}")

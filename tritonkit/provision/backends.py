@@ -4,31 +4,33 @@ Triton loads backend ``NAME`` from ``<backend-directory>/NAME/libtriton_NAME.so`
 backend's ``model.py``). The bundled server has only the python backend; a user brings the others
 in a folder of their own (an NGC container's ``/opt/tritonserver/backends``), named with
 ``--backend-dir`` or ``TRITONKIT_BACKEND_DIR``. Versions are read from the backend's own files,
-never guessed: the onnxruntime backend's ONNX Runtime from its ``libonnxruntime.so`` (the library's
-own ``OrtGetApiBase()->GetVersionString()``, asked in a child process; else the versioned file name
-the backend's build links, ``libonnxruntime.so.1.19.2``), a python backend's Python from the
-``libpython`` its stub embeds.
+never guessed, and never by running them (a library's constructors run when it is loaded): the
+onnxruntime backend's ONNX Runtime from its ``libonnxruntime.so``'s symbol version (``VERS_1.19.2``,
+see ``_ORT_SYMBOL_VERSION``), else the versioned file name the backend's build links
+(``libonnxruntime.so.1.19.2``); a python backend's Python from the ``libpython`` its stub embeds. A
+FIFO, a device or an oversized file in their place is not read: its version is unknown, and ``how`` says why.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonkit._fs import atomic_folder
+from tritonkit._fs import atomic_folder, is_folder, is_regular_file, read_user_file
+from tritonkit.errors import ConfigError
+from tritonkit.provision._elf import symbol_versions
 
 __all__ = [
     "BACKEND_DIR_ENV",
     "BackendInfo",
     "backend_info",
     "backend_names",
+    "merged_folder",
     "onnxruntime_library_version",
+    "python_backend_info",
     "with_python_backend",
 ]
 
@@ -38,15 +40,12 @@ BACKEND_DIR_ENV = "TRITONKIT_BACKEND_DIR"
 _ORT_FILE = re.compile(r"^libonnxruntime\.so\.(\d+\.\d+\.\d+)$")
 _LIBPYTHON = re.compile(rb"libpython(\d+\.\d+)")
 
-# Asks the library itself: OrtGetApiBase() returns {GetApi, GetVersionString} (onnxruntime_c_api.h).
-_ORT_PROBE = """
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1])
-class Base(ctypes.Structure):
-    _fields_ = [("GetApi", ctypes.c_void_p), ("GetVersionString", ctypes.CFUNCTYPE(ctypes.c_char_p))]
-lib.OrtGetApiBase.restype = ctypes.POINTER(Base)
-print(lib.OrtGetApiBase().contents.GetVersionString().decode())
-"""
+#: ONNX Runtime's exported symbols are versioned after the release itself: its linker version script
+#: opens ``VERS_<VERSION_NUMBER>`` (onnxruntime tools/ci_build/gen_def.py, from 1.x), the number its
+#: ``GetVersionString()`` returns (``ORT_VERSION``). Only a version the library *defines* counts.
+_ORT_SYMBOL_VERSION = re.compile(r"VERS_(\d+\.\d+\.\d+)")
+_UNREAD_ORT = "no libonnxruntime.so whose version could be read"
+_LIBRARY_HINT = "put the backend's own libonnxruntime.so there, a regular file"
 
 
 @dataclass(frozen=True)
@@ -89,72 +88,76 @@ def backend_info(folder: Path, name: str) -> BackendInfo:
     """What ``folder/name``'s files say about the backend's version."""
     path = folder / name
     if name == "onnxruntime":
-        found = onnxruntime_library_version(path)
-        if found is None:
-            return BackendInfo(name, path, how="no libonnxruntime.so whose version could be read")
-        version, how = found
-        return BackendInfo(name, path, "ONNX Runtime", version, how)
+        version, how = _read_onnxruntime(path)
+        return BackendInfo(name, path, "ONNX Runtime" if version else None, version, how)
     if name == "python":
-        stub = path / "triton_python_backend_stub"
-        python = _stub_python(stub)
-        if python is None:
-            how = "no triton_python_backend_stub" if not stub.is_file() else "its stub names no libpython"
-            return BackendInfo(name, path, how=how)
-        return BackendInfo(name, path, "Python", python, "the libpython its stub embeds")
+        return python_backend_info(path, path / "triton_python_backend_stub")
     return BackendInfo(name, path, how="version not in its files")
 
 
+def python_backend_info(path: Path, stub: Path) -> BackendInfo:
+    """The python backend at ``path`` whose ``stub`` (``triton_python_backend_stub``) embeds a libpython."""
+    if not is_regular_file(stub):
+        return BackendInfo("python", path, how="no triton_python_backend_stub")
+    try:
+        found = _LIBPYTHON.search(read_user_file(stub, what="python backend stub"))
+    except ConfigError as exc:
+        return BackendInfo("python", path, how=f"{exc.message}: not read")
+    if found is None:
+        return BackendInfo("python", path, how="its stub names no libpython")
+    return BackendInfo("python", path, "Python", found.group(1).decode(), "the libpython its stub embeds")
+
+
 def onnxruntime_library_version(folder: Path) -> tuple[str, str] | None:
-    """The ONNX Runtime version of the ``libonnxruntime.so`` in ``folder`` and how it was read, or ``None``."""
-    if not folder.is_dir():
-        return None
+    """The ONNX Runtime version of the ``libonnxruntime.so`` in ``folder`` and how it was read, or ``None``.
+
+    Read from the library's file (its symbol version, else its versioned name), never by loading it."""
+    version, how = _read_onnxruntime(folder)
+    return (version, how) if version else None
+
+
+def _read_onnxruntime(folder: Path) -> tuple[str | None, str]:
+    """The ONNX Runtime version ``folder``'s library gives and how it was read, or ``None`` and why not."""
+    if not is_folder(folder):
+        return None, _UNREAD_ORT
     candidates = sorted(p for p in folder.iterdir() if p.name == "libonnxruntime.so" or _ORT_FILE.match(p.name))
+    refused = []
     for library in candidates:
-        asked = _ask_library(str(library.resolve()), library.stat().st_mtime_ns)
-        if asked is not None:
-            return asked, f"{library.name}: the library's own version string"
+        try:
+            defined = symbol_versions(library, what="ONNX Runtime library", hint=_LIBRARY_HINT)
+        except ConfigError as exc:
+            refused.append(f"{exc.message}: not read" + (f" ({exc.hint})" if exc.hint else ""))
+            continue
+        for name in defined:
+            if (named := _ORT_SYMBOL_VERSION.fullmatch(name)) is not None:
+                return named.group(1), f"{library.name}: the version string its symbols are defined under ({name})"
     for library in candidates:
-        named = _ORT_FILE.match(library.name)
-        if named is not None:
+        if (named := _ORT_FILE.match(library.name)) is not None:
             return named.group(1), f"the file name {library.name}"
-    return None
-
-
-@functools.lru_cache(maxsize=32)
-def _ask_library(path: str, _mtime_ns: int) -> str | None:
-    """``GetVersionString()`` of the ONNX Runtime library at ``path``, asked in a child process (a library
-    loaded into this one would stay, beside the onnxruntime Python package's own)."""
-    try:
-        done = subprocess.run([sys.executable, "-c", _ORT_PROBE, path], capture_output=True, text=True,
-                              timeout=60, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = done.stdout.strip()
-    return text if done.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+\S*", text) else None
-
-
-def _stub_python(stub: Path) -> str | None:
-    """The Python version (``3.11``) whose libpython the python-backend stub links."""
-    try:
-        data = stub.read_bytes()
-    except OSError:
-        return None
-    found = _LIBPYTHON.search(data)
-    return found.group(1).decode() if found else None
+    return None, "; ".join(refused) or _UNREAD_ORT
 
 
 def with_python_backend(backends: Path, python_backend: Path, cache: Path) -> Path:
-    """A folder (under ``cache``, made once per content) holding every backend of ``backends`` and, as
-    ``python``, ``python_backend``: the bundled server's python backend, whose stub runs this interpreter,
-    beside a user's backends. A ``python`` backend in ``backends`` is left out: its stub embeds the
-    Python it was built for (an NGC container's), which is not the one models here run in."""
+    """A folder (under ``cache``, made once per content, at :func:`merged_folder`) holding every backend of
+    ``backends`` and, as ``python``, ``python_backend``: the bundled server's python backend, whose stub runs
+    this interpreter, beside a user's backends. A ``python`` backend in ``backends`` is left out: its stub
+    embeds the Python it was built for (an NGC container's), which is not the one models here run in."""
     source = backends.resolve()
-    entries = [name for name in backend_names(source) if name != "python"]
-    key = hashlib.sha256(f"{source}|{python_backend}|{','.join(entries)}".encode()).hexdigest()[:16]
 
     def fill(staging: Path) -> None:
-        for name in entries:
+        for name in _merged_entries(source):
             os.symlink(source / name, staging / name, target_is_directory=True)
         os.symlink(python_backend, staging / "python", target_is_directory=True)
-    return atomic_folder(cache / f"with-python-{key}", fill, ready=lambda at: (at / "python").exists(),
-                         prefix=".merge-")
+    return atomic_folder(merged_folder(backends, python_backend, cache), fill,
+                         ready=lambda at: (at / "python").exists(), prefix=".merge-")
+
+
+def merged_folder(backends: Path, python_backend: Path, cache: Path) -> Path:
+    """Where :func:`with_python_backend` makes its folder for these backends (a path: nothing is written)."""
+    source = backends.resolve()
+    key = hashlib.sha256(f"{source}|{python_backend}|{','.join(_merged_entries(source))}".encode()).hexdigest()[:16]
+    return cache / f"with-python-{key}"
+
+
+def _merged_entries(source: Path) -> list[str]:
+    return [name for name in backend_names(source) if name != "python"]

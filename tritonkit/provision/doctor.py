@@ -145,7 +145,8 @@ def _server_checks(server_bin: str | None, backend_dir: str | None = None) -> li
         round_trip: list[Any] | str = "not sent"
         try:
             with TritonServer(
-                repo, server_bin=server_bin, backend_dir=backend_dir, model_control="explicit", startup_timeout_s=60
+                repo, server_bin=server_bin, backend_dir=backend_dir, model_control="explicit", startup_timeout_s=60,
+                backends_cache=Path(tmp) / "backends",  # doctor only looks: it leaves no cache behind
             ) as server:
                 version = server.version()
                 checks.append(

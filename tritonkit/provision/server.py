@@ -7,7 +7,9 @@ argument or in ``TRITONKIT_SERVER_BIN``.
 
 Its backends: the folder given (``backend_dir``, else ``TRITONKIT_BACKEND_DIR``), else the
 ``backends`` folder of the binary's own install prefix. The bundled server always gets the
-python backend tritonkit assembles (its stub runs this interpreter) beside a user's backends.
+python backend tritonkit assembles (its stub runs this interpreter) beside a user's backends, in
+:func:`backends_cache`, written only when a server starts (:meth:`ServerInstall.assembled`): finding
+a server and inspecting its backends reads files and writes none.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import shutil
 import sys
 import sysconfig
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonkit._fs import atomic_folder, is_regular_file, shown_path
@@ -28,10 +30,13 @@ from tritonkit.provision.backends import (
     BackendInfo,
     backend_info,
     backend_names,
+    merged_folder,
+    python_backend_info,
     with_python_backend,
 )
 
-__all__ = ["BACKEND_DIR_ENV", "SERVER_BIN_ENV", "ServerInstall", "locate_server", "model_python_env"]
+__all__ = ["BACKEND_DIR_ENV", "SERVER_BIN_ENV", "BackendAssembly", "ServerInstall", "backends_cache", "locate_server",
+           "model_python_env"]
 
 #: Environment variable naming another tritonserver binary to use.
 SERVER_BIN_ENV = "TRITONKIT_SERVER_BIN"
@@ -39,13 +44,59 @@ SERVER_BIN_ENV = "TRITONKIT_SERVER_BIN"
 _INSTALL_HINT = "pip install 'tritonkit[server]' (or run scripts/demo), or pass --server-bin PATH"
 
 
+def backends_cache() -> Path:
+    """The one cache tritonkit keeps: ``$XDG_CACHE_HOME/tritonkit/backends`` (else ``~/.cache/…``), where
+    the bundled server's backends folder is assembled when a server starts (docs/backends.md)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonkit" / "backends"
+
+
+@dataclass(frozen=True)
+class BackendAssembly:
+    """The backends folder the bundled server needs, made only when it starts: its python backend with
+    the stub for this Python (nvidia-pytriton ships one stub per Python version beside the backend;
+    Triton looks for ``triton_python_backend_stub`` next to ``libtriton_python.so``), beside the
+    backends of ``user_backends`` when a folder is named. Inspecting it reads those sources."""
+
+    python_backend: Path
+    stub: Path
+    #: The python backend's folder in the cache: one per server build and Python version.
+    name: str
+    user_backends: Path | None = None
+
+    def names(self) -> list[str]:
+        """The backends the assembled folder holds."""
+        return sorted({"python", *(backend_names(self.user_backends) if self.user_backends is not None else ())})
+
+    def info(self, name: str) -> BackendInfo:
+        """Backend ``name`` as its source files describe it."""
+        if name == "python":
+            return python_backend_info(self.python_backend, self.stub)
+        return backend_info(self.user_backends or self.python_backend.parent, name)
+
+    def folder(self, cache: Path) -> Path:
+        """Where the folder is, or will be, under ``cache`` (nothing is written)."""
+        python = cache / self.name
+        return python if self.user_backends is None else merged_folder(self.user_backends, python / "python", cache)
+
+    def build(self, cache: Path) -> Path:
+        """The folder, made once under ``cache`` (atomically; cached per content)."""
+        def fill(staging: Path) -> None:
+            shutil.copytree(self.python_backend, staging / "python", ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copy2(self.stub, staging / "python" / "triton_python_backend_stub")
+        python = atomic_folder(cache / self.name, fill, prefix=".backends-",
+                               ready=lambda at: (at / "python" / "triton_python_backend_stub").is_file())
+        if self.user_backends is None:
+            return python
+        return with_python_backend(self.user_backends, python / "python", cache)
+
+
 @dataclass(frozen=True)
 class ServerInstall:
     """Where a tritonserver lives and what it needs to start.
 
-    ``backend_dir`` is the folder passed as ``--backend-directory``; for the
-    bundled server it is assembled on first use (see ``_assemble_bundled_backends``), with a
-    user's backends beside its python backend. ``backends_from`` says where the backends came
+    ``backend_dir`` is the folder passed as ``--backend-directory``; for the bundled server it is
+    assembled (``assembly``, a user's backends beside its python backend) only when the server starts:
+    :meth:`assembled` makes it. ``backends_from`` says where the backends came
     from (``--backend-dir DIR``, ``$TRITONKIT_BACKEND_DIR``, the install prefix, the bundle).
     """
 
@@ -58,18 +109,30 @@ class ServerInstall:
     #: the bundled wheel's line, or an install's ``TRITON_VERSION`` file (see :func:`_install_version`).
     version: str | None = None
     backends_from: str = ""
+    #: The bundled server's backends folder still to be made (``backend_dir`` names where); ``None`` once made.
+    assembly: BackendAssembly | None = None
 
     def backends(self) -> list[str]:
         """Backends this server can load: folders holding ``libtriton_<name>.so`` or a ``model.py`` backend."""
-        return backend_names(self.backend_dir)
+        return self.assembly.names() if self.assembly is not None else backend_names(self.backend_dir)
 
     def backend_details(self) -> list[BackendInfo]:
         """Each backend with what its files say about its version (the onnxruntime backend's ONNX Runtime)."""
-        return [backend_info(self.backend_dir, name) for name in self.backends()]
+        return [self._info(name) for name in self.backends()]
 
     def backend(self, name: str) -> BackendInfo | None:
         """Backend ``name`` of this server with its version, or ``None`` when the server has none."""
-        return backend_info(self.backend_dir, name) if name in self.backends() else None
+        return self._info(name) if name in self.backends() else None
+
+    def _info(self, name: str) -> BackendInfo:
+        return self.assembly.info(name) if self.assembly is not None else backend_info(self.backend_dir, name)
+
+    def assembled(self, cache: Path | None = None) -> ServerInstall:
+        """This install with its backends folder made, under ``cache`` (default :func:`backends_cache`):
+        what starting the server needs. Only a server's start calls it; inspecting never does."""
+        if self.assembly is None:
+            return self
+        return replace(self, backend_dir=self.assembly.build(cache or backends_cache()), assembly=None)
 
 
 def model_python_env() -> dict[str, str]:
@@ -113,10 +176,7 @@ def locate_server(server_bin: str | os.PathLike[str] | None = None, *,
             # The bundled binary under another name: it still needs its libraries and the python stub.
             if chosen_backends is None and prefix_backends.resolve() != (bundled / "backends").resolve():
                 chosen_backends, backends_from = prefix_backends, f"beside {path} ({prefix_backends})"
-            install = _bundled_server(chosen_backends, backends_from)
-            return ServerInstall(binary=path, backend_dir=install.backend_dir, lib_dirs=install.lib_dirs,
-                                 source=source, notes=install.notes, backends_from=install.backends_from,
-                                 version=install.version)
+            return replace(_bundled_server(chosen_backends, backends_from), binary=path, source=source)
         if chosen_backends is None:
             chosen_backends, backends_from = prefix_backends, f"the install prefix of {path}"
         return ServerInstall(binary=path, backend_dir=chosen_backends, source=source, backends_from=backends_from,
@@ -168,23 +228,23 @@ def _bundled_server(backend_dir: Path | None, backends_from: str = "") -> Server
     libs = root.parent.parent / "nvidia_pytriton.libs"
     if not binary.is_file():
         raise MissingComponentError(f"nvidia-pytriton is installed but {binary} is missing", hint=_INSTALL_HINT)
-    assembled = _assemble_bundled_backends(root)
+    assembly = _bundled_assembly(root, backend_dir)
     if backend_dir is None:
-        backends, backends_from = assembled, "assembled by tritonkit (the bundled python backend)"
+        backends_from = "assembled by tritonkit (the bundled python backend)"
     else:
-        backends = with_python_backend(backend_dir, assembled / "python", assembled.parent)
         replaced = "python" in backend_names(backend_dir)
         backends_from += (", with tritonkit's python backend in place of theirs (its stub runs this interpreter)"
                           if replaced else ", beside tritonkit's python backend")
     notes = (f"python backend stub for Python {sys.version_info.major}.{sys.version_info.minor}",)
     return ServerInstall(
         binary=binary,
-        backend_dir=backends,
+        backend_dir=assembly.folder(backends_cache()),
         lib_dirs=(libs,) if libs.is_dir() else (),
         source="nvidia-pytriton",
         notes=notes,
         version=_bundled_version(),
         backends_from=backends_from,
+        assembly=assembly,
     )
 
 
@@ -210,15 +270,10 @@ def _install_version(binary: Path) -> str | None:
     return text or None
 
 
-def _assemble_bundled_backends(root: Path) -> Path:
-    """Build (once) a backend folder: the python backend plus the stub for this Python version.
-
-    nvidia-pytriton ships one stub per Python version beside the backend; Triton
-    looks for ``triton_python_backend_stub`` next to ``libtriton_python.so``.
-    The folder is cached per server build and Python version, and made atomically.
-    """
+def _bundled_assembly(root: Path, user_backends: Path | None) -> BackendAssembly:
+    """What the bundled server's backends folder is made of (checked, nothing written): its python backend,
+    the stub for this Python version, and ``user_backends``; named per server build and Python version."""
     pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
-    source = root / "backends" / "python"
     stub = root / "python_backend_stubs" / pyver / "triton_python_backend_stub"
     if not stub.is_file():
         raise MissingComponentError(
@@ -226,11 +281,4 @@ def _assemble_bundled_backends(root: Path) -> Path:
             hint="use a Python version nvidia-pytriton ships a stub for (3.8–3.13)",
         )
     key = hashlib.sha256(f"{root.resolve()}|{stub.stat().st_mtime_ns}|{pyver}".encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonkit" / "backends"
-
-    def fill(staging: Path) -> None:
-        python_dir = staging / "python"
-        shutil.copytree(source, python_dir, ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy2(stub, python_dir / "triton_python_backend_stub")
-    return atomic_folder(cache / f"{key}-py{pyver}", fill, prefix=".backends-",
-                         ready=lambda at: (at / "python" / "triton_python_backend_stub").is_file())
+    return BackendAssembly(root / "backends" / "python", stub, f"{key}-py{pyver}", user_backends)

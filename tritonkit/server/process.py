@@ -114,7 +114,8 @@ class TritonServer(ContextManaged):
     ``stop_grace_s``, then SIGKILLs it, so python-backend stubs go too.
 
     Python-backend models run in the environment of the interpreter that
-    starts the server (see ``install.model_python_env``).
+    starts the server (see ``install.model_python_env``). The bundled server's backends folder is
+    assembled when it starts, under ``backends_cache`` (default ``~/.cache/tritonkit/backends``).
     """
 
     def __init__(
@@ -135,6 +136,7 @@ class TritonServer(ContextManaged):
         log_verbose: int = 0,
         exit_on_error: bool | None = None,
         extra_args: Sequence[str] = (),
+        backends_cache: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(repository, (str, os.PathLike)):
             repos = [Path(repository)]
@@ -175,6 +177,7 @@ class TritonServer(ContextManaged):
         self.http_port, self.grpc_port, self.metrics_port = 0, 0, 0
         self.install = locate_server(server_bin, backend_dir=Path(backend_dir) if backend_dir else None)
         self._named_backend_dir = Path(backend_dir) if backend_dir else None
+        self._backends_cache = Path(backends_cache) if backends_cache is not None else None
         known = install_release(self.install.version)
         if known is not None:
             # A flag the release predates makes tritonserver exit at once: say which release has it.
@@ -281,6 +284,7 @@ class TritonServer(ContextManaged):
         if not any(arg.startswith(f"--backend-config={_SHM_OPTION}") for arg in extra):
             self._shm_prefix = f"{_SHM_DEFAULT_PREFIX}tk{os.getpid()}_{next(_LAUNCHES)}_"
             extra.append(f"--backend-config={_SHM_OPTION}{self._shm_prefix}")
+        self.install = self.install.assembled(self._backends_cache)
         argv = server_argv(
             self.install, self.repositories, host=self.host, http_port=self.http_port, grpc_port=self.grpc_port,
             metrics_port=self.metrics_port, model_control=self.model_control, models=self.models,

@@ -99,6 +99,8 @@ def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | Non
     onnxruntime = install.backend("onnxruntime") if "onnxruntime" in backends else None
     if onnxruntime is not None and onnxruntime.runtime_version:
         target = target.with_onnxruntime(onnxruntime.runtime_version, f"{onnxruntime.path}: {onnxruntime.how}")
+    elif onnxruntime is not None:  # its models' IR and opsets go unchecked (TK702): say why
+        target = replace(target, notes=(*target.notes, f"onnxruntime backend's ONNX Runtime unknown: {onnxruntime.how}"))
     return target
 
 
