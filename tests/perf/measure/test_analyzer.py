@@ -75,7 +75,10 @@ def test_a_range_comes_back_in_load_order(server: TritonServer, tmp_path: Path) 
 
 def test_request_rate_over_http_with_numpy_input_data(server: TritonServer, tmp_path: Path) -> None:
     data = write_input_data(tmp_path / "inputs.json", [{"INPUT0": np.arange(4, dtype=np.float32) + i} for i in range(3)])
-    spec = _spec(server, url=server.http_url, protocol="http", input_data=data, load=RequestRateRange(40))
+    # Any three windows: whether perf_analyzer calls the rate stable depends on the machine's other work,
+    # not on the HTTP path and the data file this checks.
+    spec = _spec(server, url=server.http_url, protocol="http", input_data=data, load=RequestRateRange(40),
+                 stability_percentage=ACCEPT_ANY_STABILITY_PERCENTAGE)
     facts = check_target(spec)
     assert facts["max_batch_size"] == 8 and facts["inputs"] == ["INPUT0"]
     outcome = PerfAnalyzer(tmp_path).run(spec, "rate")

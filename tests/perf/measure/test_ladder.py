@@ -145,10 +145,12 @@ def test_ladder_stops_after_two_steps_that_break_the_sla(server: TritonServer, t
 def test_a_passing_sla_climbs_every_level(server: TritonServer, tmp_path: Path) -> None:
     result = run_ladder(
         _spec(server), _plan(1, 2, 3), results_dir=tmp_path,
-        sla_check=lambda step: step.latency is not None and step.latency.p99_ms < 10_000,
+        # A step without figures (perf_analyzer could not call it stable beside other test workers) is
+        # not judged a break here, so the ladder retries it with longer windows as it would any other.
+        sla_check=lambda step: step.latency is None or step.latency.p99_ms < 10_000,
     ).result
     assert result.stop_reason == "completed" and len(result.steps) == 3
-    assert result.extra["sla_breaks"] == []
+    assert result.extra["sla_breaks"] == [] and all(step.measured for step in result.steps)
 
 
 def test_ladder_stops_when_throughput_stops_rising(server: TritonServer, tmp_path: Path) -> None:
