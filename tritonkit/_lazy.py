@@ -35,7 +35,6 @@ def lazy_exports(namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Calla
     """
     package = namespace["__name__"]
     names = type_checking_imports(Path(namespace["__file__"]).read_text(encoding="utf-8"))
-    namespace["_LAZY"] = names
 
     def __getattr__(attr: str) -> Any:
         module = names.get(attr)
