@@ -22,6 +22,19 @@ GRID = ["--sla", "p99<=80ms", "--instances", "1,2", "--concurrency", "2,4", "--w
         "--warmup-s", "0.3"]
 
 
+def _why_not(output: str) -> str:
+    """What failed in a co-located sweep's JSON: each failed alone sweep's and joint configuration's
+    reason first (the whole JSON is too long for a failure message to show them), then the output."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return output
+    joint = data.get("joint") or {}
+    reasons = [f"alone {m}: {s.get('error')}" for m, s in (data.get("sweeps") or {}).items() if s.get("error")]
+    reasons += [f"joint {o['name']}: {o['reason']}" for o in joint.get("tried", []) if o.get("reason")]
+    return "\n".join(reasons) + "\n" + output
+
+
 def _cluster_node_ids(cluster: LocalRayCluster) -> set[str]:
     import ray
 
@@ -69,7 +82,7 @@ def test_co_located_models_are_swept_alone_on_the_nodes_then_together_on_one(
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["perf", "sweep", str(repo), "a", "b", *GRID, "--out", str(out),
                                        "--cluster", ray_cluster.address, "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, _why_not(result.output)
     data = json.loads(result.output)
     assert data["separately"] is False and data["joint"]["node"]["node_id"]
     for name in ("a", "b"):

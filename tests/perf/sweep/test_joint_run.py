@@ -24,3 +24,24 @@ def test_the_joint_winner_says_each_models_margin_and_the_margin_required() -> N
     none = JointResult(models=["a"], shares={"a": 1.0}, out_dir=Path("out"), defaults=winner, alone={},
                        alone_together=None, winner=None, tried=[], wall_s=1.0)
     assert none.headroom == {} and none.headroom_text() == ""
+
+
+def test_a_joint_step_is_measured_again_only_when_the_load_generator_failed_not_the_model() -> None:
+    from types import SimpleNamespace
+
+    from tritonkit.errors import StepError
+    from tritonkit.perf.measure.failures import Failure
+    from tritonkit.perf.sweep.joint import _transient
+
+    def ladder(failure: Failure | None) -> SimpleNamespace:
+        return SimpleNamespace(error=None if failure is None else StepError("step failed", failure=failure))
+
+    busy = {"a": ladder(Failure.TIMEOUT), "b": ladder(None)}
+    assert _transient(busy, {"a": "timeout: step failed"})
+    assert _transient({"a": ladder(Failure.NO_REQUESTS), "b": ladder(Failure.KILLED)}, {"a": "x", "b": "y"})
+    # The model's own failure is a verdict: measuring it again would only fail again.
+    assert not _transient({"a": ladder(Failure.TIMEOUT), "b": ladder(Failure.MODEL_ERROR)}, {"a": "x", "b": "y"})
+    # A step that measured but judged nothing (no perf_analyzer error), or a model whose thread raised: no retry.
+    assert not _transient({"a": ladder(None)}, {"a": "no step was measured"})
+    assert not _transient({}, {"a": "RuntimeError: boom"})
+    assert not _transient(busy, {})

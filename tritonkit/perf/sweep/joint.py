@@ -18,7 +18,10 @@ tolerance; the judge's rule, as in ``perf run``). A step meets the SLA only if e
 its own SLA at it; its score is the
 sum of the models' throughputs. The ladder over ``L`` stops at the first
 step that breaks, or when the sum stops rising. A joint configuration whose perf_analyzer runs
-did not all complete is ``failed`` (exit 2), as in the single-model sweep.
+did not all complete is ``failed`` (exit 2), as in the single-model sweep — after one more try of
+the step when the failure was the machine's, not the model's (a step past its time limit, no request
+ended within a window, perf_analyzer killed from outside or failing without a reason): a busy load
+generator is not a verdict on the configuration.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from typing import Any
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec
+from tritonkit.perf.judge.criteria import JudgeSettings
+from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.ladder import LadderResult
 from tritonkit.perf.sweep.driver import climb, failure_reason, step_points
 from tritonkit.perf.sweep.live import LiveModel
@@ -46,6 +51,17 @@ from tritonkit.server import TritonServer
 __all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_dir_name", "joint_load", "joint_shares"]
 
 Say = Callable[[str], None]
+
+#: Failures that say the load generator's machine was too busy, not that the configuration is bad:
+#: a joint step that ends so is measured once more before its configuration is called failed.
+TRANSIENT_FAILURES = frozenset({Failure.TIMEOUT, Failure.NO_REQUESTS, Failure.KILLED, Failure.TOOL_ERROR})
+
+
+def _transient(ladders: Mapping[str, LadderResult], errors: Mapping[str, str]) -> bool:
+    """Whether every failed model of a joint step failed for a reason another try may not meet."""
+    failed = [ladders.get(m) for m in errors]
+    return bool(failed) and all(
+        ladder is not None and getattr(ladder.error, "failure", None) in TRANSIENT_FAILURES for ladder in failed)
 
 
 def joint_shares(models: Sequence[str], shares: Mapping[str, float] | None) -> dict[str, float]:
@@ -189,6 +205,32 @@ class JointMeter:
             thread.join()
         return ladders, errors
 
+    def _judged_step(self, total: float, first: bool, run_dir: Path,
+                     judging: JudgeSettings) -> tuple[dict[str, StepPoint], dict[str, str]]:
+        """One joint step judged per model: its points, or why a model's step measured nothing
+        (a transient failure is measured once more, under ``<run_dir>/retry``)."""
+        ladders, errors = self._step(total, first, run_dir)
+        points = self._points(ladders, errors, judging)
+        if errors and _transient(ladders, errors):
+            self.say(f"  joint step {total:g} failed ({'; '.join(sorted(errors.values()))}); measuring it once more")
+            ladders, errors = self._step(total, first, run_dir / "retry")
+            points = self._points(ladders, errors, judging)
+        return points, errors
+
+    def _points(self, ladders: Mapping[str, LadderResult], errors: dict[str, str],
+                judging: JudgeSettings) -> dict[str, StepPoint]:
+        """Each model's judged point of a joint step; a model without one gets its reason in ``errors``."""
+        points: dict[str, StepPoint] = {}
+        for model, ladder in ladders.items():
+            if ladder.interrupted:
+                raise KeyboardInterrupt
+            judged = step_points(ladder, self.slas[model], judging) if ladder.error is None else []
+            if judged:
+                points[model] = judged[0]
+            else:
+                errors.setdefault(model, failure_reason(ladder))
+        return points
+
     def measure(self, name: str, variants: Mapping[str, Variant]) -> JointOutcome:
         """Load ``variants``, climb the joint ladder, unload; measured once per configuration."""
         outcome = JointOutcome(name, dict(variants))
@@ -210,16 +252,7 @@ class JointMeter:
             flat = 0
             judging = self.settings.judging()
             for index, total in enumerate(self.plan.levels):
-                ladders, errors = self._step(total, index == 0, run_dir)
-                points: dict[str, StepPoint] = {}
-                for model, ladder in ladders.items():
-                    if ladder.interrupted:
-                        raise KeyboardInterrupt
-                    judged = step_points(ladder, self.slas[model], judging) if ladder.error is None else []
-                    if judged:
-                        points[model] = judged[0]
-                    else:
-                        errors.setdefault(model, failure_reason(ladder))
+                points, errors = self._judged_step(total, index == 0, run_dir, judging)
                 if errors:
                     outcome.reason = "; ".join(f"{m}: {e}" for m, e in sorted(errors.items()))
                     break
