@@ -35,6 +35,7 @@ from tritonkit.planner.llm import plan_llm
 from tritonkit.planner.model import ModelOverrides, TransformerShape
 from tritonkit.planner.precision import find_precision, precision_from_torch_dtype
 from tritonkit.planner.result import CapacityPlan
+from tritonkit.planner.search import SearchSpace
 
 if TYPE_CHECKING:
     from tritonkit.planner.measured import Measurement, ServedConfig
@@ -55,7 +56,8 @@ class PlanRequest:
     Measurement: ``from_result`` (a perf ``result.json``), ``model_config`` (its model's
     ``config.pbtxt`` or folder), ``instances_per_gpu`` (without a config). Predictions:
     ``predict_concurrency`` / ``predict_rate`` (levels as ``'8,16'`` or ``'8:32'``),
-    ``predict_instances``, ``predict_window_us``, with ``arrivals`` for request rates.
+    ``predict_instances``, ``predict_window_us``, with ``arrivals`` for request rates. ``search``:
+    search the deployment of an LLM planned without a measurement (see :func:`plan_llm`).
     """
 
     hf_config: Path | None = None
@@ -74,6 +76,7 @@ class PlanRequest:
     predict_instances: Sequence[int] = ()
     predict_window_us: Sequence[int] = ()
     arrivals: str = "constant"
+    search: SearchSpace | None = None
 
     def transformer(self) -> TransformerShape | None:
         """The LLM to plan, or ``None`` when neither a config nor model figures describe one."""
@@ -167,7 +170,7 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
         raise ConfigError(f"--weights-gb must be positive, got {weights_gb}", hint="pass the weights size in GB")
     return plan_llm(model, gpu, precision, request.workload, request.assumptions, measurement=measurement,
                     weights_bytes_override=int(round(weights_gb * 1e9)) if weights_gb is not None else None,
-                    precision_note=precision_note)
+                    precision_note=precision_note, search=request.search)
 
 
 def _with_predictions(request: PlanRequest, plan: CapacityPlan, measurement: Measurement | None) -> CapacityPlan:

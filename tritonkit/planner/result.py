@@ -23,6 +23,7 @@ from tritonkit._fs import atomic_write
 
 if TYPE_CHECKING:
     from tritonkit.planner.predict import PredictionSet
+    from tritonkit.planner.search import DeploymentSearch
 
 __all__ = [
     "BASES",
@@ -89,7 +90,9 @@ class ServingSuggestion:
     LLM (TensorRT-LLM names): ``max_batch_size`` (concurrent sequences the engine schedules),
     ``max_num_tokens`` (tokens per engine iteration: one full prompt plus one token per running
     sequence), ``max_input_len`` / ``max_seq_len``, ``kv_cache_free_gpu_mem_fraction`` (share of
-    the memory left after the weights that the KV cache may take), ``tensor_parallel``.
+    the memory left after the weights that the KV cache may take), ``tensor_parallel``,
+    ``pipeline_parallel``, ``expert_parallel``, ``kv_cache_dtype``, ``enable_chunked_prefill`` and,
+    for a disaggregated deployment, ``disaggregated`` (prefill and decode workers).
     Any model: ``instance_count`` (model instances per GPU), ``max_queue_delay_us`` (dynamic
     batching window; ``None`` for in-flight batching), and the fleet: ``replicas`` and ``gpus``.
     ``notes`` says where each value comes from.
@@ -106,6 +109,12 @@ class ServingSuggestion:
     replicas: int | None = None
     gpus: int | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    kv_cache_dtype: str | None = None
+    enable_chunked_prefill: bool | None = None
+    #: Disaggregated serving: ``prefill_workers``, ``prefill_tensor_parallel``, ``decode_workers``.
+    disaggregated: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``notes`` included)."""
@@ -124,6 +133,7 @@ class CapacityPlan:
     warnings: tuple[str, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
     predictions: PredictionSet | None = None
+    search: DeploymentSearch | None = None
 
     def line(self, key: str) -> PlanLine:
         """The line with JSON key ``key`` (``KeyError`` if the plan has none)."""
@@ -141,6 +151,8 @@ class CapacityPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON view: ``{section: {key: value}}`` plus ``explain`` (unit, basis, note per key)."""
+        from tritonkit.planner.serving_plan import engine_parameters
+
         sections: dict[str, dict[str, Any]] = {}
         explain: dict[str, dict[str, str]] = {}
         for item in self.lines:
@@ -155,6 +167,8 @@ class CapacityPlan:
             "warnings": list(self.warnings),
             "explain": explain,
             **({"predictions": self.predictions.to_dict()} if self.predictions is not None else {}),
+            **({"search": self.search.to_dict()} if self.search is not None else {}),
+            **({"engines": engine_parameters(self)} if self.kind == "llm" else {}),
         }
 
     def to_json(self) -> str:
@@ -180,10 +194,15 @@ class CapacityPlan:
         out.append("")
         out.append("[serving parameters]")
         for key, value in self.suggestion.to_dict().items():
-            if key == "notes" or value is None:
+            if key in ("notes", "disaggregated") or value is None:
                 continue
             note = self.suggestion.notes.get(key, "")
             out.append(f"  {key:<32} {value!s:>10}  {note}".rstrip())
+        if self.search is not None:
+            from tritonkit.planner.pareto import render_search_text
+
+            out.append("")
+            out.append(render_search_text(self.search).rstrip("\n"))
         if self.predictions is not None:
             out.append("")
             out.append(self.predictions.render_text().rstrip("\n"))
