@@ -29,7 +29,7 @@ from tritonkit.planner import (
 )
 from tritonkit.planner.pareto import plot_pareto
 from tritonkit.planner.precision import KV_DTYPES
-from tritonkit.planner.search import SearchSpace
+from tritonkit.planner.search import DeploymentSearch, SearchSpace
 
 _PRECISION_NAMES = [p.name for p in PRECISIONS]
 
@@ -219,7 +219,7 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         search=SearchSpace(kv_dtypes=kv_dtypes if len(kv_dtypes) > 1 else ()) if search else None,
     ))
     if plot is not None:
-        if result.search is None:
+        if not isinstance(result.search, DeploymentSearch):
             raise ConfigError("--plot draws the deployment search, and this plan made none",
                               hint="plan an LLM without --from-result and without --no-search, or leave out --plot")
         plot_pareto(result.search, plot, title=result.title)

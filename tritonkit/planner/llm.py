@@ -50,6 +50,7 @@ from tritonkit.planner.precision import Precision, kv_dtype_bytes
 from tritonkit.planner.result import CapacityPlan, PlanDraft, ServingSuggestion
 from tritonkit.planner.search import DeploymentSearch, SearchSpace
 from tritonkit.planner.search_plan import add_search_lines, run_search, searched_assumptions
+from tritonkit.planner.serving_plan import engine_parameters
 
 if TYPE_CHECKING:  # a measurement comes from perf; the formulas need not import it
     from tritonkit.planner.measured import Measurement
@@ -123,7 +124,7 @@ def plan_llm(
     plan = draft.finish("llm", title, suggestion,
                         {"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
                          "kv_dtype": kv.dtype, "tensor_parallel": tp, "workload": record_dict(w)})
-    return replace(plan, search=found) if found is not None else plan
+    return replace(plan, search=found, engines=engine_parameters(plan))
 
 
 # ---- the steps, in the order plan_llm takes them ------------------------------------------------

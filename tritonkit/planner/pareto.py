@@ -1,4 +1,4 @@
-"""The search's report: best, runner-up and the Pareto curve, as a text table, Markdown or a plot.
+"""The search's report as Markdown or a plot (the text table is :meth:`DeploymentSearch.render_text`).
 
 The curve is output tokens/s per GPU (what a deployment costs) against tokens/s per user (what a
 user sees): moving along it trades one for the other; a point below it is beaten on both.
@@ -10,48 +10,15 @@ from pathlib import Path
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.planner.search import Candidate, DeploymentSearch
+from tritonkit.planner.search import REPORT_COLUMNS, DeploymentSearch, report_rows
 
-__all__ = ["plot_pareto", "render_search_markdown", "render_search_text"]
-
-_COLUMNS = ("deployment", "tok/s/user", "tok/s/GPU", "TTFT ms", "SLA", "fleet at target")
-
-
-def _row(c: Candidate) -> tuple[str, ...]:
-    return (c.label(), f"{c.tokens_per_s_per_user:.1f}", f"{c.tokens_per_s_per_gpu:,.0f}", f"{c.ttft_ms:,.0f}",
-            "meets" if c.meets_sla else "misses", c.fleet_text())
-
-
-def _rows(search: DeploymentSearch) -> list[tuple[str, tuple[str, ...]]]:
-    rows: list[tuple[str, tuple[str, ...]]] = []
-    if search.best is not None:
-        rows.append(("best", _row(search.best)))
-    if search.runner_up is not None:
-        rows.append(("runner-up", _row(search.runner_up)))
-    rows.extend(("pareto", _row(c)) for c in search.pareto)
-    return rows
-
-
-def render_search_text(search: DeploymentSearch) -> str:
-    """A plain-text table: the best, the runner-up, then the Pareto curve (fastest per user first)."""
-    rows = _rows(search)
-    header = ("", *_COLUMNS)
-    table = [header, *[(kind, *cells) for kind, cells in rows]]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    out = [f"[search: {len(search.candidates)} deployments scored, "
-           f"{sum(c.meets_sla for c in search.candidates)} meet the SLA]"]
-    for i, r in enumerate(table):
-        out.append("  " + "  ".join(cell.ljust(widths[j]) if j in (0, 1, 6) else cell.rjust(widths[j])
-                                    for j, cell in enumerate(r)).rstrip())
-        if i == 0:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(out) + "\n"
+__all__ = ["plot_pareto", "render_search_markdown"]
 
 
 def render_search_markdown(search: DeploymentSearch) -> str:
     """The same table in Markdown."""
-    lines = ["| | " + " | ".join(_COLUMNS) + " |", "|---|" + "---|" * len(_COLUMNS)]
-    lines += [f"| {kind} | " + " | ".join(cells) + " |" for kind, cells in _rows(search)]
+    lines = ["| | " + " | ".join(REPORT_COLUMNS) + " |", "|---|" + "---|" * len(REPORT_COLUMNS)]
+    lines += [f"| {kind} | " + " | ".join(cells) + " |" for kind, cells in report_rows(search)]
     return "\n".join(lines) + "\n"
 
 

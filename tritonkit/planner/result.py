@@ -17,19 +17,19 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tritonkit._fs import atomic_write
 
 if TYPE_CHECKING:
     from tritonkit.planner.predict import PredictionSet
-    from tritonkit.planner.search import DeploymentSearch
 
 __all__ = [
     "BASES",
     "CapacityPlan",
     "PlanDraft",
     "PlanLine",
+    "SearchReport",
     "ServingSuggestion",
 ]
 
@@ -121,6 +121,14 @@ class ServingSuggestion:
         return asdict(self)
 
 
+class SearchReport(Protocol):
+    """What a plan keeps of a deployment search (:class:`tritonkit.planner.search.DeploymentSearch`)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def render_text(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class CapacityPlan:
     """A finished plan: titled lines by section, the serving suggestion, warnings, the inputs, and
@@ -133,7 +141,10 @@ class CapacityPlan:
     warnings: tuple[str, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
     predictions: PredictionSet | None = None
-    search: DeploymentSearch | None = None
+    #: The deployment search that chose this plan's configuration (an LLM planned with ``search=``).
+    search: SearchReport | None = None
+    #: Each engine's serving parameters (:func:`tritonkit.planner.serving_plan.engine_parameters`).
+    engines: dict[str, Any] | None = None
 
     def line(self, key: str) -> PlanLine:
         """The line with JSON key ``key`` (``KeyError`` if the plan has none)."""
@@ -151,8 +162,6 @@ class CapacityPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON view: ``{section: {key: value}}`` plus ``explain`` (unit, basis, note per key)."""
-        from tritonkit.planner.serving_plan import engine_parameters
-
         sections: dict[str, dict[str, Any]] = {}
         explain: dict[str, dict[str, str]] = {}
         for item in self.lines:
@@ -168,7 +177,7 @@ class CapacityPlan:
             "explain": explain,
             **({"predictions": self.predictions.to_dict()} if self.predictions is not None else {}),
             **({"search": self.search.to_dict()} if self.search is not None else {}),
-            **({"engines": engine_parameters(self)} if self.kind == "llm" else {}),
+            **({"engines": self.engines} if self.engines is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -199,10 +208,8 @@ class CapacityPlan:
             note = self.suggestion.notes.get(key, "")
             out.append(f"  {key:<32} {value!s:>10}  {note}".rstrip())
         if self.search is not None:
-            from tritonkit.planner.pareto import render_search_text
-
             out.append("")
-            out.append(render_search_text(self.search).rstrip("\n"))
+            out.append(self.search.render_text().rstrip("\n"))
         if self.predictions is not None:
             out.append("")
             out.append(self.predictions.render_text().rstrip("\n"))

@@ -40,7 +40,8 @@ from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.placement import kv_dtype_for, reserve_per_gpu, weights_for
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 
-__all__ = ["Candidate", "DeploymentSearch", "SearchSpace", "pareto_front", "search_deployments"]
+__all__ = ["REPORT_COLUMNS", "Candidate", "DeploymentSearch", "SearchSpace", "pareto_front", "report_rows",
+           "search_deployments"]
 
 _BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 #: Prefill workers are sized to stay at or below this utilisation when the TTFT allows no better:
@@ -150,6 +151,40 @@ class DeploymentSearch:
             "pareto": [c.to_dict() for c in self.pareto],
             "notes": list(self.notes),
         }
+
+    def render_text(self) -> str:
+        """A plain-text table: the best, the runner-up, then the Pareto curve (fastest per user first)."""
+        header = ("", *REPORT_COLUMNS)
+        table = [header, *[(kind, *cells) for kind, cells in report_rows(self)]]
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        out = [f"[search: {len(self.candidates)} deployments scored, "
+               f"{sum(c.meets_sla for c in self.candidates)} meet the SLA]"]
+        for i, r in enumerate(table):
+            out.append("  " + "  ".join(cell.ljust(widths[j]) if j in (0, 1, 6) else cell.rjust(widths[j])
+                                        for j, cell in enumerate(r)).rstrip())
+            if i == 0:
+                out.append("  " + "  ".join("-" * w for w in widths))
+        return "\n".join(out) + "\n"
+
+
+#: The columns of the search's report (text, Markdown).
+REPORT_COLUMNS = ("deployment", "tok/s/user", "tok/s/GPU", "TTFT ms", "SLA", "fleet at target")
+
+
+def _report_row(c: Candidate) -> tuple[str, ...]:
+    return (c.label(), f"{c.tokens_per_s_per_user:.1f}", f"{c.tokens_per_s_per_gpu:,.0f}", f"{c.ttft_ms:,.0f}",
+            "meets" if c.meets_sla else "misses", c.fleet_text())
+
+
+def report_rows(search: DeploymentSearch) -> list[tuple[str, tuple[str, ...]]]:
+    """The report's rows: ``("best" | "runner-up" | "pareto", cells)``."""
+    rows: list[tuple[str, tuple[str, ...]]] = []
+    if search.best is not None:
+        rows.append(("best", _report_row(search.best)))
+    if search.runner_up is not None:
+        rows.append(("runner-up", _report_row(search.runner_up)))
+    rows.extend(("pareto", _report_row(c)) for c in search.pareto)
+    return rows
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from tritonkit.errors import ConfigError
 if TYPE_CHECKING:
     from tritonkit.planner.result import CapacityPlan
 
-__all__ = ["PlanServing", "engine_parameters", "read_plan"]
+__all__ = ["PlanServing", "engine_parameters", "merge_plan", "read_plan"]
 
 
 def engine_parameters(plan: CapacityPlan) -> dict[str, Any]:
@@ -131,3 +131,30 @@ def read_plan(path: str | Path) -> PlanServing:
         chunked_context=build.get("enable_chunked_context"),
         gpu_memory_utilization=vllm.get("gpu_memory_utilization"),
     )
+
+
+def merge_plan(plan: PlanServing, values: dict[str, Any], explicit: set[str], names: dict[str, str]
+               ) -> tuple[dict[str, Any], list[str]]:
+    """A builder's option values with the plan's filled in: ``names`` maps a :class:`PlanServing` field to
+    the builder's option (parameter name); an option in ``explicit`` (given on the command line) wins
+    over the plan. Returns the merged values and one line per option the plan touched, saying which won."""
+    merged = dict(values)
+    said: list[str] = []
+    for field_name, value in plan.given().items():
+        option = names.get(field_name)
+        if option is None:
+            continue
+        flag = "--" + option.replace("_", "-")
+        if option in explicit:
+            if merged.get(option) != value:
+                said.append(f"{flag} {_show(merged.get(option))} (given) wins over the plan's {_show(value)}")
+            continue
+        merged[option] = value
+        said.append(f"{flag} {_show(value)} from the plan")
+    return merged, said
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
