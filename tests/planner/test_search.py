@@ -137,3 +137,33 @@ def test_without_a_target_the_search_ranks_by_tokens_per_gpu() -> None:
     found = search_deployments(_model("llama-3-8b"), H200, BF16, Workload(tokens_per_s_per_user=20))
     assert found.best is not None and found.best.gpus is None
     assert found.best.tokens_per_s_per_gpu == max(c.tokens_per_s_per_gpu for c in found.candidates if c.meets_sla)
+
+
+def test_an_edge_board_is_searched_without_disaggregation_and_the_report_renders_as_markdown() -> None:
+    from tritonkit.planner.hf_config import model_from_values
+    from tritonkit.planner.model import ModelOverrides
+    from tritonkit.planner.pareto import render_search_markdown
+
+    model = model_from_values(ModelOverrides(num_layers=32, num_kv_heads=32, head_dim=128, total_params=7 * 10**9))
+    found = search_deployments(model, find_gpu("JETSON-ORIN-64GB"), find_precision("q4_k_m"),
+                               Workload(input_tokens=512, output_tokens=256, tokens_per_s_per_user=10),
+                               weights_override=4 * 10**9)
+    assert found.best is not None and {c.mode for c in found.candidates} == {"aggregated"}
+    assert {c.tensor_parallel for c in found.candidates} == {1}
+    table = render_search_markdown(found)
+    assert table.splitlines()[0].startswith("| | deployment | tok/s/user")
+    assert f"| best | {found.best.label()} |" in table
+    assert table.count("| pareto |") == len(found.pareto)
+
+
+def test_the_pareto_plot_is_written_as_svg_and_an_unknown_format_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tritonkit.errors import ConfigError
+    from tritonkit.planner.pareto import plot_pareto
+
+    found = search_deployments(_model("llama-3-8b"), H200, BF16, Workload(tokens_per_s_per_user=20))
+    svg = plot_pareto(found, tmp_path / "curve.svg", title="llama-3-8b on H200")
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and "Pareto curve" in text
+    with pytest.raises(ConfigError, match="cannot write a .txt plot"):
+        plot_pareto(found, tmp_path / "curve.txt")
+    assert not (tmp_path / "curve.txt").exists()

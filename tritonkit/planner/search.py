@@ -9,7 +9,7 @@ its all-reduces, chunked prefill or not, MoE expert parallelism):
   cache holds;
 * **aggregated** serving (prefill and decode on the same GPUs, with chunked prefill or without)
   and **disaggregated** serving (prefill workers hand their KV cache to decode workers; the
-  ratio of the two is sized for the load);
+  ratio of the two is sized for the load; not on an edge board, which has no fabric to hand it over);
 * **KV-cache dtype**, where the caller allows more than one;
 * **expert parallelism** = TP for a MoE model.
 
@@ -40,13 +40,13 @@ from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.placement import kv_dtype_for, reserve_per_gpu, weights_for
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 
-__all__ = ["REPORT_COLUMNS", "Candidate", "DeploymentSearch", "SearchSpace", "pareto_front", "report_rows",
+__all__ = ["PREFILL_RHO_MAX", "REPORT_COLUMNS", "Candidate", "DeploymentSearch", "SearchSpace", "pareto_front", "report_rows",
            "search_deployments"]
 
 _BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 #: Prefill workers are sized to stay at or below this utilisation when the TTFT allows no better:
 #: the M/D/1 wait grows without bound towards 1.
-_PREFILL_RHO_MAX = 0.9
+PREFILL_RHO_MAX = 0.9
 #: How far past the throughput-minimum the search adds replicas to bring the TTFT under the SLA.
 _MAX_EXTRA_FACTOR = 4
 
@@ -284,12 +284,12 @@ def _disaggregated(s: _Setting, tp: int, ep: int, kv: str, prefill_tp: int, batc
     kv_bytes = s.model.kv_bytes_per_token(kv_dtype_bytes(kv)) * s.mean_in
     transfer = kv_bytes / (INTER_NODE_GB_S * 1e9 * prefill_tp)
     ttft = s_p + transfer + step
-    prefill_gpus_per_worker = qps_d * s_p * prefill_tp / _PREFILL_RHO_MAX
+    prefill_gpus_per_worker = qps_d * s_p * prefill_tp / PREFILL_RHO_MAX
     per_gpu = qps_d * s.mean_out / (tp + prefill_gpus_per_worker)
     workers = p_workers = gpus = None
     if target is not None:
         workers = max(1, math.ceil(round(target / qps_d, 9)))
-        p_workers = max(1, math.ceil(target * s_p / _PREFILL_RHO_MAX))
+        p_workers = max(1, math.ceil(target * s_p / PREFILL_RHO_MAX))
         ttft = md1_wait_s(target / p_workers, s_p) + s_p + transfer + step
         limit = p_workers * _MAX_EXTRA_FACTOR + 8
         while s.workload.ttft_ms is not None and ttft * 1000 > s.workload.ttft_ms and p_workers < limit:
@@ -346,7 +346,7 @@ def search_deployments(model: TransformerShape, gpu: GpuSpec, precision: Precisi
                 for batch in (b for b in space.batches if b <= limit):
                     candidates.extend(_aggregated(s, tp, pp, ep, kv, chunked, batch, target)
                                       for chunked in space.chunked_prefill)
-                    if space.disaggregated and pp == 1:
+                    if space.disaggregated and pp == 1 and gpu.kind != "edge":
                         best_d = _best_disaggregated(s, tp, ep, kv, prefill_tps, batch, target)
                         if best_d is not None:
                             candidates.append(best_d)

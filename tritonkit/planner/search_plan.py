@@ -13,10 +13,17 @@ from dataclasses import replace
 from tritonkit.errors import PlanError
 from tritonkit.planner.capacity import PlanAssumptions, Workload
 from tritonkit.planner.catalogue import GpuSpec
+from tritonkit.planner.costs import INTER_NODE_GB_S
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.precision import Precision
 from tritonkit.planner.result import PlanDraft
-from tritonkit.planner.search import Candidate, DeploymentSearch, SearchSpace, search_deployments
+from tritonkit.planner.search import (
+    PREFILL_RHO_MAX,
+    Candidate,
+    DeploymentSearch,
+    SearchSpace,
+    search_deployments,
+)
 
 __all__ = ["add_search_lines", "run_search", "searched_assumptions"]
 
@@ -73,6 +80,10 @@ def add_search_lines(draft: PlanDraft, found: DeploymentSearch, w: Workload, a: 
         r = found.runner_up
         add("search", "runner_up", "runner-up (another configuration)", r.label(), "", "theory",
             f"{r.fleet_text()}; {r.tokens_per_s_per_user:.1f} tok/s per user, {r.tokens_per_s_per_gpu:,.0f} tok/s per GPU")
+    add("search", "search_assumptions", "queueing and hand-over", "M/D/1", "", "assumption",
+        f"TTFT waits in an M/D/1 prefill queue at the load; disaggregated prefill workers sized at ≤ "
+        f"{PREFILL_RHO_MAX:.0%} utilisation and hand the KV cache over at {INTER_NODE_GB_S:g} GB/s per GPU "
+        "(one 400 Gb/s port)")
     for note in found.notes:
         draft.warnings.append(note)
     add("walls", "concurrent_sequences", "concurrent sequences per worker", best.batch, "sequences", "theory",
