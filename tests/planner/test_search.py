@@ -167,3 +167,13 @@ def test_the_pareto_plot_is_written_as_svg_and_an_unknown_format_is_refused(tmp_
     with pytest.raises(ConfigError, match="cannot write a .txt plot"):
         plot_pareto(found, tmp_path / "curve.txt")
     assert not (tmp_path / "curve.txt").exists()
+
+
+def test_a_given_efficiency_derates_the_searched_fleet() -> None:
+    llama70 = _model("llama-3-70b")
+    plain = plan_llm(llama70, H200, BF16, SLA_30_MS, search=SearchSpace())
+    derated = plan_llm(llama70, H200, BF16, SLA_30_MS, PlanAssumptions(efficiency=0.5), search=SearchSpace())
+    assert plain.value("efficiency") == 1.0 and derated.value("efficiency") == 0.5
+    assert derated.line("efficiency").basis == "input"
+    assert derated.value("gpus_needed") > plain.value("gpus_needed")
+    assert derated.value("gpus_recommended") >= derated.value("gpus_needed")

@@ -108,6 +108,11 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
 @click.option("--search/--no-search", default=True, show_default=True,
               help="LLM without --from-result: search TP, batch, aggregated or disaggregated serving and the KV "
                    "dtypes allowed for the fewest GPUs under the SLA (--no-search: the smallest TP, walls alone).")
+@click.option("--performance-model", type=click.Choice(["auto", "own", "aiconfigurator"]),
+              default=field_default(PlanRequest, "performance_model"), show_default=True,
+              help="Who answers the search: own (the planner's), aiconfigurator (NVIDIA's AIConfigurator/AISimulate, "
+                   "installed in its own venv: TRITONKIT_AICONFIGURATOR or PATH), or auto (NVIDIA's where installed "
+                   "and covering the GPU and precision, else own). The plan says which answered.")
 @click.option("--plot", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Write the search's Pareto curve (tokens/s per GPU against tokens/s per user) to this .png/.svg/.pdf.")
 # workload
@@ -155,7 +160,7 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
 @click.option("--out", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Also write the plan as JSON to this file.")
 def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_result: Path | None, as_json: bool,
-         out: Path | None, search: bool, plot: Path | None, **o: Any) -> None:
+         out: Path | None, search: bool, plot: Path | None, performance_model: str, **o: Any) -> None:
     """Size a deployment: weights, KV cache, walls, GPUs for a target QPS, serving parameters.
 
     Every number is printed with its unit, its basis (input, datasheet, assumption, theory,
@@ -217,6 +222,7 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         predict_concurrency=o["predict_concurrency"], predict_rate=o["predict_rate"],
         predict_instances=o["predict_instances"], predict_window_us=o["predict_window_us"], arrivals=o["arrivals"],
         search=SearchSpace(kv_dtypes=kv_dtypes if len(kv_dtypes) > 1 else ()) if search else None,
+        performance_model=performance_model,
     ))
     if plot is not None:
         if not isinstance(result.search, DeploymentSearch):

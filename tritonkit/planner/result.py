@@ -29,6 +29,7 @@ __all__ = [
     "CapacityPlan",
     "PlanDraft",
     "PlanLine",
+    "Report",
     "SearchReport",
     "ServingSuggestion",
 ]
@@ -121,10 +122,14 @@ class ServingSuggestion:
         return asdict(self)
 
 
-class SearchReport(Protocol):
-    """What a plan keeps of a deployment search (:class:`tritonkit.planner.search.DeploymentSearch`)."""
+class Report(Protocol):
+    """What a plan keeps of a search or an outside model's answer: its JSON view."""
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+class SearchReport(Report, Protocol):
+    """What a plan keeps of a deployment search (:class:`tritonkit.planner.search.DeploymentSearch`)."""
 
     def render_text(self) -> str: ...
 
@@ -145,6 +150,8 @@ class CapacityPlan:
     search: SearchReport | None = None
     #: Each engine's serving parameters (:func:`tritonkit.planner.serving_plan.engine_parameters`).
     engines: dict[str, Any] | None = None
+    #: What NVIDIA's performance model answered, when it did (:mod:`tritonkit.planner.external`).
+    external: Report | None = None
 
     def line(self, key: str) -> PlanLine:
         """The line with JSON key ``key`` (``KeyError`` if the plan has none)."""
@@ -178,6 +185,7 @@ class CapacityPlan:
             **({"predictions": self.predictions.to_dict()} if self.predictions is not None else {}),
             **({"search": self.search.to_dict()} if self.search is not None else {}),
             **({"engines": self.engines} if self.engines is not None else {}),
+            **({"performance_model": self.external.to_dict()} if self.external is not None else {}),
         }
 
     def to_json(self) -> str:

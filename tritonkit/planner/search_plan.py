@@ -37,6 +37,9 @@ def run_search(model: TransformerShape, gpu: GpuSpec, precision: Precision, work
         space = replace(space, tensor_parallel=(a.tensor_parallel,))
     if a.kv_dtype is not None and not space.kv_dtypes:
         space = replace(space, kv_dtypes=(a.kv_dtype,))
+    if a.efficiency is not None and workload.target_qps is not None:
+        # a given η still derates: each deployment is sized for target / η
+        workload = replace(workload, target_qps=workload.target_qps / a.efficiency)
     found = search_deployments(model, gpu, precision, workload, a, space, weights_override=weights_override,
                                mean_in=mean_in, mean_out=mean_out)
     if found.best is None:
@@ -110,9 +113,13 @@ def _fleet_lines(draft: PlanDraft, found: DeploymentSearch, best: Candidate, w: 
                  ) -> dict[str, int]:
     add = draft.add
     assert best.gpus is not None and best.workers is not None and w.target_qps is not None
-    add("fleet", "efficiency", "efficiency η", 1.0, "", "theory",
-        "the search sizes each configuration at the target load with its prefill queue in the TTFT; the "
-        "headroom below is kept on top")
+    if a.efficiency is not None:
+        add("fleet", "efficiency", "efficiency η", a.efficiency, "", "input",
+            f"given (--efficiency): each deployment sized for {w.target_qps:g} / {a.efficiency:g} req/s")
+    else:
+        add("fleet", "efficiency", "efficiency η", 1.0, "", "theory",
+            "the search sizes each configuration at the target load with its prefill queue in the TTFT; the "
+            "headroom below is kept on top; --efficiency to derate")
     add("fleet", "replicas_needed", "workers needed", best.workers + (best.prefill_workers or 0), "workers", "theory",
         best.fleet_text())
     add("fleet", "gpus_needed", "GPUs needed", best.gpus, "GPUs", "theory", best.fleet_text())
@@ -120,8 +127,9 @@ def _fleet_lines(draft: PlanDraft, found: DeploymentSearch, best: Candidate, w: 
         "rule of thumb: keep 20–30 % spare for bursts and a lost replica; --headroom")
     spare = found.best_with_headroom
     recommended = max(spare.gpus or best.gpus, best.gpus) if spare is not None else best.gpus
+    sized_for = (found.target_qps or w.target_qps) / (1 - a.headroom)
     add("fleet", "gpus_recommended", "GPUs recommended", recommended, "GPUs", "theory",
-        f"the same deployment sized for {w.target_qps / (1 - a.headroom):.4g} req/s: "
+        f"the same deployment sized for {sized_for:.4g} req/s: "
         f"{spare.fleet_text() if spare is not None else best.fleet_text()}")
     workers = (spare.workers if spare is not None and spare.workers is not None else best.workers)
     return {"replicas": workers, "gpus": recommended}
