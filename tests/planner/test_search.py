@@ -53,6 +53,7 @@ def test_tp_pins_the_search_and_a_list_of_kv_dtypes_is_searched() -> None:
     assert {c.tensor_parallel for c in plan.search.candidates if c.mode == "aggregated"} == {4}
     assert {c.kv_dtype for c in plan.search.candidates} == {"bf16", "fp8"}
     assert plan.value("tensor_parallel") == 4
+    assert "chosen by the search (allowed: bf16, fp8" in plan.line("kv_bytes_per_token").note
 
 
 def test_the_pareto_curve_holds_no_point_another_beats_on_both_axes() -> None:

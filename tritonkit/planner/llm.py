@@ -106,7 +106,11 @@ def plan_llm(
     rate_tflops = _describe_hardware(draft, gpu, precision, tp, tp_note)
     lengths = _describe_workload(draft, w)
     weights = _weights(draft, model, precision, tp, weights_bytes_override)
-    kv = _kv_cache(draft, model, a, precision, tp, lengths)
+    kv_note = None
+    if found is not None and (assumptions is None or assumptions.kv_dtype is None):
+        allowed = sorted({c.kv_dtype for c in found.candidates})
+        kv_note = f"chosen by the search (allowed: {', '.join(allowed)}; --kv-dtype to offer more)"
+    kv = _kv_cache(draft, model, a, precision, tp, lengths, kv_note)
     memory = _memory_budget(draft, model, gpu, precision, a, w, lengths, tp, weights, kv)
     replica = _roofline(draft, model, gpu, precision, a, tp, rate_tflops, lengths, kv, weights_bytes_override)
     if found is None:
@@ -279,10 +283,11 @@ def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp
 
 
 def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, precision: Precision, tp: int,
-              lengths: _Lengths) -> _KvCache:
+              lengths: _Lengths, dtype_note: str | None = None) -> _KvCache:
     """The KV cache per token and per mean sequence; KV heads fewer than TP are replicated (a warning)."""
     add = draft.add
     kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
+    kv_dtype_note = dtype_note or kv_dtype_note
     kv_elem = kv_dtype_bytes(kv_dtype)
     if model.num_kv_heads < tp:
         draft.warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
