@@ -18,7 +18,7 @@ import math
 import time
 
 from tritonkit.planner import PlanAssumptions
-from tritonkit.planner.published import PUBLISHED_CASES, CaseCheck, check_case
+from tritonkit.planner.published import LATENCY_CASES, PUBLISHED_CASES, CaseCheck, check_case, check_latency
 
 
 def _spread(checks: list[CaseCheck]) -> float:
@@ -42,9 +42,11 @@ def main() -> None:
                 grid.append({"bandwidth_efficiency": bw, "compute_efficiency": cp,
                              "mean_abs_log_ratio": round(_spread([check_case(c, a, copies=args.copies)
                                                                   for c in PUBLISHED_CASES]), 3)})
+    latency = [{"case": c.describe(), "source": c.source, "planned_over_published": round(check_latency(c), 2)}
+               for c in LATENCY_CASES]
     if args.json:
         print(json.dumps({"cases": [c.to_dict() for c in checks], "mean_abs_log_ratio": round(_spread(checks), 3),
-                          "plan_seconds": round(elapsed_s, 2), "grid": grid}, indent=2))
+                          "plan_seconds": round(elapsed_s, 2), "grid": grid, "first_token": latency}, indent=2))
         return
     print(f"{'case':<72} {'published':>9} {'planned':>7} {'ratio':>6}  deployment")
     for c in checks:
@@ -53,6 +55,9 @@ def main() -> None:
     print(f"\nmean |log ratio| {_spread(checks):.3f}; worst ratio {max(checks, key=lambda c: abs(math.log(c.ratio))).ratio:.2f}; "
           f"{len(checks)} plans in {elapsed_s:.2f} s")
     print(f"source: {PUBLISHED_CASES[0].source}")
+    print(f"\nfirst-token latency (planned prefill / published), source: {LATENCY_CASES[0].source}")
+    for row in latency:
+        print(f"  {row['case']:<72} {row['planned_over_published']:>6.2f}")
     for row in grid:
         print(f"  bandwidth {row['bandwidth_efficiency']:.2f} compute {row['compute_efficiency']:.2f}: "
               f"{row['mean_abs_log_ratio']:.3f}")

@@ -9,8 +9,13 @@ maximum throughput (no latency bound), so the planner is asked for a batch workl
 published GPUs (:func:`check_case`). The model shapes are the public ``config.json`` values of the
 checkpoints the rows name.
 
+:data:`LATENCY_CASES` hold the prefill (the context phase, which emits the first token) to the
+older "Low Latency" table of the same document (TensorRT-LLM v0.5, batch 1, output length 1:
+first-token latency) — the latency side of the model, where the throughput rows say nothing.
+
 ``benchmarks/planner_published.py`` prints the comparison; ``tests/planner/test_published.py``
-holds every case within 2× and the default efficiencies to them.
+holds every throughput case and the long-prompt latency cases within 2×, and the default
+efficiencies to them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.precision import find_precision
 from tritonkit.planner.search import SearchSpace, search_deployments
 
-__all__ = ["PUBLISHED_CASES", "PERF_OVERVIEW", "CaseCheck", "PublishedCase", "check_case"]
+__all__ = ["LATENCY_CASES", "PUBLISHED_CASES", "PERF_OVERVIEW", "PERF_V05", "CaseCheck", "PublishedCase",
+           "PublishedLatency", "check_case", "check_latency"]
 
 PERF_OVERVIEW = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit 00f37686 (v1.0 tables; "
                  "https://nvidia.github.io/TensorRT-LLM/performance/perf-overview.html)")
@@ -37,6 +43,11 @@ def _dense(name: str, layers: int, heads: int, kv_heads: int, hidden: int, param
                             params_basis="given (published parameter count)", hidden_size=hidden, source=source)
 
 
+PERF_V05 = ("NVIDIA/TensorRT-LLM docs/source/performance.md at commit 138f96d4 ('Low Latency' tables, data from "
+            "TensorRT-LLM v0.5: batch 1, first-token latency)")
+
+LLAMA_2_7B = _dense("Llama-2-7B", 32, 32, 32, 4096, 6_738_415_616, "meta-llama/Llama-2-7b-hf config.json")
+LLAMA_2_70B = _dense("Llama-2-70B", 80, 64, 8, 8192, 68_976_648_192, "meta-llama/Llama-2-70b-hf config.json")
 LLAMA_31_8B = _dense("Llama-3.1-8B", 32, 32, 8, 4096, 8_030_261_248, "meta-llama/Llama-3.1-8B-Instruct config.json")
 LLAMA_33_70B = _dense("Llama-3.3-70B", 80, 64, 8, 8192, 70_553_706_496,
                       "meta-llama/Llama-3.3-70B-Instruct config.json")
@@ -117,3 +128,46 @@ def check_case(case: PublishedCase, assumptions: PlanAssumptions | None = None, 
                                space, mean_in=case.input_tokens, mean_out=case.output_tokens)
     assert found.best is not None and found.best.gpus is not None
     return CaseCheck(case, copies, case.gpus * copies, found.best.gpus, found.best.label())
+
+
+@dataclass(frozen=True)
+class PublishedLatency:
+    """A published first-token latency at batch 1: ``model`` on ``tensor_parallel`` × ``gpu``, ``input_tokens`` in."""
+
+    model: TransformerShape
+    gpu: str
+    precision: str
+    tensor_parallel: int
+    input_tokens: int
+    first_token_ms: float
+    source: str = PERF_V05
+
+    def describe(self) -> str:
+        return (f"{self.model.name} {self.precision.upper()} on {self.gpu} TP{self.tensor_parallel}, "
+                f"{self.input_tokens} tokens in: first token {self.first_token_ms:g} ms")
+
+
+LATENCY_CASES: tuple[PublishedLatency, ...] = (
+    PublishedLatency(LLAMA_2_7B, "H100-SXM", "fp8", 1, 128, 7),
+    PublishedLatency(LLAMA_2_7B, "H100-SXM", "fp8", 1, 2048, 36),
+    PublishedLatency(LLAMA_2_70B, "H100-SXM", "fp8", 4, 128, 26),
+    PublishedLatency(LLAMA_2_70B, "H100-SXM", "fp8", 4, 2048, 109),
+    PublishedLatency(LLAMA_2_7B, "A100-80GB", "fp16", 1, 128, 16),
+    PublishedLatency(LLAMA_2_7B, "A100-80GB", "fp16", 1, 2048, 133),
+    PublishedLatency(LLAMA_2_70B, "A100-80GB", "fp16", 4, 128, 47),
+    PublishedLatency(LLAMA_2_70B, "A100-80GB", "fp16", 4, 2048, 377),
+)
+
+
+def check_latency(case: PublishedLatency, assumptions: PlanAssumptions | None = None) -> float:
+    """The plan's prefill of the case's prompt (TP all-reduces included) over the published first-token latency."""
+    from tritonkit.planner.llm_roofline import build_replica
+    from tritonkit.planner.precision import kv_dtype_bytes
+
+    precision = find_precision(case.precision)
+    kv = case.model.kv_bytes_per_token(kv_dtype_bytes("fp8" if case.precision == "fp8" else "fp16"),
+                                       case.tensor_parallel)
+    replica = build_replica(case.model, find_gpu(case.gpu), precision, assumptions or PlanAssumptions(),
+                            tensor_parallel=case.tensor_parallel, kv_per_token=kv, input_tokens=case.input_tokens,
+                            output_tokens=1, weights_override=None)
+    return replica.prefill_s() * 1000 / case.first_token_ms
