@@ -257,3 +257,14 @@ def test_a_kv_dtype_choice_without_a_search_and_a_plot_without_one_exit_2() -> N
     assert code == 2 and "--plot" in out
     code, out = _run("--hf-config", LLAMA3, "--gpu", "H200", "--kv-dtype", "fp4")
     assert code == 2 and "fp16,fp8" in out
+
+
+def test_plan_as_markdown_has_a_table_per_section_and_the_search_table() -> None:
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "L40S", "--qps", "10", "--tokens-per-s", "25", "--markdown")
+    assert code == 0, out
+    assert out.startswith("# Capacity plan: ")
+    assert "## memory" in out and "| quantity | value | basis | how |" in out
+    assert "## serving parameters" in out and "| max_batch_size |" in out
+    assert "## search" in out and "| best | agg " in out and "| pareto |" in out
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "L40S", "--markdown", "--json")
+    assert code == 2 and "pass one of them" in out

@@ -157,10 +157,12 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
               help="The plan JSON a predicting 'tritonkit plan ... --out' wrote.")
 # output
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--markdown", is_flag=True, help="Print the plan as Markdown (a table per section, the search's table).")
 @click.option("--out", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Also write the plan as JSON to this file.")
 def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_result: Path | None, as_json: bool,
-         out: Path | None, search: bool, plot: Path | None, performance_model: str, **o: Any) -> None:
+         out: Path | None, search: bool, plot: Path | None, performance_model: str, markdown: bool,
+         **o: Any) -> None:
     """Size a deployment: weights, KV cache, walls, GPUs for a target QPS, serving parameters.
 
     Every number is printed with its unit, its basis (input, datasheet, assumption, theory,
@@ -180,6 +182,8 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
       tritonkit plan --check runs/later/result.json --predictions plan.json
       tritonkit plan --list-gpus
     """
+    if as_json and markdown:
+        raise ConfigError("--json and --markdown both choose the output", hint="pass one of them")
     if list_gpus:
         if as_json:
             echo_json([g.to_dict() for g in GPUS])
@@ -234,7 +238,7 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
     if as_json:
         echo_json(result.to_dict())
     else:
-        click.echo(result.render_text(), nl=False)
+        click.echo(result.render_markdown() if markdown else result.render_text(), nl=False)
         if out is not None:
             click.echo(f"\nplan written to {out}")
         if plot is not None:

@@ -10,16 +10,14 @@ from pathlib import Path
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError
-from tritonkit.planner.search import REPORT_COLUMNS, DeploymentSearch, report_rows
+from tritonkit.planner.search import DeploymentSearch
 
 __all__ = ["plot_pareto", "render_search_markdown"]
 
 
 def render_search_markdown(search: DeploymentSearch) -> str:
-    """The same table in Markdown."""
-    lines = ["| | " + " | ".join(REPORT_COLUMNS) + " |", "|---|" + "---|" * len(REPORT_COLUMNS)]
-    lines += [f"| {kind} | " + " | ".join(cells) + " |" for kind, cells in report_rows(search)]
-    return "\n".join(lines) + "\n"
+    """The search's table in Markdown (:meth:`DeploymentSearch.render_markdown`)."""
+    return search.render_markdown()
 
 
 def plot_pareto(search: DeploymentSearch, path: str | Path, *, title: str = "") -> Path:

@@ -133,6 +133,12 @@ class SearchReport(Report, Protocol):
 
     def render_text(self) -> str: ...
 
+    def render_markdown(self) -> str: ...
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
 
 @dataclass(frozen=True)
 class CapacityPlan:
@@ -194,6 +200,24 @@ class CapacityPlan:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_dict` as JSON atomically (temp file in the same folder, then ``os.replace``)."""
         return atomic_write(path, self.to_json())
+
+    def render_markdown(self) -> str:
+        """The plan as Markdown: a table per section (quantity, value, basis, how), the serving parameters,
+        the search's table, the warnings."""
+        out: list[str] = [f"# {self.title}"]
+        for section in self.sections():
+            out += ["", f"## {section}", "", "| quantity | value | basis | how |", "|---|---:|---|---|"]
+            out += [f"| {_cell(i.label)} | {_cell(i.value_text())} | {i.basis} | {_cell(i.note)} |"
+                    for i in self.lines if i.section == section]
+        out += ["", "## serving parameters", "", "| parameter | value | why |", "|---|---:|---|"]
+        out += [f"| {key} | {value} | {_cell(self.suggestion.notes.get(key, ''))} |"
+                for key, value in self.suggestion.to_dict().items()
+                if key not in ("notes", "disaggregated") and value is not None]
+        if self.search is not None:
+            out += ["", "## search", "", self.search.render_markdown().rstrip("\n")]
+        if self.warnings:
+            out += ["", "## warnings", "", *[f"- {_cell(w)}" for w in self.warnings]]
+        return "\n".join(out) + "\n"
 
     def render_text(self) -> str:
         """A plain-text table: quantity, value with unit, basis, and how it was obtained."""

@@ -167,6 +167,13 @@ class DeploymentSearch:
         return "\n".join(out) + "\n"
 
 
+    def render_markdown(self) -> str:
+        """The same table in Markdown."""
+        lines = ["| | " + " | ".join(REPORT_COLUMNS) + " |", "|---|" + "---|" * len(REPORT_COLUMNS)]
+        lines += [f"| {kind} | " + " | ".join(cells) + " |" for kind, cells in report_rows(self)]
+        return "\n".join(lines) + "\n"
+
+
 #: The columns of the search's report (text, Markdown).
 REPORT_COLUMNS = ("deployment", "tok/s/user", "tok/s/GPU", "TTFT ms", "SLA", "fleet at target")
 
