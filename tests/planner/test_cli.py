@@ -268,3 +268,12 @@ def test_plan_as_markdown_has_a_table_per_section_and_the_search_table() -> None
     assert "## search" in out and "| best | agg " in out and "| pareto |" in out
     code, out = _run("--hf-config", LLAMA3, "--gpu", "L40S", "--markdown", "--json")
     assert code == 2 and "pass one of them" in out
+
+
+def test_a_gguf_model_on_jetson_is_searched_on_one_board_with_its_file_size() -> None:
+    code, out = _run("--params", "7B", "--num-layers", "32", "--num-kv-heads", "32", "--head-dim", "128",
+                     "--precision", "q4_k_m", "--weights-gb", "4.08", "--gpu", "JETSON-ORIN-64GB",
+                     "--input-tokens", "512", "--output-tokens", "256", "--tokens-per-s", "10", "--qps", "1")
+    assert code == 0, out
+    assert "[search:" in out and "best       agg TP1" in out and "disagg P:" not in out
+    assert "given (--weights-gb)" in out and "25% of memory" in out

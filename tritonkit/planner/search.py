@@ -166,7 +166,6 @@ class DeploymentSearch:
                 out.append("  " + "  ".join("-" * w for w in widths))
         return "\n".join(out) + "\n"
 
-
     def render_markdown(self) -> str:
         """The same table in Markdown."""
         lines = ["| | " + " | ".join(REPORT_COLUMNS) + " |", "|---|" + "---|" * len(REPORT_COLUMNS)]
