@@ -80,3 +80,11 @@ def test_merge_keeps_given_values_fills_the_rest_and_ignores_what_the_builder_la
     merged, said = merge_plan(plan, {"tp": 2, "max_num_seqs": None}, {"tp"}, {"tp": "tp", "max_batch_size": "max_num_seqs"})
     assert merged == {"tp": 2, "max_num_seqs": 64}
     assert said == ["--tp 2 (given) wins over the plan's 4", "--max-num-seqs 64 from the plan"]
+
+
+def test_a_disaggregated_plan_says_which_workers_the_build_is_for() -> None:
+    plan = PlanServing(source="p.json", tp=4, disaggregated={"prefill_workers": 3, "prefill_tensor_parallel": 2,
+                                                             "decode_workers": 1})
+    _, said = merge_plan(plan, {"tp": 1}, set(), {"tp": "tp"})
+    assert said[0] == "--tp 4 from the plan"
+    assert "disaggregated (3 prefill workers of TP 2, 1 decode workers)" in said[1] and "--tp 2" in said[1]

@@ -92,11 +92,13 @@ class PlanServing:
     kv_cache_fraction: float | None = None
     chunked_context: bool | None = None
     gpu_memory_utilization: float | None = None
+    #: A disaggregated plan's workers (``prefill_workers``, ``prefill_tensor_parallel``, ``decode_workers``).
+    disaggregated: dict[str, Any] | None = None
 
     def given(self) -> dict[str, Any]:
         """The values the plan gives, by builder option name."""
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "source" and getattr(self, f.name) is not None}
+                if f.name not in ("source", "disaggregated") and getattr(self, f.name) is not None}
 
 
 def read_plan(path: str | Path) -> PlanServing:
@@ -130,6 +132,7 @@ def read_plan(path: str | Path) -> PlanServing:
         kv_cache_fraction=serving.get("kv_cache_free_gpu_mem_fraction"),
         chunked_context=build.get("enable_chunked_context"),
         gpu_memory_utilization=vllm.get("gpu_memory_utilization"),
+        disaggregated=serving.get("disaggregated") if isinstance(serving.get("disaggregated"), dict) else None,
     )
 
 
@@ -151,6 +154,11 @@ def merge_plan(plan: PlanServing, values: dict[str, Any], explicit: set[str], na
             continue
         merged[option] = value
         said.append(f"{flag} {_show(value)} from the plan")
+    if plan.disaggregated:
+        d = plan.disaggregated
+        said.append(f"the plan is disaggregated ({d.get('prefill_workers')} prefill workers of TP "
+                    f"{d.get('prefill_tensor_parallel')}, {d.get('decode_workers')} decode workers): this builds the "
+                    f"decode workers' model; build the prefill workers' with --tp {d.get('prefill_tensor_parallel')}")
     return merged, said
 
 
