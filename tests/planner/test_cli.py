@@ -122,7 +122,7 @@ def test_weights_too_big_for_the_gpu_at_the_given_tp_exit_2_with_a_tp_hint() -> 
 
 
 def test_llama_3_70b_on_a100_chooses_tensor_parallel_2_and_says_so() -> None:
-    code, out = _run("--hf-config", str(DATA / "llama-3-70b.json"), "--gpu", "A100-80GB", "--qps", "2")
+    code, out = _run("--hf-config", str(DATA / "llama-3-70b.json"), "--gpu", "A100-80GB", "--qps", "2", "--no-search")
     assert code == 0, out
     assert "× TP 2" in out and "chosen: the smallest tensor-parallel size" in out
     assert "(bf16: the model's own dtype" in out and "(fp16" not in out
@@ -228,3 +228,52 @@ def test_from_result_refuses_a_figure_that_is_not_finite_or_in_range(tmp_path: P
     assert code == 2, out
     # Refused when the file is read (the one record reader), naming the file, the step and the field.
     assert "result.json" in out and "steps[1]" in out and field in out, out
+
+
+def test_plan_searches_the_deployment_and_writes_the_pareto_plot_and_engine_parameters(tmp_path: Path) -> None:
+    plot, out_file = tmp_path / "pareto.png", tmp_path / "plan.json"
+    code, out = _run("--hf-config", str(DATA / "llama-3-70b.json"), "--gpu", "H200", "--qps", "16",
+                     "--tokens-per-s", "33.3", "--kv-dtype", "bf16,fp8", "--plot", str(plot), "--out", str(out_file))
+    assert code == 0, out
+    assert "[search:" in out and "best" in out and "runner-up" in out and "pareto" in out
+    assert "tok/s/user" in out and "tok/s/GPU" in out and "calibrated against NVIDIA's published" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = json.loads(out_file.read_text())
+    search = saved["search"]
+    assert search["best"]["meets_sla"] and search["best"]["gpus"] == saved["fleet"]["gpus_needed"]
+    assert search["best"]["gpus"] <= 16 and len(search["pareto"]) >= 3
+    assert {c["kv_dtype"] for c in search["pareto"]} <= {"bf16", "fp8"}
+    engines = saved["engines"]
+    assert engines["trtllm_llmapi"]["tensor_parallel_size"] == saved["serving"]["tensor_parallel"]
+    assert engines["trtllm_llmapi"]["max_batch_size"] == search["best"]["batch"]
+    assert engines["vllm"]["max_num_seqs"] == search["best"]["batch"]
+    assert engines["triton"]["instance_group"] == [{"kind": "KIND_MODEL", "count": 1}]
+
+
+def test_a_kv_dtype_choice_without_a_search_and_a_plot_without_one_exit_2() -> None:
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "H200", "--kv-dtype", "fp16,fp8", "--no-search")
+    assert code == 2 and "--no-search" in out and "fix:" in out
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "H200", "--no-search", "--plot", "x.png")
+    assert code == 2 and "--plot" in out
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "H200", "--kv-dtype", "fp4")
+    assert code == 2 and "fp16,fp8" in out
+
+
+def test_plan_as_markdown_has_a_table_per_section_and_the_search_table() -> None:
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "L40S", "--qps", "10", "--tokens-per-s", "25", "--markdown")
+    assert code == 0, out
+    assert out.startswith("# Capacity plan: ")
+    assert "## memory" in out and "| quantity | value | basis | how |" in out
+    assert "## serving parameters" in out and "| max_batch_size |" in out
+    assert "## search" in out and "| best | agg " in out and "| pareto |" in out
+    code, out = _run("--hf-config", LLAMA3, "--gpu", "L40S", "--markdown", "--json")
+    assert code == 2 and "pass one of them" in out
+
+
+def test_a_gguf_model_on_jetson_is_searched_on_one_board_with_its_file_size() -> None:
+    code, out = _run("--params", "7B", "--num-layers", "32", "--num-kv-heads", "32", "--head-dim", "128",
+                     "--precision", "q4_k_m", "--weights-gb", "4.08", "--gpu", "JETSON-ORIN-64GB",
+                     "--input-tokens", "512", "--output-tokens", "256", "--tokens-per-s", "10", "--qps", "1")
+    assert code == 0, out
+    assert "[search:" in out and "best       agg TP1" in out and "disagg P:" not in out
+    assert "given (--weights-gb)" in out and "25% of memory" in out

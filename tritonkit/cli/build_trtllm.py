@@ -27,6 +27,38 @@ def _gpu_ids(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     return ids
 
 
+#: What ``build trtllm --from-plan`` takes from a plan: :class:`~tritonkit.planner.PlanServing` field → option.
+_PLAN_OPTIONS = {name: name for name in (
+    "gpu", "precision", "kv_dtype", "tp", "pp", "input_tokens", "output_tokens", "input_tokens_p95",
+    "output_tokens_p95", "max_batch_size", "max_num_tokens", "max_input_len", "max_seq_len", "kv_cache_fraction",
+    "chunked_context")}
+
+
+def from_plan_option(command: F) -> F:
+    """``--from-plan plan.json``, shared by ``build trtllm`` and ``build vllm``."""
+    return click.option(
+        "--from-plan", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
+        help="A plan JSON ('tritonkit plan ... --out plan.json'): its deployment (GPU, tp × pp, batch, lengths, KV "
+             "dtype) fills the options not given; an option given here wins, and each is printed.")(command)
+
+
+def apply_plan(path: Path | None, names: dict[str, str], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (this command's options) with the plan's filled in where not given on the command line;
+    prints, for each option the plan touched, whether the plan's value or the given one won."""
+    if path is None:
+        return values
+    from click.core import ParameterSource
+
+    from tritonkit.planner.serving_plan import merge_plan, read_plan
+
+    ctx = click.get_current_context()
+    explicit = {name for name in values if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    merged, said = merge_plan(read_plan(path), values, explicit, names)
+    for line in said:
+        click.echo(f"{path}: {line}", err=True)
+    return merged
+
+
 def llm_target_options(command: F) -> F:
     """The options an LLM serving plan is derived from (the GPU, tp × pp, the workload): ``build trtllm``
     and ``build vllm`` share them."""
@@ -102,6 +134,7 @@ def llm_target_options(command: F) -> F:
 @click.option("--runtime-version", type=Words(example="0.19.0"), default=None,
               help="TensorRT-LLM version of the serving container, to check an existing engine against.")
 @click.option("--force", is_flag=True, help="Replace models of these names in the repository.")
+@from_plan_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_trtllm_command(
     hf_model: Path | None, repo: Path, engine_kind: str | None, interface: str, instances: int, cuda_graphs: bool,
@@ -113,7 +146,7 @@ def build_trtllm_command(
     gpu_ids: list[int] | None, streaming: bool, batch_window: str, tokenizer_instances: int | None,
     trtllm_version: str | None, bls_instances: int, engine_dir: str | None,
     tokenizer_dir: str | None, build_hf_model: str | None, python_model_file: Path | None, no_build: bool,
-    runtime_version: str | None, force: bool, as_json: bool,
+    runtime_version: str | None, force: bool, from_plan: Path | None, as_json: bool,
 ) -> None:
     """Derive TensorRT-LLM serving parameters and write the repository: the LLM-API model (model.yaml),
     or the in-flight-batching repository and its engine build.
@@ -130,6 +163,7 @@ def build_trtllm_command(
       tritonkit build trtllm --hf-model Llama-3-8B/ --engine llmapi --trtllm-version 1.2 --instances 2
       tritonkit build trtllm --engine reference --interface llmapi --repo ref_llmapi
       tritonkit build trtllm --engine reference --repo ref_repo --trtllm-version 0.19
+      tritonkit build trtllm --hf-model Llama-3-70B/ --engine llmapi --from-plan plan.json
     """
     from tritonkit.builders.trtllm import (
         EngineOverrides,
@@ -140,6 +174,16 @@ def build_trtllm_command(
     )
     from tritonkit.planner import Workload
 
+    v = apply_plan(from_plan, _PLAN_OPTIONS, {
+        "gpu": gpu, "precision": precision, "kv_dtype": kv_dtype, "tp": tp, "pp": pp, "input_tokens": input_tokens,
+        "output_tokens": output_tokens, "input_tokens_p95": input_tokens_p95, "output_tokens_p95": output_tokens_p95,
+        "max_batch_size": max_batch_size, "max_num_tokens": max_num_tokens, "max_input_len": max_input_len,
+        "max_seq_len": max_seq_len, "kv_cache_fraction": kv_cache_fraction, "chunked_context": chunked_context})
+    gpu, precision, kv_dtype, tp, pp = v["gpu"], v["precision"], v["kv_dtype"], v["tp"], v["pp"]
+    input_tokens, output_tokens = v["input_tokens"], v["output_tokens"]
+    input_tokens_p95, output_tokens_p95 = v["input_tokens_p95"], v["output_tokens_p95"]
+    max_batch_size, max_num_tokens, max_input_len = v["max_batch_size"], v["max_num_tokens"], v["max_input_len"]
+    max_seq_len, kv_cache_fraction, chunked_context = v["max_seq_len"], v["kv_cache_fraction"], v["chunked_context"]
     workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,
                         output_tokens_p95=output_tokens_p95)
     overrides = EngineOverrides(max_batch_size=max_batch_size, max_input_len=max_input_len, max_seq_len=max_seq_len,

@@ -8,7 +8,13 @@ import click
 
 from tritonkit._values import COUNT, FRACTION
 from tritonkit.cli._common import UserPath, Words, check_model_name, echo_json, number
-from tritonkit.cli.build_trtllm import llm_target_options
+from tritonkit.cli.build_trtllm import apply_plan, from_plan_option, llm_target_options
+
+#: What ``build vllm --from-plan`` takes from a plan: :class:`~tritonkit.planner.PlanServing` field → option.
+_PLAN_OPTIONS = {"gpu": "gpu", "tp": "tp", "pp": "pp", "input_tokens": "input_tokens", "output_tokens": "output_tokens",
+                 "input_tokens_p95": "input_tokens_p95", "output_tokens_p95": "output_tokens_p95",
+                 "max_batch_size": "max_num_seqs", "max_seq_len": "max_model_len",
+                 "gpu_memory_utilization": "gpu_memory_utilization"}
 
 
 @click.command("vllm")
@@ -23,11 +29,13 @@ from tritonkit.cli.build_trtllm import llm_target_options
 @click.option("--max-num-seqs", type=number(COUNT), default=None, help="Override: sequences batched at once.")
 @click.option("--max-model-len", type=number(COUNT), default=None, help="Override: prompt + output tokens.")
 @click.option("--force", is_flag=True, help="Replace a model of this name.")
+@from_plan_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_vllm_command(hf_model: Path, repo: Path, name: str, model_path: str | None, gpu: str, tp: int, pp: int,
                        input_tokens: float | None, output_tokens: float | None, input_tokens_p95: float | None,
                        output_tokens_p95: float | None, gpu_memory_utilization: float | None,
-                       max_num_seqs: int | None, max_model_len: int | None, force: bool, as_json: bool) -> None:
+                       max_num_seqs: int | None, max_model_len: int | None, force: bool, from_plan: Path | None,
+                       as_json: bool) -> None:
     """Write a model for Triton's vLLM backend: config.pbtxt (backend vllm, one KIND_MODEL instance)
     and 1/model.json with gpu_memory_utilization, max_num_seqs, max_model_len and the parallel sizes
     from the planner (the model's config.json, the GPU, the workload), each printed with its reason.
@@ -35,11 +43,20 @@ def build_vllm_command(hf_model: Path, repo: Path, name: str, model_path: str | 
     \b
     Example:
       tritonkit build vllm --hf-model Llama-3-8B/ --repo repo --gpu H100-80GB --tp 2 --input-tokens 512
+      tritonkit build vllm --hf-model Llama-3-70B/ --repo repo --from-plan plan.json --max-num-seqs 32
     """
     from tritonkit.builders.trtllm import EngineTarget
     from tritonkit.builders.vllm import build_vllm
     from tritonkit.planner import Workload
 
+    v = apply_plan(from_plan, _PLAN_OPTIONS, {
+        "gpu": gpu, "tp": tp, "pp": pp, "input_tokens": input_tokens, "output_tokens": output_tokens,
+        "input_tokens_p95": input_tokens_p95, "output_tokens_p95": output_tokens_p95, "max_num_seqs": max_num_seqs,
+        "max_model_len": max_model_len, "gpu_memory_utilization": gpu_memory_utilization})
+    gpu, tp, pp, max_num_seqs, max_model_len = v["gpu"], v["tp"], v["pp"], v["max_num_seqs"], v["max_model_len"]
+    input_tokens, output_tokens = v["input_tokens"], v["output_tokens"]
+    input_tokens_p95, output_tokens_p95 = v["input_tokens_p95"], v["output_tokens_p95"]
+    gpu_memory_utilization = v["gpu_memory_utilization"]
     workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens, input_tokens_p95=input_tokens_p95,
                         output_tokens_p95=output_tokens_p95)
     result = build_vllm(hf_model, repo=repo, name=name, target=EngineTarget(gpu=gpu, tp=tp, pp=pp, workload=workload),

@@ -27,7 +27,9 @@ from tritonkit.planner import (
     parse_param_count,
     plan_capacity,
 )
+from tritonkit.planner.pareto import plot_pareto
 from tritonkit.planner.precision import KV_DTYPES
+from tritonkit.planner.search import DeploymentSearch, SearchSpace
 
 _PRECISION_NAMES = [p.name for p in PRECISIONS]
 
@@ -39,6 +41,17 @@ def _params(ctx: click.Context, param: click.Parameter, value: str | None) -> in
     if value is None:
         return None
     return parse_param_count(value, flag=f"--{param.name.replace('_', '-')}" if param.name else "--params")
+
+
+def _kv_dtypes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    names = tuple(dict.fromkeys(part.strip().lower() for part in value.split(",") if part.strip()))
+    unknown = [n for n in names if n not in KV_DTYPES]
+    if not names or unknown:
+        raise click.BadParameter(f"{value!r}: expected KV dtypes from {', '.join(KV_DTYPES)}, comma-separated "
+                                 "like fp16,fp8")
+    return names
 
 
 def _gpu_table() -> str:
@@ -77,8 +90,9 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
 @click.option("--sliding-window", type=number(COUNT), default=None, help="Attention window in tokens.")
 @click.option("--precision", type=click.Choice(_PRECISION_NAMES, case_sensitive=False), default=None,
               help="Weight precision (default: the config's torch_dtype).")
-@click.option("--kv-dtype", type=click.Choice(list(KV_DTYPES), case_sensitive=False), default=None,
-              help="KV-cache element type (default: the model's dtype, bf16 for a bf16 model, else fp16).")
+@click.option("--kv-dtype", callback=_kv_dtypes, default=None,
+              help="KV-cache element type, or several for the search to choose from, e.g. fp16,fp8 (default: the "
+                   "model's dtype, bf16 for a bf16 model, else fp16).")
 @click.option("--weights-gb", type=number(POSITIVE), default=None,
               help="Weights size in decimal GB (e.g. a GGUF file's size), instead of params × bytes.")
 # hardware
@@ -89,7 +103,18 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
 @click.option("--gpu-fp8-tflops", type=number(POSITIVE), default=None, help="Custom or overridden dense FP8 TFLOPS.")
 @click.option("--gpu-int8-tops", type=number(POSITIVE), default=None, help="Custom or overridden dense INT8 TOPS.")
 @click.option("--tp", type=number(PlanAssumptions, "tensor_parallel"), default=None,
-              help="Tensor parallel degree (GPUs per replica; default: the smallest that holds the model).")
+              help="Tensor parallel degree (GPUs per replica): pins the search's choice (with --no-search, default: "
+                   "the smallest that holds the model).")
+@click.option("--search/--no-search", default=True, show_default=True,
+              help="LLM without --from-result: search TP, batch, aggregated or disaggregated serving and the KV "
+                   "dtypes allowed for the fewest GPUs under the SLA (--no-search: the smallest TP, walls alone).")
+@click.option("--performance-model", type=click.Choice(["auto", "own", "aiconfigurator"]),
+              default=field_default(PlanRequest, "performance_model"), show_default=True,
+              help="Who answers the search: own (the planner's), aiconfigurator (NVIDIA's AIConfigurator/AISimulate, "
+                   "installed in its own venv: TRITONKIT_AICONFIGURATOR or PATH), or auto (NVIDIA's where installed "
+                   "and covering the GPU and precision, else own). The plan says which answered.")
+@click.option("--plot", type=UserPath(dir_okay=False, path_type=Path), default=None,
+              help="Write the search's Pareto curve (tokens/s per GPU against tokens/s per user) to this .png/.svg/.pdf.")
 # workload
 @click.option("--qps", type=number(Workload, "target_qps"), default=None, help="Target requests per second.")
 @click.option("--input-tokens", type=number(Workload, "input_tokens"), default=None, help="Mean input tokens per request (default 1024).")
@@ -132,10 +157,12 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
               help="The plan JSON a predicting 'tritonkit plan ... --out' wrote.")
 # output
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--markdown", is_flag=True, help="Print the plan as Markdown (a table per section, the search's table).")
 @click.option("--out", type=UserPath(dir_okay=False, path_type=Path), default=None,
               help="Also write the plan as JSON to this file.")
 def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_result: Path | None, as_json: bool,
-         out: Path | None, **o: Any) -> None:
+         out: Path | None, search: bool, plot: Path | None, performance_model: str, markdown: bool,
+         **o: Any) -> None:
     """Size a deployment: weights, KV cache, walls, GPUs for a target QPS, serving parameters.
 
     Every number is printed with its unit, its basis (input, datasheet, assumption, theory,
@@ -145,6 +172,8 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
     Example:
       tritonkit plan --hf-config llama-3-8b/config.json --gpu A100-80GB \\
           --input-tokens 1024 --output-tokens 256 --qps 20 --tokens-per-s 20
+      tritonkit plan --hf-config llama-3-70b/config.json --gpu H200 --qps 16 \\
+          --tokens-per-s 33 --ttft-ms 1000 --kv-dtype bf16,fp8 --plot pareto.png --out plan.json
       tritonkit plan --from-result runs/resnet/result.json --qps 200 --p99-ms 50
       tritonkit plan --params 7B --num-layers 32 --num-kv-heads 32 --head-dim 128 \\
           --precision q4_k_m --gpu JETSON-ORIN-64GB --input-tokens 512 --output-tokens 256
@@ -153,6 +182,8 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
       tritonkit plan --check runs/later/result.json --predictions plan.json
       tritonkit plan --list-gpus
     """
+    if as_json and markdown:
+        raise ConfigError("--json and --markdown both choose the output", hint="pass one of them")
     if list_gpus:
         if as_json:
             echo_json([g.to_dict() for g in GPUS])
@@ -178,11 +209,15 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         input_tokens_p95=o["input_tokens_p95"], output_tokens_p95=o["output_tokens_p95"], mode=o["mode"],
         p99_ms=o["p99_ms"], ttft_ms=o["ttft_ms"], tokens_per_s_per_user=o["tokens_per_s"],
     )
+    kv_dtypes: tuple[str, ...] = o["kv_dtype"]
+    if len(kv_dtypes) > 1 and not search:
+        raise ConfigError(f"--kv-dtype {','.join(kv_dtypes)} offers a choice, but --no-search makes none",
+                          hint="give one --kv-dtype, or leave out --no-search")
     assumptions = PlanAssumptions(
         efficiency=o["efficiency"], headroom=o["headroom"], scale_out_utilisation=o["scale_out_at"],
         bandwidth_efficiency=o["bandwidth_efficiency"], compute_efficiency=o["compute_efficiency"],
         reserve_gib=o["reserve_gib"], tensor_parallel=o["tp"],
-        kv_dtype=o["kv_dtype"].lower() if o["kv_dtype"] else None,
+        kv_dtype=kv_dtypes[0] if len(kv_dtypes) == 1 else None,
     )
     result = plan_capacity(PlanRequest(
         hf_config=hf_config, model=model, precision=o["precision"], weights_gb=o["weights_gb"], gpu=gpu_name,
@@ -190,15 +225,24 @@ def plan(list_gpus: bool, hf_config: Path | None, gpu_name: str | None, from_res
         model_config=o["model_config"], instances_per_gpu=o["instances_per_gpu"],
         predict_concurrency=o["predict_concurrency"], predict_rate=o["predict_rate"],
         predict_instances=o["predict_instances"], predict_window_us=o["predict_window_us"], arrivals=o["arrivals"],
+        search=SearchSpace(kv_dtypes=kv_dtypes if len(kv_dtypes) > 1 else ()) if search else None,
+        performance_model=performance_model,
     ))
+    if plot is not None:
+        if not isinstance(result.search, DeploymentSearch):
+            raise ConfigError("--plot draws the deployment search, and this plan made none",
+                              hint="plan an LLM without --from-result and without --no-search, or leave out --plot")
+        plot_pareto(result.search, plot, title=result.title)
     if out is not None:
         result.save(out)
     if as_json:
         echo_json(result.to_dict())
     else:
-        click.echo(result.render_text(), nl=False)
+        click.echo(result.render_markdown() if markdown else result.render_text(), nl=False)
         if out is not None:
             click.echo(f"\nplan written to {out}")
+        if plot is not None:
+            click.echo(f"Pareto plot written to {plot}")
 
 
 COMMANDS: list[click.Command] = [plan]

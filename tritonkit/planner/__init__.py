@@ -18,7 +18,10 @@ below a knee the ladder found, or a lower bound; the hardware it ran on) and
 instance counts and batching windows from it, and :func:`check_predictions` scores those
 predictions against a later run. For an LLM, ``plan_llm(..., measurement=...)`` replaces theory
 with the measured throughput, and :mod:`tritonkit.planner.llm_calibrate` fits prefill and
-decode step costs from a streaming run.
+decode step costs from a streaming run. Without a measurement, ``plan_llm(..., search=SearchSpace())``
+searches the deployment (:func:`search_deployments`: TP, batch, aggregated or disaggregated serving,
+KV dtype) under the SLA, and a plan's :func:`engine_parameters` are what ``build trtllm`` /
+``build vllm --from-plan`` read back (:func:`read_plan`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from tritonkit.planner.catalogue import (
     Figure,
     GpuFigures,
     GpuSpec,
+    Link,
     custom_gpu,
     find_gpu,
     gpu_names,
@@ -102,6 +106,8 @@ if TYPE_CHECKING:
         predict_loads,
     )
     from tritonkit.planner.queueing import Scenario, ServiceModel, SimulatedLoad, fit_service_model, simulate
+    from tritonkit.planner.search import Candidate, DeploymentSearch, SearchSpace, search_deployments
+    from tritonkit.planner.serving_plan import PlanServing, engine_parameters, read_plan
 
 __all__ = [
     "BASES",
@@ -114,10 +120,15 @@ __all__ = [
     "MIB",
     "PRECISIONS",
     "CapacityPlan",
+    "Candidate",
+    "DeploymentSearch",
     "Figure",
     "FleetSize",
     "GpuFigures",
     "GpuSpec",
+    "Link",
+    "PlanServing",
+    "SearchSpace",
     "CapacityReading",
     "CheckRow",
     "LlmCosts",
@@ -144,6 +155,7 @@ __all__ = [
     "choose_efficiency",
     "custom_gpu",
     "decode_tokens_per_s_bound",
+    "engine_parameters",
     "find_gpu",
     "find_precision",
     "fit_llm_costs",
@@ -172,7 +184,9 @@ __all__ = [
     "check_predictions",
     "check_saved_predictions",
     "plan_capacity",
+    "read_plan",
     "read_served_config",
+    "search_deployments",
     "serial_qps",
     "served_config_from_proto",
     "served_config_from_run",

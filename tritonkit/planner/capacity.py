@@ -28,6 +28,7 @@ from tritonkit._values import (
     check_fields,
 )
 from tritonkit.errors import ConfigError
+from tritonkit.planner.costs import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_COMPUTE_EFFICIENCY
 from tritonkit.planner.result import PlanLine
 
 __all__ = [
@@ -308,9 +309,11 @@ class PlanAssumptions:
     """The knobs of the model, each printed beside the numbers it shapes.
 
     ``efficiency`` None → chosen by :func:`choose_efficiency`. ``bandwidth_efficiency`` is the
-    achievable share of datasheet memory bandwidth (0.5 is a common figure for real decode kernels);
-    ``compute_efficiency`` the achievable share of dense tensor throughput (model FLOPs
-    utilisation). ``reserve_gib`` (per GPU) overrides the GPU's default reserve fraction.
+    achievable share of datasheet memory bandwidth, ``compute_efficiency`` the achievable share of
+    dense tensor throughput (model FLOPs utilisation); their defaults are calibrated against
+    published measurements (:data:`tritonkit.planner.costs.CALIBRATION_SOURCE`).
+    ``expert_parallel`` (MoE) spreads the experts over that many of the replica's GPUs (None: 1);
+    ``chunked_prefill`` lets prompts ride in decode steps. ``reserve_gib`` (per GPU) overrides the GPU's default reserve fraction.
     ``tensor_parallel`` None → the smallest size whose GPUs hold the model; ``kv_dtype`` None → the
     model's own dtype (bf16 for a bf16 model, fp16 otherwise).
     """
@@ -318,12 +321,14 @@ class PlanAssumptions:
     efficiency: float | None = bounded(None, FRACTION)
     headroom: float = bounded(0.25, TOLERANCE)
     scale_out_utilisation: float = bounded(0.65, FRACTION)
-    bandwidth_efficiency: float = bounded(0.5, FRACTION)
-    compute_efficiency: float = bounded(0.5, FRACTION)
+    bandwidth_efficiency: float = bounded(DEFAULT_BANDWIDTH_EFFICIENCY, FRACTION)
+    compute_efficiency: float = bounded(DEFAULT_COMPUTE_EFFICIENCY, FRACTION)
     reserve_gib: float | None = bounded(None, NON_NEGATIVE)
     reserve_fraction: float | None = bounded(None, TOLERANCE)
     tensor_parallel: int | None = bounded(None, PARALLEL)
     kv_dtype: str | None = None
+    expert_parallel: int | None = bounded(None, PARALLEL)
+    chunked_prefill: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)

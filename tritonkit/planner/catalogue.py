@@ -27,6 +27,7 @@ from tritonkit.errors import ConfigError
 __all__ = [
     "GPUS",
     "Figure",
+    "Link",
     "GpuFigures",
     "GpuSpec",
     "custom_gpu",
@@ -61,6 +62,36 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Link:
+    """The link tensor-parallel GPUs of one node talk over: NVLink (through NVSwitch or a bridge) or PCIe.
+
+    ``bandwidth`` is GB/s **per direction** per GPU (datasheets print NVLink as the bidirectional
+    total, e.g. H100 SXM "900GB/s" = 450 GB/s each way; the source says so); ``latency`` is the
+    fixed cost of one all-reduce in µs (kernel launch and the synchronisation hops), which
+    dominates the small all-reduces of a decode step; ``max_gpus`` is how many GPUs share the
+    link at full speed (8 on an HGX board's NVSwitch, 2 across an NVLink bridge, a server's
+    slots on PCIe).
+    """
+
+    name: str
+    bandwidth: Figure  # GB/s per direction per GPU
+    latency: Figure  # µs per all-reduce
+    max_gpus: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "bandwidth_gb_s_per_direction": self.bandwidth.to_dict(),
+                "allreduce_latency_us": self.latency.to_dict(), "max_gpus": self.max_gpus}
+
+    @property
+    def bandwidth_gb_s(self) -> float:
+        return self.bandwidth.known
+
+    @property
+    def latency_us(self) -> float:
+        return self.latency.known
+
+
+@dataclass(frozen=True)
 class GpuSpec:
     """One accelerator as the planner sees it (per GPU, not per board or node)."""
 
@@ -77,6 +108,8 @@ class GpuSpec:
     #: Fraction of memory the planner keeps back by default (CUDA context, activations, runtime
     #: buffers; on unified-memory boards also the OS and the CPU side).
     default_reserve_fraction: float = 0.10
+    #: The link between GPUs of one node; ``None``: a single accelerator (no tensor parallelism).
+    link: Link | None = None
 
     @property
     def memory_gib(self) -> float:
@@ -114,6 +147,7 @@ class GpuSpec:
             "fp8_dense_tflops": self.fp8.to_dict(),
             "int8_dense_tops": self.int8.to_dict(),
             "default_reserve_fraction": self.default_reserve_fraction,
+            "link": self.link.to_dict() if self.link is not None else None,
             "aliases": list(self.aliases),
             "notes": list(self.notes),
         }
@@ -174,13 +208,37 @@ def _halved(source: str, sparse_fp16: float, sparse_fp8: float, sparse_int8: flo
                    (half(sparse_int8), f"{source} INT8 tensor {sparse_int8:,g} TOPS with sparsity, halved"))
 
 
+#: The fixed cost of one all-reduce is not a datasheet figure: these are assumptions of the order
+#: NCCL's small-message all-reduce takes inside one node (launch and synchronisation hops), a few µs
+#: over NVSwitch and more over PCIe through the host bridge; the plan marks them as assumptions.
+_NVLINK_LATENCY = Figure(8.0, "µs", "assumption: order of an NCCL small-message all-reduce over NVLink/NVSwitch "
+                                     "inside one node (not a datasheet figure)")
+_PCIE_LATENCY = Figure(25.0, "µs", "assumption: order of an NCCL small-message all-reduce over PCIe through the "
+                                    "host bridge (not a datasheet figure)")
+_PCIE_GEN = {3: 16.0, 4: 32.0, 5: 64.0}  # GB/s per direction for an x16 slot (PCI-SIG: 1, 2, 4 GB/s per lane)
+
+
+def _nvlink(total_gb_s: float, source: str, max_gpus: int = 8) -> Link:
+    """NVLink whose datasheet prints the bidirectional total per GPU (halved to per direction)."""
+    return Link(f"NVLink {total_gb_s:g} GB/s", Figure(total_gb_s / 2, "GB/s", f"{source} (bidirectional total "
+                                                       "per GPU, halved to per direction)"),
+                _NVLINK_LATENCY, max_gpus)
+
+
+def _pcie(gen: int, source: str) -> Link:
+    """A PCIe x16 slot of generation ``gen`` (per direction: the datasheet's total, or PCI-SIG's per-lane rate)."""
+    return Link(f"PCIe Gen{gen} x16", Figure(_PCIE_GEN[gen], "GB/s", f"{source}: PCIe Gen{gen} x16 "
+                                              f"({_PCIE_GEN[gen]:g} GB/s per direction)"), _PCIE_LATENCY, 8)
+
+
 def _sparse_card(name: str, source: str, memory: tuple[float, str], bandwidth: tuple[float, str],
-                 sparse: tuple[float, float, float], aliases: tuple[str, ...] = ()) -> GpuSpec:
+                 sparse: tuple[float, float, float], aliases: tuple[str, ...] = (), link: Link | None = None) -> GpuSpec:
     """A card from a datasheet that prints memory as ``"<GB> GB <kind>"``, its bandwidth, and its FP16,
     FP8 and INT8 tensor figures with sparsity only (halved to dense); ``source`` names the datasheet
     and the card (e.g. ``"NVIDIA H100 datasheet: H100 SXM"``)."""
     return GpuSpec(name=name, memory=_mem(memory[0], f"{source} {memory[1]} ({_JEDEC})"),
-                   bandwidth=_bw(bandwidth[0], f"{source} {bandwidth[1]}"), **_halved(source, *sparse), aliases=aliases)
+                   bandwidth=_bw(bandwidth[0], f"{source} {bandwidth[1]}"), **_halved(source, *sparse), aliases=aliases,
+                   link=link)
 
 
 # Every A100 (40 GB, 80 GB, SXM or PCIe) has the same tensor cores at the same clocks.
@@ -195,14 +253,17 @@ GPUS: tuple[GpuSpec, ...] = (
         **_tensor((65, f"{_T4}: mixed-precision FP16/FP32 65 TFLOPS (Turing: no sparsity)"),
                   (None, "Turing has no FP8 tensor cores"), (130, f"{_T4}: INT8 130 TOPS (Turing: no sparsity)")),
         aliases=("TESLA-T4",),
+        link=_pcie(3, _T4),
     ),
-    _sparse_card("L4", f"{_L4}:", (24, "24 GB GDDR6"), (300, "300 GB/s"), (242, 485, 485)),
+    _sparse_card("L4", f"{_L4}:", (24, "24 GB GDDR6"), (300, "300 GB/s"), (242, 485, 485),
+                 link=_pcie(4, _L4)),
     GpuSpec(
         name="A10",
         memory=_mem(24, f"{_A10}: 24 GB GDDR6 ({_JEDEC})"),
         bandwidth=_bw(600, f"{_A10}: 600 GB/s"),
         **_tensor((125, f"{_A10}: FP16 tensor 125 TFLOPS dense (250 with sparsity)"), _NO_FP8_AMPERE,
                   (250, f"{_A10}: INT8 tensor 250 TOPS dense (500 with sparsity)")),
+        link=_pcie(4, _A10),
     ),
     GpuSpec(
         name="A100-40GB",
@@ -210,6 +271,7 @@ GPUS: tuple[GpuSpec, ...] = (
         bandwidth=_bw(1555, f"{_A100}: A100 40GB SXM/PCIe 1,555 GB/s"),
         **_A100_TENSOR,
         aliases=("A100-40GB-SXM", "A100-SXM4-40GB", "A100-40G"),
+        link=_nvlink(600, f"{_A100}: A100 SXM NVLink 600GB/s"),
     ),
     GpuSpec(
         name="A100-80GB",
@@ -217,6 +279,7 @@ GPUS: tuple[GpuSpec, ...] = (
         bandwidth=_bw(2039, f"{_A100}: A100 80GB SXM 2,039 GB/s"),
         **_A100_TENSOR,
         aliases=("A100", "A100-80GB-SXM", "A100-SXM4-80GB", "A100-80G"),
+        link=_nvlink(600, f"{_A100}: A100 SXM NVLink 600GB/s"),
         notes=("SXM figures; the A100 80GB PCIe has 1,935 GB/s (use A100-80GB-PCIE).",),
     ),
     GpuSpec(
@@ -225,13 +288,15 @@ GPUS: tuple[GpuSpec, ...] = (
         bandwidth=_bw(1935, f"{_A100}: A100 80GB PCIe 1,935 GB/s"),
         **_A100_TENSOR,
         aliases=("A100-PCIE-80GB",),
+        link=_pcie(4, f"{_A100}: A100 PCIe (an NVLink bridge joins only pairs)"),
     ),
     _sparse_card("H100-SXM", f"{_H100}: H100 SXM", (80, "80 GB HBM3"), (3350, "3.35 TB/s"), (1979, 3958, 3958),
-                 ("H100", "H100-80GB", "H100-SXM5", "H100-SXM-80GB")),
+                 ("H100", "H100-80GB", "H100-SXM5", "H100-SXM-80GB"),
+                 link=_nvlink(900, f"{_H100}: H100 SXM NVLink 900GB/s")),
     _sparse_card("H100-PCIE", f"{_H100}: H100 PCIe", (80, "80 GB HBM2e"), (2000, "2 TB/s"), (1513, 3026, 3026),
-                 ("H100-PCIE-80GB",)),
+                 ("H100-PCIE-80GB",), link=_pcie(5, f"{_H100}: H100 PCIe (an NVLink bridge joins only pairs)")),
     _sparse_card("H200", f"{_H200}: H200 SXM", (141, "141 GB HBM3e"), (4800, "4.8 TB/s"), (1979, 3958, 3958),
-                 ("H200-SXM", "H200-141GB")),
+                 ("H200-SXM", "H200-141GB"), link=_nvlink(900, f"{_H200}: H200 SXM NVLink 900GB/s")),
     GpuSpec(
         name="L40S",
         memory=_mem(48, f"{_L40S}: 48 GB GDDR6 with ECC ({_JEDEC})"),
@@ -239,6 +304,7 @@ GPUS: tuple[GpuSpec, ...] = (
         **_tensor((362.05, f"{_L40S}: FP16 tensor 362.05 TFLOPS dense (733 with sparsity)"),
                   (733, f"{_L40S}: FP8 tensor 733 TFLOPS dense (1,466 with sparsity)"),
                   (733, f"{_L40S}: INT8 tensor 733 TOPS dense (1,466 with sparsity)")),
+        link=_pcie(4, f"{_L40S} (no NVLink)"),
     ),
     GpuSpec(
         name="RTX-4090",
@@ -251,6 +317,7 @@ GPUS: tuple[GpuSpec, ...] = (
         kind="consumer",
         ecc=False,
         aliases=("4090", "RTX4090", "GEFORCE-RTX-4090"),
+        link=_pcie(4, f"{_ADA}: no NVLink on GeForce Ada; PCIe Gen 4"),
         notes=("Consumer card: no ECC, not licensed for data-centre deployment by the GeForce EULA.",),
     ),
     GpuSpec(

@@ -14,7 +14,7 @@ concurrency only queues), and the SLA (per-user tokens/s, TTFT, P99). The lowest
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tritonkit._records import record_dict
@@ -32,7 +32,12 @@ from tritonkit.planner.capacity import (
     plan_fleet,
 )
 from tritonkit.planner.catalogue import GpuSpec
-from tritonkit.planner.llm_roofline import Replica, compute_rate, largest_batch
+from tritonkit.planner.costs import (
+    CALIBRATION_SOURCE,
+    DEFAULT_BANDWIDTH_EFFICIENCY,
+    DEFAULT_COMPUTE_EFFICIENCY,
+)
+from tritonkit.planner.llm_roofline import Replica, build_replica, compute_rate, largest_batch
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.placement import (
     choose_tensor_parallel,
@@ -43,6 +48,9 @@ from tritonkit.planner.placement import (
 )
 from tritonkit.planner.precision import Precision, kv_dtype_bytes
 from tritonkit.planner.result import CapacityPlan, PlanDraft, ServingSuggestion
+from tritonkit.planner.search import DeploymentSearch, SearchSpace
+from tritonkit.planner.search_plan import add_search_lines, run_search, searched_assumptions
+from tritonkit.planner.serving_plan import engine_parameters
 
 if TYPE_CHECKING:  # a measurement comes from perf; the formulas need not import it
     from tritonkit.planner.measured import Measurement
@@ -64,12 +72,16 @@ def plan_llm(
     measurement: Measurement | None = None,
     weights_bytes_override: int | None = None,
     precision_note: str | None = None,
+    search: SearchSpace | None = None,
 ) -> CapacityPlan:
     """Plan serving ``model`` on ``gpu`` for ``workload``; see the module docstring for the model.
 
     ``measurement`` (a perf result of one replica) replaces the theoretical replica throughput and
     latency; ``weights_bytes_override`` replaces params × bytes/param (e.g. a GGUF file's size);
     ``precision_note`` marks the precision as an assumption and says why (e.g. "from torch_dtype").
+    ``search`` (without a measurement) searches the deployment first
+    (:mod:`tritonkit.planner.search`) and plans the best in detail: its TP, KV dtype, chunked
+    prefill and expert parallelism, its batch and its fleet (``--tp`` and one ``--kv-dtype`` pin).
     Raises ``PlanError`` when the model cannot be served at all (weights do not fit, the SLA is
     out of reach even for one stream).
 
@@ -82,25 +94,41 @@ def plan_llm(
     a = assumptions or PlanAssumptions()
     w = workload
     draft = PlanDraft()
+    found = None
+    if search is not None and measurement is None:
+        found = run_search(model, gpu, precision, w, a, search, weights_bytes_override, *_Lengths.of(w).pair)
+        assert found.best is not None
+        a = searched_assumptions(a, found.best)
     tp, tp_note = _tensor_parallel(model, gpu, precision, a, w, weights_bytes_override)
+    if found is not None and found.best is not None and (assumptions is None or assumptions.tensor_parallel is None):
+        tp_note = f"chosen by the search: {found.best.label()}; --tp to pin"
     _describe_model(draft, model, precision, precision_note)
     rate_tflops = _describe_hardware(draft, gpu, precision, tp, tp_note)
     lengths = _describe_workload(draft, w)
     weights = _weights(draft, model, precision, tp, weights_bytes_override)
-    kv = _kv_cache(draft, model, a, precision, tp, lengths)
+    kv_note = None
+    if found is not None and (assumptions is None or assumptions.kv_dtype is None):
+        allowed = sorted({c.kv_dtype for c in found.candidates})
+        kv_note = f"chosen by the search (allowed: {', '.join(allowed)}; --kv-dtype to offer more)"
+    kv = _kv_cache(draft, model, a, precision, tp, lengths, kv_note)
     memory = _memory_budget(draft, model, gpu, precision, a, w, lengths, tp, weights, kv)
     replica = _roofline(draft, model, gpu, precision, a, tp, rate_tflops, lengths, kv, weights_bytes_override)
-    walls = _walls(draft, replica, w, gpu, tp, memory.max_sequences)
-    theory = _throughput_at(draft, replica, walls.concurrent, lengths)
-    capacity = _replica_capacity(draft, theory, w, measurement)
-    fleet = _fleet(draft, w, a, capacity, tp, walls.concurrent)
-    suggestion = _llm_suggestion(w, walls.concurrent, lengths, memory, tp, fleet)
+    if found is None:
+        walls = _walls(draft, replica, w, gpu, tp, memory.max_sequences)
+        theory = _throughput_at(draft, replica, walls.concurrent, lengths)
+        capacity = _replica_capacity(draft, theory, w, measurement)
+        concurrent = walls.concurrent
+        fleet = _fleet(draft, w, a, capacity, tp, concurrent)
+    else:
+        concurrent, fleet = add_search_lines(draft, found, w, a)
+    suggestion = _llm_suggestion(w, concurrent, lengths, memory, tp, fleet, a, kv.dtype, found)
     if gpu.kind == "consumer":
         draft.warnings.append(f"{gpu.name} is a consumer card: no ECC memory")
     title = f"Capacity plan: {model.name} ({precision.name}) on {gpu.name}" + (f" × TP {tp}" if tp > 1 else "")
-    return draft.finish("llm", title, suggestion,
+    plan = draft.finish("llm", title, suggestion,
                         {"model": model.to_dict(), "gpu": gpu.to_dict(), "precision": precision.name,
                          "kv_dtype": kv.dtype, "tensor_parallel": tp, "workload": record_dict(w)})
+    return replace(plan, search=found, engines=engine_parameters(plan))
 
 
 # ---- the steps, in the order plan_llm takes them ------------------------------------------------
@@ -112,6 +140,10 @@ class _Lengths:
 
     mean_in: float
     mean_out: float
+
+    @property
+    def pair(self) -> tuple[float, float]:
+        return self.mean_in, self.mean_out
 
     @classmethod
     def of(cls, w: Workload) -> _Lengths:
@@ -208,7 +240,7 @@ def _describe_hardware(draft: PlanDraft, gpu: GpuSpec, precision: Precision, tp:
     rate_unit = "TOPS" if precision.compute == "int8" else "TFLOPS"
     add("hardware", f"gpu_dense_{rate_unit.lower()}", f"dense {precision.compute.upper()} throughput per GPU",
         rate_tflops, rate_unit, "datasheet", rate_note)
-    tp_effects = "bandwidth and compute scale ×TP, NCCL all-reduce cost ignored (not for small requests)"
+    tp_effects = "bandwidth and compute scale ×TP; each step pays its all-reduces (see communication)"
     tp_why = (f"{tp_note}; {tp_effects}" if tp > 1 else tp_note) if tp_note else tp_effects
     add("hardware", "tensor_parallel", "tensor parallel (GPUs per replica)", tp, "", "theory" if tp_note else "input",
         tp_why)
@@ -251,10 +283,11 @@ def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp
 
 
 def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, precision: Precision, tp: int,
-              lengths: _Lengths) -> _KvCache:
+              lengths: _Lengths, dtype_note: str | None = None) -> _KvCache:
     """The KV cache per token and per mean sequence; KV heads fewer than TP are replicated (a warning)."""
     add = draft.add
     kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
+    kv_dtype_note = dtype_note or kv_dtype_note
     kv_elem = kv_dtype_bytes(kv_dtype)
     if model.num_kv_heads < tp:
         draft.warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
@@ -321,21 +354,21 @@ def _roofline(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, precision
     """One replica's roofline at achievable bandwidth and compute, and its single-stream figures."""
     add = draft.add
     bandwidth_total = tp * gpu.bandwidth_gb_s
-    replica = Replica(
-        model=model,
-        bytes_per_weight=precision.bytes_per_weight,
-        kv_per_token=kv.bytes_per_token_stored,
-        bandwidth_bytes_s=bandwidth_total * 1e9 * a.bandwidth_efficiency,
-        flops_s=tp * rate_tflops * 1e12 * a.compute_efficiency,
-        decode_context=lengths.mean_in + lengths.mean_out / 2,
-        input_tokens=lengths.mean_in,
-        output_tokens=lengths.mean_out,
-        weights_override=weights_override,
-    )
+    replica = build_replica(model, gpu, precision, a, tensor_parallel=tp, kv_per_token=kv.bytes_per_token_stored,
+                            input_tokens=lengths.mean_in, output_tokens=lengths.mean_out,
+                            weights_override=weights_override)
+    comm = replica.comm
+    assert comm is not None
     add("throughput", "bandwidth_efficiency", "achievable share of bandwidth", a.bandwidth_efficiency, "",
-        "assumption", "real decode kernels reach about half the datasheet bandwidth; --bandwidth-efficiency")
+        "assumption", _efficiency_note(a.bandwidth_efficiency, DEFAULT_BANDWIDTH_EFFICIENCY, "--bandwidth-efficiency"))
     add("throughput", "compute_efficiency", "achievable share of tensor throughput", a.compute_efficiency, "",
-        "assumption", "model FLOPs utilisation; --compute-efficiency")
+        "assumption", _efficiency_note(a.compute_efficiency, DEFAULT_COMPUTE_EFFICIENCY, "--compute-efficiency"))
+    if tp > 1 or comm.expert_parallel > 1:
+        add("throughput", "allreduce_ms_per_decode_step", "communication per decode step (batch 1)",
+            replica.comm_s(1) * 1000, "ms", "theory", comm.describe())
+    add("throughput", "chunked_prefill", "chunked prefill", a.chunked_prefill, "", "assumption" if not
+        a.chunked_prefill else "input", "prompts ride in decode steps" if a.chunked_prefill
+        else "prompts stall the running decodes while they prefill")
     read_1 = replica.weights_read_bytes(1)
     ideal = decode_tokens_per_s_bound(bandwidth_total, read_1)
     add("throughput", "decode_tokens_per_s_per_stream_ideal", "decode ceiling per stream (ideal)", ideal, "tok/s",
@@ -345,6 +378,12 @@ def _roofline(draft: PlanDraft, model: TransformerShape, gpu: GpuSpec, precision
     add("throughput", "prefill_ms", "prefill of a mean prompt (compute bound)", replica.prefill_s() * 1000, "ms",
         "theory", f"2 × active params × {lengths.mean_in:g} tokens + attention, at achievable dense throughput")
     return replica
+
+
+def _efficiency_note(value: float, default: float, flag: str) -> str:
+    if value == default:
+        return f"default {CALIBRATION_SOURCE}; {flag}"
+    return f"given ({flag}; the calibrated default is {default:g})"
 
 
 def _walls(draft: PlanDraft, replica: Replica, w: Workload, gpu: GpuSpec, tp: int, max_sequences: int) -> _Walls:
@@ -475,7 +514,8 @@ def _round_up(value: float, multiple: int) -> int:
 
 
 def _llm_suggestion(w: Workload, b_star: int, lengths: _Lengths, memory: _Memory, tp: int,
-                    fleet: dict[str, int]) -> ServingSuggestion:
+                    fleet: dict[str, int], a: PlanAssumptions | None = None, kv_dtype: str | None = None,
+                    found: DeploymentSearch | None = None) -> ServingSuggestion:
     """TensorRT-LLM's serving parameters for the plan: batch, token and length limits, KV share, fleet."""
     input_len = w.input_tokens_p95 or lengths.mean_in
     output_len = w.output_tokens_p95 or lengths.mean_out
@@ -485,19 +525,28 @@ def _llm_suggestion(w: Workload, b_star: int, lengths: _Lengths, memory: _Memory
     fraction = (after_weights - memory.reserve_gpu) / after_weights
     fraction = max(0.05, min(0.95, math.floor(fraction * 100) / 100))
     length_basis = "p95" if w.input_tokens_p95 else "mean (pass --input-tokens-p95)"
+    best = found.best if found is not None else None
+    pp = best.pipeline_parallel if best is not None else 1
     return ServingSuggestion(
         max_batch_size=b_star,
         max_num_tokens=_round_up(max_input + b_star, 256),
         max_input_len=max_input,
         max_seq_len=max_seq,
         kv_cache_free_gpu_mem_fraction=fraction,
-        tensor_parallel=tp,
+        tensor_parallel=tp // pp,
         instance_count=1,
         max_queue_delay_us=None,
         replicas=fleet.get("replicas"),
         gpus=fleet.get("gpus"),
+        pipeline_parallel=pp,
+        expert_parallel=(a.expert_parallel or 1) if a is not None else 1,
+        kv_cache_dtype=kv_dtype,
+        enable_chunked_prefill=a.chunked_prefill if a is not None else None,
+        disaggregated=({"prefill_workers": best.prefill_workers, "prefill_tensor_parallel": best.prefill_tensor_parallel,
+                        "decode_workers": best.workers} if best is not None and best.mode == "disaggregated" else None),
         notes={
-            "max_batch_size": "concurrent sequences where the first wall binds",
+            "max_batch_size": "the searched deployment's batch" if best is not None
+            else "concurrent sequences where the first wall binds",
             "max_num_tokens": f"one {length_basis} prompt + one token per running sequence, rounded up to 256",
             "max_input_len": f"{length_basis} input tokens",
             "max_seq_len": "input + output at the same percentile",

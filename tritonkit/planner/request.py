@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritonkit.errors import ConfigError
+from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner.capacity import PlanAssumptions, Workload
 from tritonkit.planner.catalogue import GpuFigures, GpuSpec, custom_gpu, find_gpu, gpu_names, override_gpu
 from tritonkit.planner.hf_config import load_hf_config, model_from_hf_config, model_from_values
@@ -35,8 +35,10 @@ from tritonkit.planner.llm import plan_llm
 from tritonkit.planner.model import ModelOverrides, TransformerShape
 from tritonkit.planner.precision import find_precision, precision_from_torch_dtype
 from tritonkit.planner.result import CapacityPlan
+from tritonkit.planner.search import SearchSpace
 
 if TYPE_CHECKING:
+    from tritonkit.planner.external import ExternalAnswer
     from tritonkit.planner.measured import Measurement, ServedConfig
     from tritonkit.planner.predict import PredictionCheck
 
@@ -55,8 +57,17 @@ class PlanRequest:
     Measurement: ``from_result`` (a perf ``result.json``), ``model_config`` (its model's
     ``config.pbtxt`` or folder), ``instances_per_gpu`` (without a config). Predictions:
     ``predict_concurrency`` / ``predict_rate`` (levels as ``'8,16'`` or ``'8:32'``),
-    ``predict_instances``, ``predict_window_us``, with ``arrivals`` for request rates.
+    ``predict_instances``, ``predict_window_us``, with ``arrivals`` for request rates. ``search``:
+    search the deployment of an LLM planned without a measurement (see :func:`plan_llm`).
+    ``performance_model``: who answers that search — ``"own"`` (the planner's), ``"aiconfigurator"``
+    (NVIDIA's, :mod:`tritonkit.planner.external`; ``ConfigError`` when not installed) or ``"auto"``
+    (NVIDIA's where it is installed and covers the case, else the planner's; the plan says which).
     """
+
+    def __post_init__(self) -> None:
+        if self.performance_model not in ("own", "auto", "aiconfigurator"):
+            raise ConfigError(f"unknown performance model {self.performance_model!r}",
+                              hint="pass --performance-model own, auto or aiconfigurator")
 
     hf_config: Path | None = None
     model: ModelOverrides = field(default_factory=ModelOverrides)
@@ -74,6 +85,8 @@ class PlanRequest:
     predict_instances: Sequence[int] = ()
     predict_window_us: Sequence[int] = ()
     arrivals: str = "constant"
+    search: SearchSpace | None = None
+    performance_model: str = "auto"
 
     def transformer(self) -> TransformerShape | None:
         """The LLM to plan, or ``None`` when neither a config nor model figures describe one."""
@@ -165,9 +178,54 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
     weights_gb = request.weights_gb
     if weights_gb is not None and not weights_gb > 0:
         raise ConfigError(f"--weights-gb must be positive, got {weights_gb}", hint="pass the weights size in GB")
-    return plan_llm(model, gpu, precision, request.workload, request.assumptions, measurement=measurement,
-                    weights_bytes_override=int(round(weights_gb * 1e9)) if weights_gb is not None else None,
-                    precision_note=precision_note)
+    weights = int(round(weights_gb * 1e9)) if weights_gb is not None else None
+
+    def planned(a: PlanAssumptions) -> CapacityPlan:
+        return plan_llm(model, gpu, precision, request.workload, a, measurement=measurement,
+                        weights_bytes_override=weights, precision_note=precision_note, search=request.search)
+
+    plan = planned(request.assumptions)
+    if plan.search is None or request.performance_model == "own":
+        return plan
+    from tritonkit.planner.external import answered_plan
+
+    headroom = request.assumptions.headroom
+    answer = _ask_performance_model(request, plan, gpu, precision.name)
+    if isinstance(answer, str):
+        return answered_plan(plan, answer, headroom)
+    # the plan's anatomy (memory, KV cache, roofline) at the parallelism the performance model chose
+    best = answer.best
+    try:
+        at_its_tp = planned(replace(request.assumptions, tensor_parallel=best.tensor_parallel * best.pipeline_parallel))
+    except PlanError as exc:
+        at_its_tp = replace(plan, warnings=(*plan.warnings, (
+            f"the lines above plan tritonkit's own best ({plan.value('tensor_parallel')} GPUs per replica): "
+            f"{answer.tool} chose {best.label()}, which tritonkit's own model does not see meeting the SLA "
+            f"({exc.message})")))
+    return answered_plan(at_its_tp, answer, headroom, own_gpus=plan.value("gpus_needed"))
+
+
+def _ask_performance_model(request: PlanRequest, plan: CapacityPlan, gpu: GpuSpec,
+                           precision: str) -> ExternalAnswer | str:
+    """NVIDIA's performance model's answer for ``plan``'s case, or why it gave none."""
+    from tritonkit.planner.external import ENV_VAR, ask_performance_model, find_tool
+
+    tool, w = find_tool(), request.workload
+    if tool is None:
+        if request.performance_model == "aiconfigurator":
+            raise ConfigError("--performance-model aiconfigurator: no aiconfigurator executable found",
+                              hint=f"install it in a venv of its own (pip install aiconfigurator) and set {ENV_VAR} "
+                                   "to that venv's bin/aiconfigurator, or put it on PATH")
+        return f"not installed (set {ENV_VAR} to its aiconfigurator executable)"
+    if request.hf_config is None:
+        return "it reads the model's config.json (--hf-config)"
+    if w.target_qps is None or w.tokens_per_s_per_user is None:
+        return "it sizes a request rate under a per-token time (--qps and --tokens-per-s)"
+    mean_in, mean_out = (float(plan.value(key)) for key in ("input_tokens_mean", "output_tokens_mean"))
+    return ask_performance_model(
+        tool, request.hf_config, gpu.name, precision, isl=int(round(mean_in)), osl=int(round(mean_out)),
+        ttft_ms=w.ttft_ms if w.ttft_ms is not None else 2000.0, tpot_ms=1000.0 / w.tokens_per_s_per_user,
+        request_rate=w.target_qps)
 
 
 def _with_predictions(request: PlanRequest, plan: CapacityPlan, measurement: Measurement | None) -> CapacityPlan:

@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tritonkit._fs import atomic_write
 
@@ -29,6 +29,8 @@ __all__ = [
     "CapacityPlan",
     "PlanDraft",
     "PlanLine",
+    "Report",
+    "SearchReport",
     "ServingSuggestion",
 ]
 
@@ -89,7 +91,9 @@ class ServingSuggestion:
     LLM (TensorRT-LLM names): ``max_batch_size`` (concurrent sequences the engine schedules),
     ``max_num_tokens`` (tokens per engine iteration: one full prompt plus one token per running
     sequence), ``max_input_len`` / ``max_seq_len``, ``kv_cache_free_gpu_mem_fraction`` (share of
-    the memory left after the weights that the KV cache may take), ``tensor_parallel``.
+    the memory left after the weights that the KV cache may take), ``tensor_parallel``,
+    ``pipeline_parallel``, ``expert_parallel``, ``kv_cache_dtype``, ``enable_chunked_prefill`` and,
+    for a disaggregated deployment, ``disaggregated`` (prefill and decode workers).
     Any model: ``instance_count`` (model instances per GPU), ``max_queue_delay_us`` (dynamic
     batching window; ``None`` for in-flight batching), and the fleet: ``replicas`` and ``gpus``.
     ``notes`` says where each value comes from.
@@ -106,10 +110,34 @@ class ServingSuggestion:
     replicas: int | None = None
     gpus: int | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    kv_cache_dtype: str | None = None
+    enable_chunked_prefill: bool | None = None
+    #: Disaggregated serving: ``prefill_workers``, ``prefill_tensor_parallel``, ``decode_workers``.
+    disaggregated: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``notes`` included)."""
         return asdict(self)
+
+
+class Report(Protocol):
+    """What a plan keeps of a search or an outside model's answer: its JSON view."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class SearchReport(Report, Protocol):
+    """What a plan keeps of a deployment search (:class:`tritonkit.planner.search.DeploymentSearch`)."""
+
+    def render_text(self) -> str: ...
+
+    def render_markdown(self) -> str: ...
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 @dataclass(frozen=True)
@@ -124,6 +152,12 @@ class CapacityPlan:
     warnings: tuple[str, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
     predictions: PredictionSet | None = None
+    #: The deployment search that chose this plan's configuration (an LLM planned with ``search=``).
+    search: SearchReport | None = None
+    #: Each engine's serving parameters (:func:`tritonkit.planner.serving_plan.engine_parameters`).
+    engines: dict[str, Any] | None = None
+    #: What NVIDIA's performance model answered, when it did (:mod:`tritonkit.planner.external`).
+    external: Report | None = None
 
     def line(self, key: str) -> PlanLine:
         """The line with JSON key ``key`` (``KeyError`` if the plan has none)."""
@@ -155,6 +189,9 @@ class CapacityPlan:
             "warnings": list(self.warnings),
             "explain": explain,
             **({"predictions": self.predictions.to_dict()} if self.predictions is not None else {}),
+            **({"search": self.search.to_dict()} if self.search is not None else {}),
+            **({"engines": self.engines} if self.engines is not None else {}),
+            **({"performance_model": self.external.to_dict()} if self.external is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -163,6 +200,24 @@ class CapacityPlan:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_dict` as JSON atomically (temp file in the same folder, then ``os.replace``)."""
         return atomic_write(path, self.to_json())
+
+    def render_markdown(self) -> str:
+        """The plan as Markdown: a table per section (quantity, value, basis, how), the serving parameters,
+        the search's table, the warnings."""
+        out: list[str] = [f"# {self.title}"]
+        for section in self.sections():
+            out += ["", f"## {section}", "", "| quantity | value | basis | how |", "|---|---:|---|---|"]
+            out += [f"| {_cell(i.label)} | {_cell(i.value_text())} | {i.basis} | {_cell(i.note)} |"
+                    for i in self.lines if i.section == section]
+        out += ["", "## serving parameters", "", "| parameter | value | why |", "|---|---:|---|"]
+        out += [f"| {key} | {value} | {_cell(self.suggestion.notes.get(key, ''))} |"
+                for key, value in self.suggestion.to_dict().items()
+                if key not in ("notes", "disaggregated") and value is not None]
+        if self.search is not None:
+            out += ["", "## search", "", self.search.render_markdown().rstrip("\n")]
+        if self.warnings:
+            out += ["", "## warnings", "", *[f"- {_cell(w)}" for w in self.warnings]]
+        return "\n".join(out) + "\n"
 
     def render_text(self) -> str:
         """A plain-text table: quantity, value with unit, basis, and how it was obtained."""
@@ -180,10 +235,13 @@ class CapacityPlan:
         out.append("")
         out.append("[serving parameters]")
         for key, value in self.suggestion.to_dict().items():
-            if key == "notes" or value is None:
+            if key in ("notes", "disaggregated") or value is None:
                 continue
             note = self.suggestion.notes.get(key, "")
             out.append(f"  {key:<32} {value!s:>10}  {note}".rstrip())
+        if self.search is not None:
+            out.append("")
+            out.append(self.search.render_text().rstrip("\n"))
         if self.predictions is not None:
             out.append("")
             out.append(self.predictions.render_text().rstrip("\n"))

@@ -1,0 +1,131 @@
+"""Costs a deployment pays beyond the roofline, and the efficiencies the roofline runs at.
+
+* **Tensor-parallel all-reduce.** Each transformer layer ends its attention and its MLP with an
+  all-reduce of the activations (Megatron-style TP): 2 per layer. A ring all-reduce of ``n``
+  bytes over ``tp`` GPUs moves ``2 (tp − 1) / tp × n`` bytes through each GPU's link, plus a fixed
+  latency (launch and synchronisation): ``t = latency + 2 (tp − 1) / tp × n / link bandwidth``.
+  The link (NVLink or PCIe, bandwidth per direction and latency) is the GPU's
+  :class:`~tritonkit.planner.catalogue.Link`.
+* **MoE expert parallelism.** With ``ep`` GPUs each holding ``1/ep`` of the routed experts, the
+  MLP's all-reduce becomes an all-to-all that sends each token's hidden state to its
+  ``experts_per_token`` experts and back: ``2 × (latency + tokens × k × hidden × 2 B × (ep − 1)/ep / bw)``.
+  Experts are read whole on the GPU that holds them, so the busiest GPU reads more than the
+  average: an imbalance of ``1 + 1/√(tokens × k / ep)`` (the spread of a binomial draw) is applied
+  to the expert reads.
+* **Queueing for prefill.** A prompt waits for the prefills ahead of it: an M/D/1 queue (Poisson
+  arrivals, one prefill at a time, fixed service time) waits ``ρ s / (2 (1 − ρ))`` on average at
+  utilisation ``ρ = λ s`` (:func:`md1_wait_s`).
+
+The default efficiencies (:data:`DEFAULT_BANDWIDTH_EFFICIENCY`, :data:`DEFAULT_COMPUTE_EFFICIENCY`)
+are calibrated, not guessed: they are the values at which the plan's throughput matches NVIDIA's
+published TensorRT-LLM measurements (:data:`CALIBRATION_SOURCE`; the cases and their figures are in
+``benchmarks/planner_published.py`` and ``tests/planner/test_published.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tritonkit.planner.catalogue import Figure, GpuSpec, Link
+from tritonkit.planner.model import TransformerShape
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "ASSUMED_LINK",
+    "CALIBRATION_SOURCE",
+    "DEFAULT_BANDWIDTH_EFFICIENCY",
+    "DEFAULT_COMPUTE_EFFICIENCY",
+    "DEFAULT_MAX_NUM_TOKENS",
+    "INTER_NODE_GB_S",
+    "Comm",
+    "md1_wait_s",
+]
+
+#: Where the default efficiencies come from (printed beside them in every plan).
+CALIBRATION_SOURCE = (
+    "calibrated against NVIDIA's published TensorRT-LLM throughput (docs/source/performance/perf-overview.md "
+    "of NVIDIA/TensorRT-LLM at 00f37686, the v1.0 tables: trtllm-bench, FP8, H100 SXM and H200 SXM); "
+    "see benchmarks/planner_published.py"
+)
+#: Achievable share of datasheet memory bandwidth in decode, and of dense tensor throughput (model
+#: FLOPs utilisation of batched decode and prefill): the pair at which the planner's GPUs for the
+#: published cases (:data:`tritonkit.planner.published.PUBLISHED_CASES`) come closest to the
+#: published GPUs, on a grid of bandwidth 0.4–0.8 × compute 0.35–0.6 (at 8 × each published load:
+#: mean |log ratio| 0.09, every case within 0.88–1.25×; 0.8/0.6 gives 0.32). They stand for what the
+#: whole engine achieves — kernels, scheduling, sampling — not for one kernel's peak.
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.5
+DEFAULT_COMPUTE_EFFICIENCY = 0.45
+#: Bytes of one activation element moved by an all-reduce (FP16/BF16 activations).
+ACTIVATION_BYTES = 2
+#: TensorRT-LLM's default ``max_num_tokens`` (tokens one engine step takes): the chunk a prompt is cut
+#: into with chunked prefill.
+DEFAULT_MAX_NUM_TOKENS = 8192
+#: Between nodes (pipeline stages, a prefill worker handing its KV cache to a decode worker): one
+#: 400 Gb/s InfiniBand NDR port per GPU = 50 GB/s per direction (assumption: the usual HGX fabric).
+INTER_NODE_GB_S = 50.0
+
+#: For a card described by figures alone (no catalogue link): PCIe Gen4 x16, said so in the plan.
+ASSUMED_LINK = Link("PCIe Gen4 x16 (assumed)", Figure(32.0, "GB/s", "assumption: no link given for this card"),
+                    Figure(25.0, "µs", "assumption: no link given for this card"), 8)
+
+
+def md1_wait_s(arrival_rate: float, service_s: float) -> float:
+    """Mean wait in an M/D/1 queue: ``ρ s / (2 (1 − ρ))``, ``inf`` at or above saturation."""
+    rho = arrival_rate * service_s
+    if rho >= 1.0:
+        return math.inf
+    return rho * service_s / (2.0 * (1.0 - rho))
+
+
+@dataclass(frozen=True)
+class Comm:
+    """The communication of one replica: TP all-reduce per layer, or EP all-to-all for MoE layers."""
+
+    tensor_parallel: int
+    expert_parallel: int
+    link: Link
+    hidden_size: int
+    num_layers: int
+    experts_per_token: int
+
+    @classmethod
+    def of(cls, model: TransformerShape, gpu: GpuSpec, tensor_parallel: int, expert_parallel: int = 1) -> Comm:
+        """The replica's communication; the hidden size is heads × head_dim where the config gives none."""
+        hidden = model.hidden_size or model.num_attention_heads * model.head_dim
+        return cls(tensor_parallel, expert_parallel, gpu.link or ASSUMED_LINK, hidden, model.num_layers,
+                   model.experts_per_token or 1)
+
+    def _allreduce_s(self, payload_bytes: float) -> float:
+        tp = self.tensor_parallel
+        if tp <= 1:
+            return 0.0
+        moved = 2.0 * (tp - 1) / tp * payload_bytes
+        return self.link.latency_us * 1e-6 + moved / (self.link.bandwidth_gb_s * 1e9)
+
+    def _alltoall_s(self, tokens: float) -> float:
+        ep = self.expert_parallel
+        sent = tokens * self.experts_per_token * self.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
+        return 2.0 * (self.link.latency_us * 1e-6 + sent / (self.link.bandwidth_gb_s * 1e9))
+
+    def step_s(self, tokens: float) -> float:
+        """Seconds of communication in one engine step over ``tokens`` tokens (all layers)."""
+        payload = tokens * self.hidden_size * ACTIVATION_BYTES
+        attention = self._allreduce_s(payload)
+        mlp = self._alltoall_s(tokens) if self.expert_parallel > 1 else self._allreduce_s(payload)
+        return self.num_layers * (attention + mlp)
+
+    def expert_imbalance(self, tokens: float) -> float:
+        """How much more than the average the busiest EP rank reads of its experts (1 without EP)."""
+        if self.expert_parallel <= 1:
+            return 1.0
+        per_rank = max(tokens * self.experts_per_token / self.expert_parallel, 1.0)
+        return 1.0 + 1.0 / math.sqrt(per_rank)
+
+    def describe(self) -> str:
+        """One line for the plan: the link and what it costs."""
+        if self.tensor_parallel <= 1 and self.expert_parallel <= 1:
+            return "one GPU per replica: no all-reduce"
+        what = (f"EP {self.expert_parallel}: all-to-all for the MoE layers, " if self.expert_parallel > 1 else "")
+        return (f"{what}2 all-reduces per layer over {self.link.name} ({self.link.bandwidth_gb_s:g} GB/s per direction, "
+                f"{self.link.latency_us:g} µs each: {self.link.bandwidth.source}; latency {self.link.latency.source})")
