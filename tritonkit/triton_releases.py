@@ -1,4 +1,4 @@
-"""Triton Inference Server releases 2.51 … 2.72: the one place what each one parses, serves and checks is written down.
+"""Triton Inference Server releases 2.51 … 2.73: the one place what each one parses, serves and checks is written down.
 
 Like ``trtllm_versions.py`` for TensorRT-LLM. Every fact names the upstream repository, file
 and release branch it was read at (``triton-inference-server/<repo>``, branch ``rYY.MM``), and
@@ -6,7 +6,8 @@ the first release that has it. The linter, the writers, ``serve``, perf, the cli
 ``deploy`` ask this module; none of them keeps a release number of its own.
 
 A *line* is ``major.minor`` (``2.59`` covers 2.59.0 and 2.59.1); each has the NGC container
-tags that ship it (``24.10`` … ``26.08``). The bundled server (nvidia-pytriton 0.7.0) is 2.51,
+tags that ship it (``24.10`` … ``26.09``). 2.73's own release branches could not be read yet: its
+facts are 2.72's (:data:`CARRIED_OVER` says why; ``TritonRelease.read_at`` where they were read). The bundled server (nvidia-pytriton 0.7.0) is 2.51,
 and the test suite proves every 2.51 fact against it; newer lines are held to upstream's own
 sources and test expectations at their tags.
 
@@ -41,6 +42,7 @@ from tritonkit.errors import UnsupportedByReleaseError
 from tritonkit.triton_metrics import FIRST_RESPONSE_HISTOGRAM_MS
 from tritonkit.triton_release_lines import (
     BUNDLED_LINE,
+    CARRIED_OVER,
     KNOWN_LINES,
     NEWEST_LINE,
     PYTRITON_SERVER_LINES,
@@ -63,6 +65,7 @@ __all__ = [
     "AOTI_DEFAULT_FILE",
     "BEHAVIOURS",
     "BUNDLED_LINE",
+    "CARRIED_OVER",
     "CLIENT_SHM",
     "CLIENT_SHM_FLAG",
     "CONFIG_FIELDS",
@@ -310,12 +313,14 @@ _CLIENT_SHM_REFUSAL = "Client shared memory is disabled"
 _CLIENT_SHM_STATUS = "UNIMPLEMENTED"
 
 #: The onnxruntime each release's container builds its onnxruntime backend with (the server's
-#: build.py version map at each branch).
+#: build.py version map at each branch). 2.73: carried over from r26.08 — the server's main at
+#: e1db8a603 (2.73.0dev) still says 1.27.0, older than r26.08's 1.28.0 (the release branches set it).
 ONNXRUNTIME_VERSIONS: dict[str, str] = {
     "2.51": "1.19.2", "2.52": "1.19.2", "2.53": "1.20.1", "2.54": "1.20.1", "2.55": "1.20.1", "2.56": "1.21.0",
     "2.57": "1.21.0", "2.58": "1.22.0", "2.59": "1.22.0", "2.60": "1.23.0", "2.61": "1.23.0", "2.62": "1.23.1",
     "2.63": "1.23.2", "2.64": "1.23.2", "2.65": "1.23.2", "2.66": "1.24.1", "2.67": "1.24.2", "2.68": "1.24.4",
     "2.69": "1.24.4", "2.70": "1.24.4", "2.71": "1.27.0", "2.72": "1.28.0",
+    "2.73": "1.28.0",
 }
 
 

@@ -253,6 +253,7 @@ class Target:
             "source": self.source,
             "server_version": str(self.release),
             "server_version_from": self.release_origin,
+            "server_version_facts_read_at": self.release.read_at,
             "onnxruntime": self.onnxruntime,
             "notes": list(self.notes),
         }
@@ -419,12 +420,14 @@ class LintReport:
                 if (model is None or f.model == model) and (severity is None or f.severity is severity)}
 
     def summary(self) -> str:
-        """``3 error(s), 1 warning(s), 0 info in 12 model(s) for Triton 2.72 (0.05 s)``."""
+        """``3 error(s), 1 warning(s), 0 info in 12 model(s) for Triton 2.73 (0.05 s)``."""
         info = len(self.findings) - len(self.errors) - len(self.warnings)
         failed = len(self.internal_errors)
         incomplete = f"; {failed} rule failure(s): not fully checked" if failed else ""
+        at = self.target.release
+        carried = f", {at.carried_over}" if at.carried_over else ""  # 2.73: its facts are 2.72's
         return (f"{len(self.errors)} error(s), {len(self.warnings)} warning(s), {info} info "
-                f"in {self.models_checked} model(s) for Triton {self.target.release} ({self.elapsed_s:.2f} s){incomplete}")
+                f"in {self.models_checked} model(s) for Triton {at} ({self.elapsed_s:.2f} s{carried}){incomplete}")
 
     def to_text(self) -> str:
         """Human-readable report: one block per finding, then the summary."""

@@ -13,7 +13,7 @@ TK5xx       transactions: decoupled, streaming, response cache;
             sequence batching controls (TK51x)
 TK6xx       target: backends and GPUs of the server the repository is meant for
 TK7xx       model file: ONNX inputs/outputs against the config
-TK8xx       release: what the target Triton release (2.51 … 2.72) reads and checks
+TK8xx       release: what the target Triton release (2.51 … 2.73) reads and checks
 TK9xx       LLM backends: TensorRT-LLM's engine repository (TK90x–TK910) and
             LLM-API model (TK911–TK916), Triton's vLLM backend (TK95x)
 ==========  =======================================================
