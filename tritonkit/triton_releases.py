@@ -245,6 +245,15 @@ VALIDATIONS: dict[str, ReleaseFact] = _table("validation", (
      "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
      "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
      "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
+    ("2.51", "runtime_library_found",
+     "a model's runtime library is looked for in its version folder, its model folder and <backend-directory>/"
+     "<backend>/ (runtime model.py: libtriton_python.so there or in <backend-directory>/python/, and <backend>/model.py "
+     "must exist); the name is joined onto each folder, a leading '/' included ('unable to find backend library'; "
+     "TritonModel::GetBackendLibraryProperties, FindBackendLibraryPath, JoinPath)", "core", "src/backend_model.cc"),
+    ("2.51", "runtime_library_inside_folder",
+     "the runtime library found must resolve (symlinks too) inside the folder it was found in: 'backend library name "
+     "... escapes backend directory' (GetBackendLibraryProperties; every release since r24.01, commit f502bfc); a "
+     "path-prefix test up to 2.69, a path-boundary test from 2.70 (commit dcb315d)", "core", "src/backend_model.cc"),
     ("2.70", "batch_strategy_inside_model",
      "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
      "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
@@ -258,6 +267,10 @@ BEHAVIOURS: dict[str, ReleaseFact] = _table("behaviour", (
     ("2.65", "first_response_histogram_all_models",
      "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
      "src/metric_model_reporter.cc"),
+    ("2.70", "path_boundary_test",
+     "a path is inside a folder only up to a path separator ('/models/m' does not hold '/models/m2/x'); up to 2.69 "
+     "a plain string-prefix test (IsChildPathEscapingParentPath, commit dcb315d): label files, the runtime library, "
+     "the batching strategy library", "core", "src/filesystem/api.cc", "r26.06"),
     ("2.68", "max_inflight_requests_shared",
      "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
      "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),

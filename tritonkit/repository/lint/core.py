@@ -207,6 +207,10 @@ class Target:
     release_origin: str = "the newest line tritonkit knows"
     onnxruntime: str | None = None
     onnxruntime_source: str = ""
+    #: Where each backend's folder is on this machine (read, never executed), for a local install.
+    backend_folders: tuple[tuple[str, Path], ...] = ()
+    #: The folder a backend not in ``backend_folders`` would be in (``--backend-dir``), or ``None``.
+    backends_root: Path | None = None
 
     @classmethod
     def cpu(cls) -> Target:
@@ -234,6 +238,22 @@ class Target:
         """This target, knowing which backends the server has."""
         return replace(self, backends=frozenset(backends), backends_complete=complete, source=source)
 
+    def with_backend_folders(self, folders: dict[str, Path], root: Path | None) -> Target:
+        """This target, knowing where its backends' folders are (the server's ``--backend-directory``)."""
+        return replace(self, backend_folders=tuple(sorted(folders.items())), backends_root=root)
+
+    @property
+    def knows_backend_folders(self) -> bool:
+        """Whether a backend's folder can be looked at: a local install's complete list."""
+        return self.backends_complete and bool(self.backend_folders or self.backends_root)
+
+    def backend_folder(self, name: str) -> Path | None:
+        """Backend ``name``'s folder as the server would look for it; ``None`` when there is none to look at."""
+        found = dict(self.backend_folders).get(name)
+        if found is not None:
+            return found
+        return self.backends_root / name if self.backends_root is not None else None
+
     def with_release(self, choice: ReleaseChoice) -> Target:
         """This target, checked for the release ``choice`` names (its note joins the target's notes)."""
         notes = (*self.notes, choice.note) if choice.note else self.notes
@@ -255,6 +275,7 @@ class Target:
             "server_version_from": self.release_origin,
             "server_version_facts_read_at": self.release.read_at,
             "onnxruntime": self.onnxruntime,
+            "backends_dir": str(self.backends_root) if self.backends_root is not None else None,
             "notes": list(self.notes),
         }
 

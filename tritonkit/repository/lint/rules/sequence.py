@@ -123,8 +123,8 @@ def slot_utilization(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> Non
                        hint="use a value between 0 and 1 (0 runs a batch as soon as any slot is ready)")
 
 
-#: Bytes per element, to size an initial_state data file (strings are taken as they are).
-_DTYPE_BYTES = {"TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_INT8": 1, "TYPE_UINT16": 2, "TYPE_INT16": 2, "TYPE_FP16": 2,
+#: Bytes per element (core GetDataTypeByteSize), to size an initial_state or warmup data file (strings are taken as they are).
+DTYPE_BYTES = {"TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_INT8": 1, "TYPE_UINT16": 2, "TYPE_INT16": 2, "TYPE_FP16": 2,
                 "TYPE_BF16": 2, "TYPE_UINT32": 4, "TYPE_INT32": 4, "TYPE_FP32": 4, "TYPE_UINT64": 8,
                 "TYPE_INT64": 8, "TYPE_FP64": 8}
 #: Where Triton looks for initial_state data files, inside the model folder.
@@ -195,7 +195,7 @@ def initial_state_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
             ctx.report(m, f"initial_state data file {where} is missing", field=f"{base}.initial_state[0]",
                        hint=f"put the raw bytes at {where}")
             continue
-        size = _DTYPE_BYTES.get(enum_name(mc.DataType, init.data_type, field=f"{base}.initial_state[0]"))
+        size = DTYPE_BYTES.get(enum_name(mc.DataType, init.data_type, field=f"{base}.initial_state[0]"))
         dims = list(init.dims)
         if size is None or -1 in dims:
             continue  # strings are read as they are; a -1 is TK517's finding

@@ -1,0 +1,169 @@
+"""Checks the server makes while it loads a model, outside ``model_config_utils.cc``: warmup data
+(TK316), decoupled streams in ensembles (TK409), the python backend's parameter and
+``auto_complete_config`` (TK703, TK704).
+
+Each is proven live on the bundled 2.51 by the corpus (``tests/lint_corpus``, cases named in
+``docs/lint-coverage.md``); the cases here pin the edges read in the upstream sources that a
+corpus case does not show: a batch-0 warmup sample is never read, string data files are taken
+whole, an ensemble over a decoupled ensemble, literal arguments only, nothing imported.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tritonkit.repository.lint import Severity, lint_repository
+
+IO = ('max_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+      'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n')
+
+
+def _model(repo: Path, name: str, body: str, *, model_py: str | None = None) -> Path:
+    folder = repo / name
+    (folder / "1").mkdir(parents=True)
+    (folder / "config.pbtxt").write_text(f'name: "{name}"\n{body}\n')
+    if model_py is not None:
+        (folder / "1" / "model.py").write_text(textwrap.dedent(model_py))
+    return folder
+
+
+def _errors(repo: Path, name: str) -> set[str]:
+    return lint_repository(repo).rule_ids(name, severity=Severity.ERROR)
+
+
+def test_a_warmup_sample_of_batch_zero_is_skipped_unread(tmp_path: Path) -> None:
+    warmup = ('model_warmup [ { name: "w" batch_size: 0 inputs { key: "INPUT0" value { data_type: TYPE_FP32 '
+              'dims: [ -1 ] } } } ]')
+    _model(tmp_path, "m", f'backend: "python"\n{IO}{warmup}')
+    assert "TK316" not in _errors(tmp_path, "m")
+    (tmp_path / "m" / "config.pbtxt").write_text((tmp_path / "m" / "config.pbtxt").read_text().replace(
+        "batch_size: 0", "batch_size: 1"))
+    assert "TK316" in _errors(tmp_path, "m")
+
+
+def test_warmup_file_sizes_count_the_dims_of_the_sample_and_take_strings_whole(tmp_path: Path) -> None:
+    body = ('backend: "python"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP16 dims: [ 2, 3 ] },'
+            ' { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP16 '
+            'dims: [ 2, 3 ] } ]\nmodel_warmup [ { name: "w" batch_size: 2 inputs { key: "INPUT0" value { data_type: '
+            'TYPE_FP16 dims: [ 2, 3 ] input_data_file: "/x.bin" } } inputs { key: "TEXT" value { data_type: TYPE_STRING '
+            'dims: [ 1 ] input_data_file: "t.bin" } } } ]')
+    folder = _model(tmp_path, "m", body)
+    (folder / "warmup").mkdir()
+    (folder / "warmup" / "x.bin").write_bytes(b"\0" * 11)  # 2 x 3 FP16 = 12 bytes; "/x.bin" is joined on
+    (folder / "warmup" / "t.bin").write_bytes(b"\0")
+    report = lint_repository(tmp_path)
+    found = [f for f in report.for_model("m") if f.rule_id == "TK316"]
+    assert len(found) == 1 and "holds 11 bytes" in found[0].message and "need 12" in found[0].message
+    assert not [f for f in report.for_model("m") if f.rule_id == "TK311"]  # the absolute name is found there
+    (folder / "warmup" / "x.bin").write_bytes(b"\0" * 12)
+    assert "TK316" not in _errors(tmp_path, "m")
+
+
+def _step(name: str, reads: dict[str, str], writes: dict[str, str]) -> str:
+    ins = " ".join(f'input_map {{ key: "{k}" value: "{v}" }}' for k, v in reads.items())
+    outs = " ".join(f'output_map {{ key: "{k}" value: "{v}" }}' for k, v in writes.items())
+    return f'{{ model_name: "{name}" model_version: -1 {ins} {outs} }}'
+
+
+def _ensemble(repo: Path, name: str, steps: list[str], inputs: tuple[str, ...] = ("INPUT0",)) -> None:
+    ins = ", ".join(f'{{ name: "{n}" data_type: TYPE_FP32 dims: [ 4 ] }}' for n in inputs)
+    _model(repo, name, f'platform: "ensemble"\nmax_batch_size: 8\ninput [ {ins} ]\n'
+           'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+           f'ensemble_scheduling {{ step [ {", ".join(steps)} ] }}')
+
+
+def _composing(repo: Path) -> None:
+    two = ('backend: "python"\nmax_batch_size: 8\ninput [ { name: "A" data_type: TYPE_FP32 dims: [ 4 ] }, '
+           '{ name: "B" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 '
+           'dims: [ 4 ] } ]')
+    _model(repo, "two", two, model_py="")
+    _model(repo, "plain", f'backend: "python"\n{IO}', model_py="")
+    _model(repo, "stream", f'backend: "python"\n{IO}model_transaction_policy {{ decoupled: true }}', model_py="")
+
+
+def test_two_decoupled_streams_meeting_in_one_step_are_refused_and_one_stream_passes(tmp_path: Path) -> None:
+    _composing(tmp_path)
+    # The request and a stream: refused. Two streams: refused. A stream through a plain step: one stream.
+    _ensemble(tmp_path, "request_and_stream", [_step("stream", {"INPUT0": "INPUT0"}, {"OUTPUT0": "s"}),
+                                               _step("two", {"A": "INPUT0", "B": "s"}, {"OUTPUT0": "OUTPUT0"})])
+    _ensemble(tmp_path, "two_streams", [_step("stream", {"INPUT0": "INPUT0"}, {"OUTPUT0": "s1"}),
+                                        _step("stream", {"INPUT0": "INPUT0"}, {"OUTPUT0": "s2"}),
+                                        _step("two", {"A": "s1", "B": "s2"}, {"OUTPUT0": "OUTPUT0"})])
+    _ensemble(tmp_path, "one_stream", [_step("stream", {"INPUT0": "INPUT0"}, {"OUTPUT0": "s"}),
+                                       _step("plain", {"INPUT0": "s"}, {"OUTPUT0": "p"}),
+                                       _step("two", {"A": "s", "B": "p"}, {"OUTPUT0": "OUTPUT0"})])
+    report = lint_repository(tmp_path)
+    assert "TK409" in report.rule_ids("request_and_stream") and "TK409" in report.rule_ids("two_streams")
+    assert "TK409" not in report.rule_ids("one_stream")
+    two = next(f for f in report.for_model("two_streams") if f.rule_id == "TK409")
+    assert "decoupled stream 1" in two.message and "decoupled stream 2" in two.message
+
+
+def test_an_ensemble_over_a_decoupled_ensemble_counts_as_decoupled(tmp_path: Path) -> None:
+    _composing(tmp_path)
+    _ensemble(tmp_path, "inner", [_step("stream", {"INPUT0": "INPUT0"}, {"OUTPUT0": "OUTPUT0"})])
+    _ensemble(tmp_path, "outer", [_step("inner", {"INPUT0": "INPUT0"}, {"OUTPUT0": "s"}),
+                                  _step("two", {"A": "INPUT0", "B": "s"}, {"OUTPUT0": "OUTPUT0"})])
+    assert "TK409" in lint_repository(tmp_path).rule_ids("outer")
+
+
+def test_force_cpu_only_input_tensors_takes_yes_or_no_and_only_python_models_read_it(tmp_path: Path) -> None:
+    for value, refused in (("yes", False), ("no", False), ("YES", True), ("", True)):
+        param = f'parameters {{ key: "FORCE_CPU_ONLY_INPUT_TENSORS" value {{ string_value: "{value}" }} }}'
+        _model(tmp_path / value, "m", f'backend: "python"\n{IO}{param}')
+        _model(tmp_path / value, "onnx", f'backend: "onnxruntime"\n{IO}{param}')
+        assert ("TK703" in _errors(tmp_path / value, "m")) is refused, value
+        assert "TK703" not in _errors(tmp_path / value, "onnx")
+
+
+AUTO = '''
+import numpy as np
+
+SIZE = compute()
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        {body}
+        return config
+'''
+
+
+def _auto(repo: Path, body: str, config: str = IO) -> set[str]:
+    _model(repo, "m", f'backend: "python"\n{config}', model_py=AUTO.replace("{body}", body))
+    return {f.message for f in lint_repository(repo).for_model("m") if f.rule_id == "TK704"}
+
+
+def test_auto_complete_calls_are_judged_from_literal_arguments_only(tmp_path: Path) -> None:
+    assert _auto(tmp_path / "computed", "config.set_max_batch_size(SIZE)") == set()
+    assert _auto(tmp_path / "branch", "if SIZE:\n            config.set_max_batch_size(1)") == set()
+    found = _auto(tmp_path / "literal", "config.set_max_batch_size(1)")
+    assert len(found) == 1 and "set_max_batch_size(1) is below the config's max_batch_size 8" in next(iter(found))
+    assert next(iter(found)).startswith("m/1/model.py:10 ")
+    assert _auto(tmp_path / "equal", "config.set_max_batch_size(8)") == set()
+
+
+def test_auto_complete_tensor_properties_and_transaction_policy_follow_the_backend_utils(tmp_path: Path) -> None:
+    extra = _auto(tmp_path / "a", 'config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4], '
+                                  '"optional": True})')
+    assert any("only name, data_type, dims are taken" in m for m in extra)
+    missing = _auto(tmp_path / "b", 'config.add_input({"name": "NEW", "dims": [4]})')
+    assert any("missing 'data_type'" in m for m in missing)
+    dims = _auto(tmp_path / "c", 'config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [8]})')
+    assert any("dims [8], the config declares [4]" in m for m in dims)
+    assert _auto(tmp_path / "d", 'config.add_input({"name": "NEW", "data_type": "TYPE_INT8", "dims": [2]})') == set()
+    policy = _auto(tmp_path / "e", 'config.set_model_transaction_policy(dict(decoupled=True))')
+    assert policy == set()  # dict(...) is a call, not a literal: left alone
+    decoupled = _auto(tmp_path / "f", 'config.set_model_transaction_policy({"decoupled": True})',
+                      IO + "model_transaction_policy { decoupled: false }")
+    assert any("decoupled=True against the config's decoupled: false" in m for m in decoupled)
+    assert _auto(tmp_path / "g", 'config.set_model_transaction_policy({"decoupled": True})') == set()
+    sequence = _auto(tmp_path / "h", "config.set_dynamic_batching()", IO + "sequence_batching { }")
+    assert any("set_dynamic_batching() on a model whose config uses sequence_batching" in m for m in sequence)
+
+
+def test_a_model_py_that_is_not_python_is_left_to_the_server(tmp_path: Path) -> None:
+    _model(tmp_path, "m", f'backend: "python"\n{IO}', model_py="class TritonPythonModel(:\n")
+    assert "TK704" not in _errors(tmp_path, "m")
