@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tests.support.paths import ROOT
-from tritonkit.triton_releases import ONNXRUNTIME_VERSIONS, SERVER_FLAGS, release
+from tritonkit.triton_releases import CONFIG_FIELDS, ONNXRUNTIME_VERSIONS, PLATFORMS, SERVER_FLAGS, release
 
 SCRIPT = ROOT / "scripts" / "upstream-facts"
 _GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -64,6 +64,41 @@ def _server_branch(repo: Path, tag: str, version: str, ort: str, *, old_map: boo
                               "src/command_line_parser.cc": _parser(flags if flags is not None else _flags_of(line))})
 
 
+def _proto(paths: list[str]) -> str:
+    """A model_config.proto holding the fields ``Message.Nested.field``, its braces on their own lines
+    as upstream writes them, a oneof and an enum among them."""
+    tree: dict[str, dict] = {}  # type: ignore[type-arg]
+    for path in paths:
+        node = tree
+        for part in path.split(".")[:-1]:
+            node = node.setdefault(part, {})
+        node.setdefault("", []).append(path.split(".")[-1])
+
+    def render(name: str, node: dict, depth: int) -> list[str]:  # type: ignore[type-arg]
+        pad = "  " * depth
+        rows = [f"{pad}//@@  .. cpp:var:: message {name}", f"{pad}message {name}", f"{pad}{{",
+                f"{pad}  enum Kind {{ KIND_A = 0; KIND_B = 1; }}"]
+        fields = node.get("", [])
+        for number, field_name in enumerate(fields[:1], start=1):
+            rows += [f"{pad}  oneof choice", f"{pad}  {{", f"{pad}    int64 {field_name} = {number};", f"{pad}  }}"]
+        rows += [f"{pad}  repeated string {field_name} = {n};" for n, field_name in enumerate(fields[1:], start=2)]
+        for child, sub in node.items():
+            if child:
+                rows += render(child, sub, depth + 1)
+        return [*rows, f"{pad}}}"]
+
+    return "\n".join(row for name, node in tree.items() for row in render(name, node, 0)) + "\n"
+
+
+_BASE_FIELDS = ["ModelConfig.name", "ModelConfig.max_batch_size", "ModelInput.dims"]
+_FIELDS_2_52 = sorted(k for k, f in CONFIG_FIELDS.items() if str(f.since) == "2.52")
+
+
+def _constants(line: str) -> str:
+    return "".join(f'constexpr char k{i}Platform[] = "{p.name}";\n' for i, p in enumerate(PLATFORMS.values())
+                   if p.since <= release(line))
+
+
 def _run(clones: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), str(clones), *args], capture_output=True, text=True,
                           timeout=120, check=False)
@@ -77,8 +112,12 @@ def _matching_clones(clones: Path) -> None:
     _branch(server, "r18.11", {"README": "no TRITON_VERSION here\n"})
     core = clones / "core"
     escape = 'return Status(INVALID_ARG, "backend library name escapes backend directory");\n'
-    _branch(core, "r24.10", {"src/backend_model.cc": escape, "src/filesystem/api.cc": "rfind(parent, 0)\n"})
-    _branch(core, "r24.11", {"src/backend_model.cc": escape, "src/filesystem/api.cc": "rfind(parent, 0)\n"})
+    for tag, line in (("24.10", "2.51"), ("24.11", "2.52")):
+        _branch(core, f"r{tag}", {"src/backend_model.cc": escape, "src/filesystem/api.cc": "rfind(parent, 0)\n",
+                                  "src/constants.h": _constants(line)})
+    common = clones / "common"
+    _branch(common, "r24.10", {"protobuf/model_config.proto": _proto(_BASE_FIELDS)})
+    _branch(common, "r24.11", {"protobuf/model_config.proto": _proto(_BASE_FIELDS + _FIELDS_2_52)})
 
 
 def test_clones_that_agree_with_the_package_show_no_difference(tmp_path: Path) -> None:
@@ -94,15 +133,21 @@ def test_a_changed_fact_a_new_flag_and_a_new_line_are_shown_as_a_diff_and_things
     server = tmp_path / "server"
     _server_branch(server, "24.11", "2.52.0", "9.9.9", flags=[*_flags_of("2.52"), "brand-new-flag"])
     _server_branch(server, "30.01", "3.1.0", "9.9.9")
+    _branch(tmp_path / "common", "r24.11",
+            {"protobuf/model_config.proto": _proto([*_BASE_FIELDS, *_FIELDS_2_52, "ModelConfig.brand_new"])})
     done = _run(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "--- tritonkit (package)" in done.stdout and "+++ upstream (clones)" in done.stdout
     assert f"-line 2.52: onnxruntime {ONNXRUNTIME_VERSIONS['2.52']}" in done.stdout
     assert "+line 2.52: onnxruntime 9.9.9" in done.stdout and "+flag brand-new-flag: since 2.52" in done.stdout
     assert "to do: new release line 3.1 (NGC 30.01): not in the package" in done.stdout
+    assert "+field ModelConfig.brand_new: since 2.52" in done.stdout
     data = json.loads(_run(tmp_path, "--json").stdout)
     assert data["onnxruntime"]["2.52"] == "9.9.9" and data["flags"]["brand-new-flag"] == "2.52"
     assert data["core"] == {"runtime_library_inside_folder": "2.51"}
+    assert data["fields"]["ModelMetrics.MetricControl.MetricIdentifier.family"] == "2.52"
+    assert data["fields"]["ModelConfig.name"] == "2.51" and "Kind" not in str(data["fields"])
+    assert data["platforms"]["onnxruntime_onnx"] == "2.51"
 
 
 def test_a_carried_over_line_whose_branch_appears_is_named_with_its_own_facts(tmp_path: Path) -> None:
