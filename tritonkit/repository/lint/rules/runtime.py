@@ -28,7 +28,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_exists
 from tritonkit.repository.layout import backend_of
-from tritonkit.repository.lint.core import ERROR, INFO, LintContext, ModelInfo, rule
+from tritonkit.repository.lint.core import ERROR, INFO, WARNING, LintContext, ModelInfo, rule
 from tritonkit.repository.lint.rules.release import escapes_folder
 from tritonkit.triton_releases import BEHAVIOURS, VALIDATIONS
 
@@ -116,20 +116,38 @@ def runtime_inside_folder(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -
         found = _search(_search_folders(ctx, m, version, backend, runtime), library)
         if found is not None:
             folder, path = found
-            if escapes_folder(path, folder, at) and str(path) not in seen:
-                seen.add(str(path))
+            if str(path) in seen:
+                continue
+            seen.add(str(path))
+            if escapes_folder(path, folder, at):
                 ctx.report(m, f"runtime {runtime!r} is found from {_shown(ctx, folder)}/ but resolves outside it "
                            f"({path.resolve()}): Triton {at} refuses the model ('backend library name ... escapes "
                            f"backend directory'; {fact.origin()})", field="runtime", hint=hint)
+            elif escapes_folder(path, folder, max(at, _PATH_BOUNDARY)):
+                _later_refusal(ctx, m, f"runtime {runtime!r} is found from {_shown(ctx, folder)}/ in a folder whose name "
+                               f"only begins with it ({path.resolve()})", hint)
             continue
         if ctx.target.knows_backend_folders or runtime == PYTHON_BASED:
             continue  # not found anywhere: TK606's finding
-        if _climbs_out(library, backend, at >= _PATH_BOUNDARY) and "text" not in seen:
-            seen.add("text")
+        if "text" in seen:
+            continue
+        seen.add("text")
+        if _climbs_out(library, backend, at >= _PATH_BOUNDARY):
             ctx.report(m, f"runtime {runtime!r} climbs out of the {backend} backend's folder (and is not in "
                        f"{m.name}/): Triton {at} refuses it — 'escapes backend directory' where such a file exists, "
                        f"'unable to find backend library' where none does ({fact.origin()})", field="runtime",
                        hint=hint)
+        elif _climbs_out(library, backend, True):
+            _later_refusal(ctx, m, f"runtime {runtime!r} leaves the {backend} backend's folder for one whose name "
+                           "only begins with it", hint)
+
+
+def _later_refusal(ctx: LintContext, m: ModelInfo, what: str, hint: str) -> None:
+    """A runtime the target's prefix test lets through and 2.70's path-boundary test refuses: a warning."""
+    boundary = BEHAVIOURS["path_boundary_test"]
+    ctx.report(m, f"{what}: Triton {ctx.target.release} loads it (its test compares a string prefix), Triton "
+               f"{boundary.since}+ refuses it ('escapes backend directory'; {boundary.source})", field="runtime",
+               severity=WARNING, hint=hint)
 
 
 @rule("TK606", ERROR, "runtime library the server cannot find", family="target")
