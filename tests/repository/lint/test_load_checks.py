@@ -1,6 +1,7 @@
 """Checks the server makes while it loads a model, outside ``model_config_utils.cc``: warmup data
 (TK316), decoupled streams in ensembles (TK409), the python backend's parameter and
-``auto_complete_config`` (TK703, TK704).
+``auto_complete_config`` (TK703, TK704), rate-limiter resources (TK206: the one proven here on a
+server started with ``--rate-limit=execution_count``, which the corpus server does not run).
 
 Each is proven live on the bundled 2.51 by the corpus (``tests/lint_corpus``, cases named in
 ``docs/lint-coverage.md``); the cases here pin the edges read in the upstream sources that a
@@ -13,7 +14,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from tests.repository.lint.test_corpus import ECHO_MODEL_PY
+from tritonkit.errors import ModelLoadError
 from tritonkit.repository.lint import Severity, lint_repository
+from tritonkit.server import TritonServer
 
 IO = ('max_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
       'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n')
@@ -167,3 +173,43 @@ def test_auto_complete_tensor_properties_and_transaction_policy_follow_the_backe
 def test_a_model_py_that_is_not_python_is_left_to_the_server(tmp_path: Path) -> None:
     _model(tmp_path, "m", f'backend: "python"\n{IO}', model_py="class TritonPythonModel(:\n")
     assert "TK704" not in _errors(tmp_path, "m")
+
+
+def _limited(repo: Path, name: str, *scopes: bool) -> None:
+    groups = ", ".join(f'{{ kind: KIND_CPU count: 1 rate_limiter {{ resources [ {{ name: "R" global: {str(g).lower()} '
+                       'count: 1 } ] } }' for g in scopes)
+    _model(repo, name, f'backend: "python"\n{IO}instance_group [ {groups} ]', model_py=ECHO_MODEL_PY)
+
+
+def test_a_resource_declared_global_and_per_device_is_a_warning_naming_the_other_model(tmp_path: Path) -> None:
+    _limited(tmp_path, "per_device", False)
+    _limited(tmp_path, "global_r", True)
+    _limited(tmp_path, "alone", False)
+    report = lint_repository(tmp_path)
+    found = [f for f in report.findings if f.rule_id == "TK206"]
+    assert {f.model for f in found} == {"per_device", "global_r", "alone"}
+    assert all(f.severity is Severity.WARNING and "--rate-limit=execution_count" in f.message for f in found)
+    assert "in model 'global_r' global" in next(f.message for f in found if f.model == "per_device")
+    (tmp_path / "global_r" / "config.pbtxt").unlink()
+    (tmp_path / "global_r" / "1" / "model.py").unlink()
+    (tmp_path / "global_r" / "1").rmdir()
+    (tmp_path / "global_r").rmdir()
+    assert "TK206" not in lint_repository(tmp_path).rule_ids()
+
+
+@pytest.mark.server
+def test_a_rate_limited_server_refuses_what_tk206_warns_about(tmp_path: Path) -> None:
+    """The bundled 2.51 started with --rate-limit=execution_count: one model whose groups declare R
+    both ways is refused, as is a global R beside a loaded per-device R; a per-device R alone loads."""
+    repo = tmp_path / "repo"
+    _limited(repo, "mixed", True, False)
+    _limited(repo, "per_device", False)
+    _limited(repo, "global_r", True)
+    warned = {f.model for f in lint_repository(repo).findings if f.rule_id == "TK206"}
+    assert warned == {"mixed", "per_device", "global_r"}
+    with TritonServer(repo, model_control="explicit", extra_args=["--rate-limit=execution_count"]) as server:
+        with pytest.raises(ModelLoadError, match="is present as both global and device-specific resource"):
+            server.load_model("mixed", timeout_s=60.0)
+        server.load_model("per_device", timeout_s=60.0)
+        with pytest.raises(ModelLoadError, match="is present as both global and device-specific resource"):
+            server.load_model("global_r", timeout_s=60.0)

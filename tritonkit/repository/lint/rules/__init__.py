@@ -6,7 +6,8 @@ TK0xx       files and layout: config present and parseable, placeholders,
             library's folder (TK012)
 TK1xx       batching: max_batch_size, dynamic batcher window, preferred sizes,
             priority levels, queue policies, preserve_ordering
-TK2xx       instance groups: kind, gpus, count, rate limiter, profiles
+TK2xx       instance groups: kind, gpus, count, rate limiter (TK206: a resource
+            global and per device across models), profiles
 TK3xx       tensors: names, data types, dims, reshape, batch dimension,
             batch inputs and batch outputs (TK310, TK32x)
 TK4xx       ensembles: steps, tensor flow, types and shapes across steps,
@@ -38,6 +39,7 @@ from tritonkit.repository.lint.rules import (
     llmapi,  # noqa: F401
     modelfile,  # noqa: F401
     python_model,  # noqa: F401
+    rate_limiter,  # noqa: F401
     release,  # noqa: F401
     runtime,  # noqa: F401
     sequence,  # noqa: F401
