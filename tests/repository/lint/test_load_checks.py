@@ -213,3 +213,44 @@ def test_a_rate_limited_server_refuses_what_tk206_warns_about(tmp_path: Path) ->
         server.load_model("per_device", timeout_s=60.0)
         with pytest.raises(ModelLoadError, match="is present as both global and device-specific resource"):
             server.load_model("global_r", timeout_s=60.0)
+
+
+def _growable(repo: Path, name: str, *, same_buffer: bool, kind: str = "KIND_CPU") -> None:
+    state = ('sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32 '
+             f'dims: [ 1 ] use_same_buffer_for_input_output: {str(same_buffer).lower()} use_growable_memory: true }} ] }}')
+    _model(repo, name, f'backend: "python"\n{IO}{state}\ninstance_group [ {{ kind: {kind} count: 1 }} ]',
+           model_py=ECHO_MODEL_PY)
+
+
+def test_growable_state_memory_needs_a_single_buffer_and_gpu_instances(tmp_path: Path) -> None:
+    _growable(tmp_path, "no_single_buffer", same_buffer=False, kind="KIND_GPU")
+    _growable(tmp_path, "on_cpu", same_buffer=True)
+    _growable(tmp_path, "on_gpu", same_buffer=True, kind="KIND_GPU")
+    report = lint_repository(tmp_path)
+    assert "use_same_buffer_for_input_output: true" in next(
+        f.message for f in report.for_model("no_single_buffer") if f.rule_id == "TK519")
+    assert "KIND_CPU" in next(f.message for f in report.for_model("on_cpu") if f.rule_id == "TK519")
+    assert "TK519" not in report.rule_ids("on_gpu")
+
+
+@pytest.mark.server
+def test_the_server_loads_a_growable_state_on_cpu_and_drops_the_state_of_every_sequence(tmp_path: Path) -> None:
+    """Not a load refusal: the bundled 2.51 loads the model; at a sequence's start it logs the error TK519
+    reports before deployment and runs the request without the state."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    repo = tmp_path / "repo"
+    _growable(repo, "on_cpu", same_buffer=True)
+    assert "TK519" in lint_repository(repo).rule_ids("on_cpu", severity=Severity.ERROR)
+    with TritonServer(repo, model_control="explicit") as server:
+        server.load_model("on_cpu", timeout_s=60.0)
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        try:
+            tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+            tensor.set_data_from_numpy(np.zeros((1, 4), np.float32))
+            client.infer("on_cpu", [tensor], sequence_id=7, sequence_start=True, client_timeout=30.0)
+        finally:
+            client.close()
+        log = Path(server.log_path).read_text(errors="replace")
+    assert "Failed to initialize sequence state: 'use_growable_memory' can only work with KIND_GPU" in log

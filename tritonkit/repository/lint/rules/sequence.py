@@ -212,3 +212,33 @@ def _count(dims: list[int]) -> int:
     for d in dims:
         total *= d
     return total
+
+
+@rule("TK519", ERROR, "implicit state's growable memory without a single buffer or GPU instances", family=FAMILY,
+      needs_field="sequence_batching")
+def growable_state_memory(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    """Core ``SequenceStates::Initialize`` (src/sequence_state.cc, r24.10 and r26.06) refuses, when a sequence
+    starts, ``use_growable_memory`` without ``use_same_buffer_for_input_output``, and on an instance that is
+    not KIND_GPU. The model loads; ``SequenceBatch::SetupSequenceStates`` only logs "Failed to initialize
+    sequence state" and runs every request of the sequence without its state (seen on the bundled 2.51)."""
+    kinds = {group.kind for group in cfg.instance_group}
+    gpu = mc.ModelInstanceGroup.KIND_GPU
+    auto = mc.ModelInstanceGroup.KIND_AUTO
+    not_gpu = sorted(enum_name(mc.ModelInstanceGroup.Kind, k, field="instance_group") for k in kinds - {gpu, auto})
+    if (not kinds or auto in kinds) and ctx.target.gpu_count == 0:
+        not_gpu.append("KIND_AUTO on a target without GPUs (KIND_CPU)")
+    for base, state in _states(cfg):
+        if not state.use_growable_memory:
+            continue
+        why = None
+        if not state.use_same_buffer_for_input_output:
+            why = "it needs use_same_buffer_for_input_output: true"
+        elif not_gpu:
+            why = f"it works only on KIND_GPU instances, and this model has {', '.join(not_gpu)}"
+        if why is not None:
+            ctx.report(m, f"state {state.input_name!r} sets use_growable_memory but {why}: the model loads, and at "
+                       "every sequence start the server logs 'Failed to initialize sequence state' and runs the "
+                       "requests without the state (core src/sequence_state.cc SequenceStates::Initialize @ r24.10)",
+                       field=f"{base}.use_growable_memory",
+                       hint="set use_growable_memory: false, or use_same_buffer_for_input_output: true with "
+                            "KIND_GPU instances")
