@@ -220,3 +220,12 @@ def test_lint_warns_about_inputs_the_engines_version_ignores(tmp_path: Path) -> 
     assert sorted(f.field for f in findings) == ["input 'min_tokens'", "input 'seed'"]
     assert all(f.model == "tensorrt_llm" and f.severity.name == "WARNING" for f in findings)
     assert "reads it as 'min_length'" in next(f.hint for f in findings if "min_tokens" in f.field)
+
+
+@pytest.mark.parametrize("text", ["１.２", "1.２", "1.2garbage!", "1.2.1.5"])
+def test_a_trtllm_version_not_written_exactly_is_not_read_as_a_line(text: str) -> None:
+    """Python's int() reads full-width digits: "１.２" must not be TensorRT-LLM 1.2."""
+    assert find_interface(text) is None
+    with pytest.raises(ConfigError, match="non-ASCII digit" if not text.isascii() else "not in the supported matrix"):
+        resolve_trtllm_version(text)
+    assert find_interface("1.2.1+cu128") is TRTLLM_INTERFACES["1.2"]

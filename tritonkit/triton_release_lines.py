@@ -18,6 +18,7 @@ from tritonkit.errors import ConfigError
 __all__ = ["BUNDLED_LINE", "CARRIED_OVER", "KNOWN_LINES", "NEWEST_LINE", "PYTRITON_SERVER_LINES", "FactKind",
            "ReleaseChoice",
            "ReleaseFact", "Source", "TritonRelease", "install_release", "known_lines_text", "newest_release",
+           "non_ascii_problem",
            "release", "release_fact", "release_of_image", "release_of_version", "resolve_release"]
 
 _ORG = "triton-inference-server"
@@ -137,8 +138,9 @@ def known_lines_text() -> str:
     return ", ".join(f"{line} (NGC {'/'.join(tags)})" for line, tags in _NGC.items())
 
 
-def _not_plain_ascii(text: str) -> str | None:
-    """What in ``text`` is not the plain ASCII a version is written in (a phrase), or ``None``."""
+def non_ascii_problem(text: str) -> str | None:
+    """What in ``text`` is not the plain ASCII a version is written in (a phrase: ``a non-ASCII digit ('２',
+    U+FF12)``), or ``None``. Python's ``\\d`` and ``int()`` read other scripts' digits; versions are ASCII."""
     odd = next((c for c in text if not c.isascii() or not c.isprintable()), None)
     if odd is None:
         return None
@@ -155,7 +157,7 @@ def release_of_version(text: str, *, origin: str = "--server-version") -> Triton
     (the CLI exits 2).
     """
     stripped = text.strip(" \t\r\n")  # ASCII white space only: a no-break space is not typed by accident
-    odd = _not_plain_ascii(stripped)
+    odd = non_ascii_problem(stripped)
     if odd is not None:
         plain = "".join(str(int(c)) if c.isdigit() else c for c in stripped if c.isdigit() or c in ".v")
         example = f", e.g. {plain}" if _STATED.match(plain) else ""
@@ -214,7 +216,7 @@ def release_of_image(image: str) -> TritonRelease | None:
     name, _, tag = image.rpartition(":")
     if "@" in image or "tritonserver" not in name:
         return None
-    match = re.match(r"^(\d{2}\.\d{2})(?:$|-)", tag)
+    match = re.match(r"^([0-9]{2}\.[0-9]{2})(?:$|-)", tag)
     if match is None:
         return None
     return next((release(line) for line, tags in _NGC.items() if match.group(1) in tags), None)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tritonkit.errors import ConfigError
+from tritonkit.triton_release_lines import non_ascii_problem
 
 __all__ = [
     "ENGINE_LINES",
@@ -376,7 +377,8 @@ FACTS: tuple[tuple[str, str, str, str], ...] = (
     ("main", "main", "029c15cb", f"{_TRTLLM} tests/unittest/api_stability/references_committed/llm.yaml"),
 )
 
-_LINE = re.compile(r"^\s*v?(\d+)\.(\d+)")
+# ASCII digits, and nothing after the version but a pre-, post- or dev-release tag (1.2.0rc8, 1.3.0.dev5).
+_LINE = re.compile(r"^\s*v?([0-9]+)\.([0-9]+)(?:\.[0-9]+)?(?:[a-z]+[0-9]*)?(?:[.+-][a-z]+[0-9]*)*\s*$", re.ASCII)
 
 
 def find_interface(version: str) -> TrtllmInterface | None:
@@ -413,6 +415,10 @@ def resolve_trtllm_version(requested: str | None, *, installed: str | None = Non
     the default, as when none is installed.
     """
     if requested is not None:
+        odd = non_ascii_problem(requested.strip())
+        if odd is not None:
+            raise ConfigError(f"--trtllm-version {requested!r} holds {odd}: a version is written in ASCII digits",
+                              hint=f"retype it in ASCII; supported lines: {', '.join(SUPPORTED_TRTLLM_VERSIONS)}")
         interface = find_interface(requested)
         if interface is None:
             raise _unknown(requested, "--trtllm-version")

@@ -4,8 +4,8 @@ Triton core resolves a model's backend library in ``TritonModel::GetBackendLibra
 (``src/backend_model.cc``, read at r24.10 and r26.06; facts ``runtime_library_found`` and
 ``runtime_library_inside_folder`` in :mod:`tritonkit.triton_releases`):
 
-* with ``runtime`` set, the name is joined (``JoinPath``: a leading ``/`` only joins too) onto the
-  version folder, the model folder and ``<backend-directory>/<backend>/``, in that order; the
+* with ``runtime`` set, the name is joined (``JoinPath``: a name starting with ``/`` is joined too,
+  never taken as an absolute path) onto the version folder, the model folder and ``<backend-directory>/<backend>/``, in that order; the
   first that exists is taken, none is "unable to find backend library"; ``runtime: "model.py"``
   (a python-based backend) looks for ``libtriton_python.so`` there and in
   ``<backend-directory>/python/``, and needs ``<backend-directory>/<backend>/model.py``;
