@@ -254,3 +254,20 @@ def test_the_server_loads_a_growable_state_on_cpu_and_drops_the_state_of_every_s
             client.close()
         log = Path(server.log_path).read_text(errors="replace")
     assert "Failed to initialize sequence state: 'use_growable_memory' can only work with KIND_GPU" in log
+
+
+def test_an_execution_environment_in_the_model_folder_is_looked_at_and_one_elsewhere_is_not(tmp_path: Path) -> None:
+    def env(value: str) -> str:
+        return f'parameters {{ key: "EXECUTION_ENV_PATH" value {{ string_value: "{value}" }} }}'
+
+    archive = _model(tmp_path, "archive", f'backend: "python"\n{IO}{env("$$TRITON_MODEL_DIRECTORY/env.tar.gz")}')
+    (archive / "env.tar.gz").write_bytes(b"\x1f\x8b")  # never opened: its presence is what the server checks first
+    unpacked = _model(tmp_path, "unpacked", f'backend: "python"\n{IO}{env("$$TRITON_MODEL_DIRECTORY/env")}')
+    (unpacked / "env" / "bin").mkdir(parents=True)
+    (unpacked / "env" / "bin" / "activate").write_text("")
+    _model(tmp_path, "elsewhere", f'backend: "python"\n{IO}{env("/opt/envs/py310.tar.gz")}')
+    report = lint_repository(tmp_path)
+    assert "TK705" not in report.rule_ids("archive") and "TK705" not in report.rule_ids("unpacked")
+    elsewhere = [f for f in report.for_model("elsewhere") if f.rule_id == "TK705"]
+    assert len(elsewhere) == 1 and elsewhere[0].severity is Severity.INFO
+    assert "server's file system" in elsewhere[0].message

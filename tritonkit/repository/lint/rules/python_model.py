@@ -3,6 +3,12 @@
 * TK703: the ``FORCE_CPU_ONLY_INPUT_TENSORS`` parameter must be ``yes`` or ``no`` (python_backend
   ``src/python_be.cc`` ``ModelState::ModelState`` at r24.10 and r26.07: "Incorrect value for
   FORCE_CPU_ONLY_INPUT_TENSORS").
+* TK705: ``EXECUTION_ENV_PATH`` under ``$$TRITON_MODEL_DIRECTORY`` must exist in the model folder,
+  and a folder there must hold ``bin/activate`` (python_backend ``src/pb_env.cc``
+  ``ExtractIfNotExtracted``: "Failed to get the canonical path for ..."; ``src/stub_launcher.cc``
+  ``GetPythonEnvironment``: "Path .../bin/activate does not exist"; core ``model_config_utils.cc``
+  ``LocalizePythonBackendExecutionEnvironmentPath`` puts the model folder in place of the variable).
+  A path elsewhere is on the server's file system: an info finding says it was not checked.
 * TK704: ``TritonPythonModel.auto_complete_config`` runs at load (unless the server runs with
   ``--disable-auto-complete-config``) and its calls on the config object raise when they contradict
   ``config.pbtxt`` (python_backend ``src/resources/triton_python_backend_utils.py``
@@ -27,9 +33,9 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import is_regular_file, read_user_text
+from tritonkit._fs import is_folder, is_regular_file, path_exists, read_user_text
 from tritonkit.errors import ConfigError
-from tritonkit.repository.lint.core import ERROR, LintContext, ModelInfo, rule
+from tritonkit.repository.lint.core import ERROR, INFO, LintContext, ModelInfo, rule
 
 FORCE_CPU = "FORCE_CPU_ONLY_INPUT_TENSORS"
 _UTILS = "python_backend src/resources/triton_python_backend_utils.py @ r24.10"
@@ -167,3 +173,34 @@ def auto_complete_agrees(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) ->
                        f"raises and the model does not load ({_UTILS}; skipped only under "
                        "--disable-auto-complete-config)", field="", hint="make model.py and config.pbtxt agree "
                        "(or leave the field out of config.pbtxt and let auto_complete_config fill it in)")
+
+
+EXECUTION_ENV = "EXECUTION_ENV_PATH"
+MODEL_DIRECTORY_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
+
+
+@rule("TK705", ERROR, "python EXECUTION_ENV_PATH missing from the model folder", family="modelfile")
+def execution_environment(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    parameter = cfg.parameters.get(EXECUTION_ENV)
+    if parameter is None or cfg.backend != "python":
+        return
+    value = str(parameter.string_value)
+    field = f'parameters["{EXECUTION_ENV}"]'
+    if not value.startswith(MODEL_DIRECTORY_VARIABLE):
+        ctx.report(m, f"{EXECUTION_ENV} {value!r} lies on the server's file system, not checked here", field=field,
+                   severity=INFO, hint=f"ship the environment in the model folder and name it "
+                   f"{MODEL_DIRECTORY_VARIABLE}/<file>.tar.gz, so lint and every server see the same file")
+        return
+    inside = value[len(MODEL_DIRECTORY_VARIABLE):].lstrip("/")
+    path = m.folder / inside
+    shown = f"{m.name}/{inside}"
+    if not path_exists(path):
+        problem = f"{shown} does not exist: the python backend refuses the model ('Failed to get the canonical path')"
+    elif is_folder(path) and not path_exists(path / "bin" / "activate"):
+        problem = (f"{shown} is a folder without bin/activate: the python backend refuses the model ('The Python "
+                   "environment should contain an 'activate' script')")
+    else:
+        return
+    ctx.report(m, f"{EXECUTION_ENV}: {problem} (python_backend src/pb_env.cc, src/stub_launcher.cc @ r24.10)",
+               field=field, hint="put the conda-pack archive (or the unpacked environment) there, e.g. "
+               f"conda pack -o {shown}")
