@@ -169,3 +169,26 @@ def test_repo_lint_backend_dir_reports_a_runtime_its_backends_lack(tmp_path: Pat
     data = json.loads(result.output)
     assert [f["rule"] for f in data["findings"] if f["severity"] == "error"] == ["TK606"]
     assert data["target"]["backends_dir"] == str(backends)
+
+
+@pytest.mark.parametrize("release", ["2.51", "2.72"])
+def test_the_servers_own_special_cases_for_runtime_are_refused_as_upstream_expects(tmp_path: Path, release: str) -> None:
+    """The server's qa/L0_model_config/special_cases at r24.10 and r26.08, mirrored: ``runtime_escape``
+    (``runtime: "../dummy_runtime/libtriton_identity.so"`` with ``dummy_runtime/libtriton_identity.so``
+    made inside the model folder by qa's test.sh; expected "escapes backend directory") and
+    ``invalid_runtime`` (``runtime: "__invalid_runtime__"`` on a server that has the identity backend;
+    expected "unable to find backend library '__invalid_runtime__'")."""
+    backends = _backends(tmp_path / "backends", "identity")
+    escape = _model(tmp_path / "repo", "runtime_escape", 'backend: "identity"\n'
+                    'runtime: "../dummy_runtime/libtriton_identity.so"\ninstance_group [ { kind: KIND_CPU } ]')
+    _library(escape / "dummy_runtime" / "libtriton_identity.so")
+    _model(tmp_path / "repo", "invalid_runtime", 'backend: "identity"\nruntime: "__invalid_runtime__"\n'
+           "instance_group [ { kind: KIND_CPU } ]")
+    report = lint_repository(tmp_path / "repo", target=_target(backends), server_version=release)
+    assert report.rule_ids("runtime_escape", severity=Severity.ERROR) == {"TK012"}
+    assert "escapes backend directory" in next(f.message for f in report.for_model("runtime_escape") if f.rule_id == "TK012")
+    assert report.rule_ids("invalid_runtime", severity=Severity.ERROR) == {"TK606"}
+    # Without the backends folder the escape is still an error; the missing library is what lint cannot see.
+    bare = lint_repository(tmp_path / "repo", server_version=release)
+    assert bare.rule_ids("runtime_escape", severity=Severity.ERROR) == {"TK012"}
+    assert bare.rule_ids("invalid_runtime", severity=Severity.INFO) >= {"TK606"}
