@@ -133,11 +133,12 @@ class TritonPythonModel:
     @staticmethod
     def auto_complete_config(config):
         {body}
-        return config
 '''
 
 
-def _auto(repo: Path, body: str, config: str = IO) -> set[str]:
+def _auto(repo: Path, body: str, config: str = IO, *, returns: bool = True) -> set[str]:
+    if returns:
+        body += "\n        return config"
     _model(repo, "m", f'backend: "python"\n{config}', model_py=AUTO.replace("{body}", body))
     return {f.message for f in lint_repository(repo).for_model("m") if f.rule_id == "TK704"}
 
@@ -160,8 +161,8 @@ def test_auto_complete_tensor_properties_and_transaction_policy_follow_the_backe
     dims = _auto(tmp_path / "c", 'config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [8]})')
     assert any("dims [8], the config declares [4]" in m for m in dims)
     assert _auto(tmp_path / "d", 'config.add_input({"name": "NEW", "data_type": "TYPE_INT8", "dims": [2]})') == set()
-    policy = _auto(tmp_path / "e", 'config.set_model_transaction_policy(dict(decoupled=True))')
-    assert policy == set()  # dict(...) is a call, not a literal: left alone
+    policy = _auto(tmp_path / "e", 'config.set_model_transaction_policy(dict(decoupled=SIZE))')
+    assert policy == set()  # a computed value is left alone
     decoupled = _auto(tmp_path / "f", 'config.set_model_transaction_policy({"decoupled": True})',
                       IO + "model_transaction_policy { decoupled: false }")
     assert any("decoupled=True against the config's decoupled: false" in m for m in decoupled)
@@ -271,3 +272,69 @@ def test_an_execution_environment_in_the_model_folder_is_looked_at_and_one_elsew
     elsewhere = [f for f in report.for_model("elsewhere") if f.rule_id == "TK705"]
     assert len(elsewhere) == 1 and elsewhere[0].severity is Severity.INFO
     assert "server's file system" in elsewhere[0].message
+
+
+
+# The server's qa/L0_model_config/autofill_noplatform/python and autofill_noplatform_success/python at
+# r26.08 (test.sh copies qa/python_models/auto_complete/model.py where a case has no model.py of its
+# own): each case's config and auto_complete_config calls, rewritten here, and whether it loads.
+_QA_TENSORS = {"INPUT0": ("TYPE_FP32", [4]), "INPUT1": ("TYPE_FP32", [4])}
+_QA_OUTPUTS = {"OUTPUT0": ("TYPE_FP32", [4]), "OUTPUT1": ("TYPE_FP32", [4])}
+
+
+def _qa_body(mbs: int, inputs: list[dict[str, object]] | None = None, outputs: list[dict[str, object]] | None = None,
+             extra: str = "") -> str:
+    tensors = inputs if inputs is not None else [{"name": n, "data_type": t, "dims": d} for n, (t, d) in _QA_TENSORS.items()]
+    outs = outputs if outputs is not None else [{"name": n, "data_type": t, "dims": d} for n, (t, d) in _QA_OUTPUTS.items()]
+    lines = [f"ins = {tensors!r}", f"outs = {outs!r}", f"config.set_max_batch_size({mbs})", *extra.splitlines(),
+             "for tensor in ins:", "    config.add_input(tensor)", "for tensor in outs:", "    config.add_output(tensor)"]
+    return "\n        ".join(lines)
+
+
+def _qa_config(mbs: int = 0, *, input1: str = "TYPE_FP32", dims1: int = 4, extra: str = "") -> str:
+    return (f"max_batch_size: {mbs}\ninput [ {{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }}, {{ name: \"INPUT1\" "
+            f"data_type: {input1} dims: [ {dims1} ] }} ]\noutput [ {{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }}, "
+            f"{{ name: \"OUTPUT1\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n{extra}")
+
+
+_QA_REFUSED = {  # case -> (config, auto_complete_config body, what the server's expected file says)
+    "conflicting_max_batch_size": (_qa_config(6), _qa_body(4), "max_batch_size"),
+    "conflicting_scheduler_sequence": (_qa_config(extra="sequence_batching { }"),
+                                       _qa_body(4, extra="config.set_dynamic_batching()"), "set_dynamic_batching"),
+    "input_mismatch_datatype": (_qa_config(input1="TYPE_INT32"), _qa_body(0), "TYPE_FP32, the config declares TYPE_INT32"),
+    "input_mismatch_dims": (_qa_config(dims1=16), _qa_body(0), "dims [4], the config declares [16]"),
+    "input_missing_datatype": (_qa_config(), _qa_body(0, inputs=[{"name": "INPUT0", "dims": [4]}]), "missing 'data_type'"),
+    "input_missing_name": (_qa_config(), _qa_body(0, inputs=[{"data_type": "TYPE_FP32", "dims": [4]}]), "missing 'name'"),
+    "input_wrong_property": (_qa_config(), _qa_body(0, inputs=[{"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4],
+                                                               "is_shape_tensor:": True}]), "only name, data_type"),
+    "output_missing_dims": (_qa_config(), _qa_body(0, outputs=[{"name": "OUTPUT1", "data_type": "TYPE_FP32"}]),
+                            "missing 'dims'"),
+    "model_transaction_policy_invalid_args": (_qa_config(), _qa_body(4, extra='config.set_model_transaction_policy('
+                                                                        '{"invalid": "argument"})'), "only 'decoupled'"),
+    "model_transaction_policy_mismatch": (_qa_config(extra="model_transaction_policy { decoupled: false }"),
+                                          _qa_body(4, extra="config.set_model_transaction_policy(dict(decoupled=True))"),
+                                          "decoupled=True against the config's decoupled: false"),
+    "no_return": (_qa_config(), _qa_body(0), "returns nothing"),
+}
+_QA_LOADS = {
+    "dynamic_batching": (_qa_config(), _qa_body(4, extra="config.set_dynamic_batching()")),
+    "dynamic_batching_no_op": (_qa_config(4, extra="dynamic_batching { }"), _qa_body(4, extra="config.set_dynamic_batching()")),
+    "model_transaction_policy": (_qa_config(), _qa_body(4, extra="config.set_model_transaction_policy(dict(decoupled=True))")),
+    "model_transaction_policy_no_op": (_qa_config(extra="model_transaction_policy { decoupled: true }"),
+                                       _qa_body(4, extra="config.set_model_transaction_policy(dict(decoupled=True))")),
+    "incomplete_output": ('output [ { name: "OUTPUT0" data_type: TYPE_FP32 }, { name: "OUTPUT1" dims: [ 4 ] } ]\n',
+                          _qa_body(0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_QA_REFUSED))
+def test_the_servers_own_python_auto_complete_cases_that_fail_are_tk704(tmp_path: Path, case: str) -> None:
+    config, body, says = _QA_REFUSED[case]
+    found = _auto(tmp_path, body, config, returns=case != "no_return")
+    assert any(says in message for message in found), (case, found)
+
+
+@pytest.mark.parametrize("case", sorted(_QA_LOADS))
+def test_the_servers_own_python_auto_complete_cases_that_load_lint_clean(tmp_path: Path, case: str) -> None:
+    config, body = _QA_LOADS[case]
+    assert _auto(tmp_path, body, config) == set()

@@ -10,7 +10,8 @@
   ``LocalizePythonBackendExecutionEnvironmentPath`` puts the model folder in place of the variable).
   A path elsewhere is on the server's file system: an info finding says it was not checked.
 * TK704: ``TritonPythonModel.auto_complete_config`` runs at load (unless the server runs with
-  ``--disable-auto-complete-config``) and its calls on the config object raise when they contradict
+  ``--disable-auto-complete-config``); it must return the config object (python_backend
+  ``src/pb_stub.cc``), and its calls on that object raise when they contradict
   ``config.pbtxt`` (python_backend ``src/resources/triton_python_backend_utils.py``
   ``ModelConfig``, the same file at r24.10 and r26.07): ``set_max_batch_size(N)`` below the
   config's ``max_batch_size``, ``set_dynamic_batching()`` on a sequence-batching model,
@@ -70,6 +71,10 @@ def _auto_complete(tree: ast.Module) -> ast.FunctionDef | None:
 def _literal(node: ast.expr, names: dict[str, Any]) -> Any:
     if isinstance(node, ast.Name) and node.id in names:
         return names[node.id]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args
+            and all(k.arg is not None for k in node.keywords)):
+        values = {str(k.arg): _literal(k.value, names) for k in node.keywords}  # dict(decoupled=True)
+        return values if all(v is not None for v in values.values()) else None
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -149,6 +154,17 @@ def _call_problem(method: str, arg: Any, cfg: mc.ModelConfig) -> str | None:
     return None
 
 
+def _problems(fn: ast.FunctionDef, cfg: mc.ModelConfig) -> Iterator[tuple[int, str, str]]:
+    """``(line, problem, source)`` of what the python backend refuses in one ``auto_complete_config``."""
+    if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
+        yield (fn.lineno, "it returns nothing, and the stub needs the config object back ('must return a valid "
+               "pb.ModelConfig object')", "python_backend src/pb_stub.cc @ r24.10")
+    for method, arg, line in _calls(fn):
+        problem = _call_problem(method, arg, cfg)
+        if problem is not None:
+            yield line, problem, _UTILS
+
+
 @rule("TK704", ERROR, "python model's auto_complete_config contradicts the config", family="modelfile")
 def auto_complete_agrees(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     if not _python_model(cfg):
@@ -164,15 +180,15 @@ def auto_complete_agrees(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) ->
         except (ConfigError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # unreadable or not Python: the server's own load error says so
         fn = _auto_complete(tree)
-        for method, arg, line in _calls(fn) if fn is not None else ():
-            problem = _call_problem(method, arg, cfg)
-            if problem is None or problem in reported:
+        for line, problem, source in _problems(fn, cfg) if fn is not None else ():
+            if problem in reported:
                 continue
             reported.add(problem)
             ctx.report(m, f"{m.name}/{version}/{file}:{line} auto_complete_config: {problem}; the python backend "
-                       f"raises and the model does not load ({_UTILS}; skipped only under "
+                       f"raises and the model does not load ({source}; skipped only under "
                        "--disable-auto-complete-config)", field="", hint="make model.py and config.pbtxt agree "
-                       "(or leave the field out of config.pbtxt and let auto_complete_config fill it in)")
+                       "(or leave the field out of config.pbtxt and let auto_complete_config fill it in), and "
+                       "return the config object")
 
 
 EXECUTION_ENV = "EXECUTION_ENV_PATH"
