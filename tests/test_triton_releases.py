@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit.errors import ConfigError, UnsupportedByReleaseError
+from tritonkit.errors import ConfigError, ModelLoadError, UnsupportedByReleaseError
 from tritonkit.onnxruntime_versions import onnxruntime_for_release
 from tritonkit.provision.server import locate_server
 from tritonkit.repository import ModelRepository, ModelSpec, TensorSpec
@@ -27,9 +27,11 @@ from tritonkit.triton_releases import (
     ONNXRUNTIME_VERSIONS,
     PLATFORM_ALIASES,
     PLATFORMS,
+    PYTHON_BACKEND_CONFIG,
     SERVER_FLAGS,
     VALIDATIONS,
     ReleaseFact,
+    check_backend_config,
     check_config_for_release,
     check_server_flags,
     client_shm_refused_by,
@@ -41,7 +43,8 @@ from tritonkit.triton_releases import (
 )
 
 ALL_FACTS: list[ReleaseFact] = [*CONFIG_FIELDS.values(), *VALIDATIONS.values(), *BEHAVIOURS.values(),
-                                *SERVER_FLAGS.values(), CLIENT_SHM, *(fact for _, fact in PLATFORM_ALIASES.values())]
+                                *SERVER_FLAGS.values(), CLIENT_SHM, PYTHON_BACKEND_CONFIG,
+                                *(fact for _, fact in PLATFORM_ALIASES.values())]
 BRANCHES = {f"r{tag}" for line in KNOWN_LINES for tag in release(line).ngc_tags}
 
 
@@ -68,7 +71,7 @@ def test_2_73_says_its_facts_are_carried_over_from_2_72_and_why() -> None:
 
 def test_every_fact_names_an_upstream_file_and_a_release_branch() -> None:
     for fact in [*ALL_FACTS]:
-        assert fact.source.repo in ("core", "common", "server", "tensorrt_backend"), fact
+        assert fact.source.repo in ("core", "common", "server", "tensorrt_backend", "python_backend"), fact
         assert fact.source.tag in BRANCHES and fact.source.path, fact
         assert str(fact.since) in KNOWN_LINES, fact
         # A fact read at a branch is about that branch's release or an older one.
@@ -211,3 +214,36 @@ def test_the_bundled_install_version_is_the_version_the_running_server_reports(t
     install = locate_server()
     with TritonServer(repo) as server:
         assert install.version == BUNDLED_LINE and server.version().startswith(f"{install.version}.")
+
+
+@pytest.mark.parametrize(("setting", "says"), [
+    ("shm-default-byte-size=1048575", "is below 1048576"), ("shm-growth-byte-size=0", "is below 1"),
+    ("thread-pool-size=0", "is below 1"), ("stub-timeout-seconds=-5", "is below 1"),
+    ("stub-timeout-seconds=soon", "is not a number"), ("shm-region-prefix-name=", "is empty")])
+def test_a_python_backend_setting_the_backend_refuses_is_refused_before_the_server_starts(setting: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says) as caught:
+        check_server_flags([f"--backend-config=python,{setting}"], release("2.51"))
+    assert "no python model loads" in caught.value.message and caught.value.hint
+    with pytest.raises(ConfigError):
+        check_backend_config(["--backend-config", f"python,{setting}"])
+    # What std::stol reads is taken: a leading number, then anything.
+    check_backend_config(["--backend-config=python,shm-default-byte-size=1048576bytes",
+                          "--backend-config=onnxruntime,thread-pool-size=0"])
+
+
+@pytest.mark.server
+def test_the_bundled_python_backend_refuses_what_check_backend_config_refuses(tmp_path: Path) -> None:
+    """TritonServer refuses the setting before starting; set after that check (the test's only seam), the
+    bundled 2.51 starts and every python model then fails to load with the backend's own words."""
+    repo = tmp_path / "repo"
+    spec = ModelSpec(name="echo", backend="python", max_batch_size=0, inputs=[TensorSpec(name="x", dtype="FP32", dims=[4])],
+                     outputs=[TensorSpec(name="y", dtype="FP32", dims=[4])])
+    ModelRepository.init(repo).add_model(spec, files={
+        "model.py": "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"})
+    bad = "--backend-config=python,shm-default-byte-size=1000"
+    with pytest.raises(ConfigError, match="shm-default-byte-size=1000 is below 1048576"):
+        TritonServer(repo, model_control="explicit", extra_args=[bad])
+    server = TritonServer(repo, model_control="explicit")
+    server.extra_args = [bad]
+    with server, pytest.raises(ModelLoadError, match="shm-default-byte-size can't be smaller than 4 MiBs"):
+        server.load_model("echo", timeout_s=60.0)

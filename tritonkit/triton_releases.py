@@ -34,11 +34,12 @@ written in, are :mod:`tritonkit.triton_release_lines` (every name re-exported he
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tritonkit.errors import UnsupportedByReleaseError
+from tritonkit.errors import ConfigError, UnsupportedByReleaseError
 from tritonkit.triton_metrics import FIRST_RESPONSE_HISTOGRAM_MS
 from tritonkit.triton_release_lines import (
     BUNDLED_LINE,
@@ -76,6 +77,8 @@ __all__ = [
     "ONNXRUNTIME_VERSIONS",
     "PLATFORMS",
     "PLATFORM_ALIASES",
+    "PYTHON_BACKEND_CONFIG",
+    "PYTHON_BACKEND_CONFIG_MINIMUMS",
     "PYTRITON_SERVER_LINES",
     "SERVER_FLAGS",
     "TENSORRT_ALLOCATION_STRATEGIES",
@@ -85,6 +88,7 @@ __all__ = [
     "ReleaseFact",
     "Source",
     "TritonRelease",
+    "check_backend_config",
     "check_config_for_release",
     "check_server_flags",
     "client_shm_args",
@@ -409,8 +413,55 @@ def flag_name(arg: str) -> str | None:
     return arg[2:].split("=", 1)[0]
 
 
+#: The python backend's ``--backend-config=python,<key>=<value>`` settings and the least value it takes
+#: (python_backend src/python_be.cc ``TRITONBACKEND_Initialize`` at r24.10 and r26.07, values read with
+#: ``std::stol``; a smaller one fails every python model's load). Its message for the shared-memory
+#: default says "can't be smaller than 4 MiBs" while the test is 1 MiB: the test is what counts.
+PYTHON_BACKEND_CONFIG_MINIMUMS: dict[str, int] = {
+    "shm-growth-byte-size": 1, "shm-default-byte-size": 1024 * 1024, "thread-pool-size": 1,
+    "stub-timeout-seconds": 1, "shm_message_queue_size": -(2**63),
+}
+PYTHON_BACKEND_CONFIG = _fact("2.51", "validation", "python_backend_config",
+                              "the python backend refuses to initialise (and so every python model's load) with "
+                              "shm-growth-byte-size <= 0, shm-default-byte-size < 1 MiB, thread-pool-size < 1, "
+                              "stub-timeout-seconds <= 0, an empty shm-region-prefix-name or a value that is not a "
+                              "number", "python_backend", "src/python_be.cc")
+_STOL = re.compile(r"^[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+def _backend_configs(argv: Sequence[str]) -> Iterator[str]:
+    """The values of every ``--backend-config`` in ``argv`` (``--backend-config=V`` or ``--backend-config V``)."""
+    for index, arg in enumerate(argv):
+        if arg.startswith("--backend-config="):
+            yield arg.split("=", 1)[1]
+        elif arg == "--backend-config" and index + 1 < len(argv):
+            yield argv[index + 1]
+
+
+def check_backend_config(argv: Sequence[str], *, where: str = "tritonserver") -> None:
+    """Refuse a python backend ``--backend-config`` value the backend itself refuses (:data:`PYTHON_BACKEND_CONFIG`)."""
+    for config in _backend_configs(argv):
+        backend, _, setting = config.partition(",")
+        key, _, value = setting.partition("=")
+        if backend != "python" or key not in (*PYTHON_BACKEND_CONFIG_MINIMUMS, "shm-region-prefix-name"):
+            continue
+        if key == "shm-region-prefix-name":
+            problem = "is empty" if not value else None
+        else:
+            number = _STOL.match(value)
+            least = PYTHON_BACKEND_CONFIG_MINIMUMS[key]
+            problem = ("is not a number" if number is None else
+                       f"is below {least}" if int(number.group(1)) < least else None)
+        if problem is not None:
+            raise ConfigError(f"{where}: --backend-config=python,{key}={value} {problem}: the python backend refuses "
+                              f"to start and no python model loads ({PYTHON_BACKEND_CONFIG.source})",
+                              hint=f"give {key} a value the python backend takes, or leave it out")
+
+
 def check_server_flags(argv: Sequence[str], at: TritonRelease, *, where: str = "tritonserver") -> None:
-    """Refuse a flag in ``argv`` that release ``at`` does not have, naming the first release that has it."""
+    """Refuse a flag in ``argv`` that release ``at`` does not have, naming the first release that has it, and a
+    python backend setting the backend refuses (:func:`check_backend_config`)."""
+    check_backend_config(argv, where=where)
     for arg in argv:
         name = flag_name(arg)
         if name is None:
