@@ -166,3 +166,25 @@ def test_a_folder_without_a_server_clone_is_refused_with_how_to_make_one(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "error:" in done.stderr and "no clone of triton-inference-server/server" in done.stderr
     assert "git clone --bare" in done.stderr
+
+
+
+def test_the_tensorrt_llm_release_the_backend_container_builds_is_held_to_the_newest_released_line(tmp_path: Path) -> None:
+    """tensorrtllm_backend's default branch names the TensorRT-LLM release its container builds (8addf2f on:
+    1.2.1); the matrix's newest released line must be that release, or the script says so."""
+    _matching_clones(tmp_path)
+    backend = tmp_path / "tensorrtllm_backend"
+
+    def dockerfile(version: str) -> dict[str, str]:
+        return {"dockerfile/Dockerfile.triton.trt_llm_backend":
+                f"ARG TENSORRTLLM_REPO_TAG=release/{version}\nARG TENSORRTLLM_VER={version}\n"}
+
+    _branch(backend, "main", dockerfile("1.2.1"))
+    _git(backend, "symbolic-ref", "HEAD", "refs/heads/main")
+    agrees = _run(tmp_path)
+    assert agrees.returncode == 0, agrees.stdout + agrees.stderr
+    _branch(backend, "main", dockerfile("1.3.0"))
+    moved = _run(tmp_path)
+    assert moved.returncode == 1
+    assert "-trtllm container build: 1.2.1 (line 1.2)" in moved.stdout
+    assert "+trtllm container build: 1.3.0 (line main)" in moved.stdout
