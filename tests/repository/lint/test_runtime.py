@@ -34,6 +34,12 @@ def _model(repo: Path, name: str, body: str) -> Path:
     return folder
 
 
+def _edit(repo: Path, old: str, new: str) -> None:
+    """Rewrite model ``m``'s config, ``old`` replaced by ``new``."""
+    config = repo / "m" / "config.pbtxt"
+    config.write_text(config.read_text().replace(old, new))
+
+
 def _library(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("not a library: never opened\n")
@@ -76,8 +82,7 @@ def test_a_runtime_found_through_dot_dot_in_the_backends_folder_escapes_it(tmp_p
     _model(tmp_path / "repo", "m", 'backend: "identity"\nruntime: "../other_dir/libtriton_identity.so"')
     assert _findings(tmp_path / "repo", _target(backends)) == {"TK012": Severity.ERROR}
     # Named plainly, the library is found in identity/ and stays there.
-    (tmp_path / "repo" / "m" / "config.pbtxt").write_text(
-        (tmp_path / "repo" / "m" / "config.pbtxt").read_text().replace("../other_dir/", ""))
+    _edit(tmp_path / "repo", "../other_dir/", "")
     assert _findings(tmp_path / "repo", _target(backends)) == {}
 
 
@@ -102,8 +107,7 @@ def test_a_library_linked_from_outside_the_backend_folder_escapes_it(tmp_path: P
     _model(tmp_path / "repo", "m", 'backend: "identity"\nruntime: "libtriton_identity.so"')
     assert _findings(tmp_path / "repo", _target(backends)) == {"TK012": Severity.ERROR}
     # Without runtime the server takes libtriton_identity.so without the test (C++ backends return early).
-    (tmp_path / "repo" / "m" / "config.pbtxt").write_text(
-        (tmp_path / "repo" / "m" / "config.pbtxt").read_text().replace('runtime: "libtriton_identity.so"\n', ""))
+    _edit(tmp_path / "repo", 'runtime: "libtriton_identity.so"\n', "")
     assert _findings(tmp_path / "repo", _target(backends)) == {}
 
 
@@ -129,8 +133,7 @@ def test_an_absolute_runtime_is_joined_onto_each_folder_not_taken_as_is(tmp_path
     report = lint_repository(tmp_path / "repo", target=_target(backends))
     found = [f for f in report.for_model("m") if f.rule_id == "TK606"]
     assert len(found) == 1 and "a leading '/' is joined too" in found[0].message
-    (tmp_path / "repo" / "m" / "config.pbtxt").write_text(
-        (tmp_path / "repo" / "m" / "config.pbtxt").read_text().replace(str(elsewhere), "/libtriton_identity.so"))
+    _edit(tmp_path / "repo", str(elsewhere), "/libtriton_identity.so")
     assert _findings(tmp_path / "repo", _target(backends)) == {}
 
 
