@@ -144,6 +144,8 @@ def test_a_python_based_backend_needs_its_model_py_and_the_python_backend(tmp_pa
     assert found.get("TK606") is Severity.ERROR  # no vllm/model.py
     _library(backends / "vllm" / "model.py")
     assert _findings(tmp_path / "repo", _target(backends)) == {}
+    unknown = [f for f in lint_repository(tmp_path / "repo").for_model("m") if f.rule_id == "TK606"]
+    assert len(unknown) == 1 and unknown[0].severity is Severity.INFO and "vllm/model.py" in unknown[0].message
 
 
 def test_a_backend_library_the_model_brings_is_not_a_missing_backend(tmp_path: Path) -> None:

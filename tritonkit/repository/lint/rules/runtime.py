@@ -160,10 +160,14 @@ def runtime_found(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
     target = ctx.target
     library = runtime_library_name("python") if runtime == PYTHON_BASED else runtime
     if not target.knows_backend_folders:
-        if any(_search(_model_folders(m, v), library) is None for v in m.versions):
+        hint = "lint with the server's backends (--backend-dir DIR, --bundled or --server-bin) to check it"
+        if runtime == PYTHON_BASED:
+            ctx.report(m, f"runtime \"model.py\" makes {backend!r} a python-based backend: whether the backends "
+                       f"hold {backend}/model.py and the python backend is not known here", field="runtime",
+                       severity=INFO, hint=hint)
+        elif any(_search(_model_folders(m, v), library) is None for v in m.versions):
             ctx.report(m, f"runtime {runtime!r} is not in {m.name}/ or its version folders; whether the {backend} "
-                       "backend's folder holds it is not known here", field="runtime", severity=INFO,
-                       hint="lint with the server's backends (--backend-dir DIR, --bundled or --server-bin) to check it")
+                       "backend's folder holds it is not known here", field="runtime", severity=INFO, hint=hint)
         return
     for version in m.versions:
         folders = _search_folders(ctx, m, version, backend, runtime)
