@@ -338,3 +338,14 @@ def test_the_servers_own_python_auto_complete_cases_that_fail_are_tk704(tmp_path
 def test_the_servers_own_python_auto_complete_cases_that_load_lint_clean(tmp_path: Path, case: str) -> None:
     config, body = _QA_LOADS[case]
     assert _auto(tmp_path, body, config) == set()
+
+
+
+def test_a_configs_folder_is_not_taken_for_a_version(tmp_path: Path) -> None:
+    """core ModelLifeCycle skips configs/ (--model-config-name's configs/<name>.pbtxt) as it skips warmup/."""
+    folder = _model(tmp_path, "m", f'backend: "python"\n{IO}', model_py="")
+    (folder / "configs").mkdir()
+    (folder / "configs" / "h100.pbtxt").write_text('name: "m"\n')
+    (folder / "other").mkdir()
+    found = {f.message for f in lint_repository(tmp_path).for_model("m") if f.rule_id == "TK006"}
+    assert len(found) == 1 and "'other'" in next(iter(found))
