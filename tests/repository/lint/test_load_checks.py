@@ -137,10 +137,11 @@ class TritonPythonModel:
 
 
 def _auto(repo: Path, body: str, config: str = IO, *, returns: bool = True) -> set[str]:
+    """TK704's findings on model ``m``, each as ``location message``."""
     if returns:
         body += "\n        return config"
     _model(repo, "m", f'backend: "python"\n{config}', model_py=AUTO.replace("{body}", body))
-    return {f.message for f in lint_repository(repo).for_model("m") if f.rule_id == "TK704"}
+    return {f"{f.location} {f.message}" for f in lint_repository(repo).for_model("m") if f.rule_id == "TK704"}
 
 
 def test_auto_complete_calls_are_judged_from_literal_arguments_only(tmp_path: Path) -> None:

@@ -184,9 +184,9 @@ def auto_complete_agrees(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) ->
             if problem in reported:
                 continue
             reported.add(problem)
-            ctx.report(m, f"{m.name}/{version}/{file}:{line} auto_complete_config: {problem}; the python backend "
-                       f"raises and the model does not load ({source}; skipped only under "
-                       "--disable-auto-complete-config)", field="", hint="make model.py and config.pbtxt agree "
+            ctx.report(m, f"auto_complete_config: {problem}; the python backend raises and the model does not "
+                       f"load ({source}; skipped only under --disable-auto-complete-config)",
+                       file=f"{m.name}/{version}/{file}", line=line, hint="make model.py and config.pbtxt agree "
                        "(or leave the field out of config.pbtxt and let auto_complete_config fill it in), and "
                        "return the config object")
 
