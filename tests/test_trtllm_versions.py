@@ -63,6 +63,22 @@ def test_the_1_x_engine_names_are_labelled_with_the_release_they_were_read_at() 
     assert {row[0] for row in FACTS} == set(SUPPORTED_TRTLLM_VERSIONS)
 
 
+def test_the_1_2_line_is_the_released_1_2_1_and_says_its_templates_are_1_2_0rc8s() -> None:
+    """tensorrtllm_backend builds release/1.2.1 from 8addf2f on; 1.2.1's own templates were not readable,
+    so the line's label says what stands for them, and the reads are listed in FACTS."""
+    line = TRTLLM_INTERFACES["1.2"]
+    assert line.released == "1.2.1" and line.label.startswith("1.2 (1.2.1; its templates carried over from 1.2.0rc8")
+    assert line.source.startswith("1.2.1, its templates carried over from 1.2.0rc8") and "0c8de69a" in line.source
+    assert find_interface("1.2.1") is line and find_interface("1.2.0rc8") is line
+    reads = [row for row in FACTS if row[0] == "1.2" and row[1] == "1.2.1"]
+    assert any("release/1.2.1" in row[3] for row in reads) and any("docs/llmapi.md" in row[3] for row in reads)
+    # main stays apart: no engine, its own LLM-API tensors, no release label.
+    main_line = TRTLLM_INTERFACES["main"]
+    assert main_line.label == "main" and not main_line.released
+    assert main_line.llmapi is not None and line.llmapi is not None
+    assert set(main_line.llmapi.input_names) != set(line.llmapi.input_names)
+
+
 def test_main_has_no_engine_backend_and_says_why() -> None:
     main_line = TRTLLM_INTERFACES["main"]
     assert not main_line.has_engine and main_line.engine_refusal is not None
@@ -204,3 +220,12 @@ def test_lint_warns_about_inputs_the_engines_version_ignores(tmp_path: Path) -> 
     assert sorted(f.field for f in findings) == ["input 'min_tokens'", "input 'seed'"]
     assert all(f.model == "tensorrt_llm" and f.severity.name == "WARNING" for f in findings)
     assert "reads it as 'min_length'" in next(f.hint for f in findings if "min_tokens" in f.field)
+
+
+@pytest.mark.parametrize("text", ["１.２", "1.２", "1.2garbage!", "1.2.1.5"])
+def test_a_trtllm_version_not_written_exactly_is_not_read_as_a_line(text: str) -> None:
+    """Python's int() reads full-width digits: "１.２" must not be TensorRT-LLM 1.2."""
+    assert find_interface(text) is None
+    with pytest.raises(ConfigError, match="non-ASCII digit" if not text.isascii() else "not in the supported matrix"):
+        resolve_trtllm_version(text)
+    assert find_interface("1.2.1+cu128") is TRTLLM_INTERFACES["1.2"]

@@ -52,11 +52,13 @@ class ReleaseOnnxRuntime:
     line: str
     branch: str
     onnxruntime: str
+    #: Why the fact was read at another line's branch (``""``: read at the line's own).
+    carried_over: str = ""
 
     @property
     def source(self) -> str:
-        """``triton-inference-server/server build.py @ r24.10``."""
-        return f"{_SERVER} build.py @ {self.branch}"
+        """``triton-inference-server/server build.py @ r24.10`` (and, for a line read at another's branch, why)."""
+        return f"{_SERVER} build.py @ {self.branch}" + (f" ({self.carried_over})" if self.carried_over else "")
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ def release_line(text: str, *, origin: str = "--server-version") -> str:
 def onnxruntime_for_release(text: str, *, origin: str = "--server-version") -> ReleaseOnnxRuntime:
     """The ONNX Runtime of release ``text`` (``2.51``, ``2.51.0``, ``24.10``) with its source."""
     line = release_of_version(text, origin=origin)
-    return ReleaseOnnxRuntime(str(line), line.branch, ONNXRUNTIME_VERSIONS[str(line)])
+    return ReleaseOnnxRuntime(str(line), line.read_at, ONNXRUNTIME_VERSIONS[str(line)], line.carried_over)
 
 
 def limits_for(onnxruntime_version: str) -> OnnxRuntimeLimits | None:

@@ -1,4 +1,4 @@
-"""Triton Inference Server releases 2.51 … 2.72: the one place what each one parses, serves and checks is written down.
+"""Triton Inference Server releases 2.51 … 2.73: the one place what each one parses, serves and checks is written down.
 
 Like ``trtllm_versions.py`` for TensorRT-LLM. Every fact names the upstream repository, file
 and release branch it was read at (``triton-inference-server/<repo>``, branch ``rYY.MM``), and
@@ -6,7 +6,8 @@ the first release that has it. The linter, the writers, ``serve``, perf, the cli
 ``deploy`` ask this module; none of them keeps a release number of its own.
 
 A *line* is ``major.minor`` (``2.59`` covers 2.59.0 and 2.59.1); each has the NGC container
-tags that ship it (``24.10`` … ``26.08``). The bundled server (nvidia-pytriton 0.7.0) is 2.51,
+tags that ship it (``24.10`` … ``26.09``). 2.73's own release branches could not be read yet: its
+facts are 2.72's (:data:`CARRIED_OVER` says why; ``TritonRelease.read_at`` where they were read). The bundled server (nvidia-pytriton 0.7.0) is 2.51,
 and the test suite proves every 2.51 fact against it; newer lines are held to upstream's own
 sources and test expectations at their tags.
 
@@ -33,14 +34,16 @@ written in, are :mod:`tritonkit.triton_release_lines` (every name re-exported he
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tritonkit.errors import UnsupportedByReleaseError
+from tritonkit.errors import ConfigError, UnsupportedByReleaseError
 from tritonkit.triton_metrics import FIRST_RESPONSE_HISTOGRAM_MS
 from tritonkit.triton_release_lines import (
     BUNDLED_LINE,
+    CARRIED_OVER,
     KNOWN_LINES,
     NEWEST_LINE,
     PYTRITON_SERVER_LINES,
@@ -52,6 +55,7 @@ from tritonkit.triton_release_lines import (
     install_release,
     known_lines_text,
     newest_release,
+    non_ascii_problem,
     release,
     release_of_image,
     release_of_version,
@@ -63,6 +67,7 @@ __all__ = [
     "AOTI_DEFAULT_FILE",
     "BEHAVIOURS",
     "BUNDLED_LINE",
+    "CARRIED_OVER",
     "CLIENT_SHM",
     "CLIENT_SHM_FLAG",
     "CONFIG_FIELDS",
@@ -72,6 +77,8 @@ __all__ = [
     "ONNXRUNTIME_VERSIONS",
     "PLATFORMS",
     "PLATFORM_ALIASES",
+    "PYTHON_BACKEND_CONFIG",
+    "PYTHON_BACKEND_CONFIG_MINIMUMS",
     "PYTRITON_SERVER_LINES",
     "SERVER_FLAGS",
     "TENSORRT_ALLOCATION_STRATEGIES",
@@ -81,6 +88,7 @@ __all__ = [
     "ReleaseFact",
     "Source",
     "TritonRelease",
+    "check_backend_config",
     "check_config_for_release",
     "check_server_flags",
     "client_shm_args",
@@ -94,6 +102,7 @@ __all__ = [
     "is_client_shm_refusal",
     "known_lines_text",
     "newest_release",
+    "non_ascii_problem",
     "platform_backends",
     "release",
     "release_of_image",
@@ -242,6 +251,15 @@ VALIDATIONS: dict[str, ReleaseFact] = _table("validation", (
      "the TensorRT backend reads parameter execution_context_allocation_strategy: STATIC (default) or "
      "ON_PROFILE_CHANGE, any other value refuses the model (the server's qa/L0_model_config/custom_parameters "
      "at r25.05 and r26.08)", "tensorrt_backend", "src/model_state.cc"),
+    ("2.51", "runtime_library_found",
+     "a model's runtime library is looked for in its version folder, its model folder and <backend-directory>/"
+     "<backend>/ (runtime model.py: libtriton_python.so there or in <backend-directory>/python/, and <backend>/model.py "
+     "must exist); the name is joined onto each folder, a leading '/' included ('unable to find backend library'; "
+     "TritonModel::GetBackendLibraryProperties, FindBackendLibraryPath, JoinPath)", "core", "src/backend_model.cc"),
+    ("2.51", "runtime_library_inside_folder",
+     "the runtime library found must resolve (symlinks too) inside the folder it was found in: 'backend library name "
+     "... escapes backend directory' (GetBackendLibraryProperties; every release since r24.01, commit f502bfc); a "
+     "path-prefix test up to 2.69, a path-boundary test from 2.70 (commit dcb315d)", "core", "src/backend_model.cc"),
     ("2.70", "batch_strategy_inside_model",
      "the TRITON_BATCH_STRATEGY_PATH library must lie inside the model folder ('Batching library path "
      "escapes model repository', commit dcb315d)", "core", "src/backend_model.cc"),
@@ -255,6 +273,10 @@ BEHAVIOURS: dict[str, ReleaseFact] = _table("behaviour", (
     ("2.65", "first_response_histogram_all_models",
      "the first-response histogram for non-decoupled models too (commit d261b8d)", "core",
      "src/metric_model_reporter.cc"),
+    ("2.70", "path_boundary_test",
+     "a path is inside a folder only up to a path separator ('/models/m' does not hold '/models/m2/x'); up to 2.69 "
+     "a plain string-prefix test (IsChildPathEscapingParentPath, commit dcb315d): label files, the runtime library, "
+     "the batching strategy library", "core", "src/filesystem/api.cc", "r26.06"),
     ("2.68", "max_inflight_requests_shared",
      "ensemble max_inflight_requests becomes one limit per step shared by all requests of the model "
      "(2.63–2.67: per request; commit a02b0c0)", "core", "src/ensemble_scheduler/ensemble_scheduler.cc"),
@@ -310,12 +332,14 @@ _CLIENT_SHM_REFUSAL = "Client shared memory is disabled"
 _CLIENT_SHM_STATUS = "UNIMPLEMENTED"
 
 #: The onnxruntime each release's container builds its onnxruntime backend with (the server's
-#: build.py version map at each branch).
+#: build.py version map at each branch). 2.73: carried over from r26.08 — the server's main at
+#: e1db8a603 (2.73.0dev) still says 1.27.0, older than r26.08's 1.28.0 (the release branches set it).
 ONNXRUNTIME_VERSIONS: dict[str, str] = {
     "2.51": "1.19.2", "2.52": "1.19.2", "2.53": "1.20.1", "2.54": "1.20.1", "2.55": "1.20.1", "2.56": "1.21.0",
     "2.57": "1.21.0", "2.58": "1.22.0", "2.59": "1.22.0", "2.60": "1.23.0", "2.61": "1.23.0", "2.62": "1.23.1",
     "2.63": "1.23.2", "2.64": "1.23.2", "2.65": "1.23.2", "2.66": "1.24.1", "2.67": "1.24.2", "2.68": "1.24.4",
     "2.69": "1.24.4", "2.70": "1.24.4", "2.71": "1.27.0", "2.72": "1.28.0",
+    "2.73": "1.28.0",
 }
 
 
@@ -389,8 +413,55 @@ def flag_name(arg: str) -> str | None:
     return arg[2:].split("=", 1)[0]
 
 
+#: The python backend's ``--backend-config=python,<key>=<value>`` settings and the least value it takes
+#: (python_backend src/python_be.cc ``TRITONBACKEND_Initialize`` at r24.10 and r26.07, values read with
+#: ``std::stol``; a smaller one fails every python model's load). Its message for the shared-memory
+#: default says "can't be smaller than 4 MiBs" while the test is 1 MiB: the test is what counts.
+PYTHON_BACKEND_CONFIG_MINIMUMS: dict[str, int] = {
+    "shm-growth-byte-size": 1, "shm-default-byte-size": 1024 * 1024, "thread-pool-size": 1,
+    "stub-timeout-seconds": 1, "shm_message_queue_size": -(2**63),
+}
+PYTHON_BACKEND_CONFIG = _fact("2.51", "validation", "python_backend_config",
+                              "the python backend refuses to initialise (and so every python model's load) with "
+                              "shm-growth-byte-size <= 0, shm-default-byte-size < 1 MiB, thread-pool-size < 1, "
+                              "stub-timeout-seconds <= 0, an empty shm-region-prefix-name or a value that is not a "
+                              "number", "python_backend", "src/python_be.cc")
+_STOL = re.compile(r"^[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+def _backend_configs(argv: Sequence[str]) -> Iterator[str]:
+    """The values of every ``--backend-config`` in ``argv`` (``--backend-config=V`` or ``--backend-config V``)."""
+    for index, arg in enumerate(argv):
+        if arg.startswith("--backend-config="):
+            yield arg.split("=", 1)[1]
+        elif arg == "--backend-config" and index + 1 < len(argv):
+            yield argv[index + 1]
+
+
+def check_backend_config(argv: Sequence[str], *, where: str = "tritonserver") -> None:
+    """Refuse a python backend ``--backend-config`` value the backend itself refuses (:data:`PYTHON_BACKEND_CONFIG`)."""
+    for config in _backend_configs(argv):
+        backend, _, setting = config.partition(",")
+        key, _, value = setting.partition("=")
+        if backend != "python" or key not in (*PYTHON_BACKEND_CONFIG_MINIMUMS, "shm-region-prefix-name"):
+            continue
+        if key == "shm-region-prefix-name":
+            problem = "is empty" if not value else None
+        else:
+            number = _STOL.match(value)
+            least = PYTHON_BACKEND_CONFIG_MINIMUMS[key]
+            problem = ("is not a number" if number is None else
+                       f"is below {least}" if int(number.group(1)) < least else None)
+        if problem is not None:
+            raise ConfigError(f"{where}: --backend-config=python,{key}={value} {problem}: the python backend refuses "
+                              f"to start and no python model loads ({PYTHON_BACKEND_CONFIG.source})",
+                              hint=f"give {key} a value the python backend takes, or leave it out")
+
+
 def check_server_flags(argv: Sequence[str], at: TritonRelease, *, where: str = "tritonserver") -> None:
-    """Refuse a flag in ``argv`` that release ``at`` does not have, naming the first release that has it."""
+    """Refuse a flag in ``argv`` that release ``at`` does not have, naming the first release that has it, and a
+    python backend setting the backend refuses (:func:`check_backend_config`)."""
+    check_backend_config(argv, where=where)
     for arg in argv:
         name = flag_name(arg)
         if name is None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tritonkit.errors import ConfigError
+from tritonkit.triton_release_lines import non_ascii_problem
 
 __all__ = [
     "ENGINE_LINES",
@@ -285,6 +286,14 @@ class TrtllmInterface:
     llmapi: LlmApiInterface | None = None
     #: Why the engine backend cannot be served with this line (``None``: it can).
     engine_refusal: str | None = None
+    #: The line's newest release (``1.2.1``), and how much of it was read (``""``: none is named).
+    released: str = ""
+    released_read: str = ""
+
+    @property
+    def label(self) -> str:
+        """``1.2 (1.2.1; its templates carried over from 1.2.0rc8)`` — what the line stands for, as read."""
+        return f"{self.version} ({self.released}; {self.released_read})" if self.released else self.version
 
     @property
     def has_engine(self) -> bool:
@@ -304,6 +313,15 @@ class TrtllmInterface:
 
 _SOURCE_1_X = (f"{_TRTLLM} 0c8de69a (version.py 1.2.0rc8): triton_backend/" + _MODELS
                + "; the rename: tensorrtllm_backend commit c2e65b88 (utils.h minTokens / seed)")
+# 1.2.1, the released 1.2 (PyPI, 2026-04): tensorrtllm_backend 8addf2f (2026-04-21) and e1611ce (2026-06-02) build
+# NVIDIA/TensorRT-LLM release/1.2.1 (dockerfile/Dockerfile.triton.trt_llm_backend TENSORRTLLM_REPO_TAG, TENSORRTLLM_VER;
+# submodule 2fdb9e66, then ca88df0a). The triton_backend templates at those commits could not be read here (the
+# TensorRT-LLM snapshot is over the fetch limit, and no indexed version of them is at either commit); the only
+# interface document the backend ships, docs/llmapi.md, is the same file at the 1.2.0rc8 build (9e828d3) and the
+# 1.2.1 build (e1611ce). So 1.2's templates are 1.2.0rc8's, and the line says so.
+_RELEASE_1_2 = ("1.2.1", "its templates carried over from 1.2.0rc8: release/1.2.1's triton_backend files were not "
+                "readable here; tensorrtllm_backend docs/llmapi.md is unchanged from the 1.2.0rc8 build (9e828d3) to "
+                "the 1.2.1 build (e1611ce)")
 TRTLLM_INTERFACES: dict[str, TrtllmInterface] = {
     "0.17": TrtllmInterface(
         version="0.17", source=f"{_BACKEND} v0.17.0 (368eea9): {_MODELS}, inflight_batcher_llm/src/utils.h",
@@ -323,8 +341,9 @@ TRTLLM_INTERFACES: dict[str, TrtllmInterface] = {
         version="1.1", source="carried over from " + _SOURCE_1_X + " (1.1's own templates were not readable here)",
         min_tokens_input="min_tokens", seed_input="seed", engine_input_names=_ENGINE_INPUTS_1_2, llmapi=_LLMAPI_1_1),
     "1.2": TrtllmInterface(
-        version="1.2", source=_SOURCE_1_X, min_tokens_input="min_tokens", seed_input="seed",
-        engine_input_names=_ENGINE_INPUTS_1_2, llmapi=_LLMAPI_1_2),
+        version="1.2", source=f"{_RELEASE_1_2[0]}, {_RELEASE_1_2[1]}: " + _SOURCE_1_X, min_tokens_input="min_tokens",
+        seed_input="seed", engine_input_names=_ENGINE_INPUTS_1_2, llmapi=_LLMAPI_1_2, released=_RELEASE_1_2[0],
+        released_read=_RELEASE_1_2[1]),
     "main": TrtllmInterface(
         version="main", source=_NO_ENGINE, min_tokens_input="min_tokens", seed_input="seed", engine_input_names=(),
         llmapi=_LLMAPI_MAIN, engine_refusal=_NO_ENGINE),
@@ -348,7 +367,9 @@ FACTS: tuple[tuple[str, str, str, str], ...] = (
     ("1.1", "1.1.0rc5", "423bfc7 (submodule 0c9430e5)", f"{_BACKEND} docs/llmapi.md"),
     ("1.2", "1.2.0rc2", "b35ac1b6", f"{_TRTLLM} triton_backend/all_models/llmapi/tensorrt_llm/1/model.py"),
     ("1.2", "1.2.0rc8", "0c8de69a", f"{_TRTLLM} triton_backend/{_MODELS}"),
-    ("1.2", "1.2.1", "e1611ce (submodule ca88df0a)", f"{_BACKEND} dockerfile/Dockerfile.triton.trt_llm_backend"),
+    ("1.2", "1.2.1", "8addf2f, e1611ce (submodules 2fdb9e66, ca88df0a)",
+     f"{_BACKEND} dockerfile/Dockerfile.triton.trt_llm_backend (TENSORRTLLM_REPO_TAG release/1.2.1, TENSORRTLLM_VER 1.2.1)"),
+    ("1.2", "1.2.1", "9e828d3..e1611ce", f"{_BACKEND} docs/llmapi.md (unchanged from the 1.2.0rc8 build)"),
     ("1.2", "1.2.x", "9b25ef9", f"{_BACKEND} docs/llmapi.md (multiple instances, --no-mpi)"),
     ("main", "main", "0a710573", f"{_TRTLLM} triton_backend/all_models/llmapi/tensorrt_llm/config.pbtxt"),
     ("main", "main", "0ebb1536", f"{_TRTLLM} triton_backend/all_models/llmapi/tensorrt_llm/1/model.yaml"),
@@ -356,7 +377,8 @@ FACTS: tuple[tuple[str, str, str, str], ...] = (
     ("main", "main", "029c15cb", f"{_TRTLLM} tests/unittest/api_stability/references_committed/llm.yaml"),
 )
 
-_LINE = re.compile(r"^\s*v?(\d+)\.(\d+)")
+# ASCII digits, and nothing after the version but a pre-, post- or dev-release tag (1.2.0rc8, 1.3.0.dev5).
+_LINE = re.compile(r"^\s*v?([0-9]+)\.([0-9]+)(?:\.[0-9]+)?(?:[a-z]+[0-9]*)?(?:[.+-][a-z]+[0-9]*)*\s*$", re.ASCII)
 
 
 def find_interface(version: str) -> TrtllmInterface | None:
@@ -393,6 +415,10 @@ def resolve_trtllm_version(requested: str | None, *, installed: str | None = Non
     the default, as when none is installed.
     """
     if requested is not None:
+        odd = non_ascii_problem(requested.strip())
+        if odd is not None:
+            raise ConfigError(f"--trtllm-version {requested!r} holds {odd}: a version is written in ASCII digits",
+                              hint=f"retype it in ASCII; supported lines: {', '.join(SUPPORTED_TRTLLM_VERSIONS)}")
         interface = find_interface(requested)
         if interface is None:
             raise _unknown(requested, "--trtllm-version")

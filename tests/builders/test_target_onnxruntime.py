@@ -64,7 +64,7 @@ def test_a_model_the_target_loads_says_so_and_no_named_target_means_the_newest_r
                        server_version="2.51")
     assert any(note.startswith("loads on ONNX Runtime 1.19.2") for note in loads.notes)
     # No release named and no onnxruntime backend here: checked for the newest line, which says so.
-    with pytest.raises(BuildError, match=r"IR version 14 .*Triton 2\.72's onnxruntime backend \(the newest release"):
+    with pytest.raises(BuildError, match=r"IR version 14 .*Triton 2\.73's onnxruntime backend \(the newest release"):
         build_onnx(tmp_path / "m.onnx", name="m2", repo=tmp_path / "repo", runtime="onnxruntime")
     newest = build_onnx(tmp_path / "ir10.onnx", name="m3", repo=tmp_path / "repo", runtime="onnxruntime")
     assert any(note.startswith("loads on ONNX Runtime 1.28.0") for note in newest.notes)
@@ -88,7 +88,7 @@ def test_lint_refuses_a_model_its_targets_onnx_runtime_cannot_load(tmp_path: Pat
     # Without the backend's own version, the target release's ONNX Runtime: the newest line's 1.28 loads IR 13.
     newest = [f for f in lint_repository(tmp_path / "repo", target=Target(kind="cpu", gpu_count=0)).findings
               if f.rule_id == "TK702"]
-    assert len(newest) == 1 and "Triton 2.72's: ONNX Runtime 1.28.0" in newest[0].message
+    assert len(newest) == 1 and "Triton 2.73's: ONNX Runtime 1.28.0" in newest[0].message
 
 
 def test_a_batch_only_output_is_declared_with_one_dim_and_the_build_says_clients_receive_n_by_1(tmp_path: Path) -> None:

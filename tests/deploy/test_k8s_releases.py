@@ -66,4 +66,4 @@ def test_an_image_without_a_release_needs_server_version_for_client_shm(cpu_fact
 def test_an_unknown_server_version_is_refused_with_the_known_lines(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["deploy", "k8s", str(tmp_path), "--image", OLD, "--server-version", "2.99"])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "--server-version '2.99' is not a Triton release" in result.output and "2.72 (NGC 26.08)" in result.output
+    assert "--server-version '2.99' is not a Triton release" in result.output and "2.73 (NGC 26.09)" in result.output

@@ -23,7 +23,7 @@ def test_doctor_reports_the_real_server_its_python_and_perf_analyzer() -> None:
     assert checks["tritonserver start"]["ok"]
     assert checks["tritonserver start"]["data"]["version"].startswith("2.")
     releases = checks["Triton releases"]
-    assert releases["ok"] and releases["data"]["known_lines"][0] == "2.51" and releases["data"]["known_lines"][-1] == "2.72"
+    assert releases["ok"] and releases["data"]["known_lines"][0] == "2.51" and releases["data"]["known_lines"][-1] == "2.73"
     assert checks["tritonserver start"]["data"]["version"].startswith(f"{releases['data']['server_line']}.")
     assert "python" in checks["backends"]["data"]["backends"]
 

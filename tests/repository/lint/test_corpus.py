@@ -122,10 +122,24 @@ def _identity_onnx(path: Path) -> None:
     onnx.save_model(model, str(path))
 
 
+#: A case's ``auto_complete_config`` body (python-backend cases): put into the echo model as its
+#: ``TritonPythonModel.auto_complete_config(auto_complete_model_config)``.
+AUTO_COMPLETE_FILE = "auto_complete_config.txt"
+
+
+def _echo_model(case_folder: Path) -> str:
+    body = case_folder / AUTO_COMPLETE_FILE
+    if not body.is_file():
+        return ECHO_MODEL_PY
+    method = ("    @staticmethod\n    def auto_complete_config(auto_complete_model_config):\n"
+              + textwrap.indent(body.read_text(), " " * 8) + "        return auto_complete_model_config\n\n")
+    return ECHO_MODEL_PY.replace("class TritonPythonModel:\n", "class TritonPythonModel:\n" + method)
+
+
 def _materialise(case: Case, repo: Path) -> None:
     """Copy the case into ``repo`` and make its version folders and model files."""
     target = repo / case.name
-    shutil.copytree(case.folder, target)
+    shutil.copytree(case.folder, target, ignore=shutil.ignore_patterns(AUTO_COMPLETE_FILE))
     text = (target / "config.pbtxt").read_text()
     python = 'backend: "python"' in text
     files = case.files if case.files is not None else (("model.py",) if python else ())
@@ -134,7 +148,7 @@ def _materialise(case: Case, repo: Path) -> None:
         vdir.mkdir()
         for name in files:
             if name == "model.py":
-                (vdir / name).write_text(ECHO_MODEL_PY)
+                (vdir / name).write_text(_echo_model(case.folder))
             elif name == "model.onnx":
                 _identity_onnx(vdir / name)
             else:

@@ -262,7 +262,16 @@ def test_an_unknown_server_version_is_refused_with_the_known_lines(tmp_path: Pat
     assert caught.value.hint is not None and all(line in caught.value.hint for line in KNOWN_LINES)
     result = CliRunner().invoke(main, ["repo", "lint", str(tmp_path), "--server-version", "3.1"])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "error: --server-version '3.1' is not a Triton release" in result.output and "2.72 (NGC 26.08)" in result.output
+    assert "error: --server-version '3.1' is not a Triton release" in result.output and "2.73 (NGC 26.09)" in result.output
+
+
+@pytest.mark.parametrize(("given", "says"), [("２.６０", "non-ASCII digit ('２', U+FF12)"),
+                                            ("2.60.0.1", "write MAJOR.MINOR (2.60), MAJOR.MINOR.PATCH")])
+def test_repo_lint_refuses_a_server_version_not_written_exactly(tmp_path: Path, given: str, says: str) -> None:
+    result = CliRunner().invoke(main, ["repo", "lint", str(tmp_path), "--server-version", given])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"error: --server-version {given!r}" in result.output and says in result.output
+    assert "fix:" in result.output and "for Triton" not in result.output  # nothing was linted
 
 
 def test_a_release_is_named_by_line_version_or_ngc_tag(tmp_path: Path) -> None:
@@ -306,3 +315,12 @@ def test_tensorrt_allocation_strategy_is_checked_from_2_58_as_the_qa_cases_say(t
     assert "TK808" not in new.rule_ids("static") | new.rule_ids("on_change")
     old = lint_repository(tmp_path, server_version="2.57")
     assert "TK808" in old.rule_ids("static", severity=Severity.WARNING) and "TK808" not in _errors(old, "unknown")
+
+
+def test_a_report_for_2_73_says_its_facts_are_carried_over_from_2_72(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    report = lint_repository(tmp_path, server_version="2.73")
+    assert "for Triton 2.73 (" in report.summary() and "carried over from 2.72: r26.09 not read" in report.summary()
+    assert report.to_dict()["target"]["server_version_facts_read_at"] == "r26.08"
+    older = lint_repository(tmp_path, server_version="2.72")
+    assert "carried over" not in older.summary() and older.to_dict()["target"]["server_version_facts_read_at"] == "r26.08"

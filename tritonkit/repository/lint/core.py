@@ -207,6 +207,10 @@ class Target:
     release_origin: str = "the newest line tritonkit knows"
     onnxruntime: str | None = None
     onnxruntime_source: str = ""
+    #: Where each backend's folder is on this machine (read, never executed), for a local install.
+    backend_folders: tuple[tuple[str, Path], ...] = ()
+    #: The folder a backend not in ``backend_folders`` would be in (``--backend-dir``), or ``None``.
+    backends_root: Path | None = None
 
     @classmethod
     def cpu(cls) -> Target:
@@ -234,6 +238,22 @@ class Target:
         """This target, knowing which backends the server has."""
         return replace(self, backends=frozenset(backends), backends_complete=complete, source=source)
 
+    def with_backend_folders(self, folders: dict[str, Path], root: Path | None) -> Target:
+        """This target, knowing where its backends' folders are (the server's ``--backend-directory``)."""
+        return replace(self, backend_folders=tuple(sorted(folders.items())), backends_root=root)
+
+    @property
+    def knows_backend_folders(self) -> bool:
+        """Whether a backend's folder can be looked at: a local install's complete list."""
+        return self.backends_complete and bool(self.backend_folders or self.backends_root)
+
+    def backend_folder(self, name: str) -> Path | None:
+        """Backend ``name``'s folder as the server would look for it; ``None`` when there is none to look at."""
+        found = dict(self.backend_folders).get(name)
+        if found is not None:
+            return found
+        return self.backends_root / name if self.backends_root is not None else None
+
     def with_release(self, choice: ReleaseChoice) -> Target:
         """This target, checked for the release ``choice`` names (its note joins the target's notes)."""
         notes = (*self.notes, choice.note) if choice.note else self.notes
@@ -253,7 +273,9 @@ class Target:
             "source": self.source,
             "server_version": str(self.release),
             "server_version_from": self.release_origin,
+            "server_version_facts_read_at": self.release.read_at,
             "onnxruntime": self.onnxruntime,
+            "backends_dir": str(self.backends_root) if self.backends_root is not None else None,
             "notes": list(self.notes),
         }
 
@@ -419,12 +441,14 @@ class LintReport:
                 if (model is None or f.model == model) and (severity is None or f.severity is severity)}
 
     def summary(self) -> str:
-        """``3 error(s), 1 warning(s), 0 info in 12 model(s) for Triton 2.72 (0.05 s)``."""
+        """``3 error(s), 1 warning(s), 0 info in 12 model(s) for Triton 2.73 (0.05 s)``."""
         info = len(self.findings) - len(self.errors) - len(self.warnings)
         failed = len(self.internal_errors)
         incomplete = f"; {failed} rule failure(s): not fully checked" if failed else ""
+        at = self.target.release
+        carried = f", {at.carried_over}" if at.carried_over else ""  # 2.73: its facts are 2.72's
         return (f"{len(self.errors)} error(s), {len(self.warnings)} warning(s), {info} info "
-                f"in {self.models_checked} model(s) for Triton {self.target.release} ({self.elapsed_s:.2f} s){incomplete}")
+                f"in {self.models_checked} model(s) for Triton {at} ({self.elapsed_s:.2f} s{carried}){incomplete}")
 
     def to_text(self) -> str:
         """Human-readable report: one block per finding, then the summary."""

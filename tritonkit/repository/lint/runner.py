@@ -94,6 +94,13 @@ def target_from_install(install: Any, *, kind: str = "cpu", gpu_count: int | Non
                                                                gpu_count=gpu_count)
     backends = set(install.backends())
     target = base.with_backends(backends, complete=True, source=f"local install {install.binary}")
+    # Where the server will look for each backend (the runtime rules read files there, never run them):
+    # the bundled server's folder is assembled only when it starts, from the user's backends and its python.
+    assembly = getattr(install, "assembly", None)
+    if assembly is not None:
+        target = target.with_backend_folders({"python": assembly.python_backend}, assembly.user_backends)
+    else:
+        target = target.with_backend_folders({}, install.backend_dir)
     if install.version is not None:
         target = target.with_release(resolve_release(reported=install.version, reported_by=f"the install ({install.source})"))
     onnxruntime = install.backend("onnxruntime") if "onnxruntime" in backends else None

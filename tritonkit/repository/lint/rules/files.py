@@ -38,8 +38,10 @@ PAIRED_BACKENDS = frozenset({"tensorrt", "onnxruntime", "pytorch", "tensorflow"}
 
 _PLACEHOLDER = re.compile(r"\$\{[^}\n]*\}?")
 
-#: Sub-folders with a meaning other than "version" that Triton (or a backend) uses.
-_KNOWN_NON_VERSION_DIRS = {"warmup", "initial_state", "__pycache__"}
+#: Sub-folders with a meaning other than "version" that Triton (or a backend) uses: core's
+#: ModelLifeCycle skips warmup/, initial_state/ and configs/ (``--model-config-name``'s
+#: ``configs/<name>.pbtxt``) when it lists versions (src/model_repository_manager/model_lifecycle.cc, r24.10).
+_KNOWN_NON_VERSION_DIRS = {"warmup", "initial_state", "configs", "__pycache__"}
 
 
 @folder_rule("TK001", WARNING, "model folder has no config.pbtxt", family=FAMILY)

@@ -17,12 +17,12 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, folder_rule, rule
 from tritonkit.triton_releases import (
+    BEHAVIOURS,
     CONFIG_FIELDS,
     CUSTOMIZABLE_METRIC_FAMILIES,
     TENSORRT_ALLOCATION_STRATEGIES,
     VALIDATIONS,
     TritonRelease,
-    release,
 )
 
 FAMILY = "release"
@@ -31,7 +31,7 @@ _INDEX = re.compile(r"\[[^\]]*\]")
 _INT64_MAX = 2**63 - 1
 #: The model parameter naming a custom batching strategy library (core src/backend_model.cc).
 STRATEGY_PARAMETER = "TRITON_BATCH_STRATEGY_PATH"
-_PATH_BOUNDARY = release("2.70")  # child-path test checks the separator from 2.70 (core commit dcb315d)
+_PATH_BOUNDARY = BEHAVIOURS["path_boundary_test"].since  # a separator-aware child-path test (core dcb315d)
 
 
 def _proto_path(text_path: str) -> str | None:
@@ -162,9 +162,10 @@ def element_counts_fit(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
                        severity=WARNING, hint="use -1 for a dimension that is not fixed, or smaller sizes")
 
 
-def _escapes(child: Path, parent: Path, at: TritonRelease) -> bool:
-    """Whether ``child`` lies outside ``parent`` as release ``at`` tests it (symlinks resolved):
-    a plain prefix test up to 2.69, one that stops at a path separator from 2.70."""
+def escapes_folder(child: Path, parent: Path, at: TritonRelease) -> bool:
+    """Whether ``child`` lies outside ``parent`` as release ``at`` tests it (core's
+    IsChildPathEscapingParentPath, symlinks resolved): a plain prefix test up to 2.69, one that
+    stops at a path separator from 2.70. The one home of that test: label files, the runtime library."""
     child_text, parent_text = str(child.resolve()), str(parent.resolve())
     if at >= _PATH_BOUNDARY:
         return not (child_text == parent_text or child_text.startswith(parent_text.rstrip("/") + "/"))
@@ -182,7 +183,7 @@ def labels_inside_model(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> 
             continue
         # The server joins the name onto the model folder (an absolute name too) and resolves it.
         joined = Path(os.path.normpath(f"{m.folder.resolve()}/{t.label_filename}"))
-        if _escapes(joined, m.folder, at):
+        if escapes_folder(joined, m.folder, at):
             ctx.report(m, f"output {t.name!r} label file {t.label_filename!r} lies outside the model folder: "
                        f"Triton {at} refuses the model ('is outside model directory'; {fact.origin()})",
                        field=f"output[{i}].label_filename",

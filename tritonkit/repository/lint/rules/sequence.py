@@ -123,8 +123,8 @@ def slot_utilization(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> Non
                        hint="use a value between 0 and 1 (0 runs a batch as soon as any slot is ready)")
 
 
-#: Bytes per element, to size an initial_state data file (strings are taken as they are).
-_DTYPE_BYTES = {"TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_INT8": 1, "TYPE_UINT16": 2, "TYPE_INT16": 2, "TYPE_FP16": 2,
+#: Bytes per element (core GetDataTypeByteSize), to size an initial_state or warmup data file (strings are taken as they are).
+DTYPE_BYTES = {"TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_INT8": 1, "TYPE_UINT16": 2, "TYPE_INT16": 2, "TYPE_FP16": 2,
                 "TYPE_BF16": 2, "TYPE_UINT32": 4, "TYPE_INT32": 4, "TYPE_FP32": 4, "TYPE_UINT64": 8,
                 "TYPE_INT64": 8, "TYPE_FP64": 8}
 #: Where Triton looks for initial_state data files, inside the model folder.
@@ -195,7 +195,7 @@ def initial_state_file(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> N
             ctx.report(m, f"initial_state data file {where} is missing", field=f"{base}.initial_state[0]",
                        hint=f"put the raw bytes at {where}")
             continue
-        size = _DTYPE_BYTES.get(enum_name(mc.DataType, init.data_type, field=f"{base}.initial_state[0]"))
+        size = DTYPE_BYTES.get(enum_name(mc.DataType, init.data_type, field=f"{base}.initial_state[0]"))
         dims = list(init.dims)
         if size is None or -1 in dims:
             continue  # strings are read as they are; a -1 is TK517's finding
@@ -212,3 +212,33 @@ def _count(dims: list[int]) -> int:
     for d in dims:
         total *= d
     return total
+
+
+@rule("TK519", ERROR, "implicit state's growable memory without a single buffer or GPU instances", family=FAMILY,
+      needs_field="sequence_batching")
+def growable_state_memory(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
+    """Core ``SequenceStates::Initialize`` (src/sequence_state.cc, r24.10 and r26.06) refuses, when a sequence
+    starts, ``use_growable_memory`` without ``use_same_buffer_for_input_output``, and on an instance that is
+    not KIND_GPU. The model loads; ``SequenceBatch::SetupSequenceStates`` only logs "Failed to initialize
+    sequence state" and runs every request of the sequence without its state (seen on the bundled 2.51)."""
+    kinds = {group.kind for group in cfg.instance_group}
+    gpu = mc.ModelInstanceGroup.KIND_GPU
+    auto = mc.ModelInstanceGroup.KIND_AUTO
+    not_gpu = sorted(enum_name(mc.ModelInstanceGroup.Kind, k, field="instance_group") for k in kinds - {gpu, auto})
+    if (not kinds or auto in kinds) and ctx.target.gpu_count == 0:
+        not_gpu.append("KIND_AUTO on a target without GPUs (KIND_CPU)")
+    for base, state in _states(cfg):
+        if not state.use_growable_memory:
+            continue
+        why = None
+        if not state.use_same_buffer_for_input_output:
+            why = "it needs use_same_buffer_for_input_output: true"
+        elif not_gpu:
+            why = f"it works only on KIND_GPU instances, and this model has {', '.join(not_gpu)}"
+        if why is not None:
+            ctx.report(m, f"state {state.input_name!r} sets use_growable_memory but {why}: the model loads, and at "
+                       "every sequence start the server logs 'Failed to initialize sequence state' and runs the "
+                       "requests without the state (core src/sequence_state.cc SequenceStates::Initialize @ r24.10)",
+                       field=f"{base}.use_growable_memory",
+                       hint="set use_growable_memory: false, or use_same_buffer_for_input_output: true with "
+                            "KIND_GPU instances")

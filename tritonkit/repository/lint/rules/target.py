@@ -10,6 +10,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.repository.layout import backend_of
 from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, rule
+from tritonkit.repository.lint.rules.runtime import model_brings_backend_library
 
 FAMILY = "target"
 _KIND = mc.ModelInstanceGroup.Kind
@@ -29,6 +30,8 @@ def backend_available(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> No
     backend = required_backend(cfg)
     if not backend or target.backends is None or backend in target.backends:
         return
+    if model_brings_backend_library(m, cfg):
+        return  # found in the model's own folders, or a runtime that TK606/TK012 judge
     have = ", ".join(sorted(target.backends)) or "none"
     field = "backend" if cfg.backend else "platform"
     if target.backends_complete:

@@ -12,6 +12,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import is_regular_file
 from tritonkit._values import excerpt
 from tritonkit.repository.lint.core import ERROR, WARNING, LintContext, ModelInfo, rule
+from tritonkit.repository.lint.rules.warmup import warmup_file
 from tritonkit.repository.names import name_problem
 from tritonkit.repository.pbtxt import enum_name
 
@@ -250,7 +251,7 @@ def warmup_inputs(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> None:
                            f"is {list(declared.dims)}", field=path,
                            hint="give the warmup sample the input's dims (without the batch dimension)")
             if (sample.WhichOneof("input_data_type") == "input_data_file"
-                    and not is_regular_file(m.folder / "warmup" / sample.input_data_file)):
+                    and not is_regular_file(warmup_file(m, sample.input_data_file))):
                 ctx.report(m, f"warmup data file {sample.input_data_file!r} is missing", field=path,
                            hint=f"put it in {m.name}/warmup/{sample.input_data_file}")
         missing = [n for n, t in inputs.items() if not t.optional and n not in w.inputs]
