@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.perf.llm.engine_metrics import engine_figures
 from tritonkit.perf.llm.metrics import (
     GoodputSLO,
     RequestRecord,
@@ -358,6 +359,7 @@ def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
                         else []),
         wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=[*ctx.prefix, *run.argv],
         raw_files=[p.name for p in ctx.folder.glob(f"{run.name}.*")],
+        engine=engine_figures(inv.snapshots, ctx.spec.model) if ctx.openai is not None else {},
     )
     _warn(ctx, run.name, inv, step, reachable)
     if run.schedule is not None and ctx.plan.shape is not None:
