@@ -29,6 +29,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 ENGINE_PYTHON = REPO_ROOT / ".venv-vllm" / "bin" / "python"
 #: Small enough for 2 cores (~0.6 M parameters: hidden 64, 2 layers), big enough to batch for real.
 MODEL_SHAPE = ("--hidden", "64", "--layers", "2", "--vocab", "1000")
+#: KV-cache blocks the suite's engine gets, of 128 tokens: vLLM keeps one back (its null block,
+#: vllm/v1/core/block_pool.py), so 4 short sequences fit and more wait; 4 × 128 = 512 = max_model_len.
+KV_BLOCKS = 5
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class RunningEngine:
     start_s: float
     make_model_s: float
     max_num_seqs: int
+    kv_blocks: int | None
 
     @property
     def metrics_url(self) -> str:
@@ -63,20 +67,23 @@ def make_tiny_model(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def tiny_vllm(folder: Path, *, max_num_seqs: int = 4, kv_cache_gib: float = 1.0,
-              num_gpu_blocks_override: int | None = None) -> Iterator[RunningEngine]:
+def tiny_vllm(folder: Path, *, max_num_seqs: int = 8, kv_cache_gib: float = 1.0,
+              num_gpu_blocks_override: int | None = KV_BLOCKS, max_model_len: int = 512) -> Iterator[RunningEngine]:
     """vLLM serving a tiny Llama made on the spot as ``tiny`` (see the module docstring).
-    ``max_num_seqs``: requests it runs at once (more wait: where queueing starts)."""
+    ``max_num_seqs``: requests it runs at once; ``num_gpu_blocks_override``: KV-cache blocks (of 128
+    tokens on CPU), so that few sequences fit and more wait: where queueing starts, what the planner
+    predicts. ``max_model_len`` must fit in them."""
     began = time.monotonic()
     model_dir = make_tiny_model(folder)
     made_s = time.monotonic() - began
     port = _free_port()
-    argv = vllm_cpu_argv(ENGINE_PYTHON, model_dir, port=port, served_name="tiny", max_model_len=1024,
+    argv = vllm_cpu_argv(ENGINE_PYTHON, model_dir, port=port, served_name="tiny", max_model_len=max_model_len,
                          max_num_seqs=max_num_seqs, num_gpu_blocks_override=num_gpu_blocks_override)
     with EngineProcess(argv, port=port, log=folder / "vllm.log", env=vllm_cpu_env(kv_cache_gib),
                        ready_timeout_s=400) as engine:
         assert engine.start_s is not None
-        yield RunningEngine(engine.url, "tiny", model_dir, engine.log, engine.start_s, made_s, max_num_seqs)
+        yield RunningEngine(engine.url, "tiny", model_dir, engine.log, engine.start_s, made_s, max_num_seqs,
+                            num_gpu_blocks_override)
 
 
 @pytest.fixture(scope="session")

@@ -350,6 +350,10 @@ def llm_load_test(
     if where.protocol == "http":
         raise ConfigError("--llm streams over gRPC (Triton) or OpenAI's HTTP API, not Triton's HTTP",
                           hint="drop --protocol http, or use --protocol openai for an OpenAI-compatible server")
+    if where.repeat > 1:
+        raise ConfigError("--repeat is not supported with --llm yet: it would be ignored",
+                          hint="run the LLM test several times into separate --out folders and compare them with "
+                               "'tritonkit perf compare'")
     if where.protocol != "openai" and (llm.endpoint is not None or llm.api_key_env is not None):
         raise ConfigError("--endpoint and --api-key-env only apply to an OpenAI-compatible server",
                           hint="add --protocol openai, or drop them")

@@ -254,3 +254,28 @@ def test_a_stall_between_tokens_is_measured_in_the_itl_not_dropped(tmp_path: Pat
     metrics = json.loads((out / "llm_result.json").read_text())["steps"][0]["metrics"]
     assert metrics["itl_ms"]["mean"] == pytest.approx((7 * 5 + 300) / 7, rel=0.15)
     assert metrics["answered_count"] == 3
+
+
+def test_repeat_with_llm_is_refused_rather_than_ignored(tmp_path: Path) -> None:
+    result = _run("tiny", "--llm", "--protocol", "openai", "--url", "127.0.0.1:9", "--repeat", "3",
+                  "--out", str(tmp_path / "a"))
+    assert result.exit_code == 2 and "--repeat is not supported with --llm" in result.output
+
+
+@pytest.mark.perf_analyzer
+def test_a_traffic_shape_and_perf_compare_work_on_an_openai_endpoint(tmp_path: Path) -> None:
+    """A ramp on the stand-in, then the same run against a stand-in 3× slower to its first token:
+    ``perf compare`` calls that a TTFT regression (exit 1)."""
+    fast, slow = tmp_path / "fast", tmp_path / "slow"
+    args = ["--llm", "--protocol", "openai", "--requests", "40", "--output-tokens", "6", "--concurrency", "2"]
+    with openai_standin("--first-ms", "20", "--next-ms", "5") as server:
+        ramp = _run("standin", *args[:3], "--url", server.url, "--traffic", "ramp:2-8/s,2,2", "--output-tokens", "6",
+                    "--out", str(tmp_path / "ramp"))
+        assert ramp.exit_code == 0, ramp.output
+        assert json.loads((tmp_path / "ramp/llm_result.json").read_text())["steps"][0]["load_mode"] == "ramp"
+        assert _run("standin", *args, "--url", server.url, "--out", str(fast)).exit_code == 0
+    with openai_standin("--first-ms", "60", "--next-ms", "5") as server:
+        assert _run("standin", *args, "--url", server.url, "--out", str(slow)).exit_code == 0
+    compare = CliRunner().invoke(main, ["perf", "compare", str(fast), str(slow)], catch_exceptions=False)
+    assert compare.exit_code == 1, compare.output
+    assert "ttft" in compare.output.lower() and "REGRESSION" in compare.output

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from tritonkit.perf.measure.metrics import MetricsSnapshot, counter_delta
 
-__all__ = ["QUEUE_MS_THRESHOLD", "VLLM", "EngineMetricNames", "engine_figures", "queued", "queueing_starts"]
+__all__ = ["QUEUE_MS_THRESHOLD", "VLLM", "EngineMetricNames", "cache_config", "engine_figures", "queued",
+           "queueing_starts"]
 
 #: A mean queue time above this (ms) counts as queueing even when no scrape caught a waiting request.
 QUEUE_MS_THRESHOLD = 1.0
@@ -42,6 +43,7 @@ class EngineMetricNames:
     kv_cache_usage: str
     generation_tokens: str
     prompt_tokens: str
+    cache_config: str
 
 
 VLLM = EngineMetricNames(
@@ -58,6 +60,7 @@ VLLM = EngineMetricNames(
     kv_cache_usage="vllm:kv_cache_usage_perc",
     generation_tokens="vllm:generation_tokens",
     prompt_tokens="vllm:prompt_tokens",
+    cache_config="vllm:cache_config_info",
 )
 
 
@@ -117,3 +120,13 @@ def queued(figures: dict[str, float | None]) -> bool:
     queue_ms = figures.get("queue_ms_mean")
     step_ms = figures.get("itl_ms_mean") or 0.0
     return queue_ms is not None and queue_ms > max(QUEUE_MS_THRESHOLD, 2.0 * step_ms)
+
+
+def cache_config(snapshot: MetricsSnapshot, names: EngineMetricNames = VLLM) -> dict[str, str]:
+    """The engine's KV-cache configuration, as the labels of its info gauge (vLLM:
+    ``block_size``, ``num_gpu_blocks``, ``kv_cache_memory_bytes``, ``kv_cache_size_tokens``, …);
+    ``{}`` when it serves none."""
+    for (family, pairs), _value in snapshot.values.items():
+        if family == names.cache_config:
+            return dict(pairs)
+    return {}
