@@ -279,3 +279,20 @@ def test_a_traffic_shape_and_perf_compare_work_on_an_openai_endpoint(tmp_path: P
     compare = CliRunner().invoke(main, ["perf", "compare", str(fast), str(slow)], catch_exceptions=False)
     assert compare.exit_code == 1, compare.output
     assert "ttft" in compare.output.lower() and "REGRESSION" in compare.output
+
+
+@pytest.mark.perf_analyzer
+def test_without_streaming_each_answer_is_one_response_and_its_usage_counts_the_tokens(tmp_path: Path) -> None:
+    """The stand-in answers a whole completion after 30 + 7 × 5 = 65 ms: TTFT is the whole answer's time."""
+    out = tmp_path / "run"
+    with openai_standin("--first-ms", "30", "--next-ms", "5") as server:
+        result = _run("standin", "--llm", "--protocol", "openai", "--url", server.url, "--endpoint", "v1/completions",
+                      "--no-stream", "--requests", "4", "--output-tokens", "8", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "llm_result.json").read_text())
+    metrics = saved["steps"][0]["metrics"]
+    assert saved["streaming"] is False and saved["layout"].endswith("(one answer)")
+    assert metrics["output_tokens_total"] == 32 and metrics["token_source"] == "usage"
+    assert metrics["ttft_ms"]["min"] >= 65.0
+    payload = json.loads((out / "inputs.json").read_text())["data"][0]["payload"][0]
+    assert payload["stream"] is False and "stream_options" not in payload
