@@ -296,3 +296,12 @@ def test_without_streaming_each_answer_is_one_response_and_its_usage_counts_the_
     assert metrics["ttft_ms"]["min"] >= 65.0
     payload = json.loads((out / "inputs.json").read_text())["data"][0]["payload"][0]
     assert payload["stream"] is False and "stream_options" not in payload
+
+
+def test_an_api_key_with_a_clusters_load_generator_is_refused_before_anything_starts() -> None:
+    from tritonkit.perf.command import LoadTestSettings, llm_load_test
+    from tritonkit.perf.llm.settings import LLMSettings
+
+    with pytest.raises(ConfigError, match="does not reach a cluster's clients"):
+        llm_load_test("tiny", LLMSettings(api_key_env="TK_KEY"), LoadTestSettings(protocol="openai"),
+                      load_generator=lambda folder: None)  # type: ignore[arg-type,return-value]
