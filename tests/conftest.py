@@ -113,3 +113,13 @@ def _guard_clusters() -> None:
 
 
 _guard_clusters()
+
+
+def _guard_engines() -> None:
+    # Every LLM engine a test starts (vLLM's CPU build) starts in EngineProcess.start.
+    from tritonkit.perf.llm.engine import EngineProcess
+
+    _held_to_marker(EngineProcess, "start", "engine", "an LLM engine")
+
+
+_guard_engines()

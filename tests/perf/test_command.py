@@ -98,7 +98,7 @@ def test_an_llm_dry_run_describes_the_load_without_contacting_the_server(tmp_pat
 def test_an_llm_load_test_refuses_a_missing_repository_and_http_before_anything_starts(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such folder"):
         llm_load_test("m", LLMSettings(repo=tmp_path / "nowhere"), dry_run=True)
-    with pytest.raises(ConfigError, match="gRPC only"):
+    with pytest.raises(ConfigError, match="not Triton.s HTTP"):
         llm_load_test("m", LLMSettings(), LoadTestSettings(protocol="http"), dry_run=True)
     with pytest.raises(ConfigError, match="wave"):
         llm_load_test("m", LLMSettings(traffic="wave:3"), dry_run=True)

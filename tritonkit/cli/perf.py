@@ -98,7 +98,9 @@ def perf() -> None:
 @click.option(
     "--url", type=HOST_PORT, default=None, help="Server host:port (default 127.0.0.1:8001 for gRPC, :8000 for HTTP)."
 )
-@click.option("--protocol", type=click.Choice(["grpc", "http"]), default=_D("protocol"), show_default=True)
+@click.option("--protocol", type=click.Choice(["grpc", "http", "openai"]), default=_D("protocol"), show_default=True,
+              help="Triton over gRPC or HTTP; with --llm also 'openai': an OpenAI-compatible HTTP server "
+                   "(vLLM, SGLang, trtllm-serve, Triton's OpenAI frontend; MODEL is the name it serves).")
 @sla_option(_SLA_TERMS)
 @click.option(
     "--concurrency",
@@ -223,6 +225,8 @@ def run_command(
       tritonkit perf run resnet --url 127.0.0.1:8001 \\
           --sla 'p99<=50ms,throughput>=200/s,errors==0' --concurrency 1:16 --duration-s 6
       tritonkit perf run ensemble --llm --sla 'ttft_p99<=500ms,itl_p99<=40ms' --concurrency 1,4
+
+      tritonkit perf run tiny-llama --llm --protocol openai --url 127.0.0.1:8000 --concurrency 1,8
 
     With --llm: a streaming LLM load test (TTFT, inter-token latency, tokens/s, goodput;
     --traffic ramp/spike/soak/replay); results in llm_result.json and llm_report.md.

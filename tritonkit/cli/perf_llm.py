@@ -66,13 +66,19 @@ _LLM_OPTIONS = [
                       "of them is timed per response as 'generic')."),
     click.option("--tokenizer", "llm_tokenizer", type=UserPath(exists=True, path_type=Path), default=None,
                  help="--llm: the model's tokenizer.json (or its folder): prompt lengths in its tokens, not words "
-                      "(default: a TensorRT-LLM pipeline's own, its preprocessing model's tokenizer_dir)."),
+                      "(default: a TensorRT-LLM pipeline's own, its preprocessing model's tokenizer_dir); with "
+                      "--protocol openai also the output lengths where the server sends no usage."),
     click.option("--trtllm-version", "llm_trtllm_version", type=Words(example="0.19"), default=None,
                  help="--llm: the TensorRT-LLM line requests are written for (0.17, 0.18, 0.19, 1.x; default: read "
                       "from the served models' inputs)."),
     click.option("--token-output", "llm_token_output", type=Words(example="output_ids"), default=None,
                  help="--llm: the model's output whose elements are its tokens (default: output_ids or an integer "
                       "output named like ids, else one token per response with new output)."),
+    click.option("--endpoint", "llm_endpoint", type=click.Choice(["v1/chat/completions", "v1/completions"]),
+                 default=None, help="--llm --protocol openai: the endpoint requests go to (default v1/chat/completions)."),
+    click.option("--api-key-env", "llm_api_key_env", type=Words(example="OPENAI_API_KEY"), default=None,
+                 help="--llm --protocol openai: the environment variable holding the server's API key (the key is "
+                      "never printed or written; the saved command names the variable)."),
     click.option("--settle-s", "llm_settle_s", type=number(LLMSettings, "settle_s"), default=_DEFAULT.settle_s, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tritonkit._settings import field_default
 from tritonkit._values import (
@@ -70,7 +70,7 @@ Progress = Callable[[str], None]
 #: The repository a load test reads the model file from when none is given, if it holds the model.
 DEFAULT_REPOSITORY = Path("model_repository")
 #: Where the server listens when no URL is given, by protocol (Triton's default ports).
-_DEFAULT_URLS: dict[str, str] = {"grpc": "127.0.0.1:8001", "http": "127.0.0.1:8000"}
+_DEFAULT_URLS: dict[str, str] = {"grpc": "127.0.0.1:8001", "http": "127.0.0.1:8000", "openai": "127.0.0.1:8000"}
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class LoadTestSettings:
     """
 
     url: str | None = None
-    protocol: Protocol = "grpc"
+    protocol: Protocol | Literal["openai"] = "grpc"
     sla: SLA | str | None = None
     concurrency: str | Sequence[float] | None = None
     request_rate: str | Sequence[float] | None = None
@@ -125,7 +125,7 @@ class LoadTestSettings:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        check_choice(self.protocol, "LoadTestSettings.protocol", ("grpc", "http"))
+        check_choice(self.protocol, "LoadTestSettings.protocol", ("grpc", "http", "openai"))
         check_choice(self.distribution, "LoadTestSettings.distribution", ("constant", "poisson"))
         self.ladder_plan()  # the levels, held to their bounds before anything starts
 
@@ -143,7 +143,11 @@ class LoadTestSettings:
         return load_sla(self.sla) if isinstance(self.sla, str) else self.sla
 
     def spec(self, model: str) -> PerfSpec:
-        """What perf_analyzer measures, before input data is derived."""
+        """What perf_analyzer measures, before input data is derived (Triton's protocols; ``openai`` is
+        an LLM run's, refused by :func:`load_test` before it gets here)."""
+        if self.protocol == "openai":
+            raise ConfigError("--protocol openai measures an LLM endpoint: it needs --llm",
+                              hint="add --llm (TTFT, inter-token latency, tokens/s over the OpenAI API)")
         return PerfSpec(model=model, url=self.target_url(), protocol=self.protocol, batch_size=self.batch_size,
                         input_data=None if self.input_data is None else str(self.input_data),
                         shapes={name: list(dims) for name, dims in self.shapes.items()})
@@ -238,6 +242,7 @@ def load_test(
     ``ConnectError`` / ``ModelNotReadyError`` (server or model not there). Failures after launch
     come back in the run (:attr:`PerfRun.error`), everything measured before them saved.
     """
+    settings.spec(model)  # --protocol openai without --llm is refused here, before anything else
     sla = settings.parsed_sla()
     if sla is not None:
         sla.check_measurable("classic")
@@ -331,7 +336,8 @@ def llm_load_test(
 
     ``llm`` says what load (its concurrency levels or traffic shape, prompts, step limit
     ``timeout_s``, the served repository ``repo``); ``settings`` says where, and only these of
-    its fields are read: ``url``, ``protocol`` (gRPC only: streaming), ``sla``, ``metrics_url``,
+    its fields are read: ``url``, ``protocol`` (``grpc``: Triton's stream; ``openai``: an OpenAI-compatible
+    server, ``llm.endpoint`` / ``llm.api_key_env``), ``sla``, ``metrics_url``,
     ``out``, ``results_root``, ``baseline_root``, ``perf_analyzer``. Every option is checked
     (the repository folder, the prompts, the plan) before anything starts, dry run or not;
     ``dry_run`` then returns the plan without contacting the server or writing anything.
@@ -341,8 +347,21 @@ def llm_load_test(
     if llm.repo is not None and not Path(llm.repo).is_dir():
         raise ConfigError(f"--repo {llm.repo}: no such folder",
                           hint="give the served model repository as it is on this machine, or leave --repo out")
-    if where.protocol != "grpc":
-        raise ConfigError("--llm streams over gRPC only", hint="drop --protocol http")
+    if where.protocol == "http":
+        raise ConfigError("--llm streams over gRPC (Triton) or OpenAI's HTTP API, not Triton's HTTP",
+                          hint="drop --protocol http, or use --protocol openai for an OpenAI-compatible server")
+    if where.repeat > 1:
+        raise ConfigError("--repeat is not supported with --llm yet: it would be ignored",
+                          hint="run the LLM test several times into separate --out folders and compare them with "
+                               "'tritonkit perf compare'")
+    if where.protocol != "openai" and (llm.endpoint is not None or llm.api_key_env is not None):
+        raise ConfigError("--endpoint and --api-key-env only apply to an OpenAI-compatible server",
+                          hint="add --protocol openai, or drop them")
+    llm = replace(llm, protocol="openai" if where.protocol == "openai" else "grpc")
+    if load_generator is not None and llm.api_key_env is not None:
+        raise ConfigError("--api-key-env does not reach a cluster's clients yet",
+                          hint="run the keyed endpoint's test without --cluster, or serve it without a key on a "
+                               "private network")
     sla = where.parsed_sla()
     _prompts, source = llm.load_prompts()
     llm.plan(sla)  # bad options are refused before anything starts, dry run or not

@@ -390,7 +390,8 @@ def run_llm_perf(
                      progress=setup.get("progress"), interface=settings.interface,
                      tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
                      tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output,
-                     analyzer=make(folder) if (make := setup.get("load_generator")) is not None else None)
+                     analyzer=make(folder) if (make := setup.get("load_generator")) is not None else None,
+                     openai=settings.openai_target())
     return _finish_llm(result, folder, sla, judging=judging, baseline_root=setup.get("baseline_root"))
 
 

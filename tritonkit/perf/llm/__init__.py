@@ -1,7 +1,8 @@
 """LLM load tests: streamed TTFT, inter-token latency, token throughput and goodput; traffic shapes;
 recovery after load; client time-outs told apart from server rejections.
 
-perf_analyzer is the load engine: it streams from decoupled models and its profile export records
+perf_analyzer is the load engine, over Triton's gRPC stream or an OpenAI-compatible HTTP server
+(``run_llm(..., openai=OpenAITarget())``, :mod:`tritonkit.perf.llm.openai`): it streams from decoupled models and its profile export records
 every request's send time and every response's time and outputs; the metrics are computed from
 that with GenAI-Perf's definitions (``metrics``). Traffic shapes it cannot express become a
 ``--request-intervals`` schedule (``shapes``). ``run_llm`` ties it together::
@@ -23,6 +24,7 @@ from tritonkit.perf.llm.compare import (
     llm_compare_limits,
     save_llm_baseline,
 )
+from tritonkit.perf.llm.engine_metrics import engine_figures, queueing_starts
 from tritonkit.perf.llm.judge import evaluate_llm, goodput_slo_from_sla, llm_measurement
 from tritonkit.perf.llm.loadtest import LLMPlan, run_llm
 from tritonkit.perf.llm.metrics import (
@@ -38,6 +40,7 @@ from tritonkit.perf.llm.metrics import (
     load_export_records,
     records_from_export,
 )
+from tritonkit.perf.llm.openai import OPENAI_ENDPOINTS, OpenAITarget, records_from_openai_export
 from tritonkit.perf.llm.prompts import (
     Prompt,
     RequestLayout,
@@ -78,12 +81,14 @@ __all__ = [
     "FailureReport",
     "GoodputSLO",
     "LLM_COMPARE_LIMITS",
+    "OPENAI_ENDPOINTS",
     "LLMComparison",
     "LLMComparisonRow",
     "LLMMetrics",
     "LLMPlan",
     "LLMResult",
     "LLMStep",
+    "OpenAITarget",
     "Phase",
     "Prompt",
     "Ramp",
@@ -103,6 +108,7 @@ __all__ = [
     "count_output_tokens",
     "detect_layout",
     "drift",
+    "engine_figures",
     "evaluate_llm",
     "goodput_slo_from_sla",
     "in_flight",
@@ -114,7 +120,9 @@ __all__ = [
     "load_replay_log",
     "parse_shape",
     "prompts_for_lengths",
+    "queueing_starts",
     "records_from_export",
+    "records_from_openai_export",
     "recovery",
     "render_llm_markdown",
     "render_timeline_png",

@@ -25,8 +25,22 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritonkit.errors import ConfigError
-from tritonkit.perf.llm.metrics import GoodputSLO, RequestRecord, compute_metrics, drift, load_export_records
+from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.perf.llm.engine_metrics import engine_figures
+from tritonkit.perf.llm.metrics import (
+    GoodputSLO,
+    RequestRecord,
+    TokenSource,
+    compute_metrics,
+    drift,
+    load_export_records,
+)
+from tritonkit.perf.llm.openai import (
+    OpenAITarget,
+    check_openai_server,
+    load_openai_records,
+    write_openai_input_data,
+)
 from tritonkit.perf.llm.prompts import Prompt, RequestLayout, detect_layout, write_llm_input_data
 from tritonkit.perf.llm.result import LLMResult, LLMStep, timeline_points
 from tritonkit.perf.llm.served import TrtllmChoice, trtllm_layout
@@ -87,11 +101,13 @@ class LLMPlan:
     step_timeout_s: float = 600.0
 
 
-def _input_data(folder: Path, prompts: Sequence[Prompt], layout: RequestLayout, stream: bool) -> Path | None:
-    """The ``--input-data`` file for ``layout`` (``None`` when perf_analyzer makes the inputs)."""
-    if not layout.sends_prompts:
+def _input_data(folder: Path, prompts: Sequence[Prompt], target: _Target, stream: bool) -> Path | None:
+    """The ``--input-data`` file for the target's layout (``None`` when perf_analyzer makes the inputs)."""
+    if target.openai is not None:
+        return write_openai_input_data(folder / "inputs.json", prompts, target.meta.name, target.openai)
+    if target.layout is None or not target.layout.sends_prompts:
         return None
-    return write_llm_input_data(folder / "inputs.json", prompts, layout, streaming=stream)
+    return write_llm_input_data(folder / "inputs.json", prompts, target.layout, streaming=stream)
 
 
 def _stalled(paths: Sequence[Path]) -> bool:
@@ -123,6 +139,7 @@ def run_llm(
     tokenizer_from: tuple[str, str] | None = None,
     token_output: str | None = None,
     analyzer: PerfAnalyzer | None = None,
+    openai: OpenAITarget | None = None,
 ) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
@@ -138,29 +155,37 @@ def run_llm(
     ``token_output``: the model's output whose elements are its tokens (checked against its outputs).
     ``analyzer``: what runs each step's perf_analyzer command (default: perf_analyzer here, into
     ``results_dir``; a cluster's runs it on several machines and merges their exports).
+    ``openai``: the server at ``url`` speaks OpenAI's HTTP API instead (:mod:`tritonkit.perf.llm.openai`):
+    ``model`` is the name it serves, the endpoint and key are ``openai``'s, and it streams unless
+    ``streaming`` is ``False``.
     """
-    from tritonkit.perf.measure.target import check_target  # lazy: the client pulls in grpc
-
     folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    spec = PerfSpec(model=model, url=url)
-    check_target(spec)
-    target = _ask_target(model, url, interface=interface, trtllm_version=trtllm_version, token_output=token_output)
-    stream = target.meta.decoupled if streaming is None else streaming
+    if openai is None:
+        from tritonkit.perf.measure.target import check_target  # lazy: the client pulls in grpc
+
+        spec = PerfSpec(model=model, url=url)
+        check_target(spec)
+        target = _ask_target(model, url, interface=interface, trtllm_version=trtllm_version, token_output=token_output)
+        stream = target.meta.decoupled if streaming is None else streaming
+    else:
+        openai = replace(openai, stream=openai.stream if streaming is None else streaming)
+        spec, target, stream = _openai_target(model, url, openai)
     pa = perf_analyzer or locate_perf_analyzer()
     analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
                                         metrics_interval_s=plan.metrics_interval_s)
     started = utc_now()
     # Every step: async, streaming from a decoupled model, an exact request count, the profile export.
-    runs = _planned_runs(folder, prompts, plan, replace(spec, streaming=stream, async_mode=True), target.layout,
-                         tokenizer)
+    runs = _planned_runs(folder, prompts, plan, replace(spec, streaming=stream and openai is None, async_mode=True),
+                         target, tokenizer)
     result = LLMResult(
-        model=model, url=url, streaming=stream, layout=target.layout.description, prompt_source=prompt_source,
+        model=model, url=url, streaming=stream, layout=target.description, prompt_source=prompt_source,
         steps=[], started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
         notes=_notes(target, stream), served=_served(target.line, tokenizer_from, token_output),
     )
-    measuring = _Measuring(folder, plan, spec, target.meta, analyzer, list(pa.argv), tokenizer, token_output,
-                           metrics_url, progress or (lambda _m: None))
+    prefix = list(pa.argv) if openai is None else openai.command_prefix(pa.argv)
+    measuring = _Measuring(folder, plan, spec, target.meta, analyzer, prefix, tokenizer, token_output,
+                           metrics_url, progress or (lambda _m: None), openai)
     for run in runs:
         step = _measure(measuring, run)
         result.steps.append(step)
@@ -176,11 +201,32 @@ def run_llm(
 @dataclass(frozen=True)
 class _Target:
     """What the server says of the model: its metadata, the request layout that fits its inputs,
-    and its TensorRT-LLM line (``None`` for any other model)."""
+    and its TensorRT-LLM line (``None`` for any other model); or, for an OpenAI-compatible server,
+    the endpoint it is asked on (``openai``; no layout, no line)."""
 
     meta: ModelMetadata
-    layout: RequestLayout
+    layout: RequestLayout | None
     line: TrtllmChoice | None
+    openai: OpenAITarget | None = None
+
+    @property
+    def description(self) -> str:
+        """The request layout in words, as the result records it."""
+        if self.openai is not None:
+            return f"OpenAI {self.openai.endpoint} over HTTP ({'streamed' if self.openai.stream else 'one answer'})"
+        return self.layout.description if self.layout is not None else "unknown"
+
+
+def _openai_target(model: str, url: str, openai: OpenAITarget) -> tuple[PerfSpec, _Target, bool]:
+    """An OpenAI-compatible server's step spec (perf_analyzer's OpenAI service kind over HTTP; the
+    body asks for the stream) and target, after checking it serves ``model``."""
+    from tritonkit.client._model import ModelMetadata
+
+    check_openai_server(model, url, openai)
+    spec = PerfSpec(model=model, url=url, protocol="http", extra_args=openai.analyzer_args())
+    meta = ModelMetadata(name=model, version="", max_batch_size=0, inputs=(), outputs=(), decoupled=openai.stream,
+                         platform="openai")
+    return spec, _Target(meta, None, None, openai), openai.stream
 
 
 def _ask_target(model: str, url: str, *, interface: str | None, trtllm_version: str | None,
@@ -219,14 +265,14 @@ class _Run:
     schedule: Schedule | None = None
 
 
-def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_spec: PerfSpec, layout: RequestLayout,
+def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_spec: PerfSpec, target: _Target,
                   tokenizer: TokenCounter | None) -> list[_Run]:
     """The runs ``plan`` makes, their input files written: one per concurrency level, or the shape's one."""
     from tritonkit.perf.llm.prompts import prompts_for_lengths
 
     stream = step_spec.streaming
     if plan.shape is None:
-        input_data = _input_data(folder, prompts, layout, stream)
+        input_data = _input_data(folder, prompts, target, stream)
         return [_Run(f"c{level}", "concurrency", float(level),
                      to_argv(replace(step_spec, load=ConcurrencyRange(level), input_data=input_data,
                                      request_count=max(plan.requests_per_level, level),
@@ -239,7 +285,7 @@ def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_s
     elif len(prompts) < schedule.request_count:
         prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
     intervals = write_intervals(folder / "intervals.txt", schedule)
-    input_data = _input_data(folder, prompts[: schedule.request_count], layout, stream)
+    input_data = _input_data(folder, prompts[: schedule.request_count], target, stream)
     argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
                            request_count=schedule.request_count,
                            profile_export_file=folder / f"{plan.shape.kind}.json"))
@@ -261,21 +307,43 @@ class _Measuring:
     token_output: str | None
     metrics_url: str | None
     say: Progress
+    openai: OpenAITarget | None = None
+
+    def read_export(self, export: Path) -> tuple[list[RequestRecord], TokenSource, list[str]]:
+        """A step's requests, how their tokens were counted, and its failed streams (OpenAI only)."""
+        if self.openai is None:
+            records, source = load_export_records(export, count_text=self.tokenizer, token_output=self.token_output)
+            return records, source, []
+        found = load_openai_records(export, count_text=self.tokenizer)
+        return found.records, found.token_source, found.problems
+
+    def server_answers(self) -> bool:
+        """Whether the server still answers (asked after a troubled step)."""
+        from tritonkit.perf.measure.target import server_answers
+
+        if self.openai is None:
+            return server_answers(self.spec)
+        try:
+            check_openai_server(self.spec.model, self.spec.url, self.openai)
+        except ConfigError:
+            return True  # it answered
+        except (TritonKitError, OSError):
+            return False
+        return True
 
 
 def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
     """One step: perf_analyzer run and watched, its export read into metrics, its failures
     classified, the server's time line, and for a traffic shape its recovery and phases."""
-    from tritonkit.perf.measure.target import server_answers
-
     inv = _invoke(ctx, run)
     export = ctx.folder / f"{run.name}.json"
-    records, source = (load_export_records(export, count_text=ctx.tokenizer, token_output=ctx.token_output)
-                       if export.exists() and inv.returncode == 0 else ([], "output_ids"))
-    metrics = compute_metrics(records, goodput_slo=ctx.plan.goodput_slo, token_source=source) if records else None
-    errors = _ERROR_LINE_RE.findall(inv.console)
+    records, source, broken = (ctx.read_export(export) if export.exists() and inv.returncode == 0
+                               else ([], "output_ids", []))
+    answered = any(r.answered for r in records)
+    metrics = compute_metrics(records, goodput_slo=ctx.plan.goodput_slo, token_source=source) if answered else None
+    errors = [*_ERROR_LINE_RE.findall(inv.console), *broken]
     troubled = bool(errors) or inv.stopped or inv.returncode not in (0, None)
-    reachable = server_answers(ctx.spec) if troubled else True
+    reachable = ctx.server_answers() if troubled else True
     request_failed = inv.stopped or any("had error" in e for e in errors)
     if inv.returncode not in (0, None) and not records and not request_failed and reachable:
         raise _refused(ctx, run.name, inv, errors)
@@ -291,6 +359,7 @@ def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
                         else []),
         wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=[*ctx.prefix, *run.argv],
         raw_files=[p.name for p in ctx.folder.glob(f"{run.name}.*")],
+        engine=engine_figures(inv.snapshots, ctx.spec.model) if ctx.openai is not None else {},
     )
     _warn(ctx, run.name, inv, step, reachable)
     if run.schedule is not None and ctx.plan.shape is not None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -69,7 +70,7 @@ __all__ = [
     "load_export_records",
 ]
 
-TokenSource = Literal["output_ids", "responses"]
+TokenSource = Literal["output_ids", "responses", "tokenizer", "usage", "chunks"]
 
 #: The percentiles each LLM distribution reports.
 DISTRIBUTION_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
@@ -423,14 +424,26 @@ def load_export_records(
 ) -> tuple[list[RequestRecord], TokenSource]:
     """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts;
     ``token_output``: the output whose elements are the tokens)."""
+    return records_from_export(read_export(path), where=str(path), count_text=count_text, token_output=token_output)
+
+
+def read_export(path: str | os.PathLike[str]) -> Any:
+    """A perf_analyzer profile export file, parsed (``PerfError`` naming it when it cannot be read)."""
     target = Path(path)
     try:
-        data = json.loads(target.read_text(encoding="utf-8"))
+        return json.loads(target.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
-    return records_from_export(data, where=str(target), count_text=count_text, token_output=token_output)
+
+
+#: How an OpenAI endpoint's output lengths were counted (:mod:`tritonkit.perf.llm.openai`), in words.
+_OPENAI_TOKEN_NOTES = {
+    "tokenizer": "output lengths counted by the model's tokenizer over each answer's text",
+    "usage": "output lengths from the server's usage (completion_tokens)",
+    "chunks": "the server sent no usage and no tokenizer was given: each streamed chunk with text counted as one token",
+}
 
 
 def compute_metrics(
@@ -444,6 +457,8 @@ def compute_metrics(
     notes: list[str] = []
     if token_source == "responses":
         notes.append("the model returns no token ids: each non-empty streamed response counted as one token")
+    elif token_source in _OPENAI_TOKEN_NOTES:
+        notes.append(_OPENAI_TOKEN_NOTES[token_source])
     duration_s = 0.0
     if answered:
         duration_s = (max(r.response_ns[-1] for r in answered) - min(r.sent_ns for r in answered)) / 1e9

@@ -102,6 +102,32 @@ def _intervals_table(result: LLMResult) -> tuple[list[str], list[list[str]]] | N
     return (["load", *names], rows) if rows else None
 
 
+def _engine_table(result: LLMResult) -> tuple[list[str], list[list[str]]] | None:
+    """The engine's own figures per step (an OpenAI endpoint's engine that serves them), else ``None``."""
+    rows = []
+    for step in result.steps:
+        e = step.engine
+        if e:
+            rows.append([_label(step), _f(e.get("ttft_ms_mean")), _f(e.get("itl_ms_mean"), 2), _f(e.get("queue_ms_mean"), 2),
+                         f"{_f(e.get('running_max'), 0)} / {_f(e.get('waiting_max'), 0)}",
+                         _f(None if e.get("kv_cache_usage_max") is None else 100 * (e.get("kv_cache_usage_max") or 0.0)),
+                         _f(e.get("preemptions"), 0)])
+    header = ["load", "TTFT mean ms", "ITL mean ms", "queue mean ms", "running / waiting peak", "KV cache peak %",
+              "preemptions"]
+    return (header, rows) if rows else None
+
+
+def _queueing_line(result: LLMResult) -> str:
+    from tritonkit.perf.llm.engine_metrics import queueing_starts
+
+    levels = [(s.load_value, s.engine) for s in result.steps if s.load_mode == "concurrency" and s.engine]
+    start = queueing_starts(levels)
+    if start is None:
+        return "**The engine did not queue** at any measured concurrency (its mean queue time stayed within two token steps)."
+    return (f"**The engine starts queueing at concurrency {start:g}**: from there its mean queue time passes two "
+            "of its token steps (requests wait for a slot; TTFT grows with the queue).")
+
+
 def render_llm_markdown(result: LLMResult, verdict: Verdict | None = None, *, plots: dict[str, str] | None = None) -> str:
     """The report as Markdown; ``plots`` maps a step label to its PNG's file name."""
     lines = [f"# LLM load test: {result.model}", ""] + [f"- {fact}" for fact in _facts(result, verdict)]
@@ -111,6 +137,10 @@ def render_llm_markdown(result: LLMResult, verdict: Verdict | None = None, *, pl
     intervals = _intervals_table(result)
     if intervals is not None:
         lines += ["", "95% bootstrap intervals (resampling each step's requests):", ""] + _markdown_table(*intervals)
+    engine = _engine_table(result)
+    if engine is not None:
+        lines += ["", "The engine's own figures (its /metrics, per step):", ""] + _markdown_table(*engine)
+        lines += ["", _queueing_line(result)]
     slos = {m.goodput_slo.describe() for s in result.steps if (m := s.metrics) and m.goodput_slo}
     if slos:
         lines += ["", f"Goodput objectives (per request): {'; '.join(sorted(slos))}."]

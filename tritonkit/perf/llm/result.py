@@ -61,6 +61,9 @@ class LLMStep(JsonDataclass):
     warnings: list[str] = field(default_factory=list)
     failure: str | None = None
     failure_note: str | None = None
+    #: The engine's own figures from its ``/metrics`` (an OpenAI endpoint's engine; see
+    #: :func:`~tritonkit.perf.llm.engine_metrics.engine_figures`); empty when it said none.
+    engine: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tritonkit.perf.judge.sla import SLA
     from tritonkit.perf.llm.loadtest import LLMPlan
     from tritonkit.perf.llm.metrics import GoodputSLO
+    from tritonkit.perf.llm.openai import OpenAITarget
     from tritonkit.perf.llm.prompts import Prompt
     from tritonkit.perf.llm.tokens import TokenCounter
 
@@ -54,7 +55,10 @@ class LLMSettings:
     server or ``repo``), ``tokenizer_from`` saying where. ``trtllm_version``: the TensorRT-LLM
     line requests are written for (default: read from the served models). ``token_output``: the
     model's output whose elements are its tokens (default: ``output_ids`` or an integer output named
-    like ids, else one token per response with new output).
+    like ids, else one token per response with new output). ``protocol``: ``grpc`` (Triton's KServe
+    stream) or ``openai`` (an OpenAI-compatible HTTP server: ``endpoint``, default
+    ``v1/chat/completions``, and ``api_key_env``, the environment variable holding its key; see
+    :meth:`openai_target`).
     """
 
     prompts: Path | None = None
@@ -76,6 +80,9 @@ class LLMSettings:
     trtllm_version: str | None = None
     repo: Path | None = None
     token_output: str | None = None
+    protocol: str = "grpc"
+    endpoint: str | None = None
+    api_key_env: str | None = None
 
     def __post_init__(self) -> None:
         """Every value checked as it is given, the text ones read once here (a replay log is read
@@ -92,6 +99,19 @@ class LLMSettings:
             _ms(self.client_deadline, "--client-deadline")
         if self.goodput is not None:
             parse_goodput(self.goodput)
+        if self.protocol not in ("grpc", "openai"):
+            raise ConfigError(f"--llm speaks gRPC or OpenAI's HTTP API, not {excerpt(self.protocol)}",
+                              hint="use --protocol grpc (Triton) or --protocol openai")
+        self.openai_target()
+
+    def openai_target(self) -> OpenAITarget | None:
+        """The OpenAI endpoint asked for (``None`` over gRPC); checked, the key not yet read."""
+        from tritonkit.perf.llm.openai import OpenAITarget
+
+        if self.protocol != "openai":
+            return None
+        return OpenAITarget(endpoint=self.endpoint or "v1/chat/completions", api_key_env=self.api_key_env,
+                            stream=self.stream is not False)
 
     def levels(self) -> tuple[int, ...]:
         """The concurrency levels (``(1,)`` under a traffic shape, which sets its own load)."""
@@ -129,7 +149,7 @@ class LLMSettings:
         :func:`~tritonkit.perf.llm.served.find_tokenizer`); unchanged when the model names none."""
         from tritonkit.perf.llm.served import find_tokenizer
 
-        if self.tokenizer is not None:
+        if self.tokenizer is not None or self.protocol == "openai":
             return self
         found = find_tokenizer(model, url, repo=self.repo)
         return self if found is None else replace(self, tokenizer=found.path, tokenizer_from=found.origin)

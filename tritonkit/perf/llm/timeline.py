@@ -171,7 +171,10 @@ class FailureReport(JsonDataclass):
 
 _CONNECTION_MARKERS = ("failed to connect", "connection refused", "socket closed", "unavailable", "connection reset",
                        "broken pipe", "unreachable")
-_REJECTION_MARKERS = ("request timeout expired", "exceeds maximum queue size", "maximum queue size")
+#: An OpenAI-compatible server refuses with HTTP 429 (too many requests) or 503 (overloaded); perf_analyzer's
+#: OpenAI mode says "OpenAI response returns HTTP code 429: ...".
+_REJECTION_MARKERS = ("request timeout expired", "exceeds maximum queue size", "maximum queue size",
+                      "http code 429", "http code 503")
 
 
 def classify_failures(

@@ -100,11 +100,15 @@ class MetricsSnapshot:
 
 
 def parse_metrics(text: str, *, monotonic_s: float | None = None) -> MetricsSnapshot:
-    """Parse Prometheus text exposition into a snapshot keyed by family name (no ``_total``)."""
+    """Parse Prometheus text exposition into a snapshot keyed by family name (no ``_total``); a
+    histogram or summary keeps its ``NAME_sum`` and ``NAME_count`` (an engine's mean over a step)."""
     values: dict[Key, float] = {}
     for family in text_string_to_metric_families(text):
+        parts = (f"{family.name}_sum", f"{family.name}_count") if family.type in ("histogram", "summary") else ()
         for sample in family.samples:
-            # Only the family's main series: skip _created and histogram/summary parts.
+            # The family's main series, and a histogram's sum and count: skip _created and the buckets.
+            if sample.name in parts:
+                values[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
             if sample.name not in (family.name, f"{family.name}_total"):
                 continue
             values[(family.name, tuple(sorted(sample.labels.items())))] = float(sample.value)

@@ -1,0 +1,345 @@
+"""LLM load tests over OpenAI-compatible HTTP endpoints (vLLM, SGLang, ``trtllm-serve``, Triton's
+OpenAI frontend, Dynamo): the requests, the preflight, and the reading of what came back.
+
+The load engine is perf_analyzer's OpenAI mode (``--service-kind openai --endpoint
+v1/chat/completions -i http``, chosen by measurement: docs/llm-load-tests.md), so a step is the
+same supervised process, the same ``--request-count`` / ``--request-intervals`` load and the same
+profile export as a Triton step; only the request file and the reading of the responses differ:
+
+* **requests** (:func:`write_openai_input_data`): one ``{"payload": [body]}`` entry per prompt, the
+  body an OpenAI chat or completions request with ``max_tokens`` set, ``ignore_eos`` (vLLM's
+  extension, so an engine answers exactly that many tokens; servers that do not know it ignore it)
+  and, streaming, ``"stream": true`` with ``stream_options.include_usage`` (perf_analyzer 2.60 refuses
+  ``--streaming`` over HTTP: the body asks for the stream);
+* **responses** (:func:`records_from_openai_export`): each response perf_analyzer recorded holds the
+  Server-Sent Events that arrived in one read, ``data: {json}`` each, ``data: [DONE]`` last. A
+  response whose events carry text (chat ``delta.content``, completions ``text``) carries tokens;
+  TTFT is the first such response. The output length is the server's ``usage.completion_tokens``
+  (what the engine generated), else the model's tokenizer over the whole text (``--tokenizer``;
+  re-tokenising text need not give back the tokens generated: on vLLM serving a random-weight model
+  it counted 42 for 32), else one token per text-carrying event; the result's ``token_source`` says
+  which (``usage`` / ``tokenizer`` / ``chunks``). Input lengths are the tokenizer's count of the
+  prompt when one is given (the lengths the prompts were made to), else the server's
+  ``usage.prompt_tokens`` (which includes the chat template), else words. A stream that ends without ``[DONE]``, carries an event that is no JSON or an
+  ``error`` event is a failed request (not a measurement), and each is named.
+
+The API key is read from an environment variable (``api_key_env``) in the process that starts
+perf_analyzer (:mod:`tritonkit.perf.llm._keyed`), so no file tritonkit writes holds it: the saved
+command line names the variable only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonkit._fs import atomic_write
+from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
+from tritonkit.perf.llm.metrics import RequestRecord, TokenSource, read_export
+from tritonkit.perf.llm.prompts import Prompt
+
+__all__ = [
+    "OPENAI_ENDPOINTS",
+    "OpenAIExport",
+    "OpenAITarget",
+    "check_openai_server",
+    "load_openai_records",
+    "openai_body",
+    "records_from_openai_export",
+    "split_events",
+    "write_openai_input_data",
+]
+
+#: The endpoints a load test speaks (OpenAI's chat and completions APIs, as vLLM serves them).
+OPENAI_ENDPOINTS = ("v1/chat/completions", "v1/completions")
+
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class OpenAITarget:
+    """Where and how an OpenAI-compatible server is asked: the ``endpoint`` path, the environment
+    variable holding its API key (``api_key_env``; ``None``: no key), and whether to stream."""
+
+    endpoint: str = "v1/chat/completions"
+    api_key_env: str | None = None
+    stream: bool = True
+
+    def __post_init__(self) -> None:
+        endpoint = self.endpoint.strip().strip("/")
+        if endpoint not in OPENAI_ENDPOINTS:
+            raise ConfigError(f"--endpoint {self.endpoint!r} is not an OpenAI endpoint tritonkit speaks",
+                              hint=f"use one of {', '.join(OPENAI_ENDPOINTS)}")
+        object.__setattr__(self, "endpoint", endpoint)
+        if self.api_key_env is not None and not _ENV_NAME_RE.fullmatch(self.api_key_env):
+            raise ConfigError(f"--api-key-env {self.api_key_env!r} is not an environment variable's name",
+                              hint="name the variable that holds the key (e.g. OPENAI_API_KEY), not the key")
+
+    @property
+    def chat(self) -> bool:
+        return self.endpoint == "v1/chat/completions"
+
+    def api_key(self) -> str | None:
+        """The key from the environment (``None`` without ``api_key_env``); a variable that is unset or
+        empty is refused, naming the variable (never its value)."""
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise ConfigError(f"--api-key-env {self.api_key_env}: the variable is unset or empty",
+                              hint=f"export {self.api_key_env}=<the server's key>, or drop --api-key-env")
+        return key
+
+    def analyzer_args(self) -> tuple[str, ...]:
+        """perf_analyzer's options for this endpoint (after ``-i http``)."""
+        return ("--service-kind", "openai", "--endpoint", self.endpoint)
+
+    def command_prefix(self, perf_analyzer: Sequence[str]) -> list[str]:
+        """The command that starts perf_analyzer: itself, or with a key, through the wrapper that adds
+        the ``Authorization`` header from the environment (the argv names only the variable)."""
+        if self.api_key_env is None:
+            return list(perf_analyzer)
+        self.api_key()  # refused now, not inside the step
+        return [sys.executable, "-m", "tritonkit.perf.llm._keyed", self.api_key_env, "--", *perf_analyzer]
+
+
+def openai_body(prompt: Prompt, model: str, target: OpenAITarget) -> dict[str, Any]:
+    """One request body for ``prompt`` (see the module docstring)."""
+    body: dict[str, Any] = {"model": model}
+    if target.chat:
+        body["messages"] = [{"role": "user", "content": prompt.text}]
+    else:
+        body["prompt"] = prompt.text
+    # ignore_eos (vLLM's extension): the engine answers exactly max_tokens tokens.
+    body.update({"max_tokens": prompt.output_tokens, "ignore_eos": True, "stream": target.stream})
+    if target.stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def write_openai_input_data(path: str | os.PathLike[str], prompts: Sequence[Prompt], model: str,
+                            target: OpenAITarget) -> Path:
+    """perf_analyzer's ``--input-data`` for the OpenAI service kind: one payload per prompt (atomically)."""
+    if not prompts:
+        raise ConfigError("an LLM load test needs at least one prompt")
+    data = {"data": [{"payload": [openai_body(p, model, target)]} for p in prompts]}
+    return atomic_write(Path(path), json.dumps(data) + "\n")
+
+
+def _get(url: str, key: str | None, timeout_s: float) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - http(s) URL built here
+            return int(answer.status), answer.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read()
+
+
+def check_openai_server(model: str, url: str, target: OpenAITarget, *, timeout_s: float = 5.0) -> list[str]:
+    """Before launching: does an OpenAI-compatible server answer ``GET /v1/models`` at ``url``, and does
+    it serve ``model``? Returns the models it lists. ``ConnectError`` when nothing answers,
+    ``ConfigError`` on a refused key, ``ModelNotReadyError`` naming what it serves instead."""
+    base = url if "://" in url else f"http://{url}"
+    try:
+        status, body = _get(f"{base.rstrip('/')}/v1/models", target.api_key(), timeout_s)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConnectError(f"cannot reach an OpenAI-compatible server at {url}: {reason}", model=model,
+                           hint="start the server, or pass its host:port with --url") from exc
+    if status in (401, 403):
+        raise ConfigError(f"the server at {url} refused the API key (HTTP {status})",
+                          hint="pass --api-key-env VAR naming a variable that holds the server's key")
+    if status != 200:
+        raise ConnectError(f"GET {base}/v1/models answered HTTP {status}: is {url} an OpenAI-compatible server?",
+                           model=model, hint="point --url at the server's HTTP port (vLLM's --port)")
+    try:
+        served = [str(m["id"]) for m in json.loads(body)["data"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConnectError(f"GET {base}/v1/models did not answer an OpenAI model list", model=model,
+                           hint="point --url at an OpenAI-compatible server") from exc
+    if model not in served:
+        raise ModelNotReadyError(f"model {model!r} is not served at {url} (it serves: {', '.join(served) or 'nothing'})",
+                                 model=model, hint="pass the name the server serves it as (vLLM's --served-model-name)")
+    return served
+
+
+# ---- reading the export -------------------------------------------------------------------------
+
+
+def split_events(responses: Sequence[str]) -> tuple[list[tuple[int, str]], str]:
+    """The Server-Sent Events in a request's recorded responses, each with the index of the response
+    in which it was completed, and what was left unterminated at the end."""
+    events: list[tuple[int, str]] = []
+    buffer = ""
+    for index, chunk in enumerate(responses):
+        buffer += chunk.replace("\r\n", "\n")
+        while "\n\n" in buffer:
+            event, buffer = buffer.split("\n\n", 1)
+            if event.strip():
+                events.append((index, event))
+    return events, buffer.strip()
+
+
+def _data(event: str) -> str | None:
+    """An event's ``data:`` payload (its lines joined), ``None`` for comments and other fields."""
+    lines = [line[5:].lstrip() for line in event.split("\n") if line.startswith("data:")]
+    return "\n".join(lines) if lines else None
+
+
+def _text(chunk: Mapping[str, Any]) -> str:
+    text = []
+    for choice in chunk.get("choices") or []:
+        if not isinstance(choice, Mapping):
+            continue
+        delta = choice.get("delta") if isinstance(choice.get("delta"), Mapping) else choice.get("message")
+        if isinstance(delta, Mapping) and isinstance(delta.get("content"), str):
+            text.append(delta["content"])
+        elif isinstance(choice.get("text"), str):
+            text.append(choice["text"])
+    return "".join(text)
+
+
+@dataclass
+class _Stream:
+    """One request's responses read: the text each carried, the server's usage, what went wrong."""
+
+    texts: list[str]
+    usage: Mapping[str, Any] | None = None
+    problem: str | None = None
+
+
+def _read_stream(responses: Sequence[str], streaming: bool) -> _Stream:
+    if not streaming:  # one JSON body
+        body = "".join(responses)
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            return _Stream([""] * len(responses), problem="the answer is no JSON")
+        if not isinstance(answer, Mapping) or "error" in answer:
+            return _Stream([""] * len(responses), problem=f"the server answered an error: {body[:200]}")
+        return _Stream([_text(answer)] + [""] * (len(responses) - 1), usage=answer.get("usage"))
+    stream = _Stream([""] * len(responses))
+    events, rest = split_events(responses)
+    done = False
+    for index, event in events:
+        data = _data(event)
+        if data is None:
+            continue
+        if data.strip() == "[DONE]":
+            done = True
+            continue
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            stream.problem = stream.problem or f"an event is no JSON: {data[:80]!r}"
+            continue
+        if not isinstance(chunk, Mapping) or "error" in chunk:
+            stream.problem = stream.problem or f"the server sent an error event: {data[:200]}"
+            continue
+        stream.texts[index] += _text(chunk)
+        if isinstance(chunk.get("usage"), Mapping):
+            stream.usage = chunk["usage"]
+    if not done and stream.problem is None:
+        stream.problem = "the stream ended before data: [DONE]" + (f" (left unterminated: {rest[:80]!r})" if rest else "")
+    return stream
+
+
+def _spread(texts: Sequence[str], total: int) -> tuple[int, ...]:
+    """Per-response token counts: one for each response with text, the rest (or less) on the last, so
+    that the first token keeps its time and the sum is ``total``."""
+    counts = [1 if t else 0 for t in texts]
+    carrying = [i for i, c in enumerate(counts) if c]
+    if not carrying:
+        return tuple(counts)
+    excess = total - len(carrying)
+    if excess >= 0:
+        counts[carrying[-1]] += excess
+    else:
+        for i in reversed(carrying[1:]):
+            if excess == 0:
+                break
+            counts[i], excess = 0, excess + 1
+    return tuple(counts)
+
+
+@dataclass
+class OpenAIExport:
+    """What one step's export says: the requests (a failed one unanswered), where the output token
+    counts came from, and one line per failed request."""
+
+    records: list[RequestRecord]
+    token_source: TokenSource
+    problems: list[str] = field(default_factory=list)
+
+
+def _prompt_of(payload: Mapping[str, Any]) -> str:
+    if isinstance(payload.get("prompt"), str):
+        return str(payload["prompt"])
+    return " ".join(str(m.get("content", "")) for m in payload.get("messages") or [] if isinstance(m, Mapping))
+
+
+def _record(request: Mapping[str, Any], count_text: Callable[[str], int] | None) -> tuple[RequestRecord, str, str | None]:
+    raw = (request.get("request_inputs") or {}).get("payload") or "{}"
+    payload = json.loads(raw) if isinstance(raw, str) else raw
+    responses = [str((o or {}).get("response", "")) for o in request.get("response_outputs") or []]
+    times = tuple(int(t) for t in request.get("response_timestamps") or [])
+    if len(responses) != len(times):
+        responses = (responses + [""] * len(times))[: len(times)]
+    stream = _read_stream(responses, bool(payload.get("stream")))
+    usage = stream.usage or {}
+    sent = int(request["timestamp"])
+    if stream.problem is not None or not times:
+        return RequestRecord(sent_ns=sent, response_ns=(), tokens_per_response=()), "chunks", stream.problem
+    text = "".join(stream.texts)
+    if isinstance(usage.get("completion_tokens"), int):
+        total, source = int(usage["completion_tokens"]), "usage"
+    elif count_text is not None:
+        total, source = count_text(text), "tokenizer"
+    else:
+        total, source = sum(1 for t in stream.texts if t), "chunks"
+    prompt = _prompt_of(payload)
+    isl = (count_text(prompt) if count_text is not None else
+           int(usage["prompt_tokens"]) if isinstance(usage.get("prompt_tokens"), int) else len(prompt.split()))
+    return RequestRecord(sent_ns=sent, response_ns=times, tokens_per_response=_spread(stream.texts, total),
+                         input_tokens=isl), source, None
+
+
+def records_from_openai_export(data: Mapping[str, Any], *, where: str = "profile export",
+                               count_text: Callable[[str], int] | None = None) -> OpenAIExport:
+    """Every request of a parsed OpenAI-mode ``--profile-export-file``, in send order (see the module
+    docstring for how tokens are counted and what fails a request)."""
+    experiments = data.get("experiments") if isinstance(data, Mapping) else None
+    if not isinstance(experiments, list):
+        raise PerfError(f"{where} has no 'experiments' list", hint="was it written by perf_analyzer --profile-export-file?")
+    records: list[RequestRecord] = []
+    sources: set[str] = set()
+    problems: list[str] = []
+    for index, experiment in enumerate(experiments):
+        for number, request in enumerate(experiment.get("requests") or []):
+            try:
+                record, source, problem = _record(request, count_text)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PerfError(f"{where}: a request of experiment {index} is malformed ({exc!r})") from exc
+            records.append(record)
+            if problem is not None:
+                problems.append(f"request {number}: {problem}")
+            elif record.answered:
+                sources.add(source)
+    records.sort(key=lambda r: r.sent_ns)
+    token_source: TokenSource = ("tokenizer" if sources == {"tokenizer"} else "usage" if sources == {"usage"}
+                                 else "chunks")
+    return OpenAIExport(records, token_source, problems)
+
+
+def load_openai_records(path: str | os.PathLike[str], *,
+                        count_text: Callable[[str], int] | None = None) -> OpenAIExport:
+    """Read and reduce an OpenAI-mode profile export file."""
+    return records_from_openai_export(read_export(path), where=str(path), count_text=count_text)
