@@ -328,6 +328,7 @@ class VariantMeter:
             else:
                 ladder = self._ladder(plan, folder, attempts_s)
             costs = mean_exec_us(before, self.live.exec_stats())
+            self.live.check()  # what was measured is what was loaded (a server restarted under us is not)
             measured = time.monotonic()
             points = self._points(ladder)
             stop = ladder.result.stop_reason
@@ -391,6 +392,7 @@ class VariantMeter:
             return None
         try:
             point = self._one_step(variant, best.load, len(outcome.confirmations) + 1, warm=False)
+            self.live.check()
         finally:
             self._unload()
         saved = VariantOutcome.from_dict(outcome.to_dict())

@@ -1,0 +1,229 @@
+"""Sweeps by URL of a real tritonserver the sweep did not start (the "remote"), with the real
+perf_analyzer: the served config is the default and is put back however the sweep ends.
+
+The remote is the bundled tritonserver, started by the test in a process group of its own
+(:class:`tests.support.remote_server.RemoteFixture`); the sweep runs as a CLI child in a group of
+its own and is interrupted (SIGINT, SIGTERM) or killed (SIGKILL) at stages; after each, the
+server must serve exactly the config journaled before the first load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tests.support.processes import cmdlines
+from tests.support.remote_server import RemoteFixture
+from tests.support.signals import default_sigint
+from tests.support.sweep_models import write_sleepy
+from tritonkit.cli import main
+from tritonkit.errors import TritonKitError
+from tritonkit.perf.sweep.journal import Journal
+
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
+GRID = ["--sla", "p99<=80ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300", "--warmup-s", "0.3"]
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteFixture]:
+    repo = tmp_path_factory.mktemp("remote-repo")
+    write_sleepy(repo)
+    fixture = RemoteFixture(repo, ["sleepy"])
+    try:
+        yield fixture
+    finally:
+        fixture.stop()
+
+
+@pytest.fixture()
+def own_remote(tmp_path: Path) -> Iterator[RemoteFixture]:
+    """A remote of the test's own, for tests that restart or stop it; ``max_batch_limit`` 4."""
+    write_sleepy(tmp_path / "remote-repo", max_batch_limit=4)
+    fixture = RemoteFixture(tmp_path / "remote-repo", ["sleepy"])
+    try:
+        yield fixture
+    finally:
+        fixture.stop()
+
+
+def _start(remote: RemoteFixture, out: Path, *extra: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", "sleepy", *remote.args(), *GRID,
+               "--out", str(out), *extra]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=default_sigint)
+
+
+def _wait_for(sweep: subprocess.Popen[str], ready: object, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and sweep.poll() is None:
+        if callable(ready) and ready():
+            return
+        time.sleep(0.05)
+    out, _ = sweep.communicate()
+    pytest.fail(f"the sweep ended (or the stage never came) before the signal: {out}")
+
+
+def _measuring(out: Path) -> bool:
+    return any("perf_analyzer" in cmd for _, cmd in cmdlines(str(out)))
+
+
+def _serves_other(remote: RemoteFixture, config: mc.ModelConfig) -> bool:
+    """Whether the server serves ``sleepy`` otherwise than ``config`` (unloaded counts)."""
+    try:
+        return remote.served("sleepy") != config
+    except TritonKitError:
+        return True
+
+
+def _served_as_journaled(remote: RemoteFixture, out: Path) -> Journal:
+    journal = Journal.read(out)
+    assert journal is not None
+    assert remote.served("sleepy") == journal.config("sleepy")
+    return journal
+
+
+def test_a_sweep_by_url_starts_from_the_served_config_and_puts_it_back(remote: RemoteFixture, tmp_path: Path) -> None:
+    before = remote.served("sleepy")
+    repo_config = (remote.repo / "sleepy" / "config.pbtxt").read_bytes()
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *remote.args(), *GRID, "--out", str(tmp_path / "out"),
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["repo"] is None and data["server"]["version"] == "2.51.0"
+    assert data["server"]["model_control"] == "explicit" and "model_repository" in data["server"]["extensions"]
+    assert data["server"]["models"][0]["backend"] == "python" and data["remote"]["journal_status"] == "restored"
+    assert remote.served("sleepy") == before  # put back as it was served
+    assert (remote.repo / "sleepy" / "config.pbtxt").read_bytes() == repo_config  # nothing written there
+    winner = Path(data["remote"]["winner_config"])
+    assert winner == tmp_path / "out" / "winner" / "sleepy" / "config.pbtxt"
+    assert f"count: {data['winner']['instances']}" in winner.read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "not started by tritonkit" in report and "loaded back after the sweep" in report
+
+
+def test_apply_leaves_the_winner_loaded_and_restore_puts_the_served_config_back(remote: RemoteFixture,
+                                                                                tmp_path: Path) -> None:
+    before = remote.served("sleepy")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *remote.args(), *GRID, "--out", str(out), "--apply",
+                                       "--instances", "2", "--concurrency", "4,8"])
+    assert result.exit_code == 0, result.output
+    assert "sweep_remote" in result.output and "applied=True" in result.output and "--restore" in result.output
+    assert remote.served("sleepy").instance_group[0].count == 2 != before.instance_group[0].count
+    assert Journal.read(out).status == "applied"  # type: ignore[union-attr]
+    restored = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
+    assert restored.exit_code == 0, restored.output
+    assert remote.served("sleepy") == before and _served_as_journaled(remote, out).status == "restored"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("stage", ["first-variant", "report"])
+def test_an_interrupted_sweep_puts_the_served_config_back(remote: RemoteFixture, tmp_path: Path,
+                                                          signum: int, stage: str) -> None:
+    out = tmp_path / "out"
+    sweep = _start(remote, out)
+    if stage == "first-variant":
+        _wait_for(sweep, lambda: _measuring(out))
+    else:  # the search is over: the winner's config is written, then the restore and the report
+        _wait_for(sweep, lambda: (out / "winner").exists() or (out / "report.md").exists())
+    os.killpg(sweep.pid, signum)
+    output, _ = sweep.communicate(timeout=120)
+    assert "Traceback" not in output, output
+    assert sweep.returncode in (0, 2), output  # 0: the signal came after the sweep had finished its work
+    journal = _served_as_journaled(remote, out)
+    assert journal.status == "restored", output
+    assert not list(cmdlines(str(out)))  # no perf_analyzer left running
+
+
+@pytest.mark.parametrize("then", ["restore", "sweep-again"])
+def test_a_killed_sweep_leaves_its_journal_and_the_next_run_restores_first(remote: RemoteFixture, tmp_path: Path,
+                                                                           then: str) -> None:
+    out = tmp_path / "out"
+    before = remote.served("sleepy")
+    sweep = _start(remote, out, "--instances", "2")
+    _wait_for(sweep, lambda: _measuring(out) and _serves_other(remote, before))
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.communicate(timeout=30)
+    for pid, _ in cmdlines(str(out)):  # perf_analyzer in the killed group went with it
+        pytest.fail(f"process {pid} of the killed sweep still runs")
+    journal = Journal.read(out)
+    assert journal is not None and journal.status == "open" and journal.config("sleepy") == before
+    assert _serves_other(remote, before)  # the kill left the variant loaded (or the model unloaded)
+    if then == "restore":
+        result = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
+        assert result.exit_code == 0 and "restored" in result.output, result.output
+    else:
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *remote.args(), *GRID, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert "did not put sleepy back; restoring first" in result.output
+    assert remote.served("sleepy") == before and _served_as_journaled(remote, out).status == "restored"
+
+
+def test_a_server_without_explicit_model_control_is_refused_before_anything_is_loaded(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo")
+    fixture = RemoteFixture(tmp_path / "repo", ["sleepy"], mode="none")
+    try:
+        stats = fixture.server.admin.statistics("sleepy")
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *fixture.args(), *GRID,
+                                           "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2, result.output
+        assert "runs without explicit model control" in result.output and "nothing was loaded" in result.output
+        assert "fix: start tritonserver with --model-control-mode=explicit" in result.output
+        assert not (tmp_path / "out" / "journal.json").exists()
+        assert fixture.server.admin.statistics("sleepy") == stats  # not one request
+    finally:
+        fixture.stop()
+
+
+def test_a_server_restarted_mid_sweep_is_a_clear_error_and_the_model_is_put_back(own_remote: RemoteFixture,
+                                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    before = own_remote.served("sleepy")
+    sweep = _start(own_remote, out, "--instances", "2")
+    _wait_for(sweep, lambda: _measuring(out))
+    own_remote.restart()
+    output, _ = sweep.communicate(timeout=180)
+    assert sweep.returncode == 2, output
+    assert ("restarted" in output or "stopped answering" in output) and "Traceback" not in output, output
+    assert own_remote.served("sleepy") == before and _served_as_journaled(own_remote, out).status == "restored"
+
+
+def test_a_remote_server_that_dies_mid_sweep_is_a_clear_error_and_the_journal_stays(own_remote: RemoteFixture,
+                                                                                    tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    sweep = _start(own_remote, out, "--restore-wait-s", "1")
+    _wait_for(sweep, lambda: (out / "variants").is_dir() and any((out / "variants").iterdir())
+              and _measuring(out))
+    own_remote.stop()
+    output, _ = sweep.communicate(timeout=180)
+    assert sweep.returncode == 2 and "Traceback" not in output, output
+    assert "stopped answering" in output or "nothing answered" in output, output
+    assert "--restore --out" in output, output  # what to run once it is back
+    journal = Journal.read(out)
+    assert journal is not None and journal.status == "open"
+    assert not list(cmdlines(str(out)))
+
+
+def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remote: RemoteFixture,
+                                                                       tmp_path: Path) -> None:
+    before = own_remote.served("sleepy")
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *own_remote.args(), *GRID, "--instances", "1",
+                                       "--max-batch-size", "4,8", "--exhaustive", "--out", str(tmp_path / "out"),
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    refused = {v["variant"]["id"] if isinstance(v.get("variant"), dict) else v.get("id"): v for v in data["variants"]
+               if v["status"] == "load_failed"}
+    assert refused and all("does not fit" in str(v) for v in refused.values()), refused
+    assert data["counts"]["measured"] >= 1 and own_remote.served("sleepy") == before

@@ -1,0 +1,236 @@
+"""Sweep a model on a running tritonserver that tritonkit did not start, by its URL.
+
+The server must run with explicit model control (``--model-control-mode=explicit``): that is
+checked first, changing nothing (:func:`~tritonkit.server.facts.model_control_of`), and a server
+without it is refused before anything is loaded. The model's served config is the default
+config; each variant is loaded through the load API with its config, measured with the real
+perf_analyzer as a local sweep does (:func:`~tritonkit.perf.sweep.runner.search_on_server`), and
+after each the server is asked whether it still serves what was loaded (a server that restarted,
+or another client that loaded the model, ends the sweep with a clear error rather than a result
+measured on something else). The served config is journaled before the first load and loaded
+back however the sweep ends (:mod:`~tritonkit.perf.sweep.journal`); ``apply=True`` leaves the
+winner loaded instead, and says so. The winner's ``config.pbtxt`` is written under the sweep
+folder (``winner/MODEL/config.pbtxt``), never into the server's repository.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit._fs import atomic_write
+from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelNotReadyError, ServerError
+from tritonkit.perf.sweep.journal import (
+    STATUS_APPLIED,
+    Journal,
+    restore,
+    restore_failed_hint,
+    signals_held,
+    try_restore,
+)
+from tritonkit.perf.sweep.live import LiveModel, ModelHost
+from tritonkit.perf.sweep.report import write_sweep_report
+from tritonkit.perf.sweep.result import SweepEvent, SweepResult
+from tritonkit.perf.sweep.runner import _os_errors, config_key, search_on_server
+from tritonkit.perf.sweep.settings import SweepSettings
+from tritonkit.perf.sweep.store import SweepStore, sweep_locks
+from tritonkit.perf.sweep.variants import apply_variant
+from tritonkit.provision.perf_analyzer import locate_perf_analyzer
+from tritonkit.repository import CONFIG_FILENAME, render_config
+from tritonkit.server.remote import RemoteServer
+
+__all__ = ["RemoteLiveModel", "RemoteOptions", "restore_only", "run_remote_sweep"]
+
+#: Where the winner's config is written, under the sweep folder (a repository's layout).
+WINNER_DIR = "winner"
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """What only a sweep by URL takes. ``repo``: a local copy of the model's repository, for
+    input data derived from its model file (the server's own files are never read or written);
+    ``apply``: leave the winner loaded on the server; ``restore_wait_s``: how long to wait for a
+    server that stopped answering to answer again before giving up putting the model back."""
+
+    repo: Path | None = None
+    apply: bool = False
+    restore_wait_s: float = 60.0
+
+
+class RemoteLiveModel(LiveModel):
+    """The swept model on a server tritonkit did not start: after each load the served config is
+    read, and :meth:`check` refuses a measurement if the server serves something else by then."""
+
+    served: mc.ModelConfig | None = None
+
+    def load(self, config: mc.ModelConfig, *, timeout_s: float = 120.0) -> None:
+        super().load(config, timeout_s=timeout_s)
+        self.served = self._served("reading the config it loaded")
+
+    def _served(self, doing: str) -> mc.ModelConfig | None:
+        try:
+            return self.server.admin.model_config(self.model)
+        except ModelNotReadyError:
+            return None
+        except (ConnectError, DeadlineExceededError) as exc:
+            raise ServerError(f"tritonserver at {self.server.grpc_url} stopped answering while {doing} of "
+                              f"'{self.model}': {exc.message}", hint="check that the server is running (it may "
+                              "have died or restarted); the sweep's journal says what to put back") from exc
+
+    def check(self) -> None:
+        if self.served is None:
+            return
+        now = self._served("checking what it serves")
+        if now == self.served:
+            return
+        what = "no longer serves it" if now is None else "serves another config of it"
+        raise ServerError(f"tritonserver at {self.server.grpc_url} {what}: '{self.model}' is not the variant the "
+                          "sweep loaded (the server restarted, or another client loaded the model); that "
+                          "measurement is discarded", hint="keep other clients from loading the model and the "
+                          "server from restarting while the sweep runs, then run it again with the same --out "
+                          "(finished variants are reused)")
+
+
+def _say(emit: Callable[[SweepEvent], None], kind: str = "note") -> Callable[[str], None]:
+    return lambda text: emit(SweepEvent(kind, text))
+
+
+def _wait_live(server: RemoteServer, wait_s: float) -> None:
+    """Wait up to ``wait_s`` for a server that stopped answering (restarting) to answer again."""
+    deadline = time.monotonic() + wait_s
+    while not server.admin.is_live(timeout_s=2.0) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def restore_pending(server: RemoteServer, folder: Path, say: Callable[[str], None]) -> Journal | None:
+    """Put back what an earlier sweep into ``folder`` left changed (its journal still open), first."""
+    journal = Journal.read(folder)
+    if journal is None or not journal.open:
+        return None
+    if journal.url != server.grpc_url:
+        raise ConfigError(f"{journal.path} is the open journal of a sweep of the server at {journal.url}, not "
+                          f"{server.grpc_url}: what it changed there was never put back",
+                          hint=f"run `tritonkit perf sweep --url {journal.url} --restore --out {folder}` first, "
+                               "or use another --out")
+    say(f"an earlier sweep into {folder} (pid {journal.pid}, {journal.started_utc}) did not put "
+        f"{', '.join(journal.configs)} back; restoring first")
+    restore(server, journal, say)
+    return journal
+
+
+def restore_only(server: RemoteServer, folder: Path, say: Callable[[str], None]) -> Journal:
+    """``--restore``: load back the configs journaled in ``folder`` (open, or left applied), nothing else."""
+    journal = Journal.read(folder)
+    if journal is None:
+        raise ConfigError(f"no sweep journal in {folder}", hint="pass the --out folder of the sweep by URL to undo")
+    if journal.url != server.grpc_url:
+        raise ConfigError(f"{journal.path} journals the server at {journal.url}, not {server.grpc_url}",
+                          hint=f"pass --url {journal.url}")
+    if journal.status not in ("open", STATUS_APPLIED):
+        say(f"nothing to restore: {journal.path} is {journal.status} ({journal.note})")
+        return journal
+    server.require_explicit()
+    restore(server, journal, say)
+    return journal
+
+
+def _write_winner(out_dir: Path, model: str, sweep: SweepResult, base: mc.ModelConfig) -> Path | None:
+    winner = sweep.search.winner
+    if winner is None:
+        return None
+    path = out_dir / WINNER_DIR / model / CONFIG_FILENAME
+    atomic_write(path, render_config(apply_variant(base, winner.variant)))
+    return path
+
+
+def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, options: RemoteOptions | None = None,
+                     *, on_event: Callable[[SweepEvent], None] | None = None) -> SweepResult:
+    """Sweep ``model`` on ``server`` as ``settings`` say (see the module docstring) and return the result.
+
+    Order: the settings and perf_analyzer are checked, the sweep folder locked, the server asked
+    for explicit model control, an open journal in the folder restored, the served config read and
+    journaled; then the search, the winner's config under the folder, the restore (or the winner
+    applied), the report and ``sweep.json``. A failure after the journal still restores; a restore
+    that fails keeps the journal open and says what to run."""
+    opts = options or RemoteOptions()
+    started = time.monotonic()
+    emit = on_event or (lambda _event: None)
+    say = _say(emit)
+    settings.validate()
+    settings.grid.validate([model])
+    if settings.target is not None:
+        raise ConfigError("--target is not available with --url yet", hint="sweep the model itself by URL, or sweep "
+                          "a local copy of the repository with REPO")
+    locate_perf_analyzer()
+    out_dir = settings.out_dir(model)
+    with sweep_locks(out_dir, [], f"perf sweep {model} --url {server.grpc_url}", say=say), \
+            _os_errors("write the sweep's results", out_dir):
+        server.require_explicit()  # before anything is loaded, and before an old journal is put back
+        restore_pending(server, out_dir, _say(emit, "warning"))  # said even when piped
+        base = server.served_config(model)
+        facts = server.facts([model])
+        variants = settings.grid.variants(base, model)
+        if opts.repo is not None:
+            settings = settings.with_input_data(opts.repo, model, out_dir)
+        store = SweepStore(out_dir)
+        plan = settings.ladder_plan()
+        store.begin({"model": model, "server": server.grpc_url, "config": config_key(base),
+                     "sla": str(settings.parsed_sla()), "mode": plan.mode, "levels": list(plan.levels),
+                     "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
+                     **({"headroom": settings.headroom} if settings.headroom else {})})
+        journal = Journal.begin(out_dir, server, {model: base})
+        say(f"journal: {model}'s served config kept in {journal.path}; it is loaded back however the sweep ends")
+        sweep, remote = _sweep_and_restore(server, model, base, variants, settings, store, journal, opts, emit,
+                                           started)
+        sweep.repo = opts.repo
+        sweep.server_facts = facts.to_dict()
+        sweep.remote = remote
+        sweep.wall_s = time.monotonic() - started
+        sweep.report_path, sweep.plot_path = write_sweep_report(sweep)
+        store.write_summary(sweep.to_dict())
+    return sweep
+
+
+def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, variants: list[Any],
+                       settings: SweepSettings, store: SweepStore, journal: Journal, opts: RemoteOptions,
+                       emit: Callable[[SweepEvent], None], started: float) -> tuple[SweepResult, dict[str, Any]]:
+    """The search, then the winner applied (``opts.apply``) or the journal restored, whatever happened."""
+    say = _say(emit)
+    host: ModelHost = server
+    applied = False
+    try:
+        sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
+                                 None, live_model=RemoteLiveModel)
+        winner_path = _write_winner(store.root, model, sweep, base)
+        winner = sweep.search.winner
+        if opts.apply and winner is not None and sweep.search.decided and not sweep.failed:
+            with signals_held():
+                server.load_model(model, config=apply_variant(base, winner.variant))
+                journal.close(STATUS_APPLIED, f"winner {winner.variant.id} loaded on purpose (--apply)")
+                applied = True
+            emit(SweepEvent("written", f"applied: {model} on {server.grpc_url} now serves the winner "
+                            f"{winner.variant.id} ({winner.variant.describe()}); its previous config is in "
+                            f"{journal.path} (put it back: tritonkit perf sweep --url {server.grpc_url} --restore "
+                            f"--out {store.root})", variant=winner.variant.id))
+        elif opts.apply:
+            say("--apply: no winner to apply (none decided, or a variant failed): the served config is put back")
+    except BaseException:
+        if not applied:
+            _wait_live(server, opts.restore_wait_s)
+            try_restore(server, journal, _say(emit, "warning"))
+        raise
+    if not applied:
+        _wait_live(server, opts.restore_wait_s)
+        error = try_restore(server, journal, say)
+        if error is not None:
+            raise ServerError(error.message, hint=restore_failed_hint(journal)) from error
+    return sweep, {"url": server.grpc_url, "metrics_url": server.metrics_url, "journal": str(journal.path),
+                   "journal_status": journal.status, "applied": journal.status == STATUS_APPLIED,
+                   "winner_config": str(winner_path) if winner_path else None,
+                   "restore_command": f"tritonkit perf sweep --url {server.grpc_url} --restore --out {store.root}"}
+
