@@ -34,10 +34,6 @@ class RemoteFixture:
     def url(self) -> str:
         return self.server.grpc_url
 
-    def args(self) -> list[str]:
-        """The sweep's options that name this server."""
-        return ["--url", self.server.grpc_url, "--metrics-url", self.server.metrics_url]
-
     def served(self, model: str) -> mc.ModelConfig:
         """``model``'s config as the server serves it now (over its own HTTP endpoint)."""
         return ServerAdmin(self.server.http_url, timeout_s=30.0).model_config(model)

@@ -32,7 +32,16 @@ from tritonkit.perf.sweep.journal import Journal
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 
-GRID = ["--sla", "p99<=80ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300", "--warmup-s", "0.3"]
+
+
+def _grid() -> list[str]:
+    """A tiny grid with short windows (as the cluster sweep's tests use)."""
+    return ["--sla", "p99<=80ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300", "--warmup-s", "0.3"]
+
+
+def _by_url(remote: RemoteFixture) -> list[str]:
+    """The options that point a sweep at the remote."""
+    return ["--url", remote.url, "--metrics-url", remote.server.metrics_url]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +67,7 @@ def own_remote(tmp_path: Path) -> Iterator[RemoteFixture]:
 
 
 def _start(remote: RemoteFixture, out: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", "sleepy", *remote.args(), *GRID,
+    command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", "sleepy", *_by_url(remote), *_grid(),
                "--out", str(out), *extra]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, preexec_fn=default_sigint)
@@ -96,7 +105,7 @@ def _served_as_journaled(remote: RemoteFixture, out: Path) -> Journal:
 def test_a_sweep_by_url_starts_from_the_served_config_and_puts_it_back(remote: RemoteFixture, tmp_path: Path) -> None:
     before = remote.served("sleepy")
     repo_config = (remote.repo / "sleepy" / "config.pbtxt").read_bytes()
-    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *remote.args(), *GRID, "--out", str(tmp_path / "out"),
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(tmp_path / "out"),
                                        "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output[result.output.index("{"):])
@@ -116,7 +125,7 @@ def test_apply_leaves_the_winner_loaded_and_restore_puts_the_served_config_back(
                                                                                 tmp_path: Path) -> None:
     before = remote.served("sleepy")
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *remote.args(), *GRID, "--out", str(out), "--apply",
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(out), "--apply",
                                        "--instances", "2", "--concurrency", "4,8"])
     assert result.exit_code == 0, result.output
     assert "sweep_remote" in result.output and "applied=True" in result.output and "--restore" in result.output
@@ -164,7 +173,7 @@ def test_a_killed_sweep_leaves_its_journal_and_the_next_run_restores_first(remot
         result = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
         assert result.exit_code == 0 and "restored" in result.output, result.output
     else:
-        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *remote.args(), *GRID, "--out", str(out)])
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(out)])
         assert result.exit_code == 0, result.output
         assert "did not put sleepy back; restoring first" in result.output
     assert remote.served("sleepy") == before and _served_as_journaled(remote, out).status == "restored"
@@ -175,7 +184,7 @@ def test_a_server_without_explicit_model_control_is_refused_before_anything_is_l
     fixture = RemoteFixture(tmp_path / "repo", ["sleepy"], mode="none")
     try:
         stats = fixture.server.admin.statistics("sleepy")
-        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *fixture.args(), *GRID,
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(fixture), *_grid(),
                                            "--out", str(tmp_path / "out")])
         assert result.exit_code == 2, result.output
         assert "runs without explicit model control" in result.output and "nothing was loaded" in result.output
@@ -218,7 +227,7 @@ def test_a_remote_server_that_dies_mid_sweep_is_a_clear_error_and_the_journal_st
 def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remote: RemoteFixture,
                                                                        tmp_path: Path) -> None:
     before = own_remote.served("sleepy")
-    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *own_remote.args(), *GRID, "--instances", "1",
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(own_remote), *_grid(), "--instances", "1",
                                        "--max-batch-size", "4,8", "--exhaustive", "--out", str(tmp_path / "out"),
                                        "--json"])
     assert result.exit_code == 0, result.output
