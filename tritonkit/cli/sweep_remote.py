@@ -2,7 +2,7 @@
 
 ``tritonkit.cli.sweep`` declares the command; this module adds the options only a sweep of a
 running server takes (``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``,
-``--restore-wait-s``), splits the positional names into REPO and models, and runs
+``--exclusive``, ``--restore-wait-s``), splits the positional names into REPO and models, and runs
 :func:`~tritonkit.perf.sweep.remote.run_remote_sweep` (or only the restore).
 """
 
@@ -23,11 +23,11 @@ __all__ = ["remote_sweep_options", "run_remote_command", "split_names"]
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
 #: The options that only make sense with ``--url``.
-_URL_ONLY = ("metrics_url", "local_repo", "apply", "restore")
+_URL_ONLY = ("metrics_url", "local_repo", "apply", "restore", "exclusive")
 
 
 def remote_sweep_options(command: _Command) -> _Command:
-    """``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``, ``--restore-wait-s``."""
+    """``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``, ``--exclusive``, ``--restore-wait-s``."""
     for option in reversed([
         click.option("--url", type=HOST_PORT, default=None,
                      help="Sweep MODEL on a running tritonserver at this gRPC host:port instead of a REPO served by "
@@ -42,6 +42,9 @@ def remote_sweep_options(command: _Command) -> _Command:
                      help="With --url: leave the winner loaded on the server (said; --restore puts the old config back)."),
         click.option("--restore", is_flag=True,
                      help="With --url and --out: only load back the served config a sweep journaled in that folder."),
+        click.option("--exclusive", is_flag=True,
+                     help="With --url: refuse to measure while other clients send the model requests (the server's "
+                          "own counters tell); without it, steps that included them are named in the report."),
         click.option("--restore-wait-s", type=click.FloatRange(0, 3600), default=60.0, show_default=True,
                      help="With --url: how long to wait for a server that stopped answering (restarting) before "
                           "giving up putting the model back (the journal then stays)."),
@@ -116,7 +119,8 @@ def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote:
             raise CommandExit(0)
         folder = Path(settings.out) if settings.out is not None else None
         options = RemoteOptions(repo=remote.get("local_repo"), apply=bool(remote.get("apply")),
-                                restore_wait_s=float(remote.get("restore_wait_s", 60.0)))
+                                restore_wait_s=float(remote.get("restore_wait_s", 60.0)),
+                                exclusive=bool(remote.get("exclusive")))
         try:
             result = run_remote_sweep(server, models[0], settings, options, on_event=printer.event)
         except KeyboardInterrupt:

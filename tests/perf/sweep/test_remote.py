@@ -9,15 +9,18 @@ server must serve exactly the config journaled before the first load.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from tritonclient.grpc import model_config_pb2 as mc
@@ -236,3 +239,71 @@ def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remo
                if v["status"] == "load_failed"}
     assert refused and all("does not fit" in str(v) for v in refused.values()), refused
     assert data["counts"]["measured"] >= 1 and own_remote.served("sleepy") == before
+
+
+class _OtherClient:
+    """Another client of the remote: one request every ``every_s`` to ``sleepy``, errors ignored
+    (the model is unloaded between variants), on a thread, until stopped."""
+
+    def __init__(self, url: str, every_s: float = 0.02) -> None:
+        import tritonclient.grpc as grpcclient
+
+        self._client = grpcclient.InferenceServerClient(url)
+        self._input = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
+        self._input.set_data_from_numpy(np.zeros((1, 16), dtype=np.float32))
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self.sent = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            with contextlib.suppress(Exception):
+                self._client.infer("sleepy", [self._input])
+                self.sent += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._client.close()
+
+
+def test_other_clients_requests_during_a_step_are_counted_and_named_in_the_report(remote: RemoteFixture,
+                                                                                  tmp_path: Path) -> None:
+    other = _OtherClient(remote.url)
+    try:
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--instances", "2",
+                                           "--out", str(tmp_path / "out"), "--json"])
+    finally:
+        other.stop()
+    assert result.exit_code in (0, 1), result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    traffic = data["remote"]["other_traffic"]
+    assert other.sent > 0 and traffic and all(t["requests"] > 0 for t in traffic), (other.sent, traffic)
+    # Never more than the other client sent (the server's count less perf_analyzer's own).
+    assert sum(t["requests"] for t in traffic) <= other.sent
+    assert any("other clients sent" in w for w in data["warnings"])
+    assert "other clients sent" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_exclusive_refuses_to_measure_while_another_client_sends_and_puts_the_model_back(remote: RemoteFixture,
+                                                                                         tmp_path: Path) -> None:
+    before = remote.served("sleepy")
+    other = _OtherClient(remote.url)
+    try:
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--exclusive",
+                                           "--out", str(tmp_path / "out")])
+    finally:
+        other.stop()
+    assert result.exit_code == 2, result.output
+    assert "other clients are sending to 'sleepy'" in result.output and "--exclusive refuses" in result.output
+    assert remote.served("sleepy") == before
+
+
+def test_exclusive_measures_a_model_no_one_else_sends_to(remote: RemoteFixture, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--instances", "2",
+                                       "--exclusive", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["remote"]["other_traffic"] == [] and data["counts"]["measured"] >= 1

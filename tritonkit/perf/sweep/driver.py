@@ -219,6 +219,7 @@ class VariantMeter:
                        attempts_s=attempts_s, metrics_url=self.live.server.metrics_url, runtime=self.runtime)
         if ladder.interrupted:
             raise KeyboardInterrupt
+        self.live.observe(ladder, folder)
         return ladder
 
     def _points(self, ladder: LadderResult) -> list[StepPoint]:

@@ -9,12 +9,16 @@ through the server's one admin layer (:mod:`tritonkit.server.admin`).
 
 from __future__ import annotations
 
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import TritonKitError
 from tritonkit.server.admin import ExecStats, ServerAdmin, config_json, mean_exec_us
+
+if TYPE_CHECKING:
+    from tritonkit.perf import LadderResult
 
 __all__ = ["LiveModel", "ModelHost", "config_json", "mean_exec_us"]
 
@@ -63,6 +67,10 @@ class LiveModel:
     def check(self) -> None:
         """After a variant was measured: raise if the server no longer serves what was loaded. A
         server this sweep started serves nothing it did not load; see the remote sweep's own."""
+
+    def observe(self, ladder: LadderResult, folder: Path) -> None:
+        """After each ladder on the loaded model (saved in ``folder``). A server this sweep started
+        serves no one else; a remote sweep counts other clients' requests there."""
 
     def exec_stats(self) -> ExecStats:
         """Per batch size: (executions, total compute-infer ns) since the model was loaded ({} if unknown)."""

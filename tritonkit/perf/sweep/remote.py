@@ -25,6 +25,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelNotReadyError, ServerError
+from tritonkit.perf import LadderResult
 from tritonkit.perf.sweep.journal import (
     STATUS_APPLIED,
     Journal,
@@ -39,6 +40,7 @@ from tritonkit.perf.sweep.result import SweepEvent, SweepResult
 from tritonkit.perf.sweep.runner import _os_errors, config_key, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
+from tritonkit.perf.sweep.traffic import IDLE_WATCH_S, idle_requests, others_requests
 from tritonkit.perf.sweep.variants import apply_variant
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, render_config
@@ -55,22 +57,53 @@ class RemoteOptions:
     """What only a sweep by URL takes. ``repo``: a local copy of the model's repository, for
     input data derived from its model file (the server's own files are never read or written);
     ``apply``: leave the winner loaded on the server; ``restore_wait_s``: how long to wait for a
-    server that stopped answering to answer again before giving up putting the model back."""
+    server that stopped answering to answer again before giving up putting the model back;
+    ``exclusive``: refuse to measure while other clients send the model requests."""
 
     repo: Path | None = None
     apply: bool = False
     restore_wait_s: float = 60.0
+    exclusive: bool = False
 
 
 class RemoteLiveModel(LiveModel):
     """The swept model on a server tritonkit did not start: after each load the served config is
-    read, and :meth:`check` refuses a measurement if the server serves something else by then."""
+    read, and :meth:`check` refuses a measurement if the server serves something else by then.
+    Other clients' requests in each step are added to ``traffic``; with ``exclusive`` they end the
+    sweep instead, and so do requests seen while the freshly loaded variant is idle."""
 
     served: mc.ModelConfig | None = None
+
+    def __init__(self, server: ModelHost, model: str, *, exclusive: bool = False,
+                 traffic: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(server, model)
+        self.exclusive = exclusive
+        self.traffic = traffic if traffic is not None else []
 
     def load(self, config: mc.ModelConfig, *, timeout_s: float = 120.0) -> None:
         super().load(config, timeout_s=timeout_s)
         self.served = self._served("reading the config it loaded")
+        if self.exclusive:
+            seen = idle_requests(self.server.admin, self.model)
+            if seen:
+                raise self._not_alone(f"{seen} requests in {IDLE_WATCH_S:g} s before measuring")
+
+    def observe(self, ladder: LadderResult, folder: Path) -> None:
+        for step in ladder.result.steps:
+            others = others_requests(step)
+            if not others:
+                continue
+            where = folder.relative_to(folder.parents[2]) if len(folder.parents) > 2 else folder
+            if self.exclusive:
+                raise self._not_alone(f"{others} requests perf_analyzer did not send, at load {step.load_value:g} "
+                                      f"({where})")
+            self.traffic.append({"where": str(where), "load": step.load_value, "requests": others})
+
+    def _not_alone(self, seen: str) -> ServerError:
+        return ServerError(f"other clients are sending to '{self.model}' on {self.server.grpc_url} ({seen}, from the "
+                           "server's own counters): --exclusive refuses to measure while they do",
+                           hint="sweep when the model is idle, or drop --exclusive (each step that included others' "
+                                "requests is then named in the report)")
 
     def _served(self, doing: str) -> mc.ModelConfig | None:
         try:
@@ -139,6 +172,14 @@ def restore_only(server: RemoteServer, folder: Path, say: Callable[[str], None])
     return journal
 
 
+def traffic_warning(model: str, traffic: list[dict[str, Any]]) -> str:
+    """The report's line for the steps other clients' requests were counted in."""
+    steps = ", ".join(f"{t['where']} at load {t['load']:g} ({t['requests']})" for t in traffic)
+    return (f"other clients sent {sum(t['requests'] for t in traffic)} requests to {model} during {len(traffic)} "
+            f"steps, counted by the server: {steps}; those steps' figures include them (--exclusive refuses to "
+            "measure while they do)")
+
+
 def _write_winner(out_dir: Path, model: str, sweep: SweepResult, base: mc.ModelConfig) -> Path | None:
     winner = sweep.search.winner
     if winner is None:
@@ -203,9 +244,13 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
     say = _say(emit)
     host: ModelHost = server
     applied = False
+    traffic: list[dict[str, Any]] = []
     try:
         sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
-                                 None, live_model=RemoteLiveModel)
+                                 None, live_model=lambda server, name: RemoteLiveModel(
+                                     server, name, exclusive=opts.exclusive, traffic=traffic))
+        if traffic:
+            sweep.warnings.append(traffic_warning(model, traffic))
         winner_path = _write_winner(store.root, model, sweep, base)
         winner = sweep.search.winner
         if opts.apply and winner is not None and sweep.search.decided and not sweep.failed:
@@ -231,6 +276,6 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
             raise ServerError(error.message, hint=restore_failed_hint(journal)) from error
     return sweep, {"url": server.grpc_url, "metrics_url": server.metrics_url, "journal": str(journal.path),
                    "journal_status": journal.status, "applied": journal.status == STATUS_APPLIED,
-                   "winner_config": str(winner_path) if winner_path else None,
+                   "winner_config": str(winner_path) if winner_path else None, "other_traffic": traffic,
                    "restore_command": f"tritonkit perf sweep --url {server.grpc_url} --restore --out {store.root}"}
 

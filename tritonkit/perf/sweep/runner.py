@@ -157,7 +157,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
              started: float, target_config: mc.ModelConfig | None, *,
              stopping: list[threading.Thread] | None = None,
              composing: dict[str, mc.ModelConfig] | None = None,
-             live_model: type[LiveModel] = LiveModel) -> SweepResult:
+             live_model: Callable[[ModelHost, str], LiveModel] = LiveModel) -> SweepResult:
     """Serve (unless ``server`` is given), search and stop the server it started, however the
     search ends; nothing is written back here. The joint sweep calls it for each model alone.
     ``stopping``: once the search has finished, the server this call started is stopped in a
@@ -253,7 +253,7 @@ def _own_server(repo_path: Path, model: str, base: mc.ModelConfig, settings: Swe
 
 def _meter(server: ModelHost, model: str, base: mc.ModelConfig, settings: SweepSettings, store: SweepStore,
            runtime: ServedRuntime, target_config: mc.ModelConfig | None, composing: dict[str, mc.ModelConfig] | None,
-           emit: Callable[[SweepEvent], None], *, live_model: type[LiveModel] = LiveModel) -> VariantMeter:
+           emit: Callable[[SweepEvent], None], *, live_model: Callable[[ModelHost, str], LiveModel] = LiveModel) -> VariantMeter:
     """What measures ``model``'s variants on ``server``: perf_analyzer sent to the load target, with
     an output region of derived data only where the server takes client shared memory."""
     target = settings.target or model
