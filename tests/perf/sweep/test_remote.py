@@ -129,7 +129,7 @@ def test_apply_leaves_the_winner_loaded_and_restore_puts_the_served_config_back(
     before = remote.served("sleepy")
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(out), "--apply",
-                                       "--instances", "2", "--concurrency", "4,8"])
+                                       "--instances", "2", "--concurrency", "4,8", "--repo", str(remote.repo)])
     assert result.exit_code == 0, result.output
     assert "sweep_remote" in result.output and "applied=True" in result.output and "--restore" in result.output
     assert remote.served("sleepy").instance_group[0].count == 2 != before.instance_group[0].count
@@ -180,6 +180,19 @@ def test_a_killed_sweep_leaves_its_journal_and_the_next_run_restores_first(remot
         assert result.exit_code == 0, result.output
         assert "did not put sleepy back; restoring first" in result.output
     assert remote.served("sleepy") == before and _served_as_journaled(remote, out).status == "restored"
+
+
+def test_restore_into_the_folder_of_a_running_sweep_is_refused_and_that_sweep_puts_the_model_back(
+        remote: RemoteFixture, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    sweep = _start(remote, out, "--instances", "2")
+    _wait_for(sweep, lambda: _measuring(out))
+    result = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
+    assert result.exit_code == 2 and f"in use by another tritonkit process: pid {sweep.pid}" in result.output, \
+        result.output
+    output, _ = sweep.communicate(timeout=180)
+    assert sweep.returncode == 0, output
+    assert _served_as_journaled(remote, out).status == "restored"
 
 
 def test_a_server_without_explicit_model_control_is_refused_before_anything_is_loaded(tmp_path: Path) -> None:

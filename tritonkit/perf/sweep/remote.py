@@ -24,7 +24,14 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write
-from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelNotReadyError, ServerError
+from tritonkit.errors import (
+    ConfigError,
+    ConnectError,
+    DeadlineExceededError,
+    ModelNotReadyError,
+    ServerError,
+    TritonKitError,
+)
 from tritonkit.perf import LadderResult
 from tritonkit.perf.sweep.journal import (
     STATUS_APPLIED,
@@ -140,6 +147,18 @@ def _wait_live(server: RemoteServer, wait_s: float) -> None:
         time.sleep(0.5)
 
 
+def _put_back(server: RemoteServer, journal: Journal, wait_s: float, say: Callable[[str], None]) -> TritonKitError | None:
+    """Wait (up to ``wait_s``) for a server that stopped answering, then :func:`try_restore`. A
+    second interrupt while waiting skips the restore, keeps the journal open and says so."""
+    try:
+        _wait_live(server, wait_s)
+    except KeyboardInterrupt:
+        say(f"interrupted while waiting for {server.grpc_url} to answer: {', '.join(journal.configs)} not put back; "
+            f"the journal is kept open ({journal.path}): {restore_failed_hint(journal)}")
+        raise
+    return try_restore(server, journal, say)
+
+
 def restore_pending(server: RemoteServer, folder: Path, say: Callable[[str], None]) -> Journal | None:
     """Put back what an earlier sweep into ``folder`` left changed (its journal still open), first."""
     journal = Journal.read(folder)
@@ -167,8 +186,9 @@ def restore_only(server: RemoteServer, folder: Path, say: Callable[[str], None])
     if journal.status not in ("open", STATUS_APPLIED):
         say(f"nothing to restore: {journal.path} is {journal.status} ({journal.note})")
         return journal
-    server.require_explicit()
-    restore(server, journal, say)
+    with sweep_locks(folder, [], f"perf sweep --url {server.grpc_url} --restore", say=say):
+        server.require_explicit()
+        restore(server, journal, say)
     return journal
 
 
@@ -266,12 +286,10 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
             say("--apply: no winner to apply (none decided, or a variant failed): the served config is put back")
     except BaseException:
         if not applied:
-            _wait_live(server, opts.restore_wait_s)
-            try_restore(server, journal, _say(emit, "warning"))
+            _put_back(server, journal, opts.restore_wait_s, _say(emit, "warning"))
         raise
     if not applied:
-        _wait_live(server, opts.restore_wait_s)
-        error = try_restore(server, journal, say)
+        error = _put_back(server, journal, opts.restore_wait_s, say)
         if error is not None:
             raise ServerError(error.message, hint=restore_failed_hint(journal)) from error
     return sweep, {"url": server.grpc_url, "metrics_url": server.metrics_url, "journal": str(journal.path),
