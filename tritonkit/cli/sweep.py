@@ -301,7 +301,9 @@ def sweep_command(
         raise click.UsageError("--share and --model-sla are for several models swept together")
     if remote.get("url") is not None:
         with sigterm_as_interrupt():
-            run_remote_command(models, settings, remote, printer=printer, joint=len(models) > 1)
+            run_remote_command(models, settings, {**remote, "cluster": cluster, "node_resources": node_resources,
+                                                  "shared_repo": shared_repo, "separately": separately},
+                               printer=printer, joint=len(models) > 1)
     assert repo is not None  # split_names: a local sweep has its REPO
     if cluster is None:
         reject_cluster_options(node_resources=node_resources, shared_repo=shared_repo, separately=separately)

@@ -23,7 +23,7 @@ __all__ = ["remote_sweep_options", "run_remote_command", "split_names"]
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
 #: The options that only make sense with ``--url``.
-_URL_ONLY = ("metrics_url", "local_repo", "apply", "restore", "exclusive")
+_URL_ONLY = ("metrics_url", "local_repo", "apply", "restore", "exclusive", "clients")
 
 
 def remote_sweep_options(command: _Command) -> _Command:
@@ -45,6 +45,9 @@ def remote_sweep_options(command: _Command) -> _Command:
         click.option("--exclusive", is_flag=True,
                      help="With --url: refuse to measure while other clients send the model requests (the server's "
                           "own counters tell); without it, steps that included them are named in the report."),
+        click.option("--clients", type=click.IntRange(1, 64), default=None, metavar="N",
+                     help="With --url and --cluster: every step's load from N perf_analyzer clients on N nodes of the "
+                          "cluster at once, where one client cannot saturate the server (default 2)."),
         click.option("--restore-wait-s", type=click.FloatRange(0, 3600), default=60.0, show_default=True,
                      help="With --url: how long to wait for a server that stopped answering (restarting) before "
                           "giving up putting the model back (the journal then stays)."),
@@ -77,6 +80,19 @@ def split_names(names: tuple[str, ...], remote: dict[str, Any], *, sla_text: str
     for name in models:
         check_model_name(name, "MODEL")
     return repo, models
+
+
+def _cluster(remote: dict[str, Any]) -> Any:
+    """``--cluster`` with ``--url``: where the load generators run (``None`` without it)."""
+    from tritonkit.cli.perf_cluster import cluster_settings
+
+    if remote.get("shared_repo") or remote.get("separately"):
+        raise click.UsageError("--shared-repo and --separately are for sweeps of a REPO on a cluster, not with --url")
+    if remote.get("cluster") is None:
+        if remote.get("clients") or remote.get("node_resources"):
+            raise click.UsageError("--clients and --node-resources with --url need --cluster ADDR")
+        return None
+    return cluster_settings(remote["cluster"], remote.get("node_resources"), None, False)
 
 
 def _print_remote(result: SweepResult, printer: Any) -> None:
@@ -120,7 +136,8 @@ def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote:
         folder = Path(settings.out) if settings.out is not None else None
         options = RemoteOptions(repo=remote.get("local_repo"), apply=bool(remote.get("apply")),
                                 restore_wait_s=float(remote.get("restore_wait_s", 60.0)),
-                                exclusive=bool(remote.get("exclusive")))
+                                exclusive=bool(remote.get("exclusive")), cluster=_cluster(remote),
+                                clients=int(remote.get("clients") or 2))
         try:
             result = run_remote_sweep(server, models[0], settings, options, on_event=printer.event)
         except KeyboardInterrupt:

@@ -15,8 +15,9 @@ folder (``winner/MODEL/config.pbtxt``), never into the server's repository.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from tritonkit.errors import (
     TritonKitError,
 )
 from tritonkit.perf import LadderResult
+from tritonkit.perf.sweep.driver import LoadGenerator
 from tritonkit.perf.sweep.journal import (
     STATUS_APPLIED,
     Journal,
@@ -65,12 +67,17 @@ class RemoteOptions:
     input data derived from its model file (the server's own files are never read or written);
     ``apply``: leave the winner loaded on the server; ``restore_wait_s``: how long to wait for a
     server that stopped answering to answer again before giving up putting the model back;
-    ``exclusive``: refuse to measure while other clients send the model requests."""
+    ``exclusive``: refuse to measure while other clients send the model requests; ``cluster``
+    (a :class:`~tritonkit.perf.cluster.ClusterSettings`): every step's load comes from ``clients``
+    perf_analyzer clients on that Ray cluster's nodes at once, where one client cannot saturate
+    the server (:func:`~tritonkit.perf.cluster.load.cluster_load_generators`)."""
 
     repo: Path | None = None
     apply: bool = False
     restore_wait_s: float = 60.0
     exclusive: bool = False
+    cluster: Any = None
+    clients: int = 2
 
 
 class RemoteLiveModel(LiveModel):
@@ -200,6 +207,21 @@ def traffic_warning(model: str, traffic: list[dict[str, Any]]) -> str:
             "measure while they do)")
 
 
+@contextlib.contextmanager
+def _load_generators(opts: RemoteOptions, server: RemoteServer, say: Callable[[str], None]
+                     ) -> Iterator[LoadGenerator | None]:
+    """Without a cluster, ``None`` (perf_analyzer here); with one, its clients' load generators."""
+    if opts.cluster is None:
+        yield None
+        return
+    from tritonkit.perf.cluster.load import cluster_load_generators
+
+    with cluster_load_generators(opts.cluster, clients=opts.clients, endpoint=server.grpc_url,
+                                 metrics_url=server.metrics_url) as (generator, _tool):
+        say(f"every step's load from {opts.clients} perf_analyzer clients on the Ray cluster at {opts.cluster.address}")
+        yield generator
+
+
 def _write_winner(out_dir: Path, model: str, sweep: SweepResult, base: mc.ModelConfig) -> Path | None:
     winner = sweep.search.winner
     if winner is None:
@@ -244,10 +266,11 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
                      "sla": str(settings.parsed_sla()), "mode": plan.mode, "levels": list(plan.levels),
                      "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
                      **({"headroom": settings.headroom} if settings.headroom else {})})
-        journal = Journal.begin(out_dir, server, {model: base})
-        say(f"journal: {model}'s served config kept in {journal.path}; it is loaded back however the sweep ends")
-        sweep, remote = _sweep_and_restore(server, model, base, variants, settings, store, journal, opts, emit,
-                                           started)
+        with _load_generators(opts, server, say) as generator:  # a cluster is checked before anything is loaded
+            journal = Journal.begin(out_dir, server, {model: base})
+            say(f"journal: {model}'s served config kept in {journal.path}; it is loaded back however the sweep ends")
+            sweep, remote = _sweep_and_restore(server, model, base, variants, settings, store, journal, opts, emit,
+                                               started, generator)
         sweep.repo = opts.repo
         sweep.server_facts = facts.to_dict()
         sweep.remote = remote
@@ -259,7 +282,8 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
 
 def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, variants: list[Any],
                        settings: SweepSettings, store: SweepStore, journal: Journal, opts: RemoteOptions,
-                       emit: Callable[[SweepEvent], None], started: float) -> tuple[SweepResult, dict[str, Any]]:
+                       emit: Callable[[SweepEvent], None], started: float,
+                       load_generator: LoadGenerator | None) -> tuple[SweepResult, dict[str, Any]]:
     """The search, then the winner applied (``opts.apply``) or the journal restored, whatever happened."""
     say = _say(emit)
     host: ModelHost = server
@@ -268,7 +292,8 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
     try:
         sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
                                  None, live_model=lambda server, name: RemoteLiveModel(
-                                     server, name, exclusive=opts.exclusive, traffic=traffic))
+                                     server, name, exclusive=opts.exclusive, traffic=traffic),
+                                 load_generator=load_generator)
         if traffic:
             sweep.warnings.append(traffic_warning(model, traffic))
         winner_path = _write_winner(store.root, model, sweep, base)

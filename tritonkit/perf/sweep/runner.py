@@ -26,7 +26,7 @@ from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.input_data import region_for_server
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.measure.runtime import ServedRuntime, runtime_of
-from tritonkit.perf.sweep.driver import VariantMeter
+from tritonkit.perf.sweep.driver import LoadGenerator, VariantMeter
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.report import write_sweep_report
@@ -157,14 +157,16 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
              started: float, target_config: mc.ModelConfig | None, *,
              stopping: list[threading.Thread] | None = None,
              composing: dict[str, mc.ModelConfig] | None = None,
-             live_model: Callable[[ModelHost, str], LiveModel] = LiveModel) -> SweepResult:
+             live_model: Callable[[ModelHost, str], LiveModel] = LiveModel,
+             load_generator: LoadGenerator | None = None) -> SweepResult:
     """Serve (unless ``server`` is given), search and stop the server it started, however the
     search ends; nothing is written back here. The joint sweep calls it for each model alone.
     ``stopping``: once the search has finished, the server this call started is stopped in a
     thread appended there, for the caller to join (any other way out stops it at once).
     ``composing``: composing models of the target loaded with these configs (pinned knobs)
     before the target. ``live_model``: what loads the swept model on the server (a remote sweep's
-    checks that the server still serves what it loaded)."""
+    checks that the server still serves what it loaded); ``load_generator``: what sends each
+    ladder's load (default perf_analyzer here)."""
     plan = settings.ladder_plan()
     finished_before = set(store.finished())
     search_settings = _search_settings(settings)
@@ -195,6 +197,7 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
             emit(SweepEvent("warning", stand_in_warning))
         meter = _meter(live_server, model, base, settings, store, runtime, target_config, composing, emit,
                        live_model=live_model)
+        meter.load_generator = load_generator
         meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
         if gpus is not None:
