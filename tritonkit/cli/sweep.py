@@ -302,7 +302,8 @@ def sweep_command(
     if remote.get("url") is not None:
         with sigterm_as_interrupt():
             run_remote_command(models, settings, {**remote, "cluster": cluster, "node_resources": node_resources,
-                                                  "shared_repo": shared_repo, "separately": separately},
+                                                  "shared_repo": shared_repo, "separately": separately,
+                                                  "server_bin": server_bin, "backend_dir": backend_dir},
                                printer=printer, joint=len(models) > 1)
     assert repo is not None  # split_names: a local sweep has its REPO
     if cluster is None:

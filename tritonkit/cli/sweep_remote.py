@@ -123,6 +123,9 @@ def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote:
 
     if joint:
         raise click.UsageError("with --url, one MODEL is swept at a time (several models together need a REPO yet)")
+    if remote.get("server_bin") or remote.get("backend_dir"):
+        raise click.UsageError("--server-bin and --backend-dir describe a server the sweep starts; with --url the "
+                               "running server's own are measured")
     say = lambda text: printer.event(SweepEvent("note", text))  # noqa: E731
     with RemoteServer(remote["url"], metrics_url=remote.get("metrics_url")) as server:
         if remote.get("restore"):

@@ -227,9 +227,10 @@ def test_a_server_restarted_mid_sweep_is_a_clear_error_and_the_model_is_put_back
 def test_a_remote_server_that_dies_mid_sweep_is_a_clear_error_and_the_journal_stays(own_remote: RemoteFixture,
                                                                                     tmp_path: Path) -> None:
     out = tmp_path / "out"
-    sweep = _start(own_remote, out, "--restore-wait-s", "1")
-    _wait_for(sweep, lambda: (out / "variants").is_dir() and any((out / "variants").iterdir())
-              and _measuring(out))
+    sweep = _start(own_remote, out, "--restore-wait-s", "1", "--instances", "2")
+    # One variant finished and saved, the next one measuring.
+    _wait_for(sweep, lambda: bool(list(out.glob("variants/*/outcome.json"))) and _measuring(out))
+    saved = {path: path.read_bytes() for path in out.glob("variants/*/outcome.json")}
     own_remote.stop()
     output, _ = sweep.communicate(timeout=180)
     assert sweep.returncode == 2 and "Traceback" not in output, output
@@ -237,7 +238,8 @@ def test_a_remote_server_that_dies_mid_sweep_is_a_clear_error_and_the_journal_st
     assert "--restore --out" in output, output  # what to run once it is back
     journal = Journal.read(out)
     assert journal is not None and journal.status == "open"
-    assert not list(cmdlines(str(out)))
+    assert not list(cmdlines(str(out)))  # no perf_analyzer left running
+    assert all(path.read_bytes() == data for path, data in saved.items())  # what was measured is kept
 
 
 def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remote: RemoteFixture,

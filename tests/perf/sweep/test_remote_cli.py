@@ -41,8 +41,9 @@ def _run(*args: str) -> tuple[int, str]:
     (["repo", "m", "--clients", "2", *SLA], "--clients only go with --url"),
     (["--url", "127.0.0.1:8001", "m", "--clients", "2", *SLA], "need --cluster ADDR"),
     (["--url", "127.0.0.1:8001", "m", "--cluster", "auto", "--separately", *SLA], "not with --url"),
+    (["--url", "127.0.0.1:8001", "m", "--backend-dir", ".", *SLA], "describe a server the sweep starts"),
 ], ids=["apply-local", "repo-local", "no-model", "restore-no-out", "two-models", "no-sla", "no-repo", "scheme",
-        "bad-name", "clients-local", "clients-no-cluster", "separately"])
+        "bad-name", "clients-local", "clients-no-cluster", "separately", "backend-dir"])
 def test_a_sweep_by_url_is_refused_with_a_usage_error_before_any_server_is_asked(args: list[str], said: str) -> None:
     code, output = _run(*args)
     assert code == 2 and said in output and "error:" in output, output
