@@ -19,7 +19,7 @@ from tritonkit.server.facts import CONTROL_EXPLICIT, CONTROL_NOT_EXPLICIT, model
 pytestmark = [pytest.mark.server]
 
 
-@pytest.fixture(scope="module", params=["explicit", "none"])
+@pytest.fixture(scope="module", params=["explicit", "none", "poll"])
 def remote(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteFixture]:
     repo = tmp_path_factory.mktemp("facts-repo")
     write_sleepy(repo)
