@@ -14,9 +14,14 @@ round: each winner, its throughput and p99, the sweep's wall time, and whether t
 same or tied within the sweep's noise (the local winner's throughput within the by-URL winner's
 tie tolerance, 5 %), plus whether the remote serves its original config afterwards.
 
+With ``--model-analyzer``, instead: tritonkit's sweep by URL and Model Analyzer 1.58's quick search
+in remote launch mode (installed as ``sweep_vs_model_analyzer.py`` says), one after the other
+against the same running server, the model, grid and SLA of that benchmark; wall times, and both
+winners and the default re-measured by one protocol (its ``remeasure``).
+
 Run (about 2 minutes a round on two cores)::
 
-    .venv/bin/python benchmarks/sweep_remote.py [--rounds 2] [--json]
+    .venv/bin/python benchmarks/sweep_remote.py [--rounds 2] [--json] [--model-analyzer]
 """
 
 from __future__ import annotations
@@ -77,11 +82,59 @@ def one_round(root: Path) -> dict[str, Any]:
             "served_config_put_back": put_back}
 
 
+def beside_model_analyzer(root: Path) -> dict[str, Any]:
+    """tritonkit's sweep by URL and Model Analyzer 1.58's quick search in remote launch mode, one after
+    the other against the same running server (the model, grid and SLA of
+    ``sweep_vs_model_analyzer.py``), then both winners and the default re-measured by one protocol."""
+    from dataclasses import replace
+
+    from benchmarks.sweep_vs_model_analyzer import (
+        MA_BIN,
+        MODEL,
+        SETTINGS,
+        grid_variants,
+        make_repo,
+        remeasure,
+        run_model_analyzer,
+    )
+    from tritonkit.repository import read_config
+
+    if not MA_BIN.exists():
+        return {"note": f"Model Analyzer not installed at {MA_BIN} (see sweep_vs_model_analyzer.py)"}
+    repo = make_repo(root / "served")
+    with TritonServer(repo, model_control="explicit", models=[MODEL]) as served, \
+            RemoteServer(served.grpc_url, metrics_url=served.metrics_url) as remote:
+        before = served.admin.model_config(MODEL)
+        started = time.monotonic()
+        ours = run_remote_sweep(remote, MODEL, replace(SETTINGS, out=root / "tritonkit-remote"), RemoteOptions())
+        ours_s = time.monotonic() - started
+        put_back = served.admin.model_config(MODEL) == before
+        ma = run_model_analyzer(root, "quick-remote", server=served)
+    base = read_config(repo / MODEL / "config.pbtxt")
+    wanted = {"default": grid_variants(base)[0]}
+    if ours.search.winner is not None:
+        wanted["tritonkit by URL"] = ours.search.winner.variant
+    if ma["winner"] is not None:
+        wanted["MA quick-remote"] = ma["winner"]
+    verified = remeasure(root, wanted)
+    return {"tritonkit_by_url": {**_summary(ours, ours_s), "served_config_put_back": put_back},
+            "model_analyzer_quick_remote": {"wall_s": round(ma["wall_s"], 1), "winner": str(ma["winner"]),
+                                            "winner_own_per_s": ma["winner_per_s"],
+                                            "variants_measured": ma["variants_measured"], "perf_runs": ma["perf_runs"]},
+            "remeasured_per_s": {k: (round(v, 1) if v is not None else None) for k, v in verified.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--model-analyzer", action="store_true",
+                        help="Also run Model Analyzer's quick search in remote mode against the same running server.")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.model_analyzer:
+        with tempfile.TemporaryDirectory(prefix="sweep-remote-ma-") as tmp:
+            print(json.dumps(beside_model_analyzer(Path(tmp)), indent=2, default=str))
+        return
     rounds = []
     for index in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="sweep-remote-") as tmp:
