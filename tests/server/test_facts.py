@@ -43,6 +43,7 @@ def test_read_facts_names_the_version_extensions_and_each_models_state_and_backe
     facts = read_facts(ServerAdmin(remote.url, protocol="grpc", timeout_s=30.0))
     assert facts.version == "2.51.0" and "model_repository" in facts.extensions
     assert facts.explicit is (remote.mode == "explicit") and facts.backends_in_use == ["python"]
+    assert facts.client_shm.startswith("allowed")  # 2.51 predates the --allow-client-shm policy
     states = {m.name: m for m in facts.models}
     assert states["sleepy"].state == "READY" and states["sleepy"].backend == "python"
     assert states["sleepy"].instances == "instances 1×CPU" and "python backend" in states["sleepy"].runtime

@@ -88,6 +88,8 @@ class ServerFacts:
     model_control: str
     models: tuple[ModelFacts, ...] = ()
     source: str = field(default="server metadata, repository index and served model configs, read over gRPC")
+    #: Whether the server takes client (system) shared memory: ``allowed``, ``refused: …``, or why unknown.
+    client_shm: str = ""
 
     @property
     def explicit(self) -> bool:
@@ -101,8 +103,8 @@ class ServerFacts:
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "name": self.name, "version": self.version, "extensions": list(self.extensions),
                 "model_control": self.model_control, "explicit_model_control": self.explicit,
-                "backends_in_use": self.backends_in_use, "models": [m.to_dict() for m in self.models],
-                "source": self.source}
+                "backends_in_use": self.backends_in_use, "client_shared_memory": self.client_shm or None,
+                "models": [m.to_dict() for m in self.models], "source": self.source}
 
     def lines(self) -> list[str]:
         """The facts as lines of text (``doctor --url``, reports)."""
@@ -112,6 +114,7 @@ class ServerFacts:
                f"model control: {control}",
                f"extensions: {', '.join(self.extensions) or 'none'}",
                f"backends in use: {', '.join(self.backends_in_use) or 'none'}",
+               *([f"client shared memory: {self.client_shm}"] if self.client_shm else []),
                f"models: {len(self.models)}"]
         for m in self.models:
             served = f" — {m.runtime}" if m.runtime else ""
@@ -144,6 +147,20 @@ def model_facts(admin: ServerAdmin, state: Any, version: str) -> ModelFacts:
                       instances=_instances(config))
 
 
+def client_shm_of(url: str) -> str:
+    """Whether the server at gRPC ``url`` takes client shared memory. Only a server on this host can
+    be asked (system shared memory is this machine's): a one-byte region is registered and dropped
+    again (:func:`~tritonkit.client.shared_memory_refusal`)."""
+    from tritonkit.perf.measure.metrics import is_loopback
+
+    if not is_loopback(url):
+        return "unknown: system shared memory needs the server on this host"
+    from tritonkit.client import shared_memory_refusal
+
+    refusal = shared_memory_refusal(url)
+    return "allowed (a region was registered and dropped)" if refusal is None else f"refused: {refusal.message}"
+
+
 def read_facts(admin: ServerAdmin, *, models: list[str] | None = None) -> ServerFacts:
     """The facts of the server at ``admin`` (only ``models`` when given, else every model it knows).
 
@@ -157,6 +174,7 @@ def read_facts(admin: ServerAdmin, *, models: list[str] | None = None) -> Server
     control = model_control_of(admin)
     rows = [s for s in admin.index() if models is None or s.name in models]
     return ServerFacts(url=admin.url, name=str(meta.get("name", "triton")), version=version,
+                       client_shm=client_shm_of(admin.url) if admin.protocol == "grpc" else "",
                        extensions=tuple(str(e) for e in meta.get("extensions", [])), model_control=control,
                        models=tuple(model_facts(admin, row, version) for row in rows),
                        source=f"server metadata, repository index and served model configs, read over "
