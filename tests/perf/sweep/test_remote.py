@@ -322,3 +322,27 @@ def test_exclusive_measures_a_model_no_one_else_sends_to(remote: RemoteFixture, 
     assert result.exit_code == 0, result.output
     data = json.loads(result.output[result.output.index("{"):])
     assert data["remote"]["other_traffic"] == [] and data["counts"]["measured"] >= 1
+
+
+def test_a_composing_model_is_swept_by_url_under_its_ensembles_load_and_both_are_put_back(tmp_path: Path) -> None:
+    from tests.perf.sweep.test_ensemble import ENSEMBLE_CONFIG, POST_CONFIG, POST_PY
+    from tests.support.pymodels import write_python_model
+
+    repo = tmp_path / "remote-repo"
+    write_sleepy(repo, "pre", window_us=None)
+    write_python_model(repo, "post", config_pbtxt=POST_CONFIG, model_py=POST_PY)
+    (repo / "ens" / "1").mkdir(parents=True)
+    (repo / "ens" / "config.pbtxt").write_text(ENSEMBLE_CONFIG.strip() + "\n")
+    fixture = RemoteFixture(repo, ["ens"])  # its composing models load with it
+    try:
+        before = {name: fixture.served(name) for name in ("pre", "ens", "post")}
+        result = CliRunner().invoke(main, ["perf", "sweep", "pre", "--target", "ens", *_by_url(fixture), *_grid(),
+                                           "--max-batch-size", "4", "--out", str(tmp_path / "out"), "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output[result.output.index("{"):])
+        assert data["target"] == "ens" and data["counts"]["measured"] >= 2
+        journal = Journal.read(tmp_path / "out")
+        assert journal is not None and set(journal.configs) == {"pre", "ens"} and journal.status == "restored"
+        assert {name: fixture.served(name) for name in ("pre", "ens", "post")} == before
+    finally:
+        fixture.stop()

@@ -42,8 +42,10 @@ def _run(*args: str) -> tuple[int, str]:
     (["--url", "127.0.0.1:8001", "m", "--clients", "2", *SLA], "need --cluster ADDR"),
     (["--url", "127.0.0.1:8001", "m", "--cluster", "auto", "--separately", *SLA], "not with --url"),
     (["--url", "127.0.0.1:8001", "m", "--backend-dir", ".", *SLA], "describe a server the sweep starts"),
+    (["--url", "127.0.0.1:8001", "m", "--target", "ens", "--pin", "pre.instances=2", *SLA],
+     "--pin of a composing model is not available with --url"),
 ], ids=["apply-local", "repo-local", "no-model", "restore-no-out", "two-models", "no-sla", "no-repo", "scheme",
-        "bad-name", "clients-local", "clients-no-cluster", "separately", "backend-dir"])
+        "bad-name", "clients-local", "clients-no-cluster", "separately", "backend-dir", "composing-pin"])
 def test_a_sweep_by_url_is_refused_with_a_usage_error_before_any_server_is_asked(args: list[str], said: str) -> None:
     code, output = _run(*args)
     assert code == 2 and said in output and "error:" in output, output

@@ -46,7 +46,7 @@ from tritonkit.perf.sweep.journal import (
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import SweepEvent, SweepResult
-from tritonkit.perf.sweep.runner import _os_errors, config_key, search_on_server
+from tritonkit.perf.sweep.runner import _os_errors, check_target, config_key, search_on_server
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.traffic import IDLE_WATCH_S, idle_requests, others_requests
@@ -222,6 +222,13 @@ def _load_generators(opts: RemoteOptions, server: RemoteServer, say: Callable[[s
         yield generator
 
 
+def _target_config(server: RemoteServer, model: str, target: str | None) -> mc.ModelConfig | None:
+    """The load target's served config (``None`` without a target); an ensemble must call ``model``."""
+    if target is None or target == model:
+        return None
+    return check_target(server.served_config(target), model, target, f"served on {server.grpc_url}")
+
+
 def _write_winner(out_dir: Path, model: str, sweep: SweepResult, base: mc.ModelConfig) -> Path | None:
     winner = sweep.search.winner
     if winner is None:
@@ -246,9 +253,9 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
     say = _say(emit)
     settings.validate()
     settings.grid.validate([model])
-    if settings.target is not None:
-        raise ConfigError("--target is not available with --url yet", hint="sweep the model itself by URL, or sweep "
-                          "a local copy of the repository with REPO")
+    if settings.grid.composing_pins([model]):
+        raise ConfigError("--pin of a composing model is not available with --url yet",
+                          hint="pin the swept model's knobs, or sweep a local copy of the repository with REPO")
     locate_perf_analyzer()
     out_dir = settings.out_dir(model)
     with sweep_locks(out_dir, [], f"perf sweep {model} --url {server.grpc_url}", say=say), \
@@ -256,7 +263,9 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
         server.require_explicit()  # before anything is loaded, and before an old journal is put back
         restore_pending(server, out_dir, _say(emit, "warning"))  # said even when piped
         base = server.served_config(model)
-        facts = server.facts([model])
+        target_config = _target_config(server, model, settings.target)
+        served = {model: base, **({settings.target: target_config} if settings.target and target_config else {})}
+        facts = server.facts(list(served))
         variants = settings.grid.variants(base, model)
         if opts.repo is not None:
             settings = settings.with_input_data(opts.repo, model, out_dir)
@@ -267,10 +276,11 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
                      "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
                      **({"headroom": settings.headroom} if settings.headroom else {})})
         with _load_generators(opts, server, say) as generator:  # a cluster is checked before anything is loaded
-            journal = Journal.begin(out_dir, server, {model: base})
-            say(f"journal: {model}'s served config kept in {journal.path}; it is loaded back however the sweep ends")
+            journal = Journal.begin(out_dir, server, served)
+            say(f"journal: the served config of {', '.join(served)} kept in {journal.path}; loaded back however the "
+                "sweep ends")
             sweep, remote = _sweep_and_restore(server, model, base, variants, settings, store, journal, opts, emit,
-                                               started, generator)
+                                               started, generator, target_config)
         sweep.repo = opts.repo
         sweep.server_facts = facts.to_dict()
         sweep.remote = remote
@@ -283,7 +293,8 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
 def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, variants: list[Any],
                        settings: SweepSettings, store: SweepStore, journal: Journal, opts: RemoteOptions,
                        emit: Callable[[SweepEvent], None], started: float,
-                       load_generator: LoadGenerator | None) -> tuple[SweepResult, dict[str, Any]]:
+                       load_generator: LoadGenerator | None,
+                       target_config: mc.ModelConfig | None = None) -> tuple[SweepResult, dict[str, Any]]:
     """The search, then the winner applied (``opts.apply``) or the journal restored, whatever happened."""
     say = _say(emit)
     host: ModelHost = server
@@ -291,7 +302,7 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
     traffic: list[dict[str, Any]] = []
     try:
         sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
-                                 None, live_model=lambda server, name: RemoteLiveModel(
+                                 target_config, live_model=lambda server, name: RemoteLiveModel(
                                      server, name, exclusive=opts.exclusive, traffic=traffic),
                                  load_generator=load_generator)
         if traffic:

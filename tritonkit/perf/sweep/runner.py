@@ -377,10 +377,15 @@ def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig
     if not path.is_file():
         raise ConfigError(f"the load target '{target}' has no {CONFIG_FILENAME} in {repo}",
                           hint="--target names an ensemble or BLS model in the same repository")
-    config = read_config(path)
+    return check_target(read_config(path), model, target, str(path))
+
+
+def check_target(config: mc.ModelConfig, model: str, target: str, where: str) -> mc.ModelConfig:
+    """``config`` of the load ``target`` (read at ``where``), refused when it is an ensemble without a
+    step that calls ``model``."""
     steps = {step.model_name for step in config.ensemble_scheduling.step}
     if config.platform == "ensemble" and model not in steps:
-        raise ConfigError(f"ensemble '{target}' ({path}) has no step that calls '{model}' (it calls "
+        raise ConfigError(f"ensemble '{target}' ({where}) has no step that calls '{model}' (it calls "
                           f"{', '.join(sorted(steps)) or 'nothing'})",
                           hint="sweep one of its composing models, or pass the right --target")
     return config
