@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 
 def _grid() -> list[str]:
     """A tiny grid with short windows (as the cluster sweep's tests use)."""
-    return ["--sla", "p99<=80ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300", "--warmup-s", "0.3"]
+    return ["--sla", "p99<=200ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300", "--warmup-s", "0.3"]
 
 
 def _by_url(remote: RemoteFixture) -> list[str]:
