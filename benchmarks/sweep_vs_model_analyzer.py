@@ -229,11 +229,12 @@ def _wrappers(folder: Path) -> tuple[Path, Path]:
 def run_model_analyzer(work: Path, mode: str, *, make: RepoMaker = make_repo, model_name: str = MODEL,
                        instances: Sequence[int] = INSTANCES, max_batch: Sequence[int] = MAX_BATCH,
                        max_concurrency: int = 8, p99_limit_ms: float = 20.0,
-                       timeout_s: float = 1200.0) -> dict[str, Any]:
+                       timeout_s: float = 1200.0, server: TritonServer | None = None) -> dict[str, Any]:
     """One Model Analyzer profile in ``mode`` (``<search>-<launch>``, e.g. ``quick-remote``) of the
     model ``make`` writes (this benchmark's by default), over ``instances`` × ``max_batch`` and
     concurrency 1 to ``max_concurrency``, with a p99 constraint; killed (``TimeoutExpired``) past
-    ``timeout_s``."""
+    ``timeout_s``. ``server``: in remote launch, a running explicit-control server serving the
+    model to profile instead of one started here (left running)."""
     search_mode, launch = mode.split("-")
     folder = work / f"model_analyzer-{mode}"
     repo = make(folder)
@@ -261,9 +262,10 @@ def run_model_analyzer(work: Path, mode: str, *, make: RepoMaker = make_repo, mo
     remote: TritonServer | None = None
     if launch == "remote":
         # One server, explicit model control: Model Analyzer loads each variant through the load API.
-        remote = TritonServer(repo, model_control="explicit", log_path=folder / "tritonserver.log").start()
-        config.update({"triton_http_endpoint": remote.http_url, "triton_grpc_endpoint": remote.grpc_url,
-                       "triton_metrics_url": remote.metrics_url})
+        endpoint = server or TritonServer(repo, model_control="explicit", log_path=folder / "tritonserver.log").start()
+        remote = endpoint if server is None else None
+        config.update({"triton_http_endpoint": endpoint.http_url, "triton_grpc_endpoint": endpoint.grpc_url,
+                       "triton_metrics_url": endpoint.metrics_url})
     else:
         http, grpc, metrics = free_ports(3, "127.0.0.1")
         config.update({"triton_server_path": str(server_script), "triton_http_endpoint": f"127.0.0.1:{http}",
@@ -294,7 +296,7 @@ def run_model_analyzer(work: Path, mode: str, *, make: RepoMaker = make_repo, mo
     rows = _ma_rows(folder / "export")
     starts_log = folder / "server_starts.log"
     starts = len(starts_log.read_text().splitlines()) if starts_log.exists() else 0
-    return _ma_summary(rows, wall_s, starts if remote is None else 1)
+    return _ma_summary(rows, wall_s, starts if launch == "local" else (0 if server is not None else 1))
 
 
 def _ma_rows(export: Path) -> list[dict[str, str]]:

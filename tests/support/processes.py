@@ -1,8 +1,9 @@
-"""Whether a process a test started is still alive."""
+"""Whether a process a test started is still alive, and which processes a command line marks."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -17,3 +18,16 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def cmdlines(marker: str) -> Iterator[tuple[int, str]]:
+    """``(pid, command line)`` of each process whose command line holds ``marker``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            yield int(entry.name), cmdline

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,6 +36,7 @@ from tritonkit.cli.perf_cluster import (
     reject_cluster_options,
     run_cluster_sweep_command,
 )
+from tritonkit.cli.sweep_remote import remote_sweep_options, run_remote_command, split_names
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
     EXIT_UNMEASURED,
@@ -155,15 +157,13 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 
 
 @click.command("sweep")
-@click.argument("repo", type=UserPath(exists=True, file_okay=False, path_type=Path))
-@click.argument("models", metavar="MODEL [MODEL...]", type=Words(check_model_name, example="resnet"), nargs=-1,
-                required=True)
+@click.argument("names", metavar="[REPO] MODEL [MODEL...]", nargs=-1)
 @click.option("--share", "shares", type=Words(example="detector=2"), multiple=True,
               help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
 @click.option("--model-sla", "model_slas", type=Words(example="b=p99<=200ms"), multiple=True,
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
-@click.option("--sla", "sla_text", required=True,
-              help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added).")
+@click.option("--sla", "sla_text", default=None,
+              help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added). Required.")
 @click.option("--instances", type=Words(example="1,2,4"), default=None,
               help="Instance counts to try: a list or ranges, e.g. 1,2,4 or 1:8 (START:STOP[:STEP], step 1, or "
                    "x2 to double; default: the model's).")
@@ -213,8 +213,10 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 @cluster_sweep_options
+@remote_sweep_options
 def sweep_command(
-    repo: Path, models: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str, instances: str | None, max_batch: str | None,
+    names: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str | None,
+    instances: str | None, max_batch: str | None,
     batch_window: str | None, preferred_batch: str | None, queue_sizes: str | None, queue_timeouts: str | None,
     pins: tuple[str, ...], concurrency: str | None, request_rate: str | None,
     window_ms: int, warmup_s: float, exhaustive: bool, tie_tolerance: float, rate_tolerance: float,
@@ -222,7 +224,7 @@ def sweep_command(
     input_data: str | None, shapes: tuple[str, ...], server_bin: Path | None, backend_dir: Path | None, as_json: bool,
     quiet: bool,
     cluster: str | None = None, node_resources: str | None = None, shared_repo: str | None = None,
-    separately: bool = False,
+    separately: bool = False, **remote: Any,
 ) -> None:
     """Find the configuration of MODEL (in REPO) that carries the most load within the SLA; with
     several models, the configurations that carry the most together under their joint load.
@@ -256,6 +258,17 @@ def sweep_command(
     too, and the joint winner is compared with both (joint.md in the sweep folder); the load is
     shared by --share, of the total concurrency or --request-rate, and --out resumes.
 
+    With --url HOST:PORT (no REPO), MODEL is swept on a running tritonserver started with
+    --model-control-mode=explicit (refused before anything is loaded otherwise): its served config
+    is the default, journaled in the sweep folder and loaded back however the sweep ends (Ctrl-C,
+    SIGTERM, an error; after a kill, the next sweep into the same --out or --restore does it); the
+    winner's config.pbtxt is written under --out, never on the server; --apply leaves it loaded:
+
+    \b
+      tritonkit perf sweep resnet --url 10.0.0.9:8001 --sla 'p99<=50ms' --instances 1,2 \\
+          --max-batch-size 4,8 --out results/resnet-remote
+      tritonkit perf sweep --url 10.0.0.9:8001 --restore --out results/resnet-remote
+
     With --cluster ADDR (a Ray cluster), each model's sweep runs on a node of the cluster with its
     own server and perf_analyzer, the joint phase of several models on one node after their alone
     sweeps (--separately: each model on its own); results come back into the sweep folder, each
@@ -265,38 +278,52 @@ def sweep_command(
       tritonkit perf sweep model_repository a b c d --cluster 10.0.0.5:6379 --separately \\
           --node-resources GPU=1 --sla 'p99<=50ms' --instances 1,2 --max-batch-size 4,8
     """
-    model = models[0]
+    repo, models = split_names(names, remote, sla_text=sla_text, out_dir=out_dir)
+    model = models[0] if models else "restore"
     grid = SweepGrid.from_text(pins, instances=instances, max_batch_size=max_batch, batch_window=batch_window,
                                preferred_batch=preferred_batch, max_queue_size=queue_sizes, queue_timeout=queue_timeouts)
     spec = PerfSpec(model=target or model, url="127.0.0.1:8001", input_data=input_data,
                     shapes=PerfSpec.shapes_from_text(shapes))
     settings = SweepSettings(
-        sla=load_sla(sla_text), grid=grid, concurrency=concurrency, request_rate=request_rate,
+        sla=load_sla(sla_text) if sla_text is not None else "p99<=1s", grid=grid, concurrency=concurrency, request_rate=request_rate,
         step_window_ms=window_ms, warmup_s=warmup_s, exhaustive=exhaustive, out=out_dir,
         results_root=results_root, write_back=not no_write_back, tie_tolerance=tie_tolerance / 100.0,
         rate_tolerance=rate_tolerance, max_gpu_memory_mb=max_gpu_memory_mb, headroom=headroom, spec=spec, target=target,
         shares={k: float(v) for k, v in _pairs(shares, "--share", number=True).items()} or None,
         model_slas={k: load_sla(v) for k, v in _pairs(model_slas, "--model-sla").items()} or None,
         server_bin=server_bin, backend_dir=backend_dir,
-    ).with_out("-".join(models))
+    ).with_out("-".join(models or ("restore",)))
     folder = settings.out_dir(model)
     printer = SweepPrinter(as_json=as_json, quiet=quiet)
     if len(models) > 1 and target is not None:
         raise click.UsageError("--target sweeps one composing model; give one MODEL with it")
     if len(models) == 1 and (shares or model_slas):
         raise click.UsageError("--share and --model-sla are for several models swept together")
+    if remote.get("url") is not None:
+        with sigterm_as_interrupt():
+            run_remote_command(models, settings, {**remote, "cluster": cluster, "node_resources": node_resources,
+                                                  "shared_repo": shared_repo, "separately": separately,
+                                                  "server_bin": server_bin, "backend_dir": backend_dir},
+                               printer=printer, joint=len(models) > 1)
+    assert repo is not None  # split_names: a local sweep has its REPO
     if cluster is None:
         reject_cluster_options(node_resources=node_resources, shared_repo=shared_repo, separately=separately)
     else:
         run_cluster_sweep_command(repo, models, settings, cluster_settings(cluster, node_resources, shared_repo,
                                                                            separately), as_json=as_json, quiet=quiet)
+    _run_local(repo, models, settings, printer, folder)
+
+
+def _run_local(repo: Path, models: tuple[str, ...], settings: SweepSettings, printer: SweepPrinter,
+               folder: Path) -> None:
+    """The sweep of REPO's models on a server it starts (several models: the joint sweep)."""
     try:
         with sigterm_as_interrupt():
             if len(models) > 1:
                 joint = run_joint_sweep(repo, models, settings, on_event=printer.event)
-                _print_joint(joint, as_json)
+                _print_joint(joint, printer.as_json)
                 raise CommandExit(joint.exit_code)
-            result = run_sweep(repo, model, settings, on_event=printer.event)
+            result = run_sweep(repo, models[0], settings, on_event=printer.event)
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished variants are kept in {folder}; run the same command with "
                    f"--out {shlex.quote(str(folder))} to resume", err=True)

@@ -11,6 +11,7 @@ import click
 
 from tritonkit._values import SECONDS
 from tritonkit.cli._common import (
+    HOST_PORT,
     CommandExit,
     UserPath,
     Words,
@@ -103,8 +104,11 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
 
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@click.option("--url", type=HOST_PORT, default=None,
+              help="Report what a running tritonserver at this gRPC host:port has instead (version, extensions, "
+                   "models and their states, backends in use, explicit model control); it changes nothing there.")
 @_local_server
-def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> None:
+def doctor(as_json: bool, url: str | None, server_bin: Path | None, backend_dir: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 
     Starts the server once to read its version and to ask a probe model which
@@ -112,10 +116,18 @@ def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> 
     backend with the version its files give (the onnxruntime backend's ONNX Runtime).
     Exit status 1 when a required piece is missing.
 
+    With --url, nothing is started: the running server is asked for its metadata, its repository
+    index and each ready model's served config, and whether it takes the load API (explicit model
+    control, which `perf sweep --url` needs) is asked by unloading a name its repository does not hold.
+
     \b
     Example:
       tritonkit doctor --json
+      tritonkit doctor --url 10.0.0.9:8001
     """
+    if url is not None:
+        _doctor_url(url, as_json, local=server_bin is not None or backend_dir is not None)
+        return
     from tritonkit.provision.doctor import run_checks
 
     checks = run_checks(server_bin=str(server_bin) if server_bin else None,
@@ -130,6 +142,21 @@ def doctor(as_json: bool, server_bin: Path | None, backend_dir: Path | None) -> 
                 click.echo(f"    {'':<30} fix: {check.fix}")
     if any(not c.ok and c.required for c in checks):
         raise CommandExit(1)
+
+
+def _doctor_url(url: str, as_json: bool, *, local: bool) -> None:
+    """``doctor --url``: the running server's own facts (:func:`~tritonkit.server.facts.read_facts`)."""
+    from tritonkit.server.remote import RemoteServer
+
+    if local:
+        raise click.UsageError("--server-bin and --backend-dir describe a server doctor starts; not with --url")
+    with RemoteServer(url) as server:
+        facts = server.facts()
+    if as_json:
+        echo_json(facts.to_dict())
+        return
+    for line in facts.lines():
+        click.echo(line)
 
 
 COMMANDS: list[click.Command] = [serve, doctor]

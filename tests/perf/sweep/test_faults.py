@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.faults import small_tmpfs
+from tests.support.processes import cmdlines as _cmdlines
 from tests.support.processes import pid_alive
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
@@ -35,18 +36,6 @@ pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 FAST = ["--concurrency", "1,2,4,8", "--window-ms", "300", "--warmup-s", "0.6"]
 GRID = SweepGrid(instances=[1, 2], max_batch_sizes=[1, 4], windows_us=[0])
 BEST = "i2-b4-w0"
-
-
-def _cmdlines(marker: str) -> Iterator[tuple[int, str]]:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            yield int(entry.name), cmdline
 
 
 def _kill_when(marker: str, needle: str, timeout_s: float = 120.0) -> threading.Thread:

@@ -27,9 +27,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -401,6 +402,27 @@ def _remote_tool(nodes: Sequence[NodeInfo]) -> PerfAnalyzerInstall:
                                notes=(f"one perf_analyzer on each of {len(nodes)} nodes",))
 
 
+@contextlib.contextmanager
+def cluster_load_generators(cluster: Any, *, clients: int, endpoint: str, metrics_url: str | None,
+                            progress: Progress | None = None
+                            ) -> Iterator[tuple[Callable[[Path], PerfAnalyzer], PerfAnalyzerInstall]]:
+    """Connected to ``cluster`` for the block: a maker of :class:`ClusterAnalyzer` load generators
+    (``clients`` nodes with a CPU, or ``cluster.node_resources``, each with a route to ``endpoint``;
+    their clock offsets measured once) and the perf_analyzer install recorded as the tool."""
+    need = cluster.node_resources or NodeResources({"CPU": 1.0})
+    with connected(cluster.address) as ray:
+        nodes = check_nodes(ray, need, address=cluster.address, need_server=False, count=clients,
+                            why=f"--clients {clients}", endpoints=[endpoint])[:clients]
+        offsets = measure_offsets(ray, [n.node_id for n in nodes])
+        tool = _remote_tool(nodes)
+
+        def generator(folder: Path) -> PerfAnalyzer:
+            return ClusterAnalyzer(folder, ray=ray, nodes=nodes, offsets=offsets, perf_analyzer=tool,
+                                   metrics_url=metrics_url, progress=progress, cancel_grace_s=cluster.cancel_grace_s)
+
+        yield generator, tool
+
+
 def run_cluster_perf(model: str, settings: Any, cluster: Any, *, clients: int, llm: Any = None,
                      dry_run: bool = False, progress: Progress | None = None,
                      on_step: Callable[[Any], None] | None = None) -> Any:
@@ -424,19 +446,9 @@ def run_cluster_perf(model: str, settings: Any, cluster: Any, *, clients: int, l
     if dry_run:
         return (llm_load_test(model, llm, settings, dry_run=True) if llm is not None
                 else load_test(model, settings, dry_run=True))
-    need = cluster.node_resources or NodeResources({"CPU": 1.0})
-    with connected(cluster.address) as ray:
-        nodes = check_nodes(ray, need, address=cluster.address, need_server=False, count=clients,
-                            why=f"--clients {clients}", endpoints=[settings.target_url()])[:clients]
-        offsets = measure_offsets(ray, [n.node_id for n in nodes])
-        tool = _remote_tool(nodes)
+    with cluster_load_generators(cluster, clients=clients, endpoint=settings.target_url(),
+                                 metrics_url=settings.metrics_url, progress=progress) as (generator, tool):
         settings = replace(settings, perf_analyzer=tool)
-
-        def generator(folder: Path) -> PerfAnalyzer:
-            return ClusterAnalyzer(folder, ray=ray, nodes=nodes, offsets=offsets, perf_analyzer=tool,
-                                   metrics_url=settings.metrics_url, progress=progress,
-                                   cancel_grace_s=cluster.cancel_grace_s)
-
         if llm is not None:
             return llm_load_test(model, llm, settings, progress=progress, load_generator=generator)
         return load_test(model, settings, progress=progress, on_step=on_step, load_generator=generator)

@@ -30,6 +30,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit.errors import ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, LadderResult, PerfSpec, evaluate_result, run_ladder
 from tritonkit.perf.judge import JudgeSettings, ladder_check
+from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.failures import QUEUE_REJECTIONS, queue_rejections
 from tritonkit.perf.measure.ladder import STOP_PERF_ERROR, STOP_SERVER_LOST, STOP_TIMEOUT
 from tritonkit.perf.measure.result import StepResult
@@ -50,6 +51,8 @@ from tritonkit.perf.sweep.variants import Variant, apply_variant
 __all__ = ["VariantMeter"]
 
 Say = Callable[[str], None]
+#: Makes the load generator of one ladder, given its folder (``run_ladder``'s ``analyzer``).
+LoadGenerator = Callable[[Path], PerfAnalyzer]
 
 
 #: What tritonserver answers a request refused because the queue was full (the first of
@@ -106,12 +109,14 @@ def only_rejected(step: StepResult) -> bool:
 def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
           judging: JudgeSettings | None = None, preflight: bool = True,
           attempts_s: list[float] | None = None, metrics_url: str | None = None,
-          runtime: ServedRuntime | None = None) -> LadderResult:
+          runtime: ServedRuntime | None = None, load_generator: LoadGenerator | None = None) -> LadderResult:
     """:func:`run_ladder` judged by ``sla`` and ``judging`` (a warm-up no request completed in is
     retried there, longer: :func:`~tritonkit.perf.measure.ladder.retry_warmup_s`). ``attempts_s``
     collects the duration of every step perf_analyzer ran, unstable attempts tried again included;
     ``metrics_url``: the server's metrics, scraped during each step (its failures, GPU memory);
-    ``runtime`` is recorded as what served the model (by default the server is asked)."""
+    ``runtime`` is recorded as what served the model (by default the server is asked);
+    ``load_generator``: makes the ladder's load generator for its folder (default: perf_analyzer
+    here; a remote sweep with ``--cluster``: clients on Ray nodes)."""
 
     def seen(step: StepResult, _name: str) -> None:
         if attempts_s is not None and step.duration_s:
@@ -119,7 +124,8 @@ def climb(spec: PerfSpec, plan: LadderPlan, folder: Path, sla: SLA, say: Say, *,
 
     stop_rule = ladder_check(sla, judging, batch_size=spec.batch_size)
     ladder = run_ladder(spec, plan, results_dir=folder, sla_check=stop_rule, preflight=preflight, on_step=seen,
-                        on_attempt=seen, metrics_url=metrics_url, runtime=runtime)
+                        on_attempt=seen, metrics_url=metrics_url, runtime=runtime,
+                        analyzer=load_generator(folder) if load_generator is not None else None)
     if ladder.result.warmup is not None and ladder.result.warmup.retried:
         say(f"  {ladder.result.warmup.retried}")
     return ladder
@@ -180,6 +186,7 @@ class VariantMeter:
     noise_allowance: float = 0.10
     composing: dict[str, mc.ModelConfig] = field(default_factory=dict)
     runtime: ServedRuntime | None = None
+    load_generator: LoadGenerator | None = None
 
     def load_target(self) -> None:
         """Load the load target (an ensemble or BLS model calling the swept one) as written; its
@@ -216,9 +223,11 @@ class VariantMeter:
     def _ladder(self, plan: LadderPlan, folder: Path, attempts_s: list[float] | None = None, *,
                 preflight: bool = True) -> LadderResult:
         ladder = climb(self.spec, plan, folder, self.sla, self.say, judging=self.judging, preflight=preflight,
-                       attempts_s=attempts_s, metrics_url=self.live.server.metrics_url, runtime=self.runtime)
+                       attempts_s=attempts_s, metrics_url=self.live.server.metrics_url, runtime=self.runtime,
+                       load_generator=self.load_generator)
         if ladder.interrupted:
             raise KeyboardInterrupt
+        self.live.observe(ladder, folder)
         return ladder
 
     def _points(self, ladder: LadderResult) -> list[StepPoint]:
@@ -328,6 +337,7 @@ class VariantMeter:
             else:
                 ladder = self._ladder(plan, folder, attempts_s)
             costs = mean_exec_us(before, self.live.exec_stats())
+            self.live.check()  # what was measured is what was loaded (a server restarted under us is not)
             measured = time.monotonic()
             points = self._points(ladder)
             stop = ladder.result.stop_reason
@@ -391,6 +401,7 @@ class VariantMeter:
             return None
         try:
             point = self._one_step(variant, best.load, len(outcome.confirmations) + 1, warm=False)
+            self.live.check()
         finally:
             self._unload()
         saved = VariantOutcome.from_dict(outcome.to_dict())

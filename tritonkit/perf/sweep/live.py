@@ -9,19 +9,45 @@ through the server's one admin layer (:mod:`tritonkit.server.admin`).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit.errors import TritonKitError
-from tritonkit.server import TritonServer
-from tritonkit.server.admin import ExecStats, config_json, mean_exec_us
+from tritonkit.server.admin import ExecStats, ServerAdmin, config_json, mean_exec_us
 
-__all__ = ["LiveModel", "config_json", "mean_exec_us"]
+if TYPE_CHECKING:
+    from tritonkit.perf import LadderResult
+
+__all__ = ["LiveModel", "ModelHost", "config_json", "mean_exec_us"]
+
+
+class ModelHost(Protocol):
+    """What a sweep asks of the server it measures on: the one it starts
+    (:class:`~tritonkit.server.TritonServer`) or one running elsewhere
+    (:class:`~tritonkit.server.remote.RemoteServer`)."""
+
+    @property
+    def grpc_url(self) -> str: ...
+
+    @property
+    def metrics_url(self) -> str: ...
+
+    @property
+    def admin(self) -> ServerAdmin: ...
+
+    def version(self) -> str: ...
+
+    def load_model(self, name: str, *, config: mc.ModelConfig | None = None, timeout_s: float = 120.0) -> None: ...
+
+    def unload_model(self, name: str, *, wait: bool = False, timeout_s: float = 60.0) -> None: ...
 
 
 class LiveModel:
     """One model on ``server`` (explicit model control): load with a given config, unload, statistics."""
 
-    def __init__(self, server: TritonServer, model: str) -> None:
+    def __init__(self, server: ModelHost, model: str) -> None:
         self.server = server
         self.model = model
 
@@ -37,6 +63,14 @@ class LiveModel:
         behind it by the server itself, so waiting here would only add that time to every variant.
         """
         self.server.unload_model(self.model, wait=wait, timeout_s=timeout_s)
+
+    def check(self) -> None:
+        """After a variant was measured: raise if the server no longer serves what was loaded. A
+        server this sweep started serves nothing it did not load; see the remote sweep's own."""
+
+    def observe(self, ladder: LadderResult, folder: Path) -> None:
+        """After each ladder on the loaded model (saved in ``folder``). A server this sweep started
+        serves no one else; a remote sweep counts other clients' requests there."""
 
     def exec_stats(self) -> ExecStats:
         """Per batch size: (executions, total compute-infer ns) since the model was loaded ({} if unknown)."""

@@ -62,6 +62,30 @@ def variant_rows(result: SweepResult) -> list[list[str]]:
     return rows
 
 
+def _remote_lines(result: SweepResult) -> list[str]:
+    """A sweep by URL: the server's own facts, and what was left on it."""
+    facts, remote = result.server_facts, result.remote
+    lines: list[str] = []
+    if facts is not None:
+        lines.append(f"- server: {facts.get('name', 'triton')} {facts.get('version', '?')} at {facts.get('url')}, "
+                     f"not started by tritonkit; model control {facts.get('model_control')}; extensions: "
+                     f"{', '.join(facts.get('extensions', [])) or 'none'}")
+        for model in facts.get("models", []):
+            lines.append(f"- {model.get('name')} as the server served it before the sweep: "
+                         f"{model.get('runtime') or model.get('backend') or '?'}"
+                         + (f", {model['instances']}" if model.get("instances") else ""))
+    if remote is not None:
+        if remote.get("applied"):
+            lines.append(f"- the winner was applied (left loaded on the server); the previous config is in "
+                         f"`{remote.get('journal')}` (put it back: `{remote.get('restore_command')}`)")
+        else:
+            lines.append(f"- the served config was loaded back after the sweep (journal `{remote.get('journal')}`, "
+                         f"{remote.get('journal_status')})")
+        if remote.get("winner_config"):
+            lines.append(f"- the winner's config: `{remote['winner_config']}` (the server's repository is untouched)")
+    return lines
+
+
 def render_sweep_markdown(result: SweepResult) -> str:
     """The report as Markdown (pure)."""
     search = result.search
@@ -82,6 +106,7 @@ def render_sweep_markdown(result: SweepResult) -> str:
     if result.node is not None:  # swept on a node of a Ray cluster (tritonkit.perf.cluster)
         lines.append(f"- measured on node {result.node.get('node_id', '?')} ({result.node.get('where', '?')}): "
                      "every variant on this one node, the winner judged against those alone")
+    lines += _remote_lines(result)
     if search.model_text:
         lines.append(f"- the model, fitted to everything measured: {search.model_text}")
     lines += [f"- warning: {text}" for text in result.warnings]

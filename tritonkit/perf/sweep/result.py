@@ -52,7 +52,7 @@ class SweepResult:
     """What :func:`run_sweep` measured, decided and wrote."""
 
     model: str
-    repo: Path
+    repo: Path | None  # None: swept on a running server by URL, with no local repository
     out_dir: Path
     sla_text: str
     load_text: str
@@ -75,6 +75,10 @@ class SweepResult:
     node: dict[str, Any] | None = None
     #: The margin every SLA bound had to keep for a step to count (``SweepSettings.headroom``).
     headroom_required: float = 0.0
+    #: A running server's own facts (:class:`~tritonkit.server.facts.ServerFacts`), when swept by URL.
+    server_facts: dict[str, Any] | None = None
+    #: A sweep by URL: its journal, whether the winner was applied or the served config put back.
+    remote: dict[str, Any] | None = None
 
     @property
     def headroom(self) -> dict[str, float]:
@@ -176,7 +180,7 @@ class SweepResult:
             "exit_code": self.exit_code,
             "model": self.model,
             "target": self.target or self.model,
-            "repo": str(self.repo),
+            "repo": str(self.repo) if self.repo is not None else None,
             "out_dir": str(self.out_dir),
             "sla": self.sla_text,
             "load": self.load_text,
@@ -206,4 +210,6 @@ class SweepResult:
             "variants": [{**o.to_dict(), "runtime": self.runtime.to_dict() if self.runtime is not None else None}
                          for o in self.search.outcomes],
             **({"node": dict(self.node)} if self.node is not None else {}),
+            **({"server": dict(self.server_facts)} if self.server_facts is not None else {}),
+            **({"remote": dict(self.remote)} if self.remote is not None else {}),
         }

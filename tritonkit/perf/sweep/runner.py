@@ -26,8 +26,8 @@ from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.input_data import region_for_server
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.measure.runtime import ServedRuntime, runtime_of
-from tritonkit.perf.sweep.driver import VariantMeter
-from tritonkit.perf.sweep.live import LiveModel
+from tritonkit.perf.sweep.driver import LoadGenerator, VariantMeter
+from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
@@ -153,30 +153,41 @@ def run_sweep(
 
 
 def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants: list[Variant], settings: SweepSettings,
-             store: SweepStore, server: TritonServer | None, emit: Callable[[SweepEvent], None],
+             store: SweepStore, server: ModelHost | None, emit: Callable[[SweepEvent], None],
              started: float, target_config: mc.ModelConfig | None, *,
              stopping: list[threading.Thread] | None = None,
-             composing: dict[str, mc.ModelConfig] | None = None) -> SweepResult:
+             composing: dict[str, mc.ModelConfig] | None = None,
+             live_model: Callable[[ModelHost, str], LiveModel] = LiveModel,
+             load_generator: LoadGenerator | None = None) -> SweepResult:
     """Serve (unless ``server`` is given), search and stop the server it started, however the
     search ends; nothing is written back here. The joint sweep calls it for each model alone.
     ``stopping``: once the search has finished, the server this call started is stopped in a
     thread appended there, for the caller to join (any other way out stops it at once).
     ``composing``: composing models of the target loaded with these configs (pinned knobs)
-    before the target."""
+    before the target. ``live_model``: what loads the swept model on the server (a remote sweep's
+    checks that the server still serves what it loaded); ``load_generator``: what sends each
+    ladder's load (default perf_analyzer here)."""
     plan = settings.ladder_plan()
     finished_before = set(store.finished())
     search_settings = _search_settings(settings)
     own_server = server is None
-    live_server, load_args = _own_server(repo_path, model, base, settings, store.root) if server is None else (server, [])
+    live_server: ModelHost
+    load_args: list[str] = []
+    if server is None:
+        started_server, load_args = _own_server(repo_path, model, base, settings, store.root)
+        live_server = started_server
+    else:
+        live_server = server
     progress = _Progress(emit, total=len(variants))
     searched = False
     server_start_s = 0.0
     try:
-        if own_server:
+        if isinstance(live_server, TritonServer) and own_server:
             live_server.start()
             server_start_s = time.monotonic() - started
         version = live_server.version()
-        runtime = runtime_of(base, version, backend_dir=live_server.install.backend_dir, local_python=True)
+        runtime = (runtime_of(base, version, backend_dir=live_server.install.backend_dir, local_python=True)
+                   if isinstance(live_server, TritonServer) else runtime_of(base, version))
         emit(SweepEvent("server", f"tritonserver {version} on {live_server.grpc_url} (explicit model control"
                         + (f", {AUTO_COMPLETE_OFF}" if load_args else "")
                         + f"); {len(variants)} variants, sweep folder {store.root}; {model} served by "
@@ -184,7 +195,9 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         stand_in_warning = stand_in_note(model, runtime) if runtime.stand_in else None
         if stand_in_warning is not None:
             emit(SweepEvent("warning", stand_in_warning))
-        meter = _meter(live_server, model, base, settings, store, runtime, target_config, composing, emit)
+        meter = _meter(live_server, model, base, settings, store, runtime, target_config, composing, emit,
+                       live_model=live_model)
+        meter.load_generator = load_generator
         meter.load_target()
         gpus = _server_gpus(live_server.metrics_url)
         if gpus is not None:
@@ -193,14 +206,14 @@ def search_on_server(repo_path: Path, model: str, base: mc.ModelConfig, variants
         result = search(variants, measure, meter.confirm, search_settings, notify=progress.decision)
         searched = True
     finally:
-        if own_server and searched and stopping is not None:
+        if isinstance(live_server, TritonServer) and own_server and searched and stopping is not None:
             # The server takes seconds to let its models go (python stubs exit slowly): the
             # report is written meanwhile, and the caller joins the thread before it returns.
             thread = threading.Thread(target=_stop_unloaded, args=(live_server, [model, settings.target or model]),
                                       name="tritonserver-stop")
             thread.start()
             stopping.append(thread)
-        elif own_server:
+        elif isinstance(live_server, TritonServer) and own_server:
             live_server.stop()
     return SweepResult(
         model=model, repo=repo_path, out_dir=store.root, sla_text=str(settings.parsed_sla()),
@@ -241,9 +254,9 @@ def _own_server(repo_path: Path, model: str, base: mc.ModelConfig, settings: Swe
                         backend_dir=settings.backend_dir), load_args
 
 
-def _meter(server: TritonServer, model: str, base: mc.ModelConfig, settings: SweepSettings, store: SweepStore,
+def _meter(server: ModelHost, model: str, base: mc.ModelConfig, settings: SweepSettings, store: SweepStore,
            runtime: ServedRuntime, target_config: mc.ModelConfig | None, composing: dict[str, mc.ModelConfig] | None,
-           emit: Callable[[SweepEvent], None]) -> VariantMeter:
+           emit: Callable[[SweepEvent], None], *, live_model: Callable[[ModelHost, str], LiveModel] = LiveModel) -> VariantMeter:
     """What measures ``model``'s variants on ``server``: perf_analyzer sent to the load target, with
     an output region of derived data only where the server takes client shared memory."""
     target = settings.target or model
@@ -252,7 +265,7 @@ def _meter(server: TritonServer, model: str, base: mc.ModelConfig, settings: Swe
     if shm_said:
         emit(SweepEvent("note", shm_said))
     return VariantMeter(
-        live=LiveModel(server, model), base=base, spec=replace(template, model=target, url=server.grpc_url),
+        live=live_model(server, model), base=base, spec=replace(template, model=target, url=server.grpc_url),
         plan=settings.ladder_plan(), sla=settings.parsed_sla(), store=store,
         say=lambda text: emit(SweepEvent("note", text)), judging=settings.judging(),
         target=LiveModel(server, target) if settings.target else None, target_config=target_config,
@@ -364,10 +377,15 @@ def _target_config(repo: Path, model: str, target: str | None) -> mc.ModelConfig
     if not path.is_file():
         raise ConfigError(f"the load target '{target}' has no {CONFIG_FILENAME} in {repo}",
                           hint="--target names an ensemble or BLS model in the same repository")
-    config = read_config(path)
+    return check_target(read_config(path), model, target, str(path))
+
+
+def check_target(config: mc.ModelConfig, model: str, target: str, where: str) -> mc.ModelConfig:
+    """``config`` of the load ``target`` (read at ``where``), refused when it is an ensemble without a
+    step that calls ``model``."""
     steps = {step.model_name for step in config.ensemble_scheduling.step}
     if config.platform == "ensemble" and model not in steps:
-        raise ConfigError(f"ensemble '{target}' ({path}) has no step that calls '{model}' (it calls "
+        raise ConfigError(f"ensemble '{target}' ({where}) has no step that calls '{model}' (it calls "
                           f"{', '.join(sorted(steps)) or 'nothing'})",
                           hint="sweep one of its composing models, or pass the right --target")
     return config

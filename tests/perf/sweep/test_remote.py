@@ -1,0 +1,348 @@
+"""Sweeps by URL of a real tritonserver the sweep did not start (the "remote"), with the real
+perf_analyzer: the served config is the default and is put back however the sweep ends.
+
+The remote is the bundled tritonserver, started by the test in a process group of its own
+(:class:`tests.support.remote_server.RemoteFixture`); the sweep runs as a CLI child in a group of
+its own and is interrupted (SIGINT, SIGTERM) or killed (SIGKILL) at stages; after each, the
+server must serve exactly the config journaled before the first load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tests.support.processes import cmdlines
+from tests.support.remote_server import RemoteFixture
+from tests.support.signals import default_sigint
+from tests.support.sweep_models import write_sleepy
+from tritonkit.cli import main
+from tritonkit.errors import TritonKitError
+from tritonkit.perf.sweep.journal import Journal
+
+pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
+
+
+
+def _grid() -> list[str]:
+    """A tiny grid with short windows (as the cluster sweep's tests use)."""
+    return ["--sla", "p99<=200ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300", "--warmup-s", "0.3"]
+
+
+def _by_url(remote: RemoteFixture) -> list[str]:
+    """The options that point a sweep at the remote."""
+    return ["--url", remote.url, "--metrics-url", remote.server.metrics_url]
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteFixture]:
+    repo = tmp_path_factory.mktemp("remote-repo")
+    write_sleepy(repo)
+    fixture = RemoteFixture(repo, ["sleepy"])
+    try:
+        yield fixture
+    finally:
+        fixture.stop()
+
+
+@pytest.fixture()
+def own_remote(tmp_path: Path) -> Iterator[RemoteFixture]:
+    """A remote of the test's own, for tests that restart or stop it; ``max_batch_limit`` 4."""
+    write_sleepy(tmp_path / "remote-repo", max_batch_limit=4)
+    fixture = RemoteFixture(tmp_path / "remote-repo", ["sleepy"])
+    try:
+        yield fixture
+    finally:
+        fixture.stop()
+
+
+def _start(remote: RemoteFixture, out: Path, *extra: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "tritonkit.cli", "perf", "sweep", "sleepy", *_by_url(remote), *_grid(),
+               "--out", str(out), *extra]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=default_sigint)
+
+
+def _wait_for(sweep: subprocess.Popen[str], ready: object, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and sweep.poll() is None:
+        if callable(ready) and ready():
+            return
+        time.sleep(0.05)
+    out, _ = sweep.communicate()
+    pytest.fail(f"the sweep ended (or the stage never came) before the signal: {out}")
+
+
+def _measuring(out: Path) -> bool:
+    return any("perf_analyzer" in cmd for _, cmd in cmdlines(str(out)))
+
+
+def _serves_other(remote: RemoteFixture, config: mc.ModelConfig) -> bool:
+    """Whether the server serves ``sleepy`` otherwise than ``config`` (unloaded counts)."""
+    try:
+        return remote.served("sleepy") != config
+    except TritonKitError:
+        return True
+
+
+def _served_as_journaled(remote: RemoteFixture, out: Path) -> Journal:
+    journal = Journal.read(out)
+    assert journal is not None
+    assert remote.served("sleepy") == journal.config("sleepy")
+    return journal
+
+
+def test_a_sweep_by_url_starts_from_the_served_config_and_puts_it_back(remote: RemoteFixture, tmp_path: Path) -> None:
+    before = remote.served("sleepy")
+    repo_config = (remote.repo / "sleepy" / "config.pbtxt").read_bytes()
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(tmp_path / "out"),
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["repo"] is None and data["server"]["version"] == "2.51.0"
+    assert data["server"]["model_control"] == "explicit" and "model_repository" in data["server"]["extensions"]
+    assert data["server"]["models"][0]["backend"] == "python" and data["remote"]["journal_status"] == "restored"
+    assert remote.served("sleepy") == before  # put back as it was served
+    assert (remote.repo / "sleepy" / "config.pbtxt").read_bytes() == repo_config  # nothing written there
+    winner = Path(data["remote"]["winner_config"])
+    assert winner == tmp_path / "out" / "winner" / "sleepy" / "config.pbtxt"
+    assert f"count: {data['winner']['instances']}" in winner.read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "not started by tritonkit" in report and "loaded back after the sweep" in report
+
+
+def test_apply_leaves_the_winner_loaded_and_restore_puts_the_served_config_back(remote: RemoteFixture,
+                                                                                tmp_path: Path) -> None:
+    before = remote.served("sleepy")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(out), "--apply",
+                                       "--instances", "2", "--concurrency", "4,8", "--repo", str(remote.repo)])
+    assert result.exit_code == 0, result.output
+    assert "sweep_remote" in result.output and "applied=True" in result.output and "--restore" in result.output
+    assert remote.served("sleepy").instance_group[0].count == 2 != before.instance_group[0].count
+    assert Journal.read(out).status == "applied"  # type: ignore[union-attr]
+    restored = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
+    assert restored.exit_code == 0, restored.output
+    assert remote.served("sleepy") == before and _served_as_journaled(remote, out).status == "restored"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("stage", ["first-variant", "report"])
+def test_an_interrupted_sweep_puts_the_served_config_back(remote: RemoteFixture, tmp_path: Path,
+                                                          signum: int, stage: str) -> None:
+    out = tmp_path / "out"
+    sweep = _start(remote, out)
+    if stage == "first-variant":
+        _wait_for(sweep, lambda: _measuring(out))
+    else:  # the search is over: the winner's config is written, then the restore and the report
+        _wait_for(sweep, lambda: (out / "winner").exists() or (out / "report.md").exists())
+    os.killpg(sweep.pid, signum)
+    output, _ = sweep.communicate(timeout=120)
+    assert "Traceback" not in output, output
+    assert sweep.returncode in (0, 2), output  # 0: the signal came after the sweep had finished its work
+    journal = _served_as_journaled(remote, out)
+    assert journal.status == "restored", output
+    assert not list(cmdlines(str(out)))  # no perf_analyzer left running
+
+
+@pytest.mark.parametrize("then", ["restore", "sweep-again"])
+def test_a_killed_sweep_leaves_its_journal_and_the_next_run_restores_first(remote: RemoteFixture, tmp_path: Path,
+                                                                           then: str) -> None:
+    out = tmp_path / "out"
+    before = remote.served("sleepy")
+    sweep = _start(remote, out, "--instances", "2")
+    _wait_for(sweep, lambda: _measuring(out) and _serves_other(remote, before))
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.communicate(timeout=30)
+    for pid, _ in cmdlines(str(out)):  # perf_analyzer in the killed group went with it
+        pytest.fail(f"process {pid} of the killed sweep still runs")
+    journal = Journal.read(out)
+    assert journal is not None and journal.status == "open" and journal.config("sleepy") == before
+    assert _serves_other(remote, before)  # the kill left the variant loaded (or the model unloaded)
+    if then == "restore":
+        result = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
+        assert result.exit_code == 0 and "restored" in result.output, result.output
+    else:
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert "did not put sleepy back; restoring first" in result.output
+    assert remote.served("sleepy") == before and _served_as_journaled(remote, out).status == "restored"
+
+
+def test_restore_into_the_folder_of_a_running_sweep_is_refused_and_that_sweep_puts_the_model_back(
+        remote: RemoteFixture, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    sweep = _start(remote, out, "--instances", "2")
+    _wait_for(sweep, lambda: _measuring(out))
+    result = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
+    assert result.exit_code == 2 and f"in use by another tritonkit process: pid {sweep.pid}" in result.output, \
+        result.output
+    output, _ = sweep.communicate(timeout=180)
+    assert sweep.returncode == 0, output
+    assert _served_as_journaled(remote, out).status == "restored"
+
+
+def test_a_server_without_explicit_model_control_is_refused_before_anything_is_loaded(tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo")
+    fixture = RemoteFixture(tmp_path / "repo", ["sleepy"], mode="none")
+    try:
+        stats = fixture.server.admin.statistics("sleepy")
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(fixture), *_grid(),
+                                           "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2, result.output
+        assert "runs without explicit model control" in result.output and "nothing was loaded" in result.output
+        assert "fix: start tritonserver with --model-control-mode=explicit" in result.output
+        assert not (tmp_path / "out" / "journal.json").exists()
+        assert fixture.server.admin.statistics("sleepy") == stats  # not one request
+    finally:
+        fixture.stop()
+
+
+def test_a_server_restarted_mid_sweep_is_a_clear_error_and_the_model_is_put_back(own_remote: RemoteFixture,
+                                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    before = own_remote.served("sleepy")
+    sweep = _start(own_remote, out, "--instances", "2")
+    _wait_for(sweep, lambda: _measuring(out))
+    own_remote.restart()
+    output, _ = sweep.communicate(timeout=180)
+    assert sweep.returncode == 2, output
+    assert ("restarted" in output or "stopped answering" in output) and "Traceback" not in output, output
+    assert own_remote.served("sleepy") == before and _served_as_journaled(own_remote, out).status == "restored"
+
+
+def test_a_remote_server_that_dies_mid_sweep_is_a_clear_error_and_the_journal_stays(own_remote: RemoteFixture,
+                                                                                    tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    sweep = _start(own_remote, out, "--restore-wait-s", "1", "--instances", "2")
+    # One variant finished and saved, the next one measuring.
+    _wait_for(sweep, lambda: bool(list(out.glob("variants/*/outcome.json"))) and _measuring(out))
+    saved = {path: path.read_bytes() for path in out.glob("variants/*/outcome.json")}
+    own_remote.stop()
+    output, _ = sweep.communicate(timeout=180)
+    assert sweep.returncode == 2 and "Traceback" not in output, output
+    assert "stopped answering" in output or "nothing answered" in output, output
+    assert "--restore --out" in output, output  # what to run once it is back
+    journal = Journal.read(out)
+    assert journal is not None and journal.status == "open"
+    assert not list(cmdlines(str(out)))  # no perf_analyzer left running
+    assert all(path.read_bytes() == data for path, data in saved.items())  # what was measured is kept
+
+
+def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remote: RemoteFixture,
+                                                                       tmp_path: Path) -> None:
+    before = own_remote.served("sleepy")
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(own_remote), *_grid(), "--instances", "1",
+                                       "--max-batch-size", "4,8", "--exhaustive", "--out", str(tmp_path / "out"),
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    refused = {v["variant"]["id"] if isinstance(v.get("variant"), dict) else v.get("id"): v for v in data["variants"]
+               if v["status"] == "load_failed"}
+    assert refused and all("does not fit" in str(v) for v in refused.values()), refused
+    assert data["counts"]["measured"] >= 1 and own_remote.served("sleepy") == before
+
+
+class _OtherClient:
+    """Another client of the remote: one request every ``every_s`` to ``sleepy``, errors ignored
+    (the model is unloaded between variants), on a thread, until stopped."""
+
+    def __init__(self, url: str, every_s: float = 0.02) -> None:
+        import tritonclient.grpc as grpcclient
+
+        self._client = grpcclient.InferenceServerClient(url)
+        self._input = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
+        self._input.set_data_from_numpy(np.zeros((1, 16), dtype=np.float32))
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self.sent = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            with contextlib.suppress(Exception):
+                self._client.infer("sleepy", [self._input])
+                self.sent += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._client.close()
+
+
+def test_other_clients_requests_during_a_step_are_counted_and_named_in_the_report(remote: RemoteFixture,
+                                                                                  tmp_path: Path) -> None:
+    other = _OtherClient(remote.url)
+    try:
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--instances", "2",
+                                           "--out", str(tmp_path / "out"), "--json"])
+    finally:
+        other.stop()
+    assert result.exit_code in (0, 1), result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    traffic = data["remote"]["other_traffic"]
+    assert other.sent > 0 and traffic and all(t["requests"] > 0 for t in traffic), (other.sent, traffic)
+    # Never more than the other client sent (the server's count less perf_analyzer's own).
+    assert sum(t["requests"] for t in traffic) <= other.sent
+    assert any("other clients sent" in w for w in data["warnings"])
+    assert "other clients sent" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_exclusive_refuses_to_measure_while_another_client_sends_and_puts_the_model_back(remote: RemoteFixture,
+                                                                                         tmp_path: Path) -> None:
+    before = remote.served("sleepy")
+    other = _OtherClient(remote.url)
+    try:
+        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--exclusive",
+                                           "--out", str(tmp_path / "out")])
+    finally:
+        other.stop()
+    assert result.exit_code == 2, result.output
+    assert "other clients are sending to 'sleepy'" in result.output and "--exclusive refuses" in result.output
+    assert remote.served("sleepy") == before
+
+
+def test_exclusive_measures_a_model_no_one_else_sends_to(remote: RemoteFixture, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--instances", "2",
+                                       "--exclusive", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["remote"]["other_traffic"] == [] and data["counts"]["measured"] >= 1
+
+
+def test_a_composing_model_is_swept_by_url_under_its_ensembles_load_and_both_are_put_back(tmp_path: Path) -> None:
+    from tests.perf.sweep.test_ensemble import ENSEMBLE_CONFIG, POST_CONFIG, POST_PY
+    from tests.support.pymodels import write_python_model
+
+    repo = tmp_path / "remote-repo"
+    write_sleepy(repo, "pre", window_us=None)
+    write_python_model(repo, "post", config_pbtxt=POST_CONFIG, model_py=POST_PY)
+    (repo / "ens" / "1").mkdir(parents=True)
+    (repo / "ens" / "config.pbtxt").write_text(ENSEMBLE_CONFIG.strip() + "\n")
+    fixture = RemoteFixture(repo, ["ens"])  # its composing models load with it
+    try:
+        before = {name: fixture.served(name) for name in ("pre", "ens", "post")}
+        result = CliRunner().invoke(main, ["perf", "sweep", "pre", "--target", "ens", *_by_url(fixture), *_grid(),
+                                           "--max-batch-size", "4", "--out", str(tmp_path / "out"), "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output[result.output.index("{"):])
+        assert data["target"] == "ens" and data["counts"]["measured"] >= 2
+        journal = Journal.read(tmp_path / "out")
+        assert journal is not None and set(journal.configs) == {"pre", "ens"} and journal.status == "restored"
+        assert {name: fixture.served(name) for name in ("pre", "ens", "post")} == before
+    finally:
+        fixture.stop()

@@ -1,0 +1,181 @@
+"""What a sweep by URL changes on a server it did not start, and putting it back.
+
+Before the first load, the config each swept model is served with (``get_model_config``: the
+config as the server completed it) is written to ``<sweep folder>/journal.json`` (atomically),
+with the server's URL and version. However the sweep ends — its result, an error, Ctrl-C,
+SIGTERM, the server restarted under it — each model is loaded again with its journaled config,
+the served config is read back and compared, and the journal is closed (``status``:
+``restored``, or ``applied`` when ``--apply`` left the winner loaded on purpose). A sweep killed
+with SIGKILL leaves the journal ``open``: the next sweep by URL into the same folder puts the
+models back before anything else, and ``perf sweep --url URL --restore --out DIR`` does only that.
+Nothing is ever written on the server's machine: the journal lives in the sweep folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonkit._fs import atomic_write, read_json
+from tritonkit.errors import ConfigError, ServerError, TritonKitError
+from tritonkit.server.remote import RemoteServer
+
+__all__ = ["JOURNAL_NAME", "STATUS_APPLIED", "STATUS_OPEN", "STATUS_RESTORED", "Journal", "restore",
+           "signals_held"]
+
+JOURNAL_NAME = "journal.json"
+STATUS_OPEN = "open"
+STATUS_RESTORED = "restored"
+STATUS_APPLIED = "applied"
+
+
+def _utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def config_dict(config: mc.ModelConfig) -> dict[str, Any]:
+    """``config`` as JSON-ready data (protobuf's JSON mapping, field names as in ``config.pbtxt``)."""
+    return json_format.MessageToDict(config, preserving_proto_field_name=True)
+
+
+def config_from(data: dict[str, Any], where: Path) -> mc.ModelConfig:
+    config = mc.ModelConfig()
+    try:
+        json_format.ParseDict(data, config)
+    except json_format.ParseError as exc:
+        raise ConfigError(f"{where}: a journaled config does not parse as a ModelConfig: {exc}",
+                          hint="the journal was edited or damaged; put the model back by hand (load its "
+                               "repository config) and delete the journal") from exc
+    return config
+
+
+@dataclass
+class Journal:
+    """The served configs a sweep by URL must put back (``configs``: model → served config)."""
+
+    path: Path
+    url: str
+    server_version: str
+    configs: dict[str, dict[str, Any]]
+    status: str = STATUS_OPEN
+    started_utc: str = field(default_factory=_utc)
+    pid: int = field(default_factory=os.getpid)
+    closed_utc: str | None = None
+    note: str = ""
+
+    @classmethod
+    def begin(cls, folder: Path, server: RemoteServer, configs: dict[str, mc.ModelConfig]) -> Journal:
+        """Write a new open journal of ``configs`` into ``folder`` (before anything is loaded)."""
+        journal = cls(path=Path(folder) / JOURNAL_NAME, url=server.grpc_url, server_version=server.version(),
+                      configs={model: config_dict(config) for model, config in configs.items()})
+        journal.write()
+        return journal
+
+    @classmethod
+    def read(cls, folder: Path) -> Journal | None:
+        """The journal in ``folder``, or ``None`` when there is none; a damaged one is a ``ConfigError``."""
+        path = Path(folder) / JOURNAL_NAME
+        if not path.exists():
+            return None
+        data = read_json(path, what="sweep journal", hint="it names the configs to put back on the server; "
+                         "restore the model by hand (load its repository config), then delete the file")
+        try:
+            return cls(path=path, url=str(data["url"]), server_version=str(data.get("server_version", "")),
+                       configs={str(k): dict(v) for k, v in data["configs"].items()}, status=str(data["status"]),
+                       started_utc=str(data.get("started_utc", "")), pid=int(data.get("pid", 0)),
+                       closed_utc=data.get("closed_utc"), note=str(data.get("note", "")))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{path} is not a sweep journal (missing or malformed {exc})",
+                              hint="restore the model by hand (load its repository config), then delete the file") \
+                from exc
+
+    @property
+    def open(self) -> bool:
+        return self.status == STATUS_OPEN
+
+    def config(self, model: str) -> mc.ModelConfig:
+        return config_from(self.configs[model], self.path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "server_version": self.server_version, "status": self.status,
+                "started_utc": self.started_utc, "pid": self.pid, "closed_utc": self.closed_utc,
+                "note": self.note, "configs": self.configs}
+
+    def write(self) -> None:
+        atomic_write(self.path, json.dumps(self.to_dict(), indent=2) + "\n")
+
+    def close(self, status: str, note: str) -> None:
+        """Mark the journal ``status`` (``restored`` / ``applied``) with ``note``, on disk."""
+        self.status, self.note, self.closed_utc = status, note, _utc()
+        self.write()
+
+
+def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None]) -> list[str]:
+    """Load each journaled model with its journaled config, check the server serves it so, and
+    close the journal as restored; the models put back. A model the server does not serve as
+    journaled afterwards is a ``ServerError`` (the journal stays open, naming what differs)."""
+    differs: list[str] = []
+    with signals_held():
+        for model in journal.configs:
+            config = journal.config(model)
+            server.load_model(model, config=config)
+            served = server.admin.model_config(model)
+            if served != config:
+                differs.append(model)
+        if differs:
+            journal.note = f"served config of {', '.join(differs)} differs from the journal after loading it back"
+            journal.write()
+            raise ServerError(f"tritonserver at {server.grpc_url}: {journal.note} ({journal.path})",
+                              hint="compare the served config with the journal's and load the right one by hand")
+        models = ", ".join(journal.configs)
+        journal.close(STATUS_RESTORED, f"{models} loaded again with the served config of {journal.started_utc}")
+    say(f"restored: {models} on {server.grpc_url} loaded again with the config it served before the sweep "
+        f"(journal {journal.path})")
+    return list(journal.configs)
+
+
+def restore_failed_hint(journal: Journal) -> str:
+    """What to run once the server answers again, to put the journaled models back."""
+    return (f"when the server answers again, run `tritonkit perf sweep --url {journal.url} --restore --out "
+            f"{journal.path.parent}` to load the journaled config back")
+
+
+def try_restore(server: RemoteServer, journal: Journal, say: Callable[[str], None]) -> TritonKitError | None:
+    """:func:`restore`, its failure returned rather than raised (the sweep's own error comes first)."""
+    try:
+        restore(server, journal, say)
+    except TritonKitError as exc:
+        say(f"could not put {', '.join(journal.configs)} back: {exc.message}; the journal is kept open "
+            f"({journal.path}): {restore_failed_hint(journal)}")
+        return exc
+    return None
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM wait: a second Ctrl-C must not cut a restore in half.
+    One that came is raised as ``KeyboardInterrupt`` after the block. Off the main thread, nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: came.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if came:
+        raise KeyboardInterrupt
