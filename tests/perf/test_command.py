@@ -171,4 +171,7 @@ def test_a_run_from_the_guessed_repository_derives_data_and_checks_answers_under
     runtime = PerfResult.load(tmp_path / "run" / "result.json").metadata.runtime
     assert runtime is not None and (runtime.backend, runtime.stand_in, runtime.engine) == ("python", True, "ONNX Runtime")
     assert runtime.server_version == server.version()
+    # The server's own facts, as its metadata lists them: the protocol extensions it speaks.
+    assert "model_repository" in runtime.server_extensions and "system_shared_memory" in runtime.server_extensions
+    assert runtime.runtime_library == ""  # the config names no runtime library: the backend's own
     assert "the python stand-in (tritonkit's model.py running ONNX Runtime" in (tmp_path / "run" / "report.md").read_text()

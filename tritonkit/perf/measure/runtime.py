@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,10 @@ class ServedRuntime(JsonDataclass):
     model served by tritonkit's python-backend ``model.py`` rather than Triton's onnxruntime backend.
     ``engine`` is what runs the model inside the backend when known (``"ONNX Runtime"``),
     ``engine_version`` its version (``None``: not known) and ``version_source`` where that came from.
+    For a server reached by URL, ``server_extensions`` are the protocol extensions its metadata
+    lists (``"system_shared_memory"``, ``"model_repository(unload_dependents)"``, …) and
+    ``runtime_library`` the config's ``runtime`` field (a backend library or a python-based
+    backend's ``model.py``), empty when the config names none.
     """
 
     backend: str
@@ -48,6 +52,8 @@ class ServedRuntime(JsonDataclass):
     engine: str | None = None
     engine_version: str | None = None
     version_source: str = ""
+    server_extensions: list[str] = field(default_factory=list)
+    runtime_library: str = ""
 
     def describe(self) -> str:
         """``onnxruntime backend, ONNX Runtime 1.19.2 (tritonserver 2.51.0)`` in one phrase."""
@@ -76,7 +82,7 @@ def runtime_of(config: mc.ModelConfig, server_version: str | None, *, backend_di
     backend = backend_of(config) or config.platform or "unknown"
     stand_in = backend == "python" and ONNX_FILE_PARAMETER in config.parameters
     runtime = ServedRuntime(backend=backend, platform=str(config.platform), server_version=server_version,
-                            stand_in=stand_in)
+                            stand_in=stand_in, runtime_library=str(config.runtime))
     if backend == "onnxruntime":
         runtime.engine = "ONNX Runtime"
         read = onnxruntime_library_version(backend_dir / "onnxruntime") if backend_dir is not None else None
@@ -117,7 +123,9 @@ def served_runtime(url: str, model: str, *, protocol: str = "grpc", version: str
         with contextlib.closing(ServerAdmin(url, protocol="grpc" if protocol == "grpc" else "http",
                                             timeout_s=timeout_s)) as admin:
             config = admin.model_config(model, version)
-            server_version = str(admin.server_metadata().get("version") or "") or None
+            metadata = admin.server_metadata()
     except (TritonKitError, OSError):
         return None
-    return runtime_of(config, server_version)
+    runtime = runtime_of(config, str(metadata.get("version") or "") or None)
+    runtime.server_extensions = [str(e) for e in metadata.get("extensions", [])]
+    return runtime
