@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import shutil
 import stat
@@ -33,6 +34,7 @@ __all__ = [
     "clean_stale_temps",
     "is_folder",
     "is_regular_file",
+    "non_finite_at",
     "open_user_file",
     "path_error",
     "path_exists",
@@ -278,19 +280,41 @@ def read_user_text(path: str | os.PathLike[str], *, what: str, hint: str | None 
                           hint=hint or "give a text file") from exc
 
 
-def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:
+def read_json(path: str | os.PathLike[str], *, what: str, hint: str, finite: bool = False) -> Any:
     """Parse the JSON file at ``path``; a missing, unreadable or malformed file is a ``ConfigError``.
 
     ``what`` names the file in the message (``"perf result"``), ``hint`` says what to pass instead.
+    ``finite``: a number that is not finite (``NaN``, ``Infinity``, ``1e999``: Python's reader takes
+    them, strict JSON has none) is a ``ConfigError`` naming where it stands in the file.
     """
     text = read_user_text(path, what=what, hint=hint)
     try:
-        return json.loads(text)
+        data = json.loads(text)
+        if finite:
+            where = non_finite_at(data)
+            if where is not None:
+                raise ConfigError(f"{what} {shown_path(path)}: {where} is not a finite number (NaN, Infinity or "
+                                  "past a float's range)", hint=f"write a real number there; {hint}")
+        return data
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{what} {shown_path(path)} is not valid JSON (line {exc.lineno}): {exc.msg}",
                           hint=hint) from exc
     except RecursionError:
         raise ConfigError(f"{what} {shown_path(path)} nests too deeply to read", hint=hint) from None
+
+
+def non_finite_at(data: Any, where: str = "") -> str | None:
+    """Where in ``data`` (parsed JSON) a number that is not finite stands (``'hidden_size'``,
+    ``'text_config'.'rope_theta'``, ``item 3``), or ``None`` when every number is finite."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (where or "the document")
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        step = repr(key) if isinstance(key, str) else f"item {key}"
+        found = non_finite_at(value, f"{where}.{step}" if where else step)
+        if found is not None:
+            return found
+    return None
 
 
 def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list[tuple[str, Any]]:

@@ -162,12 +162,15 @@ def show(path: Path, fmt: str) -> None:
     summaries = summarize_repository(path)
     if fmt == "json":
         echo_json({"repository": str(path), "models": [m.to_dict() for m in summaries]})
-        return
-    if not summaries:
+    elif not summaries:
         click.echo(f"{path}: no models")
-        return
-    for summary in summaries:
-        click.echo(summary.to_line())
+    else:
+        for summary in summaries:
+            click.echo(summary.to_line())
+    broken = [s.name for s in summaries if s.error is not None]
+    if broken:  # listed with their errors above; the status says the repository is not usable as it is
+        raise ConfigError(f"{path}: {len(broken)} model(s) whose config cannot be read: {', '.join(map(excerpt, broken))}",
+                          hint=f"see each one's error above; tritonkit repo lint {path} says what to fix")
 
 
 def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:

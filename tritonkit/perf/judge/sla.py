@@ -321,7 +321,9 @@ def _make_constraint(
     op = default_op if op_text is None else check_op(op_text, where)
     number = float(number_text)
     if not math.isfinite(number) or number < 0:
-        raise ConfigError(f"{where}: the limit for {metric} must be a finite number >= 0, not {number_text}")
+        shown = f"{abs(number):g}" if math.isfinite(number) else "50"
+        raise ConfigError(f"{where}: the limit for {metric} must be a finite number >= 0, not {number_text}",
+                          hint=f"write a limit of 0 or more, e.g. {metric}{default_op}{shown}{unit}")
     value = _convert(metric, number, unit, where)
     if spec.bound == "upper" and op in (">", ">="):
         raise ConfigError(
@@ -386,14 +388,23 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
         data = data["sla"]
     constraints: list[Constraint] = []
     if isinstance(data, str):
-        return _collect(parse_sla(data).constraints, where)
+        try:
+            return _collect(parse_sla(data).constraints, where)
+        except ConfigError as exc:
+            if _looks_like_sla(data):
+                raise  # an SLA with a mistake: its own term is quoted
+            # One line of a file that is not an SLA expression: never echo it (the file may be anything).
+            raise ConfigError(f"{where} holds one line of text that is not an SLA expression",
+                              hint=f"an SLA file holds a mapping (p99: 50ms), a list of expressions or one "
+                                   f"expression like '{_EXAMPLE}'") from exc
     if isinstance(data, list):
         for i, item in enumerate(data):
             if not isinstance(item, str):
                 raise ConfigError(
                     f"{where}: item {i} of the SLA list is not an expression", hint="write '- p99<=50ms'"
                 )
-            constraints.append(_parse_expression(item, f"{where}: item {i} {excerpt(item, 60)}"))
+            shown = f" {excerpt(item, 60)}" if _looks_like_sla(item) else " (not an SLA expression)"
+            constraints.append(_parse_expression(item, f"{where}: item {i}{shown}"))
     elif isinstance(data, Mapping):
         for key, raw in data.items():
             term_where = f"{where}: key {excerpt(str(key), 60)}"
@@ -417,6 +428,21 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
     if not constraints:
         raise ConfigError(f"{where}: the SLA has no constraints", hint="add e.g. 'p99: 50ms'")
     return _collect(constraints, where)
+
+
+def _looks_like_sla(text: str) -> bool:
+    """Whether ``text`` (read from a file) is SLA terms at all: each starts with a known metric. Text
+    that is not is never quoted in an error: the file given may be anything."""
+    names = [re.match(r"[A-Za-z_][A-Za-z0-9_-]*", t.strip()) for t in re.split(r"[,;]", text) if t.strip()]
+    return bool(names) and all(name is not None and _known_metric(name[0]) for name in names)
+
+
+def _known_metric(name: str) -> bool:
+    try:
+        _resolve_metric(name, "")
+    except ConfigError:
+        return False
+    return True
 
 
 def _unit_from_key(key: str) -> str:
@@ -452,8 +478,9 @@ def load_sla(source: str | Path) -> SLA:
         lines = [line for line in content.splitlines() if line.strip() and not line.lstrip().startswith("#")]
         if isinstance(data, str) and len(lines) > 1:
             # YAML reads any text as one string: lines of text are another file given by mistake.
+            # Its text is never echoed: the file may be anything (/etc/shadow given by mistake).
             raise ConfigError(f"SLA file {shown_path(path)} is not an SLA: {len(lines)} lines of text that are not "
-                              f"a mapping or a list (the first begins {excerpt(lines[0], 20)})",
+                              "a mapping or a list",
                               hint="an SLA file holds a mapping (p99: 50ms), a list of expressions or one expression")
         return _from_yaml_data(data, f"SLA file {shown_path(path)}")
     return parse_sla(text)
