@@ -200,3 +200,13 @@ def test_every_negative_sla_limit_has_a_fix_line(limit: str) -> None:
     result = CliRunner().invoke(main, ["perf", "run", "m", "--llm", "--sla", limit, "--dry-run"])
     assert result.exit_code == 2
     assert "  fix: write a limit of 0 or more" in result.output, result.output
+
+
+def test_a_folder_named_with_a_unicode_digit_is_not_a_version(tmp_path: Path) -> None:
+    """``'²'.isdigit()`` is true and ``int('²')`` raises: a version folder is ASCII digits or not a version."""
+    repo = Path(_repo(tmp_path))
+    (repo / "m" / "²").mkdir()
+    (repo / "m" / "١٢").mkdir()  # Arabic-Indic 12, which int() would read as 12
+    result = CliRunner().invoke(main, ["repo", "show", str(repo), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["models"][0]["versions"] == [1]

@@ -262,7 +262,7 @@ class Target:
 
 def is_version_name(name: str) -> bool:
     """Whether Triton reads a folder name as a version number."""
-    return name.isdigit() and str(int(name)) == name
+    return name.isascii() and name.isdigit() and str(int(name)) == name
 
 
 class ModelInfo:
