@@ -73,6 +73,7 @@ __all__ = [
     "ascii_int",
     "check_fields",
     "check_host_port",
+    "check_http_url",
     "check_text",
     "excerpt",
     "field_bounds",
@@ -192,6 +193,8 @@ class Bounds:
         stripped = text.strip()
         typed = excerpt(text if shown is None else shown)
         try:
+            if not stripped.isascii() or "_" in stripped:  # int() and float() read "١٢" and "1_0" as 12 and 10
+                raise ValueError(stripped)
             value: int | float = int(stripped, 10) if self.integer else float(stripped)
         except ValueError:
             raise self._error(where, typed, "not a whole number" if self.integer else "not a number") from None
@@ -325,6 +328,26 @@ def check_host_port(text: str, where: str, *, example: str = "127.0.0.1:8001") -
         raise ConfigError(f"{where} {excerpt(text)} is not host:port: {problem}",
                           hint=f"give HOST:PORT, an IPv6 host in brackets, e.g. {where} {example} or {where} [::1]:"
                                f"{example.rpartition(':')[2]}")
+    return text
+
+
+def check_http_url(text: str, where: str, *, example: str = "http://127.0.0.1:8002/metrics") -> str:
+    """``text`` when it is an ``http://`` or ``https://`` URL whose host (and port, if given) pass
+    :func:`host_port_problem`'s rules; else a :class:`ConfigError` naming ``where``."""
+    scheme, sep, rest = text.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0]
+    if not sep or scheme.lower() not in ("http", "https"):
+        problem: str | None = "not an http:// or https:// URL"
+    elif not netloc:
+        problem = "no host"
+    elif netloc.endswith("]") or ":" not in netloc.rsplit("]", 1)[-1]:
+        problem = _host_problem(netloc, "")  # no port: the scheme's own
+    else:
+        problem = host_port_problem(netloc)
+    if problem is None and any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
+        problem = "white space or a control character in it"
+    if problem is not None:
+        raise ConfigError(f"{where} {excerpt(text)}: {problem}", hint=f"give a URL like {where} {example}")
     return text
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tritonkit._fs import path_error
 from tritonkit._values import (
     TOLERANCE_PERCENT,
     Bounds,
@@ -183,6 +184,19 @@ class Words(click.ParamType):
         return value
 
 
+def harden_text_options(group: click.Group) -> None:
+    """Give every plain text option and argument of ``group``'s commands the :class:`Words` checks
+    (not empty, no control character, UTF-8), so a command added later gets them without asking:
+    ``--platform ''`` is an error, not "not given"."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            harden_text_options(command)
+            continue
+        for param in command.params:
+            if type(param.type) is click.types.StringParamType:
+                param.type = Words()
+
+
 class UserPath(click.Path):
     """``click.Path`` that also refuses what no file system path can be: an empty text (which
     would mean the current folder) and a NUL character; every command's path options use it."""
@@ -284,6 +298,13 @@ class ErrorHandlingGroup(click.Group):
         except click.UsageError as exc:
             report_usage_error(exc)
             ctx.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.filename is None:
+                raise  # not about a path: a bug to see whole
+            # A path the user gave that the system refused (--out /proc/x, a full disk): the one place
+            # an OSError a command did not translate itself becomes a message with a fix.
+            report_error(path_error(exc, "use the path"))
+            ctx.exit(EXIT_ERROR)
 
 
 def echo_json(data: Any) -> None:

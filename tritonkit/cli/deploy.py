@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from tritonkit._fs import path_error
-from tritonkit._values import COUNT, GPUS_PER_POD, RAY_WORKERS, excerpt
+from tritonkit._values import COUNT, GPUS_PER_POD, RAY_WORKERS, check_http_url, excerpt
 from tritonkit.cli._common import (
     CommandExit,
     ErrorHandlingGroup,
@@ -120,7 +120,7 @@ def deploy() -> None:
 @click.option("--grpc-ingress", "grpc_ingress_host", type=Words(example="triton.example.com"), default=None,
               help="Host name: add an ingress-nginx Ingress that balances gRPC calls over the pods.")
 @click.option("--ingress-tls-secret", type=Words(example="triton-tls"), default=None, help="TLS Secret of the gRPC Ingress [default: NAME-tls].")
-@click.option("--prometheus-url", type=Words(example="http://prometheus:9090"), default=K8sOptions.prometheus_url, show_default=True,
+@click.option("--prometheus-url", type=Words(check_http_url, example="http://prometheus:9090"), default=K8sOptions.prometheus_url, show_default=True,
               help="Prometheus that KServe's autoscaler (KEDA) queries (with --kserve).")
 @click.option("--kserve", is_flag=True, help="An InferenceService on KServe's Triton runtime instead.")
 @click.option("--server-version", default=None,

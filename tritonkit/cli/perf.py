@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from tritonkit._values import check_http_url
 from tritonkit.cli._common import (
     HOST_PORT,
     CommandExit,
@@ -159,7 +160,7 @@ def perf() -> None:
     help="While the load runs, compare a sample of responses with ONNX Runtime on the model file "
          "(needs --repo) and with the declared dtypes and shapes; wrong answers exit 1.",
 )
-@click.option("--metrics-url", type=Words(example="http://127.0.0.1:8002/metrics"), default=None,
+@click.option("--metrics-url", type=Words(check_http_url, example="http://127.0.0.1:8002/metrics"), default=None,
               help="Server /metrics URL to scrape during each step.")
 @_out_option("Run folder (default results/<UTC>-<model>); an earlier run there is resumed.")
 @click.option(
