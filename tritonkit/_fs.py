@@ -32,6 +32,7 @@ __all__ = [
     "atomic_folder",
     "atomic_write",
     "clean_stale_temps",
+    "expand_user",
     "is_folder",
     "is_regular_file",
     "non_finite_at",
@@ -69,10 +70,13 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     On any failure the temp file is removed and ``path`` is left as it was.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale_temps(target)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # named by the file asked for, not by the temp file beside it
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
@@ -301,6 +305,15 @@ def read_json(path: str | os.PathLike[str], *, what: str, hint: str, finite: boo
                           hint=hint) from exc
     except RecursionError:
         raise ConfigError(f"{what} {shown_path(path)} nests too deeply to read", hint=hint) from None
+
+
+def expand_user(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell does; a ``~name`` naming no user
+    (or ``~`` with no home) stays as written, as the shell leaves it, instead of ``RuntimeError``."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
 
 
 def non_finite_at(data: Any, where: str = "") -> str | None:

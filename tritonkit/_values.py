@@ -315,7 +315,14 @@ def host_port_problem(text: str) -> str | None:
     IPv6 address ends and the port begins."""
     if "://" in text:
         return "give host:port without a scheme"
-    host, sep, port = text.rpartition(":")
+    if text.startswith("[") and "]" in text:  # [IPv6]:PORT: the port is what follows the bracket
+        host, _, rest = text.partition("]")
+        host, sep, port = host + "]", rest[:1] == ":", rest[1:]
+        if rest and not sep:
+            return f"write [IPv6]:PORT, e.g. {host}:8001"
+    else:
+        host, sep_text, port = text.rpartition(":")
+        sep = bool(sep_text)
     if not sep or not host:
         return "a host and a port are both needed"
     return _host_problem(host, port) or port_problem(port)

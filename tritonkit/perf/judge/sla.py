@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 import yaml
 
-from tritonkit._fs import read_user_text, shown_path
+from tritonkit._fs import expand_user, read_user_text, shown_path
 from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.metric_registry import METRICS, Metric
@@ -461,7 +461,7 @@ def load_sla(source: str | Path) -> SLA:
     file; anything else is parsed with :func:`parse_sla`.
     """
     text = str(source)
-    path = Path(text).expanduser()
+    path = expand_user(text)
     looks_like_file = path.suffix.lower() in (".yaml", ".yml", ".json")
     if isinstance(source, Path) or looks_like_file or (text and _exists(path)):
         if not _exists(path):
