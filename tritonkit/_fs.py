@@ -71,6 +71,7 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """
     target = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    _refuse_special(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         clean_stale_temps(target)
@@ -88,6 +89,19 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _refuse_special(target: Path) -> None:
+    """Refuse to write over a FIFO, a device or a socket (``--out /dev/stdout``): the rename would
+    replace the node itself — as root, ``/dev/null`` for everyone — instead of writing into it."""
+    try:
+        mode = os.stat(target).st_mode
+    except (OSError, ValueError):
+        return  # nothing there (or a path that cannot be): the write itself says what is wrong
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise ConfigError(f"cannot write {shown_path(target)}: it is {_kind(mode)}, not a regular file",
+                          hint="give the path of a file to create or replace (or leave --out out where the "
+                               "command prints instead)")
 
 
 def atomic_folder(target: Path, fill: Callable[[Path], None], *, ready: Callable[[Path], bool], prefix: str) -> Path:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -77,7 +78,7 @@ MEANINGLESS_NUMBERS = ["nan", "inf", "-inf", "1e999", "²", "١٢", "0x10", "1,,
 MEANINGLESS_ADDRESSES = ["127.0.0.1:²", "::1:6379", ":", "a b:1", "h:0", "h:65536", "http://h:1", "[zz]:1",
                          "h:١٢", "127.0.0.1"]
 # Values that may mean something to some option: any answer but a traceback, a hang or a child.
-ODD_TEXT = ["-x", "'", '"', "$(touch pwned)", "../../etc/passwd", "p99<5ms", "x" * 5000, "²", "gpu:99999",
+ODD_TEXT = ["~0", "~nosuchuser/x", "-x", "'", '"', "$(touch pwned)", "../../etc/passwd", "p99<5ms", "x" * 5000, "²", "gpu:99999",
             "1000000000", "-1", "0", "1.5", "auto", "none", "8Gi", "1:1e9", "KEY=&a x"]
 ODD_NUMBERS = ["0", "-1", "1.5", "1e3", "1000000000", "2147483648", "65536", "99999999999999999999", "-1e400"]
 
@@ -109,12 +110,26 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     hf = tmp / "hf"
     hf.mkdir()
     (hf / "config.json").write_text(LLAMA)
-    os.mkfifo(tmp / "fifo")
-    (tmp / "file.txt").write_text("p99<=50ms\n")
-    (tmp / "dir").mkdir()
+    shutil.copytree(repo, tmp / "repo.orig")
     (tmp / "cwd").mkdir()
     return {"tmp": tmp, "backends": backends.parent, "marker": marker, "repo": str(repo), "hf": str(hf),
             "onnx": str(save(make_cnn(), tmp / "m.onnx")), "counter": [0]}
+
+
+def _restore(w: dict[str, Any]) -> None:
+    """The shared files as they were: a drawn --out or --repo may have replaced or filled one, and the
+    next invocation must see what its drawn value names (a FIFO is a FIFO)."""
+    tmp = w["tmp"]
+    for name in ("fifo", "file.txt", "dir", "repo"):
+        target = tmp / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+    os.mkfifo(tmp / "fifo")
+    (tmp / "file.txt").write_text("p99<=50ms\n")
+    (tmp / "dir").mkdir()
+    shutil.copytree(tmp / "repo.orig", tmp / "repo")
 
 
 def _base(path: tuple[str, ...], w: dict[str, Any], out: Path) -> list[str]:
@@ -204,13 +219,15 @@ def _values(param: click.Parameter, w: dict[str, Any]) -> st.SearchStrategy[str]
     if isinstance(kind, (UserPath, click.Path)):
         tmp = w["tmp"]
         paths = [str(tmp / "fifo"), str(w["backends"]), str(tmp / "file.txt"), str(tmp / "dir"),
-                 str(tmp / "missing"), "/proc/x", str(tmp / "new\nline"), str(tmp / _NOT_UTF8)]
+                 str(tmp / "missing"), "/proc/x", str(tmp / "new\nline"), str(tmp / _NOT_UTF8), "~0",
+                 "~nosuchuser/x"]
         return st.sampled_from(MEANINGLESS_TEXT + paths)
     if isinstance(kind, click.Choice):
         choices = [str(c) for c in kind.choices]
         return st.sampled_from(["", "NOPE", *(c + "\n" for c in choices), *(c.upper() + "X" for c in choices)])
-    if isinstance(kind, Words) or kind is click.STRING:
-        return st.sampled_from(MEANINGLESS_TEXT + ODD_TEXT) | text
+    files = [str(w["tmp"] / name) for name in ("fifo", "file.txt", "dir", "missing.yaml")]
+    if isinstance(kind, Words) or kind is click.STRING:  # many take a file too (--sla, --input-data)
+        return st.sampled_from(MEANINGLESS_TEXT + ODD_TEXT + files) | text
     return st.sampled_from(MEANINGLESS_TEXT) | text
 
 
@@ -245,6 +262,7 @@ def _watched(spawned: list[list[str]], folder: Path) -> Iterator[None]:
 
 def check_invocation(args: list[str], param: click.Parameter, value: str, w: dict[str, Any]) -> None:
     """Run ``tritonkit ARGS`` under watch and hold it to the invariants (module docstring)."""
+    _restore(w)
     spawned: list[list[str]] = []
     where = f"tritonkit {' '.join(ascii(a) if not a.isprintable() else a for a in args)}"
     try:

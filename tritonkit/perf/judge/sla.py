@@ -308,7 +308,8 @@ def _convert(metric: str, number: float, unit: str, where: str) -> float:
             hint="write errors==0, or error_rate<=1% for a share of requests",
         )
     if number != int(number):
-        raise ConfigError(f"{where}: '{metric}' is a count; {number:g} is not a whole number")
+        raise ConfigError(f"{where}: '{metric}' is a count; {number:g} is not a whole number",
+                          hint=f"write a whole number, e.g. {metric}<={math.floor(number):g}")
     return number
 
 
@@ -409,7 +410,9 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
         for key, raw in data.items():
             term_where = f"{where}: key {excerpt(str(key), 60)}"
             if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-                raise ConfigError(f"{term_where}: the value must be a number or a string like '<=50ms'")
+                raise ConfigError(f"{term_where}: the value must be a number or a string like '<=50ms'",
+                                  hint="an SLA file maps each metric to one limit, e.g. 'p99: 50ms' or "
+                                       "'throughput: \">=200/s\"'")
             match = _VALUE_RE.match(str(raw))
             if match is None:
                 raise ConfigError(
