@@ -133,6 +133,8 @@ CASES: list[Case] = [
      ("--concurrency-limit", "'1_0'")),
     ("empty-platform", lambda t: ["repo", "add", str(t / "out"), "--name", "x", "--backend", "python",
                                   "--platform", ""], ("--platform",)),
+    ("empty-text-where-the-default-is-empty", lambda t: ["repo", "add", str(t / "out"), "--name", "x", "--backend", "",
+                                                         "--platform", "ensemble"], ("--backend", "empty")),
     ("empty-plain-text-option", lambda t: ["deploy", "ray-cluster", "--image", "img:1", "--namespace", "",
                                            "--out", str(t / "out")], ("--namespace", "empty")),
     ("metrics-url-without-scheme", lambda t: ["perf", "run", "m", "--metrics-url", "127.0.0.1:8002", "--dry-run"],

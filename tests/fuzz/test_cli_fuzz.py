@@ -19,7 +19,9 @@ Invariants, for every invocation:
   the test, and the backends folder every command sees (``$TRITONKIT_BACKEND_DIR``, also drawn as
   a value for every path) holds a library whose constructor writes a marker if anything loads it.
 
-Bounded: :data:`EXAMPLES` drawn invocations (1000: about 10 s on a 2-core machine). ``TRITONKIT_FUZZ_EXAMPLES=5000
+Values that are fine alone can clash, so a fifth as many invocations again draw two to four
+options of one command together, each value sane or hostile. Bounded: :data:`EXAMPLES` drawn
+invocations (1000, and 200 combinations: about 30 s on a busy 2-core machine). ``TRITONKIT_FUZZ_EXAMPLES=5000
 TRITONKIT_FUZZ_SEED=7 python -m pytest tests/fuzz`` runs longer or elsewhere (docs/contributing.md).
 """
 
@@ -30,7 +32,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -231,6 +233,27 @@ def _values(param: click.Parameter, w: dict[str, Any]) -> st.SearchStrategy[str]
     return st.sampled_from(MEANINGLESS_TEXT) | text
 
 
+def _sane(param: click.Parameter, w: dict[str, Any]) -> st.SearchStrategy[str]:
+    """Values ``param`` takes alone (its example, its bounds' ends, its choices): drawn beside
+    others, so that combinations reach the checks between options, not only each one's own."""
+    kind = param.type
+    if isinstance(kind, Number):
+        b = kind.bounds
+        ends = [str(int(v) if b.integer else v) for v in (b.low, b.high) if v is not None
+                and not (v == b.low and b.low_open) and not (v == b.high and b.high_open)]
+        return st.sampled_from([b.example, *ends])
+    if isinstance(kind, click.Choice):
+        return st.sampled_from([str(c) for c in kind.choices])
+    if _is_address(param):
+        return st.sampled_from(["127.0.0.1:1", "[::1]:1"])
+    if _is_url(param):
+        return st.just("http://127.0.0.1:1/metrics")
+    if isinstance(kind, (UserPath, click.Path)):
+        return st.sampled_from([str(w["tmp"] / "dir"), str(w["tmp"] / "file.txt"), str(w["tmp"] / "new-out")])
+    example = getattr(kind, "example", "") or "x"
+    return st.sampled_from([example, "1", "x"])
+
+
 @contextlib.contextmanager
 def _watched(spawned: list[list[str]], folder: Path) -> Iterator[None]:
     """Forbidden children refused (and recorded), a time limit, and ``folder`` as the current one, for the block."""
@@ -247,7 +270,7 @@ def _watched(spawned: list[list[str]], folder: Path) -> Iterator[None]:
         raise _Hung(f"past {TIMEOUT_S} s")
 
     previous = signal.signal(signal.SIGALRM, hung)
-    subprocess.Popen.__init__ = guarded  # type: ignore[assignment,method-assign]
+    subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]
     signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S)
     here = os.getcwd()
     os.chdir(folder)  # a results/ folder a command writes where it runs lands in the fuzz's own
@@ -260,8 +283,10 @@ def _watched(spawned: list[list[str]], folder: Path) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def check_invocation(args: list[str], param: click.Parameter, value: str, w: dict[str, Any]) -> None:
-    """Run ``tritonkit ARGS`` under watch and hold it to the invariants (module docstring)."""
+def check_invocation(args: list[str], param: click.Parameter, value: str, w: dict[str, Any],
+                     more: Sequence[tuple[click.Parameter, str]] = ()) -> None:
+    """Run ``tritonkit ARGS`` under watch and hold it to the invariants (module docstring); ``more``:
+    further (option, value) pairs drawn into the same command line."""
     _restore(w)
     spawned: list[list[str]] = []
     where = f"tritonkit {' '.join(ascii(a) if not a.isprintable() else a for a in args)}"
@@ -280,8 +305,8 @@ def check_invocation(args: list[str], param: click.Parameter, value: str, w: dic
     if result.exit_code == 2:
         assert any(line.startswith("error: ") for line in lines), f"{where}: {result.output}"
         assert any(line.startswith("  fix: ") for line in lines), f"{where}: {result.output}"
-    if meaningless(param, value):
-        assert result.exit_code != 0, f"{where}: accepted {value!r}\n{result.output}"
+    if any(meaningless(p, v) for p, v in [(param, value), *more]):
+        assert result.exit_code != 0, f"{where}: accepted a meaningless value\n{result.output}"
 
 
 def test_the_pool_covers_every_command_and_its_options() -> None:
@@ -298,6 +323,46 @@ def test_hostile_values_for_every_option_end_in_a_status_never_a_traceback_a_han
     path, param = data.draw(st.sampled_from(PAIRS), label="parameter")
     value = data.draw(_values(param, world), label="value")
     check_invocation(_with_value(path, param, value, world), param, value, world)
+
+
+def _with_more(args: list[str], path: tuple[str, ...], more: Sequence[tuple[click.Parameter, str]]) -> list[str]:
+    """``args`` with further drawn options right after the command (each replacing a sane value it had)."""
+    rest = args[len(path):]
+    for param, _ in more:
+        names, kept, skip = set(param.opts), list[str](), False
+        for word in rest:
+            if skip:
+                skip = False
+            elif word in names:
+                skip = True
+            else:
+                kept.append(word)
+        rest = kept
+    drawn = [word for param, value in more for word in (_name(param), value)]
+    return [*path, *drawn, *rest]
+
+
+#: Commands whose options run through to the library (not PARSE_ONLY), by command: for combinations.
+RUN_OPTIONS = {path: [p for q, p in PAIRS if q == path and isinstance(p, click.Option)]
+               for path in COMMANDS if path not in PARSE_ONLY}
+
+
+@seed(SEED)
+@settings(max_examples=max(1, EXAMPLES // 5), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_several_hostile_options_at_once_end_in_a_status_never_a_traceback_a_hang_or_a_child(
+        world: dict[str, Any], data: st.DataObject) -> None:
+    """Values that are each fine alone can clash (--cluster with --clients, --object-store with
+    --worker-memory): two to four options of one command drawn together."""
+    path = data.draw(st.sampled_from(sorted(p for p, options in RUN_OPTIONS.items() if len(options) >= 2)),
+                     label="command")
+    params = data.draw(st.lists(st.sampled_from(RUN_OPTIONS[path]), min_size=2, max_size=4,
+                                unique_by=lambda p: p.name), label="options")
+    pairs = [(param, data.draw(_sane(param, world) | _values(param, world), label=_name(param))) for param in params]
+    (first, value), more = pairs[0], pairs[1:]
+    args = _with_more(_with_value(path, first, value, world), path, more)
+    check_invocation(args, first, value, world, more)
 
 
 @pytest.mark.parametrize("path", sorted(COMMANDS), ids=lambda p: " ".join(p))

@@ -160,6 +160,17 @@ def number(source: Bounds | type, field: str | None = None) -> Number:
     return Number(field_bounds(source, field))
 
 
+def _from_default(param: click.Parameter | None, ctx: click.Context | None, value: str) -> bool:
+    """Whether ``value`` is ``param``'s default rather than typed: ``--backend ''`` typed is the
+    user's empty text (refused) even where the default is ``""`` (not given)."""
+    if param is None or param.name is None:
+        return False
+    source = ctx.get_parameter_source(param.name) if ctx is not None else None
+    if source is None:
+        return value == param.default
+    return source in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+
+
 class Words(click.ParamType):
     """A text option that must not be empty (``--target ''``, ``repo init ''``) and, when ``check``
     is given, passes it (the library's own parser, raising ``ConfigError``); the text is kept as typed."""
@@ -172,7 +183,7 @@ class Words(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         """``value`` unchanged when it is a usable text; a :class:`ConfigError` otherwise."""
-        if not isinstance(value, str) or (param is not None and value == param.default):
+        if not isinstance(value, str) or _from_default(param, ctx, value):
             return value  # the option's own default ("" for "not set") is not the user's text
         where = option_name(param)
         if not value.strip():
