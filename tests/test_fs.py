@@ -176,3 +176,14 @@ def test_json_nested_too_deep_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ConfigError, match="nests too deeply|not valid JSON"):
         read_json(path, what="saved plan", hint="pass the plan JSON")
+
+
+def test_atomic_write_refuses_to_replace_a_fifo_and_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """Writing over a FIFO or a device would replace the node itself (``--out /dev/stdout``; as root
+    ``/dev/null`` for everyone): refused, naming it, and the node stays."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="is a FIFO") as caught:
+        atomic_write(fifo, "data")
+    assert caught.value.hint
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]

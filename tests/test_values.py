@@ -93,3 +93,64 @@ def test_limits_are_the_real_ones_where_there_is_one() -> None:
             FRACTION.parse(bad, "--kv-cache-fraction")
     assert COUNT.describe() == "a whole number from 1 to 2147483647"
     assert SECONDS.describe() == "a number of seconds > 0 and ≤ 2592000"
+
+
+# ---- addresses, text and numbers as typed: the one home every option and file reader uses ----------
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("127.0.0.1:8001", None), ("[::1]:6379", None), ("[fe80::1%eth0]:1", None), ("node-1.example_x:65535", None),
+    ("127.0.0.1:²", "ASCII digits"), ("h:١٢", "ASCII digits"), ("h:0", "1 to 65535"), ("h:65536", "1 to 65535"),
+    ("::1:6379", "[::1]:6379"), ("[::1]", "both needed"), ("[::1]x", "[IPv6]:PORT"), ("[zz]:1", "not an IPv6 address"), (":", "both needed"),
+    ("a b:1", "not a host name"), ("http://h:1", "without a scheme"), ("h", "both needed"), ("-h:1", "not a host"),
+])
+def test_host_port_problem_names_what_is_wrong(text: str, problem: str | None) -> None:
+    from tritonkit._values import host_port_problem
+
+    found = host_port_problem(text)
+    assert (found is None) if problem is None else (found is not None and problem in found), found
+
+
+@pytest.mark.parametrize("text", ["12", "0", "65535"])
+def test_ascii_int_reads_ascii_digits(text: str) -> None:
+    from tritonkit._values import ascii_int
+
+    assert ascii_int(text) == int(text)
+
+
+@pytest.mark.parametrize("text", ["²", "١٢", "1_0", "", " 1", "+1", "-1", "1.0", "0x1"])
+def test_ascii_int_refuses_anything_else(text: str) -> None:
+    from tritonkit._values import ascii_int
+
+    assert ascii_int(text) is None
+
+
+@pytest.mark.parametrize("text", ["١٢", "1_000", "²", "1e3_0"])
+def test_a_number_in_other_digits_or_with_underscores_is_refused_as_typed(text: str) -> None:
+    with pytest.raises(ConfigError, match="--x"):
+        COUNT.parse(text, "--x")
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("fine name", None), ("café", None), ("²", None), ("caf\udce9", "not UTF-8"), ("a\nb", "control character"),
+    ("a\x1bb", "control character"), ("a\u2028b", "control character"), ("a\0b", "control character"),
+])
+def test_text_problem_refuses_bytes_that_were_not_utf8_and_control_characters(text: str, problem: str | None) -> None:
+    from tritonkit._values import text_problem
+
+    found = text_problem(text)
+    assert (found is None) if problem is None else (found is not None and problem in found), found
+
+
+@pytest.mark.parametrize(("text", "ok"), [
+    ("http://127.0.0.1:8002/metrics", True), ("https://[::1]:1/x", True), ("http://prometheus.monitoring:9090", True),
+    ("http://h", True), ("127.0.0.1:8002", False), ("ftp://h/x", False), ("http://", False), ("http://h:²/", False),
+    ("http://::1:8002/metrics", False), ("http://h:0/", False), ("http://a b/", False), ("http://h/a\nb", False),
+])
+def test_check_http_url(text: str, ok: bool) -> None:
+    from tritonkit._values import check_http_url
+
+    if ok:
+        assert check_http_url(text, "--metrics-url") == text
+    else:
+        with pytest.raises(ConfigError, match="--metrics-url"):
+            check_http_url(text, "--metrics-url")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import shutil
 import stat
@@ -31,8 +32,10 @@ __all__ = [
     "atomic_folder",
     "atomic_write",
     "clean_stale_temps",
+    "expand_user",
     "is_folder",
     "is_regular_file",
+    "non_finite_at",
     "open_user_file",
     "path_error",
     "path_exists",
@@ -67,10 +70,14 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     On any failure the temp file is removed and ``path`` is left as it was.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale_temps(target)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
+    _refuse_special(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # named by the file asked for, not by the temp file beside it
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
@@ -82,6 +89,19 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _refuse_special(target: Path) -> None:
+    """Refuse to write over a FIFO, a device or a socket (``--out /dev/stdout``): the rename would
+    replace the node itself — as root, ``/dev/null`` for everyone — instead of writing into it."""
+    try:
+        mode = os.stat(target).st_mode
+    except (OSError, ValueError):
+        return  # nothing there (or a path that cannot be): the write itself says what is wrong
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise ConfigError(f"cannot write {shown_path(target)}: it is {_kind(mode)}, not a regular file",
+                          hint="give the path of a file to create or replace (or leave --out out where the "
+                               "command prints instead)")
 
 
 def atomic_folder(target: Path, fill: Callable[[Path], None], *, ready: Callable[[Path], bool], prefix: str) -> Path:
@@ -278,19 +298,50 @@ def read_user_text(path: str | os.PathLike[str], *, what: str, hint: str | None 
                           hint=hint or "give a text file") from exc
 
 
-def read_json(path: str | os.PathLike[str], *, what: str, hint: str) -> Any:
+def read_json(path: str | os.PathLike[str], *, what: str, hint: str, finite: bool = False) -> Any:
     """Parse the JSON file at ``path``; a missing, unreadable or malformed file is a ``ConfigError``.
 
     ``what`` names the file in the message (``"perf result"``), ``hint`` says what to pass instead.
+    ``finite``: a number that is not finite (``NaN``, ``Infinity``, ``1e999``: Python's reader takes
+    them, strict JSON has none) is a ``ConfigError`` naming where it stands in the file.
     """
     text = read_user_text(path, what=what, hint=hint)
     try:
-        return json.loads(text)
+        data = json.loads(text)
+        if finite:
+            where = non_finite_at(data)
+            if where is not None:
+                raise ConfigError(f"{what} {shown_path(path)}: {where} is not a finite number (NaN, Infinity or "
+                                  "past a float's range)", hint=f"write a real number there; {hint}")
+        return data
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{what} {shown_path(path)} is not valid JSON (line {exc.lineno}): {exc.msg}",
                           hint=hint) from exc
     except RecursionError:
         raise ConfigError(f"{what} {shown_path(path)} nests too deeply to read", hint=hint) from None
+
+
+def expand_user(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell does; a ``~name`` naming no user
+    (or ``~`` with no home) stays as written, as the shell leaves it, instead of ``RuntimeError``."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
+
+
+def non_finite_at(data: Any, where: str = "") -> str | None:
+    """Where in ``data`` (parsed JSON) a number that is not finite stands (``'hidden_size'``,
+    ``'text_config'.'rope_theta'``, ``item 3``), or ``None`` when every number is finite."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (where or "the document")
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        step = repr(key) if isinstance(key, str) else f"item {key}"
+        found = non_finite_at(value, f"{where}.{step}" if where else step)
+        if found is not None:
+            return found
+    return None
 
 
 def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list[tuple[str, Any]]:

@@ -17,8 +17,11 @@ a typo (``--concurrency 1:1e9``, ``--gpus 1000``) is an error instead of a plan 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import numbers
+import re
+import unicodedata
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
@@ -33,6 +36,10 @@ __all__ = [
     "GPUS_PER_POD",
     "INT32_MAX",
     "INT64_MAX",
+    "INSTANCES",
+    "MAX_CLIENT_NODES",
+    "MAX_INSTANCES",
+    "MAX_RAY_WORKERS",
     "MAX_CONCURRENCY",
     "MAX_GPUS",
     "MAX_GPUS_PER_POD",
@@ -41,6 +48,9 @@ __all__ = [
     "MAX_REQUEST_RATE_PER_S",
     "MAX_SECONDS",
     "NON_NEGATIVE",
+    "CLIENT_NODES",
+    "PORT",
+    "RAY_WORKERS",
     "PARALLEL",
     "POSITIVE",
     "PROMPTS",
@@ -60,10 +70,17 @@ __all__ = [
     "Bounds",
     "bounded",
     "check_choice",
+    "ascii_int",
     "check_fields",
+    "check_host_port",
+    "check_http_url",
+    "check_text",
     "excerpt",
     "field_bounds",
     "field_default",
+    "host_port_problem",
+    "port_problem",
+    "text_problem",
 ]
 
 #: protobuf's ``int32`` and ``int64`` (Triton's config fields of those types).
@@ -83,6 +100,20 @@ MAX_LADDER_LEVELS = 64
 MAX_GPUS_PER_POD = 16
 #: GPUs one deployment spans (tensor × pipeline parallelism, GPU ids).
 MAX_GPUS = 4096
+
+#: Instances of one model on one machine (Triton's ``count``, per GPU for KIND_GPU). Each holds its
+#: own copy of the model and its own thread or process; the largest machines have a few hundred
+#: cores, so more than 1024 instances of one model is a typo, not a configuration.
+MAX_INSTANCES = 1024
+#: Load-generating nodes of one ``perf run --cluster`` step. Each runs its own perf_analyzer on a
+#: node of its own with at least one request in flight, and the driver merges every client's
+#: requests per step: 256 such nodes already drive more connections than one Triton endpoint's
+#: frontends serve, so a larger count is a typo (``--clients 1000000``).
+MAX_CLIENT_NODES = 256
+#: Workers of one KubeRay worker group. Each runs one model's sweep (its own tritonserver and
+#: perf_analyzer) at a time, all driven from one head; a thousand sweeps at once is already far
+#: past the models one repository holds, so more is a typo (``--gpu-workers 1000000000``).
+MAX_RAY_WORKERS = 1000
 
 _FIELD_KEY = "tritonkit.bounds"
 _OPTIONAL_KEY = "tritonkit.optional"
@@ -162,6 +193,8 @@ class Bounds:
         stripped = text.strip()
         typed = excerpt(text if shown is None else shown)
         try:
+            if not stripped.isascii() or "_" in stripped:  # int() and float() read "١٢" and "1_0" as 12 and 10
+                raise ValueError(stripped)
             value: int | float = int(stripped, 10) if self.integer else float(stripped)
         except ValueError:
             raise self._error(where, typed, "not a whole number" if self.integer else "not a number") from None
@@ -229,6 +262,123 @@ MAX_REQUESTS = 100_000
 REQUESTS = Bounds(integer=True, low=1, high=MAX_REQUESTS, example="32")
 #: Synthetic prompts generated up front (each held in memory for the whole run).
 PROMPTS = Bounds(integer=True, low=1, high=100_000, example="100")
+#: A TCP port (16 bits; 0 means "any port", which no one can connect to).
+PORT = Bounds(integer=True, low=1, high=65535, noun="port number", example="8001")
+#: Instances of one model (see :data:`MAX_INSTANCES`).
+INSTANCES = Bounds(integer=True, low=1, high=MAX_INSTANCES, example="2")
+#: Load-generating nodes of one cluster run (see :data:`MAX_CLIENT_NODES`).
+CLIENT_NODES = Bounds(integer=True, low=1, high=MAX_CLIENT_NODES, example="4")
+#: Workers of one KubeRay worker group, none allowed (see :data:`MAX_RAY_WORKERS`).
+RAY_WORKERS = Bounds(integer=True, low=0, high=MAX_RAY_WORKERS, example="4")
+
+
+def ascii_int(text: str) -> int | None:
+    """The whole number ``text`` spells in ASCII digits only, or ``None``.
+
+    ``str.isdigit`` is true for ``²`` (which ``int`` refuses) and ``int`` reads ``١٢`` (Arabic-Indic
+    digits) as 12: a port, a version folder or a GPU id is written in ASCII digits or not at all."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def port_problem(port: str) -> str | None:
+    """What is wrong with ``port`` as a TCP port, or ``None``."""
+    number = ascii_int(port)
+    if number is None or not 1 <= number <= 65535:
+        return f"port {excerpt(port) if port else '(none)'} is not a number from 1 to 65535 in ASCII digits"
+    return None
+
+
+#: A host name or an IPv4 address: letters, digits, ``.``, ``-`` and ``_`` (as DNS and /etc/hosts hold).
+_HOST_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
+
+
+def _host_problem(host: str, port: str) -> str | None:
+    if host.startswith("[") or host.endswith("]"):
+        inner = host[1:-1].partition("%")[0] if host.startswith("[") and host.endswith("]") else ""
+        try:
+            ipaddress.IPv6Address(inner)
+        except ValueError:
+            return f"{excerpt(host)} is not an IPv6 address in brackets, e.g. [::1]:{port or 8001}"
+        return None
+    if ":" in host:
+        return f"write an IPv6 host in brackets, e.g. [{host}]:{port}" if not port_problem(port) \
+            else "write an IPv6 host in brackets, e.g. [::1]:8001"
+    if not _HOST_RE.fullmatch(host):
+        return f"host {excerpt(host)} is not a host name or an IP address"
+    return None
+
+
+def host_port_problem(text: str) -> str | None:
+    """What is wrong with ``text`` as ``HOST:PORT`` (an IPv6 host in brackets), or ``None``.
+
+    ``::1:6379`` is refused with the fix ``[::1]:6379``: without brackets nobody can tell where an
+    IPv6 address ends and the port begins."""
+    if "://" in text:
+        return "give host:port without a scheme"
+    if text.startswith("[") and "]" in text:  # [IPv6]:PORT: the port is what follows the bracket
+        host, _, rest = text.partition("]")
+        host, sep, port = host + "]", rest[:1] == ":", rest[1:]
+        if rest and not sep:
+            return f"write [IPv6]:PORT, e.g. {host}:8001"
+    else:
+        host, sep_text, port = text.rpartition(":")
+        sep = bool(sep_text)
+    if not sep or not host:
+        return "a host and a port are both needed"
+    return _host_problem(host, port) or port_problem(port)
+
+
+def check_host_port(text: str, where: str, *, example: str = "127.0.0.1:8001") -> str:
+    """``text`` when it is a usable ``HOST:PORT``; else a :class:`ConfigError` naming ``where``."""
+    problem = host_port_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{where} {excerpt(text)} is not host:port: {problem}",
+                          hint=f"give HOST:PORT, an IPv6 host in brackets, e.g. {where} {example} or {where} [::1]:"
+                               f"{example.rpartition(':')[2]}")
+    return text
+
+
+def check_http_url(text: str, where: str, *, example: str = "http://127.0.0.1:8002/metrics") -> str:
+    """``text`` when it is an ``http://`` or ``https://`` URL whose host (and port, if given) pass
+    :func:`host_port_problem`'s rules; else a :class:`ConfigError` naming ``where``."""
+    scheme, sep, rest = text.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0]
+    if not sep or scheme.lower() not in ("http", "https"):
+        problem: str | None = "not an http:// or https:// URL"
+    elif not netloc:
+        problem = "no host"
+    elif netloc.endswith("]") or ":" not in netloc.rsplit("]", 1)[-1]:
+        problem = _host_problem(netloc, "")  # no port: the scheme's own
+    else:
+        problem = host_port_problem(netloc)
+    if problem is None and any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
+        problem = "white space or a control character in it"
+    if problem is not None:
+        raise ConfigError(f"{where} {excerpt(text)}: {problem}", hint=f"give a URL like {where} {example}")
+    return text
+
+
+def text_problem(text: str) -> str | None:
+    """What makes ``text`` (a word or a path from a command line) unusable, or ``None``: bytes that
+    are not UTF-8 (Python keeps them as surrogate escapes, which no file or terminal can write)
+    and control characters (a newline forges a line of every file and log the text reaches)."""
+    if any("\udc80" <= c <= "\udcff" for c in text):
+        return "is not UTF-8 text"
+    control = next((c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
+    if control is not None:
+        return f"holds the control character {control!r}"
+    return None
+
+
+def check_text(text: str, where: str) -> str:
+    """``text`` when :func:`text_problem` finds nothing; else a :class:`ConfigError` naming ``where``."""
+    problem = text_problem(text)
+    if problem is not None:
+        shown = ascii(text) if len(text) <= 40 else ascii(text[:39]) + "…"
+        raise ConfigError(f"{where} {shown} {problem}",
+                          hint="give it in UTF-8 without control characters (a terminal's locale, or "
+                               "$'…' quoting in a script, may have put them there)")
+    return text
 
 
 def bounded(default: Any, bounds: Bounds, *, optional: bool = False) -> Any:

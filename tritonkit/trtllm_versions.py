@@ -384,8 +384,9 @@ _LINE = re.compile(r"^\s*v?([0-9]+)\.([0-9]+)(?:\.[0-9]+)?(?:[a-z]+[0-9]*)?(?:[.
 def find_interface(version: str) -> TrtllmInterface | None:
     """The line ``version`` (``0.19.0``, ``1.2.1``, ``1.3.0rc2``, ``main``…) belongs to.
 
-    A version after the newest release line (1.3 pre-releases, 2.x) is ``main``; an older one not
-    in the matrix (0.16) gives ``None``.
+    A version of the line main is becoming (the next minor, 1.3 pre-releases, or the next major's
+    first, 2.0) is ``main``; one past those (9.9: no such release is being made) or older than the
+    matrix (0.16) gives ``None``.
     """
     if version.strip() == "main":
         return TRTLLM_INTERFACES["main"]
@@ -393,14 +394,15 @@ def find_interface(version: str) -> TrtllmInterface | None:
     if match is None:
         return None
     major, minor = int(match.group(1)), int(match.group(2))
-    if (major, minor) > _NEWEST_RELEASE:
+    if (major, minor) in ((_NEWEST_RELEASE[0], _NEWEST_RELEASE[1] + 1), (_NEWEST_RELEASE[0] + 1, 0)):
         return TRTLLM_INTERFACES["main"]
     return TRTLLM_INTERFACES.get(f"{major}.{minor}")
 
 
 def _unknown(value: str, origin: str) -> ConfigError:
     return ConfigError(f"TensorRT-LLM {value} ({origin}) is not in the supported matrix "
-                       f"({', '.join(SUPPORTED_TRTLLM_VERSIONS)}; later versions are served as main)",
+                       f"({', '.join(SUPPORTED_TRTLLM_VERSIONS)}; the next line, {_NEWEST_RELEASE[0]}.{_NEWEST_RELEASE[1] + 1} or "
+                       f"{_NEWEST_RELEASE[0] + 1}.0, is served as main)",
                        hint="pass --trtllm-version with one of the supported lines (the one your serving "
                             "container ships)")
 

@@ -13,7 +13,6 @@ Fixed seed (``derandomize``), bounded examples: a few seconds.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import click
 import pytest
@@ -21,6 +20,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.cli_tree import leaves as _leaves
+from tests.support.cli_tree import written_name as _name
 from tritonkit.cli import main
 from tritonkit.cli._common import HostPort, Number, UserPath, Words
 
@@ -32,18 +33,7 @@ BAD_LEVELS = ["nan", "inf", "1:1e9", "0", "-1", "1:1e9:1", "a,b", "1,,nan", "8:1
 BAD_NAMES = ["a\nb", "a/b", "..", ".hidden", "a\tb", "x\x7f"]
 
 
-def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
-        if isinstance(command, click.Group):
-            yield from _leaves(command, (*prefix, name))
-        else:
-            yield (*prefix, name), command
 
-
-def _name(param: click.Parameter) -> str:
-    if isinstance(param, click.Option):
-        return max(param.opts, key=len)
-    return param.human_readable_name
 
 
 def _bad_numbers(number: Number) -> list[str]:

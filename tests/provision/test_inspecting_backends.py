@@ -8,7 +8,6 @@ skipped); the ONNX Runtime library is the installed wheel's own."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,38 +18,12 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.onnx_models import make_cnn, save
+from tests.support.planted import planted_library as _planted_library
 from tests.support.pymodels import write_add_sub
 from tritonkit.cli import main
 from tritonkit.provision._elf import symbol_versions
 from tritonkit.provision.backends import backend_info, onnxruntime_library_version
 from tritonkit.server import TritonServer
-
-_PLANTED = r"""
-#include <stdio.h>
-const char decoy[] = "VERS_9.9.9 1.2.3";
-__attribute__((constructor)) static void planted(void) {
-    FILE *f = fopen("%s", "w");
-    if (f) { fputs("ran", f); fclose(f); }
-}
-int OrtGetApiBase(void) { return 0; }
-"""
-
-
-def _planted_library(tmp_path: Path, *, version_script: str | None) -> tuple[Path, Path]:
-    """A shared object whose constructor writes ``ran`` when anything loads it, and the file it would write."""
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler (cc) here to build the planted library")
-    source, marker = tmp_path / "planted.c", tmp_path / "constructor-ran"
-    source.write_text(_PLANTED % marker)
-    folder = tmp_path / "backends" / "onnxruntime"
-    folder.mkdir(parents=True)
-    argv = ["cc", "-shared", "-fPIC", "-o", str(folder / "libonnxruntime.so"), str(source)]
-    if version_script is not None:
-        (tmp_path / "symbols.map").write_text(version_script)
-        argv.append(f"-Wl,--version-script={tmp_path / 'symbols.map'}")
-    subprocess.run(argv, check=True, capture_output=True)
-    (folder / "libtriton_onnxruntime.so").write_bytes(b"")
-    return folder, marker
 
 
 def test_a_planted_librarys_version_is_read_from_its_symbol_versions_and_its_constructor_never_runs(

@@ -77,14 +77,18 @@ def test_show_lists_models_and_prints_one_config(tmp_path: Path) -> None:
     assert code == 0 and out.startswith('name: "add_one"\n')
 
 
-def test_show_names_a_model_whose_config_does_not_parse_and_goes_on(tmp_path: Path) -> None:
+def test_show_names_a_model_whose_config_does_not_parse_goes_on_and_exits_2(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     _add_one(repo, tmp_path)
     (repo / "broken" / "1").mkdir(parents=True)
     (repo / "broken" / "config.pbtxt").write_text("name: \"broken\"\nmax_batch_size: [\n")
     code, out = _run("repo", "show", str(repo))
-    assert code == 0 and "broken" in out and "ERROR" in out and "add_one" in out
-    rows = {row["name"]: row for row in json.loads(_run("repo", "show", str(repo), "--format", "json")[1])["models"]}
+    # Every model is listed, the broken one with its error; the status says the repository is broken.
+    assert code == 2 and "broken" in out and "ERROR" in out and "add_one" in out
+    assert "error: " in out and "1 model(s) whose config cannot be read: 'broken'" in out and "  fix: " in out
+    shown = CliRunner().invoke(main, ["repo", "show", str(repo), "--format", "json"])
+    assert shown.exit_code == 2
+    rows = {row["name"]: row for row in json.loads(shown.stdout)["models"]}
     assert rows["broken"]["versions"] == [1] and "error" in rows["broken"] and "backend" not in rows["broken"]
     assert rows["add_one"]["instances"] == 1 and rows["add_one"]["default_instances"] is True and rows["add_one"]["window_us"] == 5000
 

@@ -218,8 +218,10 @@ def target_onnxruntime(runtime: str, *, server_version: str | None = None,
 
     try:
         backend = locate_server(server_bin, backend_dir=backend_dir).backend("onnxruntime")
+    except ConfigError:
+        raise  # a backends folder named that is not one (--backend-dir /missing) is refused, as lint refuses it
     except TritonKitError:
-        backend = None
+        backend = None  # no server here: the newest release's runtime, said so
     if backend is None or backend.runtime_version is None:
         fact = onnxruntime_for_release(NEWEST_LINE)
         return fact.onnxruntime, (f"Triton {fact.line}'s onnxruntime backend (the newest release tritonkit knows; "

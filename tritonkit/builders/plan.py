@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tritonkit._values import COUNT, PROTO_INT32, bounded, check_fields
+from tritonkit._values import COUNT, INSTANCES, PROTO_INT32, bounded, check_fields
 from tritonkit.builders.batch_axis import BatchAxis
 from tritonkit.errors import BuildError, ConfigError
 from tritonkit.repository import DEFAULT_WINDOW, WINDOW_RANGE_US, format_duration_us, to_microseconds
@@ -64,7 +64,7 @@ class BuildOptions:
     batch_window: str | None = None
     batch_window_us: int | None = None
     preferred_batch_sizes: tuple[int, ...] = ()
-    instances: int = bounded(DEFAULT_INSTANCES, COUNT)
+    instances: int = bounded(DEFAULT_INSTANCES, INSTANCES)
     kind: str = DEFAULT_INSTANCE_KIND
     max_queue_size: int = bounded(DEFAULT_MAX_QUEUE_SIZE, PROTO_INT32)
     batch_axis: bool | None = None

@@ -138,7 +138,7 @@ class StagedModel:
 
     def next_free_version(self) -> int:
         """The version after the highest one present (1 for a new model)."""
-        present = [int(p.name) for p in self.target.iterdir() if p.name.isdigit()] if self.target.is_dir() else []
+        present = [int(p.name) for p in self.target.iterdir() if p.name.isascii() and p.name.isdigit()] if self.target.is_dir() else []
         return max(present, default=0) + 1
 
     def existing_config_path(self) -> Path | None:
@@ -215,7 +215,7 @@ class StagedModel:
                 continue
             marker = folder / "version"
             number = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
-            if where is None and (folder / "replaced").is_dir() and number.isdigit() \
+            if where is None and (folder / "replaced").is_dir() and number.isascii() and number.isdigit() \
                     and not (self.target / number).exists():
                 os.replace(folder / "replaced", self.target / number)
             shutil.rmtree(folder, ignore_errors=True)

@@ -14,7 +14,16 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit._values import TOLERANCE_PERCENT, Bounds, excerpt, field_bounds
+from tritonkit._fs import path_error
+from tritonkit._values import (
+    TOLERANCE_PERCENT,
+    Bounds,
+    check_host_port,
+    check_text,
+    excerpt,
+    field_bounds,
+    host_port_problem,  # noqa: F401 (re-exported: the help test checks its examples)
+)
 from tritonkit.errors import CommandExit, ConfigError, TritonKitError
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
 from tritonkit.provision.server import BACKEND_DIR_ENV, SERVER_BIN_ENV
@@ -78,35 +87,23 @@ def local_server_options(bin_purpose: str, dir_purpose: str) -> Callable[[_Comma
 
 
 class HostPort(click.ParamType):
-    """A ``host:port`` option (``127.0.0.1:8001``, ``[::1]:8001``), checked when it is parsed.
+    """A ``host:port`` option (``127.0.0.1:8001``, ``[::1]:8001``), checked when it is parsed by
+    :func:`tritonkit._values.check_host_port`, the one check every address goes through.
 
-    A port outside 1–65535 or a missing host is refused at once, naming the option, rather than
-    failing later as "cannot reach the server".
+    A port outside 1–65535 (or not in ASCII digits), a missing host or an IPv6 host without
+    brackets is refused at once, naming the option, rather than failing later as "cannot reach
+    the server".
     """
 
     name = "host:port"
 
+    def __init__(self, example: str = "127.0.0.1:8001") -> None:
+        self.example = example
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        """``value`` unchanged when it is a valid ``host:port``; a usage error (exit 2) otherwise."""
+        """``value`` unchanged when it is a valid ``host:port``; a :class:`ConfigError` (exit 2) otherwise."""
         text = str(value).strip()
-        problem = host_port_problem(text)
-        if problem:
-            self.fail(f"{text!r} is not host:port ({problem}); e.g. 127.0.0.1:8001", param, ctx)
-        return text
-
-
-def host_port_problem(text: str) -> str | None:
-    """What is wrong with ``text`` as ``host:port``, or ``None`` when nothing is."""
-    if "://" in text:
-        return "give host:port without a scheme"
-    host, sep, port = text.rpartition(":")
-    if not sep or not host:
-        return "a host and a port are both needed"
-    if host.startswith("[") != host.endswith("]") or (":" in host and not host.startswith("[")):
-        return "write an IPv6 host in brackets, e.g. [::1]:8001"
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
-        return f"port {port or '(none)'} is not a number from 1 to 65535"
-    return None
+        return check_host_port(text, option_name(param), example=self.example)
 
 
 #: The one ``--url``/``--server`` parameter type every command shares.
@@ -163,6 +160,17 @@ def number(source: Bounds | type, field: str | None = None) -> Number:
     return Number(field_bounds(source, field))
 
 
+def _from_default(param: click.Parameter | None, ctx: click.Context | None, value: str) -> bool:
+    """Whether ``value`` is ``param``'s default rather than typed: ``--backend ''`` typed is the
+    user's empty text (refused) even where the default is ``""`` (not given)."""
+    if param is None or param.name is None:
+        return False
+    source = ctx.get_parameter_source(param.name) if ctx is not None else None
+    if source is None:
+        return value == param.default
+    return source in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+
+
 class Words(click.ParamType):
     """A text option that must not be empty (``--target ''``, ``repo init ''``) and, when ``check``
     is given, passes it (the library's own parser, raising ``ConfigError``); the text is kept as typed."""
@@ -175,15 +183,29 @@ class Words(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         """``value`` unchanged when it is a usable text; a :class:`ConfigError` otherwise."""
-        if not isinstance(value, str) or (param is not None and value == param.default):
+        if not isinstance(value, str) or _from_default(param, ctx, value):
             return value  # the option's own default ("" for "not set") is not the user's text
         where = option_name(param)
         if not value.strip():
             example = f", e.g. {where} {self.example}" if where.startswith("-") and self.example else ""
             raise ConfigError(f"{where} is empty", hint=f"give a value{example}")
         if self.check is not None:
-            self.check(value, where)
+            self.check(value, where)  # first: its own words for what is wrong (a model name's rules)
+        check_text(value, where)
         return value
+
+
+def harden_text_options(group: click.Group) -> None:
+    """Give every plain text option and argument of ``group``'s commands the :class:`Words` checks
+    (not empty, no control character, UTF-8), so a command added later gets them without asking:
+    ``--platform ''`` is an error, not "not given"."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            harden_text_options(command)
+            continue
+        for param in command.params:
+            if type(param.type) is click.types.StringParamType:
+                param.type = Words()
 
 
 class UserPath(click.Path):
@@ -199,6 +221,7 @@ class UserPath(click.Path):
                 raise ConfigError(f"{where} is an empty path", hint=f"give a path{example}")
             if "\0" in value:
                 raise ConfigError(f"{where} {excerpt(value)} holds a NUL character", hint="give a real path")
+            check_text(value, where)
         return super().convert(value, param, ctx)
 
 
@@ -242,13 +265,31 @@ def report_usage_error(exc: click.UsageError) -> None:
     click.echo(f"  fix: see `{command} --help`", err=True)
 
 
+def check_utf8_args(args: list[str]) -> None:
+    """Refuse a command-line word that is not UTF-8 (Python holds its bytes as surrogate escapes,
+    which no file, JSON document or terminal can write), naming the option it was given to."""
+    for index, arg in enumerate(args):
+        if not any("\udc80" <= c <= "\udcff" for c in arg):
+            continue
+        option, _, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+        if not option:
+            before = args[index - 1] if index else ""
+            option = before if before.startswith("-") and "=" not in before else "argument"
+        check_text(value, option)
+
+
 class ErrorHandlingGroup(click.Group):
     """A click group that turns TritonKitError into a message and exit status 2, and prints click's
     usage errors the same way (``error:`` and ``fix:`` lines, exit 2)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
+            if ctx.parent is None:
+                check_utf8_args(args)
             return super().parse_args(ctx, args)
+        except TritonKitError as exc:
+            report_error(exc)
+            ctx.exit(EXIT_ERROR)
         except click.exceptions.NoArgsIsHelpError:
             raise  # a bare group shows its help
         except click.UsageError as exc:
@@ -268,6 +309,13 @@ class ErrorHandlingGroup(click.Group):
         except click.UsageError as exc:
             report_usage_error(exc)
             ctx.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.filename is None:
+                raise  # not about a path: a bug to see whole
+            # A path the user gave that the system refused (--out /proc/x, a full disk): the one place
+            # an OSError a command did not translate itself becomes a message with a fix.
+            report_error(path_error(exc, "use the path"))
+            ctx.exit(EXIT_ERROR)
 
 
 def echo_json(data: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit._values import COUNT, FRACTION, MAX_GPUS, PARALLEL, TOKENS, excerpt
+from tritonkit._values import COUNT, FRACTION, INSTANCES, MAX_GPUS, PARALLEL, TOKENS, excerpt
 from tritonkit.cli._common import UserPath, Words, echo_result, number
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,7 +87,7 @@ def llm_target_options(command: F) -> F:
                    "(serves here). Default: as the line serves today (llmapi from 0.19).")
 @click.option("--interface", type=click.Choice(["engine", "llmapi"]), default="engine", show_default=True,
               help="--engine reference: the interface the stand-in serves (the engine repository's or LLM-API's).")
-@click.option("--instances", type=number(COUNT), default=1, show_default=True,
+@click.option("--instances", type=number(INSTANCES), default=1, show_default=True,
               help="--engine llmapi: instances of the model, each on tp×pp GPUs (gpu_device_ids; serve with --no-mpi).")
 @click.option("--cuda-graphs/--no-cuda-graphs", default=True, show_default=True,
               help="--engine llmapi: CUDA graphs for decode batches up to max_batch_size.")

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from tritonkit._values import COUNT
+from tritonkit._fs import path_error
+from tritonkit._values import COUNT, GPUS_PER_POD, RAY_WORKERS, check_http_url, excerpt
 from tritonkit.cli._common import (
     CommandExit,
     ErrorHandlingGroup,
@@ -40,8 +41,8 @@ from tritonkit.deploy import (
 from tritonkit.deploy.alerts import limits_text
 from tritonkit.deploy.checkov import CHECKOV_VERSION, check_manifest_folder, install_checkov
 from tritonkit.deploy.k8s import parse_replicas
-from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE
-from tritonkit.deploy.kuberay import RayClusterOptions, build_ray_cluster, write_ray_cluster
+from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE, SCALE_OUT
+from tritonkit.deploy.kuberay import JOB_DEADLINE_S, RayClusterOptions, build_ray_cluster, write_ray_cluster
 from tritonkit.deploy.source import SCALE_OUT_UTILISATION
 from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.compare import parse_percent
@@ -62,7 +63,11 @@ def _emit(notes: Sequence[str], docs: list[dict[str, Any]], out: Path | None,
     if out is None:
         click.echo(render_yaml(docs), nl=False)
         return
-    for path in write(out):
+    try:
+        written = write(out)
+    except OSError as exc:  # /proc/x, a read-only or full file system: nothing was half-written
+        raise path_error(exc, "write the manifests", getattr(exc, "filename", None) or out) from exc
+    for path in written:
         _say(f"wrote {path}")
 
 
@@ -115,7 +120,7 @@ def deploy() -> None:
 @click.option("--grpc-ingress", "grpc_ingress_host", type=Words(example="triton.example.com"), default=None,
               help="Host name: add an ingress-nginx Ingress that balances gRPC calls over the pods.")
 @click.option("--ingress-tls-secret", type=Words(example="triton-tls"), default=None, help="TLS Secret of the gRPC Ingress [default: NAME-tls].")
-@click.option("--prometheus-url", type=Words(example="http://prometheus:9090"), default=K8sOptions.prometheus_url, show_default=True,
+@click.option("--prometheus-url", type=Words(check_http_url, example="http://prometheus:9090"), default=K8sOptions.prometheus_url, show_default=True,
               help="Prometheus that KServe's autoscaler (KEDA) queries (with --kserve).")
 @click.option("--kserve", is_flag=True, help="An InferenceService on KServe's Triton runtime instead.")
 @click.option("--server-version", default=None,
@@ -154,21 +159,31 @@ def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None
     source = RepositorySource(uri=repo_uri, pvc=pvc, credentials_secret=credentials_secret)
     k8s = K8sOptions(min_replicas=low, max_replicas=high, source=source,
                      size=PodSize(cpu=cpu, memory=memory, shm_size=shm_size), ingress=ingress,
-                     scale_out_utilisation=parse_percent(scale_out_at, option="--scale-out-at"), **options)
+                     scale_out_utilisation=_scale_out(scale_out_at), **options)
     facts = read_repository(repo, models=models)
     manifests = build_manifests(facts, _sla(sla_text), k8s)
     _emit(manifests.notes, manifests.all(), out, lambda folder: write_manifests(manifests, folder))
 
 
+def _scale_out(text: str) -> float:
+    """``--scale-out-at`` as the fraction K8sOptions takes, refused outside 10–100 % naming the option."""
+    share = parse_percent(text, option="--scale-out-at")
+    if SCALE_OUT.problem(share) is not None:
+        raise ConfigError(f"--scale-out-at {excerpt(text)}: a utilisation of {share:.0%} is outside 10 % to 100 %",
+                          hint="give the utilisation at which to add replicas, e.g. --scale-out-at 65% (rule of "
+                               "thumb: 60–70 %)")
+    return share
+
+
 @deploy.command("ray-cluster")
-@click.option("--image", required=True,
+@click.option("--image", type=Words(example="registry.example.com/tritonkit:0.1.0"), required=True,
               help="Image with tritonkit[cluster,server] and perf_analyzer, pinned: REPO:TAG (not latest) or a digest.")
 @click.option("--name", default=RayClusterOptions.name, show_default=True, help="Name of the RayCluster (or RayJob).")
 @click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="Namespace of every object.")
-@click.option("--gpu-workers", type=int, default=RayClusterOptions.gpu_workers, show_default=True,
+@click.option("--gpu-workers", type=number(RAY_WORKERS), default=RayClusterOptions.gpu_workers, show_default=True,
               help="Workers with GPUs (each sweep starts its own tritonserver and perf_analyzer on one).")
-@click.option("--gpus-per-worker", type=int, default=RayClusterOptions.gpus_per_worker, show_default=True)
-@click.option("--cpu-workers", type=int, default=RayClusterOptions.cpu_workers, show_default=True,
+@click.option("--gpus-per-worker", type=number(GPUS_PER_POD), default=RayClusterOptions.gpus_per_worker, show_default=True)
+@click.option("--cpu-workers", type=number(RAY_WORKERS), default=RayClusterOptions.cpu_workers, show_default=True,
               help="Workers without GPUs (CPU models' sweeps, load generators for perf run --clients).")
 @click.option("--worker-cpu", default=RayClusterOptions.worker_cpu, show_default=True, help="CPU per worker.")
 @click.option("--worker-memory", default=RayClusterOptions.worker_memory, show_default=True, help="Memory per worker.")
@@ -181,8 +196,8 @@ def k8s_command(repo: Path, replicas: str, repo_uri: str | None, pvc: str | None
 @click.option("--pvc", default=None, help="Claim holding the model repository, mounted at /models on every pod.")
 @click.option("--job", default=None, metavar="'perf sweep …'",
               help="A RayJob instead: run this tritonkit command on the cluster it brings up (--cluster auto added).")
-@click.option("--job-deadline-s", type=int, default=None, help="The RayJob's activeDeadlineSeconds.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--job-deadline-s", type=number(JOB_DEADLINE_S), default=None, help="The RayJob's activeDeadlineSeconds.")
+@click.option("--out", type=UserPath(file_okay=False, path_type=Path), default=None,
               help="Write raycluster.yaml (or rayjob.yaml) and networkpolicy.yaml here (default: print one stream).")
 def ray_cluster_command(out: Path | None, **options: Any) -> None:
     """A KubeRay RayCluster (or RayJob for one sweep) for tritonkit's image, with GPU worker groups.

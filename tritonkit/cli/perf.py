@@ -16,10 +16,12 @@ from typing import Any
 
 import click
 
+from tritonkit._values import check_http_url
 from tritonkit.cli._common import (
     HOST_PORT,
     CommandExit,
     ErrorHandlingGroup,
+    Percent,
     UserPath,
     Words,
     check_model_name,
@@ -160,7 +162,7 @@ def perf() -> None:
     help="While the load runs, compare a sample of responses with ONNX Runtime on the model file "
          "(needs --repo) and with the declared dtypes and shapes; wrong answers exit 1.",
 )
-@click.option("--metrics-url", type=Words(example="http://127.0.0.1:8002/metrics"), default=None,
+@click.option("--metrics-url", type=Words(check_http_url, example="http://127.0.0.1:8002/metrics"), default=None,
               help="Server /metrics URL to scrape during each step.")
 @_out_option("Run folder (default results/<UTC>-<model>); an earlier run there is resumed.")
 @click.option(
@@ -293,11 +295,11 @@ def run_command(
 )
 @click.option("--per-step", is_flag=True,
               help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
-@click.option("--run-noise", type=Words(example="5%"), default=f"{DEFAULT_RUN_NOISE:.0%}", show_default=True,
+@click.option("--run-noise", type=Percent(), default=f"{DEFAULT_RUN_NOISE:.0%}", show_default=True,
               help="How far single runs of one build spread between fresh servers (a coefficient of "
                    "variation), added to a run measured once; 0% trusts its windows alone. Measure "
                    "yours with benchmarks/gate_truth.py.")
-@click.option("--tail-run-noise", type=Words(example="10%"), default=f"{DEFAULT_TAIL_RUN_NOISE:.0%}",
+@click.option("--tail-run-noise", type=Percent(), default=f"{DEFAULT_TAIL_RUN_NOISE:.0%}",
               show_default=True,
               help="LLM runs: the same spread for a latency percentile (TTFT, ITL p99), which moves more "
                    "between runs than a rate. Measure yours with benchmarks/llm_gate_truth.py.")
@@ -313,8 +315,8 @@ def compare_command(
     max_p99_rise: str,
     save_baseline: bool,
     per_step: bool,
-    run_noise: str,
-    tail_run_noise: str,
+    run_noise: float,
+    tail_run_noise: float,
     baseline_dir: Path,
     accept_runtime_change: bool,
     as_json: bool,
@@ -343,8 +345,7 @@ def compare_command(
                             max_p99_rise=parse_percent(max_p99_rise, option="--max-p99-rise"),
                             baseline_root=baseline_dir if save_baseline else None, per_step=per_step,
                             accept_runtime_change=accept_runtime_change,
-                            run_noise=parse_percent(run_noise, option="--run-noise"),
-                            tail_run_noise=parse_percent(tail_run_noise, option="--tail-run-noise"))
+                            run_noise=run_noise, tail_run_noise=tail_run_noise)
     if isinstance(stored.comparison, BaselineComparison):
         Terminal(as_json=as_json, quiet=True).comparison(
             stored.comparison, stored.base_path, stored.new_path, saved=stored.saved, save_requested=save_baseline

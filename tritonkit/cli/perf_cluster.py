@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonkit.cli._common import CommandExit, echo_json, sigterm_as_interrupt
+from tritonkit._values import CLIENT_NODES
+from tritonkit.cli._common import CommandExit, Words, echo_json, number, sigterm_as_interrupt
 
 __all__ = ["ClusterPrinter", "cluster_load_tests", "cluster_run_options", "cluster_settings", "cluster_sweep_options",
            "reject_cluster_options", "run_cluster_sweep_command"]
@@ -28,7 +29,14 @@ _CLUSTER_HELP = ("Run on this Ray cluster: HOST:PORT of its head, or 'auto' for 
 
 def cluster_address_option(more: str = "") -> Callable[[_Command], _Command]:
     """``--cluster ADDR`` (``cluster``), one declaration for every command that can use a cluster."""
-    return click.option("--cluster", "cluster", default=None, metavar="ADDR", help=f"{_CLUSTER_HELP} {more}".strip())
+    return click.option("--cluster", "cluster", type=Words(_check_cluster, example="10.0.0.5:6379"), default=None,
+                        metavar="ADDR", help=f"{_CLUSTER_HELP} {more}".strip())
+
+
+def _check_cluster(text: str, where: str) -> None:
+    from tritonkit.perf.cluster.nodes import check_cluster_address  # only when the option is given
+
+    check_cluster_address(text, where)
 
 
 def cluster_sweep_options(command: _Command) -> _Command:
@@ -51,7 +59,7 @@ def cluster_sweep_options(command: _Command) -> _Command:
 
 def cluster_run_options(command: _Command) -> _Command:
     """The options ``perf run`` takes for a cluster: ``--cluster`` and ``--clients``."""
-    command = click.option("--clients", type=int, default=None, metavar="N",
+    command = click.option("--clients", type=number(CLIENT_NODES), default=None, metavar="N",
                            help="With --cluster: N perf_analyzer clients on N nodes at once, each with its share "
                                 "of the concurrency or rate; requests merged (default 2).")(command)
     return cluster_address_option("Each step runs from --clients nodes of it at once.")(command)

@@ -8,7 +8,7 @@ from typing import Literal
 
 import click
 
-from tritonkit._values import COUNT, DIM, PROTO_INT32, VERSION, excerpt
+from tritonkit._values import COUNT, DIM, PROTO_INT32, VERSION, check_http_url, excerpt
 from tritonkit.cli._common import (
     HOST_PORT,
     CommandExit,
@@ -91,7 +91,7 @@ def _parse_tensor(text: str, *, what: str) -> TensorSpec:
 @click.argument("path", type=UserPath(file_okay=False, path_type=Path))
 @click.option("--name", type=Words(check_model_name, example="add_one"), required=True, help="Model name (also its folder).")
 @click.option("--backend", type=Words(example="python"), default="", help='Backend, e.g. "python", "onnxruntime".')
-@click.option("--platform", type=click.Choice(["", "ensemble", *PLATFORM_BACKENDS]), default="", help='Platform, e.g. "ensemble", "onnxruntime_onnx".')
+@click.option("--platform", type=click.Choice(["ensemble", *PLATFORM_BACKENDS]), default=None, help='Platform, e.g. "ensemble", "onnxruntime_onnx".')
 @click.option("--max-batch-size", type=number(PROTO_INT32), default=0, show_default=True, help="0: the model does not batch.")
 @click.option("--input", "inputs", type=Words(example="INPUT0:FP32:4"), multiple=True, help="NAME:DTYPE:DIMS, e.g. INPUT0:FP32:4 (repeat).")
 @click.option("--output", "outputs", type=Words(example="OUTPUT0:FP32:4"), multiple=True, help="NAME:DTYPE:DIMS (repeat).")
@@ -103,7 +103,7 @@ def _parse_tensor(text: str, *, what: str) -> TensorSpec:
               help="A model file or folder to copy into the version folder (repeat).")
 @click.option("--version", type=number(VERSION), default=1, show_default=True)
 @click.option("--force", is_flag=True, help="Replace an existing model's config and files.")
-def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int, inputs: tuple[str, ...],
+def add(path: Path, name: str, backend: str, platform: str | None, max_batch_size: int, inputs: tuple[str, ...],
         outputs: tuple[str, ...], window: str | None, no_dynamic_batching: bool, instances: int | None,
         kind: str, files: tuple[Path, ...], version: int, force: bool) -> None:
     """Add a model to the repository at PATH: config.pbtxt plus its version folder.
@@ -122,7 +122,7 @@ def add(path: Path, name: str, backend: str, platform: str, max_batch_size: int,
     else:
         dynamic = "auto"
     spec = ModelSpec(
-        name=name, backend=backend, platform=platform, max_batch_size=max_batch_size,
+        name=name, backend=backend, platform=platform or "", max_batch_size=max_batch_size,
         inputs=[_parse_tensor(t, what="input") for t in inputs],
         outputs=[_parse_tensor(t, what="output") for t in outputs],
         dynamic_batching=dynamic,
@@ -162,12 +162,15 @@ def show(path: Path, fmt: str) -> None:
     summaries = summarize_repository(path)
     if fmt == "json":
         echo_json({"repository": str(path), "models": [m.to_dict() for m in summaries]})
-        return
-    if not summaries:
+    elif not summaries:
         click.echo(f"{path}: no models")
-        return
-    for summary in summaries:
-        click.echo(summary.to_line())
+    else:
+        for summary in summaries:
+            click.echo(summary.to_line())
+    broken = [s.name for s in summaries if s.error is not None]
+    if broken:  # listed with their errors above; the status says the repository is not usable as it is
+        raise ConfigError(f"{path}: {len(broken)} model(s) whose config cannot be read: {', '.join(map(excerpt, broken))}",
+                          hint=f"see each one's error above; tritonkit repo lint {path} says what to fix")
 
 
 def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
@@ -196,7 +199,7 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
 @click.option("--target", type=Words(_check_target, example="cpu"), default=None,
               help="Hardware the repository is for: cpu, gpu or gpu:N (enables GPU rules).")
 @click.option("--server", type=HOST_PORT, default=None, help="gRPC address of a running server (host:port) to read its backends.")
-@click.option("--metrics-url", type=Words(example="http://127.0.0.1:8002/metrics"), default=None, help="With --server: its /metrics URL, to count its GPUs.")
+@click.option("--metrics-url", type=Words(check_http_url, example="http://127.0.0.1:8002/metrics"), default=None, help="With --server: its /metrics URL, to count its GPUs.")
 @server_bin_option("A local tritonserver binary: lint against the backends installed next to it", falls_back=False)
 @click.option("--bundled", is_flag=True, help="Lint against the bundled tritonserver's backends (python only).")
 @click.option("--server-version", type=Words(example="2.60"), default=None,

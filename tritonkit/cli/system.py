@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tritonkit._values import SECONDS
+from tritonkit._values import PORT, SECONDS
 from tritonkit.cli._common import (
     HOST_PORT,
     CommandExit,
@@ -28,7 +28,7 @@ from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 #: ``serve`` and ``doctor`` run the same server.
 _local_server = local_server_options("tritonserver binary to run", "Backends the server loads")
-_PORT = click.IntRange(1, 65535)
+_PORT = number(PORT)  # ASCII digits, 1 to 65535: "١٢" is no port
 
 
 @click.command("serve")

@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tritonkit._values import SECONDS, bounded, check_fields
+from tritonkit._values import SECONDS, bounded, check_fields, excerpt, port_problem
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -156,9 +156,9 @@ def _host_port(text: str, *, original: str) -> str:
     else:
         address = text
     port = address.rsplit(":", 1)[1]
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if port_problem(port) is not None:
         raise ConfigError(
-            f"client URL {original!r}: port {port!r} is not a number from 1 to 65535",
+            f"client URL {excerpt(original)}: port {excerpt(port)} is not a number from 1 to 65535 in ASCII digits",
             hint="pass host:port of Triton's gRPC endpoint (default port 8001), e.g. 127.0.0.1:8001",
         )
     return address

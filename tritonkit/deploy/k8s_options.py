@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonkit._values import COUNT, FRACTION, GPUS_PER_POD, SECONDS, Bounds, bounded, check_fields
+from tritonkit._values import COUNT, GPUS_PER_POD, SECONDS, Bounds, bounded, check_fields
 from tritonkit.deploy.k8s_names import (
     check_dns1035_label,
     check_dns1123_label,
@@ -56,6 +56,12 @@ PROMETHEUS_LABELS = {"app.kubernetes.io/name": "prometheus"}
 INGRESS_NAMESPACE = "ingress-nginx"
 
 
+#: Where an autoscaler adds replicas, as a share of a pod's capacity. Under 10 % it adds replicas
+#: for pods that are nine-tenths idle (``--scale-out-at 2`` meant as 2 %, or as 200 %?): refused
+#: with the rule of thumb instead. 100 % adds them only once pods are already saturated (allowed).
+SCALE_OUT = Bounds(integer=False, low=0.1, high=1.0, noun="fraction", example="0.65")
+
+
 @dataclass(frozen=True)
 class RepositorySource:
     """Where the pods read the model repository from: an object store tritonserver reads itself
@@ -77,6 +83,9 @@ class RepositorySource:
             raise ConfigError(f"--repo-uri {self.uri!r} is not an object-store URI tritonserver reads",
                               hint="use s3://bucket/path, gs://bucket/path or as://account/container/path; "
                                    "for a volume leave --repo-uri out and pass --pvc")
+        if self.uri is not None and not self.uri.partition("://")[2].split("/", 1)[0]:
+            raise ConfigError(f"--repo-uri {self.uri!r} names no bucket (or account)",
+                              hint="use s3://bucket/path, gs://bucket/path or as://account/container/path")
         if self.uri is not None and any(c.isspace() for c in self.uri):
             raise ConfigError(f"--repo-uri {self.uri!r} contains white space", hint="quote nothing into it")
 
@@ -123,7 +132,7 @@ class K8sOptions:
     #: Requests a pod takes at once before its queues hold them (None: the repository's
     #: concurrency limits, summed over its models).
     concurrency_limit: int | None = bounded(None, COUNT)
-    scale_out_utilisation: float = bounded(SCALE_OUT_UTILISATION, FRACTION)
+    scale_out_utilisation: float = bounded(SCALE_OUT_UTILISATION, SCALE_OUT)
     kserve: bool = False
     #: None: no Ingress (clients balance over the headless Service).
     ingress: GrpcIngress | None = None

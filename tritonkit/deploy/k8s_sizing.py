@@ -30,6 +30,7 @@ __all__ = [
     "PodResources",
     "PodSize",
     "check_quantity",
+    "quantity_bytes",
     "pod_resources",
     "shm_bytes",
 ]
@@ -61,6 +62,19 @@ def check_quantity(value: str, field: str) -> str:
         raise ConfigError(f"{field} {value!r} is not a positive Kubernetes quantity",
                           hint="write e.g. --cpu 2 or --cpu 1500m, --memory 4Gi or --memory 512Mi")
     return value
+
+
+#: What each Kubernetes quantity suffix multiplies by (``m`` is a thousandth).
+_SUFFIX_FACTORS = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def quantity_bytes(value: str, field: str) -> float:
+    """A memory quantity (``4Gi``, ``512M``, ``2000000``) in bytes, checked by :func:`check_quantity`."""
+    check_quantity(value, field)
+    number = re.match(r"[0-9.]+", value)
+    assert number is not None  # check_quantity matched the whole text
+    return float(number.group(0)) * _SUFFIX_FACTORS[value[number.end():]]
 
 
 def _shm_override_bytes(value: str) -> int:

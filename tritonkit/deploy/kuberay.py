@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import atomic_write
+from tritonkit._values import GPUS_PER_POD, MAX_SECONDS, RAY_WORKERS, Bounds, excerpt
 from tritonkit.deploy.k8s_names import (
     check_dns1035_label,
     check_dns1123_label,
@@ -44,7 +45,7 @@ from tritonkit.deploy.k8s_names import (
 )
 from tritonkit.deploy.k8s_options import DEFAULT_NAMESPACE
 from tritonkit.deploy.k8s_pod import TMP_MOUNT, container_security_context, hardened_env, pod_security_context
-from tritonkit.deploy.k8s_sizing import check_quantity
+from tritonkit.deploy.k8s_sizing import check_quantity, quantity_bytes
 from tritonkit.deploy.kuberay_crd import (
     CLIENT_PORT,
     DASHBOARD_AGENT_PORT,
@@ -69,6 +70,8 @@ MODELS_MOUNT = "/models"
 RAY_FILES = ("raycluster.yaml", "rayjob.yaml", "networkpolicy.yaml")
 #: The Ray version the cluster runs (the ``cluster`` extra's line); KubeRay picks its probes by it.
 RAY_VERSION = "2.60.0"
+#: A RayJob's ``activeDeadlineSeconds``: whole seconds, at most the longest run any option takes (30 days).
+JOB_DEADLINE_S = Bounds(integer=True, low=1, high=MAX_SECONDS, noun="number of seconds", example="86400")
 _INSTANCE = "app.kubernetes.io/instance"
 _CLIENT_LABEL = "tritonkit/ray-client-of"
 
@@ -113,30 +116,42 @@ class RayClusterOptions:
                               (self.head_cpu, "--head-cpu"), (self.head_memory, "--head-memory"),
                               (self.object_store, "--object-store"), (self.tmp_size, "--tmp-size")):
             check_quantity(value, option)
-        for count, option in ((self.gpu_workers, "--gpu-workers"), (self.gpus_per_worker, "--gpus-per-worker"),
-                              (self.cpu_workers, "--cpu-workers")):
-            if count < 0:
-                raise ConfigError(f"{option} {count}: must be 0 or more")
+        for count, bounds, option in ((self.gpu_workers, RAY_WORKERS, "--gpu-workers"),
+                                      (self.gpus_per_worker, GPUS_PER_POD, "--gpus-per-worker"),
+                                      (self.cpu_workers, RAY_WORKERS, "--cpu-workers")):
+            bounds.check(count, option)
         if self.gpu_workers + self.cpu_workers == 0:
             raise ConfigError("a Ray cluster with no worker runs no sweep (the head takes no work)",
                               hint="--gpu-workers N or --cpu-workers N")
         if self.gpu_workers and self.gpus_per_worker == 0:
             raise ConfigError("--gpu-workers with --gpus-per-worker 0", hint="use --cpu-workers for workers without GPUs")
+        # /dev/shm is a memory-backed volume: what the object store fills counts against the
+        # worker's memory limit, so a store past that limit gets the pod killed, not a bigger store.
+        if quantity_bytes(self.object_store, "--object-store") >= quantity_bytes(self.worker_memory, "--worker-memory"):
+            raise ConfigError(f"--object-store {self.object_store} does not fit in --worker-memory {self.worker_memory}: "
+                              "the object store lives in /dev/shm, which counts against the worker's memory",
+                              hint="give a smaller --object-store (Ray's default is 30 % of memory) or a larger "
+                                   "--worker-memory")
         if self.job is not None:
-            words = shlex.split(self.job)
-            if words[:1] == ["tritonkit"]:
-                words = words[1:]
+            words = self._job_words()
             if words[:2] not in (["perf", "sweep"], ["perf", "run"]):
-                raise ConfigError(f"--job {self.job!r}: a RayJob here runs 'perf sweep …' or 'perf run …'",
+                raise ConfigError(f"--job {excerpt(self.job, 60)}: a RayJob here runs 'perf sweep …' or 'perf run …'",
                                   hint="e.g. --job \"perf sweep /models a b --sla 'p99<=50ms' --separately\"")
-        if self.job_deadline_s is not None and self.job_deadline_s < 1:
-            raise ConfigError(f"--job-deadline-s {self.job_deadline_s}: at least 1")
+        if self.job_deadline_s is not None:
+            JOB_DEADLINE_S.check(self.job_deadline_s, "--job-deadline-s")
+
+    def _job_words(self) -> list[str]:
+        """``job`` split as a shell would (a leading ``tritonkit`` dropped); unbalanced quotes refused."""
+        try:
+            words = shlex.split(self.job or "")
+        except ValueError as exc:  # "No closing quotation", "No escaped character"
+            raise ConfigError(f"--job {excerpt(self.job, 60)} cannot be split into words: {exc}",
+                              hint="close every quote, e.g. --job \"perf sweep /models a --sla 'p99<=50ms'\"") from None
+        return words[1:] if words[:1] == ["tritonkit"] else words
 
     def entrypoint(self) -> str:
         """The RayJob's command: ``tritonkit`` and ``job``, on the cluster it runs in (``--cluster auto``)."""
-        words = shlex.split(self.job or "")
-        if words[:1] == ["tritonkit"]:
-            words = words[1:]
+        words = self._job_words()
         if "--cluster" not in words:
             words += ["--cluster", "auto"]
         return shlex.join(["tritonkit", *words])

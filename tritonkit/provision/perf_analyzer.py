@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write, is_regular_file, shown_path
+from tritonkit._fs import atomic_write, expand_user, is_regular_file, shown_path
 from tritonkit.errors import MissingComponentError, PerfError
 from tritonkit.provision._glibc_runtime import (
     DEBIAN_MIRROR_ENV,
@@ -157,7 +157,7 @@ def locate_perf_analyzer(
     chosen = path or os.environ.get(PERF_ANALYZER_ENV)
     if chosen:
         source = "--perf-analyzer" if path else PERF_ANALYZER_ENV
-        binary = Path(chosen).expanduser()
+        binary = expand_user(chosen)
         if not is_regular_file(binary) or not os.access(binary, os.X_OK):
             raise MissingComponentError(
                 f"perf_analyzer {shown_path(binary)} (from {source}) does not exist or is not executable",

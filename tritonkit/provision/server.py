@@ -23,7 +23,7 @@ import sysconfig
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tritonkit._fs import atomic_folder, is_regular_file, shown_path
+from tritonkit._fs import atomic_folder, expand_user, is_regular_file, shown_path
 from tritonkit.errors import ConfigError, MissingComponentError
 from tritonkit.provision.backends import (
     BACKEND_DIR_ENV,
@@ -163,7 +163,7 @@ def locate_server(server_bin: str | os.PathLike[str] | None = None, *,
     chosen_backends, backends_from = _named_backends(backend_dir)
     chosen = server_bin or os.environ.get(SERVER_BIN_ENV)
     if chosen:
-        path = Path(chosen).expanduser()
+        path = expand_user(chosen)
         source = "--server-bin" if server_bin else SERVER_BIN_ENV
         if not is_regular_file(path) or not os.access(path, os.X_OK):
             raise MissingComponentError(
@@ -187,9 +187,9 @@ def locate_server(server_bin: str | os.PathLike[str] | None = None, *,
 def _named_backends(backend_dir: str | os.PathLike[str] | None) -> tuple[Path | None, str]:
     """The backends folder the caller or the environment names (checked), and which of them named it."""
     if backend_dir is not None:
-        named, origin = Path(backend_dir).expanduser(), "--backend-dir"
+        named, origin = expand_user(backend_dir), "--backend-dir"
     elif os.environ.get(BACKEND_DIR_ENV):
-        named, origin = Path(os.environ[BACKEND_DIR_ENV]).expanduser(), f"${BACKEND_DIR_ENV}"
+        named, origin = expand_user(os.environ[BACKEND_DIR_ENV]), f"${BACKEND_DIR_ENV}"
     else:
         return None, ""
     if not named.is_dir():

@@ -144,7 +144,7 @@ class ModelEntry:
         Triton 2.51 reads a folder as a version only when its name is a canonical
         non-negative integer: ``0`` and ``3`` are versions, ``01`` and ``v1`` are not.
         """
-        found = [p for p in self.root.iterdir() if p.is_dir() and p.name.isdigit() and str(int(p.name)) == p.name]
+        found = [p for p in self.root.iterdir() if p.is_dir() and p.name.isascii() and p.name.isdigit() and str(int(p.name)) == p.name]
         return sorted(found, key=lambda p: int(p.name))
 
     def versions(self) -> list[int]:

@@ -39,6 +39,10 @@ def name_problem(name: object, kind: NameKind) -> str | None:
         return f"is not text ({type(name).__name__})"
     if not name:
         return "is empty"
+    if any(unicodedata.category(c) == "Cs" for c in name):
+        # Bytes that were not UTF-8 (a command line's surrogate escapes): no config, lock file or
+        # URL can carry them.
+        return "is not UTF-8 text"
     control = next((c for c in name if unicodedata.category(c) in _UNUSABLE_CATEGORIES), None)
     if control is not None:
         return f"holds the control character {control!r}"
@@ -54,6 +58,7 @@ def check_name(name: object, kind: NameKind, where: str) -> str:
     problem = name_problem(name, kind)
     if problem is not None:
         folder = "; a model name is its folder: no '/', no '..', not starting with '.'" if kind == "model" else ""
-        raise ConfigError(f"{where}: {kind} name {excerpt(name)} {problem}",
+        shown = ascii(name) if isinstance(name, str) and problem == "is not UTF-8 text" else excerpt(name)
+        raise ConfigError(f"{where}: {kind} name {shown} {problem}",
                           hint=f"give a name of printable characters{folder}")
     return str(name)

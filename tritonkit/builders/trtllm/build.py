@@ -27,6 +27,7 @@ from tritonkit.builders.trtllm.engine import (
     write_build_files,
 )
 from tritonkit.builders.trtllm.instances import TokenizerInstances, derive_tokenizer_instances
+from tritonkit.builders.trtllm.llm_args import check_llm_args
 from tritonkit.builders.trtllm.llmapi import LlmApiOptions, LlmApiPlan, plan_llmapi, write_llmapi_repository
 from tritonkit.builders.trtllm.params import EngineParams, EnginePlan, EngineTarget, derive_engine_params
 from tritonkit.builders.trtllm.reference import (
@@ -185,13 +186,13 @@ def build_trtllm(
     wants = "llmapi" if engine == "reference" and settings.reference_interface == "llmapi" else engine
     interface, chosen, line_why = resolve_trtllm_line(trtllm_version, installed=runtime_version(), engine=wants)
     say(f"line: {line_why}")
-    target = target or EngineTarget()
-    target = replace(target, gpu=target.gpu_spec)  # an unknown GPU name is refused before any work
+    target = replace(target or EngineTarget(), gpu=(target or EngineTarget()).gpu_spec)  # an unknown GPU: refused now
+    _check_extra_llm_args(settings, interface, "llmapi" if wants == "llmapi" else chosen)
     plan, hf_dir = _derive_plan(hf_model, target, say)
     result = partial(TrtllmBuildResult, repo=root, plan=plan, line=interface, line_why=line_why)
     if engine == "reference" and settings.reference_interface == "llmapi":
-        ref_api = build_reference_llmapi_repository(root, engine=_reference_engine(plan), streaming=streaming,
-                                                    trtllm_version=interface.version, overwrite=force)
+        ref_api = build_reference_llmapi_repository(root, engine=_reference_engine(plan), streaming=streaming, overwrite=force,
+                                                    trtllm_version=interface.version, extra_llm_args=settings.llm_args)
         return result(engine="reference", llmapi=ref_api.plan)
     if chosen == "llmapi":
         if hf_dir is None and model_path is None:
@@ -236,6 +237,22 @@ def build_trtllm(
                             gpu_ids=ids, enable_kv_cache_reuse=params.enable_kv_cache_reuse)
     return result(engine=engine, options=options, build_argv=engine_build_argv(root), engine_built=built,
                   engine_version=version, not_built_reason=reason, engine_info=info, tokenizer_instances=tokenizers)
+
+
+def _check_extra_llm_args(settings: LlmApiSettings, interface: TrtllmInterface, writes: str) -> None:
+    """``--llm-arg`` keys and values checked against the line's ``LLM()`` whatever the engine (an
+    unknown key is never dropped silently), then refused where no ``model.yaml`` is written."""
+    if not settings.llm_args:
+        return
+    if interface.llmapi is None:
+        raise ConfigError(f"--llm-arg: TensorRT-LLM {interface.version} has no LLM-API backend to take it "
+                          "(it comes with 0.19)", hint="pass --trtllm-version 0.19 or newer, or drop --llm-arg")
+    check_llm_args(settings.llm_args, interface.llmapi.llm_args, line=interface.version,
+                   source=interface.llmapi.llm_args_source)
+    if writes != "llmapi":
+        raise ConfigError(f"--llm-arg sets LLM() arguments in the LLM-API backend's model.yaml, which the {writes} "
+                          "engine's repository does not have",
+                          hint="add --engine llmapi (or --engine reference --interface llmapi), or drop --llm-arg")
 
 
 def _derive_plan(hf_model: str | Path | None, target: EngineTarget,

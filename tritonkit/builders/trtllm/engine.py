@@ -164,7 +164,7 @@ class EngineInfo:
 def read_engine_config(engine_dir: str | Path) -> EngineInfo:
     """Parse ``<engine_dir>/config.json``."""
     path = Path(engine_dir) / "config.json"
-    data = read_json(path, what="engine config", hint="build the engine first (build_engine.py)")
+    data = read_json(path, what="engine config", hint="build the engine first (build_engine.py)", finite=True)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object", hint="point at an engine folder")
     return EngineInfo.from_config(data, path)

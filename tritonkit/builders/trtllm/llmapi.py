@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from tritonkit._fs import atomic_write
+from tritonkit.builders.trtllm.llm_args import check_llm_args, parse_llm_args
 from tritonkit.builders.trtllm.params import EnginePlan, Reason
 from tritonkit.errors import ConfigError
 from tritonkit.repository import InstanceGroup, ModelRepository, ModelSpec, TensorSpec
@@ -188,14 +189,15 @@ def plan_llmapi(options: LlmApiOptions, engine_plan: EnginePlan | None = None) -
         args["pytorch_backend_config"] = {"use_cuda_graph": o.cuda_graphs}
         reasons.append(Reason("pytorch_backend_config.use_cuda_graph", o.cuda_graphs,
                               "how 0.19 switches CUDA graphs on (cuda_graph_config from 1.0)"))
+    check_llm_args(o.extra_llm_args, api.llm_args, line=o.line.version, source=api.llm_args_source)
     for key, value in o.extra_llm_args.items():
         args[key] = value
         reasons.append(Reason(key, value, "given (--llm-arg)"))
     unknown = sorted(k for k in args if k not in api.llm_args)
-    if unknown:
+    if unknown:  # one of tritonkit's own keys this line's LLM() does not take
         raise ConfigError(f"TensorRT-LLM {o.line.version}'s LLM() does not accept {', '.join(unknown)} "
                           f"(its arguments as read at {api.llm_args_source})",
-                          hint="drop the --llm-arg, or pass the --trtllm-version whose LLM() takes it")
+                          hint="pass the --trtllm-version whose LLM() takes it")
     args["triton_config"] = {"max_batch_size": 0, "decoupled": o.streaming}
     reasons.append(Reason("triton_config.max_batch_size", 0, "one prompt per request: LLM batches in flight itself"))
     reasons.append(Reason("triton_config.decoupled", o.streaming,
@@ -284,19 +286,3 @@ def write_llmapi_repository(
     config = entry.root / "config.pbtxt"
     atomic_write(config, config.read_text(encoding="utf-8").replace("max_batch_size: 0\n", "", 1))
     return entry.root
-
-
-
-def parse_llm_args(items: Sequence[str]) -> dict[str, Any]:
-    """``KEY=YAML`` items (``--llm-arg``) → a dict of ``LLM()`` arguments; the value is read as YAML."""
-    args: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--llm-arg {item!r} is not KEY=VALUE", hint="e.g. --llm-arg enable_attention_dp=true")
-        try:
-            args[key.strip()] = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--llm-arg {item!r}: the value is not YAML ({exc})",
-                              hint="quote it, e.g. --llm-arg 'kv_cache_config={enable_block_reuse: true}'") from exc
-    return args

@@ -15,8 +15,10 @@ cancelled ``ensemble`` stream runs to its end inside the server.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tokenizers import Tokenizer
 
@@ -216,6 +218,7 @@ def build_reference_llmapi_repository(
     streaming: bool = True,
     trtllm_version: str = NEWEST,
     overwrite: bool = False,
+    extra_llm_args: Mapping[str, Any] | None = None,
 ) -> ReferenceLlmApiRepository:
     """Write TensorRT-LLM's LLM-API repository with a CPU stand-in for its ``model.py`` into ``repo``.
 
@@ -234,7 +237,7 @@ def build_reference_llmapi_repository(
     checkpoint = root / "tensorrt_llm" / "1" / "checkpoint"
     plan = plan_llmapi(LlmApiOptions(line=line, model=str(checkpoint), max_batch_size=eng.max_batch_size,
                                      max_num_tokens=eng.max_num_tokens, max_seq_len=eng.max_seq_len,
-                                     cuda_graphs=False, streaming=streaming))
+                                     cuda_graphs=False, streaming=streaming, extra_llm_args=extra_llm_args or {}))
 
     def files(_root: Path) -> dict[str, str | bytes | Path]:
         return {"model.py": PYMODELS / "reference_llmapi.py", **REFERENCE_HELPERS}

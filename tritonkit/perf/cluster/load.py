@@ -37,10 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import atomic_write
+from tritonkit._values import CLIENT_NODES
 from tritonkit.errors import ConfigError, PerfError, TritonKitError
 from tritonkit.perf.cluster.clock import ClockOffset, measure_offsets
 from tritonkit.perf.cluster.merge import MEASURED_WINDOWS, MergedStep, merge_exports, split_load
-from tritonkit.perf.cluster.nodes import NodeInfo, NodeResources, check_nodes, connected
+from tritonkit.perf.cluster.nodes import (
+    NodeInfo,
+    NodeResources,
+    check_cluster_address,
+    check_nodes,
+    connected,
+)
 from tritonkit.perf.cluster.remote import ClientJob, ClientRun, run_client_job
 from tritonkit.perf.measure.analyzer import AnalyzerOutcome, Invocation, PerfAnalyzer, utc_now
 from tritonkit.perf.measure.ladder import first_name, is_warmup
@@ -436,8 +443,8 @@ def run_cluster_perf(model: str, settings: Any, cluster: Any, *, clients: int, l
     (``ClusterError`` naming the node otherwise)."""
     from tritonkit.perf.command import llm_load_test, load_test
 
-    if clients < 1:
-        raise ConfigError(f"--clients {clients}: at least one client", hint="e.g. --clients 4")
+    CLIENT_NODES.check(clients, "--clients")
+    check_cluster_address(cluster.address)  # a dry run checks what a real run would
     if llm is not None and llm.traffic is not None:
         raise ConfigError("a traffic shape cannot be split over a cluster's clients yet",
                           hint="drop --traffic (concurrency levels are split), or run it without --cluster")

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonkit._optional import require_module
+from tritonkit._values import excerpt, host_port_problem
 from tritonkit.errors import ClusterError, ConfigError
 
 __all__ = [
     "CLUSTER_EXTRA_HINT",
     "NodeInfo",
     "NodeResources",
+    "check_cluster_address",
     "check_nodes",
     "connected",
     "import_ray",
@@ -120,14 +122,30 @@ def parse_node_resources(text: str, *, option: str = "--node-resources") -> Node
 # ---------------------------------------------------------------------------- connection
 
 
+def check_cluster_address(address: str, where: str = "--cluster") -> str:
+    """``address`` when it names a Ray cluster as :func:`connected` takes it: ``auto``, ``HOST:PORT``
+    of its head (an IPv6 host in brackets, the port in ASCII digits) or ``ray://HOST:PORT`` (Ray
+    Client); else a ``ConfigError`` naming ``where``. A dry run checks it as a real run does."""
+    if address == "auto":
+        return address
+    scheme, sep, rest = address.partition("://")
+    problem = host_port_problem(rest if sep else address)
+    if sep and scheme != "ray":
+        problem = f"the only scheme Ray takes is ray:// (Ray Client), not {excerpt(scheme + '://')}"
+    if problem is not None:
+        raise ConfigError(f"{where} {excerpt(address)} is not a Ray address (HOST:PORT, ray://HOST:PORT or 'auto'): "
+                          f"{problem}",
+                          hint="pass the head node's address as 'ray start --head' printed it, e.g. 10.0.0.5:6379 "
+                               "([fd00::5]:6379 for IPv6)")
+    return address
+
+
 def _check_reachable(address: str) -> None:
     """Refuse at once an address nothing answers on (Ray itself would retry for a minute)."""
+    check_cluster_address(address)
     if address == "auto" or "://" in address:
         return
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise ConfigError(f"--cluster {address!r} is not a Ray address (HOST:PORT, or 'auto')",
-                          hint="pass the head node's address as 'ray start --head' printed it, e.g. 10.0.0.5:6379")
+    host, _, port = address.rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
             pass

@@ -44,7 +44,14 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import atomic_write, path_error
 from tritonkit.errors import ConfigError
 from tritonkit.perf.cluster.dispatch import Dispatcher, JobOutcome
-from tritonkit.perf.cluster.nodes import NodeInfo, NodeResources, check_nodes, connected, driver_node_id
+from tritonkit.perf.cluster.nodes import (
+    NodeInfo,
+    NodeResources,
+    check_cluster_address,
+    check_nodes,
+    connected,
+    driver_node_id,
+)
 from tritonkit.perf.cluster.remote import (
     KIND_ALONE,
     KIND_JOINT,
@@ -91,6 +98,9 @@ class ClusterSettings:
     separately: bool = False
     max_attempts: int = 3
     cancel_grace_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        check_cluster_address(self.address)
 
 
 @dataclass(frozen=True)

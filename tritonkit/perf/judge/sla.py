@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 import yaml
 
-from tritonkit._fs import read_user_text, shown_path
+from tritonkit._fs import expand_user, read_user_text, shown_path
 from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.metric_registry import METRICS, Metric
@@ -308,7 +308,8 @@ def _convert(metric: str, number: float, unit: str, where: str) -> float:
             hint="write errors==0, or error_rate<=1% for a share of requests",
         )
     if number != int(number):
-        raise ConfigError(f"{where}: '{metric}' is a count; {number:g} is not a whole number")
+        raise ConfigError(f"{where}: '{metric}' is a count; {number:g} is not a whole number",
+                          hint=f"write a whole number, e.g. {metric}<={math.floor(number):g}")
     return number
 
 
@@ -321,7 +322,9 @@ def _make_constraint(
     op = default_op if op_text is None else check_op(op_text, where)
     number = float(number_text)
     if not math.isfinite(number) or number < 0:
-        raise ConfigError(f"{where}: the limit for {metric} must be a finite number >= 0, not {number_text}")
+        shown = f"{abs(number):g}" if math.isfinite(number) else "50"
+        raise ConfigError(f"{where}: the limit for {metric} must be a finite number >= 0, not {number_text}",
+                          hint=f"write a limit of 0 or more, e.g. {metric}{default_op}{shown}{unit}")
     value = _convert(metric, number, unit, where)
     if spec.bound == "upper" and op in (">", ">="):
         raise ConfigError(
@@ -386,19 +389,30 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
         data = data["sla"]
     constraints: list[Constraint] = []
     if isinstance(data, str):
-        return _collect(parse_sla(data).constraints, where)
+        try:
+            return _collect(parse_sla(data).constraints, where)
+        except ConfigError as exc:
+            if _looks_like_sla(data):
+                raise  # an SLA with a mistake: its own term is quoted
+            # One line of a file that is not an SLA expression: never echo it (the file may be anything).
+            raise ConfigError(f"{where} holds one line of text that is not an SLA expression",
+                              hint=f"an SLA file holds a mapping (p99: 50ms), a list of expressions or one "
+                                   f"expression like '{_EXAMPLE}'") from exc
     if isinstance(data, list):
         for i, item in enumerate(data):
             if not isinstance(item, str):
                 raise ConfigError(
                     f"{where}: item {i} of the SLA list is not an expression", hint="write '- p99<=50ms'"
                 )
-            constraints.append(_parse_expression(item, f"{where}: item {i} {excerpt(item, 60)}"))
+            shown = f" {excerpt(item, 60)}" if _looks_like_sla(item) else " (not an SLA expression)"
+            constraints.append(_parse_expression(item, f"{where}: item {i}{shown}"))
     elif isinstance(data, Mapping):
         for key, raw in data.items():
             term_where = f"{where}: key {excerpt(str(key), 60)}"
             if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-                raise ConfigError(f"{term_where}: the value must be a number or a string like '<=50ms'")
+                raise ConfigError(f"{term_where}: the value must be a number or a string like '<=50ms'",
+                                  hint="an SLA file maps each metric to one limit, e.g. 'p99: 50ms' or "
+                                       "'throughput: \">=200/s\"'")
             match = _VALUE_RE.match(str(raw))
             if match is None:
                 raise ConfigError(
@@ -419,6 +433,21 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
     return _collect(constraints, where)
 
 
+def _looks_like_sla(text: str) -> bool:
+    """Whether ``text`` (read from a file) is SLA terms at all: each starts with a known metric. Text
+    that is not is never quoted in an error: the file given may be anything."""
+    names = [re.match(r"[A-Za-z_][A-Za-z0-9_-]*", t.strip()) for t in re.split(r"[,;]", text) if t.strip()]
+    return bool(names) and all(name is not None and _known_metric(name[0]) for name in names)
+
+
+def _known_metric(name: str) -> bool:
+    try:
+        _resolve_metric(name, "")
+    except ConfigError:
+        return False
+    return True
+
+
 def _unit_from_key(key: str) -> str:
     """The unit a key spells (``p99_ms`` → ``ms``), so ``p99_ms: 50`` needs no unit twice."""
     key = key.lower()
@@ -435,7 +464,7 @@ def load_sla(source: str | Path) -> SLA:
     file; anything else is parsed with :func:`parse_sla`.
     """
     text = str(source)
-    path = Path(text).expanduser()
+    path = expand_user(text)
     looks_like_file = path.suffix.lower() in (".yaml", ".yml", ".json")
     if isinstance(source, Path) or looks_like_file or (text and _exists(path)):
         if not _exists(path):
@@ -452,8 +481,9 @@ def load_sla(source: str | Path) -> SLA:
         lines = [line for line in content.splitlines() if line.strip() and not line.lstrip().startswith("#")]
         if isinstance(data, str) and len(lines) > 1:
             # YAML reads any text as one string: lines of text are another file given by mistake.
+            # Its text is never echoed: the file may be anything (/etc/shadow given by mistake).
             raise ConfigError(f"SLA file {shown_path(path)} is not an SLA: {len(lines)} lines of text that are not "
-                              f"a mapping or a list (the first begins {excerpt(lines[0], 20)})",
+                              "a mapping or a list",
                               hint="an SLA file holds a mapping (p99: 50ms), a list of expressions or one expression")
         return _from_yaml_data(data, f"SLA file {shown_path(path)}")
     return parse_sla(text)

@@ -137,7 +137,7 @@ def find_model_file(repo: Path | str | None, model: str, version: str | None = N
     if version:
         candidate = folder / version / "model.onnx"
         return candidate if candidate.is_file() else None
-    versions = sorted((int(p.name) for p in folder.iterdir() if p.name.isdigit() and p.is_dir()), reverse=True)
+    versions = sorted((int(p.name) for p in folder.iterdir() if p.name.isascii() and p.name.isdigit() and p.is_dir()), reverse=True)
     for number in versions:
         candidate = folder / str(number) / "model.onnx"
         if candidate.is_file():

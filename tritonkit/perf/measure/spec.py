@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tritonkit._fs import atomic_write
-from tritonkit._values import COUNT, excerpt
+from tritonkit._values import COUNT, ascii_int, excerpt
 from tritonkit.errors import ConfigError
 
 __all__ = [
@@ -178,14 +178,14 @@ class PerfSpec:
 
     @staticmethod
     def shapes_from_text(values: Sequence[str]) -> dict[str, list[int]]:
-        """``["INPUT0:3,224,224", ...]`` (``--shape``) → ``{"INPUT0": [3, 224, 224], ...}``."""
+        """``["INPUT0:3,224,224", ...]`` (``--shape``) → ``{"INPUT0": [3, 224, 224], ...}``; an empty
+        or non-ASCII dimension is refused."""
         shapes: dict[str, list[int]] = {}
         for value in values:
             name, sep, dims = value.partition(":")
-            try:
-                parsed = [int(d) for d in dims.split(",") if d.strip()]
-            except ValueError:
-                parsed = []
+            # Every item a size in ASCII digits: "4,,4" (a dimension lost) is refused, not read as 4,4.
+            sizes = [ascii_int(d.strip()) for d in dims.split(",")]
+            parsed = [d for d in sizes if d is not None] if None not in sizes else []
             if not sep or not name or not parsed:
                 raise ConfigError(
                     f"--shape {excerpt(value)} is not NAME:D1,D2,...", hint="e.g. --shape INPUT0:3,224,224"

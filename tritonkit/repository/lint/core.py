@@ -21,7 +21,7 @@ from typing import Any, Literal
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import read_user_text
-from tritonkit._values import excerpt
+from tritonkit._values import MAX_GPUS_PER_POD, ascii_int, excerpt
 from tritonkit.errors import ConfigError, LintError
 from tritonkit.repository.pbtxt import (
     CONFIG_FILENAME,
@@ -230,9 +230,11 @@ class Target:
             return cls.cpu()
         if value == "gpu":
             return cls.gpu()
-        if value.startswith("gpu:") and value[4:].isdigit():
-            return cls.gpu(int(value[4:]))
-        raise ConfigError(f"unknown lint target {text!r}", hint="use cpu, gpu or gpu:N")
+        count = ascii_int(value[4:]) if value.startswith("gpu:") else None
+        if count is not None and 1 <= count <= MAX_GPUS_PER_POD:
+            return cls.gpu(count)
+        raise ConfigError(f"unknown lint target {excerpt(text)}",
+                          hint=f"use cpu, gpu or gpu:N with N the GPUs of one machine, 1 to {MAX_GPUS_PER_POD}")
 
     def with_backends(self, backends: set[str] | frozenset[str], *, complete: bool, source: str) -> Target:
         """This target, knowing which backends the server has."""
@@ -282,7 +284,7 @@ class Target:
 
 def is_version_name(name: str) -> bool:
     """Whether Triton reads a folder name as a version number."""
-    return name.isdigit() and str(int(name)) == name
+    return name.isascii() and name.isdigit() and str(int(name)) == name
 
 
 class ModelInfo:
