@@ -150,3 +150,19 @@ def test_repeat_on_tritons_stream_with_the_reference_engine(tmp_path: Path) -> N
     assert saved["repeats"] == 2 and len(saved["steps"][0]["runs"]) == 2
     assert saved["steps"][0]["metrics"]["ttft_ms"]["p50"] == pytest.approx(30.0, rel=0.5)
     assert (out / "run-2" / "llm_result.json").exists()
+
+
+def test_perf_compare_does_not_widen_a_repeated_step_by_the_single_run_spread(tmp_path: Path) -> None:
+    """TTFT 30 % slower in every run of three: with the runs' own spread the gate calls it a regression,
+    even with a between-runs spread (50 %) that leaves one run against one run inside the noise."""
+    from tritonkit.perf.llm.compare import compare_llm_results
+
+    one = LLMResult.load(saved_llm_result(tmp_path / "a", 10.0))
+    base = combine_llm_runs([_scaled(one, f) for f in (1.0, 1.02, 1.04)])
+    new = combine_llm_runs([_scaled(one, f) for f in (1.3, 1.32, 1.34)])
+    limits = {"ttft_p99": 0.10}
+    repeated = compare_llm_results(base, new, limits=limits, run_noise=0.5, tail_run_noise=0.5)
+    assert [r.outcome for r in repeated.rows] == ["regression"], repeated.summary()
+    single = compare_llm_results(_scaled(one, 1.0), _scaled(one, 1.3), limits=limits, run_noise=0.5,
+                                 tail_run_noise=0.5)
+    assert [r.outcome for r in single.rows] == ["inside the noise"], single.summary()
