@@ -166,3 +166,16 @@ def test_perf_compare_does_not_widen_a_repeated_step_by_the_single_run_spread(tm
     single = compare_llm_results(_scaled(one, 1.0), _scaled(one, 1.3), limits=limits, run_noise=0.5,
                                  tail_run_noise=0.5)
     assert [r.outcome for r in single.rows] == ["inside the noise"], single.summary()
+
+
+@pytest.mark.perf_analyzer  # the real run locates perf_analyzer before it looks at the folder
+def test_a_dry_run_names_the_runs_and_a_folder_holding_a_run_is_not_resumed(tmp_path: Path) -> None:
+    dry = _run("tiny", "--llm", "--protocol", "openai", "--url", "127.0.0.1:9", "--repeat", "3", "--dry-run",
+               "--out", str(tmp_path / "dry"))
+    assert dry.exit_code == 0 and "3 runs (each into run-<i>/)" in dry.output, dry.output
+    assert not (tmp_path / "dry").exists()
+    held = tmp_path / "held"
+    saved_llm_result(held, 10.0)
+    again = _run("tiny", "--llm", "--protocol", "openai", "--url", "127.0.0.1:9", "--repeat", "2", "--out", str(held))
+    assert again.exit_code == 2 and "does not resume" in again.output, again.output
+    assert not (held / "run-1").exists()
