@@ -113,6 +113,7 @@ def test_repeat_on_an_openai_endpoint_keeps_each_run_and_judges_the_combined_ste
     assert all(f.startswith("run-") for f in first["raw_files"])
     report = (out / "llm_report.md").read_text()
     assert "over the 3 runs" in report and "Each run at this load (3 runs" in report
+    assert "3 runs combined" in report and "3 runs combined" in (out / "llm_report.html").read_text()
 
 
 @pytest.mark.perf_analyzer

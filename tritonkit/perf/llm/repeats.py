@@ -9,8 +9,8 @@ the runs** that measured it (as a classic ladder's) (each percentile of TTFT, IT
 token counts; tokens/s, requests/s and goodput), its 95 % interval is taken **over the runs**
 (:func:`~tritonkit.perf.measure.windows.interval`), and each run's headline figures are kept on the
 step (:class:`~tritonkit.perf.llm.result.LLMRunFigures`), each run's files under ``run-<i>/``.
-The run whose tokens/s is the median stands for the step's time line, requests and engine
-figures. A load with failed requests in any run, or measured by one run only, keeps that run's
+The run whose tokens/s is the median stands for the step's time line, requests, engine figures
+and perf_analyzer's time. A load with failed requests in any run, or measured by one run only, keeps that run's
 step (failures are a fact the combined step keeps) with the runs' figures beside it.
 """
 
@@ -106,7 +106,6 @@ def _combine_load(taken: list[tuple[int, LLMStep]]) -> LLMStep:
     assert middle.metrics is not None  # measured
     metrics = _combined_metrics(middle.metrics, [s.metrics for _, s in measured if s.metrics is not None])
     return replace(_moved(middle, index), metrics=metrics, runs=runs,
-                   wall_s=sum(s.wall_s for _, s in measured),
                    warnings=list(dict.fromkeys(w for _, s in measured for w in s.warnings)))
 
 

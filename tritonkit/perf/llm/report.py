@@ -67,6 +67,9 @@ def _facts(result: LLMResult, verdict: Verdict | None) -> list[str]:
              f"prompts: {result.prompt_source}; started {result.started_utc}, finished {result.finished_utc}"]
     if result.client_deadline_ms is not None:
         lines.append(f"client deadline: {result.client_deadline_ms:g} ms")
+    if result.repeats > 1:
+        lines.append(f"{result.repeats} runs combined (each run's files and result in run-<i>/): each figure is "
+                     "the median over the runs")
     return lines + [f"note: {n}" for n in result.notes]
 
 
