@@ -136,7 +136,8 @@ _WINDOW_US = Bounds(integer=True, low=0, high=60_000_000, noun="number of micros
 @click.option("--reserve-gib", type=number(PlanAssumptions, "reserve_gib"), default=None, help="Memory kept back per GPU (default 10 %, 25 % on Jetson).")
 # measurement
 @click.option("--from-result", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="A perf result.json: measured throughput replaces theory (or sizes a non-LLM model).")
+              help="A perf result.json, or an LLM run's llm_result.json (Triton's stream or an OpenAI endpoint): "
+              "measured throughput replaces theory (or sizes a non-LLM model).")
 @click.option("--model-config", type=UserPath(exists=True, path_type=Path), default=None,
               help="The measured model's config.pbtxt (or its folder): serving parameters stay within it "
               "(default: the config the run recorded from the server).")

@@ -336,7 +336,8 @@ def llm_load_test(
 
     ``llm`` says what load (its concurrency levels or traffic shape, prompts, step limit
     ``timeout_s``, the served repository ``repo``); ``settings`` says where, and only these of
-    its fields are read: ``url``, ``protocol`` (``grpc``: Triton's stream; ``openai``: an OpenAI-compatible
+    its fields are read: ``url``, ``repeat`` (the whole test that many times, combined), ``protocol``
+    (``grpc``: Triton's stream; ``openai``: an OpenAI-compatible
     server, ``llm.endpoint`` / ``llm.api_key_env``), ``sla``, ``metrics_url``,
     ``out``, ``results_root``, ``baseline_root``, ``perf_analyzer``. Every option is checked
     (the repository folder, the prompts, the plan) before anything starts, dry run or not;
@@ -350,10 +351,6 @@ def llm_load_test(
     if where.protocol == "http":
         raise ConfigError("--llm streams over gRPC (Triton) or OpenAI's HTTP API, not Triton's HTTP",
                           hint="drop --protocol http, or use --protocol openai for an OpenAI-compatible server")
-    if where.repeat > 1:
-        raise ConfigError("--repeat is not supported with --llm yet: it would be ignored",
-                          hint="run the LLM test several times into separate --out folders and compare them with "
-                               "'tritonkit perf compare'")
     if where.protocol != "openai" and (llm.endpoint is not None or llm.api_key_env is not None):
         raise ConfigError("--endpoint and --api-key-env only apply to an OpenAI-compatible server",
                           hint="add --protocol openai, or drop them")
@@ -365,7 +362,8 @@ def llm_load_test(
     sla = where.parsed_sla()
     _prompts, source = llm.load_prompts()
     llm.plan(sla)  # bad options are refused before anything starts, dry run or not
-    test = LLMLoadTest(model, where.target_url(), where.results_dir(model), load=llm.describe_load(), prompts=source,
+    load = llm.describe_load() + (f", {where.repeat} runs (each into run-<i>/)" if where.repeat > 1 else "")
+    test = LLMLoadTest(model, where.target_url(), where.results_dir(model), load=load, prompts=source,
                        tokenizer_on_server=llm.tokenizer is None, dry_run=dry_run)
     if dry_run:
         return test
@@ -373,7 +371,7 @@ def llm_load_test(
     try:
         test.run = run_llm_perf(model, test.url, llm, sla=sla, results_dir=test.results_dir, perf_analyzer=tool,
                                 metrics_url=where.metrics_url, baseline_root=where.baseline_root, progress=progress,
-                                load_generator=load_generator)
+                                load_generator=load_generator, repeat=where.repeat)
     except KeyboardInterrupt:
         test.interrupted = True
     return test

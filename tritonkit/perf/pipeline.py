@@ -368,6 +368,7 @@ def run_llm_perf(
     *,
     sla: SLA | None = None,
     judging: JudgeSettings | None = None,
+    repeat: int = 1,
     **setup: Unpack[RunSetup],
 ) -> LLMRun:
     """An LLM load test end to end: measure (``run_llm``), judge against ``sla`` (and ``judging``,
@@ -377,22 +378,75 @@ def run_llm_perf(
     The same order and guarantees as :func:`run_perf`, and the same ``setup`` keywords
     (:class:`RunSetup`): the result is on disk before the report is written; a report that
     cannot be written comes back in :attr:`LLMRun.error` (exit 2).
+
+    ``repeat`` > 1 runs the whole test that many times, one after the other (each into
+    ``run-<i>/``), and judges the combined steps: each figure the median over the runs, its interval
+    over the runs (:func:`~tritonkit.perf.llm.repeats.combine_llm_runs`). A run that fails (or a
+    Ctrl-C) ends the repetition: the runs before it are combined, judged and saved, the failure
+    comes back in :attr:`LLMRun.error` (a Ctrl-C is re-raised after), and no baseline is kept.
     """
     from tritonkit.perf.llm.loadtest import run_llm
 
     _check_setup(setup)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigError(f"repeat must be a whole number >= 1, got {repeat!r}", hint="e.g. --repeat 5")
     settings = settings.with_served_tokenizer(model, url)  # a TensorRT-LLM pipeline names its own
     prompts, source = settings.load_prompts()
     plan = settings.plan(sla)
     folder, tool = _folder_and_tool(model, setup)
-    result = run_llm(model, url, prompts, plan, results_dir=folder, metrics_url=setup.get("metrics_url"),
-                     streaming=settings.stream, prompt_source=source, perf_analyzer=tool,
-                     progress=setup.get("progress"), interface=settings.interface,
-                     tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
-                     tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output,
-                     analyzer=make(folder) if (make := setup.get("load_generator")) is not None else None,
-                     openai=settings.openai_target())
-    return _finish_llm(result, folder, sla, judging=judging, baseline_root=setup.get("baseline_root"))
+    make = setup.get("load_generator")
+
+    def measure(into: Path) -> LLMResult:
+        return run_llm(model, url, prompts, plan, results_dir=into, metrics_url=setup.get("metrics_url"),
+                       streaming=settings.stream, prompt_source=source, perf_analyzer=tool,
+                       progress=setup.get("progress"), interface=settings.interface,
+                       tokenizer=settings.token_counter(), trtllm_version=settings.trtllm_version,
+                       tokenizer_from=settings.tokenizer_record(), token_output=settings.token_output,
+                       analyzer=make(into) if make is not None else None, openai=settings.openai_target())
+
+    if repeat == 1:
+        return _finish_llm(measure(folder), folder, sla, judging=judging, baseline_root=setup.get("baseline_root"))
+    return _run_llm_repeated(measure, folder, repeat, sla, judging=judging, setup=setup)
+
+
+def _run_llm_repeated(measure: Callable[[Path], LLMResult], folder: Path, repeat: int, sla: SLA | None, *,
+                      judging: JudgeSettings | None, setup: RunSetup) -> LLMRun:
+    """:func:`run_llm_perf` with ``repeat`` > 1: the test ``repeat`` times, then combined and judged."""
+    from tritonkit.perf.llm.repeats import combine_llm_runs
+
+    if (folder / "llm_result.json").exists():
+        raise ConfigError(f"{folder} already holds an LLM run: a repeated run (--repeat {repeat}) does not resume",
+                          hint="choose another --out folder, or delete that one")
+    progress = setup.get("progress") or (lambda _message: None)
+    runs: list[LLMResult] = []
+    error: TritonKitError | None = None
+    interrupted = False
+    for index in range(1, repeat + 1):
+        progress(f"run {index} of {repeat}")
+        try:
+            runs.append(measure(folder / run_folder_name(index)))
+        except KeyboardInterrupt:
+            interrupted = True
+        except TritonKitError as exc:
+            error = exc
+        if interrupted or error is not None:
+            break
+    if not runs:
+        if interrupted:
+            raise KeyboardInterrupt
+        assert error is not None
+        raise error
+    result = combine_llm_runs(runs)
+    if len(runs) < repeat:
+        why = "interrupted" if interrupted else f"run {len(runs) + 1} failed: {error}"
+        result.notes.append(f"only {len(runs)} of {repeat} runs finished ({why}); the figures combine those")
+    complete = len(runs) == repeat
+    run = _finish_llm(result, folder, sla, judging=judging,
+                      baseline_root=setup.get("baseline_root") if complete else None)
+    run.error = run.error or error
+    if interrupted:
+        raise KeyboardInterrupt
+    return run
 
 
 def rejudge_llm(

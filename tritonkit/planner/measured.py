@@ -16,6 +16,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonclient.grpc import model_config_pb2
 
@@ -27,12 +28,16 @@ from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
 from tritonkit.repository.serving import serving_of
 from tritonkit.triton_metrics import EXEC_COUNT, INFERENCE_COUNT
 
+if TYPE_CHECKING:
+    from tritonkit.planner.measured_llm import LLMStepFigures
+
 __all__ = [
     "PLATEAU_GAIN",
     "CapacityReading",
     "MeasuredHardware",
     "MeasuredStep",
     "Measurement",
+    "check_figures",
     "ServedConfig",
     "load_measurement",
     "served_config_from_proto",
@@ -172,7 +177,7 @@ _FIGURE_RANGES: dict[str, tuple[float, float, str]] = {
 }
 
 
-def _check_figures(step: MeasuredStep, source: str) -> None:
+def check_figures(step: MeasuredStep, source: str) -> None:
     """Refuse a step whose figures are not finite or out of range, naming the file, step and field."""
     for name, (low, high, unit) in _FIGURE_RANGES.items():
         value = getattr(step, name)
@@ -274,7 +279,12 @@ class CapacityReading:
 
 @dataclass(frozen=True)
 class Measurement:
-    """A perf run as the planner reads it: its steps, hardware, stop reason and measured config."""
+    """A perf run as the planner reads it: its steps, hardware, stop reason and measured config.
+
+    ``kind``: what kind of run it was, in words (a classic ladder's ``result.json``, or an LLM load
+    test: :mod:`tritonkit.planner.measured_llm`); ``llm_figures``: an LLM run's TTFT, ITL and
+    tokens/s per concurrency step (empty for a classic ladder).
+    """
 
     source: str
     steps: tuple[MeasuredStep, ...]
@@ -284,6 +294,12 @@ class Measurement:
     stop_reason: str
     config: ServedConfig | None = None
     sla: str | None = None
+    kind: str = "classic perf ladder"
+    llm_figures: tuple[LLMStepFigures, ...] = ()
+
+    def llm_figures_at(self, step: MeasuredStep) -> LLMStepFigures | None:
+        """An LLM run's own figures at ``step``'s concurrency (``None`` for a classic ladder)."""
+        return next((f for f in self.llm_figures if f.concurrency == step.load_value), None)
 
     @classmethod
     def from_result(
@@ -335,7 +351,7 @@ class Measurement:
                 inside_noise=status == "noise",
             ))
         for step in steps:
-            _check_figures(step, source)
+            check_figures(step, source)
         if not steps:
             raise PlanError(f"perf result {source} holds no measured step", hint="re-run the perf ladder")
         batch = result.metadata.batch_size or 1
@@ -443,6 +459,18 @@ def load_measurement(
     config: ServedConfig | None = None,
     gpu_name: str | None = None,
 ) -> Measurement:
-    """Read a ``result.json`` written by ``tritonkit perf run`` (``ConfigError`` if it is not one)."""
+    """Read a ``result.json`` written by ``tritonkit perf run``, or an ``llm_result.json`` written by
+    ``perf run --llm`` (:func:`~tritonkit.planner.measured_llm.measurement_from_llm`; ``config`` does
+    not apply to it); ``ConfigError`` if it is neither."""
+    from tritonkit.planner.measured_llm import measurement_from_llm, peek_kind
+
     source = Path(path)
+    if peek_kind(source) == "llm":
+        from tritonkit.perf.llm.result import LLMResult
+
+        if config is not None:
+            raise ConfigError(f"{source} is an LLM load test: a model config does not bound its plan",
+                              hint="drop --model-config (and --instances-per-gpu applies as given)")
+
+        return measurement_from_llm(LLMResult.load(source), source=str(source), gpu_name=gpu_name)
     return Measurement.from_result(PerfResult.load(source), source=str(source), config=config, gpu_name=gpu_name)

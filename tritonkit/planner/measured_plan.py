@@ -79,10 +79,11 @@ def plan_from_measurement(
                   "steps judged by it")
     draft.add("workload", "mode", "mode", w.mode, "", "input")
     replicas = _fleet(draft, w, assumptions or PlanAssumptions(), reading, unit, instances)
-    suggestion = _suggestion(config, w, unit, instances, replicas)
+    suggestion = _suggestion(config, w, unit, instances, replicas, llm=bool(measurement.llm_figures))
     title = f"Capacity plan from measurement: {measurement.model or measurement.source} (per {unit.name})"
     return draft.finish("measured", title, suggestion,
-                        {"measurement": measurement.source, "hardware": hw.describe(), "capacity_bound": reading.bound,
+                        {"measurement": measurement.source, "measurement_kind": measurement.kind,
+                         "hardware": hw.describe(), "capacity_bound": reading.bound,
                          "workload": {"target_qps": w.target_qps, "p99_ms": w.p99_ms, "mode": w.mode}})
 
 
@@ -93,6 +94,9 @@ def _describe_measurement(draft: PlanDraft, measurement: Measurement, unit: _Uni
     add("measurement", "measured_source", "measurement", measurement.source, "", "measured",
         f"{len(measurement.steps)} step(s), stopped: {measurement.stop_reason}"
         + (f", model {measurement.model}" if measurement.model else ""))
+    add("measurement", "measured_kind", "read from", measurement.kind, "", "measured",
+        "requests/s and whole-request latency per concurrency step; TTFT, ITL and tokens/s shown at the step read"
+        if measurement.llm_figures else "")
     add("measurement", "measured_on", "measured on", hw.describe() if gpu is None else gpu.name, "",
         "input" if gpu is not None else "measured", hw.source)
     if hw.kind == "cpu":
@@ -142,6 +146,15 @@ def _capacity(draft: PlanDraft, measurement: Measurement, w: Workload, unit: _Un
     add("measurement", "latency_p50_ms", "P50 latency at that step", step.p50_ms, "ms", "measured", "")
     if step.p99_ms is not None:
         add("measurement", "latency_p99_ms", "P99 latency at that step", step.p99_ms, "ms", "measured", "")
+    llm = measurement.llm_figures_at(step)
+    if llm is not None:
+        add("measurement", "llm_concurrency", "concurrent sequences at that step", llm.concurrency, "", "measured",
+            "the LLM run's concurrency level")
+        for key, label, value, per in (("ttft_p99_ms", "TTFT p99 at that step", llm.ttft_p99_ms, "ms"),
+                                        ("itl_p99_ms", "ITL p99 at that step", llm.itl_p99_ms, "ms"),
+                                        ("tokens_per_s", "output tokens/s at that step", llm.tokens_per_s, "tok/s")):
+            if value is not None:
+                add("measurement", key, label, value, per, "measured", "")
     return reading
 
 
@@ -168,7 +181,7 @@ def _fleet(draft: PlanDraft, w: Workload, a: PlanAssumptions, reading: CapacityR
 
 
 def _suggestion(config: ServedConfig | None, w: Workload, unit: _Unit, instances: int,
-                replicas: int | None) -> ServingSuggestion:
+                replicas: int | None, *, llm: bool = False) -> ServingSuggestion:
     """Serving parameters within what was measured: the measured config's batch and window, or a
     window by rule of thumb; the fleet in units (and GPUs when the unit is one)."""
     max_batch: int | None
@@ -185,6 +198,10 @@ def _suggestion(config: ServedConfig | None, w: Workload, unit: _Unit, instances
                  "max_queue_delay_us": "rule of thumb 5–20 ms: the short end for interactive traffic, where the "
                  "window adds to every request's latency; the long end for batch work",
                  "instance_count": "as measured (--instances-per-gpu)"}
+    if llm:
+        delay_us = None
+        notes["max_queue_delay_us"] = ("not suggested: an LLM engine schedules its sequences itself (continuous "
+                                       "batching); keep the measured engine's settings")
     notes["replicas"] = f"recommended {unit.name} units, one measured deployment each"
     return ServingSuggestion(max_batch_size=max_batch, instance_count=instances, max_queue_delay_us=delay_us,
                              replicas=replicas, gpus=replicas if unit.on_gpu else None, notes=notes)

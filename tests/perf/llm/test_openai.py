@@ -256,12 +256,6 @@ def test_a_stall_between_tokens_is_measured_in_the_itl_not_dropped(tmp_path: Pat
     assert metrics["answered_count"] == 3
 
 
-def test_repeat_with_llm_is_refused_rather_than_ignored(tmp_path: Path) -> None:
-    result = _run("tiny", "--llm", "--protocol", "openai", "--url", "127.0.0.1:9", "--repeat", "3",
-                  "--out", str(tmp_path / "a"))
-    assert result.exit_code == 2 and "--repeat is not supported with --llm" in result.output
-
-
 @pytest.mark.perf_analyzer
 def test_a_traffic_shape_and_perf_compare_work_on_an_openai_endpoint(tmp_path: Path) -> None:
     """A ramp on the stand-in, then the same run against a stand-in 3× slower to its first token:

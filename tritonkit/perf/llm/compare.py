@@ -7,7 +7,8 @@ worse) is judged by the classic gate's rule
 (:func:`~tritonkit.perf.judge.compare.judge_change`) on the **interval of its change**: each run's
 95 % bootstrap interval of the figure over its requests (``LLMMetrics.intervals``), widened by the
 spread between single runs of one build that one run's requests cannot show, gives the 95 %
-interval of ``new / base − 1`` (:func:`~tritonkit.perf.measure.windows.change_interval_of_bands`).
+interval of ``new / base − 1`` (:func:`~tritonkit.perf.measure.windows.change_interval_of_bands`);
+a step combined from repeated runs (``--repeat``) already has its interval over the runs and is not widened.
 That spread is ``run_noise`` for a rate (tokens/s, goodput; ``perf compare --run-noise``) and
 ``tail_run_noise`` for a latency percentile (``--tail-run-noise``, :data:`DEFAULT_TAIL_RUN_NOISE`):
 a tail moves more between fresh-server runs than a rate does, and more than one run's bootstrap
@@ -220,8 +221,16 @@ def _open_tail(step: LLMStep | None, metric: str) -> tuple[int, int] | None:
     return distribution.count, requests_for_tail(q)
 
 
+def _between_runs(step: LLMStep | None, noise: float) -> float:
+    """The spread between runs a side is widened by: none for a step combined from repeated runs
+    (``perf run --llm --repeat N``: its intervals are already over the runs), else ``noise``."""
+    if step is not None and sum(r.measured for r in step.runs) >= 2 and step.failures.total == 0:
+        return 0.0
+    return noise
+
+
 def _judged(label: str, metric: str, base: float, new: float | None, limit: float, worse_when: str,
-            bands: tuple[tuple[float, float] | None, tuple[float, float] | None], run_noise: float,
+            bands: tuple[tuple[float, float] | None, tuple[float, float] | None], run_noise: tuple[float, float],
             open_tail: tuple[int, int] | None = None) -> LLMComparisonRow:
     """One metric of one step judged: unmeasured or not finite is a regression, a base of zero
     for a figure that must not fall leaves nothing to lose, a tail percentile of too few
@@ -240,7 +249,7 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
         return LLMComparisonRow(label, metric, base, new, change, limit, worse_when, unsure=(
             f"{metric} {change * 100:+.1f}% (limit {limit * 100:g}%): a percentile of {count} requests has no "
             f"upper bound below {needed}; send at least {needed} requests per level (--requests)"))
-    band = change_interval_of_bands(base, new, bands[0], bands[1], between_runs=(run_noise, run_noise))
+    band = change_interval_of_bands(base, new, bands[0], bands[1], between_runs=run_noise)
     problem, unsure = judge_change(metric, change, band, limit, higher_is_better=worse_when == "drop")
     return LLMComparisonRow(label, metric, base, new, change, limit, worse_when,
                             change_interval=band, problem=problem, unsure=unsure)
@@ -273,9 +282,10 @@ def compare_llm_results(
             if b is None:
                 continue  # the baseline did not measure it: nothing to hold the new run to
             tails = [t for t in (_open_tail(base_step, metric), _open_tail(new_step, metric)) if t is not None]
+            noise = tail_run_noise if _TAIL.match(metric) else run_noise
             rows.append(_judged(_label(base_step), metric, b, after.get(metric), limit, worse_when,
                                 (base_bands.get(metric), new_bands.get(metric)),
-                                tail_run_noise if _TAIL.match(metric) else run_noise,
+                                (_between_runs(base_step, noise), _between_runs(new_step, noise)),
                                 open_tail=min(tails) if tails else None))
     return LLMComparison(tuple(rows), run_noise=run_noise, tail_run_noise=tail_run_noise)
 

@@ -67,6 +67,9 @@ def _facts(result: LLMResult, verdict: Verdict | None) -> list[str]:
              f"prompts: {result.prompt_source}; started {result.started_utc}, finished {result.finished_utc}"]
     if result.client_deadline_ms is not None:
         lines.append(f"client deadline: {result.client_deadline_ms:g} ms")
+    if result.repeats > 1:
+        lines.append(f"{result.repeats} runs combined (each run's files and result in run-<i>/): each figure is "
+                     "the median over the runs")
     return lines + [f"note: {n}" for n in result.notes]
 
 
@@ -136,7 +139,9 @@ def render_llm_markdown(result: LLMResult, verdict: Verdict | None = None, *, pl
     lines += ["", "## Results", ""] + _markdown_table(*_results_table(result), text_last=True)
     intervals = _intervals_table(result)
     if intervals is not None:
-        lines += ["", "95% bootstrap intervals (resampling each step's requests):", ""] + _markdown_table(*intervals)
+        basis = (f"over the {result.repeats} runs (the spread from run to run)" if result.repeats > 1
+                 else "bootstrap (resampling each step's requests)")
+        lines += ["", f"95% intervals, {basis}:", ""] + _markdown_table(*intervals)
     engine = _engine_table(result)
     if engine is not None:
         lines += ["", "The engine's own figures (its /metrics, per step):", ""] + _markdown_table(*engine)
@@ -192,6 +197,16 @@ def _step_blocks(step: LLMStep) -> list[Block]:
                                 _f(w.latency_p99_ms), _f(w.ttft_p99_ms)] for w in step.drift.windows])))
         out.append(("p", f"First → last window: p99 latency {_f(step.drift.p99_change_pct)} %, "
                          f"TTFT p99 {_f(step.drift.ttft_p99_change_pct)} %."))
+    if step.runs:
+        out.append(("p", f"Each run at this load ({len(step.runs)} runs; the figures above are their medians, the "
+                         "intervals the spread from run to run):"))
+        out.append(("table", (["run", "TTFT p50 / p99 ms", "ITL p50 / p99 ms", "latency p99 ms", "output tok/s",
+                               "req/s", "goodput /s", "failures"],
+                              [[str(r.run), f"{_f(r.ttft_p50_ms)} / {_f(r.ttft_p99_ms)}",
+                                f"{_f(r.itl_p50_ms, 2)} / {_f(r.itl_p99_ms, 2)}", _f(r.latency_p99_ms),
+                                _f(r.tokens_per_s), _f(r.requests_per_s, 2), _f(r.goodput_per_s, 2),
+                                str(r.failures) if r.measured or r.failures else "not measured"]
+                               for r in step.runs])))
     server = _server_ttft_rows(step)
     if server is not None:
         out.append(("p", "TTFT as the client saw it and as the model itself reports it, per request "

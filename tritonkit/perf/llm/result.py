@@ -19,7 +19,7 @@ from tritonkit.perf.llm.metrics import Drift, LLMMetrics
 from tritonkit.perf.llm.timeline import FailureReport, Recovery, ServerPoint
 from tritonkit.perf.measure._json_dataclass import JsonDataclass, read_record
 
-__all__ = ["LLM_SCHEMA_VERSION", "LLMResult", "LLMStep", "TimelinePoint"]
+__all__ = ["LLM_SCHEMA_VERSION", "LLMResult", "LLMRunFigures", "LLMStep", "TimelinePoint"]
 
 LLM_SCHEMA_VERSION = 1
 
@@ -32,6 +32,25 @@ class TimelinePoint(JsonDataclass):
     pending: float | None
     queue_ms: float | None
     in_flight: int
+
+
+@dataclass(frozen=True)
+class LLMRunFigures(JsonDataclass):
+    """One run's headline figures at a load, kept on the combined step of a repeated LLM test
+    (``perf run --llm --repeat N``): ``run`` is its number (1…N); ``failures`` its failed requests,
+    ``measured`` whether the step was a measurement (see :attr:`LLMStep.measured`)."""
+
+    run: int
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p99_ms: float | None = None
+    latency_p99_ms: float | None = None
+    tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    goodput_per_s: float | None = None
+    failures: int = 0
+    measured: bool = True
 
 
 @dataclass
@@ -64,6 +83,9 @@ class LLMStep(JsonDataclass):
     #: The engine's own figures from its ``/metrics`` (an OpenAI endpoint's engine; see
     #: :func:`~tritonkit.perf.llm.engine_metrics.engine_figures`); empty when it said none.
     engine: dict[str, float | None] = field(default_factory=dict)
+    #: A repeated test's runs at this load, run 1 first (empty for a test run once; see
+    #: :mod:`tritonkit.perf.llm.repeats`).
+    runs: list[LLMRunFigures] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -99,6 +121,10 @@ class LLMResult(JsonDataclass):
     #: What the served model told about itself: ``trtllm_version`` / ``trtllm_version_from``,
     #: ``min_tokens_input``, ``tokenizer`` / ``tokenizer_from``, ``token_output`` (each only when known).
     served: dict[str, str] = field(default_factory=dict)
+    #: How many runs were combined into these steps (``perf run --llm --repeat N``; 1: run once).
+    #: With more than one, each step's figures are the medians over the runs and its intervals the
+    #: spread from run to run; each run's own result is in ``run-<i>/llm_result.json``.
+    repeats: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, ``schema_version`` and ``kind`` first."""
