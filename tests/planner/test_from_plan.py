@@ -7,6 +7,7 @@ and the files are read back.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -66,13 +67,18 @@ def test_a_file_that_is_not_an_llm_plan_is_refused_with_what_to_pass(tmp_path: P
     junk, other = tmp_path / "junk.json", tmp_path / "measured.json"
     junk.write_text("{not json")
     other.write_text(json.dumps({"kind": "measured", "serving": {}}))
-    for path, message in ((junk, "not a readable plan JSON"), (other, "not an LLM plan")):
+    for path, message in ((junk, "plan .*junk.json is not valid JSON"), (other, "not an LLM plan")):
         with pytest.raises(ConfigError, match=message) as err:
             read_plan(path)
         assert "tritonkit plan" in (err.value.hint or "")
     run = CliRunner().invoke(main, ["build", "vllm", "--hf-model", str(write_hf_model(tmp_path / "hf")),
                                     "--repo", str(tmp_path / "v"), "--from-plan", str(other)])
     assert run.exit_code == 2 and "fix:" in run.output and not (tmp_path / "v").exists()
+    # A FIFO given as the plan is refused before it is opened (reading it would wait for a writer).
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="plan.fifo"):
+        read_plan(fifo)
 
 
 def test_merge_keeps_given_values_fills_the_rest_and_ignores_what_the_builder_lacks() -> None:

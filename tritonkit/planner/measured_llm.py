@@ -14,12 +14,12 @@ An LLM run records no server hardware: the unit is what ``--gpu`` names, else "m
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonkit.errors import PlanError
+from tritonkit._fs import read_json
+from tritonkit.errors import ConfigError, PlanError
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.llm.result import LLMResult, LLMStep
 from tritonkit.planner.measured import MeasuredHardware, MeasuredStep, Measurement, check_figures
@@ -51,9 +51,9 @@ def is_llm_result(data: Any) -> bool:
 
 def peek_kind(path: Path) -> str | None:
     """The ``kind`` a result file declares (``"llm"``), ``None`` when it declares none or is no JSON object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # the one reader of a user's file: a FIFO or a device is refused before it is opened
+        data = read_json(path, what="perf result", hint="pass a result.json or llm_result.json that perf run wrote")
+    except ConfigError:
         return None  # the classic reader names what is wrong with it
     return "llm" if is_llm_result(data) else None
 

@@ -9,11 +9,11 @@ takes from it; a flag given on the command line wins over the plan (the builder 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritonkit._fs import read_json
 from tritonkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -107,11 +107,8 @@ def read_plan(path: str | Path) -> PlanServing:
     ``ConfigError`` when the file is not JSON, not a plan, or a plan of a measured non-LLM model.
     """
     file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{file}: not a readable plan JSON ({exc})",
-                          hint="pass the file 'tritonkit plan ... --out plan.json' wrote") from exc
+    # The one reader of a user's JSON: a FIFO or device refused before it is opened, numbers finite.
+    data = read_json(file, what="plan", hint="pass the file 'tritonkit plan ... --out plan.json' wrote", finite=True)
     if not isinstance(data, dict) or data.get("kind") != "llm" or not isinstance(data.get("serving"), dict):
         raise ConfigError(f"{file}: not an LLM plan (no kind 'llm' with serving parameters)",
                           hint="write one with 'tritonkit plan --hf-config ... --gpu ... --out plan.json'")

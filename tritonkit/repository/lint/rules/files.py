@@ -120,7 +120,7 @@ def non_integer_dirs(ctx: LintContext, m: ModelInfo) -> None:
         if d in _KNOWN_NON_VERSION_DIRS or is_version_name(d):
             continue
         ctx.report(m, f"sub-folder {d!r} is not a version (not an integer, or leading zeros) and is ignored",
-                   file=f"{m.name}/{d}/", hint=f"rename it to {int(d)}" if d.isdigit()
+                   file=f"{m.name}/{d}/", hint=f"rename it to {int(d)}" if d.isascii() and d.isdigit()
                    else "rename it to an integer if it holds a model version")
 
 
