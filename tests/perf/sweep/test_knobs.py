@@ -79,6 +79,9 @@ def test_a_pin_holds_one_knob_for_every_model_or_for_one() -> None:
     for bad in ("instances", "colour=red", ".instances=2", "instances=1,2"):
         with pytest.raises(ConfigError, match="--pin"):
             parse_pin(bad)
+    with pytest.raises(ConfigError, match="'colour' is not a knob tritonkit sweeps") as err:
+        parse_pin("m.colour=red")
+    assert "instances, max_batch_size" in (err.value.hint or "")
     grid = SweepGrid(max_batch_sizes=[4, 8], pins=(Pin("a", "instances", 2), Pin(None, "batch_window", 0)))
     assert [(v.instances, v.window_us) for v in grid.variants(BASE, "a")[1:]] == [(2, 0), (2, 0)]
     assert {v.instances for v in grid.variants(BASE, "b")} == {1}  # b keeps its own count

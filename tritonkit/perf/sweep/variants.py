@@ -516,6 +516,9 @@ def parse_pin(text: str) -> Pin:
     left, sep, value_text = text.partition("=")
     model, dot, name = left.strip().rpartition(".")
     knob = _PIN_NAMES.get(name.strip().lower().replace("-", "_"))
+    if sep and name.strip() and knob is None:
+        raise ConfigError(f"--pin {text!r}: {name.strip()!r} is not a knob tritonkit sweeps",
+                          hint=f"pin one of {', '.join(PIN_KNOBS)}, e.g. --pin preprocessing.instances=2")
     if not sep or not value_text.strip() or knob is None or (dot and not model.strip()):
         raise ConfigError(f"--pin: cannot read {text!r}",
                           hint=f"[MODEL.]KNOB=VALUE with KNOB one of {', '.join(PIN_KNOBS)}, "
