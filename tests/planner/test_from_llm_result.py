@@ -71,3 +71,12 @@ def test_a_tritons_stream_run_is_named_and_a_shape_or_a_model_config_is_refused(
     config.write_text('name: "llm"\nbackend: "python"\nmax_batch_size: 0\n')
     code, text = _plan("--from-result", str(source), "--model-config", str(config), "--qps", "10")
     assert code == 2 and "is an LLM load test" in text
+
+
+def test_a_plan_from_a_model_config_and_an_llm_run_says_which_kind_of_run_it_read(tmp_path: Path) -> None:
+    source = saved_llm_result(tmp_path / "a", 10.0)
+    hf = Path(__file__).parents[1] / "data" / "planner" / "llama-3-8b.json"
+    code, text = _plan("--hf-config", str(hf), "--gpu", "H100-SXM", "--from-result", str(source), "--qps", "10",
+                       "--no-search", "--json")
+    assert code == 0, text
+    assert json.loads(text)["measured"]["measured_kind"] == "LLM load test over Triton's gRPC stream (text)"

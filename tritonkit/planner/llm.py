@@ -479,6 +479,7 @@ def _replica_capacity(draft: PlanDraft, theory: _Capacity, w: Workload, measurem
     assert step_m.p50_ms is not None  # a passing step is a measured one
     add("measured", "measured_source", "measurement", measurement.source, "", "measured",
         f"{reading.why}; measured on {measurement.hardware.describe()}")
+    add("measured", "measured_kind", "read from", measurement.kind, "", "measured", "")
     bound = " (lower bound: no knee found)" if reading.is_lower_bound else ""
     if reading.is_lower_bound:
         draft.warnings.append(f"the measured ladder found no limit, so its throughput is a lower bound and the fleet "
