@@ -108,7 +108,7 @@ def test_a_ladder_on_gpu_instances_records_the_card_and_the_planner_plans_per_gp
     tmp_path: Path, start_server
 ) -> None:  # type: ignore[no-untyped-def]
     from tritonkit.perf import LadderPlan, PerfSpec, run_ladder
-    from tritonkit.planner.measured import load_measurement
+    from tritonkit.planner.measured_llm import load_measurement
 
     repo = tmp_path / "repo"
     write_python_model(repo, "on_gpu", config_pbtxt=_gpu_config("on_gpu", "gpus: [ 0 ]"), model_py=ADD_SUB_PY)

@@ -171,6 +171,11 @@ def _from_default(param: click.Parameter | None, ctx: click.Context | None, valu
     return source in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
 
 
+#: Options whose empty text a person may mean as "none": the refusal says how to ask for that.
+EMPTY_MEANS = {"--sla": ("the SLA is empty", "give terms such as 'p99<=50ms', or leave the --sla option out to "
+                                             "measure without an SLA")}
+
+
 class Words(click.ParamType):
     """A text option that must not be empty (``--target ''``, ``repo init ''``) and, when ``check``
     is given, passes it (the library's own parser, raising ``ConfigError``); the text is kept as typed."""
@@ -187,6 +192,8 @@ class Words(click.ParamType):
             return value  # the option's own default ("" for "not set") is not the user's text
         where = option_name(param)
         if not value.strip():
+            if where in EMPTY_MEANS:
+                raise ConfigError(f"{where} is empty: {EMPTY_MEANS[where][0]}", hint=EMPTY_MEANS[where][1])
             example = f", e.g. {where} {self.example}" if where.startswith("-") and self.example else ""
             raise ConfigError(f"{where} is empty", hint=f"give a value{example}")
         if self.check is not None:

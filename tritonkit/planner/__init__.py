@@ -91,10 +91,10 @@ if TYPE_CHECKING:
         MeasuredStep,
         Measurement,
         ServedConfig,
-        load_measurement,
         served_config_from_proto,
         served_config_from_run,
     )
+    from tritonkit.planner.measured_llm import load_measurement
     from tritonkit.planner.measured_plan import plan_from_measurement
     from tritonkit.planner.predict import (
         CheckRow,

@@ -13,10 +13,7 @@ own :class:`~tritonkit.perf.Verdict` (``stored_verdict``).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tritonclient.grpc import model_config_pb2
 
@@ -28,10 +25,8 @@ from tritonkit.perf.measure.result import ServedModelConfig, ServerHardware
 from tritonkit.repository.serving import serving_of
 from tritonkit.triton_metrics import EXEC_COUNT, INFERENCE_COUNT
 
-if TYPE_CHECKING:
-    from tritonkit.planner.measured_llm import LLMStepFigures
-
 __all__ = [
+    "LLMStepFigures",
     "PLATEAU_GAIN",
     "CapacityReading",
     "MeasuredHardware",
@@ -39,7 +34,6 @@ __all__ = [
     "Measurement",
     "check_figures",
     "ServedConfig",
-    "load_measurement",
     "served_config_from_proto",
     "served_config_from_run",
 ]
@@ -257,6 +251,23 @@ def _items_per_exec(step: StepResult) -> float | None:
 
 
 @dataclass(frozen=True)
+class LLMStepFigures:
+    """An LLM step's own figures, by the concurrency it ran at (times in ms)."""
+
+    concurrency: float
+    ttft_p99_ms: float | None
+    itl_p99_ms: float | None
+    tokens_per_s: float | None
+
+    def describe(self) -> str:
+        def f(value: float | None, unit: str) -> str:
+            return "–" if value is None else f"{value:,.1f} {unit}"
+
+        return (f"TTFT p99 {f(self.ttft_p99_ms, 'ms')}, ITL p99 {f(self.itl_p99_ms, 'ms')}, "
+                f"{f(self.tokens_per_s, 'output tokens/s')}")
+
+
+@dataclass(frozen=True)
 class CapacityReading:
     """What a run says about one deployment's capacity.
 
@@ -451,26 +462,3 @@ class Measurement:
                   f"{top:g}:{top * 8:g}, until a step breaks the SLA or throughput stops rising")
         return CapacityReading(best_pass, qps, "lower_bound",
                                f"at least this: {why_open} ({best_pass.describe()}){skipped_note}", extend=extend)
-
-
-def load_measurement(
-    path: str | os.PathLike[str],
-    *,
-    config: ServedConfig | None = None,
-    gpu_name: str | None = None,
-) -> Measurement:
-    """Read a ``result.json`` written by ``tritonkit perf run``, or an ``llm_result.json`` written by
-    ``perf run --llm`` (:func:`~tritonkit.planner.measured_llm.measurement_from_llm`; ``config`` does
-    not apply to it); ``ConfigError`` if it is neither."""
-    from tritonkit.planner.measured_llm import measurement_from_llm, peek_kind
-
-    source = Path(path)
-    if peek_kind(source) == "llm":
-        from tritonkit.perf.llm.result import LLMResult
-
-        if config is not None:
-            raise ConfigError(f"{source} is an LLM load test: a model config does not bound its plan",
-                              hint="drop --model-config (and --instances-per-gpu applies as given)")
-
-        return measurement_from_llm(LLMResult.load(source), source=str(source), gpu_name=gpu_name)
-    return Measurement.from_result(PerfResult.load(source), source=str(source), config=config, gpu_name=gpu_name)

@@ -14,7 +14,7 @@ An LLM run records no server hardware: the unit is what ``--gpu`` names, else "m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +22,17 @@ from tritonkit._fs import read_json
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.perf.judge.verdict import Verdict
 from tritonkit.perf.llm.result import LLMResult, LLMStep
-from tritonkit.planner.measured import MeasuredHardware, MeasuredStep, Measurement, check_figures
+from tritonkit.perf.measure.result import PerfResult
+from tritonkit.planner.measured import (
+    LLMStepFigures,
+    MeasuredHardware,
+    MeasuredStep,
+    Measurement,
+    ServedConfig,
+    check_figures,
+)
 
-__all__ = ["LLMStepFigures", "is_llm_result", "measurement_from_llm", "peek_kind"]
-
-
-@dataclass(frozen=True)
-class LLMStepFigures:
-    """An LLM step's own figures, by the concurrency it ran at (times in ms)."""
-
-    concurrency: float
-    ttft_p99_ms: float | None
-    itl_p99_ms: float | None
-    tokens_per_s: float | None
-
-    def describe(self) -> str:
-        def f(value: float | None, unit: str) -> str:
-            return "–" if value is None else f"{value:,.1f} {unit}"
-
-        return (f"TTFT p99 {f(self.ttft_p99_ms, 'ms')}, ITL p99 {f(self.itl_p99_ms, 'ms')}, "
-                f"{f(self.tokens_per_s, 'output tokens/s')}")
+__all__ = ["LLMStepFigures", "is_llm_result", "load_measurement", "measurement_from_llm", "peek_kind"]
 
 
 def is_llm_result(data: Any) -> bool:
@@ -109,3 +100,24 @@ def measurement_from_llm(result: LLMResult, *, source: str, gpu_name: str | None
     return Measurement(source=source, steps=steps, batch_size=1, model=result.model, hardware=hardware,
                        stop_reason=stop, sla=str(verdict.sla) if verdict is not None else None, kind=_kind(result),
                        llm_figures=tuple(_figures(s) for s in ladder))
+
+
+def load_measurement(
+    path: str | os.PathLike[str],
+    *,
+    config: ServedConfig | None = None,
+    gpu_name: str | None = None,
+) -> Measurement:
+    """Read a ``result.json`` written by ``tritonkit perf run``, or an ``llm_result.json`` written by
+    ``perf run --llm`` (:func:`~tritonkit.planner.measured_llm.measurement_from_llm`; ``config`` does
+    not apply to it); ``ConfigError`` if it is neither."""
+    source = Path(path)
+    if peek_kind(source) == "llm":
+        from tritonkit.perf.llm.result import LLMResult
+
+        if config is not None:
+            raise ConfigError(f"{source} is an LLM load test: a model config does not bound its plan",
+                              hint="drop --model-config (and --instances-per-gpu applies as given)")
+
+        return measurement_from_llm(LLMResult.load(source), source=str(source), gpu_name=gpu_name)
+    return Measurement.from_result(PerfResult.load(source), source=str(source), config=config, gpu_name=gpu_name)

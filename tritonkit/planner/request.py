@@ -143,7 +143,7 @@ def plan_capacity(request: PlanRequest) -> CapacityPlan:
     :func:`plan_from_measurement`. Predictions are added when asked for. ``ConfigError`` names
     the option to give when the request cannot be planned.
     """
-    from tritonkit.planner.measured import load_measurement
+    from tritonkit.planner.measured_llm import load_measurement
 
     served = read_served_config(request.model_config)
     model = request.transformer()
@@ -250,7 +250,7 @@ def check_saved_predictions(result: str | Path, predictions: str | Path, *,
                             model_config: str | Path | None = None) -> PredictionCheck:
     """Score predictions a plan saved against a later perf ``result``, for the configuration that
     run served (``model_config``, else the config it recorded)."""
-    from tritonkit.planner.measured import load_measurement
+    from tritonkit.planner.measured_llm import load_measurement
     from tritonkit.planner.predict import check_predictions, load_predictions
     from tritonkit.planner.queueing import Scenario
 
