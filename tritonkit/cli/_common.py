@@ -26,6 +26,7 @@ from tritonkit._values import (
 )
 from tritonkit.errors import CommandExit, ConfigError, TritonKitError
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
+from tritonkit.perf.judge.sla import EMPTY_SLA
 from tritonkit.provision.server import BACKEND_DIR_ENV, SERVER_BIN_ENV
 
 #: Exit status for a TritonKitError that a command did not map itself.
@@ -41,8 +42,8 @@ SLA_FORMS = "SLA as an expression, e.g. 'p99<=50ms,throughput>=200/s,errors==0',
 def sla_option(more: str = "", *, default: str | None = None) -> Callable[[_Command], _Command]:
     """``--sla`` (``sla_text``), one declaration for every command that takes an SLA: its forms,
     then ``more`` (what this command does with it)."""
-    # Plain text: the library refuses an empty SLA itself, saying how to run without one.
-    return click.option("--sla", "sla_text", default=default, show_default=default is not None,
+    # An empty SLA is refused in the library's own words, saying how to run without one.
+    return click.option("--sla", "sla_text", type=SLA_TEXT, default=default, show_default=default is not None,
                         help=f"{SLA_FORMS} {more}".rstrip())
 
 
@@ -171,20 +172,17 @@ def _from_default(param: click.Parameter | None, ctx: click.Context | None, valu
     return source in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
 
 
-#: Options whose empty text a person may mean as "none": the refusal says how to ask for that.
-EMPTY_MEANS = {"--sla": ("the SLA is empty", "give terms such as 'p99<=50ms', or leave the --sla option out to "
-                                             "measure without an SLA")}
-
-
 class Words(click.ParamType):
     """A text option that must not be empty (``--target ''``, ``repo init ''``) and, when ``check``
     is given, passes it (the library's own parser, raising ``ConfigError``); the text is kept as typed."""
 
     name = "text"
 
-    def __init__(self, check: Callable[[str, str], object] | None = None, *, example: str = "") -> None:
+    def __init__(self, check: Callable[[str, str], object] | None = None, *, example: str = "",
+                 empty: tuple[str, str] | None = None) -> None:
         self.check = check
         self.example = example
+        self.empty = empty
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         """``value`` unchanged when it is a usable text; a :class:`ConfigError` otherwise."""
@@ -192,14 +190,18 @@ class Words(click.ParamType):
             return value  # the option's own default ("" for "not set") is not the user's text
         where = option_name(param)
         if not value.strip():
-            if where in EMPTY_MEANS:
-                raise ConfigError(f"{where} is empty: {EMPTY_MEANS[where][0]}", hint=EMPTY_MEANS[where][1])
+            if self.empty is not None:  # the option's own words for an empty value (how to go without it)
+                raise ConfigError(f"{where} is empty: {self.empty[0]}", hint=self.empty[1])
             example = f", e.g. {where} {self.example}" if where.startswith("-") and self.example else ""
             raise ConfigError(f"{where} is empty", hint=f"give a value{example}")
         if self.check is not None:
             self.check(value, where)  # first: its own words for what is wrong (a model name's rules)
         check_text(value, where)
         return value
+
+
+#: ``--sla``'s type: a text that, left empty, is refused as the library refuses an empty SLA.
+SLA_TEXT = Words(empty=EMPTY_SLA)
 
 
 def harden_text_options(group: click.Group) -> None:

@@ -17,6 +17,7 @@ import click
 
 from tritonkit._values import POSITIVE, TOLERANCE_PERCENT, excerpt
 from tritonkit.cli._common import (
+    SLA_TEXT,
     CommandExit,
     Percent,
     UserPath,
@@ -162,7 +163,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
               help="With several models: a model's share of the traffic, NAME=WEIGHT (repeat; equal by default).")
 @click.option("--model-sla", "model_slas", type=Words(example="b=p99<=200ms"), multiple=True,
               help="With several models: a model's own SLA, NAME=EXPR, e.g. b='p99<=200ms' (repeat).")
-@click.option("--sla", "sla_text", default=None,
+@click.option("--sla", "sla_text", type=SLA_TEXT, default=None,
               help="SLA the winner must meet, e.g. 'p99<=50ms' (as in `perf run`; errors==0 is added). Required.")
 @click.option("--instances", type=Words(example="1,2,4"), default=None,
               help="Instance counts to try: a list or ranges, e.g. 1,2,4 or 1:8 (START:STOP[:STEP], step 1, or "

@@ -368,6 +368,11 @@ def _collect(constraints: Sequence[Constraint], source: str) -> SLA:
     return SLA(tuple(constraints), source=source)
 
 
+#: The refusal of an empty SLA (message, hint): the library's and the command line's ``--sla ''``.
+EMPTY_SLA = ("the SLA is empty",
+             f"write e.g. --sla '{_EXAMPLE}'; to measure without an SLA, leave the --sla option out")
+
+
 def parse_sla(expression: str) -> SLA:
     """Parse a one-line SLA such as ``"p99<=50ms,throughput>=200/s,errors==0"``.
 
@@ -376,10 +381,7 @@ def parse_sla(expression: str) -> SLA:
     """
     terms = [t for t in re.split(r"[,;]", expression) if t.strip()]
     if not terms:
-        raise ConfigError(
-            "the SLA is empty",
-            hint=f"write e.g. --sla '{_EXAMPLE}'; to measure without an SLA, leave the --sla option out",
-        )
+        raise ConfigError(EMPTY_SLA[0], hint=EMPTY_SLA[1])
     constraints = [_parse_expression(term, f"SLA term {excerpt(term.strip(), 60)}") for term in terms]
     return _collect(constraints, expression.strip())
 
