@@ -86,6 +86,10 @@ def test_streaming_without_decoupled_warns_and_a_missing_local_model_is_an_error
     doc["model"] = "meta-llama/Llama-3.1-8B"
     path.write_text(yaml.safe_dump(doc))
     assert "TK916" not in _ids(tmp_path / "r")
+    doc["model"] = "~no_such_user_here/llama"  # a user this machine lacks: reported as written, no crash
+    path.write_text(yaml.safe_dump(doc))
+    found916 = [f.message for f in lint_repository(tmp_path / "r").findings if f.rule_id == "TK916"]
+    assert len(found916) == 1 and "internal error" not in found916[0] and "~no_such_user_here" in found916[0]
 
 
 def test_a_written_vllm_model_passes_and_its_backend_refusals_are_errors(hf: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import is_regular_file, path_exists, read_user_text
+from tritonkit._fs import expand_user, is_regular_file, path_exists, read_user_text
 from tritonkit.errors import ConfigError
 from tritonkit.repository.lint.core import ERROR, INFO, WARNING, LintContext, ModelInfo, rule
 
@@ -174,7 +174,7 @@ def model_path_exists(ctx: LintContext, m: ModelInfo, cfg: mc.ModelConfig) -> No
     value: str = found[1]["model"]
     if not value.startswith(("/", "./", "../", "~")):
         return  # a Hugging Face id (org/name) is fetched by the server, not a path here
-    path = Path(value).expanduser()
+    path = expand_user(value)
     path = path if path.is_absolute() else found[0].parent / path
     if path_exists(path):
         return
