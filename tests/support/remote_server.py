@@ -26,9 +26,12 @@ class RemoteFixture:
 
     def _start(self, ports: tuple[int, int, int] | None) -> TritonServer:
         http, grpc, metrics = ports if ports is not None else (None, None, None)
+        # 180 s, not the 60 s default: python-backend stubs start slowly on a CI machine busy with
+        # other servers and the engine's install beside this test (a poll-mode start once took > 60 s).
         return TritonServer(self.repo, model_control=self.mode,  # type: ignore[arg-type]
                             models=self.models if self.mode == "explicit" else None,
-                            http_port=http, grpc_port=grpc, metrics_port=metrics).start()
+                            http_port=http, grpc_port=grpc, metrics_port=metrics,
+                            startup_timeout_s=180.0).start()
 
     @property
     def url(self) -> str:
