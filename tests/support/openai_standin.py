@@ -14,7 +14,16 @@ one before (sleeps, so a truth within the OS's timer slack). Faults, for the fai
 ``--fault close-early`` ends the stream after ``--fault-after`` tokens without ``[DONE]``;
 ``malformed`` sends a chunk that is no JSON; ``stall`` waits ``--stall-ms`` before token
 ``--fault-after``; ``status-429`` / ``status-503`` answer every request with that status and an
-OpenAI error body. Usage: ``python -m tests.support.openai_standin --port P --first-ms 80 --next-ms 20``.
+OpenAI error body.
+
+An engine's batching, for the engine sweep's tests: ``--max-concurrent N`` runs at most N
+streams at once (more wait, their TTFT growing by the wait, as a full batch makes a real engine
+queue), and ``--itl-per-running-ms X`` adds X ms to each next token per other stream running
+(a bigger batch decodes each sequence more slowly). Output tokens/s at concurrency ``c`` is then
+``r / (next_ms + X (r - 1))`` per ms with ``r = min(c, N)``, and the ITL ``next_ms + X (r - 1)``: a
+knob passed as ``--max-concurrent {knob}`` moves both predictably. ``--start-delay-s`` waits that
+long before listening (an engine that is slow to start); ``--max-concurrent 0`` exits at once with
+status 2 (an engine refusing its flags). Usage: ``python -m tests.support.openai_standin --port P --first-ms 80 --next-ms 20``.
 It prints ``ready <port>`` once it listens.
 """
 
@@ -43,6 +52,10 @@ class _Settings:
     stall_ms: float = 0.0
     api_key: str | None = None
     usage: bool = True
+    slots: threading.Semaphore | None = None
+    itl_per_running_ms: float = 0.0
+    running: int = 0
+    lock = threading.Lock()
 
 
 def _chunk(chat: bool, model: str, index: int, text: str | None, finish: str | None) -> dict[str, Any]:
@@ -114,7 +127,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         include_usage = bool((body.get("stream_options") or {}).get("include_usage")) and s.usage
-        self._stream(chat, model, tokens, read_at, usage if include_usage else None)
+        if s.slots is not None:
+            s.slots.acquire()  # a full batch: wait for a running stream to end
+        with s.lock:
+            s.running += 1
+        try:
+            self._stream(chat, model, tokens, time.monotonic() if s.slots is not None else read_at,
+                         usage if include_usage else None)
+        finally:
+            with s.lock:
+                s.running -= 1
+            if s.slots is not None:
+                s.slots.release()
 
     def _stream(self, chat: bool, model: str, tokens: int, read_at: float, usage: dict[str, int] | None) -> None:
         s = self.settings
@@ -132,7 +156,7 @@ class _Handler(BaseHTTPRequestHandler):
             event = _chunk(chat, model, i, " tok", "length" if i == tokens - 1 else None)
             self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()
-            due += s.next_ms / 1000.0
+            due += (s.next_ms + s.itl_per_running_ms * max(0, s.running - 1)) / 1000.0
         if usage is not None:
             last = _chunk(chat, model, tokens, None, None)
             last["choices"], last["usage"] = [], usage
@@ -151,12 +175,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stall-ms", type=float, default=0.0)
     parser.add_argument("--api-key-env", default=None, help="refuse requests without this variable's key")
     parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
+    parser.add_argument("--max-concurrent", type=int, default=None, help="streams run at once (more wait)")
+    parser.add_argument("--itl-per-running-ms", type=float, default=0.0, help="ms added per token per other stream")
+    parser.add_argument("--start-delay-s", type=float, default=0.0, help="wait this long before listening")
     args = parser.parse_args(argv)
+    if args.max_concurrent is not None and args.max_concurrent < 1:
+        print(f"error: --max-concurrent {args.max_concurrent}: at least one stream must run", flush=True)
+        sys.exit(2)
+    time.sleep(args.start_delay_s)
     s = _Handler.settings
     s.first_ms, s.next_ms, s.fault, s.fault_after, s.stall_ms = (args.first_ms, args.next_ms, args.fault,
                                                                  args.fault_after, args.stall_ms)
     s.api_key = os.environ[args.api_key_env] if args.api_key_env else None
     s.usage = not args.no_usage
+    s.slots = threading.Semaphore(args.max_concurrent) if args.max_concurrent is not None else None
+    s.itl_per_running_ms = args.itl_per_running_ms
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     server.daemon_threads = True
     print(f"ready {server.server_address[1]}", flush=True)

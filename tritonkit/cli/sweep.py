@@ -37,6 +37,7 @@ from tritonkit.cli.perf_cluster import (
     reject_cluster_options,
     run_cluster_sweep_command,
 )
+from tritonkit.cli.sweep_engine import engine_sweep_options
 from tritonkit.cli.sweep_remote import remote_sweep_options, run_remote_command, split_names
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
@@ -215,6 +216,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 @cluster_sweep_options
 @remote_sweep_options
+@engine_sweep_options
 def sweep_command(
     names: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str | None,
     instances: str | None, max_batch: str | None,

@@ -61,6 +61,8 @@ __all__ = [
     "SearchResult",
     "SearchSettings",
     "StepPoint",
+    "TRITON_TIES",
+    "TieRule",
     "VariantOutcome",
     "WinnerChoice",
     "choose_winner",
@@ -242,9 +244,25 @@ def _simplest_near_top(variants: Sequence[Variant], per_s: dict[str, float], tol
     return min(near, key=lambda v: (v.instances, v.max_batch_size, v.window_us or 0, not v.is_default))
 
 
-def _tie_key(outcome: VariantOutcome) -> tuple[int, bool, int, int, str]:
+def _tie_key(outcome: VariantOutcome) -> tuple[Any, ...]:
     v = outcome.variant
     return (v.instances, not v.is_default, v.max_batch_size, v.window_us or 0, v.id)
+
+
+@dataclass(frozen=True)
+class TieRule:
+    """How a tie within the tolerance is broken once p99 has not (``key``: the lowest wins), said in
+    ``words``; ``retry``: what tells tied variants apart by measuring again. The Triton sweep's is
+    :data:`TRITON_TIES`; a sweep of other knobs (an LLM engine's) brings its own."""
+
+    key: Callable[[VariantOutcome], tuple[Any, ...]]
+    words: str
+    retry: str
+
+
+#: The Triton sweep's tie rule: fewer instances, then the default config, then the smaller batch and window.
+TRITON_TIES = TieRule(_tie_key, "lower p99, then fewer instances, then the default config",
+                      "sweep again with longer windows (--window-ms)")
 
 
 @dataclass(frozen=True)
@@ -258,12 +276,13 @@ class WinnerChoice:
     noise_note: str = ""
 
 
-def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05) -> WinnerChoice:
+def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05,
+                  ties: TieRule = TRITON_TIES) -> WinnerChoice:
     """The winner by the rule in the module docstring: throughputs within ``tie_tolerance`` of the
     top are a tie, and so are those beyond it whose throughput interval reaches the top's lower
     bound (a tie within the noise, said in :attr:`WinnerChoice.noise_note`); lower p99 (within the
-    tolerance), then fewer instances, then the default config, then the smaller batch and window
-    break a tie."""
+    tolerance), then ``ties`` (default: fewer instances, then the default config, then the smaller
+    batch and window) break a tie."""
     scored = [(o, s) for o in outcomes if (s := o.score()) is not None]
     if not scored:
         return WinnerChoice(None, [])
@@ -276,9 +295,9 @@ def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.0
     pool = tied + noisy
     lowest_p99 = min(s.p99_ms for _, s in pool)
     calm = [o for o, s in pool if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
-    winner = min(calm, key=_tie_key)
+    winner = min(calm, key=ties.key)
     others = sorted((o for o, _ in pool if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
-    return WinnerChoice(winner, [winner, *others], _noise_note(leader, lead, noisy, winner) if noisy else "")
+    return WinnerChoice(winner, [winner, *others], _noise_note(leader, lead, noisy, winner, ties) if noisy else "")
 
 
 def _band_text(outcome: VariantOutcome, score: StepPoint) -> str:
@@ -287,7 +306,7 @@ def _band_text(outcome: VariantOutcome, score: StepPoint) -> str:
 
 
 def _noise_note(leader: VariantOutcome, lead: StepPoint, noisy: list[tuple[VariantOutcome, StepPoint]],
-                winner: VariantOutcome) -> str:
+                winner: VariantOutcome, ties: TieRule) -> str:
     """The plain statement of a tie within the noise, with the figures, the pick and what to do."""
     lowest = min(s.throughput_per_s for _, s in noisy)
     # The tolerance, in whole percent, that makes this a tie by the rule and the pick final: above
@@ -296,9 +315,8 @@ def _noise_note(leader: VariantOutcome, lead: StepPoint, noisy: list[tuple[Varia
     accept = min(99, math.floor(100 * gap + 1e-6) + 1)
     return (f"the top is a tie within the noise: {_band_text(leader, lead)} cannot be told from "
             + ", ".join(_band_text(o, s) for o, s in noisy)
-            + f"; {winner.variant.id} is picked by the tie rule (lower p99, then fewer instances, then the "
-            f"default config) and not written back. To tell them apart, sweep again with longer windows "
-            f"(--window-ms); to accept the pick, re-run into the same --out with --tie-tolerance {accept} "
+            + f"; {winner.variant.id} is picked by the tie rule ({ties.words}) and not written back. To tell "
+            f"them apart, {ties.retry}; to accept the pick, re-run into the same --out with --tie-tolerance {accept} "
             f"(what is stored there is reused)")
 
 
@@ -329,6 +347,7 @@ def search(
     settings: SearchSettings,
     *,
     notify: Notify | None = None,
+    ties: TieRule = TRITON_TIES,
 ) -> SearchResult:
     """Measure the default first, then (unless ``exhaustive``) the variant the fitted model
     expects to carry most (the first guess), then, one at a time, the unmeasured variant whose
@@ -338,7 +357,7 @@ def search(
     ``notify(kind, data)`` hears ``guess``, ``propose`` (why the next variant is measured),
     ``pruned`` (its bound is below the best), ``skipped`` (the model's range is) and ``confirm``
     decisions as they happen. :attr:`SearchResult.decisions` keeps why each variant was
-    measured or not.
+    measured or not. ``ties`` breaks a tie (:class:`TieRule`; default the Triton sweep's).
     """
     run = _Run(measure, settings, notify or (lambda _kind, _data: None))
     default = next((v for v in grid if v.is_default), grid[0])
@@ -356,7 +375,7 @@ def search(
         pass
     if confirm is not None:
         _confirm_top(run.outcomes, confirm, settings, run.say)
-    choice = choose_winner(run.outcomes, settings.tie_tolerance)
+    choice = choose_winner(run.outcomes, settings.tie_tolerance, ties)
     final = fit_model(run.outcomes, settings.model_settings())
     return SearchResult(outcomes=run.outcomes, pruned=run.pruned, guess=guess, winner=choice.winner,
                         tied=choice.tied, decisions=run.decisions,
