@@ -22,7 +22,8 @@ queue), and ``--itl-per-running-ms X`` adds X ms to each next token per other st
 (a bigger batch decodes each sequence more slowly). Output tokens/s at concurrency ``c`` is then
 ``r / (next_ms + X (r - 1))`` per ms with ``r = min(c, N)``, and the ITL ``next_ms + X (r - 1)``: a
 knob passed as ``--max-concurrent {knob}`` moves both predictably. ``--start-delay-s`` waits that
-long before listening (an engine that is slow to start); ``--max-concurrent 0`` exits at once with
+long before listening (an engine that is slow to start), ``--no-health`` answers ``/health`` with
+404 (a server that has only ``/v1/models``); ``--max-concurrent 0`` exits at once with
 status 2 (an engine refusing its flags). Usage: ``python -m tests.support.openai_standin --port P --first-ms 80 --next-ms 20``.
 It prints ``ready <port>`` once it listens.
 """
@@ -52,6 +53,7 @@ class _Settings:
     stall_ms: float = 0.0
     api_key: str | None = None
     usage: bool = True
+    no_health: bool = False
     slots: threading.Semaphore | None = None
     itl_per_running_ms: float = 0.0
     running: int = 0
@@ -82,7 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, "invalid API key", "AuthenticationError")
             return
         body = b'{"object": "list", "data": [{"id": "standin", "object": "model"}]}'
-        self._send(200 if self.path in ("/v1/models", "/health") else 404, body)
+        served = ("/v1/models",) if self.settings.no_health else ("/v1/models", "/health")
+        self._send(200 if self.path in served else 404, body)
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(status)
@@ -177,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
     parser.add_argument("--max-concurrent", type=int, default=None, help="streams run at once (more wait)")
     parser.add_argument("--itl-per-running-ms", type=float, default=0.0, help="ms added per token per other stream")
+    parser.add_argument("--no-health", action="store_true", help="answer /health with 404, as some servers do")
     parser.add_argument("--start-delay-s", type=float, default=0.0, help="wait this long before listening")
     args = parser.parse_args(argv)
     if args.max_concurrent is not None and args.max_concurrent < 1:
@@ -190,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     s.usage = not args.no_usage
     s.slots = threading.Semaphore(args.max_concurrent) if args.max_concurrent is not None else None
     s.itl_per_running_ms = args.itl_per_running_ms
+    s.no_health = args.no_health
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     server.daemon_threads = True
     print(f"ready {server.server_address[1]}", flush=True)

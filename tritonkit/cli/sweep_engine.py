@@ -133,7 +133,8 @@ def run_engine_command(kwargs: dict[str, Any], engine: dict[str, Any]) -> None:
 
     names = kwargs["names"]
     if len(names) != 1:
-        raise click.UsageError(f"an engine sweep takes one MODEL (the name the engine serves), not {len(names)} names")
+        raise click.UsageError(f"an engine sweep takes one MODEL, the name the engine serves (no REPO: the engine "
+                               f"is given by --engine-cmd), not {len(names)} names")
     if kwargs["sla_text"] is None:
         raise click.UsageError("--sla is required, e.g. --sla 'ttft_p99<=500ms,itl_p99<=50ms'")
     if not engine["knobs"]:

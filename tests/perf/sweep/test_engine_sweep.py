@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from click.testing import CliRunner, Result
 
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError
-from tritonkit.perf.sweep.engine import ENGINE_TIES
+from tritonkit.perf.sweep.engine import ENGINE_TIES, ReadyEngine
 from tritonkit.perf.sweep.engine_template import (
     EngineTemplate,
     EngineVariant,
@@ -30,6 +32,7 @@ from tritonkit.perf.sweep.engine_template import (
 )
 from tritonkit.perf.sweep.outcome import StepPoint, VariantOutcome
 from tritonkit.perf.sweep.search import choose_winner
+from tritonkit.server.ports import free_ports
 
 STANDIN = Path(__file__).resolve().parents[2] / "support" / "openai_standin.py"
 
@@ -183,6 +186,16 @@ def test_the_knob_that_batches_more_wins_a_failed_start_is_recorded_and_a_rerun_
     again = json.loads(_sweep(*args).output)  # the same sweep into the same folder: measured variants reused
     assert again["winner"] == "seqs=4" and again["reused"] == ["default", "seqs=4"]
     assert again["wall_s"] < answer["wall_s"] / 2
+
+
+def test_a_server_without_health_is_ready_once_it_lists_its_models(tmp_path: Path) -> None:
+    port = free_ports(1)[0]
+    argv = [sys.executable, str(STANDIN), "--port", str(port), "--no-health"]
+    with ReadyEngine(argv, port=port, log=tmp_path / "engine.log", ready_timeout_s=30) as engine:
+        assert engine.start_s is not None and engine.exit_status() is None
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"http://{engine.url}/health", timeout=5)  # noqa: S310 - loopback
+    assert engine.exit_status() is not None  # stopped with the block
 
 
 @pytest.mark.perf_analyzer

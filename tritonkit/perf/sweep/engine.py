@@ -325,10 +325,13 @@ class _Sweep:
         began = time.monotonic()
         try:
             engine.start()
-        except ServerError as exc:
+        except ServerError as exc:  # its group is stopped already
             record.outcome = VariantOutcome(variant, STATUS_FAILED, reason=f"the engine did not start: {exc.message}",
                                             duration_s=time.monotonic() - began)
             return record
+        except BaseException:  # a Ctrl-C while it starts: stop what was started
+            engine.stop()
+            raise
         record.start_s = engine.start_s
         try:
             self._load(record, engine, folder, loads)
