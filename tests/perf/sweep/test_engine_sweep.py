@@ -15,6 +15,7 @@ import shlex
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from click.testing import CliRunner, Result
 
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError
-from tritonkit.perf.sweep.engine import ENGINE_TIES, ReadyEngine
+from tritonkit.perf.sweep.engine import ENGINE_TIES, EngineRecord, EngineSweepSettings, ReadyEngine, _Sweep
 from tritonkit.perf.sweep.engine_template import (
     EngineTemplate,
     EngineVariant,
@@ -113,6 +114,28 @@ def test_ties_go_to_lower_ttft_then_the_default_then_the_smaller_values_with_the
     assert choose_winner([default, faster], 0.05, ENGINE_TIES).winner is faster
     clear = _outcome({"seqs": "64"}, 1200, 80)
     assert choose_winner([default, clear], 0.05, ENGINE_TIES).winner is clear
+
+
+def test_a_stored_variant_is_reused_only_under_the_same_command_sla_and_load(tmp_path: Path) -> None:
+    knobs = (parse_knob("seqs=1*,2"),)
+    settings = EngineSweepSettings(template=EngineTemplate.parse("e --port {port} --s {seqs}", ["seqs"]),
+                                   knobs=knobs, sla="ttft_p99<=1s", out=tmp_path)
+    variant = settings.grid()[1]
+    outcome = VariantOutcome(variant, steps=[StepPoint(load=4, throughput_per_s=500.0, p99_ms=80.0)])
+    record = EngineRecord(outcome, ["e", "--port", "1", "--s", "2"], start_s=1.5, figures={"4": {"itl_p99": 9.0}})
+    path = tmp_path / "variants" / variant.id / "outcome.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"fingerprint": settings.fingerprint(), **record.to_dict()}))
+    again = _Sweep("m", settings, lambda _e: None).stored(variant)
+    assert again is not None and again.outcome.variant == variant and again.outcome.best() == outcome.best()
+    assert again.start_s == 1.5 and again.figures == {"4": {"itl_p99": 9.0}}
+    for changed in (replace(settings, sla="ttft_p99<=2s"), replace(settings, env={"K": "V"}),
+                    replace(settings, template=EngineTemplate.parse("e --port {port} --t {seqs}", ["seqs"]))):
+        assert _Sweep("m", changed, lambda _e: None).stored(variant) is None
+    path.write_text(json.dumps({"fingerprint": settings.fingerprint(), "outcome": {"variant": {"knobs": 3}}}))
+    said: list[str] = []
+    assert _Sweep("m", settings, lambda e: said.append(e.message)).stored(variant) is None
+    assert "cannot be read" in said[0] and "measuring it again" in said[0]
 
 
 # ---- the command line: what does not apply is refused -------------------------------------------------
