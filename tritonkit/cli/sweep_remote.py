@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from tritonkit.cli._common import HOST_PORT, CommandExit, UserPath, Words, check_model_name, echo_json
-from tritonkit.perf.sweep import EXIT_UNMEASURED, SweepEvent, SweepResult, SweepSettings
+from tritonkit.perf.sweep import EXIT_UNMEASURED, JointResult, SweepEvent, SweepResult, SweepSettings
 
 __all__ = ["remote_sweep_options", "run_remote_command", "split_names"]
 
@@ -115,14 +115,35 @@ def _print_remote(result: SweepResult, printer: Any) -> None:
         click.echo(f"restored: the served config is loaded again on {remote['url']} (journal {remote['journal']})")
 
 
+def _print_remote_joint(result: JointResult, as_json: bool) -> None:
+    """A joint sweep by URL's result (``--json``: joint.json's document), then its exit."""
+    if as_json:
+        echo_json(result.to_dict())
+        raise CommandExit(result.exit_code)
+    remote = result.remote or {}
+    click.echo(result.headline())
+    for model, path in (remote.get("winner_configs") or {}).items():
+        click.echo(f"{model}'s winning config: {path} (nothing was written on the server)")
+    if remote.get("applied"):
+        click.echo(f"applied: the joint winner stays loaded on {remote['url']}; put the old configs back with: "
+                   f"{remote['restore_command']}")
+    else:
+        click.echo(f"restored: every model's served config is loaded again on {remote.get('url')} "
+                   f"(journal {remote.get('journal')})")
+    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
+    raise CommandExit(result.exit_code)
+
+
 def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote: dict[str, Any], *,
                        printer: Any, joint: bool) -> None:
     """Run the sweep by URL (or only ``--restore``) and exit as the sweep says."""
     from tritonkit.perf.sweep.remote import RemoteOptions, restore_only, run_remote_sweep
+    from tritonkit.perf.sweep.remote_joint import run_remote_joint_sweep
     from tritonkit.server.remote import RemoteServer
 
-    if joint:
-        raise click.UsageError("with --url, one MODEL is swept at a time (several models together need a REPO yet)")
+    if joint and remote.get("cluster") is not None:
+        raise click.UsageError("--cluster with --url spreads the load of one MODEL: sweep one model at a time with "
+                               "--cluster, or drop --cluster to sweep several together")
     if remote.get("server_bin") or remote.get("backend_dir"):
         raise click.UsageError("--server-bin and --backend-dir describe a server the sweep starts; with --url the "
                                "running server's own are measured")
@@ -142,6 +163,9 @@ def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote:
                                 exclusive=bool(remote.get("exclusive")), cluster=_cluster(remote),
                                 clients=int(remote.get("clients") or 2))
         try:
+            if joint:
+                _print_remote_joint(run_remote_joint_sweep(server, models, settings, options, on_event=printer.event),
+                                    printer.as_json)
             result = run_remote_sweep(server, models[0], settings, options, on_event=printer.event)
         except KeyboardInterrupt:
             where = shlex.quote(str(folder)) if folder is not None else "DIR"
