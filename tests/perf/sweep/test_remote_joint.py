@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -35,22 +36,41 @@ MODELS = ("a", "b")
 
 
 def _args(remote: RemoteFixture, out: Path, *extra: str) -> list[str]:
-    """A joint sweep of both models by URL: a tiny grid, short windows."""
+    """A joint sweep of both models by URL: one variant each besides the served config (2 instances,
+    which carry about twice what one does where a has 8 requests in flight), one load, short windows."""
     return ["perf", "sweep", *MODELS, "--url", remote.url, "--metrics-url", remote.server.metrics_url,
-            "--sla", "p99<=200ms", "--instances", "1,2", "--concurrency", "2,4", "--window-ms", "300",
+            "--sla", "p99<=200ms", "--instances", "2", "--concurrency", "12", "--share", "a=2", "--window-ms", "300",
             "--warmup-s", "0.3", "--out", str(out), *extra]
+
+
+def _only_unstable(data: dict[str, Any]) -> bool:
+    """Whether every configuration that could not be measured failed for want of stable windows
+    (a machine busy with other work), which the sweep reports as exit 2: not what is tested here."""
+    reasons = [o["reason"] for o in data["tried"] if o["reason"]]
+    reasons += [v.get("reason") or "" for r in data["alone"].values() for v in r["variants"] if v["status"] == "failed"]
+    return bool(reasons) and all("stable" in reason for reason in reasons)
 
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteFixture]:
     repo = tmp_path_factory.mktemp("remote-repo")
     for name in MODELS:
-        write_sleepy(repo, name)
+        write_sleepy(repo, name, base_ms=20.0)
     fixture = RemoteFixture(repo, list(MODELS))
     try:
         yield fixture
     finally:
         fixture.stop()
+
+
+@pytest.fixture(scope="module")
+def swept(remote: RemoteFixture, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], str]:
+    """One joint sweep by URL (its folder, the served configs before it, its output): the --apply
+    test runs the same sweep into the same folder again, every result reused."""
+    out = tmp_path_factory.mktemp("joint") / "out"
+    before = _served(remote)
+    result = CliRunner().invoke(main, [*_args(remote, out), "--model-sla", "b=p99<=300ms", "--json"])
+    return out, before, result.output if result.exit_code in (0, 2) else f"exit {result.exit_code}: {result.output}"
 
 
 def _served(remote: RemoteFixture) -> dict[str, mc.ModelConfig | None]:
@@ -67,13 +87,13 @@ def _repo_files(remote: RemoteFixture) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in sorted(remote.repo.rglob("*")) if p.is_file()}
 
 
-def test_a_joint_sweep_by_url_writes_both_winners_and_puts_both_back(remote: RemoteFixture, tmp_path: Path) -> None:
-    before, files = _served(remote), _repo_files(remote)
-    out = tmp_path / "out"
-    result = CliRunner().invoke(main, [*_args(remote, out), "--share", "a=2", "--model-sla", "b=p99<=300ms",
-                                       "--json"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.output[result.output.index("{"):])
+def test_a_joint_sweep_by_url_writes_both_winners_and_puts_both_back(remote: RemoteFixture,
+                                                                     swept: tuple[Path, dict[str, Any], str]) -> None:
+    out, before, output = swept
+    files = _repo_files(remote)
+    assert not output.startswith("exit "), output
+    data = json.loads(output[output.index("{"):])
+    assert data["exit_code"] == 0 or _only_unstable(data), output
     assert _served(remote) == before  # both loaded again as they were served
     assert _repo_files(remote) == files  # nothing written into the server's repository
     journal = Journal.read(out)
@@ -82,6 +102,7 @@ def test_a_joint_sweep_by_url_writes_both_winners_and_puts_both_back(remote: Rem
     assert data["server"]["version"] == "2.51.0" and data["server"]["model_control"] == "explicit"
     assert {m["name"] for m in data["server"]["models"]} == set(MODELS)
     assert "client_shared_memory" in data["server"]
+    assert data["winner"] is not None, output
     for name in MODELS:
         winner = Path(data["remote"]["winner_configs"][name])
         assert winner == out / "winner" / name / "config.pbtxt"
@@ -96,7 +117,7 @@ def test_a_killed_joint_sweep_leaves_its_journal_and_restore_puts_both_back(remo
                                                                             tmp_path: Path) -> None:
     before = _served(remote)
     out = tmp_path / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "tritonkit.cli", *_args(remote, out, "--instances", "2")],
+    sweep = subprocess.Popen([sys.executable, "-m", "tritonkit.cli", *_args(remote, out)],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                              preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
@@ -115,24 +136,23 @@ def test_a_killed_joint_sweep_leaves_its_journal_and_restore_puts_both_back(remo
     assert {name: journal.config(name) for name in MODELS} == before
     assert _served(remote) != before  # the kill left a changed
     result = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])
-    assert result.exit_code == 0 and "restored: a, b" in result.output, result.output
+    assert result.exit_code == 0 and "restored (a, b loaded again" in result.output, result.output
     assert _served(remote) == before and Journal.read(out).status == "restored"  # type: ignore[union-attr]
 
 
-def test_apply_leaves_both_winners_loaded_and_restore_puts_both_back(remote: RemoteFixture, tmp_path: Path) -> None:
-    before = _served(remote)
-    out = tmp_path / "out"
-    # One variant besides the served one (2 instances), which carries twice the load: the winner.
-    result = CliRunner().invoke(main, [*_args(remote, out, "--instances", "2", "--concurrency", "4,8"), "--apply"])
+def test_apply_leaves_both_winners_loaded_and_restore_puts_both_back(remote: RemoteFixture,
+                                                                     swept: tuple[Path, dict[str, Any], str]) -> None:
+    out, before, _output = swept
+    # The same sweep into the same folder: every result is reused, and the winners stay loaded.
+    result = CliRunner().invoke(main, [*_args(remote, out), "--model-sla", "b=p99<=300ms", "--apply"])
     try:
         assert result.exit_code == 0, result.output
-        assert "applied: a, b" in result.output and "--restore --out" in result.output, result.output
+        assert "applied: the joint winner stays loaded" in result.output and "--restore --out" in result.output
         served = _served(remote)
-        winners = {name: (out / "winner" / name / "config.pbtxt").read_text() for name in MODELS}
-        assert any(served[name] != before[name] for name in MODELS), result.output
-        for name in MODELS:
-            config = served[name]
-            assert config is not None and f"count: {config.instance_group[0].count}" in winners[name]
+        assert served["a"] != before["a"], result.output  # a's 2 instances carry about twice its served one
+        for name, config in served.items():
+            winner = (out / "winner" / name / "config.pbtxt").read_text()
+            assert config is not None and f"count: {config.instance_group[0].count}" in winner, (name, result.output)
         assert Journal.read(out).status == "applied"  # type: ignore[union-attr]
     finally:
         restored = CliRunner().invoke(main, ["perf", "sweep", "--url", remote.url, "--restore", "--out", str(out)])

@@ -176,6 +176,7 @@ class JointMeter:
     live_model: Callable[[ModelHost, str], LiveModel] = LiveModel
     keep_loaded: bool = False
     _lives: dict[str, LiveModel] = field(default_factory=dict)
+    _held: dict[str, mc.ModelConfig] = field(default_factory=dict)
 
     def live(self, model: str) -> LiveModel:
         """The one :class:`LiveModel` of ``model`` (it remembers what it loaded)."""
@@ -195,7 +196,21 @@ class JointMeter:
 
     def load(self, variants: Mapping[str, Variant]) -> None:
         for model, variant in variants.items():
-            self.live(model).load(apply_variant(self.base(model), variant))
+            self.hold(model, apply_variant(self.base(model), variant))
+
+    def hold(self, model: str, config: mc.ModelConfig) -> None:
+        """Load ``model`` with ``config``; kept loaded (``keep_loaded``), a model already holding that
+        config is not loaded again (each load of someone else's server is a change they see)."""
+        if self.keep_loaded and self._held.get(model) == config:
+            return
+        self._held.pop(model, None)
+        self.live(model).load(config)
+        if self.keep_loaded:
+            self._held[model] = config
+
+    def forget(self, model: str) -> None:
+        """``model`` was loaded otherwise than by this meter (swept alone): load it next time."""
+        self._held.pop(model, None)
 
     def unload(self) -> None:
         if self.keep_loaded:

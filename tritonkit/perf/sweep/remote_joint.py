@@ -113,9 +113,10 @@ def run_remote_joint_sweep(server: RemoteServer, models: Sequence[str], settings
                            settings=settings, folder=out_dir, say=say, bases=bases, live_model=live, keep_loaded=True)
 
         def others_served(model: str) -> str:
+            meter.forget(model)  # the alone sweep loads it, variant by variant
             for other in models:
                 if other != model:
-                    meter.live(other).load(bases[other])
+                    meter.hold(other, bases[other])
             return ALONE_BY_URL
 
         with restored_after(server, journal, opts.restore_wait_s, emit):
