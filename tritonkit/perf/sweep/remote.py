@@ -264,6 +264,8 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
     say = _say(emit)
     settings.validate()
     settings.grid.validate([model])
+    if settings.target is None:  # a composing model's pin without its ensemble, refused before the server is asked
+        _composing_configs(Path(), model, settings, None, server.served_config)
     locate_perf_analyzer()
     out_dir = settings.out_dir(model)
     with sweep_locks(out_dir, [], f"perf sweep {model} --url {server.grpc_url}", say=say), \
