@@ -30,9 +30,10 @@ def remote_sweep_options(command: _Command) -> _Command:
     """``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``, ``--exclusive``, ``--restore-wait-s``."""
     for option in reversed([
         click.option("--url", type=HOST_PORT, default=None,
-                     help="Sweep MODEL on a running tritonserver at this gRPC host:port instead of a REPO served by "
-                          "a server the sweep starts; it must run with --model-control-mode=explicit. Its served "
-                          "config is the default, put back when the sweep ends."),
+                     help="Sweep MODEL (several: together) on a running tritonserver at this gRPC host:port instead "
+                          "of a REPO served by a server the sweep starts; it must run with "
+                          "--model-control-mode=explicit. Each served config is the default, put back when the sweep "
+                          "ends."),
         click.option("--metrics-url", type=Words(example="http://10.0.0.9:8002/metrics"), default=None,
                      help="With --url: the server's metrics page (default: the same host, port 8002)."),
         click.option("--repo", "local_repo", type=UserPath(exists=True, file_okay=False, path_type=Path), default=None,
