@@ -121,16 +121,11 @@ def _print_remote_joint(result: JointResult, as_json: bool) -> None:
     if as_json:
         echo_json(result.to_dict())
         raise CommandExit(result.exit_code)
-    remote = result.remote or {}
+    from tritonkit.perf.sweep.report import remote_lines
+
     click.echo(result.headline())
-    for model, path in (remote.get("winner_configs") or {}).items():
-        click.echo(f"{model}'s winning config: {path} (nothing was written on the server)")
-    if remote.get("applied"):
-        click.echo(f"applied: the joint winner stays loaded on {remote['url']}; put the old configs back with: "
-                   f"{remote['restore_command']}")
-    else:
-        click.echo(f"restored: every model's served config is loaded again on {remote.get('url')} "
-                   f"(journal {remote.get('journal')})")
+    for line in remote_lines(None, result.remote):  # what was left on the server, as joint.md says it
+        click.echo(line.removeprefix("- ").replace("`", ""))
     click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
     raise CommandExit(result.exit_code)
 

@@ -149,7 +149,8 @@ def test_apply_leaves_both_winners_loaded_and_restore_puts_both_back(remote: Rem
     result = CliRunner().invoke(main, [*_args(remote, out), "--model-sla", "b=p99<=300ms", "--apply"])
     try:
         assert result.exit_code == 0, result.output
-        assert "applied: the joint winner stays loaded" in result.output and "--restore --out" in result.output
+        assert "the winner was applied (left loaded on the server)" in result.output, result.output
+        assert "--restore --out" in result.output, result.output
         served = _served(remote)
         assert served["a"] != before["a"], result.output  # a's 2 instances carry about twice its served one
         for name, config in served.items():
