@@ -1,4 +1,5 @@
-"""``perf sweep MODEL --url HOST:PORT``: the options and the command path of a sweep by URL.
+"""``perf sweep MODEL [MODEL...] --url HOST:PORT``: the options and the command path of a sweep by URL
+(several models: the joint sweep, :func:`~tritonkit.perf.sweep.remote_joint.run_remote_joint_sweep`).
 
 ``tritonkit.cli.sweep`` declares the command; this module adds the options only a sweep of a
 running server takes (``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``,

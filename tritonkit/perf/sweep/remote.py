@@ -10,7 +10,10 @@ or another client that loaded the model, ends the sweep with a clear error rathe
 measured on something else). The served config is journaled before the first load and loaded
 back however the sweep ends (:mod:`~tritonkit.perf.sweep.journal`); ``apply=True`` leaves the
 winner loaded instead, and says so. The winner's ``config.pbtxt`` is written under the sweep
-folder (``winner/MODEL/config.pbtxt``), never into the server's repository.
+folder (``winner/MODEL/config.pbtxt``), never into the server's repository. With a load target
+(``--target ENSEMBLE``), its served config is journaled too, and so is each composing model a
+``--pin`` names, loaded through the load API with its served config and the pinned knob. Several
+models swept together by URL: :mod:`~tritonkit.perf.sweep.remote_joint`, through the same seam.
 """
 
 from __future__ import annotations
