@@ -1,4 +1,5 @@
-"""``perf sweep MODEL --url HOST:PORT``: the options and the command path of a sweep by URL.
+"""``perf sweep MODEL [MODEL...] --url HOST:PORT``: the options and the command path of a sweep by URL
+(several models: the joint sweep, :func:`~tritonkit.perf.sweep.remote_joint.run_remote_joint_sweep`).
 
 ``tritonkit.cli.sweep`` declares the command; this module adds the options only a sweep of a
 running server takes (``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``,
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from tritonkit.cli._common import HOST_PORT, CommandExit, UserPath, Words, check_model_name, echo_json
-from tritonkit.perf.sweep import EXIT_UNMEASURED, SweepEvent, SweepResult, SweepSettings
+from tritonkit.perf.sweep import EXIT_UNMEASURED, JointResult, SweepEvent, SweepResult, SweepSettings
 
 __all__ = ["remote_sweep_options", "run_remote_command", "split_names"]
 
@@ -30,9 +31,10 @@ def remote_sweep_options(command: _Command) -> _Command:
     """``--url``, ``--metrics-url``, ``--repo``, ``--apply``, ``--restore``, ``--exclusive``, ``--restore-wait-s``."""
     for option in reversed([
         click.option("--url", type=HOST_PORT, default=None,
-                     help="Sweep MODEL on a running tritonserver at this gRPC host:port instead of a REPO served by "
-                          "a server the sweep starts; it must run with --model-control-mode=explicit. Its served "
-                          "config is the default, put back when the sweep ends."),
+                     help="Sweep MODEL (several: together) on a running tritonserver at this gRPC host:port instead "
+                          "of a REPO served by a server the sweep starts; it must run with "
+                          "--model-control-mode=explicit. Each served config is the default, put back when the sweep "
+                          "ends."),
         click.option("--metrics-url", type=Words(example="http://10.0.0.9:8002/metrics"), default=None,
                      help="With --url: the server's metrics page (default: the same host, port 8002)."),
         click.option("--repo", "local_repo", type=UserPath(exists=True, file_okay=False, path_type=Path), default=None,
@@ -115,14 +117,30 @@ def _print_remote(result: SweepResult, printer: Any) -> None:
         click.echo(f"restored: the served config is loaded again on {remote['url']} (journal {remote['journal']})")
 
 
+def _print_remote_joint(result: JointResult, as_json: bool) -> None:
+    """A joint sweep by URL's result (``--json``: joint.json's document), then its exit."""
+    if as_json:
+        echo_json(result.to_dict())
+        raise CommandExit(result.exit_code)
+    from tritonkit.perf.sweep.report import remote_lines
+
+    click.echo(result.headline())
+    for line in remote_lines(None, result.remote):  # what was left on the server, as joint.md says it
+        click.echo(line.removeprefix("- ").replace("`", ""))
+    click.echo(f"report: {result.report_path}; {len(result.tried)} joint configurations, {result.wall_s:.1f} s")
+    raise CommandExit(result.exit_code)
+
+
 def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote: dict[str, Any], *,
                        printer: Any, joint: bool) -> None:
     """Run the sweep by URL (or only ``--restore``) and exit as the sweep says."""
     from tritonkit.perf.sweep.remote import RemoteOptions, restore_only, run_remote_sweep
+    from tritonkit.perf.sweep.remote_joint import run_remote_joint_sweep
     from tritonkit.server.remote import RemoteServer
 
-    if joint:
-        raise click.UsageError("with --url, one MODEL is swept at a time (several models together need a REPO yet)")
+    if joint and remote.get("cluster") is not None:
+        raise click.UsageError("--cluster with --url spreads the load of one MODEL: sweep one model at a time with "
+                               "--cluster, or drop --cluster to sweep several together")
     if remote.get("server_bin") or remote.get("backend_dir"):
         raise click.UsageError("--server-bin and --backend-dir describe a server the sweep starts; with --url the "
                                "running server's own are measured")
@@ -142,6 +160,9 @@ def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote:
                                 exclusive=bool(remote.get("exclusive")), cluster=_cluster(remote),
                                 clients=int(remote.get("clients") or 2))
         try:
+            if joint:
+                _print_remote_joint(run_remote_joint_sweep(server, models, settings, options, on_event=printer.event),
+                                    printer.as_json)
             result = run_remote_sweep(server, models[0], settings, options, on_event=printer.event)
         except KeyboardInterrupt:
             where = shlex.quote(str(folder)) if folder is not None else "DIR"

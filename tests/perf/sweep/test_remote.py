@@ -197,15 +197,17 @@ def test_restore_into_the_folder_of_a_running_sweep_is_refused_and_that_sweep_pu
 
 def test_a_server_without_explicit_model_control_is_refused_before_anything_is_loaded(tmp_path: Path) -> None:
     write_sleepy(tmp_path / "repo")
+    write_sleepy(tmp_path / "repo", "other")
     fixture = RemoteFixture(tmp_path / "repo", ["sleepy"], mode="none")
     try:
         stats = fixture.server.admin.statistics("sleepy")
-        result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(fixture), *_grid(),
-                                           "--out", str(tmp_path / "out")])
-        assert result.exit_code == 2, result.output
-        assert "runs without explicit model control" in result.output and "nothing was loaded" in result.output
-        assert "fix: start tritonserver with --model-control-mode=explicit" in result.output
-        assert not (tmp_path / "out" / "journal.json").exists()
+        for models in (["sleepy"], ["sleepy", "other"]):  # one model, or several swept together
+            out = tmp_path / "-".join(models)
+            result = CliRunner().invoke(main, ["perf", "sweep", *models, *_by_url(fixture), *_grid(), "--out", str(out)])
+            assert result.exit_code == 2, result.output
+            assert "runs without explicit model control" in result.output and "nothing was loaded" in result.output
+            assert "fix: start tritonserver with --model-control-mode=explicit" in result.output
+            assert not (out / "journal.json").exists()
         assert fixture.server.admin.statistics("sleepy") == stats  # not one request
     finally:
         fixture.stop()
@@ -324,25 +326,61 @@ def test_exclusive_measures_a_model_no_one_else_sends_to(remote: RemoteFixture, 
     assert data["remote"]["other_traffic"] == [] and data["counts"]["measured"] >= 1
 
 
-def test_a_composing_model_is_swept_by_url_under_its_ensembles_load_and_both_are_put_back(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def ens_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteFixture]:
+    """A remote serving the ensemble ``ens`` (pre → post), its composing models loaded with it."""
     from tests.perf.sweep.test_ensemble import ENSEMBLE_CONFIG, POST_CONFIG, POST_PY
     from tests.support.pymodels import write_python_model
 
-    repo = tmp_path / "remote-repo"
+    repo = tmp_path_factory.mktemp("ens-remote-repo")
     write_sleepy(repo, "pre", window_us=None)
     write_python_model(repo, "post", config_pbtxt=POST_CONFIG, model_py=POST_PY)
     (repo / "ens" / "1").mkdir(parents=True)
     (repo / "ens" / "config.pbtxt").write_text(ENSEMBLE_CONFIG.strip() + "\n")
     fixture = RemoteFixture(repo, ["ens"])  # its composing models load with it
     try:
-        before = {name: fixture.served(name) for name in ("pre", "ens", "post")}
-        result = CliRunner().invoke(main, ["perf", "sweep", "pre", "--target", "ens", *_by_url(fixture), *_grid(),
-                                           "--max-batch-size", "4", "--out", str(tmp_path / "out"), "--json"])
-        assert result.exit_code == 0, result.output
-        data = json.loads(result.output[result.output.index("{"):])
-        assert data["target"] == "ens" and data["counts"]["measured"] >= 2
-        journal = Journal.read(tmp_path / "out")
-        assert journal is not None and set(journal.configs) == {"pre", "ens"} and journal.status == "restored"
-        assert {name: fixture.served(name) for name in ("pre", "ens", "post")} == before
+        yield fixture
     finally:
         fixture.stop()
+
+
+ENS_MODELS = ("pre", "ens", "post")
+
+
+def test_a_composing_model_is_swept_by_url_under_its_ensembles_load_and_both_are_put_back(
+        ens_remote: RemoteFixture, tmp_path: Path) -> None:
+    before = {name: ens_remote.served(name) for name in ENS_MODELS}
+    result = CliRunner().invoke(main, ["perf", "sweep", "pre", "--target", "ens", *_by_url(ens_remote), *_grid(),
+                                       "--max-batch-size", "4", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["target"] == "ens" and data["counts"]["measured"] >= 2
+    journal = Journal.read(tmp_path / "out")
+    assert journal is not None and set(journal.configs) == {"pre", "ens"} and journal.status == "restored"
+    assert {name: ens_remote.served(name) for name in ENS_MODELS} == before
+
+
+def test_a_composing_pin_by_url_is_loaded_through_the_load_api_journaled_and_put_back(
+        ens_remote: RemoteFixture, tmp_path: Path) -> None:
+    before = {name: ens_remote.served(name) for name in ENS_MODELS}
+    files = {str(p): p.read_bytes() for p in ens_remote.repo.rglob("config.pbtxt")}
+    out = tmp_path / "out"
+    pinned: list[int] = []
+    sweep = subprocess.Popen([sys.executable, "-m", "tritonkit.cli", "perf", "sweep", "pre", "--target", "ens",
+                              *_by_url(ens_remote), *_grid(), "--instances", "1", "--pin", "post.instances=2",
+                              "--out", str(out), "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                             preexec_fn=default_sigint)
+    while sweep.poll() is None:  # the pin is served while the sweep measures
+        with contextlib.suppress(TritonKitError):
+            pinned.append(ens_remote.served("post").instance_group[0].count)
+        time.sleep(0.1)
+    output, _ = sweep.communicate()
+    assert sweep.returncode == 0, output
+    assert 2 in pinned and before["post"].instance_group[0].count == 1, pinned
+    journal = Journal.read(out)
+    assert journal is not None and set(journal.configs) == {"pre", "ens", "post"} and journal.status == "restored"
+    assert journal.config("post") == before["post"]
+    assert json.loads((out / "sweep.json").read_text())["settings"]["composing_pins"] == ["post.instances=2"]
+    assert {name: ens_remote.served(name) for name in ENS_MODELS} == before  # all three put back
+    assert {str(p): p.read_bytes() for p in ens_remote.repo.rglob("config.pbtxt")} == files

@@ -33,7 +33,8 @@ def _run(*args: str) -> tuple[int, str]:
     (["repo", "m", "--repo", ".", *SLA], "--repo only go with --url"),
     (["--url", "127.0.0.1:8001", *SLA], "Missing argument 'MODEL'"),
     (["--url", "127.0.0.1:8001", "--restore"], "--restore needs --out DIR"),
-    (["--url", "127.0.0.1:8001", "a", "b", *SLA], "one MODEL is swept at a time"),
+    (["--url", "127.0.0.1:8001", "a", "b", "--cluster", "auto", *SLA], "sweep one model at a time with --cluster"),
+    (["--url", "127.0.0.1:8001", "a", "b", "--share", "c=2", *SLA], "--share names model(s) not swept: c"),
     (["--url", "127.0.0.1:8001", "m"], "Missing option '--sla'"),
     (["m", *SLA], "Missing argument 'REPO MODEL [MODEL...]'"),
     (["--url", "http://127.0.0.1:8001", "m", *SLA], "without a scheme"),
@@ -42,10 +43,10 @@ def _run(*args: str) -> tuple[int, str]:
     (["--url", "127.0.0.1:8001", "m", "--clients", "2", *SLA], "need --cluster ADDR"),
     (["--url", "127.0.0.1:8001", "m", "--cluster", "auto", "--separately", *SLA], "not with --url"),
     (["--url", "127.0.0.1:8001", "m", "--backend-dir", ".", *SLA], "describe a server the sweep starts"),
-    (["--url", "127.0.0.1:8001", "m", "--target", "ens", "--pin", "pre.instances=2", *SLA],
-     "--pin of a composing model is not available with --url"),
-], ids=["apply-local", "repo-local", "no-model", "restore-no-out", "two-models", "no-sla", "no-repo", "scheme",
-        "bad-name", "clients-local", "clients-no-cluster", "separately", "backend-dir", "composing-pin"])
+    (["--url", "127.0.0.1:8001", "m", "--pin", "pre.instances=2", *SLA], "--pin names pre"),
+], ids=["apply-local", "repo-local", "no-model", "restore-no-out", "cluster-several", "share-unknown", "no-sla",
+        "no-repo", "scheme", "bad-name", "clients-local", "clients-no-cluster", "separately", "backend-dir",
+        "composing-pin-no-target"])
 def test_a_sweep_by_url_is_refused_with_a_usage_error_before_any_server_is_asked(args: list[str], said: str) -> None:
     code, output = _run(*args)
     assert code == 2 and said in output and "error:" in output, output

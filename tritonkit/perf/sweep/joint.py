@@ -34,6 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonclient.grpc import model_config_pb2 as mc
+
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ModelLoadError, ServerError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec
@@ -41,12 +43,11 @@ from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.ladder import LadderResult
 from tritonkit.perf.sweep.driver import climb, failure_reason, step_points
-from tritonkit.perf.sweep.live import LiveModel
+from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import StepPoint
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.repository import model_folder, read_config
-from tritonkit.server import TritonServer
 
 __all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_dir_name", "joint_load", "joint_shares"]
 
@@ -153,10 +154,16 @@ class JointOutcome:
 
 @dataclass
 class JointMeter:
-    """Loads one variant per model on ``server`` and climbs the joint ladder."""
+    """Loads one variant per model on ``server`` and climbs the joint ladder.
 
-    server: TritonServer
-    repo: Path
+    ``bases``: each model's default config (default: its ``config.pbtxt`` in ``repo``);
+    ``live_model``: what loads a model on the server (a sweep by URL checks after each joint
+    configuration that the server still serves what it loaded, and counts other clients' requests);
+    ``keep_loaded``: leave the models loaded after each configuration (a server the sweep did not
+    start, where the journal puts them back at the end) instead of unloading them."""
+
+    server: ModelHost
+    repo: Path | None
     models: list[str]
     shares: dict[str, float]
     slas: dict[str, SLA]
@@ -165,6 +172,23 @@ class JointMeter:
     folder: Path
     say: Say
     measured: dict[tuple[str, ...], JointOutcome] = field(default_factory=dict)
+    bases: dict[str, mc.ModelConfig] | None = None
+    live_model: Callable[[ModelHost, str], LiveModel] = LiveModel
+    keep_loaded: bool = False
+    _lives: dict[str, LiveModel] = field(default_factory=dict)
+    _held: dict[str, mc.ModelConfig] = field(default_factory=dict)
+
+    def live(self, model: str) -> LiveModel:
+        """The one :class:`LiveModel` of ``model`` (it remembers what it loaded)."""
+        if model not in self._lives:
+            self._lives[model] = self.live_model(self.server, model)
+        return self._lives[model]
+
+    def base(self, model: str) -> mc.ModelConfig:
+        if self.bases is not None:
+            return self.bases[model]
+        assert self.repo is not None  # a meter has its models' bases or their repository
+        return read_config(model_folder(self.repo, model) / "config.pbtxt")
 
     def _spec(self, model: str) -> PerfSpec:
         template = self.settings.spec or PerfSpec(model=model, url=self.server.grpc_url)
@@ -172,13 +196,28 @@ class JointMeter:
 
     def load(self, variants: Mapping[str, Variant]) -> None:
         for model, variant in variants.items():
-            base = read_config(model_folder(self.repo, model) / "config.pbtxt")
-            LiveModel(self.server, model).load(apply_variant(base, variant))
+            self.hold(model, apply_variant(self.base(model), variant))
+
+    def hold(self, model: str, config: mc.ModelConfig) -> None:
+        """Load ``model`` with ``config``; kept loaded (``keep_loaded``), a model already holding that
+        config is not loaded again (each load of someone else's server is a change they see)."""
+        if self.keep_loaded and self._held.get(model) == config:
+            return
+        self._held.pop(model, None)
+        self.live(model).load(config)
+        if self.keep_loaded:
+            self._held[model] = config
+
+    def forget(self, model: str) -> None:
+        """``model`` was loaded otherwise than by this meter (swept alone): load it next time."""
+        self._held.pop(model, None)
 
     def unload(self) -> None:
+        if self.keep_loaded:
+            return
         for model in self.models:
             try:
-                LiveModel(self.server, model).unload()
+                self.live(model).unload()
             except ServerError as exc:  # best effort: a server that died is reported by the next load
                 self.say(f"  could not unload {model}: {exc.message}")
 
@@ -203,6 +242,8 @@ class JointMeter:
             thread.start()
         for thread in threads:
             thread.join()
+        for model, ladder in ladders.items():  # other clients' requests, counted by the server
+            self.live(model).observe(ladder, run_dir / f"L{total:g}" / model)
         return ladders, errors
 
     def _judged_step(self, total: float, first: bool, run_dir: Path,
@@ -264,6 +305,8 @@ class JointMeter:
                 best = max(best, step.throughput_per_s)
                 if flat >= 2:
                     break
+            for model in self.models:  # the server still serves what was measured
+                self.live(model).check()
         finally:
             self.unload()
         outcome.duration_s = time.monotonic() - started

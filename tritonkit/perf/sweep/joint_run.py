@@ -25,7 +25,9 @@ from tritonkit._fs import path_error
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
+from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import reuse_or_reject
+from tritonkit.perf.sweep.report import remote_lines
 from tritonkit.perf.sweep.result import (
     EXIT_NONE_MEETS,
     EXIT_OK,
@@ -44,7 +46,7 @@ from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointResult", "grids_of", "plan_joint_write_backs", "read_bases", "run_joint_sweep", "sweep_alone"]
+__all__ = ["JointFound", "JointResult", "grids_of", "joint_record", "search_jointly", "plan_joint_write_backs", "read_bases", "run_joint_sweep", "sweep_alone"]
 
 #: How many of a model's best alone variants the joint search tries (besides its default).
 CANDIDATES_PER_MODEL = 3
@@ -70,6 +72,10 @@ class JointResult:
     load_text: str = "total concurrency"
     #: The margin every SLA bound had to keep for a step to count (``SweepSettings.headroom``).
     headroom_required: float = 0.0
+    #: A sweep by URL: the server's own facts, what was left on it, and what it said (other clients' traffic).
+    server_facts: dict[str, Any] | None = None
+    remote: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def headroom(self) -> dict[str, dict[str, float]]:
@@ -135,12 +141,16 @@ class JointResult:
             "resumed": list(self.resumed),
             "write_back": {m: wb.to_dict() for m, wb in self.write_backs.items()},
             "report": str(self.report_path) if self.report_path else None,
+            **({"server": dict(self.server_facts)} if self.server_facts is not None else {}),
+            **({"remote": dict(self.remote)} if self.remote is not None else {}),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     def render_markdown(self) -> str:
         lines = [f"# Joint sweep: {', '.join(self.models)}", "",
                  "- traffic shares: " + ", ".join(f"{m} {100 * s:.0f} %" for m, s in self.shares.items()),
-                 f"- wall time {self.wall_s:.1f} s; {len(self.tried)} joint configurations measured", "",
+                 f"- wall time {self.wall_s:.1f} s; {len(self.tried)} joint configurations measured",
+                 *remote_lines(self.server_facts, self.remote), *[f"- warning: {w}" for w in self.warnings], "",
                  "## Result", "", self.headline(), "",
                  "| configuration | " + " | ".join(f"{m} (infer/s, p99 ms)" for m in self.models)
                  + f" | total infer/s | at {self.load_text} |",
@@ -203,15 +213,18 @@ def grids_of(bases: Mapping[str, mc.ModelConfig], settings: SweepSettings,
 
 
 def sweep_alone(repo_path: Path, model: str, base: mc.ModelConfig, grid: list[Variant], settings: SweepSettings,
-                models: Sequence[str], shares: Mapping[str, float], out_dir: Path, server: TritonServer | None,
-                emit: Callable[[SweepEvent], None]) -> SweepResult:
-    """The alone phase of a joint sweep for ``model``: swept with the others unloaded, at its share of
-    the load, by its own SLA, into ``out_dir/alone-<model>``; on ``server``, or on a server of its own
-    when ``server`` is ``None`` (another machine of a cluster)."""
+                models: Sequence[str], shares: Mapping[str, float], out_dir: Path, server: ModelHost | None,
+                emit: Callable[[SweepEvent], None], *,
+                live_model: Callable[[ModelHost, str], LiveModel] = LiveModel) -> SweepResult:
+    """The alone phase of a joint sweep for ``model``: swept with the others unloaded (or, on a server
+    the sweep did not start, loaded and idle), at its share of the load, by its own SLA, into
+    ``out_dir/alone-<model>``; on ``server``, or on a server of its own when ``server`` is ``None``
+    (another machine of a cluster)."""
     one = _alone_settings(settings, model, out_dir / f"alone-{model}", shares[model])
     store = SweepStore(one.out_dir(model))
     store.begin({"model": model, "alone_in": list(models), "sla": str(one.sla)})
-    return search_on_server(repo_path, model, base, grid, one, store, server, emit, time.monotonic(), None)
+    return search_on_server(repo_path, model, base, grid, one, store, server, emit, time.monotonic(), None,
+                            live_model=live_model)
 
 
 def plan_joint_write_backs(repo_path: Path, bases: Mapping[str, mc.ModelConfig],
@@ -248,6 +261,72 @@ def _resumable(meter: JointMeter, store: JointStore, resumed: list[str],
         return outcome
 
     return measure
+
+
+@dataclass
+class JointFound:
+    """What :func:`search_jointly` measured, before it is a :class:`JointResult`."""
+
+    defaults: JointOutcome
+    alone: dict[str, SweepResult]
+    together: JointOutcome
+    winner: JointOutcome
+    resumed: list[str]
+
+    def result(self, meter: JointMeter, started: float) -> JointResult:
+        return JointResult(models=meter.models, shares=meter.shares, out_dir=meter.folder, defaults=self.defaults,
+                           alone=self.alone, alone_together=self.together,
+                           winner=self.winner if self.winner.best() else None, tried=list(meter.measured.values()),
+                           wall_s=time.monotonic() - started, resumed=self.resumed,
+                           load_text=f"total {meter.plan.mode.replace('_', ' ')}",
+                           headroom_required=meter.settings.headroom)
+
+
+def joint_record(bases: Mapping[str, mc.ModelConfig], shares: Mapping[str, float], slas: Mapping[str, Any],
+                 plan: Any, **more: Any) -> dict[str, Any]:
+    """The settings a joint sweep's results depend on (``sweep.json``; a re-run must match them)."""
+    return {"models": list(bases), "shares": dict(shares), "slas": {m: str(sla) for m, sla in slas.items()},
+            "configs": {m: config_key(base) for m, base in bases.items()}, **more, "mode": plan.mode,
+            "levels": list(plan.levels), "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s,
+            "max_trials": plan.max_trials}
+
+
+def search_jointly(meter: JointMeter, repo_path: Path, bases: Mapping[str, mc.ModelConfig],
+                   grids: Mapping[str, list[Variant]], emit: Callable[[SweepEvent], None], *,
+                   swept_alone: Mapping[str, SweepResult] | None = None,
+                   before_alone: Callable[[str], str] | None = None) -> JointFound:
+    """The joint search on ``meter``'s server: every model's default together, each model alone, the
+    alone winners together, then each model's best alone variants with the others held.
+    ``before_alone``: called before a model is swept alone; it readies the others and says how
+    (default: they are unloaded)."""
+    models, settings, say, out_dir = meter.models, meter.settings, meter.say, meter.folder
+    resumed: list[str] = []
+    measure = _resumable(meter, JointStore(out_dir), resumed, say)
+    defaults = measure("every model's default", {m: grids[m][0] for m in models})
+    alone: dict[str, SweepResult] = {}
+    for model in models:
+        if swept_alone is not None and model in swept_alone:
+            alone[model] = swept_alone[model]
+            say(f"{model} alone: swept elsewhere, {alone[model].headline()}")
+            continue
+        others = before_alone(model) if before_alone is not None else "the others unloaded"
+        say(f"sweeping {model} alone ({others}), at its share of the load")
+        alone[model] = sweep_alone(repo_path, model, bases[model], grids[model], settings, models, meter.shares,
+                                   out_dir, meter.server, emit, live_model=meter.live_model)
+        resumed += [f"{model} alone: {v}" for v in alone[model].resumed]
+    current = {m: (r.search.winner.variant if r.search.winner else grids[m][0]) for m, r in alone.items()}
+    together = measure("the alone winners together", current)
+    winner = together if better(together, defaults, settings.tie_tolerance) else defaults
+    for model in models:
+        ranked = sorted((o for o in alone[model].search.outcomes if o.score() is not None),
+                        key=lambda o: -(o.score() or o.steps[0]).throughput_per_s)
+        candidates = [o.variant for o in ranked[:CANDIDATES_PER_MODEL]] + [grids[model][0]]
+        for variant in candidates:
+            trial = {**winner.variants, model: variant}
+            outcome = measure(f"{model} → {variant.knobs_id}", trial)
+            if better(outcome, winner, settings.tie_tolerance):
+                winner = outcome
+    return JointFound(defaults, alone, together, winner, resumed)
 
 
 def run_joint_sweep(
@@ -289,44 +368,13 @@ def run_joint_sweep(
                                                       server_bin=settings.server_bin,
                                                       backend_dir=settings.backend_dir))
             plan = settings.ladder_plan()
-            SweepStore(out_dir).begin({
-                "models": models, "shares": shares, "slas": {m: str(slas[m]) for m in models},
-                "configs": {m: config_key(bases[m]) for m in models}, "mode": plan.mode, "levels": list(plan.levels),
-                "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials})
+            SweepStore(out_dir).begin(joint_record(bases, shares, slas, plan))
             meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
                                plan=plan, settings=settings, folder=out_dir, say=say)
-            resumed: list[str] = []
-            measure = _resumable(meter, JointStore(out_dir), resumed, say)
-            defaults = measure("every model's default", {m: grids[m][0] for m in models})
-            alone: dict[str, SweepResult] = {}
-            for model in models:
-                if swept_alone is not None and model in swept_alone:
-                    alone[model] = swept_alone[model]
-                    say(f"{model} alone: swept elsewhere, {alone[model].headline()}")
-                    continue
-                say(f"sweeping {model} alone (the others unloaded), at its share of the load")
-                alone[model] = sweep_alone(repo_path, model, bases[model], grids[model], settings, models, shares,
-                                           out_dir, server, emit)
-                resumed += [f"{model} alone: {v}" for v in alone[model].resumed]
-            current = {m: (r.search.winner.variant if r.search.winner else grids[m][0]) for m, r in alone.items()}
-            together = measure("the alone winners together", current)
-            winner = together if better(together, defaults, settings.tie_tolerance) else defaults
-            for model in models:
-                ranked = sorted((o for o in alone[model].search.outcomes if o.score() is not None),
-                                key=lambda o: -(o.score() or o.steps[0]).throughput_per_s)
-                candidates = [o.variant for o in ranked[:CANDIDATES_PER_MODEL]] + [grids[model][0]]
-                for variant in candidates:
-                    trial = {**winner.variants, model: variant}
-                    outcome = measure(f"{model} → {variant.knobs_id}", trial)
-                    if better(outcome, winner, settings.tie_tolerance):
-                        winner = outcome
+            found = search_jointly(meter, repo_path, bases, grids, emit, swept_alone=swept_alone)
         except OSError as exc:
             raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
-        result = JointResult(models=models, shares=shares, out_dir=out_dir, defaults=defaults, alone=alone,
-                             alone_together=together, winner=winner if winner.best() else None,
-                             tried=list(meter.measured.values()), wall_s=time.monotonic() - started,
-                             resumed=resumed, load_text=f"total {plan.mode.replace('_', ' ')}",
-                             headroom_required=settings.headroom)
+        result = found.result(meter, started)
         pending = plan_joint_write_backs(repo_path, bases, result) if settings.write_back else {}
         try:
             result.report_path = write_joint_report(out_dir, result.render_markdown(),

@@ -125,14 +125,17 @@ def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None]) 
     """Load each journaled model with its journaled config, check the server serves it so, and
     close the journal as restored; the models put back. A model the server does not serve as
     journaled afterwards is a ``ServerError`` (the journal stays open, naming what differs)."""
-    differs: list[str] = []
     with signals_held():
-        for model in journal.configs:
-            config = journal.config(model)
+        configs = {model: journal.config(model) for model in journal.configs}
+        for model, config in configs.items():
             server.load_model(model, config=config)
-            served = server.admin.model_config(model)
-            if served != config:
-                differs.append(model)
+        # The server marks an ensemble unavailable while a composing model (a pinned one, put back
+        # after it) reloads: loading the ensemble once more makes it ready, its models kept as they are.
+        ensembles = [m for m, config in configs.items() if config.platform == "ensemble"]
+        if len(ensembles) < len(configs):
+            for model in ensembles:
+                server.load_model(model, config=configs[model])
+        differs = [model for model, config in configs.items() if server.admin.model_config(model) != config]
         if differs:
             journal.note = f"served config of {', '.join(differs)} differs from the journal after loading it back"
             journal.write()

@@ -10,7 +10,10 @@ or another client that loaded the model, ends the sweep with a clear error rathe
 measured on something else). The served config is journaled before the first load and loaded
 back however the sweep ends (:mod:`~tritonkit.perf.sweep.journal`); ``apply=True`` leaves the
 winner loaded instead, and says so. The winner's ``config.pbtxt`` is written under the sweep
-folder (``winner/MODEL/config.pbtxt``), never into the server's repository.
+folder (``winner/MODEL/config.pbtxt``), never into the server's repository. With a load target
+(``--target ENSEMBLE``), its served config is journaled too, and so is each composing model a
+``--pin`` names, loaded through the load API with its served config and the pinned knob. Several
+models swept together by URL: :mod:`~tritonkit.perf.sweep.remote_joint`, through the same seam.
 """
 
 from __future__ import annotations
@@ -46,7 +49,13 @@ from tritonkit.perf.sweep.journal import (
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import SweepEvent, SweepResult
-from tritonkit.perf.sweep.runner import _os_errors, check_target, config_key, search_on_server
+from tritonkit.perf.sweep.runner import (
+    _composing_configs,
+    _os_errors,
+    check_target,
+    config_key,
+    search_on_server,
+)
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.traffic import IDLE_WATCH_S, idle_requests, others_requests
@@ -222,6 +231,11 @@ def _load_generators(opts: RemoteOptions, server: RemoteServer, say: Callable[[s
         yield generator
 
 
+def pins_record(settings: SweepSettings, model: str) -> list[str]:
+    """The composing models' pins as ``sweep.json`` records them (``["pre.instances=2"]``)."""
+    return [str(p) for pins in settings.grid.composing_pins([model]).values() for p in pins]
+
+
 def _target_config(server: RemoteServer, model: str, target: str | None) -> mc.ModelConfig | None:
     """The load target's served config (``None`` without a target); an ensemble must call ``model``."""
     if target is None or target == model:
@@ -253,9 +267,8 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
     say = _say(emit)
     settings.validate()
     settings.grid.validate([model])
-    if settings.grid.composing_pins([model]):
-        raise ConfigError("--pin of a composing model is not available with --url yet",
-                          hint="pin the swept model's knobs, or sweep a local copy of the repository with REPO")
+    if settings.target is None:  # a composing model's pin without its ensemble, refused before the server is asked
+        _composing_configs(Path(), model, settings, None, server.served_config)
     locate_perf_analyzer()
     out_dir = settings.out_dir(model)
     with sweep_locks(out_dir, [], f"perf sweep {model} --url {server.grpc_url}", say=say), \
@@ -264,7 +277,9 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
         restore_pending(server, out_dir, _say(emit, "warning"))  # said even when piped
         base = server.served_config(model)
         target_config = _target_config(server, model, settings.target)
-        served = {model: base, **({settings.target: target_config} if settings.target and target_config else {})}
+        composing = _composing_configs(opts.repo or out_dir, model, settings, target_config, server.served_config)
+        served = {model: base, **({settings.target: target_config} if settings.target and target_config else {}),
+                  **{name: server.served_config(name) for name in composing}}
         facts = server.facts(list(served))
         variants = settings.grid.variants(base, model)
         if opts.repo is not None:
@@ -274,13 +289,14 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
         store.begin({"model": model, "server": server.grpc_url, "config": config_key(base),
                      "sla": str(settings.parsed_sla()), "mode": plan.mode, "levels": list(plan.levels),
                      "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
-                     **({"headroom": settings.headroom} if settings.headroom else {})})
+                     **({"headroom": settings.headroom} if settings.headroom else {}),
+                     **({"composing_pins": pins_record(settings, model)} if composing else {})})
         with _load_generators(opts, server, say) as generator:  # a cluster is checked before anything is loaded
             journal = Journal.begin(out_dir, server, served)
             say(f"journal: the served config of {', '.join(served)} kept in {journal.path}; loaded back however the "
                 "sweep ends")
             sweep, remote = _sweep_and_restore(server, model, base, variants, settings, store, journal, opts, emit,
-                                               started, generator, target_config)
+                                               started, generator, target_config, composing)
         sweep.repo = opts.repo
         sweep.server_facts = facts.to_dict()
         sweep.remote = remote
@@ -294,15 +310,15 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
                        settings: SweepSettings, store: SweepStore, journal: Journal, opts: RemoteOptions,
                        emit: Callable[[SweepEvent], None], started: float,
                        load_generator: LoadGenerator | None,
-                       target_config: mc.ModelConfig | None = None) -> tuple[SweepResult, dict[str, Any]]:
+                       target_config: mc.ModelConfig | None = None,
+                       composing: dict[str, mc.ModelConfig] | None = None) -> tuple[SweepResult, dict[str, Any]]:
     """The search, then the winner applied (``opts.apply``) or the journal restored, whatever happened."""
     say = _say(emit)
     host: ModelHost = server
-    applied = False
     traffic: list[dict[str, Any]] = []
-    try:
+    with restored_after(server, journal, opts.restore_wait_s, emit):
         sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
-                                 target_config, live_model=lambda server, name: RemoteLiveModel(
+                                 target_config, composing=composing, live_model=lambda server, name: RemoteLiveModel(
                                      server, name, exclusive=opts.exclusive, traffic=traffic),
                                  load_generator=load_generator)
         if traffic:
@@ -310,26 +326,50 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
         winner_path = _write_winner(store.root, model, sweep, base)
         winner = sweep.search.winner
         if opts.apply and winner is not None and sweep.search.decided and not sweep.failed:
-            with signals_held():
-                server.load_model(model, config=apply_variant(base, winner.variant))
-                journal.close(STATUS_APPLIED, f"winner {winner.variant.id} loaded on purpose (--apply)")
-                applied = True
+            apply_configs(server, journal, {model: apply_variant(base, winner.variant)},
+                          f"winner {winner.variant.id} loaded on purpose (--apply)")
             emit(SweepEvent("written", f"applied: {model} on {server.grpc_url} now serves the winner "
                             f"{winner.variant.id} ({winner.variant.describe()}); its previous config is in "
-                            f"{journal.path} (put it back: tritonkit perf sweep --url {server.grpc_url} --restore "
-                            f"--out {store.root})", variant=winner.variant.id))
+                            f"{journal.path} (put it back: {restore_command(server, store.root)})",
+                            variant=winner.variant.id))
         elif opts.apply:
             say("--apply: no winner to apply (none decided, or a variant failed): the served config is put back")
+    return sweep, remote_record(server, journal, store.root, winner_config=str(winner_path) if winner_path else None,
+                                other_traffic=traffic)
+
+
+def restore_command(server: RemoteServer, folder: Path) -> str:
+    return f"tritonkit perf sweep --url {server.grpc_url} --restore --out {folder}"
+
+
+def remote_record(server: RemoteServer, journal: Journal, folder: Path, **more: Any) -> dict[str, Any]:
+    """The result's ``remote`` entry: where, the journal, and whether the winner stayed loaded."""
+    return {"url": server.grpc_url, "metrics_url": server.metrics_url, "journal": str(journal.path),
+            "journal_status": journal.status, "applied": journal.status == STATUS_APPLIED, **more,
+            "restore_command": restore_command(server, folder)}
+
+
+def apply_configs(server: RemoteServer, journal: Journal, configs: dict[str, mc.ModelConfig], note: str) -> None:
+    """``--apply``: load each winner's config and close the journal as applied (signals held meanwhile)."""
+    with signals_held():
+        for model, config in configs.items():
+            server.load_model(model, config=config)
+        journal.close(STATUS_APPLIED, note)
+
+
+@contextlib.contextmanager
+def restored_after(server: RemoteServer, journal: Journal, wait_s: float,
+                   emit: Callable[[SweepEvent], None]) -> Iterator[None]:
+    """However the block ends, put back what ``journal`` holds unless it was closed inside (the
+    winners applied); a failed restore after a block that succeeded is a ``ServerError`` saying
+    what to run, and after one that failed it is said, the block's own error coming first."""
+    try:
+        yield
     except BaseException:
-        if not applied:
-            _put_back(server, journal, opts.restore_wait_s, _say(emit, "warning"))
+        if journal.open:
+            _put_back(server, journal, wait_s, _say(emit, "warning"))
         raise
-    if not applied:
-        error = _put_back(server, journal, opts.restore_wait_s, say)
+    if journal.open:
+        error = _put_back(server, journal, wait_s, _say(emit))
         if error is not None:
             raise ServerError(error.message, hint=restore_failed_hint(journal)) from error
-    return sweep, {"url": server.grpc_url, "metrics_url": server.metrics_url, "journal": str(journal.path),
-                   "journal_status": journal.status, "applied": journal.status == STATUS_APPLIED,
-                   "winner_config": str(winner_path) if winner_path else None, "other_traffic": traffic,
-                   "restore_command": f"tritonkit perf sweep --url {server.grpc_url} --restore --out {store.root}"}
-

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.result import SweepResult
 from tritonkit.perf.sweep.search import pareto_front
 
-__all__ = ["PLOT_FILE", "REPORT_FILE", "render_sweep_markdown", "render_sweep_plot", "variant_rows", "write_sweep_report"]
+__all__ = ["PLOT_FILE", "REPORT_FILE", "remote_lines", "render_sweep_markdown", "render_sweep_plot", "variant_rows", "write_sweep_report"]
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "sweep.png"
@@ -62,9 +63,8 @@ def variant_rows(result: SweepResult) -> list[list[str]]:
     return rows
 
 
-def _remote_lines(result: SweepResult) -> list[str]:
-    """A sweep by URL: the server's own facts, and what was left on it."""
-    facts, remote = result.server_facts, result.remote
+def remote_lines(facts: dict[str, Any] | None, remote: dict[str, Any] | None) -> list[str]:
+    """A sweep by URL (one model or several): the server's own facts, and what was left on it."""
     lines: list[str] = []
     if facts is not None:
         lines.append(f"- server: {facts.get('name', 'triton')} {facts.get('version', '?')} at {facts.get('url')}, "
@@ -83,6 +83,10 @@ def _remote_lines(result: SweepResult) -> list[str]:
                          f"{remote.get('journal_status')})")
         if remote.get("winner_config"):
             lines.append(f"- the winner's config: `{remote['winner_config']}` (the server's repository is untouched)")
+        for model, path in (remote.get("winner_configs") or {}).items():
+            lines.append(f"- {model}'s winning config: `{path}` (the server's repository is untouched)")
+        if remote.get("alone"):
+            lines.append(f"- alone phase: {remote['alone']}")
     return lines
 
 
@@ -106,7 +110,7 @@ def render_sweep_markdown(result: SweepResult) -> str:
     if result.node is not None:  # swept on a node of a Ray cluster (tritonkit.perf.cluster)
         lines.append(f"- measured on node {result.node.get('node_id', '?')} ({result.node.get('where', '?')}): "
                      "every variant on this one node, the winner judged against those alone")
-    lines += _remote_lines(result)
+    lines += remote_lines(result.server_facts, result.remote)
     if search.model_text:
         lines.append(f"- the model, fitted to everything measured: {search.model_text}")
     lines += [f"- warning: {text}" for text in result.warnings]

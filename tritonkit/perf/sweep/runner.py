@@ -391,10 +391,11 @@ def check_target(config: mc.ModelConfig, model: str, target: str, where: str) ->
     return config
 
 
-def _composing_configs(repo: Path, model: str, settings: SweepSettings,
-                       target_config: mc.ModelConfig | None) -> dict[str, mc.ModelConfig]:
+def _composing_configs(repo: Path, model: str, settings: SweepSettings, target_config: mc.ModelConfig | None,
+                       served: Callable[[str], mc.ModelConfig] | None = None) -> dict[str, mc.ModelConfig]:
     """The configs of the composing models a ``--pin`` names (its knobs applied, the rest as
-    written), loaded before the target; a pin for a model this sweep does not load is refused."""
+    written, or as ``served`` reads them from a server the sweep did not start), loaded before the
+    target; a pin for a model this sweep does not load is refused."""
     pins = settings.grid.composing_pins([model])
     if pins and settings.target is None:
         raise ConfigError(f"--pin names {', '.join(sorted(pins))}, which this sweep does not load",
@@ -408,6 +409,9 @@ def _composing_configs(repo: Path, model: str, settings: SweepSettings,
             raise ConfigError(f"--pin {held[0]}: '{name}' is not a composing model of '{settings.target}'",
                               hint=f"its steps call {', '.join(sorted(steps or ())) or 'nothing'}")
         path = model_folder(repo, name) / CONFIG_FILENAME
+        if served is not None:
+            configs[name] = pinned_config(served(name), held)
+            continue
         if not path.is_file():
             raise ConfigError(f"--pin {held[0]}: no {CONFIG_FILENAME} for model '{name}' in {repo}",
                               hint="pin a model of the repository")
