@@ -169,6 +169,9 @@ def main() -> None:
     parser.add_argument("--from", dest="source", type=Path, help="judge the runs a --keep folder holds; run nothing")
     parser.add_argument("--json", type=Path, help="write the figures and verdicts here")
     args = parser.parse_args()
+    if args.source is None and not (2 <= args.runs <= 12 and 1 <= args.requests <= 1000 and 1.0 <= args.factor <= 5.0):
+        # bounded: each run is about a minute on 2 cores at 200 requests, and the machine is shared
+        parser.error("keep it bounded: --runs 2..12, --requests 1..1000, --factor 1..5")
     began = time.monotonic()
     if args.source is not None:
         runs = load(args.source)
