@@ -54,6 +54,8 @@ from tritonkit.perf.stored import (
     DEFAULT_MAX_THROUGHPUT_DROP,
     DEFAULT_RUN_NOISE,
     DEFAULT_TAIL_RUN_NOISE,
+    ENGINE_RUN_NOISE,
+    ENGINE_TAIL_RUN_NOISE,
     compare_stored,
     rerender,
 )
@@ -295,12 +297,13 @@ def run_command(
 )
 @click.option("--per-step", is_flag=True,
               help="Also gate every load both runs measured (throughput and p99), not only peak throughput.")
-@click.option("--run-noise", type=Percent(), default=f"{DEFAULT_RUN_NOISE:.0%}", show_default=True,
+@click.option("--run-noise", type=Percent(), default=None,
+              show_default=f"{DEFAULT_RUN_NOISE:.0%}; LLM runs on an OpenAI endpoint {ENGINE_RUN_NOISE:.0%}",
               help="How far single runs of one build spread between fresh servers (a coefficient of "
                    "variation), added to a run measured once; 0% trusts its windows alone. Measure "
-                   "yours with benchmarks/gate_truth.py.")
-@click.option("--tail-run-noise", type=Percent(), default=f"{DEFAULT_TAIL_RUN_NOISE:.0%}",
-              show_default=True,
+                   "yours with benchmarks/gate_truth.py (LLM: llm_gate_truth.py, llm_gate_vllm.py).")
+@click.option("--tail-run-noise", type=Percent(), default=None,
+              show_default=f"{DEFAULT_TAIL_RUN_NOISE:.0%}; on an OpenAI endpoint {ENGINE_TAIL_RUN_NOISE:.0%}",
               help="LLM runs: the same spread for a latency percentile (TTFT, ITL p99), which moves more "
                    "between runs than a rate. Measure yours with benchmarks/llm_gate_truth.py.")
 @_baseline_dir_option
@@ -315,8 +318,8 @@ def compare_command(
     max_p99_rise: str,
     save_baseline: bool,
     per_step: bool,
-    run_noise: float,
-    tail_run_noise: float,
+    run_noise: float | None,
+    tail_run_noise: float | None,
     baseline_dir: Path,
     accept_runtime_change: bool,
     as_json: bool,
@@ -334,7 +337,9 @@ def compare_command(
     rule at every load: TTFT and ITL p99 against --max-p99-rise, tokens/s and goodput against
     --max-throughput-drop, each on the interval of its change from the runs' requests (bootstrap),
     widened by --run-noise (rates) and --tail-run-noise (percentiles); a percentile of too few
-    requests (a p99 of fewer than 381) is inside the noise.
+    requests (a p99 of fewer than 381) is inside the noise. Runs on an OpenAI endpoint spread far more
+    between runs: unless both spreads are named they get the engine's (measured on vLLM), and a change
+    inside that spread is inside the noise, with the advice to repeat (perf run --llm --repeat 3).
 
     \b
     Example:

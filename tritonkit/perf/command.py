@@ -355,10 +355,6 @@ def llm_load_test(
         raise ConfigError("--endpoint and --api-key-env only apply to an OpenAI-compatible server",
                           hint="add --protocol openai, or drop them")
     llm = replace(llm, protocol="openai" if where.protocol == "openai" else "grpc")
-    if load_generator is not None and llm.api_key_env is not None:
-        raise ConfigError("--api-key-env does not reach a cluster's clients yet",
-                          hint="run the keyed endpoint's test without --cluster, or serve it without a key on a "
-                               "private network")
     sla = where.parsed_sla()
     _prompts, source = llm.load_prompts()
     llm.plan(sla)  # bad options are refused before anything starts, dry run or not

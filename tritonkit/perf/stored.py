@@ -16,13 +16,16 @@ from tritonkit.perf.judge.compare import DEFAULT_RUN_NOISE, BaselineComparison, 
 from tritonkit.perf.judge.sla import SLA
 from tritonkit.perf.llm.compare import (
     DEFAULT_TAIL_RUN_NOISE,
+    ENGINE_RUN_NOISE,
+    ENGINE_TAIL_RUN_NOISE,
     LLMComparison,
     compare_llm_files,
     find_llm_result,
 )
 from tritonkit.perf.pipeline import LLMRun, PerfRun, rejudge, rejudge_llm
 
-__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "DEFAULT_RUN_NOISE", "DEFAULT_TAIL_RUN_NOISE", "StoredComparison", "compare_stored", "rerender"]
+__all__ = ["DEFAULT_MAX_P99_RISE", "DEFAULT_MAX_THROUGHPUT_DROP", "DEFAULT_RUN_NOISE", "DEFAULT_TAIL_RUN_NOISE", "ENGINE_RUN_NOISE",
+           "ENGINE_TAIL_RUN_NOISE", "StoredComparison", "compare_stored", "rerender"]
 
 #: How far a new run may fall behind its base before it is a regression (``perf compare``'s defaults).
 DEFAULT_MAX_THROUGHPUT_DROP = 0.05
@@ -55,8 +58,8 @@ def compare_stored(
     baseline_root: str | os.PathLike[str] | None = None,
     per_step: bool = False,
     accept_runtime_change: bool = False,
-    run_noise: float = DEFAULT_RUN_NOISE,
-    tail_run_noise: float = DEFAULT_TAIL_RUN_NOISE,
+    run_noise: float | None = None,
+    tail_run_noise: float | None = None,
 ) -> StoredComparison:
     """Compare the run ``new`` with ``base`` (each a result file, a run folder, or a model's
     baseline folder, whose newest baseline is used), keeping ``new`` as the newest baseline under
@@ -72,7 +75,9 @@ def compare_stored(
     ``llm_result.json``): TTFT / ITL p99 may rise by ``max_p99_rise``, tokens/s and goodput fall by
     ``max_throughput_drop``, each on the interval of its change as well, widened by ``run_noise``
     (rates) and ``tail_run_noise`` (latency percentiles;
-    :func:`~tritonkit.perf.llm.compare.compare_llm_files`). Classic runs measured
+    :func:`~tritonkit.perf.llm.compare.compare_llm_files`; ``None``: the default for the kind of
+    run, larger for a run on an OpenAI endpoint). ``run_noise=None`` is ``DEFAULT_RUN_NOISE`` for
+    classic runs. Classic runs measured
     on different runtimes are refused unless ``accept_runtime_change``.
     """
     root = Path(baseline_root) if baseline_root is not None else None
@@ -85,7 +90,8 @@ def compare_stored(
     new_result, new_path = load_result(Path(new))
     classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
                               max_p99_rise=max_p99_rise, per_step=per_step,
-                              accept_runtime_change=accept_runtime_change, run_noise=run_noise)
+                              accept_runtime_change=accept_runtime_change,
+                              run_noise=DEFAULT_RUN_NOISE if run_noise is None else run_noise)
     kept = save_baseline(new_result, root) if root is not None and classic.outcome == "no regression" else None
     return StoredComparison(classic, base_path, new_path, kept)
 

@@ -4,6 +4,7 @@ between single runs), as the classic gate is."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,11 +12,17 @@ import numpy as np
 import pytest
 
 from tritonkit.errors import ConfigError
+from tritonkit.perf.judge.compare import DEFAULT_RUN_NOISE
 from tritonkit.perf.llm.compare import (
+    DEFAULT_TAIL_RUN_NOISE,
+    ENGINE_RUN_NOISE,
+    ENGINE_TAIL_RUN_NOISE,
     compare_llm_files,
     compare_llm_results,
+    default_noise,
     latest_llm_baseline,
     llm_compare_limits,
+    run_kind,
     save_llm_baseline,
 )
 from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
@@ -198,3 +205,78 @@ def test_a_tail_percentile_of_too_few_requests_is_inside_the_noise_and_says_how_
     # its two figures decide, and the slowdown is a regression.
     p90 = compare_llm_results(base, slower, limits={"ttft_p90": 0.10})
     assert p90.rows[0].regressed and p90.rows[0].change_interval is None
+
+
+# ---- runs on an OpenAI endpoint: an engine's noise ----------------------------------------------
+
+_OPENAI = "OpenAI v1/chat/completions over HTTP (streamed)"
+
+
+def _engine(first_ms: float, interval_ms: float, *, seed: int) -> LLMResult:
+    """A run on an OpenAI endpoint (its recorded layout says so), 400 requests spread 10 %."""
+    return replace(_noisy(first_ms, interval_ms, seed=seed), layout=_OPENAI)
+
+
+def test_the_kind_of_run_is_read_from_the_result_and_picks_the_default_noise() -> None:
+    triton, engine = _result(100, 20), _engine(100, 20, seed=1)
+    assert (run_kind(triton), run_kind(engine)) == ("triton", "openai")
+    assert default_noise(triton, triton) == (DEFAULT_RUN_NOISE, DEFAULT_TAIL_RUN_NOISE)
+    assert default_noise(triton, engine) == (ENGINE_RUN_NOISE, ENGINE_TAIL_RUN_NOISE)
+    assert ENGINE_RUN_NOISE > DEFAULT_RUN_NOISE and ENGINE_TAIL_RUN_NOISE > DEFAULT_TAIL_RUN_NOISE
+    found = compare_llm_results(engine, engine)
+    assert (found.run_noise, found.tail_run_noise, found.kind) == (ENGINE_RUN_NOISE, ENGINE_TAIL_RUN_NOISE, "openai")
+    assert not found.noise_named and found.single_runs and found.to_dict()["kind"] == "openai"
+    # A named spread is used as named, for an engine's runs too.
+    named = compare_llm_results(engine, engine, run_noise=0.02, tail_run_noise=0.04)
+    assert (named.run_noise, named.tail_run_noise, named.noise_named) == (0.02, 0.04, True)
+
+
+def test_a_slowdown_inside_an_engines_noise_between_single_runs_is_inside_the_noise_saying_to_repeat() -> None:
+    """20 % slower on every token (TTFT and ITL × 1.2, tokens/s ÷ 1.2): past each limit as measured,
+    but within what single runs on an engine spread by between runs of one build."""
+    base, slower = _engine(100, 20, seed=1), _engine(120, 24, seed=2)
+    found = compare_llm_results(base, slower)
+    assert found.outcome == "inside the noise" and found.exit_code == 3 and not found.regressions
+    tokens = next(r for r in found.rows if r.metric == "tokens_per_s")
+    assert tokens.change is not None and tokens.change < -0.05  # past its limit, as measured
+    summary = found.summary()
+    assert re.search(r"tokens_per_s -1\d\.\d% past its limit", summary), summary
+    assert "--repeat 3" in summary and "--run-noise" in summary and "--tail-run-noise" in summary
+    # The same runs with the spread named small enough: the gate calls it.
+    assert compare_llm_results(base, slower, run_noise=0.02, tail_run_noise=0.04).outcome == "regression"
+    # Triton-protocol runs of the same figures keep their own (smaller) default and its advice.
+    triton = compare_llm_results(replace(base, layout="text"), replace(slower, layout="text"))
+    assert triton.run_noise == DEFAULT_RUN_NOISE and "--repeat 3" not in triton.summary()
+
+
+def test_a_three_times_slower_engine_build_is_a_regression_even_with_the_engines_noise() -> None:
+    """tokens/s a third of the base's: far past its noise. The tails' spread is so wide on an engine
+    that even a tripled p99 lies inside it; the rate decides."""
+    found = compare_llm_results(_engine(100, 20, seed=1), _engine(300, 60, seed=2))
+    assert found.exit_code == 1 and "tokens_per_s" in {r.metric for r in found.regressions}
+
+
+def test_repeated_engine_runs_are_judged_on_their_own_spread_without_the_advice_to_repeat() -> None:
+    from tritonkit.perf.llm.repeats import combine_llm_runs
+
+    base = combine_llm_runs([_engine(100, 20, seed=s) for s in (1, 2, 3)])
+    slower = combine_llm_runs([_engine(120, 24, seed=s) for s in (4, 5, 6)])
+    found = compare_llm_results(base, slower)
+    assert not found.single_runs and "--repeat 3" not in found.summary()
+    assert "tokens_per_s" in {r.metric for r in found.regressions}
+
+
+def test_perf_compare_on_stored_engine_runs_uses_the_engine_noise_unless_one_is_named(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tritonkit.cli import main
+
+    base = _engine(100, 20, seed=1).save(tmp_path / "base" / "llm_result.json")
+    new = _engine(120, 24, seed=2).save(tmp_path / "new" / "llm_result.json")
+    unnamed = CliRunner().invoke(main, ["perf", "compare", str(base.parent), str(new.parent)], catch_exceptions=False)
+    assert unnamed.exit_code == 3, unnamed.output
+    assert "INSIDE THE NOISE" in unnamed.output and "perf run --llm --repeat 3" in unnamed.output
+    named = CliRunner().invoke(main, ["perf", "compare", str(base.parent), str(new.parent), "--run-noise", "2%",
+                                      "--tail-run-noise", "4%", "--json"], catch_exceptions=False)
+    assert named.exit_code == 1, named.output
+    assert '"noise_named": true' in named.output and '"kind": "openai"' in named.output

@@ -292,10 +292,20 @@ def test_without_streaming_each_answer_is_one_response_and_its_usage_counts_the_
     assert payload["stream"] is False and "stream_options" not in payload
 
 
-def test_an_api_key_with_a_clusters_load_generator_is_refused_before_anything_starts() -> None:
-    from tritonkit.perf.command import LoadTestSettings, llm_load_test
-    from tritonkit.perf.llm.settings import LLMSettings
+def test_a_keyed_command_is_taken_apart_for_a_clusters_clients_and_a_jobs_key_never_shows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritonkit.perf.cluster.remote import ClientJob
+    from tritonkit.perf.llm._keyed import key_environment, keyed_command, split_keyed
 
-    with pytest.raises(ConfigError, match="does not reach a cluster's clients"):
-        llm_load_test("tiny", LLMSettings(api_key_env="TK_KEY"), LoadTestSettings(protocol="openai"),
-                      load_generator=lambda folder: None)  # type: ignore[arg-type,return-value]
+    command = keyed_command("TK_KEY", ["/bin/pa", "-m", "tiny"], python="/py")
+    assert command == ["/py", "-m", "tritonkit.perf.llm._keyed", "TK_KEY", "--", "/bin/pa", "-m", "tiny"]
+    assert split_keyed(command) == ("TK_KEY", ["/bin/pa", "-m", "tiny"])
+    assert split_keyed(["/bin/pa", "-m", "tiny"]) == (None, ["/bin/pa", "-m", "tiny"])
+    monkeypatch.delenv("TK_KEY", raising=False)
+    with pytest.raises(ValueError, match="TK_KEY is unset"):
+        key_environment("TK_KEY")
+    monkeypatch.setenv("TK_KEY", "sk-never-shown")
+    job = ClientJob(index=0, name="c1", start_at_ns=0, argv=("-m", "tiny"), key_env="TK_KEY",
+                    env=key_environment("TK_KEY"))
+    assert job.env == {"TK_KEY": "sk-never-shown"}
+    assert "sk-never-shown" not in repr(job) and "TK_KEY" in repr(job)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.slow_relay import SlowRelay
 from tests.support.vllm_engine import RunningEngine, vllm_engine  # noqa: F401 - the session fixture
 from tritonkit.cli import main
 from tritonkit.errors import ServerError
@@ -156,3 +157,37 @@ def test_the_planners_kv_bytes_per_token_and_sequences_that_fit_match_the_engine
     assert result.steps[0].measured, result.steps[0].failures
     assert engine["running_max"] == fit and (engine["waiting_max"] or 0) > 0
     assert (engine["kv_cache_usage_max"] or 0) >= 0.75
+
+
+@pytest.mark.engine
+@pytest.mark.perf_analyzer
+@pytest.mark.serial
+def test_the_llm_gate_passes_an_identical_build_and_fails_one_three_times_slower(vllm_engine: RunningEngine,  # noqa: F811
+                                                                                 tmp_path: Path) -> None:
+    """The builds are the engine behind a relay (tests/support/slow_relay.py): of factor 1 (base and an
+    identical build: the relay's own cost on both) and of factor 3 (every streamed piece held so the
+    stream takes 3 × as long). ``perf compare`` with no noise named: the identical build is no
+    regression (one run each on an engine: inside its noise, exit 3, saying to repeat); the slowed one
+    is (exit 1, tokens/s, far past the engine's noise). 30 requests: the p99s are inside the noise
+    (a p99 needs 381), the rate decides."""
+    tokenizer = load_tokenizer(vllm_engine.model_dir)
+    prompts = synthetic_prompts(30, input_tokens_mean=24, output_tokens_mean=16, seed=11, tokenizer=tokenizer)
+    port = int(vllm_engine.url.rsplit(":", 1)[1])
+    folders = {}
+    for name, factor in (("base", 1.0), ("same", 1.0), ("slow", 3.0)):
+        with SlowRelay(port, factor=factor) as relay:
+            result = run_llm(vllm_engine.model, relay.url, prompts,
+                             LLMPlan(concurrency=(1,), requests_per_level=30, settle_s=0.0),
+                             results_dir=tmp_path / name, openai=OpenAITarget(), tokenizer=tokenizer)
+        assert result.steps[0].measured, result.steps[0].failures
+        folders[name] = str(tmp_path / name)
+    same = CliRunner().invoke(main, ["perf", "compare", folders["base"], folders["same"]], catch_exceptions=False)
+    assert same.exit_code == 3, same.output
+    assert "REGRESSION" not in same.output and "perf run --llm --repeat 3" in same.output
+    slow = CliRunner().invoke(main, ["perf", "compare", folders["base"], folders["slow"], "--json"],
+                              catch_exceptions=False)
+    assert slow.exit_code == 1, slow.output
+    found = json.loads(slow.output)
+    assert found["kind"] == "openai" and not found["noise_named"]
+    tokens = next(r for r in found["rows"] if r["metric"] == "tokens_per_s")
+    assert tokens["outcome"] == "regression" and tokens["change"] < -0.5, tokens

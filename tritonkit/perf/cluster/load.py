@@ -337,9 +337,17 @@ class ClusterAnalyzer(PerfAnalyzer):
         """One LLM step (a full perf_analyzer command) as N clients, their exports merged into the one
         the command names; ``stop_when`` is the clients' own (each watches its console for a stall).
         ``server_url`` is not used: the clients run on other machines, so this machine's load says
-        nothing of theirs."""
+        nothing of theirs. A command through the keyed wrapper (an OpenAI endpoint's API key) runs
+        through it on each node too, the key in the client job's environment (:class:`ClientJob`)."""
+        from tritonkit.perf.llm._keyed import key_environment, split_keyed
+
+        key_env, command = split_keyed(argv)
+        try:
+            env = key_environment(key_env) if key_env is not None else None
+        except ValueError as exc:
+            raise ConfigError(f"--api-key-env: {exc}", hint=f"export {key_env}=<the server's key>") from None
         prefix = list(self.perf_analyzer.argv)
-        options = argv[len(prefix):] if argv[: len(prefix)] == prefix else list(argv)
+        options = command[len(prefix):] if command[: len(prefix)] == prefix else command
         if "--request-intervals" in options:
             raise ConfigError("a traffic shape cannot be split over a cluster's clients yet",
                               hint="drop --traffic (concurrency levels are split), or run it without --cluster")
@@ -361,7 +369,7 @@ class ClusterAnalyzer(PerfAnalyzer):
             if warms is not None:
                 mine = _replace_option(mine, "--warmup-request-count", str(int(warms[i])))
             return ClientJob(index=i, name=name, start_at_ns=start_ns + self.offsets[i].offset_ns, argv=tuple(mine),
-                             timeout_s=timeout_s, files=files)
+                             timeout_s=timeout_s, files=files, key_env=key_env, env=env)
 
         jobs = self._jobs(shares, job)
         runs, snapshots = self._dispatch(jobs, timeout_s)

@@ -11,11 +11,13 @@ out; were the worker killed instead, both die with it (they are bound to their p
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +159,10 @@ class ClientJob:
     :meth:`~tritonkit.perf.measure.analyzer.PerfAnalyzer.run`) and ``argv`` (an LLM step's perf_analyzer
     options, run with :meth:`~tritonkit.perf.measure.analyzer.PerfAnalyzer.invoke` behind this node's
     own binary). ``start_at_ns``: when to start, on this node's clock. ``files``: files the options
-    name (input data, by their names in ``argv`` / ``spec``), written here first."""
+    name (input data, by their names in ``argv`` / ``spec``), written here first. ``key_env``: an
+    OpenAI endpoint's API key variable: the node starts its perf_analyzer through the keyed wrapper
+    (:mod:`tritonkit.perf.llm._keyed`) with ``env`` (that variable and its key) in the wrapper's
+    environment for the step. ``env`` never shows in the job's repr, a command line or a file."""
 
     index: int
     name: str
@@ -166,6 +171,8 @@ class ClientJob:
     argv: tuple[str, ...] = ()
     timeout_s: float | None = None
     files: Mapping[str, bytes] | None = None
+    key_env: str | None = None
+    env: Mapping[str, str] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -186,6 +193,7 @@ class ClientRun:
 
 def run_client_job(job: ClientJob) -> ClientRun:
     """Run one client's part of a step here (a Ray task's body), starting at ``job.start_at_ns``."""
+    from tritonkit.perf.llm._keyed import keyed_command
     from tritonkit.perf.llm.loadtest import STALL_MARKER
     from tritonkit.perf.measure.analyzer import PerfAnalyzer
 
@@ -218,14 +226,33 @@ def run_client_job(job: ClientJob) -> ClientRun:
             def stalled() -> bool:
                 return any(p.exists() and STALL_MARKER in p.read_text(errors="replace") for p in consoles)
 
-            invocation = analyzer.invoke([*analyzer.perf_analyzer.argv, *options], job.name,
-                                         timeout_s=job.timeout_s, stop_when=stalled)
+            command = [*analyzer.perf_analyzer.argv, *options]
+            if job.key_env is not None:
+                command = keyed_command(job.key_env, command)
+            with _environment(job.env):
+                invocation = analyzer.invoke(command, job.name, timeout_s=job.timeout_s, stop_when=stalled)
             returncode, duration_s, argv = invocation.returncode, invocation.duration_s, invocation.argv
         files = {p.name: p.read_bytes() for p in work.iterdir() if p.is_file() and p.name.startswith(job.name + ".")}
         return ClientRun(index=job.index, node=node, started_ns=started, late_ms=late_ms, files=files, steps=steps,
                          returncode=returncode, duration_s=duration_s, argv=list(argv))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    """``env`` in this process's environment for the block (what perf_analyzer, started in it,
+    inherits), the environment as it was afterwards: a Ray worker lives on for other tasks."""
+    before = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _with_option(argv: list[str], option: str, value: str) -> list[str]:

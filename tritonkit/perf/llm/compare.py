@@ -14,7 +14,11 @@ That spread is ``run_noise`` for a rate (tokens/s, goodput; ``perf compare --run
 a tail moves more between fresh-server runs than a rate does, and more than one run's bootstrap
 shows — ``benchmarks/llm_gate_truth.py`` measured, over 6 runs of 400 requests on the reference
 engine, TTFT p99 and ITL p99 spreading 7.7 % and 7.8 % (one run's own interval: ±9.5 %, ±1.6 %)
-and tokens/s 1.9 %. So:
+and tokens/s 1.9 %. A run on an OpenAI-compatible endpoint (:func:`run_kind`: a real engine behind
+HTTP) spreads far more between runs: unless a spread is named, such runs are widened by
+:data:`ENGINE_RUN_NOISE` and :data:`ENGINE_TAIL_RUN_NOISE` (``benchmarks/llm_gate_vllm.py`` on vLLM),
+so that one run of each shows a change within that spread as inside the noise, saying to repeat both
+runs (``--repeat 3``) or to name the noise measured. So:
 
 * **regression** — worse past the limit, and the interval excludes no change;
 * **no regression** — the whole interval on the right side of the limit;
@@ -40,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from tritonkit._fs import is_regular_file, read_json
 from tritonkit.errors import ConfigError
@@ -57,15 +61,30 @@ from tritonkit.perf.llm.result import LLMResult, LLMStep
 from tritonkit.perf.measure.windows import change_interval_of_bands, quantile_ranks
 from tritonkit.perf.metric_registry import METRICS, Metric
 
-__all__ = ["DEFAULT_TAIL_RUN_NOISE", "LLM_COMPARE_LIMITS", "LLMComparison", "LLMComparisonRow", "compare_llm_files", "compare_llm_results",
-           "find_llm_result", "latest_llm_baseline", "llm_compare_limits", "requests_for_tail",
-           "save_llm_baseline"]
+__all__ = ["DEFAULT_TAIL_RUN_NOISE", "ENGINE_RUN_NOISE", "ENGINE_TAIL_RUN_NOISE", "LLM_COMPARE_LIMITS", "LLMComparison",
+           "LLMComparisonRow", "RunKind", "compare_llm_files", "compare_llm_results", "default_noise", "find_llm_result",
+           "latest_llm_baseline", "llm_compare_limits", "requests_for_tail", "run_kind", "save_llm_baseline"]
 
 #: The spread (coefficient of variation) between single fresh-server runs of one build assumed for a
 #: latency percentile (TTFT, ITL, request latency): ``benchmarks/llm_gate_truth.py`` measured 7.7 %
 #: (TTFT p99) and 7.8 % (ITL p99) over 6 runs of 400 requests on the CPU reference engine
 #: (2026-12-02), rounded up for what six runs can say; measure yours with that benchmark.
 DEFAULT_TAIL_RUN_NOISE = 0.10
+
+#: The spread between single runs assumed for a run on an OpenAI-compatible endpoint (a real engine
+#: behind HTTP: continuous batching, a scheduler, an API server sharing the machine) when no noise is
+#: named: its rates (tokens/s, goodput) and its latency percentiles. ``benchmarks/llm_gate_vllm.py`` on
+#: vLLM's CPU build serving a tiny Llama, on 2 cores shared with other work (2026-12-06), measured the
+#: coefficients of variation over 6 runs at concurrency 1 and 4: with 400 requests a run, tokens/s
+#: 20.1 % and 17.2 %, TTFT p99 58.5 % and 25.7 %, ITL p99 34.8 % and 20.5 %; with 200, tokens/s 12.5 %
+#: and 16.0 % (an earlier 8 × 400: tokens/s 22 %, TTFT p99 66 %, ITL p99 63 % at concurrency 1).
+#: Rounded up to 5 %: 25 % and 65 %, which raised no false alarm in 60 pairs of identical runs where
+#: 20 % / 65 % raised 4 (docs/noise.md has the figures).
+ENGINE_RUN_NOISE = 0.25
+ENGINE_TAIL_RUN_NOISE = 0.65
+
+#: Which kind of run a result is: over Triton's own protocol, or on an OpenAI-compatible endpoint.
+RunKind = Literal["triton", "openai"]
 
 #: The metrics an LLM run is held to against its baseline (metric registry names), each with the
 #: fraction of its baseline value it may move the wrong way by (the registry says which way that is).
@@ -88,6 +107,22 @@ def _metric(name: str) -> Metric:
         known = ", ".join(m.name for m in METRICS.values() if "llm" in m.modes)
         raise ConfigError(f"no LLM metric {name!r} to compare", hint=f"name one of {known}")
     return found
+
+
+def run_kind(result: LLMResult) -> RunKind:
+    """``"openai"`` for a run on an OpenAI-compatible endpoint (``perf run --llm --protocol openai``: a
+    real engine behind HTTP), ``"triton"`` for one over Triton's gRPC stream; read from the request
+    layout the result records (an OpenAI run's reads ``OpenAI <endpoint> over HTTP (…)``)."""
+    return "openai" if result.layout.startswith("OpenAI ") else "triton"
+
+
+def default_noise(*results: LLMResult) -> tuple[float, float]:
+    """The spread between single runs (rates, latency percentiles) assumed where none is named: an
+    engine's (:data:`ENGINE_RUN_NOISE`, :data:`ENGINE_TAIL_RUN_NOISE`) when any of ``results`` ran on
+    an OpenAI endpoint, else the reference engine's (``DEFAULT_RUN_NOISE``, :data:`DEFAULT_TAIL_RUN_NOISE`)."""
+    if any(run_kind(r) == "openai" for r in results):
+        return ENGINE_RUN_NOISE, ENGINE_TAIL_RUN_NOISE
+    return DEFAULT_RUN_NOISE, DEFAULT_TAIL_RUN_NOISE
 
 
 @dataclass(frozen=True)
@@ -135,6 +170,12 @@ class LLMComparison:
     #: The spread between single runs each side's intervals were widened by: rates, latency percentiles.
     run_noise: float = 0.0
     tail_run_noise: float = 0.0
+    #: ``"openai"`` when either run was on an OpenAI endpoint (:func:`run_kind`); whether the caller
+    #: named both spreads (``False``: one was the kind's default, :func:`default_noise`); whether a
+    #: side was a single run (one not combined from ``--repeat``, so widened by the spread).
+    kind: RunKind = "triton"
+    noise_named: bool = True
+    single_runs: bool = True
 
     @property
     def regressions(self) -> tuple[LLMComparisonRow, ...]:
@@ -166,13 +207,32 @@ class LLMComparison:
                 for r in self.regressions
             )
             return f"REGRESSION: {worst} ({how})"
-        unsure = ", ".join(f"{r.step} {r.metric}" for r in self.rows if r.outcome == "inside the noise")
-        return (f"INSIDE THE NOISE: {unsure} ({how}): the change could be on either side of the limit; "
-                "send more requests per level (--requests) or repeat both runs")
+        unsure = ", ".join(f"{r.step} {r.metric}" + ("" if r.change is None else f" {r.change * 100:+.1f}%")
+                           + (" past its limit" if _past_limit(r) else "")
+                           for r in self.rows if r.outcome == "inside the noise")
+        return f"INSIDE THE NOISE: {unsure} ({how}): the change could be on either side of the limit; {self.advice()}"
+
+    def advice(self) -> str:
+        """What to do about a comparison inside the noise."""
+        if self.kind == "openai" and not self.noise_named and self.single_runs:
+            return (f"single runs on an OpenAI endpoint's engine spread this far between runs of one build "
+                    f"(the default for such runs: {self.run_noise:.0%} rates, {self.tail_run_noise:.0%} "
+                    "percentiles, measured on vLLM), so one run each cannot tell; repeat both runs "
+                    "(perf run --llm --repeat 3) or name the noise you measured (--run-noise, --tail-run-noise)")
+        return "send more requests per level (--requests) or repeat both runs"
 
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "outcome": self.outcome, "exit_code": self.exit_code,
-                "run_noise": self.run_noise, "tail_run_noise": self.tail_run_noise, "summary": self.summary(), "rows": [r.to_dict() for r in self.rows]}
+                "run_noise": self.run_noise, "tail_run_noise": self.tail_run_noise, "kind": self.kind,
+                "noise_named": self.noise_named, "single_runs": self.single_runs, "summary": self.summary(),
+                "rows": [r.to_dict() for r in self.rows]}
+
+
+def _past_limit(row: LLMComparisonRow) -> bool:
+    """Whether a row's change is worse than its limit (a regression, were it not for the noise)."""
+    if row.change is None:
+        return False
+    return row.change > row.limit if row.worse_when == "rise" else row.change < -row.limit
 
 
 def _label(step: LLMStep) -> str:
@@ -257,17 +317,23 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
 
 def compare_llm_results(
     base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
-    run_noise: float = DEFAULT_RUN_NOISE,
-    tail_run_noise: float = DEFAULT_TAIL_RUN_NOISE,
+    run_noise: float | None = None,
+    tail_run_noise: float | None = None,
 ) -> LLMComparison:
     """A row per step and metric of ``limits`` (registry name → the fraction of the base it may
     worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`
     and the module docstring for the rule. ``run_noise``: the spread (a coefficient of variation)
     between single runs of one build each side's rates are widened by, ``tail_run_noise`` its
-    latency percentiles (0: the requests alone).
+    latency percentiles (0: the requests alone); ``None``: the default for the kind of runs
+    compared (:func:`default_noise`: an OpenAI endpoint's engine spreads far more than the reference
+    engine).
 
     An unknown metric name, or a spread outside [0, 1), raises ``ConfigError``.
     """
+    named = run_noise is not None and tail_run_noise is not None
+    kind_noise = default_noise(base, new)
+    run_noise = kind_noise[0] if run_noise is None else run_noise
+    tail_run_noise = kind_noise[1] if tail_run_noise is None else tail_run_noise
     check_run_noise(run_noise)
     check_run_noise(tail_run_noise, option="--tail-run-noise")
     checks = [(name, limit, _metric(name).worse_when) for name, limit in limits.items()]
@@ -287,7 +353,10 @@ def compare_llm_results(
                                 (base_bands.get(metric), new_bands.get(metric)),
                                 (_between_runs(base_step, noise), _between_runs(new_step, noise)),
                                 open_tail=min(tails) if tails else None))
-    return LLMComparison(tuple(rows), run_noise=run_noise, tail_run_noise=tail_run_noise)
+    single = any(_between_runs(step, 1.0) > 0 for step in (*base.steps, *new.steps))
+    kind: RunKind = "openai" if "openai" in (run_kind(base), run_kind(new)) else "triton"
+    return LLMComparison(tuple(rows), run_noise=run_noise, tail_run_noise=tail_run_noise, kind=kind,
+                         noise_named=named, single_runs=single)
 
 
 def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:
@@ -317,7 +386,7 @@ def find_llm_result(path: Path) -> Path | None:
 
 def compare_llm_files(
     base: Path, new: Path, *, max_rise: float, max_drop: float, baseline_root: str | Path | None = None,
-    run_noise: float = DEFAULT_RUN_NOISE, tail_run_noise: float = DEFAULT_TAIL_RUN_NOISE,
+    run_noise: float | None = None, tail_run_noise: float | None = None,
 ) -> tuple[LLMComparison, Path, Path, Path | None]:
     """``perf compare`` on two stored LLM results (files, run folders or baseline folders).
 

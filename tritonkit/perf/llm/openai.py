@@ -25,7 +25,8 @@ profile export as a Triton step; only the request file and the reading of the re
 
 The API key is read from an environment variable (``api_key_env``) in the process that starts
 perf_analyzer (:mod:`tritonkit.perf.llm._keyed`), so no file tritonkit writes holds it: the saved
-command line names the variable only.
+command line names the variable only. On a cluster's clients it travels in each client job's
+environment (:mod:`tritonkit.perf.cluster.remote`), never on a command line.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +43,7 @@ from typing import Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
+from tritonkit.perf.llm._keyed import keyed_command
 from tritonkit.perf.llm.metrics import RequestRecord, TokenSource, read_export
 from tritonkit.perf.llm.prompts import Prompt
 
@@ -108,7 +109,7 @@ class OpenAITarget:
         if self.api_key_env is None:
             return list(perf_analyzer)
         self.api_key()  # refused now, not inside the step
-        return [sys.executable, "-m", "tritonkit.perf.llm._keyed", self.api_key_env, "--", *perf_analyzer]
+        return keyed_command(self.api_key_env, perf_analyzer)
 
 
 def openai_body(prompt: Prompt, model: str, target: OpenAITarget) -> dict[str, Any]:
