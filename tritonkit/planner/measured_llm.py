@@ -50,7 +50,7 @@ def peek_kind(path: Path) -> str | None:
 
 
 def _kind(result: LLMResult) -> str:
-    where = "an OpenAI-compatible endpoint" if result.layout.startswith("OpenAI") else "Triton's gRPC stream"
+    where = "an OpenAI-compatible endpoint" if result.over_openai else "Triton's gRPC stream"
     runs = f", {result.repeats} runs combined" if result.repeats > 1 else ""
     return f"LLM load test over {where} ({result.layout}{runs})"
 

@@ -112,8 +112,8 @@ def _metric(name: str) -> Metric:
 def run_kind(result: LLMResult) -> RunKind:
     """``"openai"`` for a run on an OpenAI-compatible endpoint (``perf run --llm --protocol openai``: a
     real engine behind HTTP), ``"triton"`` for one over Triton's gRPC stream; read from the request
-    layout the result records (an OpenAI run's reads ``OpenAI <endpoint> over HTTP (…)``)."""
-    return "openai" if result.layout.startswith("OpenAI ") else "triton"
+    layout the result records (:attr:`~tritonkit.perf.llm.result.LLMResult.over_openai`)."""
+    return "openai" if result.over_openai else "triton"
 
 
 def default_noise(*results: LLMResult) -> tuple[float, float]:

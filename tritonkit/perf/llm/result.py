@@ -126,6 +126,13 @@ class LLMResult(JsonDataclass):
     #: spread from run to run; each run's own result is in ``run-<i>/llm_result.json``.
     repeats: int = 1
 
+    @property
+    def over_openai(self) -> bool:
+        """Whether the run was on an OpenAI-compatible endpoint (``perf run --llm --protocol openai``: a
+        real engine behind HTTP) rather than Triton's gRPC stream; read from the request layout it
+        records (an OpenAI run's reads ``OpenAI <endpoint> over HTTP (…)``). The one place that tells."""
+        return self.layout.startswith("OpenAI ")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, ``schema_version`` and ``kind`` first."""
         data = asdict(self)
