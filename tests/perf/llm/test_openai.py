@@ -258,8 +258,10 @@ def test_a_stall_between_tokens_is_measured_in_the_itl_not_dropped(tmp_path: Pat
 
 @pytest.mark.perf_analyzer
 def test_a_traffic_shape_and_perf_compare_work_on_an_openai_endpoint(tmp_path: Path) -> None:
-    """A ramp on the stand-in, then the same run against a stand-in 3× slower to its first token:
-    ``perf compare`` calls that a TTFT regression (exit 1)."""
+    """A ramp on the stand-in, then the same run against a stand-in 3× slower to its first token.
+    ``perf compare`` holds endpoint runs to an engine's noise unless one is named (without one, this
+    change sits at the edge of it: regression or inside the noise, never a pass); with the stand-in's
+    own (it answers on a fixed schedule), the TTFT regression is called (exit 1)."""
     fast, slow = tmp_path / "fast", tmp_path / "slow"
     args = ["--llm", "--protocol", "openai", "--requests", "40", "--output-tokens", "6", "--concurrency", "2"]
     with openai_standin("--first-ms", "20", "--next-ms", "5") as server:
@@ -270,7 +272,10 @@ def test_a_traffic_shape_and_perf_compare_work_on_an_openai_endpoint(tmp_path: P
         assert _run("standin", *args, "--url", server.url, "--out", str(fast)).exit_code == 0
     with openai_standin("--first-ms", "60", "--next-ms", "5") as server:
         assert _run("standin", *args, "--url", server.url, "--out", str(slow)).exit_code == 0
-    compare = CliRunner().invoke(main, ["perf", "compare", str(fast), str(slow)], catch_exceptions=False)
+    unnamed = CliRunner().invoke(main, ["perf", "compare", str(fast), str(slow)], catch_exceptions=False)
+    assert unnamed.exit_code in (1, 3) and "25.0% between single runs" in unnamed.output, unnamed.output
+    compare = CliRunner().invoke(main, ["perf", "compare", str(fast), str(slow), "--run-noise", "5%",
+                                        "--tail-run-noise", "10%"], catch_exceptions=False)
     assert compare.exit_code == 1, compare.output
     assert "ttft" in compare.output.lower() and "REGRESSION" in compare.output
 

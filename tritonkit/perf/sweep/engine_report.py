@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
 
 if TYPE_CHECKING:
-    from tritonkit.perf.sweep.engine import EngineRecord, EngineSweepSettings
+    from tritonkit.perf.sweep.engine_records import EngineRecord, EngineSweepSettings
     from tritonkit.perf.sweep.search import SearchResult
 
 __all__ = ["engine_report"]
