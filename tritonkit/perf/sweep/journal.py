@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -121,12 +122,35 @@ class Journal:
         self.write()
 
 
+#: The repository index's states of a model between two others: a load or unload under way.
+_MOVING = frozenset({"LOADING", "UNLOADING"})
+#: How long a restore waits for a load under way (one the interrupted sweep sent and no longer waits for).
+SETTLE_TIMEOUT_S = 120.0
+
+
+def _settle(server: RemoteServer, models: list[str], timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+    """Wait until the server loads or unloads none of ``models``.
+
+    An interrupted sweep stops waiting for the load it sent, but the server goes on with it: loaded
+    back over it, a model can be replaced by it (or left unavailable) after the restore checked it.
+    So a restore lets such a load finish first, and checks what is served once nothing moves."""
+    deadline = time.monotonic() + timeout_s
+    while any(row.name in models and row.state in _MOVING for row in server.admin.index()):
+        if time.monotonic() >= deadline:
+            raise ServerError(f"tritonserver at {server.grpc_url} is still loading or unloading "
+                              f"{', '.join(models)} after {timeout_s:.0f} s",
+                              hint="wait for the load to end, then run the restore again")
+        time.sleep(0.1)
+
+
 def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None]) -> list[str]:
     """Load each journaled model with its journaled config, check the server serves it so, and
-    close the journal as restored; the models put back. A model the server does not serve as
+    close the journal as restored; the models put back. A load still under way on the server (sent
+    by the interrupted sweep) ends first (:func:`_settle`). A model the server does not serve as
     journaled afterwards is a ``ServerError`` (the journal stays open, naming what differs)."""
     with signals_held():
         configs = {model: journal.config(model) for model in journal.configs}
+        _settle(server, list(configs))
         for model, config in configs.items():
             server.load_model(model, config=config)
         # The server marks an ensemble unavailable while a composing model (a pinned one, put back
@@ -135,6 +159,7 @@ def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None]) 
         if len(ensembles) < len(configs):
             for model in ensembles:
                 server.load_model(model, config=configs[model])
+        _settle(server, list(configs))
         differs = [model for model, config in configs.items() if server.admin.model_config(model) != config]
         if differs:
             journal.note = f"served config of {', '.join(differs)} differs from the journal after loading it back"
