@@ -84,12 +84,16 @@ class EngineProcess:
         except OSError:
             return ""
 
-    def _healthy(self) -> bool:
+    def _answers(self, path: str) -> bool:
+        """Whether ``GET path`` on the engine answers 200 (within 2 s)."""
         try:
-            with urllib.request.urlopen(f"http://{self.url}/health", timeout=2.0) as answer:  # noqa: S310 - loopback
+            with urllib.request.urlopen(f"http://{self.url}{path}", timeout=2.0) as answer:  # noqa: S310 - loopback
                 return int(answer.status) == 200
         except (urllib.error.URLError, OSError):
             return False
+
+    def _healthy(self) -> bool:
+        return self._answers("/health")
 
     def start(self) -> EngineProcess:
         """Start it and wait until ``/health`` answers 200 (``ServerError`` with the log's tail when it

@@ -31,8 +31,6 @@ import json
 import math
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -73,13 +71,7 @@ class ReadyEngine(EngineProcess):
     ``/v1/models``."""
 
     def _healthy(self) -> bool:
-        if super()._healthy():
-            return True
-        try:
-            with urllib.request.urlopen(f"http://{self.url}/v1/models", timeout=2.0) as answer:  # noqa: S310
-                return int(answer.status) == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        return super()._healthy() or self._answers("/v1/models")
 
     def exit_status(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
