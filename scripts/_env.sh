@@ -12,15 +12,16 @@ fi
 STAMP="$VENV/.tritonkit-install-stamp"
 WANT="$(cat pyproject.toml scripts/_env.sh | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
-    echo "[setup] installing tritonkit with extras cpu,server,cluster,dev into $VENV"
+    echo "[setup] installing tritonkit with extras cpu,cluster,dev into $VENV"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    # cpu: onnxruntime (never together with onnxruntime-gpu); server: the bundled tritonserver;
-    # cluster: Ray, for the cluster sweeps and their tests.
-    "$VENV/bin/python" -m pip install --quiet -e ".[cpu,server,cluster,dev]"
+    # cpu: onnxruntime (never together with onnxruntime-gpu); cluster: Ray, for the cluster sweeps and
+    # their tests. The bundled tritonserver is installed below, into a folder of its own.
+    "$VENV/bin/python" -m pip install --quiet -e ".[cpu,cluster,dev]"
     echo "$WANT" > "$STAMP"
 fi
-# The real perf_analyzer binary (and, on glibc < 2.38, its private runtime); quick when present.
-"$VENV/bin/tritonkit" perf install --quiet
+# The bundled tritonserver (its files only, out of the nvidia-pytriton wheel: no numpy<2 pin) and the real
+# perf_analyzer binary (and, on glibc < 2.38, its private runtime); quick when present.
+"$VENV/bin/tritonkit" install --quiet
 "$VENV/bin/tritonkit" deploy install-prometheus --quiet  # promtool + Prometheus (Debian package, private) for the rule tests
 "$VENV/bin/tritonkit" deploy install-checkov --quiet  # checkov (pinned) in its own venv for the manifest tests
 export PATH="$VENV/bin:$PATH"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typing.Self is new in 3.11; annotations are not evaluated at run time
+    from typing_extensions import Self
 
 __all__ = ["ContextManaged"]
 

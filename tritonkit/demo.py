@@ -11,6 +11,7 @@ as the builder wrote it: the tuned configuration is a measurement of this machin
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit.builders import OnnxBuildResult, build_onnx, make_demo_model
+from tritonkit.errors import MissingComponentError
 from tritonkit.perf import parse_sla
 from tritonkit.perf.measure.folders import run_folder
 from tritonkit.perf.sweep import SweepEvent, SweepGrid, SweepResult, SweepSettings, run_sweep
-from tritonkit.provision.perf_analyzer import locate_perf_analyzer
+from tritonkit.provision.bundled import install_server
+from tritonkit.provision.perf_analyzer import install_perf_analyzer, locate_perf_analyzer
+from tritonkit.provision.server import SERVER_BIN_ENV, bundled_root, locate_server
 from tritonkit.repository import DEFAULT_WINDOW
 
 __all__ = [
@@ -84,20 +88,22 @@ def run_demo(
     backend_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[SweepEvent], None] | None = None,
+    install_progress: Callable[[str], None] | None = None,
 ) -> DemoRun:
     """Build the default model into ``repo``, copy it into the run folder, sweep the copy within ``sla``.
 
     ``windows_us``: the batching windows to try; every variant keeps the dynamic batcher, so a
     ``None`` (no batcher) is dropped, and with none left the defaults are tried. Checks everything
-    cheap first (SLA syntax, perf_analyzer present) so a bad option costs nothing. The server is
+    cheap first (SLA syntax; the server and perf_analyzer present, each installed with progress when it is
+    missing; the bundled server able to run this Python's models) so a bad option costs nothing. The server is
     stopped however this ends; ``repo`` is never changed by the sweep. ``backend_dir``: the backends the
     model is built for (``--runtime auto``: the onnxruntime backend when it is there) and the sweep's
-    server loads.
+    server loads. ``install_progress`` receives the lines of an install the demo makes (default ``progress``).
     """
     windows = [w for w in windows_us if w is not None] or list(DEFAULT_DEMO_WINDOWS_US)
     say = progress or (lambda _message: None)
     parse_sla(sla)
-    locate_perf_analyzer()
+    _ensure_installed(install_progress or say, backend_dir)
     repo.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tritonkit-demo-") as tmp:
         source = make_demo_model(Path(tmp) / f"{DEFAULT_DEMO_MODEL}.onnx")
@@ -123,3 +129,17 @@ def run_demo(
     )
     sweep = run_sweep(tuned, DEFAULT_DEMO_MODEL, settings, on_event=on_event)
     return DemoRun(build=build, sweep=sweep, tuned_repository=tuned)
+
+
+def _ensure_installed(say: Callable[[str], None], backend_dir: Path | None) -> None:
+    """perf_analyzer and the bundled server, each installed (with progress) when it is missing; then the
+    server checked for this Python, so a Python its python backend cannot run is said within seconds."""
+    try:
+        locate_perf_analyzer()
+    except MissingComponentError:
+        say("perf_analyzer is not installed: installing it (tritonkit install perf_analyzer)")
+        install_perf_analyzer(progress=say)
+    if bundled_root() is None and not os.environ.get(SERVER_BIN_ENV):
+        say("the bundled tritonserver is not installed: installing it (tritonkit install server)")
+        install_server(progress=say)
+    locate_server(backend_dir=backend_dir)

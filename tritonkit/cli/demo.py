@@ -71,7 +71,8 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
         with sigterm_as_interrupt():
             result = run_demo(repo=repo, results_root=results_root, sla=sla_text, levels=concurrency, instances=counts,
                               windows_us=windows, step_window_ms=window_ms, backend_dir=backend_dir, progress=say,
-                              on_event=printer.event)
+                              on_event=printer.event,
+                              install_progress=lambda message: click.echo(f"[install] {message}", err=True))
     except KeyboardInterrupt:
         click.echo("interrupted: the server and perf_analyzer are stopped; finished variants are kept under "
                    f"{results_root}", err=True)

@@ -1,4 +1,4 @@
-"""``tritonkit serve`` and ``tritonkit doctor``."""
+"""``tritonkit serve``, ``tritonkit doctor`` and ``tritonkit install``."""
 
 from __future__ import annotations
 
@@ -159,4 +159,36 @@ def _doctor_url(url: str, as_json: bool, *, local: bool) -> None:
         click.echo(line)
 
 
-COMMANDS: list[click.Command] = [serve, doctor]
+@click.command("install")
+@click.argument("parts", nargs=-1, type=click.Choice(["server", "perf_analyzer"]))
+@click.option("--wheel", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With 'server' alone: unpack a local nvidia_pytriton-0.7.0 wheel instead of downloading it.")
+@click.option("--force", is_flag=True, help="Reinstall even when the same version is installed.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def install(parts: tuple[str, ...], wheel: Path | None, force: bool, quiet: bool) -> None:
+    """Install what the default jobs run: the bundled tritonserver and the real perf_analyzer (both by default).
+
+    Each goes into this environment's share/tritonkit/ folder, never into its packages: the server's
+    files come out of the nvidia-pytriton wheel without its Python dependencies, so this environment keeps
+    the numpy it has (1.x or 2.x). Idempotent: what is installed is checked and kept.
+
+    \b
+    Example:
+      tritonkit install            # the server and perf_analyzer
+      tritonkit install server
+    """
+    from tritonkit.provision.bundled import install_server
+    from tritonkit.provision.perf_analyzer import install_perf_analyzer
+
+    chosen = parts or ("server", "perf_analyzer")
+    if wheel is not None and chosen != ("server",):
+        raise click.UsageError("--wheel is the server's wheel: name 'server' alone (tritonkit install server --wheel "
+                               "FILE); perf_analyzer's own wheel goes to 'tritonkit perf install --wheel FILE'")
+    progress = None if quiet else (lambda message: click.echo(f"[install] {message}", err=True))
+    if "server" in chosen:
+        install_server(wheel=wheel, force=force, progress=progress)
+    if "perf_analyzer" in chosen:
+        install_perf_analyzer(force=force, progress=progress)
+
+
+COMMANDS: list[click.Command] = [serve, doctor, install]

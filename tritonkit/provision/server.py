@@ -1,9 +1,10 @@
 """Find a tritonserver binary and assemble what it needs to run here.
 
-The default is the real Triton Inference Server shipped inside the
-``nvidia-pytriton`` wheel (extra ``server``). Any other build (a production
-install, an NGC container's ``/opt/tritonserver``) is used by path, given as an
-argument or in ``TRITONKIT_SERVER_BIN``.
+The default is the real Triton Inference Server shipped inside the ``nvidia-pytriton``
+wheel, installed into a place of its own by ``tritonkit install server``
+(:mod:`tritonkit.provision.bundled`; an importable ``pytriton`` is used when that is absent). Any
+other build (a production install, an NGC container's ``/opt/tritonserver``) is used by path,
+given as an argument or in ``TRITONKIT_SERVER_BIN``.
 
 Its backends: the folder given (``backend_dir``, else ``TRITONKIT_BACKEND_DIR``), else the
 ``backends`` folder of the binary's own install prefix. The bundled server always gets the
@@ -34,14 +35,15 @@ from tritonkit.provision.backends import (
     python_backend_info,
     with_python_backend,
 )
+from tritonkit.provision.bundled import bundled_dir, bundled_record
 
-__all__ = ["BACKEND_DIR_ENV", "SERVER_BIN_ENV", "BackendAssembly", "ServerInstall", "backends_cache", "locate_server",
-           "model_python_env"]
+__all__ = ["BACKEND_DIR_ENV", "SERVER_BIN_ENV", "BackendAssembly", "ServerInstall", "backends_cache", "bundled_root",
+           "locate_server", "model_python_env"]
 
 #: Environment variable naming another tritonserver binary to use.
 SERVER_BIN_ENV = "TRITONKIT_SERVER_BIN"
 
-_INSTALL_HINT = "pip install 'tritonkit[server]' (or run scripts/demo), or pass --server-bin PATH"
+_INSTALL_HINT = "run 'tritonkit install server' (or scripts/demo), or pass --server-bin PATH"
 
 
 def backends_cache() -> Path:
@@ -171,7 +173,7 @@ def locate_server(server_bin: str | os.PathLike[str] | None = None, *,
                 hint="point it at an executable tritonserver, e.g. /opt/tritonserver/bin/tritonserver",
             )
         prefix_backends = _prefix_backends(path)
-        bundled = _bundled_root()
+        bundled = bundled_root()
         if bundled is not None and path.resolve() == (bundled / "bin" / "tritonserver").resolve():
             # The bundled binary under another name: it still needs its libraries and the python stub.
             if chosen_backends is None and prefix_backends.resolve() != (bundled / "backends").resolve():
@@ -213,7 +215,9 @@ def _prefix_backends(binary: Path) -> Path:
     return binary.resolve().parent.parent / "backends"
 
 
-def _bundled_root() -> Path | None:
+def bundled_root() -> Path | None:
+    if bundled_record() is not None:
+        return bundled_dir() / "pytriton" / "tritonserver"
     spec = importlib.util.find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -221,13 +225,13 @@ def _bundled_root() -> Path | None:
 
 
 def _bundled_server(backend_dir: Path | None, backends_from: str = "") -> ServerInstall:
-    root = _bundled_root()
+    root = bundled_root()
     if root is None:
-        raise MissingComponentError("no tritonserver found: nvidia-pytriton is not installed", hint=_INSTALL_HINT)
+        raise MissingComponentError("no tritonserver found: the bundled server is not installed", hint=_INSTALL_HINT)
     binary = root / "bin" / "tritonserver"
     libs = root.parent.parent / "nvidia_pytriton.libs"
     if not binary.is_file():
-        raise MissingComponentError(f"nvidia-pytriton is installed but {binary} is missing", hint=_INSTALL_HINT)
+        raise MissingComponentError(f"the bundled server is installed but {binary} is missing", hint=_INSTALL_HINT)
     assembly = _bundled_assembly(root, backend_dir)
     if backend_dir is None:
         backends_from = "assembled by tritonkit (the bundled python backend)"
@@ -254,8 +258,10 @@ def _bundled_version() -> str | None:
 
     from tritonkit.triton_releases import PYTRITON_SERVER_LINES
 
+    record = bundled_record()
     try:
-        return PYTRITON_SERVER_LINES.get(importlib.metadata.version("nvidia-pytriton"))
+        wheel = record["version"] if record is not None else importlib.metadata.version("nvidia-pytriton")
+        return PYTRITON_SERVER_LINES.get(wheel)
     except importlib.metadata.PackageNotFoundError:
         return None
 
@@ -276,9 +282,14 @@ def _bundled_assembly(root: Path, user_backends: Path | None) -> BackendAssembly
     pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
     stub = root / "python_backend_stubs" / pyver / "triton_python_backend_stub"
     if not stub.is_file():
+        stubs = sorted((p.parent.name for p in stub.parent.parent.glob("*/triton_python_backend_stub") if p.is_file()),
+                       key=lambda v: tuple(int(n) for n in v.split(".") if n.isdigit()))
         raise MissingComponentError(
-            f"the bundled tritonserver has no python-backend stub for Python {pyver} ({stub})",
-            hint="use a Python version nvidia-pytriton ships a stub for (3.8–3.13)",
+            f"the bundled tritonserver cannot run python-backend models on Python {pyver}: its stubs are for "
+            f"Python {', '.join(stubs) or 'none'}",
+            hint=f"run tritonkit from a Python it supports ({stubs[0] if stubs else '3.8'}–"
+                 f"{stubs[-1] if stubs else '3.13'}), or serve on another build with --server-bin "
+                 "(an NGC container's /opt/tritonserver/bin/tritonserver)",
         )
     key = hashlib.sha256(f"{root.resolve()}|{stub.stat().st_mtime_ns}|{pyver}".encode()).hexdigest()[:16]
     return BackendAssembly(root / "backends" / "python", stub, f"{key}-py{pyver}", user_backends)

@@ -311,7 +311,7 @@ def make_probe() -> Callable[[bool, Sequence[str]], dict[str, Any]]:
 _FIXES = (
     ("cannot import tritonkit", CLUSTER_EXTRA_HINT),
     ("no perf_analyzer", "run 'tritonkit perf install' on that node (or set TRITONKIT_PERF_ANALYZER there)"),
-    ("no tritonserver", "pip install 'tritonkit[server]' on that node, or set TRITONKIT_SERVER_BIN there"),
+    ("no tritonserver", "run 'tritonkit install server' on that node, or set TRITONKIT_SERVER_BIN there"),
     ("cannot reach", "open the endpoint's port to that node (its firewall, or the Service it is behind)"),
 )
 

@@ -10,7 +10,10 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is new in 3.11; annotations are not evaluated at run time
+    from typing_extensions import Self
 
 from tritonkit._fs import atomic_write
 from tritonkit._records import record_dict

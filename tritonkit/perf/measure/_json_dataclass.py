@@ -23,7 +23,10 @@ import typing
 from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # typing.Self is new in 3.11; annotations are not evaluated at run time
+    from typing_extensions import Self
 
 from tritonkit._fs import read_json
 from tritonkit.errors import ConfigError
