@@ -160,7 +160,7 @@ def _doctor_url(url: str, as_json: bool, *, local: bool) -> None:
 
 
 @click.command("install")
-@click.argument("parts", nargs=-1, type=click.Choice(["server", "perf_analyzer"]))
+@click.argument("parts", nargs=-1, metavar="[PARTS]...", type=click.Choice(["server", "perf_analyzer"]))
 @click.option("--wheel", type=UserPath(exists=True, dir_okay=False, path_type=Path), default=None,
               help="With 'server' alone: unpack a local nvidia_pytriton-0.7.0 wheel instead of downloading it.")
 @click.option("--force", is_flag=True, help="Reinstall even when the same version is installed.")
