@@ -66,10 +66,11 @@ def _core_works(bin_dir: Path, tmp: Path) -> None:
             "x = h.make_tensor_value_info('x', onnx.TensorProto.FLOAT, ['batch', 4])\n"
             "y = h.make_tensor_value_info('y', onnx.TensorProto.FLOAT, ['batch', 4])\n"
             "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [x], [y])\n"
-            "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), 'relu.onnx')\n"
+            "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)], ir_version=8), 'relu.onnx')\n"
             "import tritonkit as tk; assert tk.Client and tk.AsyncClient\n")
     assert (made := _run([bin_dir / "python", "-c", make], cwd=tmp)).returncode == 0, made.stderr
-    built = _run([bin_dir / "tritonkit", "build", "onnx", "relu.onnx", "--name", "relu", "--repo", "repo"], cwd=tmp)
+    built = _run([bin_dir / "tritonkit", "build", "onnx", "relu.onnx", "--name", "relu", "--repo", "repo",
+                  "--runtime", "onnxruntime"], cwd=tmp)
     assert built.returncode == 0, built.stdout + built.stderr
     linted = _run([bin_dir / "tritonkit", "repo", "lint", "repo"], cwd=tmp)
     assert linted.returncode == 0, linted.stdout + linted.stderr
