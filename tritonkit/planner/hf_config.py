@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import read_json
-from tritonkit._values import excerpt
+from tritonkit._model_files import check_model_numbers, read_model_json
 from tritonkit.errors import ConfigError
 from tritonkit.planner.model import ModelOverrides, TransformerShape
 
@@ -67,45 +66,12 @@ _PARTIAL_SLIDING = {"gemma2", "gemma3", "cohere2", "qwen2", "qwen2_moe", "qwen3"
 
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
-    """Read a Hugging Face ``config.json`` (or a model folder holding one) as a dict."""
+    """Read a Hugging Face ``config.json`` (or a model folder holding one) as a dict, every number in
+    it checked (:func:`tritonkit._model_files.check_model_numbers`: finite, and within its field's bound)."""
     source = Path(path)
     if source.is_dir():
         source = source / "config.json"
-    data = read_json(source, what="model config", hint="pass the path of a Hugging Face config.json", finite=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source} does not hold a JSON object", hint="pass a Hugging Face config.json")
-    _check_counts(data, str(source))
-    return data
-
-
-#: Fields a config counts things in (experts, positions, sizes): when present, each is a whole
-#: number, never negative; those marked True must be at least 1 (a model has positions, layers…).
-#: A reader skipping a negative expert count would plan a MoE model as a dense one.
-_COUNT_FIELDS: dict[str, bool] = {
-    "num_local_experts": False, "num_experts": False, "n_routed_experts": False, "n_shared_experts": False,
-    "num_experts_per_tok": False, "moe_top_k": False, "top_k_experts": False, "moe_intermediate_size": True,
-    "max_position_embeddings": True, "n_positions": True, "seq_length": True, "max_sequence_length": True,
-    "num_hidden_layers": True, "n_layer": True, "num_attention_heads": True, "n_head": True,
-    "num_key_value_heads": True, "hidden_size": True, "n_embd": True, "intermediate_size": True,
-    "head_dim": True, "vocab_size": True,
-}
-
-
-def _check_counts(config: Mapping[str, Any], source: str, prefix: str = "") -> None:
-    """Refuse a count field that is not a whole number of at least 0 (or 1), in the config and its
-    ``text_config``: the planner's and builders' arithmetic never sees a negative or fractional count."""
-    for key, positive in _COUNT_FIELDS.items():
-        value = config.get(key)
-        if value is None:
-            continue
-        low = 1 if positive else 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < low:
-            raise ConfigError(f"{source}: '{prefix}{key}' must be a whole number of at least {low}, "
-                              f"got {excerpt(value)}",
-                              hint="fix the config (a Hugging Face config counts experts, layers and positions "
-                                   "in whole numbers), or pass the planner's flag for that value")
-    if isinstance(config.get("text_config"), Mapping):
-        _check_counts(config["text_config"], source, "text_config.")
+    return read_model_json(source, what="model config", hint="pass the path of a Hugging Face config.json")
 
 
 def _get(config: Mapping[str, Any], canonical: str) -> Any:
@@ -160,6 +126,7 @@ def model_from_hf_config(
     """
     ov = overrides or ModelOverrides()
     notes: list[str] = []
+    check_model_numbers(config, source)
     config = _language_model(config, source, notes)
     model_type = str(config.get("model_type") or "").lower()
     shape = _read_shape(config, source, ov, notes)
