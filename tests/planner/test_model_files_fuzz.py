@@ -83,6 +83,31 @@ def test_a_mutated_config_is_planned_or_refused_naming_the_file_or_field(case: t
         assert json.loads(out)["kind"] == "llm", (text, out)
 
 
+QUANT_FIELDS = ("quant_algo", "kv_cache_quant_algo", "group_size", "exclude_modules", "bits", "num_bits")
+LLAMA_70B_FP8 = DATA / "planner" / "llama-3.1-70b-instruct-fp8"
+
+
+@settings(derandomize=True, max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(field=st.sampled_from(QUANT_FIELDS), value=st.one_of(HOSTILE, st.sampled_from(['"FP8"', '"NVFP4"', '"W4A16_AWQ"'])),
+       where=st.sampled_from(["quantization", "top", "whole"]))
+def test_a_mutated_hf_quant_config_is_planned_or_refused_naming_the_file(field: str, value: str, where: str) -> None:
+    """ModelOpt's ``hf_quant_config.json`` beside NVIDIA's FP8 Llama-3.1-70B: its fields, or the whole
+    ``quantization`` object, hostile."""
+    quant: dict[str, Any] = json.loads((LLAMA_70B_FP8 / "hf_quant_config.json").read_text())
+    if where == "whole":
+        quant["quantization"] = "__v__"
+    else:
+        (quant["quantization"] if where == "quantization" else quant)[field] = "__v__"
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "config.json").write_text((LLAMA_70B_FP8 / "config.json").read_text())
+        (Path(folder) / "hf_quant_config.json").write_text(json.dumps(quant).replace('"__v__"', value))
+        result = CliRunner().invoke(main, ["plan", "--hf-config", folder, "--gpu", "H200", "--json"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), (value, result.output)
+    assert result.exit_code in (0, 2) and "Traceback" not in result.output, result.output
+    if result.exit_code == 2:
+        assert result.output.startswith("error: ") and "hf_quant_config.json" in result.output, result.output
+
+
 def test_the_repro_of_a_number_past_a_floats_range_exits_2_naming_hidden_size(tmp_path: Path) -> None:
     config = {"architectures": ["LlamaForCausalLM"], "hidden_size": 1e308, "num_hidden_layers": 32,
               "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,

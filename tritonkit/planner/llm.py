@@ -221,8 +221,10 @@ def _describe_model(draft: PlanDraft, model: TransformerShape, precision: Precis
             f"{model.experts_per_token} of {model.num_experts} experts" if model.num_experts else "given")
     add("model", "precision", "weight precision", precision.name, "", "assumption" if precision_note else "input",
         (f"{precision_note}; " if precision_note else "") + f"{precision.description}; {precision.source}")
-    add("model", "kv_shape", "KV layout (layers × KV heads × head_dim)",
-        f"{model.num_layers} × {model.num_kv_heads} × {model.head_dim}", "", "input",
+    add("model", "kv_shape", "KV layout (layers × KV heads × head_dim)" if model.latent is None else
+        "KV layout (layers × latent attention: kv_lora_rank + qk_rope_head_dim)",
+        f"{model.num_layers} × {model.num_kv_heads} × {model.head_dim}" if model.latent is None else
+        f"{model.num_layers} × ({model.latent.kv_lora_rank} + {model.latent.qk_rope_head_dim})", "", "input",
         f"{model.num_attention_heads} attention heads" + (f"; {'; '.join(model.assumptions)}" if model.assumptions else ""))
     if model.sliding_window:
         add("model", "sliding_window_tokens", "sliding window", model.sliding_window, "tokens", "input",
@@ -289,7 +291,7 @@ def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, pre
     kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
     kv_dtype_note = dtype_note or kv_dtype_note
     kv_elem = kv_dtype_bytes(kv_dtype)
-    if model.num_kv_heads < tp:
+    if model.num_kv_heads < tp and model.latent is None:
         draft.warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
                               f"{tp // model.num_kv_heads}")
     elif model.num_kv_heads % tp:
@@ -298,8 +300,7 @@ def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, pre
     kv_token = model.kv_bytes_per_token(kv_elem)
     kv_token_stored = model.kv_bytes_per_token(kv_elem, tp)
     add("memory", "kv_bytes_per_token", "KV cache per token", kv_token, "B", "theory",
-        f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({kv_dtype}: "
-        f"{kv_dtype_note})")
+        f"{model.kv_formula(kv_elem)} ({kv_dtype}: {kv_dtype_note})")
     add("memory", "kv_kib_per_token", "KV cache per token", kv_token / KIB, "KiB", "theory", "")
     seq_tokens = lengths.mean_in + lengths.mean_out
     kv_seq = kv_bytes_per_sequence(kv_token_stored, seq_tokens, model.sliding_window)

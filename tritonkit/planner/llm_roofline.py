@@ -69,9 +69,9 @@ class Replica:
         return self.comm.step_s(tokens) if self.comm is not None else 0.0
 
     def attention_flops_per_token(self, context: float) -> float:
-        # QKᵀ and PV: 2 matmuls × 2 FLOPs × context × (heads × head_dim), per layer.
+        # QKᵀ and PV: 2 FLOPs × context × heads × their width (2 × head_dim, or the latent's), per layer.
         m = self.model
-        return 4.0 * m.num_layers * m.num_attention_heads * m.head_dim * context
+        return 2.0 * m.num_layers * m.num_attention_heads * m.attention_width(prefill=False) * context
 
     def step_bandwidth_s(self, batch: int) -> float:
         kv = batch * self.kv_per_token * self.model.kv_tokens(self.decode_context)
@@ -88,7 +88,7 @@ class Replica:
     def prefill_flops(self) -> float:
         n = self.input_tokens
         m = self.model
-        return 2.0 * m.active_params * n + 2.0 * m.num_layers * m.num_attention_heads * m.head_dim * n * n
+        return 2.0 * m.active_params * n + m.num_layers * m.num_attention_heads * m.attention_width(prefill=True) * n * n
 
     def chunked_step_s(self, batch: int) -> float:
         """A step carrying ``batch`` decode tokens and their share of prompt tokens (chunked prefill)."""

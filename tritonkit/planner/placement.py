@@ -36,6 +36,8 @@ def kv_dtype_for(a: PlanAssumptions, precision: Precision) -> tuple[str, str]:
     """The KV-cache element type and why: given, or the dtype the model computes in."""
     if a.kv_dtype is not None:
         return a.kv_dtype, "given (--kv-dtype)"
+    if precision.kv_dtype is not None:
+        return precision.kv_dtype, "the checkpoint quantizes its KV cache so (--kv-dtype to choose)"
     if precision.name == "bf16":
         return "bf16", "the model's own dtype; --kv-dtype fp8 halves it"
     return "fp16", (f"engines keep the KV cache in the activation dtype (fp16) for {precision.name} weights; "
