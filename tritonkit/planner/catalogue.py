@@ -299,7 +299,10 @@ GPUS: tuple[GpuSpec, ...] = (
                  ("H200-SXM", "H200-141GB"), link=_nvlink(900, f"{_H200}: H200 SXM NVLink 900GB/s")),
     GpuSpec(
         name="L40S",
-        memory=_mem(48, f"{_L40S}: 48 GB GDDR6 with ECC ({_JEDEC})"),
+        # usable, not printed: ECC on GDDR6 keeps part of the 48 GB; 46,068 MiB is what the card reports and
+        # what NVIDIA's AIConfigurator 0.12.0 database plans with (systems/l40s.yaml, mem_capacity 48,305,799,168 B)
+        memory=_mem(46068 / 1024, f"{_L40S}: 48 GB GDDR6 with ECC, of which 46,068 MiB (44.99 GiB) usable: the "
+                    "figure NVIDIA's AIConfigurator 0.12.0 performance database uses (systems/l40s.yaml mem_capacity)"),
         bandwidth=_bw(864, f"{_L40S}: 864 GB/s"),
         **_tensor((362.05, f"{_L40S}: FP16 tensor 362.05 TFLOPS dense (733 with sparsity)"),
                   (733, f"{_L40S}: FP8 tensor 733 TFLOPS dense (1,466 with sparsity)"),

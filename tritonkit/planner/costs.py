@@ -65,6 +65,12 @@ DEFAULT_MAX_NUM_TOKENS = 8192
 #: 400 Gb/s InfiniBand NDR port per GPU = 50 GB/s per direction (assumption: the usual HGX fabric).
 INTER_NODE_GB_S = 50.0
 
+#: Between nodes, for an all-to-all that spans them: the same port (NVIDIA ConnectX-7: 400 Gb/s per port).
+INTER_NODE_LINK = Link("InfiniBand NDR 400 Gb/s between nodes", Figure(INTER_NODE_GB_S, "GB/s", (
+    "NVIDIA ConnectX-7 datasheet: 400 Gb/s per port = 50 GB/s per direction, one port per GPU (HGX)")),
+    Figure(10.0, "µs", "assumption: an inter-node message's latency (RDMA over one switch hop), not a datasheet figure"),
+    1024)
+
 #: For a card described by figures alone (no catalogue link): PCIe Gen4 x16, said so in the plan.
 ASSUMED_LINK = Link("PCIe Gen4 x16 (assumed)", Figure(32.0, "GB/s", "assumption: no link given for this card"),
                     Figure(25.0, "µs", "assumption: no link given for this card"), 8)
@@ -88,13 +94,21 @@ class Comm:
     hidden_size: int
     num_layers: int
     experts_per_token: int
+    data_parallel: int = 1
 
     @classmethod
-    def of(cls, model: TransformerShape, gpu: GpuSpec, tensor_parallel: int, expert_parallel: int = 1) -> Comm:
-        """The replica's communication; the hidden size is heads × head_dim where the config gives none."""
+    def of(cls, model: TransformerShape, gpu: GpuSpec, tensor_parallel: int, expert_parallel: int = 1, *,
+           data_parallel: int = 1) -> Comm:
+        """The replica's communication; the hidden size is heads × head_dim where the config gives none.
+        With attention data parallel (``data_parallel`` = the replica's GPUs) the attention needs no
+        all-reduce and each GPU sends only its own tokens to the experts; past one node's GPUs the
+        all-to-all crosses the inter-node link."""
         hidden = model.hidden_size or model.num_attention_heads * model.head_dim
-        return cls(tensor_parallel, expert_parallel, gpu.link or ASSUMED_LINK, hidden, model.num_layers,
-                   model.experts_per_token or 1)
+        link = gpu.link or ASSUMED_LINK
+        if tensor_parallel > link.max_gpus:
+            link = INTER_NODE_LINK
+        return cls(tensor_parallel // data_parallel, expert_parallel, link, hidden, model.num_layers,
+                   model.experts_per_token or 1, data_parallel)
 
     def _allreduce_s(self, payload_bytes: float) -> float:
         tp = self.tensor_parallel
@@ -105,7 +119,7 @@ class Comm:
 
     def _alltoall_s(self, tokens: float) -> float:
         ep = self.expert_parallel
-        sent = tokens * self.experts_per_token * self.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
+        sent = tokens / self.data_parallel * self.experts_per_token * self.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
         return 2.0 * (self.link.latency_us * 1e-6 + sent / (self.link.bandwidth_gb_s * 1e9))
 
     def step_s(self, tokens: float) -> float:
@@ -119,13 +133,14 @@ class Comm:
         """How much more than the average the busiest EP rank reads of its experts (1 without EP)."""
         if self.expert_parallel <= 1:
             return 1.0
-        per_rank = max(tokens * self.experts_per_token / self.expert_parallel, 1.0)
+        per_rank = max(tokens * self.experts_per_token / self.expert_parallel, 1.0)  # every rank's tokens
         return 1.0 + 1.0 / math.sqrt(per_rank)
 
     def describe(self) -> str:
         """One line for the plan: the link and what it costs."""
         if self.tensor_parallel <= 1 and self.expert_parallel <= 1:
             return "one GPU per replica: no all-reduce"
-        what = (f"EP {self.expert_parallel}: all-to-all for the MoE layers, " if self.expert_parallel > 1 else "")
+        what = (f"attention data parallel {self.data_parallel} (no all-reduce), " if self.data_parallel > 1 else "")
+        what += (f"EP {self.expert_parallel}: all-to-all for the MoE layers, " if self.expert_parallel > 1 else "")
         return (f"{what}2 all-reduces per layer over {self.link.name} ({self.link.bandwidth_gb_s:g} GB/s per direction, "
                 f"{self.link.latency_us:g} µs each: {self.link.bandwidth.source}; latency {self.link.latency.source})")

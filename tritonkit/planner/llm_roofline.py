@@ -54,13 +54,15 @@ class Replica:
     weights_override: int | None
     comm: Comm | None = None
     chunked: bool = False
+    data_parallel: int = 1  # attention data parallel: the non-expert weights read on each of these GPUs
 
     def weights_read_bytes(self, batch: float) -> float:
         m = self.model
         read = m.weights_read_params(max(int(round(batch)), 1))
+        shared = m.total_params - m.expert_params
         if self.comm is not None and m.expert_params and self.comm.expert_parallel > 1:
-            shared = m.total_params - m.expert_params
             read = shared + (read - shared) * self.comm.expert_imbalance(batch)
+        read += (self.data_parallel - 1) * shared
         if self.weights_override is not None:
             return self.weights_override * read / m.total_params
         return read * self.bytes_per_weight
@@ -170,6 +172,7 @@ def build_replica(model: TransformerShape, gpu: GpuSpec, precision: Precision, a
     and chunked prefill; ``kv_per_token`` is the KV bytes per token as stored (KV heads replicated up to TP)."""
     rate, _ = compute_rate(gpu, precision)
     tp = tensor_parallel
+    dp = tp if a.attention_dp else 1
     return Replica(
         model=model,
         bytes_per_weight=precision.bytes_per_weight,
@@ -180,6 +183,7 @@ def build_replica(model: TransformerShape, gpu: GpuSpec, precision: Precision, a
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         weights_override=weights_override,
-        comm=Comm.of(model, gpu, tp, a.expert_parallel or 1),
+        comm=Comm.of(model, gpu, tp, a.expert_parallel or 1, data_parallel=dp),
         chunked=a.chunked_prefill,
+        data_parallel=dp,
     )

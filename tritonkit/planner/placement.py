@@ -15,11 +15,14 @@ from tritonkit.planner.precision import Precision, kv_dtype_bytes
 __all__ = ["choose_tensor_parallel", "does_not_fit", "kv_dtype_for", "reserve_per_gpu", "weights_for"]
 
 
-def weights_for(model: TransformerShape, precision: Precision, weights_override: int | None) -> int:
-    """Bytes of the weights: params × bytes per weight, or as given (e.g. a GGUF file's size)."""
-    if weights_override is not None:
-        return weights_override
-    return weights_bytes(model.total_params, precision.bytes_per_weight)
+def weights_for(model: TransformerShape, precision: Precision, weights_override: int | None,
+                data_parallel: int = 1) -> int:
+    """Bytes of the weights: params × bytes per weight, or as given (e.g. a GGUF file's size); with
+    attention data parallel over ``data_parallel`` GPUs, the non-expert weights are on each of them."""
+    one = weights_override if weights_override is not None else weights_bytes(model.total_params,
+                                                                               precision.bytes_per_weight)
+    shared = one * (model.total_params - model.expert_params) / model.total_params
+    return int(round(one + (data_parallel - 1) * shared))
 
 
 def reserve_per_gpu(a: PlanAssumptions, gpu: GpuSpec) -> tuple[int, str]:

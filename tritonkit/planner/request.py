@@ -203,7 +203,10 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
     # the plan's anatomy (memory, KV cache, roofline) at the parallelism the performance model chose
     best = answer.best
     try:
-        at_its_tp = planned(replace(request.assumptions, tensor_parallel=best.tensor_parallel * best.pipeline_parallel))
+        at_its_tp = planned(replace(
+            request.assumptions, tensor_parallel=best.tensor_parallel * best.attention_dp * best.pipeline_parallel,
+            attention_dp=best.attention_dp > 1,
+            expert_parallel=best.expert_parallel if best.expert_parallel > 1 else None))
     except PlanError as exc:
         at_its_tp = replace(plan, warnings=(*plan.warnings, (
             f"the lines above plan tritonkit's own best ({plan.value('tensor_parallel')} GPUs per replica): "
