@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_COMPUTE_EFFICIENCY",
     "DEFAULT_MAX_NUM_TOKENS",
     "INTER_NODE_GB_S",
+    "WEIGHTS_STREAM_EFFICIENCY",
     "Comm",
     "md1_wait_s",
 ]
@@ -56,6 +57,12 @@ CALIBRATION_SOURCE = (
 #: whole engine achieves — kernels, scheduling, sampling — not for one kernel's peak.
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.5
 DEFAULT_COMPUTE_EFFICIENCY = 0.45
+#: The share of the datasheet bandwidth a decode step's weight reads reach: long contiguous reads, so
+#: more than the paged KV cache's (:data:`DEFAULT_BANDWIDTH_EFFICIENCY`, which stays calibrated on
+#: throughput-bound runs). 0.8 is the memory-bandwidth scaling factor of NVIDIA's AIConfigurator 0.12.0
+#: (``mem_bw_empirical_scaling_factor`` in every ``systems/*.yaml``); at 0.5 a small-batch decode came out
+#: 1.6× slower than its estimate (Llama-3.1-70B BF16 over 4 L40S at batch 1: 82 ms against 46 ms a token).
+WEIGHTS_STREAM_EFFICIENCY = 0.8
 #: Bytes of one activation element moved by an all-reduce (FP16/BF16 activations).
 ACTIVATION_BYTES = 2
 #: TensorRT-LLM's default ``max_num_tokens`` (tokens one engine step takes): the chunk a prompt is cut
@@ -115,7 +122,8 @@ class Comm:
         if tp <= 1:
             return 0.0
         moved = 2.0 * (tp - 1) / tp * payload_bytes
-        return self.link.latency_us * 1e-6 + moved / (self.link.bandwidth_gb_s * 1e9)
+        bandwidth_gb_s, latency_us = self.link.allreduce(tp)
+        return latency_us * 1e-6 + moved / (bandwidth_gb_s * 1e9)
 
     def _alltoall_s(self, tokens: float) -> float:
         ep = self.expert_parallel
@@ -142,5 +150,9 @@ class Comm:
             return "one GPU per replica: no all-reduce"
         what = (f"attention data parallel {self.data_parallel} (no all-reduce), " if self.data_parallel > 1 else "")
         what += (f"EP {self.expert_parallel}: all-to-all for the MoE layers, " if self.expert_parallel > 1 else "")
+        bandwidth_gb_s, latency_us = self.link.allreduce(self.tensor_parallel)
+        if (bandwidth_gb_s, latency_us) != (self.link.bandwidth_gb_s, self.link.latency_us):
+            return (f"{what}2 all-reduces per layer over {self.link.name}, as measured at {self.tensor_parallel} GPUs: "
+                    f"{bandwidth_gb_s:g} GB/s bus bandwidth, {latency_us:g} µs ({self.link.measured_source})")
         return (f"{what}2 all-reduces per layer over {self.link.name} ({self.link.bandwidth_gb_s:g} GB/s per direction, "
                 f"{self.link.latency_us:g} µs each: {self.link.bandwidth.source}; latency {self.link.latency.source})")

@@ -162,22 +162,25 @@ def _version(tool: Path) -> str:
 
 
 def ask_performance_model(tool: Path, model_config: Path, gpu_name: str, precision: str, *, isl: int, osl: int,
-                          ttft_ms: float, tpot_ms: float, request_rate: float,
+                          ttft_ms: float, tpot_ms: float, request_rate: float, checkpoint_precision: bool = False,
                           timeout_s: float = 300.0) -> ExternalAnswer | str:
     """Ask the performance model about the model of ``model_config`` (a ``config.json``, or the folder holding
-    one); returns its answer, or why it did not answer (a sentence for the plan)."""
+    one); returns its answer, or why it did not answer (a sentence for the plan). ``checkpoint_precision``: the
+    precision is the checkpoint's own, which the model reads from the same files (any it models)."""
     from tritonkit.server.children import spawn, stop_group
 
     system = SYSTEMS.get(gpu_name)
     if system is None:
         return f"it has no data for {gpu_name} (it covers {', '.join(SYSTEMS)})"
-    if precision not in _PRECISIONS:
+    if precision not in _PRECISIONS and not checkpoint_precision:
         return f"its recommend models {'/'.join(_PRECISIONS)} weights, not {precision}"
     config = model_config / "config.json" if model_config.is_dir() else model_config
     with tempfile.TemporaryDirectory(prefix="tritonkit-aic-") as tmp:
         model_dir = Path(tmp) / "model"  # it reads <folder>/config.json: a copy, whatever the file's name
         model_dir.mkdir()
         shutil.copyfile(config, model_dir / "config.json")
+        if (config.parent / "hf_quant_config.json").is_file():  # the checkpoint's quantization, as it reads it
+            shutil.copyfile(config.parent / "hf_quant_config.json", model_dir / "hf_quant_config.json")
         save_dir = Path(tmp) / "results"
         argv = recommend_argv(tool, model_dir, system, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                               request_rate=request_rate, save_dir=save_dir)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError
 from tritonkit.planner.catalogue import GPUS, GpuSpec
-from tritonkit.planner.costs import Comm, md1_wait_s
+from tritonkit.planner.costs import WEIGHTS_STREAM_EFFICIENCY, Comm, md1_wait_s
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.precision import Precision
 
@@ -54,7 +54,10 @@ class Replica:
     weights_override: int | None
     comm: Comm | None = None
     chunked: bool = False
-    data_parallel: int = 1  # attention data parallel: the non-expert weights read on each of these GPUs
+    data_parallel: int = 1
+    #: Streaming the weights (long contiguous reads) reaches more of the datasheet than the KV cache's
+    #: paged reads: :data:`~tritonkit.planner.costs.WEIGHTS_STREAM_EFFICIENCY`; ``None``: ``bandwidth_bytes_s``.
+    weights_bandwidth_bytes_s: float | None = None  # attention data parallel: the non-expert weights read on each of these GPUs
 
     def weights_read_bytes(self, batch: float) -> float:
         m = self.model
@@ -77,7 +80,10 @@ class Replica:
 
     def step_bandwidth_s(self, batch: int) -> float:
         kv = batch * self.kv_per_token * self.model.kv_tokens(self.decode_context)
-        return (self.weights_read_bytes(batch) + kv) / self.bandwidth_bytes_s
+        return self.weights_read_bytes(batch) / self._weights_bandwidth() + kv / self.bandwidth_bytes_s
+
+    def _weights_bandwidth(self) -> float:
+        return self.weights_bandwidth_bytes_s or self.bandwidth_bytes_s
 
     def step_compute_s(self, batch: int) -> float:
         per_token = 2.0 * self.model.active_params + self.attention_flops_per_token(self.decode_context)
@@ -106,7 +112,7 @@ class Replica:
 
     def prefill_s(self) -> float:
         """One prompt alone: compute-bound, never faster than one read of the weights."""
-        return (max(self.prefill_flops() / self.flops_s, self.weights_read_bytes(1) / self.bandwidth_bytes_s)
+        return (max(self.prefill_flops() / self.flops_s, self.weights_read_bytes(1) / self._weights_bandwidth())
                 + self.comm_s(self.input_tokens))
 
     def latency_s(self, batch: int) -> float:
@@ -178,6 +184,9 @@ def build_replica(model: TransformerShape, gpu: GpuSpec, precision: Precision, a
         bytes_per_weight=precision.bytes_per_weight,
         kv_per_token=kv_per_token,
         bandwidth_bytes_s=tp * gpu.bandwidth_gb_s * 1e9 * a.bandwidth_efficiency,
+        # an edge board's unified memory, shared with the CPU, keeps the calibrated share
+        weights_bandwidth_bytes_s=None if gpu.kind == "edge" else
+        tp * gpu.bandwidth_gb_s * 1e9 * max(WEIGHTS_STREAM_EFFICIENCY, a.bandwidth_efficiency),
         flops_s=tp * rate * 1e12 * a.compute_efficiency,
         decode_context=input_tokens + output_tokens / 2,
         input_tokens=input_tokens,

@@ -197,7 +197,8 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
     from tritonkit.planner.external import answered_plan
 
     headroom = request.assumptions.headroom
-    answer = _ask_performance_model(request, plan, gpu, precision.name)
+    answer = _ask_performance_model(request, plan, gpu, precision.name,
+                                    checkpoint=bool(precision_note and precision_note.startswith("the checkpoint")))
     if isinstance(answer, str):
         return answered_plan(plan, answer, headroom)
     # the plan's anatomy (memory, KV cache, roofline) at the parallelism the performance model chose
@@ -216,7 +217,7 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
 
 
 def _ask_performance_model(request: PlanRequest, plan: CapacityPlan, gpu: GpuSpec,
-                           precision: str) -> ExternalAnswer | str:
+                           precision: str, *, checkpoint: bool = False) -> ExternalAnswer | str:
     """NVIDIA's performance model's answer for ``plan``'s case, or why it gave none."""
     from tritonkit.planner.external import ENV_VAR, ask_performance_model, find_tool
 
@@ -235,7 +236,7 @@ def _ask_performance_model(request: PlanRequest, plan: CapacityPlan, gpu: GpuSpe
     return ask_performance_model(
         tool, request.hf_config, gpu.name, precision, isl=int(round(mean_in)), osl=int(round(mean_out)),
         ttft_ms=w.ttft_ms if w.ttft_ms is not None else 2000.0, tpot_ms=1000.0 / w.tokens_per_s_per_user,
-        request_rate=w.target_qps)
+        request_rate=w.target_qps, checkpoint_precision=checkpoint)
 
 
 def _with_predictions(request: PlanRequest, plan: CapacityPlan, measurement: Measurement | None) -> CapacityPlan:
