@@ -56,3 +56,38 @@ def test_where_one_node_cannot_hold_the_experts_the_attention_dp_spans_nodes_ove
     assert INTER_NODE_LINK.bandwidth_gb_s * GB == 50 * GB and "ConnectX-7" in INTER_NODE_LINK.bandwidth.source
     # no all-reduce for the attention; each GPU sends only its own tokens to the experts
     assert comm.step_s(64) < Comm.of(DEEPSEEK, find_gpu("H100-SXM"), 32, 32).step_s(64)
+
+
+def test_the_catalogue_plans_with_measured_all_reduces_and_the_l40s_usable_memory() -> None:
+    l40s = find_gpu("L40S")
+    assert l40s.memory_gib == pytest.approx(44.99, abs=0.01) and "AIConfigurator" in l40s.memory.source
+    assert l40s.link is not None and l40s.link.allreduce(8) == (1.5, 42.0) and l40s.link.allreduce(2)[0] == 19.9
+    assert l40s.link.allreduce(3) == (l40s.link.bandwidth_gb_s, l40s.link.latency_us)  # none measured: datasheet
+    # so TP 8 over PCIe pays for it: eight L40S all-reduce far slower than two
+    slow, fast = Comm.of(DEEPSEEK, l40s, 8), Comm.of(DEEPSEEK, l40s, 2)
+    assert slow.step_s(32) > 10 * fast.step_s(32)
+    assert "measured" in slow.describe() and "nccl_perf" in slow.describe()
+
+
+def test_the_benchmark_cases_are_data_every_one_planned_by_the_planner() -> None:
+    import json
+    import sys
+
+    from tests.support.paths import ROOT
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import planner_vs_aiconfigurator as bench
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    cases = json.loads(bench.CASES.read_text())["cases"]
+    assert len(cases) == 6
+    for case in cases:
+        gpus, pick = bench.planner_pick(case)
+        assert gpus >= pick.gpus_per_worker and pick.meets_sla
+    # a pick with the attention data parallel is scored with NVIDIA's flags for it, the batch per rank
+    found = search_deployments(DEEPSEEK, find_gpu("H200"), FP8, WORKLOAD, space=SearchSpace(kv_dtypes=("fp8",)))
+    dp = next(c for c in found.candidates if c.attention_dp and c.mode == "aggregated" and c.batch == 64)
+    argv = bench.estimate_argv(bench.Path("aic"), cases[1], bench.Path("m"), dp, moe=True)
+    at = {flag: argv[i + 1] for i, flag in enumerate(argv) if flag.startswith("--")}
+    assert (at["--tp-size"], at["--attention-dp-size"], at["--moe-ep-size"], at["--batch-size"]) == ("1", "8", "8", "8")
