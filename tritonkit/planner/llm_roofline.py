@@ -61,8 +61,8 @@ class Replica:
 
     def weights_read_bytes(self, batch: float) -> float:
         m = self.model
-        read = m.weights_read_params(max(int(round(batch)), 1))
         shared = m.total_params - m.expert_params
+        read = m.weights_read_params(max(int(round(batch)), 1)) if batch else shared  # 0: the dense part alone
         if self.comm is not None and m.expert_params and self.comm.expert_parallel > 1:
             read = shared + (read - shared) * self.comm.expert_imbalance(batch)
         read += (self.data_parallel - 1) * shared
@@ -79,8 +79,13 @@ class Replica:
         return 2.0 * m.num_layers * m.num_attention_heads * m.attention_width(prefill=False) * context
 
     def step_bandwidth_s(self, batch: int) -> float:
+        """The step's reads: the dense weights streamed (long reads), the routed experts' and the KV cache
+        at the calibrated share (many small grouped-GEMM reads, paged reads)."""
         kv = batch * self.kv_per_token * self.model.kv_tokens(self.decode_context)
-        return self.weights_read_bytes(batch) / self._weights_bandwidth() + kv / self.bandwidth_bytes_s
+        weights = self.weights_read_bytes(batch)
+        m = self.model
+        dense = min(weights, self.weights_read_bytes(0) if m.expert_params else weights)
+        return dense / self._weights_bandwidth() + (weights - dense + kv) / self.bandwidth_bytes_s
 
     def _weights_bandwidth(self) -> float:
         return self.weights_bandwidth_bytes_s or self.bandwidth_bytes_s
