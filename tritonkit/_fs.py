@@ -319,6 +319,8 @@ def read_json(path: str | os.PathLike[str], *, what: str, hint: str, finite: boo
                           hint=hint) from exc
     except RecursionError:
         raise ConfigError(f"{what} {shown_path(path)} nests too deeply to read", hint=hint) from None
+    except ValueError as exc:  # a whole number of more digits than Python converts (4300)
+        raise ConfigError(f"{what} {shown_path(path)} holds a number too long to read: {exc}", hint=hint) from None
 
 
 def expand_user(path: str | os.PathLike[str]) -> Path:

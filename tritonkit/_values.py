@@ -170,7 +170,7 @@ class Bounds:
             return f"not a number ({type(value).__name__})"
         if self.integer and not isinstance(value, numbers.Integral):
             return "not a whole number"
-        if not math.isfinite(value):
+        if not isinstance(value, numbers.Integral) and not math.isfinite(value):  # a whole one always is
             return "not a finite number"
         number = float(value) if not isinstance(value, numbers.Integral) else int(value)
         if self.low is not None and (number < self.low or (self.low_open and number == self.low)):

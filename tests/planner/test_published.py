@@ -49,6 +49,7 @@ def test_the_prefill_of_a_long_prompt_is_within_2x_of_the_published_first_token_
 
 def test_short_prompts_come_out_faster_than_published_as_the_roofline_lacks_fixed_step_costs() -> None:
     """Recorded, not hidden: at 128 tokens the prefill is a weight read plus per-kernel costs the roofline
-    does not model, and the plan is optimistic there (0.5–0.85× of TensorRT-LLM v0.5's figures)."""
+    does not model, and the plan is optimistic there (0.35–0.8× of TensorRT-LLM v0.5's figures, the
+    weights streamed at 0.8 of the datasheet)."""
     short = [check_latency(c) for c in LATENCY_CASES if c.input_tokens == 128]
-    assert short and all(0.4 <= ratio < 1.0 for ratio in short)
+    assert short and all(0.3 <= ratio < 1.0 for ratio in short)

@@ -313,7 +313,9 @@ class PlanAssumptions:
     dense tensor throughput (model FLOPs utilisation); their defaults are calibrated against
     published measurements (:data:`tritonkit.planner.costs.CALIBRATION_SOURCE`).
     ``expert_parallel`` (MoE) spreads the experts over that many of the replica's GPUs (None: 1);
-    ``chunked_prefill`` lets prompts ride in decode steps. ``reserve_gib`` (per GPU) overrides the GPU's default reserve fraction.
+    ``chunked_prefill`` lets prompts ride in decode steps; ``attention_dp`` runs the attention
+    data-parallel over the replica's GPUs (each its own sequences and their KV cache, the
+    non-expert weights on every GPU) beside the experts split over them (MoE). ``reserve_gib`` (per GPU) overrides the GPU's default reserve fraction.
     ``tensor_parallel`` None → the smallest size whose GPUs hold the model; ``kv_dtype`` None → the
     model's own dtype (bf16 for a bf16 model, fp16 otherwise).
     """
@@ -329,6 +331,7 @@ class PlanAssumptions:
     kv_dtype: str | None = None
     expert_parallel: int | None = bounded(None, PARALLEL)
     chunked_prefill: bool = False
+    attention_dp: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)

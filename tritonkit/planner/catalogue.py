@@ -77,10 +77,20 @@ class Link:
     bandwidth: Figure  # GB/s per direction per GPU
     latency: Figure  # µs per all-reduce
     max_gpus: int
+    #: Measured all-reduces, by GPU count: (GPUs, bus bandwidth GB/s, latency µs), where they are known;
+    #: they replace the datasheet's figures at that count (``measured_source`` says where from).
+    measured: tuple[tuple[int, float, float], ...] = ()
+    measured_source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "bandwidth_gb_s_per_direction": self.bandwidth.to_dict(),
-                "allreduce_latency_us": self.latency.to_dict(), "max_gpus": self.max_gpus}
+                "allreduce_latency_us": self.latency.to_dict(), "max_gpus": self.max_gpus,
+                "measured_allreduce": [{"gpus": n, "bus_gb_s": bw, "latency_us": us} for n, bw, us in self.measured],
+                "measured_source": self.measured_source}
+
+    def allreduce(self, gpus: int) -> tuple[float, float]:
+        """(GB/s, µs) of an all-reduce over ``gpus`` GPUs: measured where known, else the datasheet's."""
+        return next(((bw, us) for n, bw, us in self.measured if n == gpus), (self.bandwidth_gb_s, self.latency_us))
 
     @property
     def bandwidth_gb_s(self) -> float:
@@ -245,7 +255,7 @@ def _sparse_card(name: str, source: str, memory: tuple[float, str], bandwidth: t
 _A100_TENSOR = _tensor((312, f"{_A100}: FP16 tensor 312 TFLOPS dense (624 with sparsity)"), _NO_FP8_AMPERE,
                        (624, f"{_A100}: INT8 tensor 624 TOPS dense (1,248 with sparsity)"))
 
-GPUS: tuple[GpuSpec, ...] = (
+_DATASHEET_GPUS: tuple[GpuSpec, ...] = (
     GpuSpec(
         name="T4",
         memory=_mem(16, f"{_T4}: 16 GB GDDR6 ({_JEDEC})"),
@@ -299,7 +309,10 @@ GPUS: tuple[GpuSpec, ...] = (
                  ("H200-SXM", "H200-141GB"), link=_nvlink(900, f"{_H200}: H200 SXM NVLink 900GB/s")),
     GpuSpec(
         name="L40S",
-        memory=_mem(48, f"{_L40S}: 48 GB GDDR6 with ECC ({_JEDEC})"),
+        # usable, not printed: ECC on GDDR6 keeps part of the 48 GB; 46,068 MiB is what the card reports and
+        # what NVIDIA's AIConfigurator 0.12.0 database plans with (systems/l40s.yaml, mem_capacity 48,305,799,168 B)
+        memory=_mem(46068 / 1024, f"{_L40S}: 48 GB GDDR6 with ECC, of which 46,068 MiB (44.99 GiB) usable: the "
+                    "figure NVIDIA's AIConfigurator 0.12.0 performance database uses (systems/l40s.yaml mem_capacity)"),
         bandwidth=_bw(864, f"{_L40S}: 864 GB/s"),
         **_tensor((362.05, f"{_L40S}: FP16 tensor 362.05 TFLOPS dense (733 with sparsity)"),
                   (733, f"{_L40S}: FP8 tensor 733 TFLOPS dense (1,466 with sparsity)"),
@@ -335,6 +348,29 @@ GPUS: tuple[GpuSpec, ...] = (
         default_reserve_fraction=0.25,
     ),
 )
+
+#: NCCL all-reduces measured on each card, from NVIDIA's AIConfigurator 0.12.0 performance database
+#: (``systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet``, op all_reduce, half): the bus bandwidth
+#: 2 (n − 1) / n × bytes / time at 16 M elements, the latency at 8 K. Over PCIe the L40S falls from 19.9 GB/s
+#: at 2 GPUs to 1.5 at 8 (the slots share the host's root complexes), far below the slot's 32 GB/s.
+_MEASURED_ALLREDUCE = {
+    "H100-SXM": ("h100_sxm", "2.29.2", ((2, 233.7, 7.0), (4, 286.5, 12.0), (8, 293.9, 19.0))),
+    "H200": ("h200_sxm", "2.26.2", ((2, 247.8, 7.0), (4, 294.6, 11.0), (8, 299.9, 17.0))),
+    "A100-80GB": ("a100_sxm", "2.27.3", ((2, 149.7, 13.0), (4, 174.8, 16.0), (8, 160.0, 23.0))),
+    "L40S": ("l40s", "2.27.3", ((2, 19.9, 8.0), (4, 5.1, 16.0), (8, 1.5, 42.0))),
+}
+
+
+def _measured(gpu: GpuSpec) -> GpuSpec:
+    if gpu.name not in _MEASURED_ALLREDUCE or gpu.link is None:
+        return gpu
+    system, nccl, rows = _MEASURED_ALLREDUCE[gpu.name]
+    source = (f"NCCL {nccl} all-reduce measured on {system} (NVIDIA AIConfigurator 0.12.0 performance database, "
+              "comm/nccl nccl_perf: bus bandwidth at 16 M half elements, latency at 8 K)")
+    return replace(gpu, link=replace(gpu.link, measured=rows, measured_source=source))
+
+
+GPUS: tuple[GpuSpec, ...] = tuple(_measured(g) for g in _DATASHEET_GPUS)
 
 
 def _normalise(name: str) -> str:

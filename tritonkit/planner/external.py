@@ -66,13 +66,25 @@ class ExternalDeployment:
     prefill_workers: int | None = None
     prefill_tensor_parallel: int | None = None
     decode_workers: int | None = None
+    #: NVIDIA's terms: the attention data parallel and the experts' parallelism (``ep``, ``etp``) of a
+    #: (decode) worker; ``batch`` is per attention-DP rank, as the model counts it.
+    attention_dp: int = 1
+    expert_parallel: int = 1
+    expert_tensor_parallel: int = 1
+
+    def _worker(self) -> str:
+        text = f"TP{self.tensor_parallel}" + (f"·PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "")
+        text += f"·DP{self.attention_dp}" if self.attention_dp > 1 else ""
+        text += (f"·EP{self.expert_parallel}" + (f"·ETP{self.expert_tensor_parallel}"
+                                                  if self.expert_tensor_parallel > 1 else "")
+                 if self.expert_parallel > 1 else "")
+        return text + f" B{self.batch}" + (" per DP rank" if self.attention_dp > 1 else "")
 
     def label(self) -> str:
         if self.mode == "disaggregated":
             return (f"disagg {self.replicas} × ({self.prefill_workers} prefill TP{self.prefill_tensor_parallel} + "
-                    f"{self.decode_workers} decode TP{self.tensor_parallel} B{self.batch})")
-        return f"agg {self.replicas} × TP{self.tensor_parallel}" + \
-            (f"·PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "") + f" B{self.batch}"
+                    f"{self.decode_workers} decode {self._worker()})")
+        return f"agg {self.replicas} × {self._worker()}"
 
 
 @dataclass(frozen=True)
@@ -124,7 +136,10 @@ def _row_deployment(row: dict[str, str], disaggregated: bool) -> ExternalDeploym
         perf_db=f"{row[f'{d}backend']} {row[f'{d}version']} on {row[f'{d}system']}",
         prefill_workers=_int(row, "(p)workers") if disaggregated else None,
         prefill_tensor_parallel=_int(row, "(p)tp") if disaggregated else None,
-        decode_workers=_int(row, "(d)workers") if disaggregated else None)
+        decode_workers=_int(row, "(d)workers") if disaggregated else None,
+        attention_dp=_int(row, f"{d}dp") if row.get(f"{d}dp") else 1,
+        expert_parallel=_int(row, f"{d}moe_ep") if row.get(f"{d}moe_ep") else 1,
+        expert_tensor_parallel=_int(row, f"{d}moe_tp") if row.get(f"{d}moe_tp") else 1)
 
 
 def parse_results(save_dir: Path) -> list[ExternalDeployment]:
@@ -147,22 +162,25 @@ def _version(tool: Path) -> str:
 
 
 def ask_performance_model(tool: Path, model_config: Path, gpu_name: str, precision: str, *, isl: int, osl: int,
-                          ttft_ms: float, tpot_ms: float, request_rate: float,
+                          ttft_ms: float, tpot_ms: float, request_rate: float, checkpoint_precision: bool = False,
                           timeout_s: float = 300.0) -> ExternalAnswer | str:
     """Ask the performance model about the model of ``model_config`` (a ``config.json``, or the folder holding
-    one); returns its answer, or why it did not answer (a sentence for the plan)."""
+    one); returns its answer, or why it did not answer (a sentence for the plan). ``checkpoint_precision``: the
+    precision is the checkpoint's own, which the model reads from the same files (any it models)."""
     from tritonkit.server.children import spawn, stop_group
 
     system = SYSTEMS.get(gpu_name)
     if system is None:
         return f"it has no data for {gpu_name} (it covers {', '.join(SYSTEMS)})"
-    if precision not in _PRECISIONS:
+    if precision not in _PRECISIONS and not checkpoint_precision:
         return f"its recommend models {'/'.join(_PRECISIONS)} weights, not {precision}"
     config = model_config / "config.json" if model_config.is_dir() else model_config
     with tempfile.TemporaryDirectory(prefix="tritonkit-aic-") as tmp:
         model_dir = Path(tmp) / "model"  # it reads <folder>/config.json: a copy, whatever the file's name
         model_dir.mkdir()
         shutil.copyfile(config, model_dir / "config.json")
+        if (config.parent / "hf_quant_config.json").is_file():  # the checkpoint's quantization, as it reads it
+            shutil.copyfile(config.parent / "hf_quant_config.json", model_dir / "hf_quant_config.json")
         save_dir = Path(tmp) / "results"
         argv = recommend_argv(tool, model_dir, system, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                               request_rate=request_rate, save_dir=save_dir)
@@ -217,10 +235,13 @@ def answered_plan(plan: CapacityPlan, answer: ExternalAnswer | str, headroom: fl
     ])
     s = plan.suggestion
     suggestion = replace(
-        s, tensor_parallel=best.tensor_parallel, pipeline_parallel=best.pipeline_parallel, max_batch_size=best.batch,
+        s, tensor_parallel=best.tensor_parallel * best.attention_dp, pipeline_parallel=best.pipeline_parallel,
+        max_batch_size=best.batch, attention_dp=best.attention_dp > 1, expert_parallel=best.expert_parallel,
         replicas=math.ceil(round(best.replicas / (1 - headroom), 9)), gpus=recommended,
         disaggregated=({"prefill_workers": best.prefill_workers, "prefill_tensor_parallel": best.prefill_tensor_parallel,
                         "decode_workers": best.decode_workers} if best.mode == "disaggregated" else None),
-        notes={**s.notes, "max_batch_size": f"{answer.tool}'s batch", "replicas": f"{answer.tool}, headroom included"})
+        notes={**s.notes, "max_batch_size": f"{answer.tool}'s batch" + (" per attention-DP rank" if best.attention_dp > 1
+                                                                         else ""),
+               "replicas": f"{answer.tool}, headroom included"})
     answered = replace(plan, lines=tuple(lines), suggestion=suggestion, external=answer)
     return replace(answered, engines=engine_parameters(answered))

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import read_json
-from tritonkit._values import excerpt
+from tritonkit._model_files import check_model_numbers, read_model_json
 from tritonkit.errors import ConfigError
-from tritonkit.planner.model import ModelOverrides, TransformerShape
+from tritonkit.planner.model import LatentAttention, ModelOverrides, TransformerShape
 
-__all__ = ["FLAG_FOR_FIELD", "load_hf_config", "model_from_hf_config", "model_from_values"]
+__all__ = ["FLAG_FOR_FIELD", "load_checkpoint_quantization", "load_hf_config", "model_from_hf_config", "model_from_values"]
 
 #: Where each field may live in a config.json (first match wins), by canonical HF name.
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -67,45 +66,27 @@ _PARTIAL_SLIDING = {"gemma2", "gemma3", "cohere2", "qwen2", "qwen2_moe", "qwen3"
 
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
-    """Read a Hugging Face ``config.json`` (or a model folder holding one) as a dict."""
+    """Read a Hugging Face ``config.json`` (or a model folder holding one) as a dict, every number in
+    it checked (:func:`tritonkit._model_files.check_model_numbers`: finite, and within its field's bound)."""
     source = Path(path)
     if source.is_dir():
         source = source / "config.json"
-    data = read_json(source, what="model config", hint="pass the path of a Hugging Face config.json", finite=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source} does not hold a JSON object", hint="pass a Hugging Face config.json")
-    _check_counts(data, str(source))
-    return data
+    return read_model_json(source, what="model config", hint="pass the path of a Hugging Face config.json")
 
 
-#: Fields a config counts things in (experts, positions, sizes): when present, each is a whole
-#: number, never negative; those marked True must be at least 1 (a model has positions, layers…).
-#: A reader skipping a negative expert count would plan a MoE model as a dense one.
-_COUNT_FIELDS: dict[str, bool] = {
-    "num_local_experts": False, "num_experts": False, "n_routed_experts": False, "n_shared_experts": False,
-    "num_experts_per_tok": False, "moe_top_k": False, "top_k_experts": False, "moe_intermediate_size": True,
-    "max_position_embeddings": True, "n_positions": True, "seq_length": True, "max_sequence_length": True,
-    "num_hidden_layers": True, "n_layer": True, "num_attention_heads": True, "n_head": True,
-    "num_key_value_heads": True, "hidden_size": True, "n_embd": True, "intermediate_size": True,
-    "head_dim": True, "vocab_size": True,
-}
-
-
-def _check_counts(config: Mapping[str, Any], source: str, prefix: str = "") -> None:
-    """Refuse a count field that is not a whole number of at least 0 (or 1), in the config and its
-    ``text_config``: the planner's and builders' arithmetic never sees a negative or fractional count."""
-    for key, positive in _COUNT_FIELDS.items():
-        value = config.get(key)
-        if value is None:
-            continue
-        low = 1 if positive else 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < low:
-            raise ConfigError(f"{source}: '{prefix}{key}' must be a whole number of at least {low}, "
-                              f"got {excerpt(value)}",
-                              hint="fix the config (a Hugging Face config counts experts, layers and positions "
-                                   "in whole numbers), or pass the planner's flag for that value")
-    if isinstance(config.get("text_config"), Mapping):
-        _check_counts(config["text_config"], source, "text_config.")
+def load_checkpoint_quantization(path: str | Path) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """What a checkpoint says of its quantization: its ``config.json``'s ``quantization_config``, and
+    the ``hf_quant_config.json`` beside it (NVIDIA ModelOpt's), each ``None`` where absent."""
+    source = Path(path)
+    folder = source if source.is_dir() else source.parent
+    config = load_hf_config(source)
+    quantization = config.get("quantization_config")
+    if not isinstance(quantization, Mapping) and isinstance(config.get("text_config"), Mapping):
+        quantization = config["text_config"].get("quantization_config")
+    modelopt = folder / "hf_quant_config.json"
+    hf_quant = (read_model_json(modelopt, what="quantization config", hint="fix or remove hf_quant_config.json")
+                if modelopt.is_file() else None)
+    return (quantization if isinstance(quantization, Mapping) else None), hf_quant
 
 
 def _get(config: Mapping[str, Any], canonical: str) -> Any:
@@ -160,9 +141,11 @@ def model_from_hf_config(
     """
     ov = overrides or ModelOverrides()
     notes: list[str] = []
+    check_model_numbers(config, source)
     config = _language_model(config, source, notes)
     model_type = str(config.get("model_type") or "").lower()
     shape = _read_shape(config, source, ov, notes)
+    latent = _latent(config, source)
     window, window_note = _sliding_window(config, model_type, ov.sliding_window)
     if window_note:
         notes.append(window_note)
@@ -186,6 +169,7 @@ def model_from_hf_config(
         torch_dtype=str(config["torch_dtype"]) if config.get("torch_dtype") else None,
         source=source,
         assumptions=tuple(notes),
+        latent=latent,
     )
 
 
@@ -195,14 +179,19 @@ def _language_model(config: Mapping[str, Any], source: str, notes: list[str]) ->
     if _get(config, "num_hidden_layers") is None and isinstance(config.get("text_config"), Mapping):
         notes.append("read the language model's shape from the config's text_config")
         config = {**config["text_config"], "torch_dtype": config.get("torch_dtype")}
-    if config.get("kv_lora_rank") is not None:
-        raise ConfigError(
-            f"{source}: multi-head latent attention (kv_lora_rank, DeepSeek-V2/V3) has a KV-cache layout "
-            "the planner does not model",
-            hint="pass --num-layers, --num-kv-heads and --head-dim that give the same KV bytes per token, "
-            "and --params / --active-params",
-        )
     return config
+
+
+def _latent(config: Mapping[str, Any], source: str) -> LatentAttention | None:
+    """Multi-head latent attention where the config has ``kv_lora_rank`` (DeepSeek-V2/V3, Kimi-K2)."""
+    if config.get("kv_lora_rank") is None:
+        return None
+    dims: dict[str, Any] = {key: config.get(key) for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
+    missing = [key for key, value in dims.items() if value is None]
+    if missing:
+        raise ConfigError(f"{source}: latent attention (kv_lora_rank) without {', '.join(map(repr, missing))}",
+                          hint="add them to the config (a DeepSeek-V2/V3 config.json has all four)")
+    return LatentAttention(int(dims["kv_lora_rank"]), int(dims["qk_rope_head_dim"]), int(dims["v_head_dim"]))
 
 
 def _read_shape(config: Mapping[str, Any], source: str, ov: ModelOverrides, notes: list[str]) -> _ConfigShape:
@@ -214,6 +203,9 @@ def _read_shape(config: Mapping[str, Any], source: str, ov: ModelOverrides, note
     heads = ov.num_attention_heads or _int_field(config, "num_attention_heads", source)
     hidden = ov.hidden_size or _int_field(config, "hidden_size", source)
     head_dim = ov.head_dim or _int_field(config, "head_dim", source)
+    if head_dim is None and config.get("kv_lora_rank") is not None and config.get("qk_nope_head_dim") is not None:
+        head_dim = int(config["qk_nope_head_dim"]) + int(config.get("qk_rope_head_dim") or 0)
+        notes.append(f"latent attention: head_dim = qk_nope_head_dim + qk_rope_head_dim = {head_dim}")
     if head_dim is None:
         if heads is None:
             raise _missing("num_attention_heads", source, "needed for head_dim and the KV cache")
@@ -355,13 +347,7 @@ def _count_params(config: Mapping[str, Any], model_type: str, source: str, shape
         notes.append(f"model_type {model_type!r}: non-gated MLP (2 matrices) assumed; pass --params to be exact")
     mlp_mats = 3 if gated else 2
 
-    q_out = shape.heads * shape.head_dim
-    kv_out = shape.kv_heads * shape.head_dim
-    attn = hidden * q_out + 2 * hidden * kv_out + q_out * hidden
-    if config.get("attention_bias") is True:
-        attn += q_out + 2 * kv_out + hidden
-    elif model_type in _QKV_BIAS or config.get("qkv_bias") is True:
-        attn += q_out + 2 * kv_out
+    attn = _attention_params(config, model_type, shape, hidden)
     norms = 2 * hidden
 
     if num_experts:
@@ -370,13 +356,16 @@ def _count_params(config: Mapping[str, Any], model_type: str, source: str, shape
         router = hidden * num_experts
         shared_intermediate = _first_int(config, ("shared_expert_intermediate_size",))
         shared = mlp_mats * hidden * shared_intermediate + hidden if shared_intermediate else 0  # + its gate
-        experts_all = layers * num_experts * one_expert
-        per_layer_fixed = attn + norms + router + shared
-        total_layers = layers * per_layer_fixed + experts_all
-        active_layers = layers * (per_layer_fixed + experts_per_token * one_expert)
+        shared += (_first_int(config, ("n_shared_experts",)) or 0) * one_expert  # DeepSeek's, ungated
+        moe_layers, layers_note = _moe_layers(config, layers)
+        dense_mlp = mlp_mats * hidden * (intermediate or expert_intermediate)
+        experts_all = moe_layers * num_experts * one_expert
+        per_layer_fixed = moe_layers * (router + shared) + (layers - moe_layers) * dense_mlp + layers * (attn + norms)
+        total_layers = per_layer_fixed + experts_all
+        active_layers = per_layer_fixed + moe_layers * experts_per_token * one_expert
         notes.append(
             f"MoE: {num_experts} experts of {expert_intermediate} intermediate, {experts_per_token} active per "
-            "token, every layer MoE"
+            f"token, {layers_note}"
         )
     else:
         assert intermediate is not None
@@ -392,6 +381,40 @@ def _count_params(config: Mapping[str, Any], model_type: str, source: str, shape
     total = total_layers + embeddings + final_norm
     active = active_layers + embeddings + final_norm
     return total, active, experts_all
+
+
+def _attention_params(config: Mapping[str, Any], model_type: str, shape: _ConfigShape, hidden: int) -> int:
+    """One layer's attention projections: q, k, v and o (with their biases), or latent attention's
+    low-rank q (``q_lora_rank``), joint KV compression with the rotary key, their norms and up-projections."""
+    if config.get("kv_lora_rank") is not None:
+        rank, rope = int(config["kv_lora_rank"]), int(config.get("qk_rope_head_dim") or 0)
+        nope, v_dim = int(config.get("qk_nope_head_dim") or 0), int(config.get("v_head_dim") or 0)
+        q_rank, q_out = config.get("q_lora_rank"), shape.heads * (nope + rope)
+        q = hidden * q_rank + q_rank + q_rank * q_out if q_rank else hidden * q_out
+        return q + hidden * (rank + rope) + rank + rank * shape.heads * (nope + v_dim) + shape.heads * v_dim * hidden
+    q_out = shape.heads * shape.head_dim
+    kv_out = shape.kv_heads * shape.head_dim
+    attn = hidden * q_out + 2 * hidden * kv_out + q_out * hidden
+    if config.get("attention_bias") is True:
+        attn += q_out + 2 * kv_out + hidden
+    elif model_type in _QKV_BIAS or config.get("qkv_bias") is True:
+        attn += q_out + 2 * kv_out
+    return attn
+
+
+def _moe_layers(config: Mapping[str, Any], layers: int) -> tuple[int, str]:
+    """How many layers are MoE, and in words: DeepSeek's first ``first_k_dense_replace`` are dense (then
+    every ``moe_layer_freq``-th), Qwen's every ``decoder_sparse_step``-th; else every layer."""
+    first_dense = int(config.get("first_k_dense_replace") or 0)
+    every = int(config.get("moe_layer_freq") or 1)
+    if first_dense or every > 1:
+        count = sum(1 for i in range(layers) if i >= first_dense and i % every == 0)
+        return count, f"{count} MoE layers after {first_dense} dense (first_k_dense_replace, moe_layer_freq {every})"
+    step = int(config.get("decoder_sparse_step") or 1)
+    if step > 1:
+        count = sum(1 for i in range(layers) if (i + 1) % step == 0)
+        return count, f"{count} MoE layers (every {step}th, decoder_sparse_step)"
+    return layers, "every layer MoE"
 
 
 def _name_from(config: Mapping[str, Any], source: str) -> str:

@@ -105,7 +105,7 @@ def plan_llm(
     _describe_model(draft, model, precision, precision_note)
     rate_tflops = _describe_hardware(draft, gpu, precision, tp, tp_note)
     lengths = _describe_workload(draft, w)
-    weights = _weights(draft, model, precision, tp, weights_bytes_override)
+    weights = _weights(draft, model, precision, tp, weights_bytes_override, tp if a.attention_dp else 1)
     kv_note = None
     if found is not None and (assumptions is None or assumptions.kv_dtype is None):
         allowed = sorted({c.kv_dtype for c in found.candidates})
@@ -221,8 +221,10 @@ def _describe_model(draft: PlanDraft, model: TransformerShape, precision: Precis
             f"{model.experts_per_token} of {model.num_experts} experts" if model.num_experts else "given")
     add("model", "precision", "weight precision", precision.name, "", "assumption" if precision_note else "input",
         (f"{precision_note}; " if precision_note else "") + f"{precision.description}; {precision.source}")
-    add("model", "kv_shape", "KV layout (layers × KV heads × head_dim)",
-        f"{model.num_layers} × {model.num_kv_heads} × {model.head_dim}", "", "input",
+    add("model", "kv_shape", "KV layout (layers × KV heads × head_dim)" if model.latent is None else
+        "KV layout (layers × latent attention: kv_lora_rank + qk_rope_head_dim)",
+        f"{model.num_layers} × {model.num_kv_heads} × {model.head_dim}" if model.latent is None else
+        f"{model.num_layers} × ({model.latent.kv_lora_rank} + {model.latent.qk_rope_head_dim})", "", "input",
         f"{model.num_attention_heads} attention heads" + (f"; {'; '.join(model.assumptions)}" if model.assumptions else ""))
     if model.sliding_window:
         add("model", "sliding_window_tokens", "sliding window", model.sliding_window, "tokens", "input",
@@ -268,16 +270,20 @@ def _describe_workload(draft: PlanDraft, w: Workload) -> _Lengths:
 
 
 def _weights(draft: PlanDraft, model: TransformerShape, precision: Precision, tp: int,
-             weights_override: int | None) -> int:
-    """Bytes of the weights (params × bytes per weight, or as given), and their lines."""
+             weights_override: int | None, dp: int = 1) -> int:
+    """Bytes of the weights (params × bytes per weight, or as given) a replica holds, and their lines."""
     add = draft.add
-    weights = weights_for(model, precision, weights_override)
+    weights = weights_for(model, precision, weights_override, dp)
     weights_note = ("given (--weights-gb)" if weights_override is not None
                     else f"{model.total_params:,} params × {precision.bytes_per_weight:g} B ({precision.name})")
+    if dp > 1:
+        weights_note += (f"; attention data parallel {dp}: the {model.total_params - model.expert_params:,} "
+                         "non-expert params on every GPU")
     add("memory", "weights_bytes", "weights", weights, "B", "input" if weights_override else "theory", weights_note)
     add("memory", "weights_gib", "weights", weights / GIB, "GiB", "theory", f"= {weights / 1e9:.2f} GB (decimal)")
     if tp > 1:
         add("memory", "weights_gib_per_gpu", "weights per GPU", weights / tp / GIB, "GiB", "theory",
+            f"the experts split over EP {tp}, the rest on every GPU" if dp > 1 else
             f"split over TP {tp} (embedding replication ignored)")
     return weights
 
@@ -289,17 +295,16 @@ def _kv_cache(draft: PlanDraft, model: TransformerShape, a: PlanAssumptions, pre
     kv_dtype, kv_dtype_note = kv_dtype_for(a, precision)
     kv_dtype_note = dtype_note or kv_dtype_note
     kv_elem = kv_dtype_bytes(kv_dtype)
-    if model.num_kv_heads < tp:
+    if model.num_kv_heads < tp and model.latent is None and not a.attention_dp:
         draft.warnings.append(f"{model.num_kv_heads} KV heads < TP {tp}: KV heads are replicated, KV memory grows ×"
                               f"{tp // model.num_kv_heads}")
     elif model.num_kv_heads % tp:
         raise ConfigError(f"{model.num_kv_heads} KV heads do not split evenly over tensor parallel {tp}",
                           hint="pick --tp that divides the number of KV heads")
     kv_token = model.kv_bytes_per_token(kv_elem)
-    kv_token_stored = model.kv_bytes_per_token(kv_elem, tp)
+    kv_token_stored = model.kv_bytes_per_token(kv_elem, 1 if a.attention_dp else tp)
     add("memory", "kv_bytes_per_token", "KV cache per token", kv_token, "B", "theory",
-        f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads × {model.head_dim} × {kv_elem} B ({kv_dtype}: "
-        f"{kv_dtype_note})")
+        f"{model.kv_formula(kv_elem)} ({kv_dtype}: {kv_dtype_note})")
     add("memory", "kv_kib_per_token", "KV cache per token", kv_token / KIB, "KiB", "theory", "")
     seq_tokens = lengths.mean_in + lengths.mean_out
     kv_seq = kv_bytes_per_sequence(kv_token_stored, seq_tokens, model.sliding_window)
@@ -541,6 +546,7 @@ def _llm_suggestion(w: Workload, b_star: int, lengths: _Lengths, memory: _Memory
         gpus=fleet.get("gpus"),
         pipeline_parallel=pp,
         expert_parallel=(a.expert_parallel or 1) if a is not None else 1,
+        attention_dp=bool(a is not None and a.attention_dp),
         kv_cache_dtype=kv_dtype,
         enable_chunked_prefill=a.chunked_prefill if a is not None else None,
         disaggregated=({"prefill_workers": best.prefill_workers, "prefill_tensor_parallel": best.prefill_tensor_parallel,

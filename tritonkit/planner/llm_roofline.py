@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError
 from tritonkit.planner.catalogue import GPUS, GpuSpec
-from tritonkit.planner.costs import Comm, md1_wait_s
+from tritonkit.planner.costs import WEIGHTS_STREAM_EFFICIENCY, Comm, md1_wait_s
 from tritonkit.planner.model import TransformerShape
 from tritonkit.planner.precision import Precision
 
@@ -54,13 +54,18 @@ class Replica:
     weights_override: int | None
     comm: Comm | None = None
     chunked: bool = False
+    data_parallel: int = 1
+    #: Streaming the weights (long contiguous reads) reaches more of the datasheet than the KV cache's
+    #: paged reads: :data:`~tritonkit.planner.costs.WEIGHTS_STREAM_EFFICIENCY`; ``None``: ``bandwidth_bytes_s``.
+    weights_bandwidth_bytes_s: float | None = None  # attention data parallel: the non-expert weights read on each of these GPUs
 
     def weights_read_bytes(self, batch: float) -> float:
         m = self.model
-        read = m.weights_read_params(max(int(round(batch)), 1))
+        shared = m.total_params - m.expert_params
+        read = m.weights_read_params(max(int(round(batch)), 1)) if batch else shared  # 0: the dense part alone
         if self.comm is not None and m.expert_params and self.comm.expert_parallel > 1:
-            shared = m.total_params - m.expert_params
             read = shared + (read - shared) * self.comm.expert_imbalance(batch)
+        read += (self.data_parallel - 1) * shared
         if self.weights_override is not None:
             return self.weights_override * read / m.total_params
         return read * self.bytes_per_weight
@@ -69,13 +74,21 @@ class Replica:
         return self.comm.step_s(tokens) if self.comm is not None else 0.0
 
     def attention_flops_per_token(self, context: float) -> float:
-        # QKᵀ and PV: 2 matmuls × 2 FLOPs × context × (heads × head_dim), per layer.
+        # QKᵀ and PV: 2 FLOPs × context × heads × their width (2 × head_dim, or the latent's), per layer.
         m = self.model
-        return 4.0 * m.num_layers * m.num_attention_heads * m.head_dim * context
+        return 2.0 * m.num_layers * m.num_attention_heads * m.attention_width(prefill=False) * context
 
     def step_bandwidth_s(self, batch: int) -> float:
+        """The step's reads: the dense weights streamed (long reads), the routed experts' and the KV cache
+        at the calibrated share (many small grouped-GEMM reads, paged reads)."""
         kv = batch * self.kv_per_token * self.model.kv_tokens(self.decode_context)
-        return (self.weights_read_bytes(batch) + kv) / self.bandwidth_bytes_s
+        weights = self.weights_read_bytes(batch)
+        m = self.model
+        dense = min(weights, self.weights_read_bytes(0) if m.expert_params else weights)
+        return dense / self._weights_bandwidth() + (weights - dense + kv) / self.bandwidth_bytes_s
+
+    def _weights_bandwidth(self) -> float:
+        return self.weights_bandwidth_bytes_s or self.bandwidth_bytes_s
 
     def step_compute_s(self, batch: int) -> float:
         per_token = 2.0 * self.model.active_params + self.attention_flops_per_token(self.decode_context)
@@ -88,7 +101,7 @@ class Replica:
     def prefill_flops(self) -> float:
         n = self.input_tokens
         m = self.model
-        return 2.0 * m.active_params * n + 2.0 * m.num_layers * m.num_attention_heads * m.head_dim * n * n
+        return 2.0 * m.active_params * n + m.num_layers * m.num_attention_heads * m.attention_width(prefill=True) * n * n
 
     def chunked_step_s(self, batch: int) -> float:
         """A step carrying ``batch`` decode tokens and their share of prompt tokens (chunked prefill)."""
@@ -104,7 +117,7 @@ class Replica:
 
     def prefill_s(self) -> float:
         """One prompt alone: compute-bound, never faster than one read of the weights."""
-        return (max(self.prefill_flops() / self.flops_s, self.weights_read_bytes(1) / self.bandwidth_bytes_s)
+        return (max(self.prefill_flops() / self.flops_s, self.weights_read_bytes(1) / self._weights_bandwidth())
                 + self.comm_s(self.input_tokens))
 
     def latency_s(self, batch: int) -> float:
@@ -170,16 +183,21 @@ def build_replica(model: TransformerShape, gpu: GpuSpec, precision: Precision, a
     and chunked prefill; ``kv_per_token`` is the KV bytes per token as stored (KV heads replicated up to TP)."""
     rate, _ = compute_rate(gpu, precision)
     tp = tensor_parallel
+    dp = tp if a.attention_dp else 1
     return Replica(
         model=model,
         bytes_per_weight=precision.bytes_per_weight,
         kv_per_token=kv_per_token,
         bandwidth_bytes_s=tp * gpu.bandwidth_gb_s * 1e9 * a.bandwidth_efficiency,
+        # an edge board's unified memory, shared with the CPU, keeps the calibrated share
+        weights_bandwidth_bytes_s=None if gpu.kind == "edge" else
+        tp * gpu.bandwidth_gb_s * 1e9 * max(WEIGHTS_STREAM_EFFICIENCY, a.bandwidth_efficiency),
         flops_s=tp * rate * 1e12 * a.compute_efficiency,
         decode_context=input_tokens + output_tokens / 2,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         weights_override=weights_override,
-        comm=Comm.of(model, gpu, tp, a.expert_parallel or 1),
+        comm=Comm.of(model, gpu, tp, a.expert_parallel or 1, data_parallel=dp),
         chunked=a.chunked_prefill,
+        data_parallel=dp,
     )

@@ -16,7 +16,21 @@ from typing import Any
 from tritonkit._records import record_dict
 from tritonkit.errors import ConfigError
 
-__all__ = ["ModelOverrides", "TransformerShape", "parse_param_count"]
+__all__ = ["LatentAttention", "ModelOverrides", "TransformerShape", "parse_param_count"]
+
+
+@dataclass(frozen=True)
+class LatentAttention:
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): K and V compressed into one latent of
+    ``kv_lora_rank`` per token and layer, beside a shared rotary key of ``qk_rope_head_dim``."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,7 @@ class TransformerShape:
     torch_dtype: str | None = None
     source: str | None = None
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    latent: LatentAttention | None = None
 
     def __post_init__(self) -> None:
         where = f" in {self.source}" if self.source else ""
@@ -82,8 +97,29 @@ class TransformerShape:
 
     def kv_bytes_per_token(self, bytes_per_element: float, tensor_parallel: int = 1) -> int:
         """2 (K and V) × layers × KV heads × head_dim × bytes per element; over ``tensor_parallel``
-        GPUs each keeps (a copy of) at least one KV head, so fewer KV heads than GPUs are replicated."""
+        GPUs each keeps (a copy of) at least one KV head, so fewer KV heads than GPUs are replicated.
+        Latent attention keeps (kv_lora_rank + qk_rope_head_dim) per layer, whole on every TP rank."""
+        if self.latent is not None:
+            return int(self.num_layers * self.latent.kv_width * bytes_per_element * tensor_parallel)
         return int(2 * self.num_layers * max(self.num_kv_heads, tensor_parallel) * self.head_dim * bytes_per_element)
+
+    def kv_formula(self, bytes_per_element: float) -> str:
+        """How :meth:`kv_bytes_per_token` counts, in words for the plan."""
+        if self.latent is not None:
+            return (f"{self.num_layers} layers × ({self.latent.kv_lora_rank} kv_lora_rank + "
+                    f"{self.latent.qk_rope_head_dim} qk_rope_head_dim) × {bytes_per_element:g} B (latent attention: "
+                    "one compressed KV per layer, kept whole on every tensor-parallel rank)")
+        return f"2 × {self.num_layers} layers × {self.num_kv_heads} KV heads × {self.head_dim} × {bytes_per_element:g} B"
+
+    def attention_width(self, *, prefill: bool) -> int:
+        """Per head and context token, the width the attention's two matmuls (QKᵀ, PV) multiply over:
+        2 × head_dim; latent attention decodes over the latent (2 × kv_lora_rank + qk_rope_head_dim, the
+        weights absorbed) and prefills over the decompressed heads (qk_nope + qk_rope + v_head_dim)."""
+        if self.latent is None:
+            return 2 * self.head_dim
+        if prefill:
+            return self.head_dim + self.latent.v_head_dim
+        return 2 * self.latent.kv_lora_rank + self.latent.qk_rope_head_dim
 
     def kv_tokens(self, sequence_tokens: float) -> float:
         """Tokens a sequence keeps in the KV cache: all of them, or the sliding window."""

@@ -15,11 +15,14 @@ from tritonkit.planner.precision import Precision, kv_dtype_bytes
 __all__ = ["choose_tensor_parallel", "does_not_fit", "kv_dtype_for", "reserve_per_gpu", "weights_for"]
 
 
-def weights_for(model: TransformerShape, precision: Precision, weights_override: int | None) -> int:
-    """Bytes of the weights: params × bytes per weight, or as given (e.g. a GGUF file's size)."""
-    if weights_override is not None:
-        return weights_override
-    return weights_bytes(model.total_params, precision.bytes_per_weight)
+def weights_for(model: TransformerShape, precision: Precision, weights_override: int | None,
+                data_parallel: int = 1) -> int:
+    """Bytes of the weights: params × bytes per weight, or as given (e.g. a GGUF file's size); with
+    attention data parallel over ``data_parallel`` GPUs, the non-expert weights are on each of them."""
+    one = weights_override if weights_override is not None else weights_bytes(model.total_params,
+                                                                               precision.bytes_per_weight)
+    shared = one * (model.total_params - model.expert_params) / model.total_params
+    return int(round(one + (data_parallel - 1) * shared))
 
 
 def reserve_per_gpu(a: PlanAssumptions, gpu: GpuSpec) -> tuple[int, str]:
@@ -36,6 +39,8 @@ def kv_dtype_for(a: PlanAssumptions, precision: Precision) -> tuple[str, str]:
     """The KV-cache element type and why: given, or the dtype the model computes in."""
     if a.kv_dtype is not None:
         return a.kv_dtype, "given (--kv-dtype)"
+    if precision.kv_dtype is not None:
+        return precision.kv_dtype, "the checkpoint quantizes its KV cache so (--kv-dtype to choose)"
     if precision.name == "bf16":
         return "bf16", "the model's own dtype; --kv-dtype fp8 halves it"
     return "fp16", (f"engines keep the KV cache in the activation dtype (fp16) for {precision.name} weights; "

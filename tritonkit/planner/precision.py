@@ -9,7 +9,9 @@ formats (INT4 AWQ/GPTQ, GGUF) dequantise to FP16 and run FP16 matmuls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from tritonkit.errors import ConfigError
 
@@ -17,6 +19,7 @@ __all__ = [
     "KV_DTYPES",
     "PRECISIONS",
     "Precision",
+    "checkpoint_precision",
     "find_precision",
     "kv_dtype_bytes",
     "precision_from_torch_dtype",
@@ -32,6 +35,7 @@ class Precision:
     compute: str  # "fp16" | "fp8" | "int8": which dense tensor rate of the GPU applies
     description: str
     source: str
+    kv_dtype: str | None = None  # the KV cache's, where the checkpoint quantizes it
 
     @property
     def bytes_per_weight(self) -> float:
@@ -123,3 +127,77 @@ def precision_from_torch_dtype(torch_dtype: str | None) -> tuple[Precision, str]
     if dtype in ("float32", "fp32", "float"):
         return _BY_NAME["fp16"], "config torch_dtype float32: served in fp16 (nobody serves fp32)"
     return _BY_NAME["fp16"], f"config torch_dtype {torch_dtype!r} not recognised: assumed fp16"
+
+
+#: ModelOpt's ``quant_algo`` (hf_quant_config.json, or quantization_config with quant_method modelopt).
+_MODELOPT = {"FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_BLOCK_SCALES": "fp8", "W4A16_AWQ": "int4",
+             "W4A8_AWQ": "int4", "W4A16_GPTQ": "int4", "W8A16": "int8-wo", "INT8_WO": "int8-wo", "INT4_WO": "int4",
+             "W8A8_SQ_PER_CHANNEL": "int8", "INT8_SQ": "int8"}
+_WEIGHT_ONLY = {"awq", "gptq", "awq_marlin", "gptq_marlin", "marlin"}
+
+
+def checkpoint_precision(quantization: Mapping[str, Any] | None, hf_quant: Mapping[str, Any] | None
+                         ) -> tuple[Precision, str] | None:
+    """The precision a checkpoint is stored in, from its ``config.json``'s ``quantization_config`` or its
+    ``hf_quant_config.json`` (ModelOpt), with the KV dtype where the checkpoint quantizes the KV cache
+    too; ``None`` when neither says (or names a form the planner does not model: the note says so)."""
+    if isinstance(hf_quant, Mapping) and isinstance(hf_quant.get("quantization"), Mapping):
+        q = hf_quant["quantization"]
+        return _modelopt(q.get("quant_algo"), q.get("kv_cache_quant_algo"), "hf_quant_config.json")
+    if not isinstance(quantization, Mapping):
+        return None
+    method = str(quantization.get("quant_method") or "").lower()
+    where = f"quantization_config quant_method {method}"
+    if method == "modelopt":
+        inner: Mapping[str, Any] = quantization.get("quantization") or {}
+        inner = inner if isinstance(inner, Mapping) else {}
+        return _modelopt(quantization.get("quant_algo") or inner.get("quant_algo"),
+                         quantization.get("kv_cache_quant_algo") or inner.get("kv_cache_quant_algo"), where)
+    if method in ("fp8", "fbgemm_fp8"):
+        block = quantization.get("weight_block_size")
+        form = f"block-wise {'×'.join(map(str, block))}" if isinstance(block, list) and block else "per-tensor"
+        return _found("fp8", None, f"{where} ({form} scales)")
+    if method in _WEIGHT_ONLY:
+        bits = quantization.get("bits") or quantization.get("w_bit")
+        return _found("int4" if bits == 4 else "int8-wo", None, f"{where}, {bits}-bit weights") if bits in (4, 8) \
+            else None
+    if method == "bitsandbytes":
+        name = "int4" if quantization.get("load_in_4bit") else "int8-wo" if quantization.get("load_in_8bit") else ""
+        return _found(name, None, where) if name else None
+    if method == "compressed-tensors":
+        return _compressed_tensors(quantization, where)
+    return None
+
+
+def _compressed_tensors(quantization: Mapping[str, Any], where: str) -> tuple[Precision, str] | None:
+    groups = quantization.get("config_groups")
+    group = next(iter(groups.values()), None) if isinstance(groups, Mapping) and groups else None
+    weights = group.get("weights") if isinstance(group, Mapping) else None
+    if not isinstance(weights, Mapping):
+        return None
+    bits, kind = weights.get("num_bits"), str(weights.get("type") or "int")
+    activations = group.get("input_activations") if isinstance(group, Mapping) else None
+    kv = quantization.get("kv_cache_scheme")
+    kv_dtype = "fp8" if isinstance(kv, Mapping) and kv.get("num_bits") == 8 and kv.get("type") == "float" else None
+    if bits == 8 and kind == "float":
+        name = "fp8"
+    elif bits == 8:
+        name = "int8" if isinstance(activations, Mapping) else "int8-wo"
+    elif bits == 4 and kind == "int":
+        name = "int4"
+    else:
+        return None
+    return _found(name, kv_dtype, f"{where}, {bits}-bit {kind} weights")
+
+
+def _modelopt(algo: Any, kv_algo: Any, where: str) -> tuple[Precision, str] | None:
+    name = _MODELOPT.get(str(algo).upper()) if algo else None
+    kv_dtype = {"FP8": "fp8", "INT8": "int8"}.get(str(kv_algo).upper()) if kv_algo else None
+    if name is None:
+        return None
+    return _found(name, kv_dtype, f"{where}: quant_algo {algo}" + (f", kv_cache_quant_algo {kv_algo}" if kv_algo else ""))
+
+
+def _found(name: str, kv_dtype: str | None, why: str) -> tuple[Precision, str]:
+    kv = f"; KV cache {kv_dtype}" if kv_dtype else ""
+    return replace(_BY_NAME[name], kv_dtype=kv_dtype), f"the checkpoint's own: {why}{kv}"

@@ -116,13 +116,15 @@ class CaseCheck:
 
 
 def check_case(case: PublishedCase, assumptions: PlanAssumptions | None = None, *, copies: int = 8) -> CaseCheck:
-    """Plan ``copies`` × the case's published load (batch workload, no latency bound) at the case's TP,
+    """Plan ``copies`` × the case's published load (batch workload, no latency bound) at the case's TP (no
+    attention data parallel: the rows measure tensor parallelism),
     with the FP8 KV cache the published checkpoints use; compare the GPUs."""
     a = assumptions or PlanAssumptions()
     qps = case.tokens_per_s * copies / case.output_tokens
     workload = Workload(target_qps=qps, input_tokens=case.input_tokens, output_tokens=case.output_tokens,
                         mode="batch")
     space = SearchSpace(tensor_parallel=(case.tensor_parallel,), kv_dtypes=("fp8",), disaggregated=False,
+                        attention_dp=False,  # the published rows are tensor-parallel runs
                         batches=(*SearchSpace().batches, 1536, 2048, 3072, 4096))
     found = search_deployments(case.model, find_gpu(case.gpu), find_precision(case.precision), workload, a,
                                space, mean_in=case.input_tokens, mean_out=case.output_tokens)

@@ -7,7 +7,8 @@ here, once, so a library caller gets the same plan:
   alone (layers, KV heads, head dim or parameters), else none: a measured model of any kind;
 * the GPU: a catalogue card (figures given edit it), a card described by figures alone, or for
   a measured non-LLM model the one the run recorded; an LLM needs one;
-* the precision: given, else the config's ``torch_dtype`` (said so in the plan);
+* the precision: given, else the checkpoint's own (``quantization_config``, ``hf_quant_config.json``),
+  else the config's ``torch_dtype`` (the plan says which);
 * the measured run's config: a ``config.pbtxt`` or the model folder holding it, else the
   config the run recorded; predictions need one, and predict the measured loads unless given.
 
@@ -30,10 +31,15 @@ from typing import TYPE_CHECKING
 from tritonkit.errors import ConfigError, PlanError
 from tritonkit.planner.capacity import PlanAssumptions, Workload
 from tritonkit.planner.catalogue import GpuFigures, GpuSpec, custom_gpu, find_gpu, gpu_names, override_gpu
-from tritonkit.planner.hf_config import load_hf_config, model_from_hf_config, model_from_values
+from tritonkit.planner.hf_config import (
+    load_checkpoint_quantization,
+    load_hf_config,
+    model_from_hf_config,
+    model_from_values,
+)
 from tritonkit.planner.llm import plan_llm
 from tritonkit.planner.model import ModelOverrides, TransformerShape
-from tritonkit.planner.precision import find_precision, precision_from_torch_dtype
+from tritonkit.planner.precision import checkpoint_precision, find_precision, precision_from_torch_dtype
 from tritonkit.planner.result import CapacityPlan
 from tritonkit.planner.search import SearchSpace
 
@@ -173,7 +179,8 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
     if request.precision is not None:
         precision, precision_note = find_precision(request.precision), None
     else:
-        precision, precision_note = precision_from_torch_dtype(model.torch_dtype)
+        found = checkpoint_precision(*load_checkpoint_quantization(request.hf_config)) if request.hf_config else None
+        precision, precision_note = found or precision_from_torch_dtype(model.torch_dtype)
         precision_note += " (--precision to choose)"
     weights_gb = request.weights_gb
     if weights_gb is not None and not weights_gb > 0:
@@ -190,13 +197,17 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
     from tritonkit.planner.external import answered_plan
 
     headroom = request.assumptions.headroom
-    answer = _ask_performance_model(request, plan, gpu, precision.name)
+    answer = _ask_performance_model(request, plan, gpu, precision.name,
+                                    checkpoint=bool(precision_note and precision_note.startswith("the checkpoint")))
     if isinstance(answer, str):
         return answered_plan(plan, answer, headroom)
     # the plan's anatomy (memory, KV cache, roofline) at the parallelism the performance model chose
     best = answer.best
     try:
-        at_its_tp = planned(replace(request.assumptions, tensor_parallel=best.tensor_parallel * best.pipeline_parallel))
+        at_its_tp = planned(replace(
+            request.assumptions, tensor_parallel=best.tensor_parallel * best.attention_dp * best.pipeline_parallel,
+            attention_dp=best.attention_dp > 1,
+            expert_parallel=best.expert_parallel if best.expert_parallel > 1 else None))
     except PlanError as exc:
         at_its_tp = replace(plan, warnings=(*plan.warnings, (
             f"the lines above plan tritonkit's own best ({plan.value('tensor_parallel')} GPUs per replica): "
@@ -206,7 +217,7 @@ def _plan_llm(request: PlanRequest, model: TransformerShape, gpu: GpuSpec,
 
 
 def _ask_performance_model(request: PlanRequest, plan: CapacityPlan, gpu: GpuSpec,
-                           precision: str) -> ExternalAnswer | str:
+                           precision: str, *, checkpoint: bool = False) -> ExternalAnswer | str:
     """NVIDIA's performance model's answer for ``plan``'s case, or why it gave none."""
     from tritonkit.planner.external import ENV_VAR, ask_performance_model, find_tool
 
@@ -225,7 +236,7 @@ def _ask_performance_model(request: PlanRequest, plan: CapacityPlan, gpu: GpuSpe
     return ask_performance_model(
         tool, request.hf_config, gpu.name, precision, isl=int(round(mean_in)), osl=int(round(mean_out)),
         ttft_ms=w.ttft_ms if w.ttft_ms is not None else 2000.0, tpot_ms=1000.0 / w.tokens_per_s_per_user,
-        request_rate=w.target_qps)
+        request_rate=w.target_qps, checkpoint_precision=checkpoint)
 
 
 def _with_predictions(request: PlanRequest, plan: CapacityPlan, measurement: Measurement | None) -> CapacityPlan:

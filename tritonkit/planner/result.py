@@ -116,6 +116,8 @@ class ServingSuggestion:
     enable_chunked_prefill: bool | None = None
     #: Disaggregated serving: ``prefill_workers``, ``prefill_tensor_parallel``, ``decode_workers``.
     disaggregated: dict[str, Any] | None = None
+    #: The attention data-parallel over the ``tensor_parallel`` GPUs (TensorRT-LLM's ``enable_attention_dp``).
+    attention_dp: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``notes`` included)."""

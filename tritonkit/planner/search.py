@@ -11,7 +11,9 @@ its all-reduces, chunked prefill or not, MoE expert parallelism):
   and **disaggregated** serving (prefill workers hand their KV cache to decode workers; the
   ratio of the two is sized for the load; not on an edge board, which has no fabric to hand it over);
 * **KV-cache dtype**, where the caller allows more than one;
-* **expert parallelism** = TP for a MoE model.
+* **expert parallelism** = TP for a MoE model, and **attention data parallelism** beside it (each GPU
+  attends to its own sequences, the KV cache not replicated), over 16 or 32 GPUs across nodes where
+  the weights need them.
 
 Each candidate is scored by the GPUs the target load needs while every user sees the SLA's
 tokens/s and TTFT (the TTFT includes the prefill queue at that load); without a target, by output
@@ -56,13 +58,15 @@ class SearchSpace:
     """What the search may vary. ``tensor_parallel``: the TP sizes to try (``--tp`` pins one);
     ``kv_dtypes``: KV-cache element types allowed (empty: the model's own); ``batches``: concurrent
     sequences per replica to try; ``disaggregated``: also try prefill/decode disaggregation;
-    ``chunked_prefill``: the aggregated variants to try."""
+    ``chunked_prefill``: the aggregated variants to try; ``attention_dp``: for a MoE model, also the
+    attention data parallel beside expert parallelism."""
 
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
     kv_dtypes: tuple[str, ...] = ()
     batches: tuple[int, ...] = _BATCHES
     disaggregated: bool = True
     chunked_prefill: tuple[bool, ...] = (False, True)
+    attention_dp: bool = True
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class Candidate:
     prefill_tensor_parallel: int | None = None
     prefill_workers: int | None = None
     gpus: int | None = None
+    attention_dp: bool = False
 
     @property
     def gpus_per_worker(self) -> int:
@@ -103,11 +108,12 @@ class Candidate:
         """The shape of the deployment — serving mode, parallelism, chunked prefill — apart from the batch
         and the KV dtype (the runner-up differs from the best in it, so it is a real alternative)."""
         return (self.mode, self.tensor_parallel, self.pipeline_parallel, self.expert_parallel,
-                self.chunked_prefill, self.prefill_tensor_parallel)
+                self.chunked_prefill, self.prefill_tensor_parallel, self.attention_dp)
 
     def label(self) -> str:
         """Short name: ``agg TP4 B64 KV fp8 chunked``, ``disagg P:TP2 D:TP4 B64``."""
-        par = f"TP{self.tensor_parallel}" + (f"·PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "") \
+        par = (f"DP{self.tensor_parallel}" if self.attention_dp else f"TP{self.tensor_parallel}") \
+            + (f"·PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "") \
             + (f"·EP{self.expert_parallel}" if self.expert_parallel > 1 else "")
         if self.mode == "disaggregated":
             text = f"disagg P:TP{self.prefill_tensor_parallel} D:{par} B{self.batch}"
@@ -206,18 +212,19 @@ class _Setting:
     mean_in: float
     mean_out: float
 
-    def replica(self, tp: int, kv_dtype: str, *, ep: int = 1, chunked: bool = False) -> Replica:
-        a = replace(self.assumptions, expert_parallel=ep, chunked_prefill=chunked, kv_dtype=kv_dtype)
-        kv_token = self.model.kv_bytes_per_token(kv_dtype_bytes(kv_dtype), tp)
+    def replica(self, tp: int, kv_dtype: str, *, ep: int = 1, chunked: bool = False, dp: bool = False) -> Replica:
+        a = replace(self.assumptions, expert_parallel=ep, chunked_prefill=chunked, kv_dtype=kv_dtype, attention_dp=dp)
+        kv_token = self.model.kv_bytes_per_token(kv_dtype_bytes(kv_dtype), 1 if dp else tp)
         return build_replica(self.model, self.gpu, self.precision, a, tensor_parallel=tp, kv_per_token=kv_token,
                              input_tokens=self.mean_in, output_tokens=self.mean_out,
                              weights_override=self.weights_override)
 
-    def max_sequences(self, gpus: int, tp: int, kv_dtype: str) -> int:
-        """Sequences the KV cache of ``gpus`` GPUs holds after weights and reserve (0: the weights do not fit)."""
+    def max_sequences(self, gpus: int, tp: int, kv_dtype: str, dp: bool = False) -> int:
+        """Sequences the KV cache of ``gpus`` GPUs holds after weights and reserve (0: the weights do not fit);
+        ``dp``: attention data parallel over them (KV not replicated, the non-expert weights on each)."""
         reserve, _ = reserve_per_gpu(self.assumptions, self.gpu)
-        weights = weights_for(self.model, self.precision, self.weights_override)
-        kv_token = self.model.kv_bytes_per_token(kv_dtype_bytes(kv_dtype), tp)
+        weights = weights_for(self.model, self.precision, self.weights_override, gpus if dp else 1)
+        kv_token = self.model.kv_bytes_per_token(kv_dtype_bytes(kv_dtype), 1 if dp else tp)
         per_sequence = kv_bytes_per_sequence(kv_token, self.mean_in + self.mean_out, self.model.sliding_window)
         if weights / gpus + reserve >= self.gpu.memory_bytes:
             return 0
@@ -252,9 +259,9 @@ def _parallel_sizes(s: _Setting, space: SearchSpace, kv_dtype: str) -> list[tupl
 
 
 def _aggregated(s: _Setting, tp: int, pp: int, ep: int, kv: str, chunked: bool, batch: int,
-                target: float | None) -> Candidate:
+                target: float | None, dp: bool = False) -> Candidate:
     """One aggregated deployment at ``batch`` sequences per replica (per pipeline stage with PP)."""
-    r = s.replica(tp, kv, ep=ep, chunked=chunked)
+    r = s.replica(tp, kv, ep=ep, chunked=chunked, dp=dp)
     # PP: a token crosses pp − 1 node boundaries; pp micro-batches keep every stage busy.
     hop_s = (pp - 1) * (10e-6 + batch * (s.model.hidden_size or 0) * 2 / (INTER_NODE_GB_S * 1e9))
     user = 1.0 / (1.0 / r.tokens_per_s_per_user(batch) + hop_s)
@@ -275,13 +282,13 @@ def _aggregated(s: _Setting, tp: int, pp: int, ep: int, kv: str, chunked: bool, 
     return Candidate("aggregated", tp, pp, ep, kv, batch, chunked, user, qps * s.mean_out / gpus_each, ttft * 1000,
                      latency * 1000, qps, not why and math.isfinite(ttft), why or ("" if math.isfinite(ttft) else
                                                                                   "prefill queue saturated"),
-                     workers, None, None, gpus)
+                     workers, None, None, gpus, dp)
 
 
 def _disaggregated(s: _Setting, tp: int, ep: int, kv: str, prefill_tp: int, batch: int,
-                   target: float | None) -> Candidate:
+                   target: float | None, dp: bool = False) -> Candidate:
     """Decode workers at ``batch`` sequences, prefill workers of ``prefill_tp`` GPUs sized for the load."""
-    decode = s.replica(tp, kv, ep=ep)
+    decode = s.replica(tp, kv, ep=ep, dp=dp)
     prefill = s.replica(prefill_tp, kv, ep=min(ep, prefill_tp))
     step = decode.decode_step_s(batch)
     user = 1.0 / step
@@ -305,12 +312,12 @@ def _disaggregated(s: _Setting, tp: int, ep: int, kv: str, prefill_tp: int, batc
     latency = ttft + s.mean_out * step
     why = s.sla(user, ttft, latency)
     return Candidate("disaggregated", tp, 1, ep, kv, batch, False, user, per_gpu, ttft * 1000, latency * 1000, qps_d,
-                     not why, why, workers, prefill_tp, p_workers, gpus)
+                     not why, why, workers, prefill_tp, p_workers, gpus, dp)
 
 
 def _best_disaggregated(s: _Setting, tp: int, ep: int, kv: str, prefill_tps: list[int], batch: int,
-                        target: float | None) -> Candidate | None:
-    options = [_disaggregated(s, tp, ep, kv, ptp, batch, target) for ptp in prefill_tps]
+                        target: float | None, dp: bool = False) -> Candidate | None:
+    options = [_disaggregated(s, tp, ep, kv, ptp, batch, target, dp) for ptp in prefill_tps]
     return min(options, key=_score) if options else None
 
 
@@ -345,17 +352,15 @@ def search_deployments(model: TransformerShape, gpu: GpuSpec, precision: Precisi
         if any(pp > 1 for _, pp in sizes):
             notes.append(f"the weights need pipeline parallelism across nodes (KV {kv}): {sizes[0][1]} stages")
         prefill_tps = [tp for tp, pp in sizes if pp == 1]
-        for tp, pp in sizes:
-            eps = (1, tp) if model.is_moe and model.num_experts and tp > 1 else (1,)
-            limit = s.max_sequences(tp * pp, tp, kv) // pp
-            for ep in eps:
-                for batch in (b for b in space.batches if b <= limit):
-                    candidates.extend(_aggregated(s, tp, pp, ep, kv, chunked, batch, target)
-                                      for chunked in space.chunked_prefill)
-                    if space.disaggregated and pp == 1 and gpu.kind != "edge":
-                        best_d = _best_disaggregated(s, tp, ep, kv, prefill_tps, batch, target)
-                        if best_d is not None:
-                            candidates.append(best_d)
+        for tp, pp, ep, dp in _parallel_shapes(s, space, sizes, kv):
+            limit = s.max_sequences(tp * pp, tp, kv, dp) // pp
+            for batch in (b for b in space.batches if b <= limit):
+                candidates.extend(_aggregated(s, tp, pp, ep, kv, chunked, batch, target, dp)
+                                  for chunked in space.chunked_prefill)
+                if space.disaggregated and pp == 1 and gpu.kind != "edge":
+                    best_d = _best_disaggregated(s, tp, ep, kv, prefill_tps, batch, target, dp)
+                    if best_d is not None:
+                        candidates.append(best_d)
     ranked = sorted(candidates, key=_score)
     best = ranked[0] if ranked and ranked[0].meets_sla else None
     runner_up = next((c for c in ranked[1:] if c.meets_sla and best and c.config_key() != best.config_key()), None)
@@ -366,12 +371,31 @@ def search_deployments(model: TransformerShape, gpu: GpuSpec, precision: Precisi
                             with_headroom)
 
 
+def _parallel_shapes(s: _Setting, space: SearchSpace, sizes: list[tuple[int, int]], kv: str
+                     ) -> list[tuple[int, int, int, bool]]:
+    """(TP, PP, EP, attention DP) to score: each size as tensor parallel; for a MoE model also with the
+    experts split over its GPUs, and with the attention data parallel beside them (each GPU its own
+    sequences, KV not replicated), within a node or, where the weights need it and TP is not pinned,
+    over 16 or 32 GPUs across nodes (the all-to-all over the inter-node link)."""
+    m = s.model
+    moe = m.is_moe and bool(m.num_experts)
+    shapes = [(tp, pp, ep, False) for tp, pp in sizes for ep in ((1, tp) if moe and tp > 1 else (1,))]
+    if not moe or not space.attention_dp:
+        return shapes
+    shapes += [(tp, 1, tp, True) for tp, pp in sizes if pp == 1 and tp > 1 and s.max_sequences(tp, tp, kv, True) >= 1]
+    if not any(dp for *_, dp in shapes) and len(space.tensor_parallel) > 1:
+        wide = [g for g in (16, 32) if m.num_experts is not None and m.num_experts % g == 0
+                and s.max_sequences(g, g, kv, True) >= 1]
+        shapes += [(g, 1, g, True) for g in wide[:1]]
+    return shapes
+
+
 def _again(s: _Setting, c: Candidate, target: float) -> Candidate:
     """``c``'s configuration sized for another load."""
     if c.mode == "disaggregated":
         assert c.prefill_tensor_parallel is not None
         return _disaggregated(s, c.tensor_parallel, c.expert_parallel, c.kv_dtype, c.prefill_tensor_parallel,
-                              c.batch, target)
+                              c.batch, target, c.attention_dp)
     return _aggregated(s, c.tensor_parallel, c.pipeline_parallel, c.expert_parallel, c.kv_dtype, c.chunked_prefill,
-                       c.batch, target)
+                       c.batch, target, c.attention_dp)
 

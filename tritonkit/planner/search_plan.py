@@ -63,6 +63,7 @@ def searched_assumptions(a: PlanAssumptions, best: Candidate) -> PlanAssumptions
     KV dtype, expert parallelism and chunked prefill."""
     return replace(a, tensor_parallel=best.tensor_parallel * best.pipeline_parallel, kv_dtype=best.kv_dtype,
                    expert_parallel=best.expert_parallel if best.expert_parallel > 1 else None,
+                   attention_dp=best.attention_dp,
                    chunked_prefill=best.chunked_prefill)
 
 

@@ -38,12 +38,15 @@ def engine_parameters(plan: CapacityPlan) -> dict[str, Any]:
     }
     if s.expert_parallel > 1:
         llmapi["moe_expert_parallel_size"] = s.expert_parallel
+    if s.attention_dp:
+        llmapi["enable_attention_dp"] = True
     build = {"tp_size": s.tensor_parallel, "pp_size": s.pipeline_parallel, "max_batch_size": s.max_batch_size,
              "max_num_tokens": s.max_num_tokens, "max_input_len": s.max_input_len, "max_seq_len": s.max_seq_len,
              "kv_cache_free_gpu_mem_fraction": s.kv_cache_free_gpu_mem_fraction,
              "enable_chunked_context": bool(s.enable_chunked_prefill)}
-    vllm: dict[str, Any] = {
-        "tensor_parallel_size": s.tensor_parallel,
+    vllm: dict[str, Any] = {  # vLLM's attention data parallel: data_parallel_size ranks of TP 1
+        "tensor_parallel_size": 1 if s.attention_dp else s.tensor_parallel,
+        **({"data_parallel_size": s.tensor_parallel} if s.attention_dp else {}),
         "pipeline_parallel_size": s.pipeline_parallel,
         "max_num_seqs": s.max_batch_size,
         "max_model_len": s.max_seq_len,

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write, read_json
+from tritonkit._fs import atomic_write
+from tritonkit._model_files import read_model_json
 from tritonkit.builders.trtllm.params import EngineParams
 from tritonkit.errors import BuildError, ConfigError, MissingComponentError
 from tritonkit.repository import Hardware
@@ -164,9 +165,7 @@ class EngineInfo:
 def read_engine_config(engine_dir: str | Path) -> EngineInfo:
     """Parse ``<engine_dir>/config.json``."""
     path = Path(engine_dir) / "config.json"
-    data = read_json(path, what="engine config", hint="build the engine first (build_engine.py)", finite=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object", hint="point at an engine folder")
+    data = read_model_json(path, what="engine config", hint="build the engine first (build_engine.py)")
     return EngineInfo.from_config(data, path)
 
 

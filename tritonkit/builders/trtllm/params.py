@@ -326,9 +326,12 @@ def _kv_cache(d: _Derivation, prec: Precision, kv_dtype: str, *, max_seq: int) -
         d.warnings.append(f"{model.num_kv_heads} KV heads < tp {tp}: each GPU keeps a copy of one KV head")
     layers_gpu = math.ceil(model.num_layers / pp)
     kv_token_gpu = kv_bytes_per_token(layers_gpu, kv_heads_gpu, model.head_dim, kv_dtype_bytes(kv_dtype))
+    kv_how = f"2 × {layers_gpu} layers × {kv_heads_gpu} KV heads × {model.head_dim} × {kv_dtype_bytes(kv_dtype)} B"
+    if model.latent is not None:  # latent attention: the whole latent on every TP rank
+        kv_token_gpu = layers_gpu * model.latent.kv_width * kv_dtype_bytes(kv_dtype)
+        kv_how = f"{layers_gpu} layers × {model.latent.kv_width} latent × {kv_dtype_bytes(kv_dtype)} B (every TP rank)"
     kv_tokens = int(free * fraction) // kv_token_gpu
-    d.add("KV cache per token per GPU", f"{kv_token_gpu:,} B",
-          f"2 × {layers_gpu} layers × {kv_heads_gpu} KV heads × {model.head_dim} × {kv_dtype_bytes(kv_dtype)} B")
+    d.add("KV cache per token per GPU", f"{kv_token_gpu:,} B", kv_how)
     d.add("KV-cache tokens (estimate)", kv_tokens,
           f"{fraction:g} × ({gpu.memory_gib:g} GiB − weights − {gpu.default_reserve_fraction:.0%} reserve) / KV per token")
     if kv_tokens < max_seq:

@@ -16,7 +16,8 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import is_folder, is_regular_file, read_json
+from tritonkit._fs import is_folder, is_regular_file
+from tritonkit._model_files import read_model_json
 from tritonkit.errors import ConfigError
 from tritonkit.repository.lint.core import ERROR, INFO, WARNING, LintContext, ModelInfo, rule
 
@@ -87,10 +88,9 @@ def engine_config(m: ModelInfo) -> dict[str, Any] | None:
     if folder is None:
         return None
     try:
-        data = read_json(folder / "config.json", what="engine config", hint="build the engine")
+        return read_model_json(folder / "config.json", what="engine config", hint="build the engine")
     except ConfigError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _build(engine: dict[str, Any]) -> dict[str, Any]:
