@@ -85,7 +85,8 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
     if printer.lines:
         click.echo(f"verdict status={verdict} tuned_repository={tuned}")
     else:
-        click.echo(f"verdict: {verdict} — the tuned repository is {tuned} (serve it: tritonkit serve {tuned})")
+        click.echo(f"verdict: {verdict} — the tuned repository is {tuned}, holding {result.sweep.holds()} "
+                   f"(serve it: tritonkit serve {tuned})")
     raise CommandExit(result.exit_code)
 
 

@@ -119,8 +119,8 @@ class SweepPrinter:
             click.echo(f"written: {result.write_back.config_path}")
             click.echo(f"previous config kept: {result.write_back.backup_path}")
             click.echo(f"restore it with: {result.write_back.restore_command}")
-        elif result.write_back is not None:
-            click.echo(f"{result.write_back.config_path} already holds the winner; nothing written")
+        else:
+            click.echo(f"the repository holds {result.holds()}")
         click.echo(f"report: {result.report_path} (plot {result.plot_path}); "
                    f"{result.counts()['measured']} measured, {result.counts()['pruned']} pruned, "
                    f"{result.counts()['skipped']} skipped, "

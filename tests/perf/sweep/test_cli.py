@@ -74,6 +74,23 @@ def test_exit_two_when_nothing_could_be_measured(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "sweep.json").read_text())["exit_code"] == 2
 
 
+def test_a_rerun_under_another_rate_tolerance_does_not_reuse_the_outcomes_judged_under_the_old_one(
+        tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_sleepy")
+    args = ["perf", "sweep", str(tmp_path / "repo"), "cli_sleepy", "--sla", "p99<=200ms", "--request-rate", "20,40",
+            "--window-ms", "300", "--warmup-s", "0.3", "--out", str(tmp_path / "out"), "--no-write-back", "--json"]
+    first = CliRunner().invoke(main, [*args, "--rate-tolerance", "5"])
+    assert first.exit_code == 0, first.output
+    stored = {p: p.read_bytes() for p in (tmp_path / "out" / "variants").glob("*/outcome.json")}
+    assert stored
+    again = CliRunner().invoke(main, [*args, "--rate-tolerance", "40"])
+    # Judged under 5 %, the steps would be reused as if judged under 40 %: the folder is refused instead.
+    assert again.exit_code == 2 and "different rate_tolerance; its results cannot be reused" in again.output, again.output
+    assert {p: p.read_bytes() for p in stored} == stored
+    same = json.loads(CliRunner().invoke(main, [*args, "--rate-tolerance", "5"]).output)
+    assert same["resumed"] == [v["variant"]["id"] for v in same["variants"]]  # unchanged: everything reused
+
+
 def test_a_bad_grid_value_is_one_error_line_before_any_server_starts(tmp_path: Path) -> None:
     write_sleepy(tmp_path / "repo", "cli_sleepy")
     result = CliRunner().invoke(main, [

@@ -483,7 +483,7 @@ def _plan_write_backs(repo: Path, bases: Mapping[str, mc.ModelConfig], result: C
     planned: dict[str, PendingWriteBack] = {}
     for model, sweep in result.sweeps.items():
         one = sweep.result
-        if one is not None and one.search.winner is not None and not one.failed:
+        if one is not None and one.search.winner is not None and one.commits:
             planned[model] = plan_write_back(repo, model, apply_variant(bases[model], one.search.winner.variant))
             one.write_back = planned[model].planned
     return planned

@@ -38,6 +38,7 @@ from tritonkit.perf.sweep.result import (
     required_text,
 )
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
+from tritonkit.perf.sweep.search import ties_with
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import Variant, apply_variant
@@ -76,6 +77,19 @@ class JointResult:
     server_facts: dict[str, Any] | None = None
     remote: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    tie_tolerance: float = 0.05
+
+    @property
+    def commits(self) -> bool:
+        """The commit rule of every sweep (:attr:`~tritonkit.perf.sweep.search.SearchResult.decided`)
+        for several models: a joint winner, nothing failed, and every model's default together (the
+        configs served) not in its tie."""
+        win, served = (self.winner.best() if self.winner else None), self.defaults.best()
+        if self.exit_code != EXIT_OK or self.winner is None or win is None:
+            return False
+        if all(v.is_default for v in self.winner.variants.values()):
+            return False
+        return served is None or not ties_with(win.throughput_per_s, served.throughput_per_s, self.tie_tolerance)
 
     @property
     def headroom(self) -> dict[str, dict[str, float]]:
@@ -230,9 +244,9 @@ def sweep_alone(repo_path: Path, model: str, base: mc.ModelConfig, grid: list[Va
 def plan_joint_write_backs(repo_path: Path, bases: Mapping[str, mc.ModelConfig],
                            result: JointResult) -> dict[str, PendingWriteBack]:
     """Each model's winner to write back, planned (``result.write_backs`` filled in); none unless the
-    joint sweep found a winner and measured everything it tried."""
+    commit rule holds (:attr:`JointResult.commits`)."""
     pending: dict[str, PendingWriteBack] = {}
-    if result.exit_code == EXIT_OK and result.winner is not None:
+    if result.commits and result.winner is not None:
         for model, variant in result.winner.variants.items():
             pending[model] = plan_write_back(repo_path, model, apply_variant(bases[model], variant))
             result.write_backs[model] = pending[model].planned
@@ -279,16 +293,15 @@ class JointFound:
                            winner=self.winner if self.winner.best() else None, tried=list(meter.measured.values()),
                            wall_s=time.monotonic() - started, resumed=self.resumed,
                            load_text=f"total {meter.plan.mode.replace('_', ' ')}",
-                           headroom_required=meter.settings.headroom)
+                           headroom_required=meter.settings.headroom, tie_tolerance=meter.settings.tie_tolerance)
 
 
 def joint_record(bases: Mapping[str, mc.ModelConfig], shares: Mapping[str, float], slas: Mapping[str, Any],
-                 plan: Any, **more: Any) -> dict[str, Any]:
-    """The settings a joint sweep's results depend on (``sweep.json``; a re-run must match them)."""
+                 settings: SweepSettings, **more: Any) -> dict[str, Any]:
+    """The settings a joint sweep's results depend on (``sweep.json``; a re-run must match them):
+    the models, shares, SLAs and configs, then the one fingerprint (:meth:`SweepSettings.record`)."""
     return {"models": list(bases), "shares": dict(shares), "slas": {m: str(sla) for m, sla in slas.items()},
-            "configs": {m: config_key(base) for m, base in bases.items()}, **more, "mode": plan.mode,
-            "levels": list(plan.levels), "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s,
-            "max_trials": plan.max_trials}
+            "configs": {m: config_key(base) for m, base in bases.items()}, **more, **settings.record()}
 
 
 def search_jointly(meter: JointMeter, repo_path: Path, bases: Mapping[str, mc.ModelConfig],
@@ -368,7 +381,7 @@ def run_joint_sweep(
                                                       server_bin=settings.server_bin,
                                                       backend_dir=settings.backend_dir))
             plan = settings.ladder_plan()
-            SweepStore(out_dir).begin(joint_record(bases, shares, slas, plan))
+            SweepStore(out_dir).begin(joint_record(bases, shares, slas, settings))
             meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
                                plan=plan, settings=settings, folder=out_dir, say=say)
             found = search_jointly(meter, repo_path, bases, grids, emit, swept_alone=swept_alone)

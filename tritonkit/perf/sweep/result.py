@@ -99,6 +99,23 @@ class SweepResult:
         return [o for o in self.search.outcomes if o.status == STATUS_FAILED]
 
     @property
+    def commits(self) -> bool:
+        """The commit rule of every host and load source: the winner is written back (or applied)
+        when it is decided (:attr:`~tritonkit.perf.sweep.search.SearchResult.decided`: the config
+        served is not in its tie) and nothing failed."""
+        return self.search.decided and not self.failed
+
+    def holds(self) -> str:
+        """What the repository holds after the sweep, in words: the winner written, or its config as
+        it was and why (the commit rule, :attr:`commits`)."""
+        wb, winner = self.write_back, self.search.winner
+        if wb is not None and winner is not None:
+            return f"the winner {winner.variant.id}" + ("" if wb.backup_path is not None else " (it held it already)")
+        why = ("a variant could not be measured" if self.failed else "no variant meets the SLA" if winner is None
+               else "the config served is in the winner's tie" if not self.search.decided else "write-back was off")
+        return f"its config as it was ({why}; nothing written)"
+
+    @property
     def exit_code(self) -> int:
         """0 a variant meets the SLA and every variant tried was measured; 1 none does; 2 a variant
         could not be measured (the winner may be missing from the answer) or nothing could."""

@@ -111,12 +111,8 @@ def run_sweep(
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)
-        store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed), "mode": plan.mode,
-                     "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
-                     "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
-                     # Only when set (each decides which steps meet the SLA): a folder of a sweep
-                     # without them resumes as it did.
-                     **({"headroom": settings.headroom} if settings.headroom else {}),
+        store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed),
+                     **settings.record(plan),
                      **({"composing_pins": [str(p) for pins in settings.grid.composing_pins([model]).values()
                                             for p in pins]} if composing else {})})
         stopping: list[threading.Thread] = []
@@ -125,9 +121,8 @@ def run_sweep(
                                      target_config, stopping=stopping, composing=composing)
             sweep.warnings = warnings + sweep.warnings
             pending: PendingWriteBack | None = None
-            # A tie within the noise names its pick but changes nothing (SearchResult.decided).
             winner = sweep.search.winner
-            if settings.write_back and winner is not None and sweep.search.decided and not sweep.failed:
+            if settings.write_back and winner is not None and sweep.commits:
                 pending = plan_write_back(repo_path, model, apply_variant(base, winner.variant))
                 sweep.write_back = pending.planned
             sweep.wall_s = time.monotonic() - started

@@ -204,6 +204,17 @@ class SweepSettings:
         return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb,
                              headroom=self.headroom)
 
+    def record(self, plan: LadderPlan | None = None) -> dict[str, Any]:
+        """The one settings fingerprint every sweep's resume record holds (``sweep.json``
+        ``settings``), beside what names the models, SLAs and configs: the ladder each variant
+        climbs and every criterion that changes which steps meet the SLA
+        (:meth:`~tritonkit.perf.judge.criteria.JudgeSettings.fingerprint`: rate tolerance, GPU
+        memory cap, headroom). A folder recorded under other values is refused, never mixed."""
+        plan = plan or self.ladder_plan()
+        return {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
+                "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
+                **self.judging().fingerprint(open_loop=plan.mode == "request_rate")}
+
     def parsed_sla(self, model: str | None = None) -> SLA:
         """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a
         variant that fails requests never wins)."""
