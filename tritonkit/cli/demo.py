@@ -83,7 +83,7 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
     verdict = result.status
     tuned = shlex.quote(str(result.tuned_repository))
     if printer.lines:
-        click.echo(f"verdict status={verdict} tuned_repository={tuned}")
+        click.echo(f"verdict status={verdict} tuned_repository={tuned} holds={shlex.quote(result.sweep.holds())}")
     else:
         click.echo(f"verdict: {verdict} — the tuned repository is {tuned}, holding {result.sweep.holds()} "
                    f"(serve it: tritonkit serve {tuned})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,12 @@ def test_a_folder_recorded_under_another_rate_tolerance_is_refused_naming_it(tmp
     store.begin({"model": "m", **SweepSettings(sla="p99<=1s", request_rate="10,20").record()})
     with pytest.raises(ConfigError, match="rate_tolerance"):
         store.begin({"model": "m", **SweepSettings(sla="p99<=1s", request_rate="10,20", rate_tolerance=0.5).record()})
+
+
+def test_every_ladder_stops_by_the_plans_plateau_rule_two_flat_steps_under_five_percent_for_a_sweep() -> None:
+    plan = SweepSettings(sla="p99<=1s").ladder_plan()
+    assert (plan.plateau_gain, plan.plateau_patience) == (0.05, 2)  # what the joint ladder held by hand before
+    rule = plan.plateau()
+    assert [rule.stops(t) for t in (100.0, 104.0, 150.0, 151.0, 152.0)] == [False, False, False, False, True]
+    never = replace(plan, plateau_gain=None).plateau()
+    assert not any(never.stops(t) for t in (100.0, 100.0, 100.0))

@@ -26,7 +26,7 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
-from tritonkit.perf.sweep.outcome import reuse_or_reject
+from tritonkit.perf.sweep.outcome import TIE_TOLERANCE, reuse_or_reject
 from tritonkit.perf.sweep.report import remote_lines
 from tritonkit.perf.sweep.result import (
     EXIT_NONE_MEETS,
@@ -77,7 +77,7 @@ class JointResult:
     server_facts: dict[str, Any] | None = None
     remote: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
-    tie_tolerance: float = 0.05
+    tie_tolerance: float = TIE_TOLERANCE
 
     @property
     def commits(self) -> bool:

@@ -30,6 +30,10 @@ __all__ = [
     "reuse_or_reject",
 ]
 
+#: The defaults every sweep reads, written once: throughputs within 5 % are a tie
+#: (``--tie-tolerance``), and the bounds that prune allow 10 % of noise.
+TIE_TOLERANCE, NOISE_ALLOWANCE = 0.05, 0.10
+
 STATUS_MEASURED = "measured"
 STATUS_LOAD_FAILED = "load_failed"
 STATUS_FAILED = "failed"

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from tritonkit.perf.sweep.model import ModelSettings, Prediction, cheapest_costs, fit_model, knob_distance
-from tritonkit.perf.sweep.outcome import StepPoint, VariantOutcome
+from tritonkit.perf.sweep.outcome import NOISE_ALLOWANCE, TIE_TOLERANCE, StepPoint, VariantOutcome
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
@@ -89,7 +89,7 @@ class SearchSettings(ModelSettings):
     ``confirm_top`` is the most variants re-measured per round."""
 
     exhaustive: bool = False
-    tie_tolerance: float = 0.05
+    tie_tolerance: float = TIE_TOLERANCE
     confirm_top: int = 3
     max_concurrency: float | None = None
 
@@ -154,7 +154,7 @@ def _slots(variant: Variant) -> int:
 
 
 def throughput_bound_per_s(
-    variant: Variant, min_exec_us: float, *, max_concurrency: float | None = None, allowance: float = 0.10
+    variant: Variant, min_exec_us: float, *, max_concurrency: float | None = None, allowance: float = NOISE_ALLOWANCE
 ) -> float:
     """The most inferences per second ``variant`` could carry (see the module docstring)."""
     if min_exec_us <= 0:
@@ -281,7 +281,7 @@ class WinnerChoice:
     noise_note: str = ""
 
 
-def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05,
+def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = TIE_TOLERANCE,
                   ties: TieRule = TRITON_TIES) -> WinnerChoice:
     """The winner by the rule in the module docstring: throughputs within ``tie_tolerance`` of the
     top are a tie, and so are those beyond it whose throughput interval reaches the top's lower

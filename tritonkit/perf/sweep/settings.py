@@ -38,6 +38,7 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.measure.folders import run_folder
+from tritonkit.perf.sweep.outcome import NOISE_ALLOWANCE, TIE_TOLERANCE
 from tritonkit.perf.sweep.variants import KNOB_PARSERS, Pin, Variant, parse_pin, variant_grid
 
 __all__ = ["SweepGrid", "SweepSettings"]
@@ -167,8 +168,8 @@ class SweepSettings:
     out: Path | None = None
     results_root: Path = Path("results")
     write_back: bool = True
-    tie_tolerance: float = bounded(0.05, TOLERANCE)
-    noise_allowance: float = bounded(0.10, TOLERANCE)
+    tie_tolerance: float = bounded(TIE_TOLERANCE, TOLERANCE)
+    noise_allowance: float = bounded(NOISE_ALLOWANCE, TOLERANCE)
     rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
     max_gpu_memory_mb: float | None = bounded(None, POSITIVE)
     headroom: float = bounded(0.0, TOLERANCE)
