@@ -41,7 +41,7 @@ from tritonkit.cli.sweep_engine import engine_sweep_options
 from tritonkit.cli.sweep_remote import remote_sweep_options, run_remote_command, split_names
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
-    EXIT_UNMEASURED,
+    Exit,
     JointResult,
     SweepEvent,
     SweepGrid,
@@ -330,6 +330,6 @@ def _run_local(repo: Path, models: tuple[str, ...], settings: SweepSettings, pri
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished variants are kept in {folder}; run the same command with "
                    f"--out {shlex.quote(str(folder))} to resume", err=True)
-        raise CommandExit(EXIT_UNMEASURED) from None
+        raise CommandExit(Exit.UNMEASURED) from None
     printer.result(result)
     raise CommandExit(result.exit_code)

@@ -107,3 +107,19 @@ def test_a_joint_winner_tied_with_the_served_configs_is_written_nowhere(tmp_path
     assert plan_joint_write_backs(tmp_path / "repo", bases, tied) == {} and not tied.commits
     clear = _joint(500.0, 1000.0, {"m": Variant(2, 8, 0)})
     assert clear.commits and set(plan_joint_write_backs(tmp_path / "repo", bases, clear)) == {"m"}
+
+
+def test_every_sweep_returns_one_outcome_protocol_and_one_exit_enum() -> None:
+    from tritonkit.perf.judge import Exit
+    from tritonkit.perf.sweep import SweepOutcome
+    from tritonkit.perf.sweep.engine import EngineSweepResult
+
+    local = _searched(_banded(DEFAULT, 500.0, (490.0, 510.0)))
+    joint = _joint(500.0, 1000.0, {"m": Variant(2, 8, 0)})
+    cluster = ClusterSweepResult(address="auto", models=["m"], out_dir=Path("out"), separately=True,
+                                 sweeps={"m": ModelSweep("m", JobOutcome("m"), local)})
+    for result in (local, joint, cluster):
+        assert isinstance(result, SweepOutcome) and result.exit_code == Exit.OK
+        assert result.to_dict()["exit_code"] == 0 and result.headline()
+    assert all(hasattr(EngineSweepResult, name) for name in ("exit_code", "headline", "to_dict"))
+    assert [int(e) for e in Exit] == [0, 1, 2, 3]

@@ -64,7 +64,7 @@ from tritonkit.perf.cluster.transfer import pack_folders, replace_folder, unpack
 from tritonkit.perf.sweep.joint import joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_run import JointResult, grids_of, plan_joint_write_backs, read_bases
 from tritonkit.perf.sweep.report import write_sweep_report
-from tritonkit.perf.sweep.result import EXIT_UNMEASURED, SweepResult
+from tritonkit.perf.sweep.result import Exit, SweepResult
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import apply_variant
@@ -143,7 +143,7 @@ class ModelSweep:
         return {"model": self.model, "node": self.node.to_dict() if self.node else None,
                 "attempts": [a.to_dict() for a in self.outcome.attempts],
                 "error": str(self.outcome.error) if self.outcome.error else None,
-                "exit_code": self.result.exit_code if self.result else EXIT_UNMEASURED,
+                "exit_code": self.result.exit_code if self.result else Exit.UNMEASURED,
                 "headline": self.result.headline() if self.result else None,
                 "folder": str(self.result.out_dir) if self.result else None}
 
@@ -176,11 +176,11 @@ class ClusterSweepResult:
         """As a local sweep's: 0 every model (or the joint configuration) has a winner, 1 some model
         none meets the SLA, 2 something could not be measured."""
         if self.failed:
-            return EXIT_UNMEASURED
+            return Exit.UNMEASURED
         if not self.separately and self.joint is not None:
             return self.joint.exit_code
         codes = [s.result.exit_code for s in self.sweeps.values() if s.result is not None]
-        return max(codes, default=EXIT_UNMEASURED)
+        return max(codes, default=Exit.UNMEASURED)
 
     def losses(self) -> list[str]:
         """Every node lost mid-sweep, in words, with what was done about it."""

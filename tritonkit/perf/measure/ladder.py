@@ -58,11 +58,8 @@ from tritonkit.perf.measure.target import check_target, served_model_config, ser
 from tritonkit.perf.measure.windows import ACCEPT_ANY_STABILITY_PERCENTAGE, settle
 
 __all__ = [
-    "WARMUP_NAME",
     "LadderCommand",
     "LadderResult",
-    "SlaCheck",
-    "StepObserver",
     "first_name",
     "is_warmup",
     "ladder_commands",

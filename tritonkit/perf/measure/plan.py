@@ -27,7 +27,7 @@ from tritonkit._values import (
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.folders import run_folder
 
-__all__ = ["LadderPlan", "Plateau", "check_levels", "default_results_dir", "doubling_levels", "levels_from_text", "parse_levels"]
+__all__ = ["LadderPlan", "Plateau", "default_results_dir", "doubling_levels", "levels_from_text", "parse_levels"]
 
 #: How much longer each retry of an unstable step measures (a factor of at least 1).
 _RETRY_FACTOR = Bounds(integer=False, low=1, high=100, example="2")

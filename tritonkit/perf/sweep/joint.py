@@ -49,7 +49,7 @@ from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.repository import model_folder, read_config
 
-__all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_dir_name", "joint_load", "joint_shares"]
+__all__ = ["JointOutcome", "JointStep", "joint_dir_name", "joint_shares"]
 
 Say = Callable[[str], None]
 

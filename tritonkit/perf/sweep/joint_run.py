@@ -29,9 +29,7 @@ from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import TIE_TOLERANCE, reuse_or_reject
 from tritonkit.perf.sweep.report import remote_lines
 from tritonkit.perf.sweep.result import (
-    EXIT_NONE_MEETS,
-    EXIT_OK,
-    EXIT_UNMEASURED,
+    Exit,
     SweepEvent,
     SweepResult,
     margins_text,
@@ -47,7 +45,8 @@ from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointFound", "JointResult", "grids_of", "joint_record", "search_jointly", "plan_joint_write_backs", "read_bases", "run_joint_sweep", "sweep_alone"]
+__all__ = ["JointResult", "grids_of", "joint_record", "search_jointly", "plan_joint_write_backs", "read_bases",
+           "run_joint_sweep", "sweep_alone"]
 
 #: How many of a model's best alone variants the joint search tries (besides its default).
 CANDIDATES_PER_MODEL = 3
@@ -85,7 +84,7 @@ class JointResult:
         for several models: a joint winner, nothing failed, and every model's default together (the
         configs served) not in its tie."""
         win, served = (self.winner.best() if self.winner else None), self.defaults.best()
-        if self.exit_code != EXIT_OK or self.winner is None or win is None:
+        if self.exit_code != Exit.OK or self.winner is None or win is None:
             return False
         if all(v.is_default for v in self.winner.variants.values()):
             return False
@@ -115,10 +114,10 @@ class JointResult:
     def exit_code(self) -> int:
         """0 a joint configuration meets every SLA (and nothing failed), 1 none does, 2 could not measure."""
         if self.failed or any(r.failed for r in self.alone.values()):
-            return EXIT_UNMEASURED
+            return Exit.UNMEASURED
         if self.winner is not None and self.winner.best() is not None:
-            return EXIT_OK
-        return EXIT_NONE_MEETS if any(o.steps for o in self.tried) else EXIT_UNMEASURED
+            return Exit.OK
+        return Exit.SLA_MISSED if any(o.steps for o in self.tried) else Exit.UNMEASURED
 
     def _ratio(self, other: JointOutcome | None) -> float | None:
         win = self.winner.best() if self.winner else None

@@ -46,7 +46,7 @@ from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
 from tritonkit.perf.sweep.outcome import NOISE_ALLOWANCE, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.variants import Variant
 
-__all__ = ["CostCurve", "ModelSettings", "PerfModel", "Prediction", "cheapest_costs", "fit_model", "knob_distance"]
+__all__ = ["ModelSettings", "PerfModel", "Prediction", "cheapest_costs", "fit_model", "knob_distance"]
 
 #: p99 over mean latency before any step was measured: a queue of equal requests has a p99 near
 #: the mean; batching and jitter stretch it (seen here up to ~2.5 on a shared machine).

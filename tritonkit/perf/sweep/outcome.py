@@ -19,11 +19,11 @@ from tritonkit.errors import StoredResultError
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
-    "MAX_THROUGHPUT_PER_S",
-    "STATUSES",
     "STATUS_FAILED",
     "STATUS_LOAD_FAILED",
+    "NOISE_ALLOWANCE",
     "STATUS_MEASURED",
+    "TIE_TOLERANCE",
     "StepPoint",
     "StoredResultError",
     "VariantOutcome",

@@ -30,7 +30,7 @@ from tritonkit.perf.sweep.driver import LoadGenerator, VariantMeter
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.report import write_sweep_report
-from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
+from tritonkit.perf.sweep.result import SweepEvent, SweepResult
 from tritonkit.perf.sweep.search import SearchSettings, search
 from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
@@ -41,7 +41,7 @@ from tritonkit.repository import CONFIG_FILENAME, Hardware, model_folder, read_c
 from tritonkit.server import TritonServer, locate_server
 from tritonkit.triton_releases import client_shm_args
 
-__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepGrid", "SweepResult",
+__all__ = ["SweepEvent", "SweepGrid", "SweepResult",
            "SweepSettings", "run_sweep"]
 
 

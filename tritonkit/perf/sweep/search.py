@@ -66,7 +66,6 @@ __all__ = [
     "SearchResult",
     "SearchSettings",
     "StepPoint",
-    "TRITON_TIES",
     "TieRule",
     "VariantOutcome",
     "WinnerChoice",
@@ -75,6 +74,7 @@ __all__ = [
     "interpolate_cost_us",
     "pareto_front",
     "search",
+    "ties_with",
     "throughput_bound_per_s",
     "useful_loads",
 ]
