@@ -65,6 +65,7 @@ from tritonkit.perf.sweep.joint import joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_run import JointResult, grids_of, plan_joint_write_backs, read_bases
 from tritonkit.perf.sweep.report import write_sweep_report
 from tritonkit.perf.sweep.result import Exit, SweepResult
+from tritonkit.perf.sweep.runner import _os_errors as os_errors
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import apply_variant
@@ -431,7 +432,7 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
     outcomes = dispatcher.wait_all()
     result = ClusterSweepResult(address=cluster.address, models=models, out_dir=out_dir,
                                 separately=not co_located, sweeps={})
-    try:
+    with os_errors("write the cluster sweep's results", out_dir):
         for model in models:
             outcome = outcomes[model]
             sweep = ModelSweep(model, outcome)
@@ -459,13 +460,9 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
         pending = _plan_write_backs(repo, bases, result, settings)
         result.written = {m: str(write.planned.config_path) for m, write in pending.items()}
         _write_reports(result, out_dir)
-    except OSError as exc:
-        raise path_error(exc, "write the cluster sweep's results", exc.filename or out_dir) from exc
     for model, write in pending.items():  # last: a failure above leaves the repository untouched
-        try:
+        with os_errors("write the winner into the repository", repo):
             written = write.commit()
-        except OSError as exc:
-            raise path_error(exc, "write the winner into the repository", exc.filename or repo) from exc
         emit(ClusterEvent("written", model, f"{model}: winner written to {written.config_path}"
                           + (f" (previous kept as {written.backup_path})" if written.backup_path else "")))
     return result

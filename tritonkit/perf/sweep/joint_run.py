@@ -21,21 +21,15 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import path_error
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import TIE_TOLERANCE, reuse_or_reject
 from tritonkit.perf.sweep.report import remote_lines
-from tritonkit.perf.sweep.result import (
-    Exit,
-    SweepEvent,
-    SweepResult,
-    margins_text,
-    required_text,
-)
+from tritonkit.perf.sweep.result import Exit, SweepEvent, SweepResult, margins_text, required_text
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
+from tritonkit.perf.sweep.runner import _os_errors as os_errors
 from tritonkit.perf.sweep.search import ties_with
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
@@ -374,25 +368,17 @@ def run_joint_sweep(
         load_args = quick_load_args(repo_path, bases)
         if load_args:
             say(f"{AUTO_COMPLETE_OFF} (every swept model)")
-        try:
-            server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
-                                                      log_path=out_dir / "tritonserver.log", extra_args=load_args,
-                                                      server_bin=settings.server_bin,
-                                                      backend_dir=settings.backend_dir))
-            plan = settings.ladder_plan()
-            SweepStore(out_dir).begin(joint_record(bases, shares, slas, settings))
-            meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
-                               plan=plan, settings=settings, folder=out_dir, say=say)
-            found = search_jointly(meter, repo_path, bases, grids, emit, swept_alone=swept_alone)
-        except OSError as exc:
-            raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
-        result = found.result(meter, started)
+        stack.enter_context(os_errors("write the joint sweep's results", out_dir))
+        server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
+                                                  log_path=out_dir / "tritonserver.log", extra_args=load_args,
+                                                  server_bin=settings.server_bin, backend_dir=settings.backend_dir))
+        SweepStore(out_dir).begin(joint_record(bases, shares, slas, settings))
+        meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
+                           plan=settings.ladder_plan(), settings=settings, folder=out_dir, say=say)
+        result = search_jointly(meter, repo_path, bases, grids, emit, swept_alone=swept_alone).result(meter, started)
         pending = plan_joint_write_backs(repo_path, bases, result) if settings.write_back else {}
-        try:
-            result.report_path = write_joint_report(out_dir, result.render_markdown(),
-                                                    json.dumps(result.to_dict(), indent=2, default=str) + "\n")
-            for write in pending.values():  # last: a failure above leaves the repository untouched
-                write.commit()
-        except OSError as exc:
-            raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
+        result.report_path = write_joint_report(out_dir, result.render_markdown(),
+                                                json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+        for write in pending.values():  # last: a failure above leaves the repository untouched
+            write.commit()
     return result
