@@ -119,7 +119,7 @@ class SweepPrinter:
             click.echo(f"written: {result.write_back.config_path}")
             click.echo(f"previous config kept: {result.write_back.backup_path}")
             click.echo(f"restore it with: {result.write_back.restore_command}")
-        else:
+        elif result.repo is not None:  # a sweep by URL writes no repository: its summary says what it left
             click.echo(f"the repository holds {result.holds()}")
         click.echo(f"report: {result.report_path} (plot {result.plot_path}); "
                    f"{result.counts()['measured']} measured, {result.counts()['pruned']} pruned, "
