@@ -26,7 +26,7 @@ from tritonkit.demo import (
     DEFAULT_DEMO_SLA,
     run_demo,
 )
-from tritonkit.perf.sweep import EXIT_UNMEASURED, parse_instances, parse_windows
+from tritonkit.perf.sweep import Exit, parse_instances, parse_windows
 
 
 @click.command("demo")
@@ -76,7 +76,7 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
     except KeyboardInterrupt:
         click.echo("interrupted: the server and perf_analyzer are stopped; finished variants are kept under "
                    f"{results_root}", err=True)
-        raise CommandExit(EXIT_UNMEASURED) from None
+        raise CommandExit(Exit.UNMEASURED) from None
     if as_json:
         echo_json(result.to_dict())
         raise CommandExit(result.exit_code)
@@ -84,9 +84,10 @@ def demo(repo: Path, results_root: Path, sla_text: str, concurrency: str, instan
     verdict = result.status
     tuned = shlex.quote(str(result.tuned_repository))
     if printer.lines:
-        click.echo(f"verdict status={verdict} tuned_repository={tuned}")
+        click.echo(f"verdict status={verdict} tuned_repository={tuned} holds={shlex.quote(result.sweep.holds())}")
     else:
-        click.echo(f"verdict: {verdict} — the tuned repository is {tuned} (serve it: tritonkit serve {tuned})")
+        click.echo(f"verdict: {verdict} — the tuned repository is {tuned}, holding {result.sweep.holds()} "
+                   f"(serve it: tritonkit serve {tuned})")
     raise CommandExit(result.exit_code)
 
 

@@ -17,6 +17,7 @@ import click
 
 from tritonkit._values import CLIENT_NODES
 from tritonkit.cli._common import CommandExit, Words, echo_json, number, sigterm_as_interrupt
+from tritonkit.perf.judge.verdict import Exit
 
 __all__ = ["ClusterPrinter", "cluster_load_tests", "cluster_run_options", "cluster_settings", "cluster_sweep_options",
            "reject_cluster_options", "run_cluster_sweep_command"]
@@ -139,7 +140,7 @@ def run_cluster_sweep_command(repo: Path, models: tuple[str, ...], settings: Any
     except KeyboardInterrupt:
         click.echo(f"interrupted: every remote server and perf_analyzer was stopped; what came back is kept in "
                    f"{folder}", err=True)
-        raise CommandExit(2) from None
+        raise CommandExit(Exit.UNMEASURED) from None
     if as_json:
         echo_json(result.to_dict())
     elif printer.lines:

@@ -41,7 +41,7 @@ from tritonkit.cli.sweep_engine import engine_sweep_options
 from tritonkit.cli.sweep_remote import remote_sweep_options, run_remote_command, split_names
 from tritonkit.perf import PerfSpec, load_sla
 from tritonkit.perf.sweep import (
-    EXIT_UNMEASURED,
+    Exit,
     JointResult,
     SweepEvent,
     SweepGrid,
@@ -119,8 +119,8 @@ class SweepPrinter:
             click.echo(f"written: {result.write_back.config_path}")
             click.echo(f"previous config kept: {result.write_back.backup_path}")
             click.echo(f"restore it with: {result.write_back.restore_command}")
-        elif result.write_back is not None:
-            click.echo(f"{result.write_back.config_path} already holds the winner; nothing written")
+        elif result.repo is not None:  # a sweep by URL writes no repository: its summary says what it left
+            click.echo(f"the repository holds {result.holds()}")
         click.echo(f"report: {result.report_path} (plot {result.plot_path}); "
                    f"{result.counts()['measured']} measured, {result.counts()['pruned']} pruned, "
                    f"{result.counts()['skipped']} skipped, "
@@ -330,6 +330,6 @@ def _run_local(repo: Path, models: tuple[str, ...], settings: SweepSettings, pri
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished variants are kept in {folder}; run the same command with "
                    f"--out {shlex.quote(str(folder))} to resume", err=True)
-        raise CommandExit(EXIT_UNMEASURED) from None
+        raise CommandExit(Exit.UNMEASURED) from None
     printer.result(result)
     raise CommandExit(result.exit_code)

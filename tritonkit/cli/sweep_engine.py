@@ -20,6 +20,7 @@ import click
 
 from tritonkit._values import REQUESTS, SECONDS
 from tritonkit.cli._common import CommandExit, UserPath, Words, echo_json, number, sigterm_as_interrupt
+from tritonkit.perf.judge.verdict import Exit
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.folders import run_folder
 
@@ -157,7 +158,7 @@ def run_engine_command(kwargs: dict[str, Any], engine: dict[str, Any]) -> None:
     except KeyboardInterrupt:
         click.echo(f"interrupted: measured variants are kept in {out}; run the same command with "
                    f"--out {shlex.quote(str(out))} to resume", err=True)
-        raise CommandExit(2) from None
+        raise CommandExit(Exit.UNMEASURED) from None
     if kwargs["as_json"]:
         echo_json(result.to_dict())
     else:

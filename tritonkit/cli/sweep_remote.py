@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from tritonkit.cli._common import HOST_PORT, CommandExit, UserPath, Words, check_model_name, echo_json
-from tritonkit.perf.sweep import EXIT_UNMEASURED, JointResult, SweepEvent, SweepResult, SweepSettings
+from tritonkit.perf.sweep import Exit, JointResult, SweepEvent, SweepResult, SweepSettings
 
 __all__ = ["remote_sweep_options", "run_remote_command", "split_names"]
 
@@ -168,7 +168,7 @@ def run_remote_command(models: tuple[str, ...], settings: SweepSettings, remote:
             where = shlex.quote(str(folder)) if folder is not None else "DIR"
             click.echo(f"interrupted: the served config was put back unless said otherwise above; finished "
                        f"variants are kept in {where}; run the same command with --out {where} to resume", err=True)
-            raise CommandExit(EXIT_UNMEASURED) from None
+            raise CommandExit(Exit.UNMEASURED) from None
     _print_remote(result, printer)
     raise CommandExit(result.exit_code)
 

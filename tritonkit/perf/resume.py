@@ -2,7 +2,8 @@
 
 A folder is resumed only when the earlier run measured under the same specification: the same
 model, load mode and levels, batch size, input data and shapes, measurement window and trials,
-and SLA and (with a request rate) rate tolerance (they decide where the ladder stops). Steps measured under other settings would be
+and SLA, (with a request rate) rate tolerance, GPU memory cap and headroom (they decide where
+the ladder stops). Steps measured under other settings would be
 mixed into one ``result.json`` whose metadata describes only one of them, so any difference is
 refused with the fields that differ. The server's address may change (a restarted server often
 gets other ports).
@@ -51,6 +52,9 @@ def run_settings(spec: PerfSpec, plan: LadderPlan, sla: SLA | None,
         "sla": None if sla is None else str(sla),
         # Only an open loop is judged on the rate it carried; a run stored before this key resumes.
         "rate_tolerance": (judging or JudgeSettings()).rate_tolerance if open_loop and sla is not None else None,
+        # Where the ladder stops on a broken SLA depends on them too (a run stored before them resumes).
+        "max_gpu_memory_mb": (judging or JudgeSettings()).max_gpu_memory_mb if sla is not None else None,
+        "headroom": (judging or JudgeSettings()).headroom if sla is not None else None,
     }
 
 

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.ray_cluster import LocalRayCluster, load_processes
+from tests.support.sweep_contract import check_contract
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.repository import read_config
@@ -72,6 +73,9 @@ def test_models_swept_separately_run_on_both_nodes_each_named_and_each_winner_wr
     assert nodes["a"][:8] in report and nodes["b"][:8] in report and "## Written back" in report
     assert "different hardware" not in report  # one machine: the same hardware on both nodes
     assert not load_processes(str(ray_cluster.root)), "a remote server or perf_analyzer outlived its sweep"
+    check_contract("cluster-separately/--json", data, "sweeps.a")
+    check_contract("cluster-separately/cluster.json", json.loads((out / "cluster.json").read_text()))
+    check_contract("cluster-separately/sweep.json", json.loads((out / "a" / "sweep.json").read_text()), "node")
 
 
 def test_co_located_models_are_swept_alone_on_the_nodes_then_together_on_one(
@@ -97,6 +101,9 @@ def test_co_located_models_are_swept_alone_on_the_nodes_then_together_on_one(
     for name in ("a", "b"):
         assert read_config(repo / name / "config.pbtxt").instance_group[0].count == winner[name]["instances"]
     assert "Joint phase on node" in (out / "cluster.md").read_text()
+    check_contract("cluster-joint/--json", data, "joint", "sweeps.a")
+    check_contract("cluster-joint/joint.json", joint)
+    check_contract("cluster-joint/cluster.json", json.loads((out / "cluster.json").read_text()))
 
 
 def test_a_model_folder_every_node_sees_is_read_there_instead_of_sent(

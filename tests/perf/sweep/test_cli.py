@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from tests.support.processes import pid_alive
 from tests.support.signals import default_sigint
+from tests.support.sweep_contract import check_contract
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.perf.sweep import SweepStore
@@ -43,6 +44,10 @@ def test_json_names_the_winner_and_exit_zero_when_a_config_meets_the_sla(tmp_pat
     assert data["ratio_to_default"] > 1.0 and data["write_back"] is None
     assert Path(data["report"]).is_file() and Path(data["plot"]).is_file()
     assert json.loads((tmp_path / "out" / "sweep.json").read_text())["winner"]["id"] == "i2-b4-w0"
+    check_contract("local/--json", data, "counts", "variants.0")
+    check_contract("local/sweep.json", json.loads((tmp_path / "out" / "sweep.json").read_text()), "settings")
+    for path in (tmp_path / "out" / "variants").glob("*/outcome.json"):
+        check_contract("local/outcome.json", json.loads(path.read_text()), "variant")
 
 
 def test_exit_one_when_no_config_meets_the_sla_and_the_repository_is_untouched(tmp_path: Path) -> None:
@@ -54,6 +59,7 @@ def test_exit_one_when_no_config_meets_the_sla_and_the_repository_is_untouched(t
     ])
     assert result.exit_code == 1, result.output
     assert "sweep_result exit_code=1 winner=none" in result.output  # piped: key=value lines
+    assert json.loads((tmp_path / "out" / "sweep.json").read_text())["exit_code"] == 1
     assert (tmp_path / "repo" / "cli_sleepy" / "config.pbtxt").read_bytes() == before
 
 
@@ -65,6 +71,24 @@ def test_exit_two_when_nothing_could_be_measured(tmp_path: Path) -> None:
     ])
     assert result.exit_code == 2, result.output
     assert "sweep_load_failed variant=default" in result.output
+    assert json.loads((tmp_path / "out" / "sweep.json").read_text())["exit_code"] == 2
+
+
+def test_a_rerun_under_another_rate_tolerance_does_not_reuse_the_outcomes_judged_under_the_old_one(
+        tmp_path: Path) -> None:
+    write_sleepy(tmp_path / "repo", "cli_sleepy")
+    args = ["perf", "sweep", str(tmp_path / "repo"), "cli_sleepy", "--sla", "p99<=200ms", "--request-rate", "20,40",
+            "--window-ms", "300", "--warmup-s", "0.3", "--out", str(tmp_path / "out"), "--no-write-back", "--json"]
+    first = CliRunner().invoke(main, [*args, "--rate-tolerance", "5"])
+    assert first.exit_code == 0, first.output
+    stored = {p: p.read_bytes() for p in (tmp_path / "out" / "variants").glob("*/outcome.json")}
+    assert stored
+    again = CliRunner().invoke(main, [*args, "--rate-tolerance", "40"])
+    # Judged under 5 %, the steps would be reused as if judged under 40 %: the folder is refused instead.
+    assert again.exit_code == 2 and "different rate_tolerance; its results cannot be reused" in again.output, again.output
+    assert {p: p.read_bytes() for p in stored} == stored
+    same = json.loads(CliRunner().invoke(main, [*args, "--rate-tolerance", "5"]).output)
+    assert same["resumed"] == [v["variant"]["id"] for v in same["variants"]]  # unchanged: everything reused
 
 
 def test_a_bad_grid_value_is_one_error_line_before_any_server_starts(tmp_path: Path) -> None:

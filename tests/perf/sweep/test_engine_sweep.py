@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.support.sweep_contract import check_contract
 from tritonkit.cli import main
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.engine import ENGINE_TIES, EngineRecord, EngineSweepSettings, ReadyEngine, _Sweep
@@ -206,6 +207,9 @@ def test_the_knob_that_batches_more_wins_a_failed_start_is_recorded_and_a_rerun_
     assert winner["figures"]["4"]["itl_p99"] < 60 and winner["outcome"]["confirmations"]
     report = (out / "report.md").read_text()
     assert "**seqs=4** (winner)" in report and f"**{answer['ratio_to_default']:.2f}×**" in report
+    check_contract("engine/--json", answer)
+    check_contract("engine/sweep.json", saved, "variants.0", "variants.0.outcome")
+    check_contract("engine/outcome.json", json.loads((out / "variants" / "seqs=4" / "outcome.json").read_text()))
     again = json.loads(_sweep(*args).output)  # the same sweep into the same folder: measured variants reused
     assert again["winner"] == "seqs=4" and again["reused"] == ["default", "seqs=4"]
     assert again["wall_s"] < answer["wall_s"] / 2

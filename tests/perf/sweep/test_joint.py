@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.sweep_contract import check_contract
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.repository import read_config
@@ -49,6 +50,12 @@ def test_two_models_are_swept_under_their_joint_load_and_both_winners_written_ba
     points = data["winner"]["best"]["points"]
     assert data["headroom"] == {name: points[name]["headroom"] for name in ("a", "b")}
     assert all(0 <= m <= 1 for terms in data["headroom"].values() for m in terms.values())
+    check_contract("joint/--json", data, "winner", "defaults", "alone.a")
+    check_contract("joint/joint.json", json.loads((out / "joint.json").read_text()))
+    check_contract("joint/sweep.json", json.loads((out / "sweep.json").read_text()), "settings")
+    check_contract("joint/alone/sweep.json", json.loads((out / "alone-a" / "sweep.json").read_text()), "settings")
+    for path in (out / "joint").glob("*/outcome.json"):
+        check_contract("joint/outcome.json", json.loads(path.read_text()), "steps.0")
     report = (out / "joint.md").read_text()
     assert "headroom a p99<=80ms" in report and "; b p99<=80ms" in report
     assert "| every model's default |" in report and "| the alone winners together" in report and "★" in report

@@ -28,6 +28,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tests.support.processes import cmdlines
 from tests.support.remote_server import RemoteFixture
 from tests.support.signals import default_sigint
+from tests.support.sweep_contract import check_contract
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.errors import TritonKitError
@@ -122,6 +123,9 @@ def test_a_sweep_by_url_starts_from_the_served_config_and_puts_it_back(remote: R
     assert f"count: {data['winner']['instances']}" in winner.read_text()
     report = (tmp_path / "out" / "report.md").read_text()
     assert "not started by tritonkit" in report and "loaded back after the sweep" in report
+    check_contract("url/--json", data, "remote", "server")
+    check_contract("url/sweep.json", json.loads((tmp_path / "out" / "sweep.json").read_text()), "settings")
+    check_contract("url/journal.json", json.loads((tmp_path / "out" / "journal.json").read_text()))
 
 
 def test_apply_leaves_the_winner_loaded_and_restore_puts_the_served_config_back(remote: RemoteFixture,

@@ -25,6 +25,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tests.support.processes import cmdlines
 from tests.support.remote_server import RemoteFixture
 from tests.support.signals import default_sigint
+from tests.support.sweep_contract import check_contract
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.errors import TritonKitError
@@ -113,6 +114,9 @@ def test_a_joint_sweep_by_url_writes_both_winners_and_puts_both_back(remote: Rem
     report = (out / "joint.md").read_text()
     assert "not started by tritonkit" in report and "still loaded with their served config, and idle" in report
     assert json.loads((out / "joint.json").read_text())["remote"]["winner_configs"] == data["remote"]["winner_configs"]
+    check_contract("url-joint/--json", data, "remote", "server")
+    check_contract("url-joint/joint.json", json.loads((out / "joint.json").read_text()))
+    check_contract("url-joint/journal.json", json.loads((out / "journal.json").read_text()))
 
 
 def test_a_killed_joint_sweep_leaves_its_journal_and_restore_puts_both_back(remote: RemoteFixture,

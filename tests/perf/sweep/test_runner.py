@@ -141,9 +141,10 @@ def test_a_rerun_into_the_same_folder_measures_nothing_again(searched: Searched)
     assert not [e for e in events if e.kind in ("start", "confirm")], [e.message for e in events]
     assert set(again.resumed) == {o.variant.id for o in again.search.outcomes}
     assert {p: p.stat().st_mtime_ns for p in files} == files
-    # The written-back winner is now the model's own config: nothing more to write.
+    # The written-back winner is now the model's own config, the config served: the commit rule
+    # writes nothing, and says the repository holds it as it was.
     assert again.search.winner is not None and again.search.winner.variant.knobs_id == BEST
-    assert again.write_back is not None and again.write_back.backup_path is None
+    assert again.write_back is None and not again.commits and "config served is in the winner's tie" in again.holds()
     assert first.search.winner is not None
 
 

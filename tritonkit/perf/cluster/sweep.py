@@ -64,7 +64,8 @@ from tritonkit.perf.cluster.transfer import pack_folders, replace_folder, unpack
 from tritonkit.perf.sweep.joint import joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_run import JointResult, grids_of, plan_joint_write_backs, read_bases
 from tritonkit.perf.sweep.report import write_sweep_report
-from tritonkit.perf.sweep.result import EXIT_UNMEASURED, SweepResult
+from tritonkit.perf.sweep.result import Exit, SweepResult
+from tritonkit.perf.sweep.runner import _os_errors as os_errors
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import apply_variant
@@ -143,7 +144,7 @@ class ModelSweep:
         return {"model": self.model, "node": self.node.to_dict() if self.node else None,
                 "attempts": [a.to_dict() for a in self.outcome.attempts],
                 "error": str(self.outcome.error) if self.outcome.error else None,
-                "exit_code": self.result.exit_code if self.result else EXIT_UNMEASURED,
+                "exit_code": self.result.exit_code if self.result else Exit.UNMEASURED,
                 "headline": self.result.headline() if self.result else None,
                 "folder": str(self.result.out_dir) if self.result else None}
 
@@ -176,11 +177,11 @@ class ClusterSweepResult:
         """As a local sweep's: 0 every model (or the joint configuration) has a winner, 1 some model
         none meets the SLA, 2 something could not be measured."""
         if self.failed:
-            return EXIT_UNMEASURED
+            return Exit.UNMEASURED
         if not self.separately and self.joint is not None:
             return self.joint.exit_code
         codes = [s.result.exit_code for s in self.sweeps.values() if s.result is not None]
-        return max(codes, default=EXIT_UNMEASURED)
+        return max(codes, default=Exit.UNMEASURED)
 
     def losses(self) -> list[str]:
         """Every node lost mid-sweep, in words, with what was done about it."""
@@ -431,7 +432,7 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
     outcomes = dispatcher.wait_all()
     result = ClusterSweepResult(address=cluster.address, models=models, out_dir=out_dir,
                                 separately=not co_located, sweeps={})
-    try:
+    with os_errors("write the cluster sweep's results", out_dir):
         for model in models:
             outcome = outcomes[model]
             sweep = ModelSweep(model, outcome)
@@ -459,13 +460,9 @@ def _sweep_on(ray: Any, repo: Path, models: list[str], bases: Mapping[str, mc.Mo
         pending = _plan_write_backs(repo, bases, result, settings)
         result.written = {m: str(write.planned.config_path) for m, write in pending.items()}
         _write_reports(result, out_dir)
-    except OSError as exc:
-        raise path_error(exc, "write the cluster sweep's results", exc.filename or out_dir) from exc
     for model, write in pending.items():  # last: a failure above leaves the repository untouched
-        try:
+        with os_errors("write the winner into the repository", repo):
             written = write.commit()
-        except OSError as exc:
-            raise path_error(exc, "write the winner into the repository", exc.filename or repo) from exc
         emit(ClusterEvent("written", model, f"{model}: winner written to {written.config_path}"
                           + (f" (previous kept as {written.backup_path})" if written.backup_path else "")))
     return result
@@ -483,7 +480,7 @@ def _plan_write_backs(repo: Path, bases: Mapping[str, mc.ModelConfig], result: C
     planned: dict[str, PendingWriteBack] = {}
     for model, sweep in result.sweeps.items():
         one = sweep.result
-        if one is not None and one.search.winner is not None and not one.failed:
+        if one is not None and one.search.winner is not None and one.commits:
             planned[model] = plan_write_back(repo, model, apply_variant(bases[model], one.search.winner.variant))
             one.write_back = planned[model].planned
     return planned

@@ -122,6 +122,13 @@ class JudgeSettings:
             return None
         return f"GPU memory {gpu_memory_mb:,.0f} MiB above {cap:g} MiB"
 
+    def fingerprint(self, *, open_loop: bool = True) -> dict[str, Any]:
+        """The criteria that change a verdict, for a resume record: each only when set away from its
+        default, so a record written before it was kept still matches a run at the default (the rate
+        tolerance only for an open loop: a closed one is offered no rate)."""
+        found = {k: v for k, v in self.to_dict().items() if v != getattr(JudgeSettings, k)}
+        return {k: v for k, v in found.items() if open_loop or k != "rate_tolerance"}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (kept with a verdict; read back by :meth:`from_dict`)."""
         return {"rate_tolerance": self.rate_tolerance, "max_gpu_memory_mb": self.max_gpu_memory_mb,

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any, Literal
 
 from tritonkit._records import record_dict
@@ -54,6 +55,7 @@ from tritonkit.perf.measure.result import PerfResult, StepResult
 
 __all__ = [
     "EXIT_NOISE",
+    "Exit",
     "EXIT_PASS",
     "EXIT_SLA_MISSED",
     "EXIT_UNMEASURED",
@@ -71,14 +73,19 @@ __all__ = [
 #: Version of the dict :meth:`Verdict.to_dict` writes into ``result.json``.
 VERDICT_SCHEMA_VERSION = 1
 
-#: Exit status of ``tritonkit perf run`` when the SLA is met at some load.
-EXIT_PASS = 0
-#: Exit status when steps were measured and none met the SLA.
-EXIT_SLA_MISSED = 1
-#: Exit status when nothing could be measured (no step, or every step unstable / failed).
-EXIT_UNMEASURED = 2
-#: Exit status when no step clearly meets the SLA and some step is inside the noise of a bound.
-EXIT_NOISE = 3
+class Exit(IntEnum):
+    """The exit status of every perf command and sweep, one meaning each: ``OK`` the SLA is met (a
+    configuration meets it), ``SLA_MISSED`` measured and none meets it, ``UNMEASURED`` something
+    could not be measured (no step, every step unstable or failed, a variant not measured),
+    ``NOISE`` no step clearly meets the SLA and some step is inside the noise of a bound."""
+
+    OK = 0
+    SLA_MISSED = 1
+    UNMEASURED = 2
+    NOISE = 3
+
+
+EXIT_PASS, EXIT_SLA_MISSED, EXIT_UNMEASURED, EXIT_NOISE = Exit
 
 Status = Literal["pass", "fail", "noise", "unmeasured"]
 _STATUSES = ("pass", "fail", "noise", "unmeasured")

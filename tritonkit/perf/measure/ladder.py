@@ -50,7 +50,7 @@ from tritonkit.errors import PerfError, PerfTimeoutError, StepError, TritonKitEr
 from tritonkit.perf.measure.analyzer import PerfAnalyzer, output_files, utc_now
 from tritonkit.perf.measure.failures import Failure
 from tritonkit.perf.measure.metrics import host_cpu_count, host_cpu_model, read_server_hardware
-from tritonkit.perf.measure.plan import LadderPlan
+from tritonkit.perf.measure.plan import LadderPlan, Plateau
 from tritonkit.perf.measure.result import PerfResult, RunMetadata, ServedModelConfig, StepResult, WarmupInfo
 from tritonkit.perf.measure.runtime import ServedRuntime, served_runtime
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestRateRange
@@ -58,11 +58,8 @@ from tritonkit.perf.measure.target import check_target, served_model_config, ser
 from tritonkit.perf.measure.windows import ACCEPT_ANY_STABILITY_PERCENTAGE, settle
 
 __all__ = [
-    "WARMUP_NAME",
     "LadderCommand",
     "LadderResult",
-    "SlaCheck",
-    "StepObserver",
     "first_name",
     "is_warmup",
     "ladder_commands",
@@ -292,7 +289,7 @@ def run_ladder(
         if warmup is not None:
             _warm_up(climb, warmup)
         steps = [c for c in commands if c.recorded]
-        plateau = _Plateau(plan.plateau_gain)
+        plateau = plan.plateau()
         for index, planned in enumerate(steps, start=1):
             current = planned.level
             step = _measure(climb, planned, f"step {index}/{len(steps)}")
@@ -371,22 +368,6 @@ class _Climb:
             result.extra["error"] = str(error)
         self.save()
         return LadderResult(result, error)
-
-
-@dataclass
-class _Plateau:
-    """The best throughput so far, and how many steps in a row have not beaten it by ``gain``."""
-
-    gain: float | None
-    best: float = 0.0
-    flat: int = 0
-
-    def flat_after(self, throughput: float) -> int:
-        """Count one more step's ``throughput`` in; the steps in a row, this one included, that did not rise."""
-        risen = self.gain is None or self.best <= 0 or throughput >= self.best * (1.0 + self.gain)
-        self.flat = 0 if risen else self.flat + 1
-        self.best = max(self.best, throughput)
-        return self.flat
 
 
 def _warm_up(climb: _Climb, warmup: LadderCommand) -> None:
@@ -474,7 +455,7 @@ def _record(climb: _Climb, step: StepResult) -> LadderResult | None:
     return climb.finish(STOP_SERVER_LOST)
 
 
-def _stop_rule(climb: _Climb, step: StepResult, plateau: _Plateau, *, more_steps: bool) -> LadderResult | None:
+def _stop_rule(climb: _Climb, step: StepResult, plateau: Plateau, *, more_steps: bool) -> LadderResult | None:
     """The ladder's end after ``step`` when a stop rule says so: failed requests or SLA breaks enough
     times, a step left unmeasured, throughput that stopped rising; else ``None``, climb on."""
     plan, say, value, breaks = climb.plan, climb.say, step.load_value, climb.sla_breaks
@@ -499,7 +480,7 @@ def _stop_rule(climb: _Climb, step: StepResult, plateau: _Plateau, *, more_steps
         if not step.measured:
             return None  # its throughput came from windows perf_analyzer did not accept
     throughput, best = step.throughput_per_s or 0.0, plateau.best
-    if plateau.flat_after(throughput) >= plan.plateau_patience and more_steps:
+    if plateau.stops(throughput) and more_steps:
         say(f"  throughput stopped rising ({throughput:.1f} vs best {best:.1f} infer/s)")
         return climb.finish(STOP_PLATEAU)
     return None

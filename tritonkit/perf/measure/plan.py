@@ -27,7 +27,7 @@ from tritonkit._values import (
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.folders import run_folder
 
-__all__ = ["LadderPlan", "check_levels", "default_results_dir", "doubling_levels", "levels_from_text", "parse_levels"]
+__all__ = ["LadderPlan", "Plateau", "default_results_dir", "doubling_levels", "levels_from_text", "parse_levels"]
 
 #: How much longer each retry of an unstable step measures (a factor of at least 1).
 _RETRY_FACTOR = Bounds(integer=False, low=1, high=100, example="2")
@@ -48,6 +48,25 @@ def doubling_levels(start: float, maximum: float) -> list[float]:
         value *= 2
     levels.append(maximum)
     return levels
+
+
+@dataclass
+class Plateau:
+    """The plateau rule of a ladder, read from its plan (:meth:`LadderPlan.plateau`): the best
+    throughput so far, and how many steps in a row have not beaten it by ``gain``; the ladder stops
+    at ``patience`` such steps. Every ladder (``perf run``'s, the sweeps', the joint sweep's) asks it."""
+
+    gain: float | None
+    patience: int = 1
+    best: float = 0.0
+    flat: int = 0
+
+    def stops(self, throughput: float) -> bool:
+        """Count one more step's ``throughput`` in; whether the ladder stops there."""
+        risen = self.gain is None or self.best <= 0 or throughput >= self.best * (1.0 + self.gain)
+        self.flat = 0 if risen else self.flat + 1
+        self.best = max(self.best, throughput)
+        return self.flat >= self.patience
 
 
 @dataclass(frozen=True)
@@ -123,6 +142,10 @@ class LadderPlan:
             request_distribution=distribution,
             total_timeout_s=total_timeout_s,
         )
+
+    def plateau(self) -> Plateau:
+        """A fresh tracker of this plan's plateau rule (``plateau_gain``, ``plateau_patience``)."""
+        return Plateau(self.plateau_gain, self.plateau_patience)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` for a plan no ladder can climb (run at construction too)."""

@@ -29,7 +29,7 @@ from tritonkit.perf.sweep.live import LiveModel, config_json, mean_exec_us
 from tritonkit.perf.sweep.model import ModelSettings, PerfModel, Prediction, fit_model
 from tritonkit.perf.sweep.outcome import StepPoint, StoredResultError, VariantOutcome
 from tritonkit.perf.sweep.report import render_sweep_markdown, render_sweep_plot, write_sweep_report
-from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
+from tritonkit.perf.sweep.result import Exit, SweepEvent, SweepOutcome, SweepResult
 from tritonkit.perf.sweep.runner import run_sweep
 from tritonkit.perf.sweep.search import (
     Decision,
@@ -83,10 +83,9 @@ __all__ = [
     "parse_queue_sizes",
     "parse_queue_timeouts",
     "pinned_config",
-    "EXIT_NONE_MEETS",
-    "EXIT_OK",
-    "EXIT_UNMEASURED",
+    "Exit",
     "SweepEvent",
+    "SweepOutcome",
     "SweepGrid",
     "SweepResult",
     "SweepSettings",

@@ -38,6 +38,7 @@ from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.perf.resume import combine
 from tritonkit.perf.sweep.live import LiveModel, mean_exec_us
 from tritonkit.perf.sweep.outcome import (
+    NOISE_ALLOWANCE,
     STATUS_FAILED,
     STATUS_LOAD_FAILED,
     STATUS_MEASURED,
@@ -183,7 +184,7 @@ class VariantMeter:
     judging: JudgeSettings = field(default_factory=JudgeSettings)
     target: LiveModel | None = None
     target_config: mc.ModelConfig | None = None
-    noise_allowance: float = 0.10
+    noise_allowance: float = NOISE_ALLOWANCE
     composing: dict[str, mc.ModelConfig] = field(default_factory=dict)
     runtime: ServedRuntime | None = None
     load_generator: LoadGenerator | None = None

@@ -36,10 +36,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tritonkit._fs import atomic_write
+from tritonkit._fs import atomic_write, read_json
 from tritonkit._lock import FolderLock
-from tritonkit.errors import ServerError, StoredResultError, TritonKitError
+from tritonkit.errors import ConfigError, ServerError, StoredResultError, TritonKitError
 from tritonkit.perf import SLA, load_sla
+from tritonkit.perf.judge.verdict import Exit
 from tritonkit.perf.llm.engine import EngineProcess
 from tritonkit.perf.llm.judge import evaluate_llm
 from tritonkit.perf.llm.result import LLMResult
@@ -52,8 +53,6 @@ from tritonkit.server.ports import free_ports
 
 __all__ = ["ENGINE_TIES", "EngineEvent", "EngineRecord", "EngineSweepResult", "EngineSweepSettings",
            "ReadyEngine", "run_engine_sweep"]
-
-EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
 
 
 def _engine_tie_key(outcome: VariantOutcome) -> tuple[Any, ...]:
@@ -122,10 +121,10 @@ class EngineSweepResult:
     def exit_code(self) -> int:
         """0 a variant meets the SLA and every variant was measured; 1 none does; 2 a variant could not be measured."""
         if self.failed:
-            return EXIT_UNMEASURED
+            return Exit.UNMEASURED
         if self.search.winner is not None:
-            return EXIT_OK
-        return EXIT_NONE_MEETS if self.search.outcomes else EXIT_UNMEASURED
+            return Exit.OK
+        return Exit.SLA_MISSED if self.search.outcomes else Exit.UNMEASURED
 
     def headline(self) -> str:
         winner = self.search.winner
@@ -207,11 +206,11 @@ class _Sweep:
         if not path.exists():
             return None
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path, what="engine sweep result", hint="delete it to measure the variant again")
             if not isinstance(data, dict) or data.get("fingerprint") != self.settings.fingerprint():
                 return None
             record = EngineRecord.from_dict(data, str(path))
-        except (ValueError, StoredResultError) as exc:
+        except (ConfigError, ValueError, StoredResultError) as exc:
             self.say(EngineEvent("note", variant.id, f"  {path} cannot be read ({exc}); measuring it again"))
             return None
         return record if record.outcome.status == STATUS_MEASURED else None

@@ -14,7 +14,7 @@ from tritonkit.errors import ConfigError, StoredResultError
 from tritonkit.perf import load_sla
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.sweep.engine_template import EngineKnob, EngineTemplate, EngineVariant, engine_grid
-from tritonkit.perf.sweep.outcome import VariantOutcome
+from tritonkit.perf.sweep.outcome import TIE_TOLERANCE, VariantOutcome
 
 __all__ = ["EngineRecord", "EngineSweepSettings"]
 
@@ -32,7 +32,7 @@ class EngineSweepSettings:
     llm: LLMSettings = field(default_factory=lambda: LLMSettings(protocol="openai", concurrency="1:8"))
     env: Mapping[str, str] = field(default_factory=dict)
     ready_timeout_s: float = 300.0
-    tie_tolerance: float = 0.05
+    tie_tolerance: float = TIE_TOLERANCE
     default_only: bool = False
 
     def __post_init__(self) -> None:

@@ -49,7 +49,7 @@ from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.variants import Variant, apply_variant
 from tritonkit.repository import model_folder, read_config
 
-__all__ = ["JointOutcome", "JointStep", "joint_concurrency", "joint_dir_name", "joint_load", "joint_shares"]
+__all__ = ["JointOutcome", "JointStep", "joint_dir_name", "joint_shares"]
 
 Say = Callable[[str], None]
 
@@ -289,8 +289,7 @@ class JointMeter:
                 self.measured[outcome.key()] = outcome
                 self.say(f"  {name}: {outcome.refused}")
                 return outcome
-            best = 0.0
-            flat = 0
+            plateau = self.plan.plateau()
             judging = self.settings.judging()
             for index, total in enumerate(self.plan.levels):
                 points, errors = self._judged_step(total, index == 0, run_dir, judging)
@@ -301,10 +300,8 @@ class JointMeter:
                 outcome.steps.append(step)
                 if not step.counts:
                     break  # once one model's SLA breaks, more load only breaks it harder
-                flat = flat + 1 if step.throughput_per_s < best * 1.05 else 0
-                best = max(best, step.throughput_per_s)
-                if flat >= 2:
-                    break
+                if plateau.stops(step.throughput_per_s):
+                    break  # the plan's plateau rule, as every ladder's
             for model in self.models:  # the server still serves what was measured
                 self.live(model).check()
         finally:

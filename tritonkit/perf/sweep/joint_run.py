@@ -21,23 +21,16 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonkit._fs import path_error
 from tritonkit.errors import ConfigError
 from tritonkit.perf.sweep.joint import JointMeter, JointOutcome, better, joint_shares, write_joint_report
 from tritonkit.perf.sweep.joint_store import JointStore
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
-from tritonkit.perf.sweep.outcome import reuse_or_reject
+from tritonkit.perf.sweep.outcome import TIE_TOLERANCE, reuse_or_reject
 from tritonkit.perf.sweep.report import remote_lines
-from tritonkit.perf.sweep.result import (
-    EXIT_NONE_MEETS,
-    EXIT_OK,
-    EXIT_UNMEASURED,
-    SweepEvent,
-    SweepResult,
-    margins_text,
-    required_text,
-)
+from tritonkit.perf.sweep.result import Exit, SweepEvent, SweepResult, margins_text, required_text
 from tritonkit.perf.sweep.runner import AUTO_COMPLETE_OFF, config_key, quick_load_args, search_on_server
+from tritonkit.perf.sweep.runner import _os_errors as os_errors
+from tritonkit.perf.sweep.search import ties_with
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
 from tritonkit.perf.sweep.variants import Variant, apply_variant
@@ -46,7 +39,8 @@ from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, model_folder, read_config
 from tritonkit.server import TritonServer
 
-__all__ = ["JointFound", "JointResult", "grids_of", "joint_record", "search_jointly", "plan_joint_write_backs", "read_bases", "run_joint_sweep", "sweep_alone"]
+__all__ = ["JointResult", "grids_of", "joint_record", "search_jointly", "plan_joint_write_backs", "read_bases",
+           "run_joint_sweep", "sweep_alone"]
 
 #: How many of a model's best alone variants the joint search tries (besides its default).
 CANDIDATES_PER_MODEL = 3
@@ -76,6 +70,19 @@ class JointResult:
     server_facts: dict[str, Any] | None = None
     remote: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    tie_tolerance: float = TIE_TOLERANCE
+
+    @property
+    def commits(self) -> bool:
+        """The commit rule of every sweep (:attr:`~tritonkit.perf.sweep.search.SearchResult.decided`)
+        for several models: a joint winner, nothing failed, and every model's default together (the
+        configs served) not in its tie."""
+        win, served = (self.winner.best() if self.winner else None), self.defaults.best()
+        if self.exit_code != Exit.OK or self.winner is None or win is None:
+            return False
+        if all(v.is_default for v in self.winner.variants.values()):
+            return False
+        return served is None or not ties_with(win.throughput_per_s, served.throughput_per_s, self.tie_tolerance)
 
     @property
     def headroom(self) -> dict[str, dict[str, float]]:
@@ -101,10 +108,10 @@ class JointResult:
     def exit_code(self) -> int:
         """0 a joint configuration meets every SLA (and nothing failed), 1 none does, 2 could not measure."""
         if self.failed or any(r.failed for r in self.alone.values()):
-            return EXIT_UNMEASURED
+            return Exit.UNMEASURED
         if self.winner is not None and self.winner.best() is not None:
-            return EXIT_OK
-        return EXIT_NONE_MEETS if any(o.steps for o in self.tried) else EXIT_UNMEASURED
+            return Exit.OK
+        return Exit.SLA_MISSED if any(o.steps for o in self.tried) else Exit.UNMEASURED
 
     def _ratio(self, other: JointOutcome | None) -> float | None:
         win = self.winner.best() if self.winner else None
@@ -230,9 +237,9 @@ def sweep_alone(repo_path: Path, model: str, base: mc.ModelConfig, grid: list[Va
 def plan_joint_write_backs(repo_path: Path, bases: Mapping[str, mc.ModelConfig],
                            result: JointResult) -> dict[str, PendingWriteBack]:
     """Each model's winner to write back, planned (``result.write_backs`` filled in); none unless the
-    joint sweep found a winner and measured everything it tried."""
+    commit rule holds (:attr:`JointResult.commits`)."""
     pending: dict[str, PendingWriteBack] = {}
-    if result.exit_code == EXIT_OK and result.winner is not None:
+    if result.commits and result.winner is not None:
         for model, variant in result.winner.variants.items():
             pending[model] = plan_write_back(repo_path, model, apply_variant(bases[model], variant))
             result.write_backs[model] = pending[model].planned
@@ -279,16 +286,15 @@ class JointFound:
                            winner=self.winner if self.winner.best() else None, tried=list(meter.measured.values()),
                            wall_s=time.monotonic() - started, resumed=self.resumed,
                            load_text=f"total {meter.plan.mode.replace('_', ' ')}",
-                           headroom_required=meter.settings.headroom)
+                           headroom_required=meter.settings.headroom, tie_tolerance=meter.settings.tie_tolerance)
 
 
 def joint_record(bases: Mapping[str, mc.ModelConfig], shares: Mapping[str, float], slas: Mapping[str, Any],
-                 plan: Any, **more: Any) -> dict[str, Any]:
-    """The settings a joint sweep's results depend on (``sweep.json``; a re-run must match them)."""
+                 settings: SweepSettings, **more: Any) -> dict[str, Any]:
+    """The settings a joint sweep's results depend on (``sweep.json``; a re-run must match them):
+    the models, shares, SLAs and configs, then the one fingerprint (:meth:`SweepSettings.record`)."""
     return {"models": list(bases), "shares": dict(shares), "slas": {m: str(sla) for m, sla in slas.items()},
-            "configs": {m: config_key(base) for m, base in bases.items()}, **more, "mode": plan.mode,
-            "levels": list(plan.levels), "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s,
-            "max_trials": plan.max_trials}
+            "configs": {m: config_key(base) for m, base in bases.items()}, **more, **settings.record()}
 
 
 def search_jointly(meter: JointMeter, repo_path: Path, bases: Mapping[str, mc.ModelConfig],
@@ -362,25 +368,17 @@ def run_joint_sweep(
         load_args = quick_load_args(repo_path, bases)
         if load_args:
             say(f"{AUTO_COMPLETE_OFF} (every swept model)")
-        try:
-            server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
-                                                      log_path=out_dir / "tritonserver.log", extra_args=load_args,
-                                                      server_bin=settings.server_bin,
-                                                      backend_dir=settings.backend_dir))
-            plan = settings.ladder_plan()
-            SweepStore(out_dir).begin(joint_record(bases, shares, slas, plan))
-            meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
-                               plan=plan, settings=settings, folder=out_dir, say=say)
-            found = search_jointly(meter, repo_path, bases, grids, emit, swept_alone=swept_alone)
-        except OSError as exc:
-            raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
-        result = found.result(meter, started)
+        stack.enter_context(os_errors("write the joint sweep's results", out_dir))
+        server = stack.enter_context(TritonServer(repo_path, model_control="explicit",
+                                                  log_path=out_dir / "tritonserver.log", extra_args=load_args,
+                                                  server_bin=settings.server_bin, backend_dir=settings.backend_dir))
+        SweepStore(out_dir).begin(joint_record(bases, shares, slas, settings))
+        meter = JointMeter(server=server, repo=repo_path, models=models, shares=shares, slas=slas,
+                           plan=settings.ladder_plan(), settings=settings, folder=out_dir, say=say)
+        result = search_jointly(meter, repo_path, bases, grids, emit, swept_alone=swept_alone).result(meter, started)
         pending = plan_joint_write_backs(repo_path, bases, result) if settings.write_back else {}
-        try:
-            result.report_path = write_joint_report(out_dir, result.render_markdown(),
-                                                    json.dumps(result.to_dict(), indent=2, default=str) + "\n")
-            for write in pending.values():  # last: a failure above leaves the repository untouched
-                write.commit()
-        except OSError as exc:
-            raise path_error(exc, "write the joint sweep's results", exc.filename or out_dir) from exc
+        result.report_path = write_joint_report(out_dir, result.render_markdown(),
+                                                json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+        for write in pending.values():  # last: a failure above leaves the repository untouched
+            write.commit()
     return result

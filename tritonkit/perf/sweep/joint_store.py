@@ -27,7 +27,7 @@ from tritonkit.perf.sweep.joint import JointOutcome, JointStep, joint_dir_name
 from tritonkit.perf.sweep.outcome import StepPoint, StoredResultError, _list, _mapping, _number
 from tritonkit.perf.sweep.variants import Variant
 
-__all__ = ["JointStore", "joint_outcome_from_dict"]
+__all__ = ["JointStore"]
 
 OUTCOME_FILE = "outcome.json"
 _HINT = "delete the sweep folder (or pass another --out) to start afresh"

@@ -42,10 +42,11 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
+from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE
+from tritonkit.perf.sweep.outcome import NOISE_ALLOWANCE, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.variants import Variant
 
-__all__ = ["CostCurve", "ModelSettings", "PerfModel", "Prediction", "cheapest_costs", "fit_model", "knob_distance"]
+__all__ = ["ModelSettings", "PerfModel", "Prediction", "cheapest_costs", "fit_model", "knob_distance"]
 
 #: p99 over mean latency before any step was measured: a queue of equal requests has a p99 near
 #: the mean; batching and jitter stretch it (seen here up to ~2.5 on a shared machine).
@@ -63,8 +64,8 @@ class ModelSettings:
     p99_limit_ms: float | None = None
     cpu_cores: int = 1
     gpus: int = 0
-    noise_allowance: float = 0.10
-    rate_tolerance: float = 0.05
+    noise_allowance: float = NOISE_ALLOWANCE
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,20 @@ from tritonkit.errors import StoredResultError
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
-    "MAX_THROUGHPUT_PER_S",
-    "STATUSES",
     "STATUS_FAILED",
     "STATUS_LOAD_FAILED",
+    "NOISE_ALLOWANCE",
     "STATUS_MEASURED",
+    "TIE_TOLERANCE",
     "StepPoint",
     "StoredResultError",
     "VariantOutcome",
     "reuse_or_reject",
 ]
+
+#: The defaults every sweep reads, written once: throughputs within 5 % are a tie
+#: (``--tie-tolerance``), and the bounds that prune allow 10 % of noise.
+TIE_TOLERANCE, NOISE_ALLOWANCE = 0.05, 0.10
 
 STATUS_MEASURED = "measured"
 STATUS_LOAD_FAILED = "load_failed"

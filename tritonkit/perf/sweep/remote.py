@@ -287,9 +287,7 @@ def run_remote_sweep(server: RemoteServer, model: str, settings: SweepSettings, 
         store = SweepStore(out_dir)
         plan = settings.ladder_plan()
         store.begin({"model": model, "server": server.grpc_url, "config": config_key(base),
-                     "sla": str(settings.parsed_sla()), "mode": plan.mode, "levels": list(plan.levels),
-                     "step_window_ms": plan.step_window_ms, "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
-                     **({"headroom": settings.headroom} if settings.headroom else {}),
+                     "sla": str(settings.parsed_sla()), **settings.record(plan),
                      **({"composing_pins": pins_record(settings, model)} if composing else {})})
         with _load_generators(opts, server, say) as generator:  # a cluster is checked before anything is loaded
             journal = Journal.begin(out_dir, server, served)
@@ -325,7 +323,7 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
             sweep.warnings.append(traffic_warning(model, traffic))
         winner_path = _write_winner(store.root, model, sweep, base)
         winner = sweep.search.winner
-        if opts.apply and winner is not None and sweep.search.decided and not sweep.failed:
+        if opts.apply and winner is not None and sweep.commits:
             apply_configs(server, journal, {model: apply_variant(base, winner.variant)},
                           f"winner {winner.variant.id} loaded on purpose (--apply)")
             emit(SweepEvent("written", f"applied: {model} on {server.grpc_url} now serves the winner "

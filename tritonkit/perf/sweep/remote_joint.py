@@ -45,7 +45,7 @@ from tritonkit.perf.sweep.remote import (
     restored_after,
     traffic_warning,
 )
-from tritonkit.perf.sweep.result import EXIT_OK, SweepEvent
+from tritonkit.perf.sweep.result import SweepEvent
 from tritonkit.perf.sweep.runner import _os_errors
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
@@ -98,7 +98,7 @@ def run_remote_joint_sweep(server: RemoteServer, models: Sequence[str], settings
         grids = grids_of(bases, settings)
         facts = server.facts(models)
         plan = settings.ladder_plan()
-        SweepStore(out_dir).begin(joint_record(bases, shares, slas, plan, server=server.grpc_url))
+        SweepStore(out_dir).begin(joint_record(bases, shares, slas, settings, server=server.grpc_url))
         emit(SweepEvent("server", f"tritonserver {server.version()} on {server.grpc_url} (explicit model control, "
                         f"not started by tritonkit); {', '.join(models)} swept together, sweep folder {out_dir}"))
         journal = Journal.begin(out_dir, server, bases)
@@ -142,9 +142,9 @@ def _apply(server: RemoteServer, journal: Journal, winners: dict[str, mc.ModelCo
     """``apply``: leave every model's winner loaded (said), when the joint sweep decided one."""
     if not opts.apply:
         return
-    if result.exit_code != EXIT_OK or not winners:
-        _say(emit)("--apply: no joint winner to apply (none met every SLA, or a configuration failed): the served "
-                   "configs are put back")
+    if not result.commits or not winners:
+        _say(emit)("--apply: no joint winner to apply (none met every SLA, a configuration failed, or the served "
+                   "configs are in its tie): the served configs are put back")
         return
     apply_configs(server, journal, winners, "joint winner loaded on purpose (--apply)")
     emit(SweepEvent("written", f"applied: {', '.join(winners)} on {server.grpc_url} now serve the joint winner; "

@@ -12,7 +12,7 @@ from tritonkit.perf.sweep.outcome import STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.result import SweepResult
 from tritonkit.perf.sweep.search import pareto_front
 
-__all__ = ["PLOT_FILE", "REPORT_FILE", "remote_lines", "render_sweep_markdown", "render_sweep_plot", "variant_rows", "write_sweep_report"]
+__all__ = ["remote_lines", "render_sweep_markdown", "render_sweep_plot", "write_sweep_report"]
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "sweep.png"

@@ -7,17 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from tritonkit.perf.judge.verdict import Exit
 from tritonkit.perf.measure.runtime import ServedRuntime
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.search import SearchResult
 from tritonkit.perf.sweep.variants import Variant
 from tritonkit.perf.sweep.writeback import WriteBack
 
-__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepResult", "margins_text", "required_text"]
-
-EXIT_OK, EXIT_NONE_MEETS, EXIT_UNMEASURED = 0, 1, 2
+__all__ = ["Exit", "SweepEvent", "SweepOutcome", "SweepResult", "margins_text", "required_text"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +34,20 @@ class SweepEvent:
     left: int = 0
     eta_s: float | None = None
     data: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class SweepOutcome(Protocol):
+    """What every sweep returns — on one machine or by URL (:class:`SweepResult`), several models
+    together (``JointResult``), on a cluster (``ClusterSweepResult``), an engine's (``EngineSweepResult``):
+    its :class:`Exit` status, one sentence, and the JSON document ``--json`` prints."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def headline(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 def margins_text(margins: Mapping[str, float]) -> str:
@@ -99,16 +112,33 @@ class SweepResult:
         return [o for o in self.search.outcomes if o.status == STATUS_FAILED]
 
     @property
+    def commits(self) -> bool:
+        """The commit rule of every host and load source: the winner is written back (or applied)
+        when it is decided (:attr:`~tritonkit.perf.sweep.search.SearchResult.decided`: the config
+        served is not in its tie) and nothing failed."""
+        return self.search.decided and not self.failed
+
+    def holds(self) -> str:
+        """What the repository holds after the sweep, in words: the winner written, or its config as
+        it was and why (the commit rule, :attr:`commits`)."""
+        wb, winner = self.write_back, self.search.winner
+        if wb is not None and winner is not None:
+            return f"the winner {winner.variant.id}" + ("" if wb.backup_path is not None else " (it held it already)")
+        why = ("a variant could not be measured" if self.failed else "no variant meets the SLA" if winner is None
+               else "the config served is in the winner's tie" if not self.search.decided else "write-back was off")
+        return f"its config as it was ({why}; nothing written)"
+
+    @property
     def exit_code(self) -> int:
         """0 a variant meets the SLA and every variant tried was measured; 1 none does; 2 a variant
         could not be measured (the winner may be missing from the answer) or nothing could."""
         if self.failed:
-            return EXIT_UNMEASURED
+            return Exit.UNMEASURED
         if self.search.winner is not None:
-            return EXIT_OK
+            return Exit.OK
         if any(o.status == STATUS_MEASURED for o in self.search.outcomes):
-            return EXIT_NONE_MEETS
-        return EXIT_UNMEASURED
+            return Exit.SLA_MISSED
+        return Exit.UNMEASURED
 
     def time_breakdown(self) -> dict[str, float]:
         """Where the wall time went, in seconds: the server's start, then per phase summed over the

@@ -30,7 +30,7 @@ from tritonkit.perf.sweep.driver import LoadGenerator, VariantMeter
 from tritonkit.perf.sweep.live import LiveModel, ModelHost
 from tritonkit.perf.sweep.outcome import STATUS_FAILED, STATUS_LOAD_FAILED, STATUS_MEASURED, VariantOutcome
 from tritonkit.perf.sweep.report import write_sweep_report
-from tritonkit.perf.sweep.result import EXIT_NONE_MEETS, EXIT_OK, EXIT_UNMEASURED, SweepEvent, SweepResult
+from tritonkit.perf.sweep.result import SweepEvent, SweepResult
 from tritonkit.perf.sweep.search import SearchSettings, search
 from tritonkit.perf.sweep.settings import SweepGrid, SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
@@ -41,7 +41,7 @@ from tritonkit.repository import CONFIG_FILENAME, Hardware, model_folder, read_c
 from tritonkit.server import TritonServer, locate_server
 from tritonkit.triton_releases import client_shm_args
 
-__all__ = ["EXIT_NONE_MEETS", "EXIT_OK", "EXIT_UNMEASURED", "SweepEvent", "SweepGrid", "SweepResult",
+__all__ = ["SweepEvent", "SweepGrid", "SweepResult",
            "SweepSettings", "run_sweep"]
 
 
@@ -111,12 +111,8 @@ def run_sweep(
         for text in warnings:
             emit(SweepEvent("warning", text))
         store = SweepStore(out_dir)
-        store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed), "mode": plan.mode,
-                     "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
-                     "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
-                     # Only when set (each decides which steps meet the SLA): a folder of a sweep
-                     # without them resumes as it did.
-                     **({"headroom": settings.headroom} if settings.headroom else {}),
+        store.begin({"model": model, "target": settings.target, "config": config_key(base), "sla": str(parsed),
+                     **settings.record(plan),
                      **({"composing_pins": [str(p) for pins in settings.grid.composing_pins([model]).values()
                                             for p in pins]} if composing else {})})
         stopping: list[threading.Thread] = []
@@ -125,9 +121,8 @@ def run_sweep(
                                      target_config, stopping=stopping, composing=composing)
             sweep.warnings = warnings + sweep.warnings
             pending: PendingWriteBack | None = None
-            # A tie within the noise names its pick but changes nothing (SearchResult.decided).
             winner = sweep.search.winner
-            if settings.write_back and winner is not None and sweep.search.decided and not sweep.failed:
+            if settings.write_back and winner is not None and sweep.commits:
                 pending = plan_write_back(repo_path, model, apply_variant(base, winner.variant))
                 sweep.write_back = pending.planned
             sweep.wall_s = time.monotonic() - started

@@ -41,8 +41,13 @@ How the search decides:
 * **A tie within the noise.** After the re-measurements, the top must also clear the noise: a
   variant beyond the tie tolerance whose throughput interval still reaches the top's lower
   bound cannot be told from it. Those are tied too, the same rule picks among them, and the
-  answer says so (:attr:`WinnerChoice.noise_note`): such a winner is not written back.
-  :func:`choose_winner` is the one place this is decided.
+  answer says so (:attr:`WinnerChoice.noise_note`). :func:`choose_winner` is the one place this
+  is decided.
+* **The commit rule** (:attr:`SearchResult.decided`, the same for every host and load source):
+  the pick is written back (or applied) only when the config already served — the default — is
+  not in the tie. A tie that holds it changes nothing: the served config is as good as the pick
+  within the tolerance or the noise. A tie of variants that all beat it beyond the noise writes
+  the tie rule's pick.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from tritonkit.perf.sweep.model import ModelSettings, Prediction, cheapest_costs, fit_model, knob_distance
-from tritonkit.perf.sweep.outcome import StepPoint, VariantOutcome
+from tritonkit.perf.sweep.outcome import NOISE_ALLOWANCE, TIE_TOLERANCE, StepPoint, VariantOutcome
 from tritonkit.perf.sweep.variants import Variant
 
 __all__ = [
@@ -61,7 +66,6 @@ __all__ = [
     "SearchResult",
     "SearchSettings",
     "StepPoint",
-    "TRITON_TIES",
     "TieRule",
     "VariantOutcome",
     "WinnerChoice",
@@ -70,6 +74,7 @@ __all__ = [
     "interpolate_cost_us",
     "pareto_front",
     "search",
+    "ties_with",
     "throughput_bound_per_s",
     "useful_loads",
 ]
@@ -84,7 +89,7 @@ class SearchSettings(ModelSettings):
     ``confirm_top`` is the most variants re-measured per round."""
 
     exhaustive: bool = False
-    tie_tolerance: float = 0.05
+    tie_tolerance: float = TIE_TOLERANCE
     confirm_top: int = 3
     max_concurrency: float | None = None
 
@@ -132,9 +137,9 @@ class SearchResult:
 
     @property
     def decided(self) -> bool:
-        """True when the winner clears the others (by more than the noise, or by the tie rule
-        within the tie tolerance): only then is it written back."""
-        return self.winner is not None and not self.noise_note
+        """The commit rule: True when there is a winner and the config already served (the
+        default) is not in its tie: only then is it written back or applied."""
+        return self.winner is not None and not any(o.variant.is_default for o in self.tied)
 
     @property
     def default(self) -> VariantOutcome | None:
@@ -149,7 +154,7 @@ def _slots(variant: Variant) -> int:
 
 
 def throughput_bound_per_s(
-    variant: Variant, min_exec_us: float, *, max_concurrency: float | None = None, allowance: float = 0.10
+    variant: Variant, min_exec_us: float, *, max_concurrency: float | None = None, allowance: float = NOISE_ALLOWANCE
 ) -> float:
     """The most inferences per second ``variant`` could carry (see the module docstring)."""
     if min_exec_us <= 0:
@@ -276,7 +281,7 @@ class WinnerChoice:
     noise_note: str = ""
 
 
-def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.05,
+def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = TIE_TOLERANCE,
                   ties: TieRule = TRITON_TIES) -> WinnerChoice:
     """The winner by the rule in the module docstring: throughputs within ``tie_tolerance`` of the
     top are a tie, and so are those beyond it whose throughput interval reaches the top's lower
@@ -291,13 +296,24 @@ def choose_winner(outcomes: Iterable[VariantOutcome], tie_tolerance: float = 0.0
     tied = [(o, s) for o, s in scored if s.throughput_per_s >= top * (1.0 - tie_tolerance)]
     # Beyond the tolerance, but the top's lower bound is not above its upper one: not told apart.
     noisy = [(o, s) for o, s in scored if s.throughput_per_s < top * (1.0 - tie_tolerance)
-             and s.band_per_s[1] >= lead.band_per_s[0]]
+             and ties_with(top, s.throughput_per_s, tie_tolerance, lead.band_per_s, s.band_per_s)]
     pool = tied + noisy
     lowest_p99 = min(s.p99_ms for _, s in pool)
     calm = [o for o, s in pool if s.p99_ms <= lowest_p99 * (1.0 + tie_tolerance)]
     winner = min(calm, key=ties.key)
     others = sorted((o for o, _ in pool if o is not winner), key=lambda o: -(o.score() or StepPoint(0, 0, 0)).throughput_per_s)
-    return WinnerChoice(winner, [winner, *others], _noise_note(leader, lead, noisy, winner, ties) if noisy else "")
+    served = any(o.variant.is_default for o, _ in pool)
+    return WinnerChoice(winner, [winner, *others], _noise_note(leader, lead, noisy, winner, ties, served) if noisy else "")
+
+
+def ties_with(top_per_s: float, other_per_s: float, tolerance: float,
+              top_band: tuple[float, float] | None = None, other_band: tuple[float, float] | None = None) -> bool:
+    """Whether ``other`` cannot be told from the ``top``: within ``tolerance`` of it, or (with both
+    95 % intervals) its interval's top reaches the top's lower bound. The tie of :func:`choose_winner`
+    and of the commit rule, for one model or several."""
+    if other_per_s >= top_per_s * (1.0 - tolerance):
+        return True
+    return top_band is not None and other_band is not None and other_band[1] >= top_band[0]
 
 
 def _band_text(outcome: VariantOutcome, score: StepPoint) -> str:
@@ -306,18 +322,14 @@ def _band_text(outcome: VariantOutcome, score: StepPoint) -> str:
 
 
 def _noise_note(leader: VariantOutcome, lead: StepPoint, noisy: list[tuple[VariantOutcome, StepPoint]],
-                winner: VariantOutcome, ties: TieRule) -> str:
+                winner: VariantOutcome, ties: TieRule, served: bool) -> str:
     """The plain statement of a tie within the noise, with the figures, the pick and what to do."""
-    lowest = min(s.throughput_per_s for _, s in noisy)
-    # The tolerance, in whole percent, that makes this a tie by the rule and the pick final: above
-    # the gap by at least a whole percent less a hair, so float rounding cannot undo it.
-    gap = 1.0 - lowest / lead.throughput_per_s if lead.throughput_per_s > 0 else 1.0
-    accept = min(99, math.floor(100 * gap + 1e-6) + 1)
     return (f"the top is a tie within the noise: {_band_text(leader, lead)} cannot be told from "
             + ", ".join(_band_text(o, s) for o, s in noisy)
-            + f"; {winner.variant.id} is picked by the tie rule ({ties.words}) and not written back. To tell "
-            f"them apart, {ties.retry}; to accept the pick, re-run into the same --out with --tie-tolerance {accept} "
-            f"(what is stored there is reused)")
+            + f"; {winner.variant.id} is picked by the tie rule ({ties.words})"
+            + ("; the config served is in the tie, so it stays: nothing is written back or applied" if served
+               else "; the config served is not in the tie, so the pick stands (written back where the sweep writes)")
+            + f". To tell them apart, {ties.retry}")
 
 
 def pareto_front(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -38,6 +38,7 @@ from tritonkit.errors import ConfigError
 from tritonkit.perf import SLA, LadderPlan, PerfSpec, parse_sla
 from tritonkit.perf.judge.criteria import DEFAULT_RATE_TOLERANCE, JudgeSettings
 from tritonkit.perf.measure.folders import run_folder
+from tritonkit.perf.sweep.outcome import NOISE_ALLOWANCE, TIE_TOLERANCE
 from tritonkit.perf.sweep.variants import KNOB_PARSERS, Pin, Variant, parse_pin, variant_grid
 
 __all__ = ["SweepGrid", "SweepSettings"]
@@ -167,8 +168,8 @@ class SweepSettings:
     out: Path | None = None
     results_root: Path = Path("results")
     write_back: bool = True
-    tie_tolerance: float = bounded(0.05, TOLERANCE)
-    noise_allowance: float = bounded(0.10, TOLERANCE)
+    tie_tolerance: float = bounded(TIE_TOLERANCE, TOLERANCE)
+    noise_allowance: float = bounded(NOISE_ALLOWANCE, TOLERANCE)
     rate_tolerance: float = bounded(DEFAULT_RATE_TOLERANCE, TOLERANCE)
     max_gpu_memory_mb: float | None = bounded(None, POSITIVE)
     headroom: float = bounded(0.0, TOLERANCE)
@@ -203,6 +204,17 @@ class SweepSettings:
         """What a step must meet beyond the SLA, as the judge takes it (``ConfigError`` if out of range)."""
         return JudgeSettings(rate_tolerance=self.rate_tolerance, max_gpu_memory_mb=self.max_gpu_memory_mb,
                              headroom=self.headroom)
+
+    def record(self, plan: LadderPlan | None = None) -> dict[str, Any]:
+        """The one settings fingerprint every sweep's resume record holds (``sweep.json``
+        ``settings``), beside what names the models, SLAs and configs: the ladder each variant
+        climbs and every criterion that changes which steps meet the SLA
+        (:meth:`~tritonkit.perf.judge.criteria.JudgeSettings.fingerprint`: rate tolerance, GPU
+        memory cap, headroom). A folder recorded under other values is refused, never mixed."""
+        plan = plan or self.ladder_plan()
+        return {"mode": plan.mode, "levels": list(plan.levels), "step_window_ms": plan.step_window_ms,
+                "warmup_s": plan.warmup_s, "max_trials": plan.max_trials,
+                **self.judging().fingerprint(open_loop=plan.mode == "request_rate")}
 
     def parsed_sla(self, model: str | None = None) -> SLA:
         """The SLA (``model``'s own when ``model_slas`` has one) with ``errors==0`` added (a

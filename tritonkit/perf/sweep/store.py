@@ -13,8 +13,9 @@ A variant without ``outcome.json`` (never started, or interrupted), or whose out
 ``failed`` (a step did not complete), is measured again; one with it is read back, checked
 (:meth:`VariantOutcome.from_dict`), and reused. A corrupt one is moved to
 ``OUT/rejected/<id>.outcome.json`` and measured again. Results are only reused under the same
-settings: a changed SLA, load ladder, step window or model config makes the folder refuse to
-resume rather than mix measurements. While a sweep runs, :func:`sweep_locks` holds the folder
+settings (:meth:`~tritonkit.perf.sweep.settings.SweepSettings.record`): a changed SLA, load
+ladder, step window, model config, rate tolerance, GPU memory cap or headroom makes the folder
+refuse to resume rather than mix measurements. While a sweep runs, :func:`sweep_locks` holds the folder
 (and the model folders it may write): one home for the local, joint and cluster sweeps.
 """
 
