@@ -15,16 +15,15 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.other_client import OtherClient
 from tests.support.processes import cmdlines
 from tests.support.remote_server import RemoteFixture
 from tests.support.signals import default_sigint
@@ -258,42 +257,11 @@ def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remo
     assert data["counts"]["measured"] >= 1 and own_remote.served("sleepy") == before
 
 
-class _OtherClient:
-    """Another client of the remote: one request every ``every_s`` to ``sleepy``, errors ignored
-    (the model is unloaded between variants), on a thread, until stopped."""
-
-    def __init__(self, url: str, every_s: float = 0.02) -> None:
-        import tritonclient.grpc as grpcclient
-
-        self._client = grpcclient.InferenceServerClient(url)
-        self._input = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
-        self._input.set_data_from_numpy(np.zeros((1, 16), dtype=np.float32))
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.sent = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._every_s):
-            with contextlib.suppress(Exception):
-                self._client.infer("sleepy", [self._input])
-                self.sent += 1
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._client.close()
-
-
 def test_other_clients_requests_during_a_step_are_counted_and_named_in_the_report(remote: RemoteFixture,
                                                                                   tmp_path: Path) -> None:
-    other = _OtherClient(remote.url)
-    try:
+    with OtherClient(remote.url) as other:
         result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--instances", "2",
                                            "--out", str(tmp_path / "out"), "--json"])
-    finally:
-        other.stop()
     assert result.exit_code in (0, 1), result.output
     data = json.loads(result.output[result.output.index("{"):])
     traffic = data["remote"]["other_traffic"]
@@ -301,18 +269,23 @@ def test_other_clients_requests_during_a_step_are_counted_and_named_in_the_repor
     # Never more than the other client sent (the server's count less perf_analyzer's own).
     assert sum(t["requests"] for t in traffic) <= other.sent
     assert any("other clients sent" in w for w in data["warnings"])
-    assert "other clients sent" in (tmp_path / "out" / "report.md").read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "other clients sent" in report
+    # The model was never taken away: not one of the other client's requests failed, and the
+    # server's failure counters, read around every reload and in every step, say so too.
+    assert other.failed == 0, other.errors
+    failed = data["remote"]["others_failed"]
+    assert failed["in_steps"] == failed["in_changes"] == failed["uncounted"] == 0 and failed["changes"] >= 3, failed
+    assert "other clients' failed requests, from the server's failure counters: 0 in the measured steps, 0 in" in report
 
 
 def test_exclusive_refuses_to_measure_while_another_client_sends_and_puts_the_model_back(remote: RemoteFixture,
                                                                                          tmp_path: Path) -> None:
     before = remote.served("sleepy")
-    other = _OtherClient(remote.url)
-    try:
+    with OtherClient(remote.url) as other:
         result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--exclusive",
                                            "--out", str(tmp_path / "out")])
-    finally:
-        other.stop()
+    assert other.failed == 0, other.errors
     assert result.exit_code == 2, result.output
     assert "other clients are sending to 'sleepy'" in result.output and "--exclusive refuses" in result.output
     assert remote.served("sleepy") == before
