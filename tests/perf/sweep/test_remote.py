@@ -29,8 +29,9 @@ from tests.support.remote_server import RemoteFixture
 from tests.support.signals import default_sigint
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
-from tritonkit.errors import TritonKitError
-from tritonkit.perf.sweep.journal import Journal
+from tritonkit.errors import ServerError, TritonKitError
+from tritonkit.perf.sweep.journal import Journal, restore
+from tritonkit.server.remote import RemoteServer
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 
@@ -357,3 +358,41 @@ def test_a_composing_pin_by_url_is_loaded_through_the_load_api_journaled_and_put
     assert json.loads((out / "sweep.json").read_text())["settings"]["composing_pins"] == ["post.instances=2"]
     assert {name: ens_remote.served(name) for name in ENS_MODELS} == before  # all three put back
     assert {str(p): p.read_bytes() for p in ens_remote.repo.rglob("config.pbtxt")} == files
+
+
+class _LateLoads(RemoteServer):
+    """The remote, where a load that ends late (another client's, or one an interrupted sweep sent)
+    loads ``config`` right after each of the first ``times`` loads the restore sends."""
+
+    def __init__(self, url: str, config: mc.ModelConfig, times: int) -> None:
+        super().__init__(url)
+        self.late, self.times = config, times
+
+    def load_model(self, name: str, *, config: mc.ModelConfig | None = None, timeout_s: float = 120.0) -> None:
+        super().load_model(name, config=config, timeout_s=timeout_s)
+        if self.times:
+            self.times -= 1
+            super().load_model(name, config=self.late, timeout_s=timeout_s)
+
+
+@pytest.mark.parametrize("late", [1, 2], ids=["once", "after-each-load"])
+def test_a_late_load_after_the_restore_is_loaded_back_once_and_then_named(remote: RemoteFixture, tmp_path: Path,
+                                                                         late: int) -> None:
+    before = remote.served("sleepy")
+    variant = mc.ModelConfig()
+    variant.CopyFrom(before)
+    variant.instance_group[0].count = 2
+    said: list[str] = []
+    with _LateLoads(remote.url, variant, late) as server:
+        server.require_explicit()
+        journal = Journal.begin(tmp_path, server, {"sleepy": before})
+        if late == 1:
+            assert restore(server, journal, said.append) == ["sleepy"]
+            assert "loading it back once more" in said[0] and journal.status == "restored"
+        else:
+            with pytest.raises(ServerError, match="sleepy not READY with the journaled config for 1 s"):
+                restore(server, journal, said.append)
+            assert Journal.read(tmp_path).status == "open"  # type: ignore[union-attr]
+            assert remote.served("sleepy") == variant
+            restore(server, journal, said.append)  # nothing late any more: put back
+    assert remote.served("sleepy") == before and Journal.read(tmp_path).status == "restored"  # type: ignore[union-attr]

@@ -3,11 +3,9 @@
 Before the first load, the config each swept model is served with (``get_model_config``: the
 config as the server completed it) is written to ``<sweep folder>/journal.json`` (atomically),
 with the server's URL and version. However the sweep ends — its result, an error, Ctrl-C,
-SIGTERM, the server restarted under it — each model is loaded again with its journaled config (a
-reload in place: a model it found served is never unloaded, so its other clients are never
-refused), the server is watched for a few seconds to serve each READY with that config, and the
-journal is closed (``status``:
-``restored``, or ``applied`` when ``--apply`` left the winner loaded on purpose). A sweep killed
+SIGTERM, the server restarted under it — each model is reloaded with its journaled config (in
+place: never unloaded), watched for a second to stay READY with it, and the journal is closed
+(``status``: ``restored``, or ``applied`` when ``--apply`` left the winner loaded on purpose). A sweep killed
 with SIGKILL leaves the journal ``open``: the next sweep by URL into the same folder puts the
 models back before anything else, and ``perf sweep --url URL --restore --out DIR`` does only that.
 Nothing is ever written on the server's machine: the journal lives in the sweep folder.
@@ -166,43 +164,30 @@ def _unsettled(server: RemoteServer, configs: dict[str, mc.ModelConfig], window_
         time.sleep(0.1)
 
 
-def _load_back(server: RemoteServer, configs: dict[str, mc.ModelConfig]) -> None:
-    """Reload each model with its config (in place: no loss of availability), after any load under way."""
-    _settle(server, list(configs))
-    for model, config in configs.items():
-        server.load_model(model, config=config)
-    # An ensemble is loaded again after its composing models (a pinned one, put back after it):
-    # the server checks it against what they serve now.
-    ensembles = [m for m, config in configs.items() if config.platform == "ensemble"]
-    if len(ensembles) < len(configs):
-        for model in ensembles:
-            server.load_model(model, config=configs[model])
-
-
 def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None],
             window_s: float = SETTLE_WINDOW_S) -> list[str]:
-    """Reload each journaled model with its journaled config (never an unload), check for
-    ``window_s`` that each stays READY with it, and close the journal as restored; the models put
-    back. A load still under way on the server (sent by the interrupted sweep) ends first
-    (:func:`_settle`); a model that changes in the window (a late load) is loaded back once more and
-    watched again. A model still not served as journaled then is a ``ServerError`` naming it (the
-    journal stays open)."""
+    """Reload each journaled model with its journaled config (in place, never an unload: its other
+    clients are served throughout), after any load still under way (sent by the interrupted sweep,
+    :func:`_settle`); then watch for ``window_s`` that each stays READY with it, and close the
+    journal as restored. A model that changes in the window (a late load) is loaded back once more
+    and watched again; still not right, it is a ``ServerError`` naming it (the journal stays open)."""
     with signals_held():
         configs = {model: journal.config(model) for model in journal.configs}
-        _load_back(server, configs)
-        wrong = _unsettled(server, configs, window_s)
-        if wrong:
-            say(f"{', '.join(wrong)} changed on {server.grpc_url} after it was loaded back (a load the sweep sent "
-                "ended late): loading it back once more")
-            _load_back(server, configs)
+        for attempt in range(2):
+            _settle(server, list(configs))
+            for model, config in configs.items():
+                server.load_model(model, config=config)
             wrong = _unsettled(server, configs, window_s)
+            if not wrong:
+                break
+            if not attempt:
+                say(f"{', '.join(wrong)} changed on {server.grpc_url} after it was loaded back (a load the sweep "
+                    "sent ended late): loading it back once more")
         if wrong:
-            journal.note = (f"{', '.join(wrong)} not READY with the journaled config for {window_s:g} s after "
-                            "loading it back twice")
+            journal.note = f"{', '.join(wrong)} not READY with the journaled config for {window_s:g} s, loaded back twice"
             journal.write()
             raise ServerError(f"tritonserver at {server.grpc_url}: {journal.note} ({journal.path})",
-                              hint="compare the served config with the journal's, then run the restore again "
-                                   "(or load the right config by hand)")
+                              hint="compare the served config with the journal's, then run the restore again")
         models = ", ".join(journal.configs)
         journal.close(STATUS_RESTORED, f"{models} loaded again with the served config of {journal.started_utc}")
     say(f"restored: {models} on {server.grpc_url} loaded again with the config it served before the sweep, "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +59,7 @@ from tritonkit.perf.sweep.runner import (
 )
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
-from tritonkit.perf.sweep.traffic import (
-    IDLE_WATCH_S,
-    failed_during,
-    idle_requests,
-    others_failed,
-    others_requests,
-)
+from tritonkit.perf.sweep.traffic import IDLE_WATCH_S, failed_during, idle_requests, others_requests
 from tritonkit.perf.sweep.variants import apply_variant
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, render_config
@@ -99,26 +93,23 @@ class RemoteOptions:
 class RemoteLiveModel(LiveModel):
     """The swept model on a server tritonkit did not start: after each load the served config is
     read, and :meth:`check` refuses a measurement if the server serves something else by then.
-    It is never unloaded (:meth:`unload`): each load replaces the model in place (a reload, no loss
-    of availability). Other clients' requests and failed requests in each step are added to
-    ``traffic``, their failed requests across each load (of the ``watch`` models: the swept one and
-    its load target) to ``changes``; with ``exclusive`` other clients' requests end the sweep
+    It is never unloaded: each load replaces it in place (no loss of availability). Other clients'
+    requests and failed requests in each step are added to ``traffic``, their failed requests
+    across each load to ``changes``; with ``exclusive`` other clients' requests end the sweep
     instead, and so do requests seen while the freshly loaded variant is idle."""
 
     served: mc.ModelConfig | None = None
     loaded: mc.ModelConfig | None = None
 
     def __init__(self, server: ModelHost, model: str, *, exclusive: bool = False,
-                 traffic: list[dict[str, Any]] | None = None, changes: list[dict[str, Any]] | None = None,
-                 watch: Sequence[str] = ()) -> None:
+                 traffic: list[dict[str, Any]] | None = None, changes: list[dict[str, Any]] | None = None) -> None:
         super().__init__(server, model)
         self.exclusive = exclusive
         self.traffic = traffic if traffic is not None else []
         self.changes = changes if changes is not None else []
-        self.watch = list(watch) or [model]
 
     def load(self, config: mc.ModelConfig, *, timeout_s: float = 120.0) -> None:
-        with failed_during(self.server.metrics_url, self.watch, f"loading a variant of {self.model}", self.changes):
+        with failed_during(self.server.metrics_url, [self.model], f"loading a variant of {self.model}", self.changes):
             super().load(config, timeout_s=timeout_s)
         self.loaded = config
         self.served = self._served("reading the config it loaded")
@@ -128,16 +119,16 @@ class RemoteLiveModel(LiveModel):
                 raise self._not_alone(f"{seen} requests in {IDLE_WATCH_S:g} s before measuring")
 
     def unload(self, *, wait: bool = False, timeout_s: float = 60.0) -> None:
-        """Never an unload: the variant stays served until the next load or the restore replaces
-        it. ``wait`` (a fresh start after a queue overflow) reloads it with its own config."""
+        """Never an unload: the variant serves until the next load or the restore replaces it.
+        ``wait`` (a fresh start after a queue overflow) reloads it with its own config."""
         if wait and self.loaded is not None:
-            with failed_during(self.server.metrics_url, self.watch, f"reloading {self.model} afresh", self.changes):
-                super().load(self.loaded, timeout_s=timeout_s)
-            self.served = self._served("reading the config it loaded")
+            self.load(self.loaded, timeout_s=timeout_s)
 
     def observe(self, ladder: LadderResult, folder: Path) -> None:
         for step in ladder.result.steps:
-            others, failed = others_requests(step), others_failed(step)
+            # Failed requests the server counted beyond perf_analyzer's own errors.
+            failed = max(0, round(step.metrics.failure_count or 0) - step.error_count) if step.metrics else 0
+            others = others_requests(step)
             if not others and not failed:
                 continue
             where = folder.relative_to(folder.parents[2]) if len(folder.parents) > 2 else folder
@@ -145,7 +136,7 @@ class RemoteLiveModel(LiveModel):
                 raise self._not_alone(f"{others} requests perf_analyzer did not send, at load {step.load_value:g} "
                                       f"({where})")
             self.traffic.append({"where": str(where), "load": step.load_value, "requests": others or 0,
-                                 "failed": failed or 0})
+                                 "failed": failed})
 
     def _not_alone(self, seen: str) -> ServerError:
         return ServerError(f"other clients are sending to '{self.model}' on {self.server.grpc_url} ({seen}, from the "
@@ -181,12 +172,13 @@ def _say(emit: Callable[[SweepEvent], None], kind: str = "note") -> Callable[[st
     return lambda text: emit(SweepEvent(kind, text))
 
 
-def _put_back(server: RemoteServer, journal: Journal, wait_s: float, say: Callable[[str], None]) -> TritonKitError | None:
-    """Wait (up to ``wait_s``) for a server that stopped answering, then :func:`try_restore`, with
-    SIGINT and SIGTERM held throughout; one that comes while the server does not answer skips the
-    restore, keeps the journal open and says so."""
+def _put_back(server: RemoteServer, journal: Journal, wait_s: float, say: Callable[[str], None],
+              changes: list[dict[str, Any]]) -> TritonKitError | None:
+    """Wait (up to ``wait_s``) for a server that stopped answering, then :func:`try_restore` (other
+    clients' failed requests meanwhile added to ``changes``), SIGINT and SIGTERM held throughout; one
+    that comes while the server does not answer skips the restore, keeps the journal open, says so."""
     deadline = time.monotonic() + wait_s
-    with signals_held() as came:
+    with signals_held() as came, failed_during(server.metrics_url, list(journal.configs), "the restore", changes):
         while not server.admin.is_live(timeout_s=2.0) and time.monotonic() < deadline:
             if came:
                 say(f"interrupted while waiting for {server.grpc_url} to answer: {', '.join(journal.configs)} not put "
@@ -242,27 +234,13 @@ def traffic_warning(model: str, traffic: list[dict[str, Any]]) -> str | None:
             "measure while they do)")
 
 
-def failures_warning(traffic: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str | None:
-    """The report's line when other clients' requests failed while the sweep ran (``None``: none did)."""
-    record = failures_record(traffic, changes)
-    if not record["in_steps"] and not record["in_changes"]:
-        return None
-    where = [f"{t['where']} at load {t['load']:g} ({t['failed']})" for t in record["steps"]] + \
-            [f"{c['where']} ({c['failed']})" for c in record["changes_failed"]]
-    return (f"other clients' requests failed while the sweep ran, counted by the server: "
-            f"{record['in_steps'] + record['in_changes']} ({', '.join(where)}); "
-            f"{record['in_changes']} of them in a variant change")
-
-
 def failures_record(traffic: list[dict[str, Any]], changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Other clients' failed requests, from the server's failure counters: in the measured steps
-    (each step with one named), and across the variant changes and the restore (``uncounted``:
-    changes the metrics page did not answer around)."""
-    return {"in_steps": sum(t.get("failed", 0) for t in traffic),
-            "steps": [t for t in traffic if t.get("failed")],
-            "in_changes": sum(c["failed"] or 0 for c in changes), "changes": len(changes),
-            "changes_failed": [c for c in changes if c["failed"]],
-            "uncounted": sum(1 for c in changes if c["failed"] is None)}
+    """Other clients' failed requests, from the server's failure counters: in the measured steps and
+    across the variant changes and the restore; ``where``: each step or change one fell in;
+    ``uncounted``: changes the metrics page did not answer around."""
+    return {"in_steps": sum(t.get("failed", 0) for t in traffic), "in_changes": sum(c["failed"] or 0 for c in changes),
+            "changes": len(changes), "uncounted": sum(1 for c in changes if c["failed"] is None),
+            "where": [t for t in [*traffic, *changes] if t.get("failed")]}
 
 
 @contextlib.contextmanager
@@ -366,14 +344,12 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
     host: ModelHost = server
     traffic: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
-    watch = [model, *([settings.target] if settings.target and settings.target != model else [])]
     with restored_after(server, journal, opts.restore_wait_s, emit, changes):
         sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
                                  target_config, composing=composing, live_model=lambda server, name: RemoteLiveModel(
-                                     server, name, exclusive=opts.exclusive, traffic=traffic, changes=changes,
-                                     watch=watch),
+                                     server, name, exclusive=opts.exclusive, traffic=traffic, changes=changes),
                                  load_generator=load_generator)
-        sweep.warnings += [w for w in (traffic_warning(model, traffic), failures_warning(traffic, changes)) if w]
+        sweep.warnings += [w for w in [traffic_warning(model, traffic)] if w]
         winner_path = _write_winner(store.root, model, sweep, base)
         winner = sweep.search.winner
         if opts.apply and winner is not None and sweep.search.decided and not sweep.failed:
@@ -385,9 +361,8 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
                             variant=winner.variant.id))
         elif opts.apply:
             say("--apply: no winner to apply (none decided, or a variant failed): the served config is put back")
-    return sweep, remote_record(server, journal, store.root, traffic, changes,
-                                winner_config=str(winner_path) if winner_path else None,
-                                other_traffic=[t for t in traffic if t["requests"]])
+    return sweep, remote_record(server, journal, store.root, traffic, changes, winner_config=str(winner_path)
+                                if winner_path else None, other_traffic=[t for t in traffic if t["requests"]])
 
 
 def restore_command(server: RemoteServer, folder: Path) -> str:
@@ -418,17 +393,13 @@ def restored_after(server: RemoteServer, journal: Journal, wait_s: float, emit: 
     winners applied); a failed restore after a block that succeeded is a ``ServerError`` saying
     what to run, and after one that failed it is said, the block's own error coming first. Other
     clients' failed requests across the restore are added to ``changes``."""
-    def put_back(say: Callable[[str], None]) -> TritonKitError | None:
-        with failed_during(server.metrics_url, list(journal.configs), "the restore", changes):
-            return _put_back(server, journal, wait_s, say)
-
     try:
         yield
     except BaseException:
         if journal.open:
-            put_back(_say(emit, "warning"))
+            _put_back(server, journal, wait_s, _say(emit, "warning"), changes)
         raise
     if journal.open:
-        error = put_back(_say(emit))
+        error = _put_back(server, journal, wait_s, _say(emit), changes)
         if error is not None:
             raise ServerError(error.message, hint=restore_failed_hint(journal)) from error

@@ -39,7 +39,6 @@ from tritonkit.perf.sweep.remote import (
     RemoteOptions,
     _say,
     apply_configs,
-    failures_warning,
     remote_record,
     restore_command,
     restore_pending,
@@ -130,8 +129,7 @@ def run_remote_joint_sweep(server: RemoteServer, models: Sequence[str], settings
                      for m, config in winners.items()}
             _apply(server, journal, winners, result, opts, emit, out_dir)
         steps = [t for seen in traffic.values() for t in seen]
-        said = [traffic_warning(m, seen) for m, seen in traffic.items()]
-        result.warnings += [w for w in (*said, failures_warning(steps, changes)) if w]
+        result.warnings += [w for w in (traffic_warning(m, seen) for m, seen in traffic.items()) if w]
         result.server_facts = facts.to_dict()
         result.remote = remote_record(server, journal, out_dir, steps, changes, winner_configs=paths, alone=ALONE_BY_URL,
                                       other_traffic={m: [t for t in seen if t["requests"]] for m, seen in traffic.items()})

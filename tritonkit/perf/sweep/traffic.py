@@ -8,17 +8,14 @@ of its export windows. What the server counted beyond those, less the requests i
 step's two edges (up to twice the concurrency — seen on the bundled 2.51: 2 to 8 at concurrency 2
 and 4 with no other client), and 2 % for the windows' rounding, is other clients' traffic.
 
-Their failed requests are the server's failure counter (``nv_inference_request_failure``, every
-reason) less perf_analyzer's own errors in a step, and all of it across a variant change (a reload:
-nothing of the sweep's sends then). A request refused because the model is not served at all (an
-unload) counts in no model's counter: the sweep never unloads, so none is refused so.
+Their failed requests: the failure counter (``nv_inference_request_failure``) less perf_analyzer's
+errors in a step, all of it across a reload. A request to a model not served at all counts nowhere.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-import urllib.error
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -27,7 +24,7 @@ from tritonkit.perf.measure.result import StepResult
 from tritonkit.server.admin import ServerAdmin
 from tritonkit.triton_metrics import REQUEST_FAILURE
 
-__all__ = ["failed_during", "failure_total", "idle_requests", "others_failed", "others_requests", "success_count"]
+__all__ = ["failed_during", "idle_requests", "others_requests", "success_count"]
 
 #: Seconds an idle model is watched before a variant is measured (``--exclusive``).
 IDLE_WATCH_S = 1.0
@@ -61,34 +58,22 @@ def idle_requests(admin: ServerAdmin, model: str, watch_s: float = IDLE_WATCH_S)
     return success_count(admin, model) - before
 
 
-def others_failed(step: StepResult) -> int | None:
-    """Failed requests the server counted for ``step``'s model beyond perf_analyzer's own errors;
-    ``None`` when the step has no server counts."""
-    metrics = step.metrics
-    if metrics is None or metrics.failure_count is None:
-        return None
-    return max(0, int(round(metrics.failure_count)) - step.error_count)
-
-
-def failure_total(metrics_url: str, models: Sequence[str]) -> float | None:
-    """The server's failed requests of ``models`` so far (every reason); ``None`` when its metrics
-    page does not answer."""
-    try:
-        snapshot = scrape_metrics(metrics_url)
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
-    return sum(snapshot.total(REQUEST_FAILURE.name, model=model) or 0.0 for model in models)
-
-
 @contextlib.contextmanager
 def failed_during(metrics_url: str, models: Sequence[str], where: str, into: list[dict[str, Any]]) -> Iterator[None]:
-    """Count the failed requests of ``models`` while the block runs (a reload: none are the
-    sweep's) into ``into`` as ``{"where", "failed"}`` (``failed`` ``None``: no counts)."""
-    before = failure_total(metrics_url, models)
+    """Count the server's failed requests of ``models`` (every reason) while the block runs (a
+    reload: none are the sweep's) into ``into`` as ``{"where", "failed"}`` (``None``: no counts)."""
+    def total() -> float | None:
+        try:
+            snapshot = scrape_metrics(metrics_url)
+        except (OSError, ValueError):  # no metrics page: not counted
+            return None
+        return sum(snapshot.total(REQUEST_FAILURE.name, model=model) or 0.0 for model in models)
+
+    before = total()
     try:
         yield
     finally:
-        after = failure_total(metrics_url, models) if before is not None else None
+        after = total() if before is not None else None
         # A counter that went down: the model was loaded afresh (not by the sweep); unknown.
-        failed = None if before is None or after is None or after < before else int(round(after - before))
-        into.append({"where": where, "failed": failed})
+        into.append({"where": where, "failed": None if before is None or after is None or after < before
+                     else round(after - before)})
