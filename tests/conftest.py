@@ -86,7 +86,7 @@ _guard_llm_runs()
 
 # ---- the two phases of scripts/test -----------------------------------------------------------
 # scripts/test runs the suite twice: side by side (pytest-xdist) every test but the `serial` ones,
-# then the `serial` ones alone. TRITONKIT_TEST_PHASE picks the phase; unset, every test runs (a
+# then the `serial` ones (and the `stress` ones) alone. TRITONKIT_TEST_PHASE picks the phase; unset, every test runs (a
 # plain `pytest`). An environment variable rather than `-m`, so a caller's own `-m` still applies.
 _PHASES = {"parallel": False, "serial": True}
 
@@ -98,8 +98,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if phase not in _PHASES:
         raise pytest.UsageError(f"TRITONKIT_TEST_PHASE={phase!r}: expected one of {', '.join(_PHASES)}")
     wanted = _PHASES[phase]
-    keep = [item for item in items if (item.get_closest_marker("serial") is not None) == wanted]
-    dropped = [item for item in items if (item.get_closest_marker("serial") is not None) != wanted]
+
+    def serial(item: pytest.Item) -> bool:  # a stress test keeps the machine busy on purpose: alone too
+        return any(item.get_closest_marker(name) is not None for name in ("serial", "stress"))
+
+    keep = [item for item in items if serial(item) == wanted]
+    dropped = [item for item in items if serial(item) != wanted]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep

@@ -48,3 +48,4 @@ def test_a_sweep_by_url_takes_its_load_from_clients_on_the_cluster_and_puts_the_
         assert len(clients) == 2 and clients[0]["node_id"] != clients[1]["node_id"], path
         assert all(c["requests"] > 0 for c in clients), clients
     assert remote.served("sleepy") == before and data["remote"]["journal_status"] == "restored"
+    assert data["remote"]["others_failed"]["in_changes"] == 0  # every variant a reload in place, never an unload

@@ -15,24 +15,24 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.other_client import OtherClient
 from tests.support.processes import cmdlines
 from tests.support.remote_server import RemoteFixture
 from tests.support.signals import default_sigint
 from tests.support.sweep_contract import check_contract
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
-from tritonkit.errors import TritonKitError
-from tritonkit.perf.sweep.journal import Journal
+from tritonkit.errors import ServerError, TritonKitError
+from tritonkit.perf.sweep.journal import Journal, restore
+from tritonkit.server.remote import RemoteServer
 
 pytestmark = [pytest.mark.server, pytest.mark.perf_analyzer]
 
@@ -171,7 +171,12 @@ def test_a_killed_sweep_leaves_its_journal_and_the_next_run_restores_first(remot
     _wait_for(sweep, lambda: _measuring(out) and _serves_other(remote, before))
     os.killpg(sweep.pid, signal.SIGKILL)
     sweep.communicate(timeout=30)
-    for pid, _ in cmdlines(str(out)):  # perf_analyzer in the killed group went with it
+    # perf_analyzer (in a group of its own) is signalled as its parent dies, and the reaper kills
+    # what is left 5 s later: 10 s on a busy machine.
+    deadline = time.monotonic() + 10.0
+    while list(cmdlines(str(out))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid, _ in cmdlines(str(out)):
         pytest.fail(f"process {pid} of the killed sweep still runs")
     journal = Journal.read(out)
     assert journal is not None and journal.status == "open" and journal.config("sleepy") == before
@@ -262,42 +267,11 @@ def test_a_variant_the_server_refuses_is_recorded_and_the_sweep_goes_on(own_remo
     assert data["counts"]["measured"] >= 1 and own_remote.served("sleepy") == before
 
 
-class _OtherClient:
-    """Another client of the remote: one request every ``every_s`` to ``sleepy``, errors ignored
-    (the model is unloaded between variants), on a thread, until stopped."""
-
-    def __init__(self, url: str, every_s: float = 0.02) -> None:
-        import tritonclient.grpc as grpcclient
-
-        self._client = grpcclient.InferenceServerClient(url)
-        self._input = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
-        self._input.set_data_from_numpy(np.zeros((1, 16), dtype=np.float32))
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.sent = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._every_s):
-            with contextlib.suppress(Exception):
-                self._client.infer("sleepy", [self._input])
-                self.sent += 1
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._client.close()
-
-
 def test_other_clients_requests_during_a_step_are_counted_and_named_in_the_report(remote: RemoteFixture,
                                                                                   tmp_path: Path) -> None:
-    other = _OtherClient(remote.url)
-    try:
+    with OtherClient(remote.url) as other:
         result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--instances", "2",
                                            "--out", str(tmp_path / "out"), "--json"])
-    finally:
-        other.stop()
     assert result.exit_code in (0, 1), result.output
     data = json.loads(result.output[result.output.index("{"):])
     traffic = data["remote"]["other_traffic"]
@@ -305,18 +279,23 @@ def test_other_clients_requests_during_a_step_are_counted_and_named_in_the_repor
     # Never more than the other client sent (the server's count less perf_analyzer's own).
     assert sum(t["requests"] for t in traffic) <= other.sent
     assert any("other clients sent" in w for w in data["warnings"])
-    assert "other clients sent" in (tmp_path / "out" / "report.md").read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "other clients sent" in report
+    # The model was never taken away: not one of the other client's requests failed, and the
+    # server's failure counters, read around every reload and in every step, say so too.
+    assert other.failed == 0, other.errors
+    failed = data["remote"]["others_failed"]
+    assert failed["in_steps"] == failed["in_changes"] == failed["uncounted"] == 0 and failed["changes"] >= 3, failed
+    assert "other clients' failed requests, from the server's failure counters: 0 in the measured steps, 0 in" in report
 
 
 def test_exclusive_refuses_to_measure_while_another_client_sends_and_puts_the_model_back(remote: RemoteFixture,
                                                                                          tmp_path: Path) -> None:
     before = remote.served("sleepy")
-    other = _OtherClient(remote.url)
-    try:
+    with OtherClient(remote.url) as other:
         result = CliRunner().invoke(main, ["perf", "sweep", "sleepy", *_by_url(remote), *_grid(), "--exclusive",
                                            "--out", str(tmp_path / "out")])
-    finally:
-        other.stop()
+    assert other.failed == 0, other.errors
     assert result.exit_code == 2, result.output
     assert "other clients are sending to 'sleepy'" in result.output and "--exclusive refuses" in result.output
     assert remote.served("sleepy") == before
@@ -388,3 +367,41 @@ def test_a_composing_pin_by_url_is_loaded_through_the_load_api_journaled_and_put
     assert json.loads((out / "sweep.json").read_text())["settings"]["composing_pins"] == ["post.instances=2"]
     assert {name: ens_remote.served(name) for name in ENS_MODELS} == before  # all three put back
     assert {str(p): p.read_bytes() for p in ens_remote.repo.rglob("config.pbtxt")} == files
+
+
+class _LateLoads(RemoteServer):
+    """The remote, where a load that ends late (another client's, or one an interrupted sweep sent)
+    loads ``config`` right after each of the first ``times`` loads the restore sends."""
+
+    def __init__(self, url: str, config: mc.ModelConfig, times: int) -> None:
+        super().__init__(url)
+        self.late, self.times = config, times
+
+    def load_model(self, name: str, *, config: mc.ModelConfig | None = None, timeout_s: float = 120.0) -> None:
+        super().load_model(name, config=config, timeout_s=timeout_s)
+        if self.times:
+            self.times -= 1
+            super().load_model(name, config=self.late, timeout_s=timeout_s)
+
+
+@pytest.mark.parametrize("late", [1, 2], ids=["once", "after-each-load"])
+def test_a_late_load_after_the_restore_is_loaded_back_once_and_then_named(remote: RemoteFixture, tmp_path: Path,
+                                                                         late: int) -> None:
+    before = remote.served("sleepy")
+    variant = mc.ModelConfig()
+    variant.CopyFrom(before)
+    variant.instance_group[0].count = before.instance_group[0].count + 1
+    said: list[str] = []
+    with _LateLoads(remote.url, variant, late) as server:
+        server.require_explicit()
+        journal = Journal.begin(tmp_path, server, {"sleepy": before})
+        if late == 1:
+            assert restore(server, journal, said.append) == ["sleepy"]
+            assert "loading it back once more" in said[0] and journal.status == "restored"
+        else:
+            with pytest.raises(ServerError, match="sleepy not READY with the journaled config for 1 s"):
+                restore(server, journal, said.append)
+            assert Journal.read(tmp_path).status == "open"  # type: ignore[union-attr]
+            assert remote.served("sleepy") == variant
+            restore(server, journal, said.append)  # nothing late any more: put back
+    assert remote.served("sleepy") == before and Journal.read(tmp_path).status == "restored"  # type: ignore[union-attr]

@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tests.support.other_client import OtherClient
 from tests.support.processes import cmdlines
 from tests.support.remote_server import RemoteFixture
 from tests.support.signals import default_sigint
@@ -89,11 +90,13 @@ def _repo_files(remote: RemoteFixture) -> dict[str, bytes]:
 def test_a_joint_sweep_by_url_writes_both_winners_and_puts_both_back(remote: RemoteFixture,
                                                                      swept: dict[str, Any]) -> None:
     out, before, files = swept["out"], _served(remote), _repo_files(remote)
-    result = CliRunner().invoke(main, ["perf", "sweep", "a", "b", "--url", remote.url, "--metrics-url",
-                                       remote.server.metrics_url, "--sla", "p99<=200ms", "--share", "a=2",
-                                       "--model-sla", "b=p99<=300ms", "--instances", "2", "--concurrency", "12",
-                                       "--window-ms", "300", "--warmup-s", "0.3", "--out", str(out), "--json"])
+    with OtherClient(remote.url, "b", every_s=0.05) as other:  # b's other client is never refused
+        result = CliRunner().invoke(main, ["perf", "sweep", "a", "b", "--url", remote.url, "--metrics-url",
+                                           remote.server.metrics_url, "--sla", "p99<=200ms", "--share", "a=2",
+                                           "--model-sla", "b=p99<=300ms", "--instances", "2", "--concurrency", "12",
+                                           "--window-ms", "300", "--warmup-s", "0.3", "--out", str(out), "--json"])
     output = result.output
+    assert other.sent > 0 and other.failed == 0, other.errors
     assert result.exit_code in (0, 2) and "Traceback" not in output, output
     data = json.loads(output[output.index("{"):])
     assert data["exit_code"] == 0 or _only_unstable(data), output
@@ -102,6 +105,8 @@ def test_a_joint_sweep_by_url_writes_both_winners_and_puts_both_back(remote: Rem
     journal = Journal.read(out)
     assert journal is not None and set(journal.configs) == set(MODELS) and journal.status == "restored"
     assert data["remote"]["journal_status"] == "restored" and not data["remote"]["applied"]
+    failed = data["remote"]["others_failed"]
+    assert failed["in_steps"] == failed["in_changes"] == failed["uncounted"] == 0 and failed["changes"] >= 2, failed
     assert data["server"]["version"] == "2.51.0" and data["server"]["model_control"] == "explicit"
     assert {m["name"] for m in data["server"]["models"]} == set(MODELS)
     assert "client_shared_memory" in data["server"]

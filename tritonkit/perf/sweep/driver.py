@@ -216,6 +216,7 @@ class VariantMeter:
     def _unload(self, *, wait: bool = False) -> None:
         # Best effort: a server that died is reported by the next load, not by this. ``wait``: gone
         # before the next load (after a queue overflow, the next variant must not meet this one).
+        # On a server the sweep did not start nothing is unloaded (RemoteLiveModel.unload).
         try:
             self.live.unload(wait=wait)
         except ServerError as exc:

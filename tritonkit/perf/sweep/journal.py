@@ -3,9 +3,9 @@
 Before the first load, the config each swept model is served with (``get_model_config``: the
 config as the server completed it) is written to ``<sweep folder>/journal.json`` (atomically),
 with the server's URL and version. However the sweep ends — its result, an error, Ctrl-C,
-SIGTERM, the server restarted under it — each model is loaded again with its journaled config,
-the served config is read back and compared, and the journal is closed (``status``:
-``restored``, or ``applied`` when ``--apply`` left the winner loaded on purpose). A sweep killed
+SIGTERM, the server restarted under it — each model is reloaded with its journaled config (in
+place: never unloaded), watched for a second to stay READY with it, and the journal is closed
+(``status``: ``restored``, or ``applied`` when ``--apply`` left the winner loaded on purpose). A sweep killed
 with SIGKILL leaves the journal ``open``: the next sweep by URL into the same folder puts the
 models back before anything else, and ``perf sweep --url URL --restore --out DIR`` does only that.
 Nothing is ever written on the server's machine: the journal lives in the sweep folder.
@@ -29,7 +29,7 @@ from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import atomic_write, read_json
-from tritonkit.errors import ConfigError, ServerError, TritonKitError
+from tritonkit.errors import ConfigError, ModelNotReadyError, ServerError, TritonKitError
 from tritonkit.server.remote import RemoteServer
 
 __all__ = ["JOURNAL_NAME", "STATUS_APPLIED", "STATUS_OPEN", "STATUS_RESTORED", "Journal", "restore",
@@ -143,33 +143,55 @@ def _settle(server: RemoteServer, models: list[str], timeout_s: float = SETTLE_T
         time.sleep(0.1)
 
 
-def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None]) -> list[str]:
-    """Load each journaled model with its journaled config, check the server serves it so, and
-    close the journal as restored; the models put back. A load still under way on the server (sent
-    by the interrupted sweep) ends first (:func:`_settle`). A model the server does not serve as
-    journaled afterwards is a ``ServerError`` (the journal stays open, naming what differs)."""
+#: How long a restored model must stay READY with its journaled config before the restore is done.
+SETTLE_WINDOW_S = 1.0
+
+
+def _serves(server: RemoteServer, model: str, config: mc.ModelConfig) -> bool:
+    try:
+        return server.admin.model_ready(model) and server.admin.model_config(model) == config
+    except ModelNotReadyError:
+        return False
+
+
+def _unsettled(server: RemoteServer, configs: dict[str, mc.ModelConfig], window_s: float) -> list[str]:
+    """The models not READY with their config at some point of a ``window_s`` watch ([]: all stayed so)."""
+    deadline = time.monotonic() + window_s
+    while True:
+        wrong = [model for model, config in configs.items() if not _serves(server, model, config)]
+        if wrong or time.monotonic() >= deadline:
+            return wrong
+        time.sleep(0.1)
+
+
+def restore(server: RemoteServer, journal: Journal, say: Callable[[str], None],
+            window_s: float = SETTLE_WINDOW_S) -> list[str]:
+    """Reload each journaled model with its journaled config (in place, never an unload: its other
+    clients are served throughout), after any load still under way (sent by the interrupted sweep,
+    :func:`_settle`); then watch for ``window_s`` that each stays READY with it, and close the
+    journal as restored. A model that changes in the window (a late load) is loaded back once more
+    and watched again; still not right, it is a ``ServerError`` naming it (the journal stays open)."""
     with signals_held():
         configs = {model: journal.config(model) for model in journal.configs}
-        _settle(server, list(configs))
-        for model, config in configs.items():
-            server.load_model(model, config=config)
-        # The server marks an ensemble unavailable while a composing model (a pinned one, put back
-        # after it) reloads: loading the ensemble once more makes it ready, its models kept as they are.
-        ensembles = [m for m, config in configs.items() if config.platform == "ensemble"]
-        if len(ensembles) < len(configs):
-            for model in ensembles:
-                server.load_model(model, config=configs[model])
-        _settle(server, list(configs))
-        differs = [model for model, config in configs.items() if server.admin.model_config(model) != config]
-        if differs:
-            journal.note = f"served config of {', '.join(differs)} differs from the journal after loading it back"
+        for attempt in range(2):
+            _settle(server, list(configs))
+            for model, config in configs.items():
+                server.load_model(model, config=config)
+            wrong = _unsettled(server, configs, window_s)
+            if not wrong:
+                break
+            if not attempt:
+                say(f"{', '.join(wrong)} changed on {server.grpc_url} after it was loaded back (a load the sweep "
+                    "sent ended late): loading it back once more")
+        if wrong:
+            journal.note = f"{', '.join(wrong)} not READY with the journaled config for {window_s:g} s, loaded back twice"
             journal.write()
             raise ServerError(f"tritonserver at {server.grpc_url}: {journal.note} ({journal.path})",
-                              hint="compare the served config with the journal's and load the right one by hand")
+                              hint="compare the served config with the journal's, then run the restore again")
         models = ", ".join(journal.configs)
         journal.close(STATUS_RESTORED, f"{models} loaded again with the served config of {journal.started_utc}")
-    say(f"restored: {models} on {server.grpc_url} loaded again with the config it served before the sweep "
-        f"(journal {journal.path})")
+    say(f"restored: {models} on {server.grpc_url} loaded again with the config it served before the sweep, "
+        f"READY with it for {window_s:g} s (journal {journal.path})")
     return list(journal.configs)
 
 
@@ -191,17 +213,18 @@ def try_restore(server: RemoteServer, journal: Journal, say: Callable[[str], Non
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[list[int]]:
     """Within the block, SIGINT and SIGTERM wait: a second Ctrl-C must not cut a restore in half.
-    One that came is raised as ``KeyboardInterrupt`` after the block. Off the main thread, nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    The block is given the list of those that came (to stop a wait early); one that came is raised
+    as ``KeyboardInterrupt`` after the block. Off the main thread, nothing."""
     came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
     previous = {sig: signal.signal(sig, lambda signum, _frame: came.append(signum))
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield came
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

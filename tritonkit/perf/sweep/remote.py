@@ -3,7 +3,8 @@
 The server must run with explicit model control (``--model-control-mode=explicit``): that is
 checked first, changing nothing (:func:`~tritonkit.server.facts.model_control_of`), and a server
 without it is refused before anything is loaded. The model's served config is the default
-config; each variant is loaded through the load API with its config, measured with the real
+config; each variant is loaded through the load API with its config (a reload in place: the model
+is never unloaded, so its other clients are never refused), measured with the real
 perf_analyzer as a local sweep does (:func:`~tritonkit.perf.sweep.runner.search_on_server`), and
 after each the server is asked whether it still serves what was loaded (a server that restarted,
 or another client that loaded the model, ends the sweep with a clear error rather than a result
@@ -58,7 +59,7 @@ from tritonkit.perf.sweep.runner import (
 )
 from tritonkit.perf.sweep.settings import SweepSettings
 from tritonkit.perf.sweep.store import SweepStore, sweep_locks
-from tritonkit.perf.sweep.traffic import IDLE_WATCH_S, idle_requests, others_requests
+from tritonkit.perf.sweep.traffic import IDLE_WATCH_S, failed_during, idle_requests, others_requests
 from tritonkit.perf.sweep.variants import apply_variant
 from tritonkit.provision.perf_analyzer import locate_perf_analyzer
 from tritonkit.repository import CONFIG_FILENAME, render_config
@@ -92,35 +93,50 @@ class RemoteOptions:
 class RemoteLiveModel(LiveModel):
     """The swept model on a server tritonkit did not start: after each load the served config is
     read, and :meth:`check` refuses a measurement if the server serves something else by then.
-    Other clients' requests in each step are added to ``traffic``; with ``exclusive`` they end the
-    sweep instead, and so do requests seen while the freshly loaded variant is idle."""
+    It is never unloaded: each load replaces it in place (no loss of availability). Other clients'
+    requests and failed requests in each step are added to ``traffic``, their failed requests
+    across each load to ``changes``; with ``exclusive`` other clients' requests end the sweep
+    instead, and so do requests seen while the freshly loaded variant is idle."""
 
     served: mc.ModelConfig | None = None
+    loaded: mc.ModelConfig | None = None
 
     def __init__(self, server: ModelHost, model: str, *, exclusive: bool = False,
-                 traffic: list[dict[str, Any]] | None = None) -> None:
+                 traffic: list[dict[str, Any]] | None = None, changes: list[dict[str, Any]] | None = None) -> None:
         super().__init__(server, model)
         self.exclusive = exclusive
         self.traffic = traffic if traffic is not None else []
+        self.changes = changes if changes is not None else []
 
     def load(self, config: mc.ModelConfig, *, timeout_s: float = 120.0) -> None:
-        super().load(config, timeout_s=timeout_s)
+        with failed_during(self.server.metrics_url, [self.model], f"loading a variant of {self.model}", self.changes):
+            super().load(config, timeout_s=timeout_s)
+        self.loaded = config
         self.served = self._served("reading the config it loaded")
         if self.exclusive:
             seen = idle_requests(self.server.admin, self.model)
             if seen:
                 raise self._not_alone(f"{seen} requests in {IDLE_WATCH_S:g} s before measuring")
 
+    def unload(self, *, wait: bool = False, timeout_s: float = 60.0) -> None:
+        """Never an unload: the variant serves until the next load or the restore replaces it.
+        ``wait`` (a fresh start after a queue overflow) reloads it with its own config."""
+        if wait and self.loaded is not None:
+            self.load(self.loaded, timeout_s=timeout_s)
+
     def observe(self, ladder: LadderResult, folder: Path) -> None:
         for step in ladder.result.steps:
+            # Failed requests the server counted beyond perf_analyzer's own errors.
+            failed = max(0, round(step.metrics.failure_count or 0) - step.error_count) if step.metrics else 0
             others = others_requests(step)
-            if not others:
+            if not others and not failed:
                 continue
             where = folder.relative_to(folder.parents[2]) if len(folder.parents) > 2 else folder
-            if self.exclusive:
+            if self.exclusive and others:
                 raise self._not_alone(f"{others} requests perf_analyzer did not send, at load {step.load_value:g} "
                                       f"({where})")
-            self.traffic.append({"where": str(where), "load": step.load_value, "requests": others})
+            self.traffic.append({"where": str(where), "load": step.load_value, "requests": others or 0,
+                                 "failed": failed})
 
     def _not_alone(self, seen: str) -> ServerError:
         return ServerError(f"other clients are sending to '{self.model}' on {self.server.grpc_url} ({seen}, from the "
@@ -156,23 +172,22 @@ def _say(emit: Callable[[SweepEvent], None], kind: str = "note") -> Callable[[st
     return lambda text: emit(SweepEvent(kind, text))
 
 
-def _wait_live(server: RemoteServer, wait_s: float) -> None:
-    """Wait up to ``wait_s`` for a server that stopped answering (restarting) to answer again."""
+def _put_back(server: RemoteServer, journal: Journal, wait_s: float, say: Callable[[str], None],
+              changes: list[dict[str, Any]]) -> TritonKitError | None:
+    """Wait (up to ``wait_s``) for a server that stopped answering, then :func:`try_restore` (other
+    clients' failed requests meanwhile added to ``changes``), SIGINT and SIGTERM held throughout; one
+    that comes while the server does not answer skips the restore, keeps the journal open, says so."""
     deadline = time.monotonic() + wait_s
-    while not server.admin.is_live(timeout_s=2.0) and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-
-def _put_back(server: RemoteServer, journal: Journal, wait_s: float, say: Callable[[str], None]) -> TritonKitError | None:
-    """Wait (up to ``wait_s``) for a server that stopped answering, then :func:`try_restore`. A
-    second interrupt while waiting skips the restore, keeps the journal open and says so."""
-    try:
-        _wait_live(server, wait_s)
-    except KeyboardInterrupt:
-        say(f"interrupted while waiting for {server.grpc_url} to answer: {', '.join(journal.configs)} not put back; "
-            f"the journal is kept open ({journal.path}): {restore_failed_hint(journal)}")
-        raise
-    return try_restore(server, journal, say)
+    with signals_held() as came, failed_during(server.metrics_url, list(journal.configs), "the restore", changes):
+        while not server.admin.is_live(timeout_s=2.0) and time.monotonic() < deadline:
+            if came:
+                say(f"interrupted while waiting for {server.grpc_url} to answer: {', '.join(journal.configs)} not put "
+                    f"back; the journal is kept open ({journal.path}): {restore_failed_hint(journal)}")
+                break
+            time.sleep(0.5)
+        else:
+            return try_restore(server, journal, say)
+    return None
 
 
 def restore_pending(server: RemoteServer, folder: Path, say: Callable[[str], None]) -> Journal | None:
@@ -208,12 +223,24 @@ def restore_only(server: RemoteServer, folder: Path, say: Callable[[str], None])
     return journal
 
 
-def traffic_warning(model: str, traffic: list[dict[str, Any]]) -> str:
-    """The report's line for the steps other clients' requests were counted in."""
-    steps = ", ".join(f"{t['where']} at load {t['load']:g} ({t['requests']})" for t in traffic)
-    return (f"other clients sent {sum(t['requests'] for t in traffic)} requests to {model} during {len(traffic)} "
+def traffic_warning(model: str, traffic: list[dict[str, Any]]) -> str | None:
+    """The report's line for the steps other clients' requests were counted in (``None``: none)."""
+    sent = [t for t in traffic if t["requests"]]
+    if not sent:
+        return None
+    steps = ", ".join(f"{t['where']} at load {t['load']:g} ({t['requests']})" for t in sent)
+    return (f"other clients sent {sum(t['requests'] for t in sent)} requests to {model} during {len(sent)} "
             f"steps, counted by the server: {steps}; those steps' figures include them (--exclusive refuses to "
             "measure while they do)")
+
+
+def failures_record(traffic: list[dict[str, Any]], changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Other clients' failed requests, from the server's failure counters: in the measured steps and
+    across the variant changes and the restore; ``where``: each step or change one fell in;
+    ``uncounted``: changes the metrics page did not answer around."""
+    return {"in_steps": sum(t.get("failed", 0) for t in traffic), "in_changes": sum(c["failed"] or 0 for c in changes),
+            "changes": len(changes), "uncounted": sum(1 for c in changes if c["failed"] is None),
+            "where": [t for t in [*traffic, *changes] if t.get("failed")]}
 
 
 @contextlib.contextmanager
@@ -314,13 +341,13 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
     say = _say(emit)
     host: ModelHost = server
     traffic: list[dict[str, Any]] = []
-    with restored_after(server, journal, opts.restore_wait_s, emit):
+    changes: list[dict[str, Any]] = []
+    with restored_after(server, journal, opts.restore_wait_s, emit, changes):
         sweep = search_on_server(opts.repo or store.root, model, base, variants, settings, store, host, emit, started,
                                  target_config, composing=composing, live_model=lambda server, name: RemoteLiveModel(
-                                     server, name, exclusive=opts.exclusive, traffic=traffic),
+                                     server, name, exclusive=opts.exclusive, traffic=traffic, changes=changes),
                                  load_generator=load_generator)
-        if traffic:
-            sweep.warnings.append(traffic_warning(model, traffic))
+        sweep.warnings += [w for w in [traffic_warning(model, traffic)] if w]
         winner_path = _write_winner(store.root, model, sweep, base)
         winner = sweep.search.winner
         if opts.apply and winner is not None and sweep.commits:
@@ -332,19 +359,21 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
                             variant=winner.variant.id))
         elif opts.apply:
             say("--apply: no winner to apply (none decided, or a variant failed): the served config is put back")
-    return sweep, remote_record(server, journal, store.root, winner_config=str(winner_path) if winner_path else None,
-                                other_traffic=traffic)
+    return sweep, remote_record(server, journal, store.root, traffic, changes, winner_config=str(winner_path)
+                                if winner_path else None, other_traffic=[t for t in traffic if t["requests"]])
 
 
 def restore_command(server: RemoteServer, folder: Path) -> str:
     return f"tritonkit perf sweep --url {server.grpc_url} --restore --out {folder}"
 
 
-def remote_record(server: RemoteServer, journal: Journal, folder: Path, **more: Any) -> dict[str, Any]:
-    """The result's ``remote`` entry: where, the journal, and whether the winner stayed loaded."""
+def remote_record(server: RemoteServer, journal: Journal, folder: Path, steps: list[dict[str, Any]],
+                  changes: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    """The result's ``remote`` entry: where, the journal, whether the winner stayed loaded, and
+    other clients' failed requests (:func:`failures_record` of ``steps`` and ``changes``)."""
     return {"url": server.grpc_url, "metrics_url": server.metrics_url, "journal": str(journal.path),
             "journal_status": journal.status, "applied": journal.status == STATUS_APPLIED, **more,
-            "restore_command": restore_command(server, folder)}
+            "others_failed": failures_record(steps, changes), "restore_command": restore_command(server, folder)}
 
 
 def apply_configs(server: RemoteServer, journal: Journal, configs: dict[str, mc.ModelConfig], note: str) -> None:
@@ -356,18 +385,19 @@ def apply_configs(server: RemoteServer, journal: Journal, configs: dict[str, mc.
 
 
 @contextlib.contextmanager
-def restored_after(server: RemoteServer, journal: Journal, wait_s: float,
-                   emit: Callable[[SweepEvent], None]) -> Iterator[None]:
+def restored_after(server: RemoteServer, journal: Journal, wait_s: float, emit: Callable[[SweepEvent], None],
+                   changes: list[dict[str, Any]]) -> Iterator[None]:
     """However the block ends, put back what ``journal`` holds unless it was closed inside (the
     winners applied); a failed restore after a block that succeeded is a ``ServerError`` saying
-    what to run, and after one that failed it is said, the block's own error coming first."""
+    what to run, and after one that failed it is said, the block's own error coming first. Other
+    clients' failed requests across the restore are added to ``changes``."""
     try:
         yield
     except BaseException:
         if journal.open:
-            _put_back(server, journal, wait_s, _say(emit, "warning"))
+            _put_back(server, journal, wait_s, _say(emit, "warning"), changes)
         raise
     if journal.open:
-        error = _put_back(server, journal, wait_s, _say(emit))
+        error = _put_back(server, journal, wait_s, _say(emit), changes)
         if error is not None:
             raise ServerError(error.message, hint=restore_failed_hint(journal)) from error

@@ -105,9 +105,10 @@ def run_remote_joint_sweep(server: RemoteServer, models: Sequence[str], settings
         say(f"journal: the served config of {', '.join(models)} kept in {journal.path}; loaded back however the "
             "sweep ends")
         traffic: dict[str, list[dict[str, Any]]] = {m: [] for m in models}
+        changes: list[dict[str, Any]] = []
 
         def live(host: ModelHost, name: str) -> LiveModel:
-            return RemoteLiveModel(host, name, exclusive=opts.exclusive, traffic=traffic[name])
+            return RemoteLiveModel(host, name, exclusive=opts.exclusive, traffic=traffic[name], changes=changes)
 
         meter = JointMeter(server=server, repo=None, models=models, shares=shares, slas=slas, plan=plan,
                            settings=settings, folder=out_dir, say=say, bases=bases, live_model=live, keep_loaded=True)
@@ -119,7 +120,7 @@ def run_remote_joint_sweep(server: RemoteServer, models: Sequence[str], settings
                     meter.hold(other, bases[other])
             return ALONE_BY_URL
 
-        with restored_after(server, journal, opts.restore_wait_s, emit):
+        with restored_after(server, journal, opts.restore_wait_s, emit, changes):
             found = search_jointly(meter, opts.repo or out_dir, bases, grids, emit, before_alone=others_served)
             result = found.result(meter, started)
             winners = ({m: apply_variant(bases[m], v) for m, v in result.winner.variants.items()}
@@ -127,10 +128,11 @@ def run_remote_joint_sweep(server: RemoteServer, models: Sequence[str], settings
             paths = {m: str(atomic_write(out_dir / WINNER_DIR / m / CONFIG_FILENAME, render_config(config)))
                      for m, config in winners.items()}
             _apply(server, journal, winners, result, opts, emit, out_dir)
-        result.warnings += [traffic_warning(m, seen) for m, seen in traffic.items() if seen]
+        steps = [t for seen in traffic.values() for t in seen]
+        result.warnings += [w for w in (traffic_warning(m, seen) for m, seen in traffic.items()) if w]
         result.server_facts = facts.to_dict()
-        result.remote = remote_record(server, journal, out_dir, winner_configs=paths, alone=ALONE_BY_URL,
-                                      other_traffic=traffic)
+        result.remote = remote_record(server, journal, out_dir, steps, changes, winner_configs=paths, alone=ALONE_BY_URL,
+                                      other_traffic={m: [t for t in seen if t["requests"]] for m, seen in traffic.items()})
         result.wall_s = time.monotonic() - started
         result.report_path = write_joint_report(out_dir, result.render_markdown(),
                                                 json.dumps(result.to_dict(), indent=2, default=str) + "\n")

@@ -81,6 +81,12 @@ def remote_lines(facts: dict[str, Any] | None, remote: dict[str, Any] | None) ->
         else:
             lines.append(f"- the served config was loaded back after the sweep (journal `{remote.get('journal')}`, "
                          f"{remote.get('journal_status')})")
+        failed = remote.get("others_failed")
+        if failed is not None:
+            lines.append(f"- other clients' failed requests, from the server's failure counters: {failed['in_steps']} "
+                         f"in the measured steps, {failed['in_changes']} in the {failed['changes']} variant changes "
+                         f"and the restore (reloads in place, never an unload; {failed['uncounted']} not counted)"
+                         + "".join(f"; {w['failed']} in {w['where']}" for w in failed["where"]))
         if remote.get("winner_config"):
             lines.append(f"- the winner's config: `{remote['winner_config']}` (the server's repository is untouched)")
         for model, path in (remote.get("winner_configs") or {}).items():

@@ -7,17 +7,24 @@ and the statistics API's ``inference_stats.success.count``); perf_analyzer's own
 of its export windows. What the server counted beyond those, less the requests in flight at the
 step's two edges (up to twice the concurrency — seen on the bundled 2.51: 2 to 8 at concurrency 2
 and 4 with no other client), and 2 % for the windows' rounding, is other clients' traffic.
+
+Their failed requests: the failure counter (``nv_inference_request_failure``) less perf_analyzer's
+errors in a step, all of it across a reload. A request to a model not served at all counts nowhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tritonkit.perf.measure.metrics import scrape_metrics
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.server.admin import ServerAdmin
+from tritonkit.triton_metrics import REQUEST_FAILURE
 
-__all__ = ["idle_requests", "others_requests", "success_count"]
+__all__ = ["failed_during", "idle_requests", "others_requests", "success_count"]
 
 #: Seconds an idle model is watched before a variant is measured (``--exclusive``).
 IDLE_WATCH_S = 1.0
@@ -49,3 +56,24 @@ def idle_requests(admin: ServerAdmin, model: str, watch_s: float = IDLE_WATCH_S)
     before = success_count(admin, model)
     time.sleep(watch_s)
     return success_count(admin, model) - before
+
+
+@contextlib.contextmanager
+def failed_during(metrics_url: str, models: Sequence[str], where: str, into: list[dict[str, Any]]) -> Iterator[None]:
+    """Count the server's failed requests of ``models`` (every reason) while the block runs (a
+    reload: none are the sweep's) into ``into`` as ``{"where", "failed"}`` (``None``: no counts)."""
+    def total() -> float | None:
+        try:
+            snapshot = scrape_metrics(metrics_url)
+        except (OSError, ValueError):  # no metrics page: not counted
+            return None
+        return sum(snapshot.total(REQUEST_FAILURE.name, model=model) or 0.0 for model in models)
+
+    before = total()
+    try:
+        yield
+    finally:
+        after = total() if before is not None else None
+        # A counter that went down: the model was loaded afresh (not by the sweep); unknown.
+        into.append({"where": where, "failed": None if before is None or after is None or after < before
+                     else round(after - before)})
