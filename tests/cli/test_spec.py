@@ -33,9 +33,10 @@ def _command(path: str) -> click.Command:
     return command
 
 
-RUN = ["perf", "run", "add_sub", "--url", "127.0.0.1:8001", "--sla", "p99<=50ms,throughput>=10/s",
-       "--concurrency", "1:4", "--duration-s", "1.5", "--rate-tolerance", "7", "--shape", "INPUT0:4",
-       "--shape", "INPUT1:4", "--keep-outputs"]
+def _run_line() -> list[str]:
+    return ["perf", "run", "add_sub", "--url", "127.0.0.1:8001", "--sla", "p99<=50ms,throughput>=10/s",
+            "--concurrency", "1:4", "--duration-s", "1.5", "--rate-tolerance", "7", "--shape", "INPUT0:4",
+            "--shape", "INPUT1:4", "--keep-outputs"]
 
 
 @pytest.mark.parametrize("path", SPEC_COMMANDS)
@@ -51,7 +52,8 @@ def test_every_parameter_of_a_spec_command_is_a_key_named_by_its_long_option(pat
 
 
 def test_print_config_of_a_command_line_reads_back_to_the_same_command(tmp_path: Path) -> None:
-    printed = _cli(*RUN, "--print-config")
+    run = _run_line()
+    printed = _cli(*run, "--print-config")
     assert printed.exit_code == 0, printed.output
     assert printed.output.splitlines()[:3] == ["[perf.run]", 'model = "add_sub"', 'url = "127.0.0.1:8001"']
     assert "rate_tolerance = 7\n" in printed.output and 'shape = ["INPUT0:4", "INPUT1:4"]' in printed.output
@@ -59,7 +61,7 @@ def test_print_config_of_a_command_line_reads_back_to_the_same_command(tmp_path:
     spec.write_text(printed.output)
     assert _cli("perf", "run", "--config", spec, "--print-config").output == printed.output
     out = ["--out", str(tmp_path / "run")]
-    by_flags, by_spec = _cli(*RUN, *out, "--dry-run"), _cli("perf", "run", "--config", spec, *out, "--dry-run")
+    by_flags, by_spec = _cli(*run, *out, "--dry-run"), _cli("perf", "run", "--config", spec, *out, "--dry-run")
     assert by_flags.exit_code == by_spec.exit_code == 0, by_spec.output
     assert by_spec.output == by_flags.output and "--concurrency-range 4:4:1" in by_spec.output
 

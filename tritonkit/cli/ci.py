@@ -173,16 +173,19 @@ def junit_xml(suite: str, cases: Iterable[Case], properties: dict[str, str], ela
 
 
 def _emit(ctx: click.Context, cases: list[Case], markdown: str) -> None:
-    suite = " ".join(["tritonkit", *ctx.command_path.split()[1:]])
+    words = [str(w) for p in ctx.command.params if isinstance(p, click.Argument) and p.name in ctx.params
+             for w in (ctx.params[p.name] if isinstance(ctx.params[p.name], tuple) else [ctx.params[p.name]])
+             if w is not None]
+    suite = " ".join(["tritonkit", *ctx.command_path.split()[1:], *words])  # tritonkit perf run resnet
     target = ctx.meta.get(_TARGET)
     if target is not None:
         atomic_write(target, junit_xml(suite, cases, sources(ctx), time.monotonic() - ctx.meta.get(_START, 0.0)))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         bad = [c for c in cases if c.status in ("fail", "error")]
-        lines = [f"### {suite}: {len(cases) - len(bad)} of {len(cases)} passed or skipped", "",
-                 markdown.strip(), ""] if markdown.strip() else [f"### {suite}", ""]
-        if bad or not markdown.strip():
+        lines = [f"### {suite}: " + (f"{len(bad)} of {len(cases)} checks failed" if bad else
+                                     f"{len(cases)} checks, none failed"), "", markdown.strip(), ""]
+        if bad:
             lines += ["| test | result | detail |", "| --- | --- | --- |"]
             lines += [f"| {c.name} | {c.status} | {c.message} |".replace("\n", " ") for c in (bad or cases)[:100]]
         with open(summary, "a", encoding="utf-8") as handle:  # the runner's file: appended to, as it asks

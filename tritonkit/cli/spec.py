@@ -95,9 +95,9 @@ def read_spec(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
         raise ConfigError(f"spec file {where}{at} is not YAML: {getattr(exc, 'problem', None) or exc}",
                           hint="fix the YAML syntax there") from None
     except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
-        said = re.match(r"(.*?)\s*\(at line (\d+), column \d+\)", str(exc)) or re.match(r"(.*)()", str(exc))
-        at = f" line {said.group(2)}" if said.group(2) else ""
-        raise ConfigError(f"spec file {where}{at} is not TOML: {said.group(1)[:200]}",
+        said = re.match(r"(.*?)\s*\(at line (\d+), column \d+\)", str(exc))
+        at, problem = (f" line {said.group(2)}", said.group(1)) if said else ("", str(exc))
+        raise ConfigError(f"spec file {where}{at} is not TOML: {problem[:200]}",
                           hint="fix the TOML syntax there (a .yaml or .yml file is read as YAML)") from None
     if data is None:
         data = {}
@@ -272,7 +272,7 @@ def spec_text(ctx: click.Context, *, with_sources: bool = False) -> str:
             else ctx.params.get(name)
         note = f"  # {found[key]}" if with_sources else ""
         if isinstance(param, click.Argument) and param.nargs == -1 and param.metavar:
-            words, value = re.findall(r"[A-Z][A-Z_]*", param.metavar), list(value or ())
+            words, value = list(dict.fromkeys(re.findall(r"[A-Z][A-Z_]*", param.metavar))), list(value or ())
             if len(words) == 2 and param.metavar.startswith("[") and len(value) > 1 and Path(value[0]).is_dir():
                 lines.append(f"{words[0].lower()} = {_toml(value.pop(0), param)}{note}")
             key, value = words[-1].lower(), value[0] if len(value) == 1 else value
