@@ -1,8 +1,6 @@
 """What a build server runs, on the real server with the real perf_analyzer: a spec file kept in the
-repository, the JUnit file and job summary a CI system shows, and a baseline kept as an artifact.
-
-Each JUnit file is read with junitparser (the Jenkins xunit flavour CI systems read) and held to it:
-every case named, the totals equal to the cases, a failure carrying its message.
+repository, the JUnit file and job summary a CI system shows (each file read as CI systems read it:
+tests/support/junit.py), and a baseline kept as an artifact.
 """
 
 from __future__ import annotations
@@ -13,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from junitparser.xunit2 import JUnitXml
 
+from tests.support.junit import junit_cases
 from tests.support.pymodels import write_add_sub
+from tests.support.served import serve_models
 from tests.support.sweep_models import write_sleepy
 from tritonkit.cli import main
 from tritonkit.server import TritonServer
@@ -27,9 +26,7 @@ FAST = ["--duration-s", "1.5", "--warmup-s", "0", "--max-trials", "5"]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
-    repo = tmp_path_factory.mktemp("repo")
-    write_add_sub(repo)
-    with TritonServer(repo) as running:
+    with serve_models(tmp_path_factory.mktemp("repo"), write_add_sub) as running:
         yield running
 
 
@@ -37,26 +34,6 @@ def _cli(*args: str | Path, env: dict[str, str] | None = None) -> Result:
     result = CliRunner().invoke(main, [str(a) for a in args], env=env)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
-
-
-def junit_cases(path: Path) -> list[tuple[str, str, str]]:
-    """``(name, result, message)`` of every case of a JUnit file, read as CI systems read it; the
-    file's totals checked against its cases."""
-    xml = JUnitXml.fromfile(str(path))
-    cases = []
-    for suite in xml:
-        found = list(suite)
-        assert suite.name and suite.tests == len(found) and suite.hostname and suite.timestamp
-        kinds = [type(r).__name__.lower() for case in found for r in case.result]
-        assert (suite.failures, suite.errors, suite.skipped) == tuple(kinds.count(k) for k in ("failure", "error", "skipped"))
-        for case in found:
-            assert case.name and case.classname == suite.name
-            result = case.result[0] if case.result else None
-            assert result is None or result.message, case.name  # a failure says why
-            cases.append((case.name, type(result).__name__.lower() if result else "pass",
-                          result.message if result else case.system_out or ""))
-    assert len(list(path.parent.glob(f".{path.name}*"))) == 0  # written whole: no temp left beside it
-    return cases
 
 
 def test_a_run_that_misses_its_sla_writes_a_failing_case_naming_the_criterion_and_exits_1(

@@ -26,7 +26,7 @@ import click
 
 from tritonkit._fs import atomic_write
 from tritonkit.cli._common import UserPath
-from tritonkit.cli.spec import run_or_print, sources, spec_options, spec_text
+from tritonkit.cli.spec import SpecOption, sources, spec_text
 from tritonkit.errors import CommandExit, TritonKitError
 from tritonkit.perf.judge.sla import fmt_number, format_metric
 
@@ -88,25 +88,23 @@ def _sweep_cases(result: Any) -> Iterator[Case]:
     yield Case("winner", "pass" if result.exit_code == 0 else "fail", result.headline())
 
 
+def _change(change: float | None, band: tuple[float, float] | None) -> str:
+    shown = "not measured" if change is None else f"{change:+.1%}"
+    return shown + ("" if band is None else " (95% interval {:+.1%} – {:+.1%})".format(*band))
+
+
 def _compare_cases(comparison: Any) -> Iterator[Case]:
-    rows = comparison.rows
-    for row in rows:
-        status = "fail" if row.outcome != "no regression" else "pass"
+    for row in comparison.rows:
+        status = "pass" if row.outcome == "no regression" else "fail"
         if hasattr(row, "metric"):  # an LLM run: one row per metric per step
-            band = "" if row.change_interval is None else " (95% interval {:+.1%} – {:+.1%})".format(*row.change_interval)
-            change = "not measured" if row.change is None else f"{row.change:+.1%}{band}"
-            sign = "+" if row.worse_when == "rise" else "−"
-            yield Case(f"{row.step}: {row.metric}", status, f"change {change}, limit {sign}{row.limit:.0%}; "
-                       f"{row.problem or row.unsure or row.outcome}")
-            continue
-        figures = []
-        for what, change, band, limit in (
-                ("throughput", row.throughput_change, row.throughput_change_interval, -comparison.max_throughput_drop),
-                ("p99", row.p99_change, row.p99_change_interval, comparison.max_p99_rise)):
-            shown = "not measured" if change is None else f"{change:+.1%}"
-            figures.append(f"{what} change {shown}" + ("" if band is None else " (95% interval {:+.1%} – {:+.1%})"
-                           .format(*band)) + f", limit {limit:+.0%}")
-        yield Case(row.label, status, "; ".join((*figures, *row.problems, *row.unsure)))
+            limit = f"{'+' if row.worse_when == 'rise' else '-'}{row.limit:.0%}"
+            yield Case(f"{row.step}: {row.metric}", status, f"change {_change(row.change, row.change_interval)}, "
+                       f"limit {limit}; {row.problem or row.unsure or row.outcome}")
+        else:
+            yield Case(row.label, status, "; ".join((
+                f"throughput change {_change(row.throughput_change, row.throughput_change_interval)}, limit "
+                f"{-comparison.max_throughput_drop:+.0%}", f"p99 change {_change(row.p99_change, row.p99_change_interval)}, "
+                f"limit {comparison.max_p99_rise:+.0%}", *row.problems, *row.unsure)))
 
 
 def _lint_cases(report: Any) -> Iterator[Case]:
@@ -207,9 +205,15 @@ def ci_report(result: Any) -> None:
 
 
 def _wrap(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """``callback`` that prints the spec with ``--print-config``, and otherwise, with ``--junit``, writes
+    an ``error`` case when the command ends in an error before its result."""
+
     @functools.wraps(callback)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: Any, print_config: bool = False, **kwargs: Any) -> Any:
         ctx = click.get_current_context()
+        if print_config:
+            click.echo(spec_text(ctx), nl=False)
+            return None
         ctx.meta.update({_TARGET: kwargs.pop("junit", None), _START: time.monotonic()})
         try:
             return callback(*args, **kwargs)
@@ -230,13 +234,17 @@ def add_ci_options(group: click.Group) -> None:
         command: Any = group
         for word in path.split():
             command = command.commands[word]
+        file = UserPath(dir_okay=False, path_type=Path)
         if path in JUNIT_COMMANDS:
-            command.params.append(click.Option(
-                ["--junit"], type=UserPath(dir_okay=False, path_type=Path), default=None,
-                help="Also write the result as JUnit XML to this file (one test case per SLA criterion per "
-                     "step, or per finding), written whole; with $GITHUB_STEP_SUMMARY set, the report is "
-                     "appended to it."))
-            command.callback = _wrap(command.callback)
+            command.params.append(click.Option(["--junit"], type=file, help=(
+                "Also write the result as JUnit XML to this file (one test case per SLA criterion per step, or per "
+                "finding), written whole; with $GITHUB_STEP_SUMMARY set, the report is appended to it.")))
         if path in SPEC_COMMANDS:
-            spec_options(command, path.replace(" ", "."))
-            command.callback = run_or_print(command.callback)
+            command.params += [
+                SpecOption(["--config"], type=file, is_eager=True, expose_value=False, help=(
+                    f"Spec file (TOML, or YAML for .yaml/.yml) holding this command's settings: its "
+                    f"[{path.replace(' ', '.')}] table (or its keys at the top), each key an option's long name "
+                    "with _ for - (or an argument's name). A flag given on the command line wins.")),
+                click.Option(["--print-config"], is_flag=True,
+                             help="Print the spec (TOML) equal to this command line, for --config, and exit.")]
+        command.callback = _wrap(command.callback)

@@ -16,12 +16,11 @@ closest valid key.
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,15 @@ import click
 import yaml
 
 from tritonkit._fs import read_user_text, shown_path
-from tritonkit.cli._common import Number, UserPath, Words, option_name
-from tritonkit.errors import CommandExit, ConfigError, TritonKitError
+from tritonkit.cli._common import Number, Words, option_name
+from tritonkit.errors import ConfigError, TritonKitError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - the stdlib has it from 3.11
     import tomli as tomllib
 
-__all__ = ["SpecOption", "read_spec", "run_or_print", "sources", "spec_options", "spec_text"]
+__all__ = ["SpecOption", "read_spec", "sources", "spec_text"]
 
 _OWN = ("config", "print_config", "junit", "help")
 _RAW, _FILE = "tritonkit.spec.raw", "tritonkit.spec.file"
@@ -154,9 +153,8 @@ def _table(path: Path, data: dict[str, Any], lines: dict[tuple[str, ...], int], 
 def _check_keys(path: Path, lines: dict[tuple[str, ...], int], table: tuple[str, ...], data: dict[str, Any],
                 command: click.Command) -> dict[str, click.Parameter]:
     keys = _keys(command)
-    for key in data:
-        if str(key) not in keys:
-            _unknown(path, lines, (*table, str(key)), list(keys), "keys")
+    for key in (str(k) for k in data if str(k) not in keys):
+        _unknown(path, lines, (*table, key), list(keys), "keys")
     return keys
 
 
@@ -278,29 +276,3 @@ def spec_text(ctx: click.Context, *, with_sources: bool = False) -> str:
             key, value = words[-1].lower(), value[0] if len(value) == 1 else value
         lines.append(f"{key} = {_toml(value, param)}{note}")
     return "\n".join(lines) + "\n"
-
-
-def spec_options(command: click.Command, table: str) -> None:
-    """Give ``command`` (``table``: its words, ``perf.run``) ``--config FILE`` and ``--print-config``
-    (:func:`run_or_print` answers the latter)."""
-    command.params += [
-        SpecOption(["--config"], type=UserPath(dir_okay=False, path_type=Path), is_eager=True, expose_value=False,
-                   help="Spec file (TOML, or YAML for .yaml/.yml) holding this command's settings: its "
-                        f"[{table}] table (or its keys at the top), each key an option's long name with _ "
-                        "for - (or an argument's name). A flag given on the command line wins."),
-        click.Option(["--print-config"], is_flag=True,
-                     help="Print the spec (TOML) equal to this command line, for --config, and exit."),
-    ]
-
-
-def run_or_print(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """``callback`` that, with ``--print-config``, prints the spec instead of running."""
-
-    @functools.wraps(callback)
-    def run(*args: Any, print_config: bool = False, **kwargs: Any) -> Any:
-        if print_config:
-            click.echo(spec_text(click.get_current_context()), nl=False)
-            raise CommandExit(0)
-        return callback(*args, **kwargs)
-
-    return run
