@@ -71,7 +71,7 @@ def mutants(draw: st.DrawFn) -> tuple[str, str, bytes]:
             data = b"\n".join(lines)
         else:
             depth = draw(st.integers(1, 3000))
-            data += b"\nx = " + b"[" * depth + b"]" * depth + b"\n"
+            data += (b"\nx: " if suffix == ".yaml" else b"\nx = ") + b"[" * depth + b"]" * depth + b"\n"
     return command.split(" (")[0], suffix, data
 
 

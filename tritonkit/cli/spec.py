@@ -82,22 +82,19 @@ def _lines_yaml(node: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple
 def read_spec(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """The spec file's data and the line of each table and key; a ConfigError naming the line otherwise."""
     text = read_user_text(path, what="spec file", hint="give a TOML or YAML spec file")
-    where = shown_path(path)
+    where, kind = shown_path(path), "YAML" if path.suffix.lower() in (".yaml", ".yml") else "TOML"
     try:
-        if path.suffix.lower() in (".yaml", ".yml"):
+        if kind == "YAML":
             data, lines = yaml.safe_load(text), dict(_lines_yaml(yaml.compose(text)))
         else:
             data, lines = tomllib.loads(text), _lines_toml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"spec file {where}{at} is not YAML: {getattr(exc, 'problem', None) or exc}",
-                          hint="fix the YAML syntax there") from None
-    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
-        said = re.match(r"(.*?)\s*\(at line (\d+), column \d+\)", str(exc))
-        at, problem = (f" line {said.group(2)}", said.group(1)) if said else ("", str(exc))
-        raise ConfigError(f"spec file {where}{at} is not TOML: {problem[:200]}",
-                          hint="fix the TOML syntax there (a .yaml or .yml file is read as YAML)") from None
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
+        mark, said = getattr(exc, "problem_mark", None), re.match(r"(.*?)\s*\(at line (\d+), column \d+\)", str(exc))
+        line = mark.line + 1 if mark is not None else said.group(2) if said else None
+        problem = getattr(exc, "problem", None) or (said.group(1) if said else str(exc).split("\n")[0] or "nested too deep")
+        raise ConfigError(f"spec file {where}{f' line {line}' if line else ''} is not {kind}: {' '.join(problem.split())[:200]}",
+                          hint=f"fix the {kind} syntax there (a .yaml or .yml file is read as YAML, others as TOML)"
+                          ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
