@@ -131,7 +131,10 @@ def _table(path: Path, data: dict[str, Any], lines: dict[tuple[str, ...], int], 
             name = (*prefix, str(key))
             if isinstance(sub, click.Group) and isinstance(value, dict):
                 walk(value, sub, name)
-            elif sub is not None and isinstance(value, dict) and any(p.name == "config" for p in sub.params):
+            elif sub is not None and any(p.name == "config" for p in sub.params):
+                if not isinstance(value, dict):
+                    _refuse(path, lines, name, f"{type(value).__name__} where a table of keys goes",
+                            f"write its keys under [{'.'.join(name)}]")
                 found[name] = value
                 _check_keys(path, lines, name, value, sub)
             else:
