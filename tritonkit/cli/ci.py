@@ -185,9 +185,13 @@ def _emit(ctx: click.Context, cases: list[Case], markdown: str) -> None:
                                      f"{len(cases)} checks, none failed"), "", markdown.strip(), ""]
         if bad:
             lines += ["| test | result | detail |", "| --- | --- | --- |"]
-            lines += [f"| {c.name} | {c.status} | {c.message} |".replace("\n", " ") for c in (bad or cases)[:100]]
-        with open(summary, "a", encoding="utf-8") as handle:  # the runner's file: appended to, as it asks
-            handle.write("\n".join(lines) + "\n\n")
+            lines += ["| " + " | ".join(t.replace("|", "\\|").replace("\n", " ") for t in (c.name, c.status, c.message))
+                      + " |" for c in bad[:100]]
+        try:
+            with open(summary, "a", encoding="utf-8") as handle:  # the runner's file: appended to, as it asks
+                handle.write("\n".join(lines) + "\n\n")
+        except OSError as exc:  # the job summary is a courtesy: its failure does not change the verdict
+            click.echo(f"warning: cannot append to $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror}", err=True)
 
 
 def ci_report(result: Any) -> None:
@@ -222,7 +226,10 @@ def _wrap(callback: Callable[..., Any]) -> Callable[..., Any]:
             if code != 0 and not ctx.meta.get(_DONE) and not kwargs.get("dry_run"):
                 message = (f"{exc.message}" + (f" (fix: {exc.hint})" if exc.hint else "")
                            if isinstance(exc, TritonKitError) else f"exit status {code}: see the command's output")
-                _emit(ctx, [Case("command", "error", message)], "")
+                try:
+                    _emit(ctx, [Case("command", "error", message)], "")
+                except (OSError, TritonKitError) as failed:  # the command's own error is the one to report
+                    click.echo(f"warning: the JUnit file was not written: {failed}", err=True)
             raise
 
     return run
