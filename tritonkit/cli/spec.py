@@ -44,19 +44,19 @@ _S = click.core.ParameterSource
 
 
 def _keys(command: click.Command) -> dict[str, click.Parameter]:
-    """Every spec key of ``command``: ``--max-batch-size`` → ``max_batch_size``; an argument by its
-    name, a variadic one by the words of its metavar (``[REPO] MODEL [MODEL...]``: ``repo``, ``model``)."""
+    """Every spec key of ``command``: an argument by its name, a variadic one by the words of its
+    metavar (``[REPO] MODEL [MODEL...]``: ``repo``, ``model``); an option by its long name
+    (``--max-batch-size`` → ``max_batch_size``), or, where an argument has that name, by its
+    parameter's (``perf sweep``'s ``--repo``: ``local_repo``)."""
     keys: dict[str, click.Parameter] = {}
-    for param in command.params:
-        if param.name in _OWN or param.name is None:
-            continue
-        if isinstance(param, click.Option):
-            keys[option_name(param).lstrip("-").replace("-", "_")] = param
-        elif param.nargs == -1 and param.metavar:
-            keys.update((word.lower(), param) for word in re.findall(r"[A-Z][A-Z_]*", param.metavar))
-        else:
-            keys[param.name] = param
-    return keys
+    params = [p for p in command.params if p.name not in _OWN and p.name is not None]
+    for param in (p for p in params if isinstance(p, click.Argument)):
+        words = re.findall(r"[A-Z][A-Z_]*", param.metavar or "") if param.nargs == -1 else []
+        keys.update((word.lower(), param) for word in words or [param.name or ""])
+    for option in (p for p in params if isinstance(p, click.Option)):
+        key = option_name(option).lstrip("-").replace("-", "_")
+        keys[option.name if key in keys and option.name else key] = option
+    return dict(sorted(keys.items(), key=lambda item: command.params.index(item[1])))
 
 
 def _lines_toml(text: str) -> dict[tuple[str, ...], int]:
