@@ -12,6 +12,7 @@ import click
 from tritonkit._version import __version__
 from tritonkit.cli import build, demo, deploy, infer, perf, plan, repo, system
 from tritonkit.cli._common import ErrorHandlingGroup, harden_text_options
+from tritonkit.cli.ci import add_ci_options
 
 
 @click.group(cls=ErrorHandlingGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,6 +31,7 @@ def main() -> None:
 for _module in (system, plan, build, perf, repo, infer, demo, deploy):
     for _command in _module.COMMANDS:
         main.add_command(_command)
+add_ci_options(main)  # --config, --print-config, --junit on the commands a build server runs
 harden_text_options(main)  # every plain text option: not empty, no control character, UTF-8
 
 __all__ = ["main"]

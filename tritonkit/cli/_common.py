@@ -169,7 +169,7 @@ def _from_default(param: click.Parameter | None, ctx: click.Context | None, valu
     source = ctx.get_parameter_source(param.name) if ctx is not None else None
     if source is None:
         return value == param.default
-    return source in (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    return source is click.core.ParameterSource.DEFAULT  # a spec file's value (DEFAULT_MAP) is the user's
 
 
 class Words(click.ParamType):

@@ -32,6 +32,7 @@ from tritonkit.cli._common import (
     sigterm_as_interrupt,
     sla_option,
 )
+from tritonkit.cli.ci import ci_report
 from tritonkit.cli.perf_cluster import cluster_load_tests, cluster_run_options
 from tritonkit.cli.perf_llm import (
     llm_options,
@@ -276,6 +277,7 @@ def run_command(
         click.echo(f"interrupted: the steps measured so far are saved in {test.results_dir}", err=True)
         raise CommandExit(test.exit_code)
     out.run(test.run)
+    ci_report(test.run)
     if test.run.error is not None:
         raise test.run.error  # reported after the results were saved and printed
     if test.output_check is not None:
@@ -357,6 +359,7 @@ def compare_command(
         )
     else:
         print_llm_comparison(stored.comparison, stored.base_path, stored.new_path, stored.saved, as_json=as_json)
+    ci_report(stored)
     raise CommandExit(stored.exit_code)
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from tritonkit.cli._common import CommandExit, UserPath, Words, echo_json, number, sigterm_as_interrupt
+from tritonkit.cli.ci import ci_report
 from tritonkit.errors import ConfigError
 from tritonkit.perf.command import LoadTestSettings, llm_load_test
 from tritonkit.perf.llm.compare import LLMComparison
@@ -129,6 +130,7 @@ def run_llm_command(model: str, settings: LoadTestSettings, llm: LLMSettings, *,
             click.echo(f"report: {run.report}")
         if run.baseline_path is not None:
             click.echo(f"baseline: {run.baseline_path}")
+    ci_report(run)
     if run.error is not None:
         raise run.error  # reported after the results were saved and printed
     raise CommandExit(test.exit_code)

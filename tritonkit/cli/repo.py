@@ -20,6 +20,7 @@ from tritonkit.cli._common import (
     number,
     server_bin_option,
 )
+from tritonkit.cli.ci import ci_report
 from tritonkit.errors import ConfigError
 from tritonkit.repository import (
     CONFIG_FILENAME,
@@ -243,6 +244,7 @@ def lint(path: Path | None, target: str | None, server: str | None, metrics_url:
                             bundled=bundled, server_version=server_version, backend_dir=backend_dir)
     report = lint_repository(path, target=chosen, rules=rules or None, ignore=ignored)
     _print_report(report, fmt, Severity(min_severity))
+    ci_report(report)
     raise CommandExit(EXIT_INTERNAL if report.internal_errors else EXIT_CLEAN if report.ok else EXIT_FINDINGS)
 
 

@@ -31,6 +31,7 @@ from tritonkit.cli._common import (
     server_bin_option,
     sigterm_as_interrupt,
 )
+from tritonkit.cli.ci import ci_report
 from tritonkit.cli.perf_cluster import (
     cluster_settings,
     cluster_sweep_options,
@@ -95,6 +96,7 @@ class SweepPrinter:
                    if not isinstance(v, (dict, list)) and k not in ("variant", "done", "left", "eta_s")})
 
     def result(self, result: SweepResult) -> None:
+        ci_report(result)
         if self.as_json:
             echo_json(result.to_dict())
             return
@@ -145,6 +147,7 @@ def _pairs(values: tuple[str, ...], option: str, *, number: bool = False) -> dic
 
 
 def _print_joint(result: JointResult, as_json: bool) -> None:
+    ci_report(result)
     if as_json:
         echo_json(result.to_dict())
         return
