@@ -14,6 +14,9 @@ while it runs, kills the whole group on timeout, exception or Ctrl-C, and turns 
 * a failed request (perf_analyzer aborts the step, exit 99 "Thread [i] had error"): a step with
   ``error_count`` > 0 and the tool's message — a result, not a crash;
 * exit 3 or a rejected option: ``StepError`` (a ``PerfError``) with perf_analyzer's own complaint;
+* out of memory (``std::bad_alloc``, the kernel's OOM kill, or past twice its budget, when the
+  supervisor stops it): ``StepError`` naming the output size and rate
+  (:mod:`tritonkit.perf.measure.outputs`, which also places the outputs and bounds the windows);
 * anything else: ``StepError`` with the return code, the stderr tail, and why
   (:mod:`tritonkit.perf.measure.failures`: ``.failure`` and the server's or model's message).
 

@@ -15,6 +15,9 @@ Evidence (tritonserver 2.51, perf_analyzer 2.60, seen on these machines):
 * a measurement window shorter than one request: ``No valid requests recorded within time
   interval. Please use a larger time window.`` on stderr and exit 3 — the same status as a
   usage mistake, so the line itself decides (a slow model, not a wrong option);
+* perf_analyzer out of memory (it keeps every response's outputs unless they go to shared memory):
+  ``terminate called after throwing an instance of 'std::bad_alloc'`` and SIGABRT (under a
+  ``ulimit -v`` cap), or SIGKILL from the kernel's OOM killer (:mod:`tritonkit.perf.measure.outputs`);
 * a usage mistake: exit 3, or an ``Error: …`` line with nothing measured on stdout;
 * a request the dynamic batcher's queue policy refused: ``Thread [0] had error: [request id:
   <id_unknown>] Exceeds maximum queue size`` (the queue full) or ``Thread [0] had error: Request
