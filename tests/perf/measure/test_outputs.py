@@ -83,7 +83,7 @@ def test_a_load_generator_past_twice_its_budget_is_stopped_with_the_reason(
     """The supervisor's watch, on a stand-in that only allocates (no perf_analyzer grows on cue)."""
     hog = tmp_path / "hog.py"
     hog.write_text(_HOG)
-    monkeypatch.setattr("tritonkit.perf.measure.analyzer.memory_budget", lambda: 64 << 20)
+    monkeypatch.setattr("tritonkit.perf.measure.outputs.memory_budget", lambda: 64 << 20)
     tool = PerfAnalyzerInstall(argv=(sys.executable, str(hog)), source="test", mode="external", binary=hog)
     spec = PerfSpec(model="big", url="10.0.0.5:8001", load=ConcurrencyRange(2), shared_memory="none",
                     kept_outputs=KeptOutputs(OUTPUT_BYTES), measurement_interval_ms=1000, max_trials=3)
@@ -135,7 +135,8 @@ def test_a_run_of_1_mib_outputs_under_a_4_gb_cap_measures_its_steps(
     assert argv[argv.index("--shared-memory") + 1] == "system"
     # Fixed dims: the metadata's size; variable dims: twice what one probe request of the largest input got.
     assert argv[argv.index("--output-shared-memory-size") + 1] == str(region)
-    assert ("metadata declares" if model == "big" else "one probe request") in done.stdout
+    notes = " ".join(result.extra.get("input_data", []))  # what the run was told, kept with its result
+    assert ("metadata declares" if model == "big" else "one probe request") in notes, notes
 
 
 @pytest.mark.server

@@ -41,6 +41,7 @@ from typing import NoReturn
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError, TritonKitError
+from tritonkit.perf.measure import outputs
 from tritonkit.perf.measure.failures import (
     Diagnosis,
     Failure,
@@ -57,14 +58,6 @@ from tritonkit.perf.measure.metrics import (
     generator_cpu_warning,
     host_cpu_count,
     step_metrics,
-)
-from tritonkit.perf.measure.outputs import (
-    bound_windows,
-    expected_rate,
-    memory_budget,
-    memory_error,
-    place_outputs,
-    resident_bytes,
 )
 from tritonkit.perf.measure.parse import (
     ConsoleSummary,
@@ -207,7 +200,7 @@ class PerfAnalyzer:
         self.progress = progress
         self.cores = host_cpu_count()
         self._server_pids: dict[str, int | None] = {}
-        self._placed: dict[str, PerfSpec] = {}
+        self._placed: dict[str, dict[str, object]] = {}
         #: Requests a second per concurrent request, the most a step of this folder measured.
         self._per_load: float | None = None
 
@@ -245,7 +238,7 @@ class PerfAnalyzer:
         if isinstance(requested, RequestIntervals):  # no load levels to read a ladder step from
             raise ConfigError(f"{name}: a request-intervals schedule is an LLM step, not a ladder step",
                               hint="run traffic shapes with run_llm (tritonkit perf run --llm --traffic ...)")
-        spec, bounded = bound_windows(self.placed(spec), self._per_load)
+        spec, bounded = outputs.bound_windows(self.placed(spec), self._per_load)
         if bounded:
             self._say(f"[{name}] {bounded}")
         self.results_dir.mkdir(parents=True, exist_ok=True)
@@ -257,7 +250,7 @@ class PerfAnalyzer:
             invocation = self.invoke(self.command(spec), name, timeout_s=timeout_s, server_url=spec.url)
         except StepError as exc:
             if exc.failure == Failure.OUT_OF_MEMORY:
-                raise memory_error(spec, expected_rate(spec, self._per_load), exc.server_message) from exc
+                raise outputs.memory_error(spec, outputs.expected_rate(spec, self._per_load), exc.server_message) from exc
             raise
         argv, returncode, duration_s, started_utc = (
             invocation.argv, int(invocation.returncode or 0), invocation.duration_s, invocation.started_utc)
@@ -339,12 +332,11 @@ class PerfAnalyzer:
         key = repr((spec.url, spec.model, spec.model_version, spec.batch_size, spec.shared_memory,
                     str(spec.input_data), sorted(spec.shapes.items())))
         if key not in self._placed:
-            placed, notes = place_outputs(spec)
-            self._placed[key] = placed
+            placed, notes = outputs.place_outputs(spec)
+            self._placed[key] = {k: getattr(placed, k) for k in outputs.PLACED_FIELDS}
             for note in notes:
                 self._say(note)
-        return replace(spec, shared_memory=self._placed[key].shared_memory, kept_outputs=self._placed[key].kept_outputs,
-                       output_shared_memory_size_bytes=self._placed[key].output_shared_memory_size_bytes)
+        return replace(spec, **self._placed[key])  # type: ignore[arg-type]
 
     def invoke(
         self,
@@ -391,7 +383,7 @@ class PerfAnalyzer:
                     ) from exc
                 cpu = ProcessCpu(proc.pid)
                 cpu.begin()
-                watch = _MemoryWatch(proc.pid, 2 * memory_budget())
+                watch = _MemoryWatch(proc.pid, 2 * outputs.memory_budget())
                 sampler = MachineSampler(self.server_pid(server_url) if server_url else None, self.cores)
                 sampler.begin()
                 try:
@@ -467,11 +459,11 @@ class PerfAnalyzer:
         reachable, ready = _server_state(spec)
         diagnosis = classify(invocation.console, returncode=invocation.returncode, option_error=console.option_error,
                              server_reachable=reachable, model_ready=ready, model=spec.model)
-        if invocation.returncode == -9 and invocation.peak_bytes >= memory_budget():
+        if invocation.returncode == -9 and invocation.peak_bytes >= outputs.memory_budget():
             diagnosis = Diagnosis(Failure.OUT_OF_MEMORY, f"killed by signal 9, the kernel's OOM killer, holding "
                                   f"{invocation.peak_bytes >> 20} MiB")
         if diagnosis.failure is Failure.OUT_OF_MEMORY:
-            raise memory_error(spec, expected_rate(spec, self._per_load), diagnosis.message)
+            raise outputs.memory_error(spec, outputs.expected_rate(spec, self._per_load), diagnosis.message)
         where = f"the command is in {self.results_dir / (invocation.name + '.argv.json')}"
         if diagnosis.failure is Failure.REFUSED_OPTIONS:
             message = f"perf_analyzer rejected its options: {diagnosis.message or _tail(invocation.stderr_path, 3)}"
@@ -516,7 +508,7 @@ class _MemoryWatch:
     peak: int = 0
 
     def exceeded(self) -> bool:
-        self.peak = max(self.peak, resident_bytes(self.pid) or 0)
+        self.peak = max(self.peak, outputs.resident_bytes(self.pid) or 0)
         return self.peak > self.limit
 
 

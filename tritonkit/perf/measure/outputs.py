@@ -1,21 +1,13 @@
 """Where perf_analyzer's response outputs go, and how much of them it may hold.
 
-perf_analyzer 2.60 keeps every response's outputs in its request records until it exits
-(``InferContext::GetOutputs``) unless they go to a shared-memory region: at 1 MiB a request and a
-few thousand requests a second, gigabytes a second, until the kernel kills it. So:
-
-- :func:`place_outputs`: on a server on this machine that takes client shared memory, outputs go
-  to system shared memory, whatever the backend, the region sized from the server's own answer:
-  the model's metadata where the output dims are fixed, else one probe request of the largest
-  input the run sends (sent three times; the region is :data:`PROBE_HEADROOM` times its largest
-  output). Elsewhere (a server on another machine, one that refuses client shared memory,
-  ``--keep-outputs``) perf_analyzer keeps the outputs, and the spec carries their size
-  (:class:`~tritonkit.perf.measure.spec.KeptOutputs`);
-- :func:`bound_windows`: a step whose outputs are kept gets windows short enough that they fit
-  :func:`memory_budget` at the rate expected (the probe's, or the rate measured so far), or is
-  refused, naming the output size, the rate and the fix;
-- :func:`memory_error`: what a perf_analyzer that died of memory anyway is told as (``std::bad_alloc``,
-  the kernel's OOM kill, or past the supervisor's limit of twice the budget).
+perf_analyzer 2.60 keeps every response's outputs until it exits (``InferContext::GetOutputs``)
+unless they go to shared memory: at 1 MiB a request, gigabytes a second. :func:`place_outputs` puts
+them in system shared memory on a server on this machine, for every backend, the region sized from
+the server's answer (the metadata's fixed dims, else :data:`PROBE_HEADROOM` times one probe request
+of the largest input); elsewhere (another machine, a server refusing client shared memory,
+``--keep-outputs``) the spec carries their size (:class:`~tritonkit.perf.measure.spec.KeptOutputs`),
+:func:`bound_windows` fits each step's windows to :func:`memory_budget` at the rate expected or refuses
+it, and :func:`memory_error` says a perf_analyzer ran out of memory, with the output size and rate.
 """
 
 from __future__ import annotations
@@ -32,11 +24,14 @@ import numpy as np
 
 from tritonkit.errors import StepError, TritonKitError
 from tritonkit.perf.measure.failures import Failure
+from tritonkit.perf.measure.metrics import is_loopback
 from tritonkit.perf.measure.spec import ConcurrencyRange, KeptOutputs, PerfSpec, RequestIntervals
 
-__all__ = ["PROBE_HEADROOM", "bound_windows", "loopback", "memory_budget", "memory_error", "place_outputs",
+__all__ = ["PLACED_FIELDS", "PROBE_HEADROOM", "bound_windows", "memory_budget", "memory_error", "place_outputs",
            "resident_bytes"]
 
+#: What :func:`place_outputs` sets in a spec.
+PLACED_FIELDS = ("shared_memory", "output_shared_memory_size_bytes", "kept_outputs")
 #: A region sized by a probe holds this many times its largest output (outputs that vary with content).
 PROBE_HEADROOM = 2
 #: Round trips of the probe request (the fastest says the rate one request at a time reaches).
@@ -50,27 +45,16 @@ _FIX = ("run perf_analyzer on the server's machine (outputs then go to shared me
         "with --allow-client-shm=true where it refuses client shared memory, drop --keep-outputs, or lower the load")
 
 
-def loopback(url: str) -> bool:
-    """Whether ``url`` (``host:port``) is a server on this machine."""
-    return url.rsplit(":", 1)[0].strip("[]") in ("127.0.0.1", "localhost", "::1")
-
-
-def _meminfo(key: str) -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith(f"{key}:"):
-            return int(line.split()[1]) * 1024
-    raise ValueError(key)
-
-
 def memory_budget() -> int:
-    """Bytes perf_analyzer may hold for kept outputs: a quarter of the memory available now, at most
-    half of an address-space cap this process runs under (perf_analyzer inherits it)."""
+    """Bytes perf_analyzer may hold for kept outputs: a quarter of the memory available now (4 GiB
+    when unknown), at most half of an address-space cap this process runs under (perf_analyzer inherits it)."""
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    capped = [] if soft == resource.RLIM_INFINITY else [soft // 2]
     try:
-        return min([_meminfo("MemAvailable") // 4, *capped])
-    except (OSError, ValueError):
-        return min([4 << 30, *capped])
+        line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemAvailable:"))
+        available = int(line.split()[1]) * 1024 // 4
+    except (OSError, ValueError, StopIteration):
+        available = 4 << 30
+    return available if soft == resource.RLIM_INFINITY else min(available, soft // 2)
 
 
 def resident_bytes(pid: int) -> int | None:
@@ -150,8 +134,8 @@ def place_outputs(spec: PerfSpec, *, keep: bool = False, probe: bool = True) -> 
             meta = client.model_metadata(spec.model, version=spec.model_version or "")
             batch = spec.batch_size if meta.max_batch_size > 0 else None
             fixed = list(meta.output_item_bytes.values())
-            refusal = shared_memory_refusal(spec.url) if loopback(spec.url) and not keep else None
-            local = loopback(spec.url) and not keep and refusal is None
+            refusal = shared_memory_refusal(spec.url) if is_loopback(spec.url) and not keep else None
+            local = is_loopback(spec.url) and not keep and refusal is None
             if local and fixed and None not in fixed:
                 region = _pages(max(v or 0 for v in fixed) * (batch or 1))
                 return (replace(spec, shared_memory="system", output_shared_memory_size_bytes=region),
