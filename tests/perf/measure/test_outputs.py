@@ -22,14 +22,16 @@ from pathlib import Path
 import pytest
 
 from tests.support.big_outputs import OUTPUT_BYTES, write_big_output_models
+from tests.support.shm_refusal import refusing_server
 from tritonkit.errors import StepError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.failures import Failure, classify
-from tritonkit.perf.measure.outputs import MIN_WINDOW_MS, bound_windows
+from tritonkit.perf.measure.outputs import KEPT_COPIES, MIN_WINDOW_MS, bound_windows, place_outputs
 from tritonkit.perf.measure.result import PerfResult
 from tritonkit.perf.measure.spec import ConcurrencyRange, KeptOutputs, PerfSpec, RequestRateRange
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall
 from tritonkit.server import TritonServer
+from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 GB = 1 << 30
 
@@ -38,14 +40,14 @@ GB = 1 << 30
 
 
 def test_kept_outputs_get_windows_that_hold_at_most_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tritonkit.perf.measure.outputs.memory_budget", lambda: 2 * GB)
+    monkeypatch.setattr("tritonkit.perf.measure.outputs.memory_budget", lambda: 20 * GB)
     spec = PerfSpec(model="big", url="10.0.0.5:8001", load=ConcurrencyRange(4), measurement_interval_ms=5000,
                     max_trials=10, kept_outputs=KeptOutputs(OUTPUT_BYTES, 0.01))
     bounded, said = bound_windows(spec, per_load=None)
     rate = 4 * 2 / 0.01  # four in flight, each at twice the probe's rate: 800 requests/s
     assert bounded.max_trials == 3 and bounded.measurement_interval_ms is not None
-    held = bounded.max_trials * bounded.measurement_interval_ms / 1000 * rate * OUTPUT_BYTES
-    assert held <= 2 * GB and bounded.measurement_interval_ms >= MIN_WINDOW_MS
+    held = bounded.max_trials * bounded.measurement_interval_ms / 1000 * rate * OUTPUT_BYTES * KEPT_COPIES
+    assert held <= 20 * GB and bounded.measurement_interval_ms >= MIN_WINDOW_MS
     assert said is not None and f"{OUTPUT_BYTES} B outputs" in said and "800 requests/s" in said
     # A faster rate measured since wins over the probe's; small outputs are left as they are.
     faster, _ = bound_windows(spec, per_load=400.0)
@@ -141,21 +143,24 @@ def test_a_run_of_1_mib_outputs_under_a_4_gb_cap_measures_its_steps(
 
 @pytest.mark.server
 @pytest.mark.perf_analyzer
-def test_kept_outputs_under_a_4_gb_cap_stay_within_the_budget(
+def test_kept_outputs_under_a_4_gb_cap_are_measured_within_the_budget_or_refused_before_they_start(
         big_server: tuple[TritonServer, Path], tmp_path: Path) -> None:
     server, _ = big_server
-    out = tmp_path / "kept"
-    done = _capped(4 * GB, "perf", "run", "big", "--url", server.grpc_url, "--concurrency", "2", "--keep-outputs",
-                   "--duration-s", "2", "--warmup-s", "1", "--out", str(out))
+    kept = tmp_path / "kept"  # 64 KiB a request: the windows fit the budget
+    done = _capped(4 * GB, "perf", "run", "bigvar", "--shape", "INPUT0:16", "--url", server.grpc_url,
+                   "--concurrency", "2", "--keep-outputs", "--duration-s", "2", "--warmup-s", "1", "--out", str(kept))
     said = done.stdout + done.stderr
-    assert "outputs kept by perf_analyzer (--keep-outputs)" in said, said[-3000:]
-    argv = _argv(out, "step01-c2")
-    assert "--shared-memory" not in argv or argv[argv.index("--shared-memory") + 1] == "none"
-    result = PerfResult.load(out / "result.json")
-    # Measured within its budget, or refused with the reason: never killed at the cap.
-    assert done.returncode == 0 or "out of memory" in said, said[-3000:]
-    assert "std::bad_alloc" not in said or "holding" in said
-    assert result.steps
+    assert done.returncode == 0, said[-3000:]
+    argv = _argv(kept, "step01-c2")
+    assert argv[argv.index("--shared-memory") + 1] == "none"
+    assert [s.load_value for s in PerfResult.load(kept / "result.json").steps if s.throughput_per_s] == [2.0]
+    refused = tmp_path / "refused"  # 1 MiB a request at 16 in flight: the budget fills within three windows
+    done = _capped(4 * GB, "perf", "run", "big", "--url", server.grpc_url, "--concurrency", "16", "--keep-outputs",
+                   "--duration-s", "2", "--warmup-s", "1", "--out", str(refused))
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said[-3000:]
+    assert f"would run out of memory on model 'big' holding {OUTPUT_BYTES}-byte outputs at" in said, said[-3000:]
+    assert "--allow-client-shm=true" in said and "bad_alloc" not in said and "signal" not in said
 
 
 @pytest.mark.server
@@ -174,3 +179,23 @@ def test_a_sweep_of_1_mib_outputs_under_a_6_gb_cap_measures_its_variants(
     assert argvs and all(a[a.index("--shared-memory") + 1] == "system" for a in argvs)
     measured = {p.parts[len(out.parts)] for p in out.rglob("step*.csv")}
     assert len(measured) >= 2, sorted(measured)
+
+
+@pytest.mark.server
+def test_a_server_refusing_client_shared_memory_gets_the_outputs_kept_with_their_size(
+        big_server: tuple[TritonServer, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No 2.68+ server runs here: its refusal comes from tests/support/shm_refusal.py, the model from the real one."""
+    from tritonkit.client import shared_memory_refusal
+
+    server, _ = big_server
+    with refusing_server() as url:
+        refusal = shared_memory_refusal(url)
+    assert refusal is not None
+    monkeypatch.setattr("tritonkit.client.shared_memory_refusal", lambda _url, **_kw: refusal)
+    placed, said = place_outputs(PerfSpec(model="big", url=server.grpc_url, load=ConcurrencyRange(4)))
+    assert placed.shared_memory is None and placed.kept_outputs is not None
+    assert placed.kept_outputs.bytes == OUTPUT_BYTES and placed.kept_outputs.round_trip_s
+    assert CLIENT_SHM_FLAG in said[0] and f"{OUTPUT_BYTES} B per request" in said[0]
+    kept, _ = place_outputs(PerfSpec(model="bigvar", url=server.grpc_url, shapes={"INPUT0": [128]}), keep=True)
+    assert kept.shared_memory == "none" and kept.kept_outputs is not None
+    assert kept.kept_outputs.bytes == OUTPUT_BYTES // 2  # the probe's answer to 128 values: 128 rows

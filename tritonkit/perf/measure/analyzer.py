@@ -459,8 +459,9 @@ class PerfAnalyzer:
         reachable, ready = _server_state(spec)
         diagnosis = classify(invocation.console, returncode=invocation.returncode, option_error=console.option_error,
                              server_reachable=reachable, model_ready=ready, model=spec.model)
-        if invocation.returncode == -9 and invocation.peak_bytes >= outputs.memory_budget():
-            diagnosis = Diagnosis(Failure.OUT_OF_MEMORY, f"killed by signal 9, the kernel's OOM killer, holding "
+        if invocation.returncode in (-9, -11) and invocation.peak_bytes >= outputs.memory_budget():
+            how = "the kernel's OOM killer" if invocation.returncode == -9 else "an allocation that failed"
+            diagnosis = Diagnosis(Failure.OUT_OF_MEMORY, f"killed by signal {-invocation.returncode}, {how}, holding "
                                   f"{invocation.peak_bytes >> 20} MiB")
         if diagnosis.failure is Failure.OUT_OF_MEMORY:
             raise outputs.memory_error(spec, outputs.expected_rate(spec, self._per_load), diagnosis.message)

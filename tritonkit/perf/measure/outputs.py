@@ -39,7 +39,10 @@ _PROBES = 3
 #: perf_analyzer in C++ sends faster than the probe in Python: the probe's rate times this is expected.
 _PROBE_SPEEDUP = 2.0
 #: The shortest window a bounded step may get; shorter is refused.
-MIN_WINDOW_MS = 250
+MIN_WINDOW_MS = 100
+#: What a kept output costs perf_analyzer, in its size: the record and the profile export's JSON of it
+#: (1 MiB FP32 outputs under a 4 GB cap: 418 of them killed it while it wrote the export).
+KEPT_COPIES = 12
 _PAGE = 4096
 _FIX = ("run perf_analyzer on the server's machine (outputs then go to shared memory), start the server "
         "with --allow-client-shm=true where it refuses client shared memory, drop --keep-outputs, or lower the load")
@@ -184,7 +187,7 @@ def bound_windows(spec: PerfSpec, per_load: float | None) -> tuple[PerfSpec, str
     if kept is None or rate is None or spec.measurement_mode == "count_windows":
         return spec, None
     budget = memory_budget()
-    held_ms = 1000.0 * budget / (kept.bytes * rate)
+    held_ms = 1000.0 * budget / (kept.bytes * KEPT_COPIES * rate)
     interval, trials = spec.measurement_interval_ms or 5000, spec.max_trials or 10
     if interval * trials <= held_ms:
         return spec, None
