@@ -146,9 +146,9 @@ def place_outputs(spec: PerfSpec, *, keep: bool = False, probe: bool = True) -> 
                          "metadata declares (fixed dims), so perf_analyzer neither holds nor exports them"])
             sample = _largest_sample(spec, meta) if probe else None
             if sample is None:
-                return spec, ["outputs: not sized before the run (variable dims; one probe request sizes them when "
-                              "it starts)" if not probe else "outputs: not sized (no input of the run is known here): "
-                              "perf_analyzer keeps them, its memory watched"]
+                return spec, ["outputs: sized by one probe request when the run starts" if not probe else
+                              "outputs: not sized (no input of the run is known here): perf_analyzer keeps them, its "
+                              "memory watched"]
             largest, round_trip = _probe(spec, client, sample, batch)
     except TritonKitError as exc:
         return spec, [f"outputs: not sized ({exc.message}): perf_analyzer keeps them, its memory watched"]
