@@ -30,6 +30,7 @@ class AsyncStreamOwner(Protocol):
     url: str
     max_message_bytes: int
     _call_s: float | None
+    _headers: dict[str, str] | None
 
     @property
     def _tc(self) -> aioclient.InferenceServerClient: ...
@@ -112,7 +113,8 @@ class AsyncResponseStream:
             # Should a later tritonclient pass the flag on, is_final_response() sees it.
             yield send_kwargs
 
-        self._holder[0] = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s())
+        self._holder[0] = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s(),
+                                                     headers=client._headers)
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Array]]:
         # An async generator, so that leaving the loop early (break, an exception) cancels

@@ -236,13 +236,13 @@ class ShmJanitor:
     def __init__(
         self,
         url: str,
-        channel_args: list[tuple[str, Any]],
+        client_kwargs: dict[str, Any],
         *,
         give_up_after_s: float = 600.0,
         unreachable_give_up_s: float = 30.0,
     ) -> None:
         self.url = url
-        self._channel_args = channel_args
+        self._client_kwargs = client_kwargs
         self.give_up_after_s = give_up_after_s
         self.unreachable_give_up_s = unreachable_give_up_s
         self._cond = threading.Condition()
@@ -279,7 +279,7 @@ class ShmJanitor:
 
     def _run(self) -> None:
         # Its own client: the owner may be closed (or closing) while this runs.
-        tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+        tc = grpcclient.InferenceServerClient(self.url, **self._client_kwargs)
         delay_s = 0.01
         unreachable_since: float | None = None
         try:

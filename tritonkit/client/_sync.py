@@ -54,7 +54,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
     """
 
     def _open_io(self) -> None:
-        self._tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+        self._tc = grpcclient.InferenceServerClient(self.url, **self._tc_kwargs)
         self._cy = cygrpc_channel(self._tc)
         # Read before every call: bound once.
         self._channel_state = self._cy.check_connectivity_state
@@ -106,7 +106,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
         if first is not None:
             prepared, _, _, client_timeout_s = first
             try:
-                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s)
+                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s, headers=self._headers)
             except RPC_ERRORS as exc:
                 failure = exc
             else:
@@ -119,7 +119,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
 
     def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
-            return getattr(self._tc, step.method)(*step.args, **step.kwargs)
+            return getattr(self._tc, step.method)(*step.args, headers=self._headers, **step.kwargs)
         if type(step) is Connect:
             sync_connect(self._cy, self._connect_wait(step.deadline, step.operation, step.model))
             return None

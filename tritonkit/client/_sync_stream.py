@@ -30,7 +30,8 @@ class StreamOwner(Protocol):
     here so that the stream does not import the client that imports it."""
 
     url: str
-    _channel_args: list[tuple[str, Any]]
+    _tc_kwargs: dict[str, Any]
+    _headers: dict[str, str] | None
 
     def _translate(self, failed: FailedCall, *, connected: bool | None = None) -> ClientError: ...
 
@@ -92,7 +93,7 @@ class ResponseStream:
         # tritonclient allows one stream per client object: each stream gets its own
         # (the channel's TCP connection is shared by gRPC's subchannel pool).
         self._handle = _StreamHandle(
-            grpcclient.InferenceServerClient(client.url, channel_args=client._channel_args)
+            grpcclient.InferenceServerClient(client.url, **client._tc_kwargs)
         )
         # Whoever drops the last reference, the request is cancelled: the finalizer holds
         # the handle, never the stream.
@@ -101,8 +102,8 @@ class ResponseStream:
         assert tc is not None
         try:
             tc.start_stream(
-                callback=functools.partial(_hand_over, self._queue), stream_timeout=deadline.remaining_s()
-            )
+                callback=functools.partial(_hand_over, self._queue), stream_timeout=deadline.remaining_s(),
+                headers=client._headers)
             tc.async_stream_infer(**StreamRequest.send_kwargs(prepared))
         except BaseException:
             self.close()
