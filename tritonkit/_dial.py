@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import socket
 import ssl
 from collections.abc import Iterator
@@ -83,6 +84,15 @@ class Dial:
         return {"tls": self.tls, "ca": _text(self.ca), "cert": _text(self.cert), "key": _text(self.key),
                 "server_name": self.server_name, "headers": [name for name, _ in self.headers]}
 
+    def options(self) -> str:
+        """This dial as the command-line options that give it again (`` --tls-ca …``), each header's
+        value left for the user to give (``<value>``)."""
+        given = [("--tls-ca", self.ca), ("--tls-cert", self.cert), ("--tls-key", self.key),
+                 ("--tls-server-name", self.server_name)]
+        words = (["--tls"] if self.tls and not any(v for _, v in given) else []) + _pairs(given)
+        words += [f"--header {name}=<value>" for name, _ in self.headers]
+        return "".join(f" {shlex.quote(w) if not w.startswith('--header') else w}" for w in words)
+
     def grpc_kwargs(self) -> dict[str, Any]:
         """tritonclient's ``InferenceServerClient`` keywords for TLS (``creds``); none without TLS."""
         if not self.tls:
@@ -108,7 +118,10 @@ class Dial:
 
     def ssl_context(self, *, verify: bool = True) -> ssl.SSLContext:
         """An ``ssl`` context for this dial (HTTPS, and :func:`diagnose`)."""
-        context = ssl.create_default_context(cafile=_text(self.ca)) if verify else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            context = ssl.create_default_context(cafile=_text(self.ca)) if verify else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"--tls-ca {self.ca}: not a PEM certificate ({type(exc).__name__})", hint=_FIX_CA) from None
         if not verify:
             context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         if self.cert is not None:

@@ -50,7 +50,9 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
     given. Keepalive pings and a stream idle timeout notice a server that froze.
     ``url`` is one server (``host:port``) or a balanced target (``dns:///name:port``,
     ``ipv4:a:p,b:p``: calls go round-robin over every address). Requests larger
-    than ``max_message_bytes`` are refused before sending. Safe to share between threads.
+    than ``max_message_bytes`` are refused before sending. ``dial``: TLS (mutual too) and headers every
+    call carries (:class:`~tritonkit.client.Dial`; default: the one a command registered for ``url``).
+    Safe to share between threads.
     """
 
     def _open_io(self) -> None:
