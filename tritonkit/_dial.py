@@ -1,16 +1,15 @@
 """How a server is reached beyond its address: TLS (mutual too) and headers, defined once.
 
-:class:`Dial` is what the client (sync, asyncio, streams), the admin API (:mod:`tritonkit.server.admin`),
-perf_analyzer's options (:meth:`Dial.perf_analyzer_args`) and every command's ``--tls-*`` /
-``--header`` options (:mod:`tritonkit.cli._dial`) share. A command registers the dial of the
-address it was given (:func:`registered`); everything that later dials that address without a dial
-of its own (the preflight, the input data's metadata, the sweep's loads and its restore) finds it
-with :func:`dial_for`, as ``~/.ssh/config`` names a host's keys.
+:class:`Dial` is what the client (sync, asyncio, streams), the admin API, perf_analyzer's options and
+every command's ``--tls-*`` / ``--header`` options (:func:`tritonkit.cli._common.dial_options`) share.
+A command registers its dial (:func:`registered`); whatever later dials a server without a dial of
+its own (the preflight, the input data's metadata, the sweep's loads and its restore) finds it with
+:func:`dial_for`, as ``~/.ssh/config`` names a host's keys.
 
-Secrets: a header's value lives in the ``Dial`` only (never in its ``repr``, :meth:`Dial.record`,
-an error or a log line); perf_analyzer, which takes headers only on its command line, gets them
-through :mod:`tritonkit.perf.llm._keyed` from its environment, so its saved argv names a variable.
-A key file's path is named, its content never read by tritonkit but by gRPC / ``ssl``.
+Secrets: a header's value lives in the ``Dial`` only (never in its ``repr``, an error or a log line);
+perf_analyzer, which takes headers only on its command line, gets them through
+:mod:`tritonkit.perf.llm._keyed` from its environment, so its saved argv names a variable. Key files
+are named by path, read by gRPC and ``ssl`` only.
 
 When a connection fails, :func:`diagnose` asks the address once with Python's ``ssl`` (a TLS
 handshake, milliseconds) and says which of plain text to a TLS port, TLS to a plain port, an
@@ -79,11 +78,6 @@ class Dial:
         """The headers as tritonclient takes them (``None``: none)."""
         return dict(self.headers) or None
 
-    def record(self) -> dict[str, Any]:
-        """What a result may keep of this dial: the TLS files' paths and the header names, never a value."""
-        return {"tls": self.tls, "ca": _text(self.ca), "cert": _text(self.cert), "key": _text(self.key),
-                "server_name": self.server_name, "headers": [name for name, _ in self.headers]}
-
     def options(self) -> str:
         """This dial as the command-line options that give it again (`` --tls-ca …``), each header's
         value left for the user to give (``<value>``)."""
@@ -119,7 +113,7 @@ class Dial:
     def ssl_context(self, *, verify: bool = True) -> ssl.SSLContext:
         """An ``ssl`` context for this dial (HTTPS, and :func:`diagnose`)."""
         try:
-            context = ssl.create_default_context(cafile=_text(self.ca)) if verify else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context = ssl.create_default_context(cafile=self.ca) if verify else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(f"--tls-ca {self.ca}: not a PEM certificate ({type(exc).__name__})", hint=_FIX_CA) from None
         if not verify:
@@ -158,25 +152,18 @@ def _address(url: str) -> str:
 def registered(url: str, dial: Dial) -> Iterator[Dial]:
     """Within the block, dial ``url`` (``host:port``; ``"*"``: every address not registered itself)
     with ``dial`` wherever no dial is given; as before afterwards."""
-    key = _address(url)
-    before = _REGISTERED.get(key)
-    _REGISTERED[key] = dial
+    before = dict(_REGISTERED)
+    _REGISTERED[_address(url)] = dial
     try:
         yield dial
     finally:
-        if before is None:
-            _REGISTERED.pop(key, None)
-        else:
-            _REGISTERED[key] = before
+        _REGISTERED.clear()
+        _REGISTERED.update(before)
 
 
 def dial_for(url: str) -> Dial:
     """The dial registered for ``url``, else the one for ``"*"``, else :data:`PLAIN`."""
     return _REGISTERED.get(_address(url)) or _REGISTERED.get("*", PLAIN) if _REGISTERED else PLAIN
-
-
-def _text(path: Path | None) -> str | None:
-    return None if path is None else str(path)
 
 
 def _pairs(items: Any) -> list[str]:
@@ -241,28 +228,26 @@ def diagnose(dial: Dial, address: str, url: str, *, timeout_s: float = 2.0) -> T
     """The :class:`~tritonkit.errors.TLSError` of a failed connection to ``address`` (``host:port``
     of ``url``) with ``dial``, or ``None`` when TLS is not what failed."""
     outcome, exc = _handshake(dial, address, timeout_s)
-    at = f"tritonserver at {url}"
     if not dial.tls:
-        return TLSError(f"{at} speaks TLS, and this connection was plain text; nothing was sent",
-                        hint=f"{_FIX_CA}, or --tls for a certificate this machine trusts; add --tls-cert and "
-                             "--tls-key if it asks for a client certificate (mutual TLS)") if outcome in ("ok", "closed") else None
-    if outcome == "verify":
-        if exc.verify_code == _HOSTNAME_MISMATCH:
-            return TLSError(f"{at}: its certificate does not carry the name dialed ({exc.verify_message}); nothing "
-                            "was sent", hint="pass the name its certificate carries: --tls-server-name NAME")
-        trusted = f"the CA in {dial.ca}" if dial.ca else "a CA this machine trusts"
-        return TLSError(f"{at}: its certificate is not signed by {trusted} ({exc.verify_message}); nothing was sent",
-                        hint=_FIX_CA)
-    if outcome == "no-tls":
-        return TLSError(f"{at} does not speak TLS (the handshake failed: {type(exc).__name__}); nothing was sent",
-                        hint="drop the --tls options for this server, or give its TLS port")
-    if outcome == "closed":
-        if dial.cert is None:
-            return TLSError(f"{at} asks for a client certificate (mutual TLS) and none was given; nothing was sent",
-                            hint=_FIX_CERT)
-        return TLSError(f"{at} refused the client certificate {dial.cert} (not signed by a CA it trusts); nothing "
-                        "was sent", hint="pass a certificate signed by the CA the server trusts (its --grpc-root-cert)")
-    return None
+        outcome = "plain" if outcome in ("ok", "closed") else "tcp"
+    elif outcome == "verify":
+        outcome = "name" if exc.verify_code == _HOSTNAME_MISMATCH else "ca"
+    elif outcome == "closed":
+        outcome = "no-cert" if dial.cert is None else "cert"
+    said = {
+        "plain": (" speaks TLS, and this connection was plain text", f"{_FIX_CA}, or --tls for a certificate this "
+                  "machine trusts; add --tls-cert and --tls-key if it asks for a client certificate (mutual TLS)"),
+        "name": (f": its certificate does not carry the name dialed ({getattr(exc, 'verify_message', '')})",
+                 "pass the name its certificate carries: --tls-server-name NAME"),
+        "ca": (f": its certificate is not signed by {f'the CA in {dial.ca}' if dial.ca else 'a CA this machine trusts'}"
+               f" ({getattr(exc, 'verify_message', '')})", _FIX_CA),
+        "no-tls": (f" does not speak TLS (the handshake failed: {type(exc).__name__})",
+                   "drop the --tls options for this server, or give its TLS port"),
+        "no-cert": (" asks for a client certificate (mutual TLS) and none was given", _FIX_CERT),
+        "cert": (f" refused the client certificate {dial.cert} (not signed by a CA it trusts)",
+                 "pass a certificate signed by the CA the server trusts (its --grpc-root-cert)"),
+    }.get(outcome)
+    return None if said is None else TLSError(f"tritonserver at {url}{said[0]}; nothing was sent", hint=said[1])
 
 
 def header_refusal(text: str, url: str, dial: Dial, *, model: str | None = None) -> NotAuthorisedError | None:

@@ -6,7 +6,6 @@ The handshakes themselves are tested against a real server in ``test_tls.py``.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -30,12 +29,10 @@ from tritonkit.perf.measure.spec import PerfSpec, to_argv
 _SECRET = "hunter2-not-for-files"
 
 
-def test_a_header_value_never_shows_in_the_repr_the_record_or_the_options_it_prints() -> None:
+def test_a_header_value_never_shows_in_the_repr_or_the_options_it_prints() -> None:
     dial = Dial(ca="ca.crt", cert="c.crt", key="c.key", headers=(("X-Admin-Key", _SECRET),))
     assert dial.tls and dial.headers == (("x-admin-key", _SECRET),)  # names travel lower case, as gRPC wants
-    for shown in (repr(dial), json.dumps(dial.record()), dial.options()):
-        assert _SECRET not in shown
-    assert dial.record()["headers"] == ["x-admin-key"] and dial.record()["key"] == "c.key"
+    assert _SECRET not in repr(dial) and _SECRET not in dial.options()
     assert dial.options() == " --tls-ca ca.crt --tls-cert c.crt --tls-key c.key --header x-admin-key=<value>"
 
 

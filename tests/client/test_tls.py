@@ -205,3 +205,37 @@ def test_perf_sweep_by_url_over_mutual_tls_with_the_admin_header_measures_and_le
     restore = document["remote"]["restore_command"]
     assert f"--tls-ca {pki.ca}" in restore and f"--header {ADMIN_HEADER}=<value>" in restore
     assert _no_secret_in(out) == [] and ADMIN_KEY not in result.output
+
+
+@pytest.fixture(scope="module")
+def restricted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteFixture]:
+    """A plain server whose inference protocol wants ``triton-grpc-protocol-infer-key``."""
+    repo = tmp_path_factory.mktemp("restricted-repo")
+    write_add_sub(repo)
+    fixture = RemoteFixture(repo, ["add_sub"], extra_args=(f"--grpc-restricted-protocol=inference:infer-key={ADMIN_KEY}",))
+    try:
+        yield fixture
+    finally:
+        fixture.stop()
+
+
+def test_headers_go_with_every_call_of_a_client_or_with_one_call_and_one_stream(restricted: RemoteFixture) -> None:
+    feeds = {"INPUT0": np.asarray(_A, np.float32), "INPUT1": np.asarray(_B, np.float32)}
+    key = {"triton-grpc-protocol-infer-key": ADMIN_KEY}
+    with Client(restricted.url) as client:
+        with pytest.raises(NotAuthorisedError, match="it was not sent"):
+            client.infer("add_sub", feeds)
+        assert client.infer("add_sub", feeds, headers=key)["OUTPUT0"].tolist() == [[11.0, 22.0, 33.0, 44.0]]
+        with pytest.raises(NotAuthorisedError, match="not the one it expects"):
+            client.infer("add_sub", feeds, headers={"triton-grpc-protocol-infer-key": "wrong"})
+        with client.stream("add_sub", feeds, headers=key) as stream:
+            assert [r["OUTPUT1"].tolist() for r in stream] == [[[-9.0, -18.0, -27.0, -36.0]]]
+    with Client(restricted.url, dial=Dial(headers=tuple(key.items()))) as client:
+        assert client.infer("add_sub", feeds)["OUTPUT0"].tolist() == [[11.0, 22.0, 33.0, 44.0]]
+
+    async def streamed() -> list[list[list[float]]]:
+        async with AsyncClient(restricted.url, dial=Dial(headers=tuple(key.items()))) as client, \
+                client.stream("add_sub", feeds) as stream:
+            return [r["OUTPUT0"].tolist() async for r in stream]
+
+    assert asyncio.run(streamed()) == [[[11.0, 22.0, 33.0, 44.0]]]

@@ -140,24 +140,20 @@ def dial_options(command: _Command) -> _Command:
             return command(*args, **kwargs)
 
     path = UserPath(exists=True, dir_okay=False, path_type=Path)
-    for option in reversed([
-        click.option("--tls", is_flag=True, envvar="TRITONKIT_TLS", show_envvar=True,
-                     help="Speak TLS to the server, trusting this machine's CAs (implied by the --tls-* options)."),
-        click.option("--tls-ca", type=path, default=None, envvar="TRITONKIT_TLS_CA", show_envvar=True,
-                     help="TLS: the CA (PEM) that signed the server's certificate."),
-        click.option("--tls-cert", type=path, default=None, envvar="TRITONKIT_TLS_CERT", show_envvar=True,
-                     help="Mutual TLS: this client's certificate (PEM); with --tls-key."),
-        click.option("--tls-key", type=path, default=None, envvar="TRITONKIT_TLS_KEY", show_envvar=True,
-                     help="Mutual TLS: the private key (PEM) of --tls-cert; only its path is ever recorded."),
-        click.option("--tls-server-name", type=Words(example="triton.example.com"), default=None,
-                     envvar="TRITONKIT_TLS_SERVER_NAME", show_envvar=True,
-                     help="TLS: the name the server's certificate carries, when it is not the host dialed."),
-        click.option("--header", "headers", type=HeaderItem(), multiple=True, envvar="TRITONKIT_HEADERS",
-                     show_envvar=True, help="A header sent with every call (repeat), e.g. "
-                     "triton-grpc-protocol-admin-key=VALUE; @FILE reads NAME: VALUE lines from FILE. Values are "
-                     "never written to a result, report, argv record or log."),
+    for name, kind, text in reversed([
+        ("--tls", None, "Speak TLS to the server, trusting this machine's CAs (implied by the --tls-* options)."),
+        ("--tls-ca", path, "TLS: the CA (PEM) that signed the server's certificate."),
+        ("--tls-cert", path, "Mutual TLS: this client's certificate (PEM); with --tls-key."),
+        ("--tls-key", path, "Mutual TLS: the private key (PEM) of --tls-cert; only its path is ever recorded."),
+        ("--tls-server-name", Words(example="triton.example.com"),
+         "TLS: the name the server's certificate carries, when it is not the host dialed."),
+        ("--header", HeaderItem(), "A header sent with every call (repeat), e.g. triton-grpc-protocol-admin-key=VALUE; "
+         "@FILE reads NAME: VALUE lines from FILE. Values never go to a result, report, argv record or log."),
     ]):
-        run = option(run)
+        env = "TRITONKIT_" + name[2:].upper().replace("-", "_").replace("HEADER", "HEADERS")
+        run = click.option(name, *(["headers"] if name == "--header" else []), type=kind,
+                           is_flag=kind is None, multiple=name == "--header", envvar=env, show_envvar=True,
+                           help=text)(run)
     return run  # type: ignore[return-value]
 
 

@@ -30,7 +30,6 @@ class AsyncStreamOwner(Protocol):
     url: str
     max_message_bytes: int
     _call_s: float | None
-    _headers: dict[str, str] | None
 
     @property
     def _tc(self) -> aioclient.InferenceServerClient: ...
@@ -114,7 +113,7 @@ class AsyncResponseStream:
             yield send_kwargs
 
         self._holder[0] = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s(),
-                                                     headers=client._headers)
+                                                     headers=prepared.headers)
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Array]]:
         # An async generator, so that leaving the loop early (break, an exception) cancels

@@ -53,7 +53,7 @@ from tritonkit.errors import (
 __all__ = ["ClientBase"]
 
 #: ``infer``'s arguments, in its order: model, inputs, outputs, version, request_id, priority,
-#: parameters, timeout_s, server_timeout_us, retry, shared_memory. One tuple, passed along
+#: parameters, timeout_s, server_timeout_us, retry, shared_memory, headers. One tuple, passed along
 #: as it is: the hot path pays for no argument lists.
 InferArgs = tuple[
     str,
@@ -67,6 +67,7 @@ InferArgs = tuple[
     int | None,
     RetryPolicy | None | Unset,
     SharedMemoryMode | None,
+    Mapping[str, str] | None,
 ]
 
 log = logging.getLogger("tritonkit.client")
@@ -247,7 +248,7 @@ class ClientBase:
         server_timeout_us, shared_memory = args[8], args[10]
         if meta.decoupled:
             raise self._decoupled_error(meta)
-        return prepare_request(
+        prepared = prepare_request(
             meta,
             inputs,
             outputs=outputs,
@@ -259,6 +260,12 @@ class ClientBase:
             model_version=version,
             max_message_bytes=self.max_message_bytes,
         )
+        prepared.headers = self._call_headers(args[11])
+        return prepared
+
+    def _call_headers(self, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+        """The client's headers and a call's own (checked as a ``Dial`` checks them; the call's win)."""
+        return {**(self._headers or {}), **dict(Dial(headers=tuple(headers.items())).headers)} if headers else self._headers
 
     def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None:
         """``request`` checked against ``meta``; None when that failed.

@@ -108,7 +108,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
         if first is not None:
             prepared, _, _, client_timeout_s = first
             try:
-                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s, headers=self._headers)
+                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s, headers=prepared.headers)
             except RPC_ERRORS as exc:
                 failure = exc
             else:
@@ -121,7 +121,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
 
     def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
-            return getattr(self._tc, step.method)(*step.args, headers=self._headers, **step.kwargs)
+            return getattr(self._tc, step.method)(*step.args, **{"headers": self._headers, **step.kwargs})
         if type(step) is Connect:
             sync_connect(self._cy, self._connect_wait(step.deadline, step.operation, step.model))
             return None

@@ -31,7 +31,6 @@ class StreamOwner(Protocol):
 
     url: str
     _tc_kwargs: dict[str, Any]
-    _headers: dict[str, str] | None
 
     def _translate(self, failed: FailedCall, *, connected: bool | None = None) -> ClientError: ...
 
@@ -103,7 +102,7 @@ class ResponseStream:
         try:
             tc.start_stream(
                 callback=functools.partial(_hand_over, self._queue), stream_timeout=deadline.remaining_s(),
-                headers=client._headers)
+                headers=prepared.headers)
             tc.async_stream_infer(**StreamRequest.send_kwargs(prepared))
         except BaseException:
             self.close()

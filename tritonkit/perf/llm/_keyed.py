@@ -62,12 +62,6 @@ def key_environment(variable: str) -> dict[str, str]:
     return env
 
 
-def _header_args(name: str, value: str) -> list[str]:
-    if name == HEADERS_VAR:
-        return [part for line in value.splitlines() if line.strip() for part in ("-H", line)]
-    return ["-H", f"Authorization: Bearer {value}"]
-
-
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         print("usage: python -m tritonkit.perf.llm._keyed VAR[,VAR...] -- COMMAND...", file=sys.stderr)
@@ -77,8 +71,9 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    command = argv[2:]
-    os.execv(command[0], [*command, *(part for name, value in env.items() for part in _header_args(name, value))])
+    headers = [line for name, value in env.items()
+               for line in (value.splitlines() if name == HEADERS_VAR else [f"Authorization: Bearer {value}"])]
+    os.execv(argv[2], [*argv[2:], *(part for line in headers if line.strip() for part in ("-H", line))])
     return 0  # not reached
 
 
