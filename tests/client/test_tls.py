@@ -184,6 +184,9 @@ def test_perf_run_over_mutual_tls_measures_its_steps_and_no_file_holds_the_heade
     assert "--ssl-grpc-use-ssl" in argv and str(pki.ca) in argv
     assert "tritonkit.perf.llm._keyed" in argv  # the header's value reaches perf_analyzer from its environment
     assert _no_secret_in(out) == [] and ADMIN_KEY not in result.output
+    plain = CliRunner().invoke(main, ["perf", "run", "add_sub", "--url", secured.url, "--concurrency", "1",
+                                      "--out", str(tmp_path / "plain")])
+    assert plain.exit_code == 2 and "speaks TLS, and this connection was plain text" in plain.output, plain.output
 
 
 @pytest.mark.perf_analyzer
