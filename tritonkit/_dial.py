@@ -25,7 +25,7 @@ import re
 import shlex
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,15 +250,16 @@ def diagnose(dial: Dial, address: str, url: str, *, timeout_s: float = 2.0) -> T
     return None if said is None else TLSError(f"tritonserver at {url}{said[0]}; nothing was sent", hint=said[1])
 
 
-def header_refusal(text: str, url: str, dial: Dial, *, model: str | None = None) -> NotAuthorisedError | None:
+def header_refusal(text: str, url: str, sent: Iterable[str], *, model: str | None = None) -> NotAuthorisedError | None:
     """The error for a server's answer ``text`` when it is a restricted protocol's refusal (see
-    ``_RESTRICTED_RE``), saying whether the header it expects was missing or had another value."""
+    ``_RESTRICTED_RE``), saying whether the header it expects was missing or had another value
+    (``sent``: the names of the headers the call carried)."""
     match = _RESTRICTED_RE.search(text)
     if match is None:
         return None
     name = match[1]
-    sent = any(have == name.lower() for have, _ in dial.headers)
-    said = "the value sent is not the one it expects" if sent else "it was not sent"
+    wrong = name.lower() in {have.lower() for have in sent}
+    said = "the value sent is not the one it expects" if wrong else "it was not sent"
     return NotAuthorisedError(f"tritonserver at {url} refused the call: its protocol is restricted to calls with header "
                               f"'{name}', and {said}", model=model, header=name,
-                              hint=("pass the right value: " if sent else "pass it: ") + _FIX_HEADER.format(name=name))
+                              hint=("pass the right value: " if wrong else "pass it: ") + _FIX_HEADER.format(name=name))

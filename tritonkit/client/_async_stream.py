@@ -169,7 +169,8 @@ class AsyncResponseStream:
                     return outputs
         except RPC_ERRORS as exc:
             self._cancel()
-            failed = FailedCall(exc, "stream", self._model, self._request.version, self._deadline)
+            failed = FailedCall(exc, "stream", self._model, self._request.version, self._deadline,
+                                headers=self._request.headers)
             raise await self._client._translate(failed) from exc
         except StopAsyncIteration:
             raise

@@ -331,7 +331,7 @@ class ClientBase:
         # been reloaded with another config. Fetch its metadata again next time.
         if model is not None and status in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
             self._metadata.pop((model, version), None)
-        if status is not grpc.StatusCode.UNAVAILABLE or header_refusal(str(failed.exc), self.url, self.dial):
+        if status is not grpc.StatusCode.UNAVAILABLE or header_refusal(str(failed.exc), self.url, ()):
             return None, None  # a restricted protocol's refusal says what it is: no probe
         cause = unavailable_cause(
             connected=connected,
@@ -373,7 +373,7 @@ class ClientBase:
             operation=failed.operation,
             cause=cause,
             timeout_s=failed.deadline.timeout_s,
-            dial=self.dial,
+            headers={**(self._headers or {}), **(failed.headers or {})},
         )
 
     def _retry_or_raise(

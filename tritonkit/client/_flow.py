@@ -355,7 +355,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
     def _infer_steps(self, args: InferArgs, first: FirstAttempt | None = None,
                      failure: BaseException | None = None) -> Steps[dict[str, Array]]:
         """Every attempt of ``infer(*args)``; ``first``: its first attempt, sent already, that ended in ``failure``."""
-        model, _, _, version, _, _, _, timeout_s, server_timeout_us, retry, shared_memory, _ = args
+        model, _, _, version, _, _, _, timeout_s, server_timeout_us, retry, shared_memory, headers = args
         if self._closed:
             self._check_open()
         deadline = Deadline(self._call_s if timeout_s is UNSET else timeout_s) if first is None else first[1]
@@ -399,7 +399,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
             except ConnectError as not_sent:
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=policy, deadline=deadline)
             except RPC_ERRORS as exc:
-                failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started)
+                failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started, headers)
                 error = yield from self._translate_steps(failed)
                 delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent)
             yield Sleep(delay)

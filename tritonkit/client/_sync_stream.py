@@ -137,7 +137,8 @@ class ResponseStream:
                 if status_of(error) is None:
                     # An in-band error the model sent in a response: it carries no status code.
                     raise in_band_error(model, self._client.url, error) from error
-                failed = FailedCall(error, "stream", model, self._prepared.model_version, self._deadline)
+                failed = FailedCall(error, "stream", model, self._prepared.model_version, self._deadline,
+                                    headers=self._prepared.headers)
                 raise self._client._translate(failed, connected=connected) from error
             response = result.get_response()
             outputs = decode_response(response, self._prepared)

@@ -253,7 +253,7 @@ class ServerAdmin:
 
     def _refused(self, doing: str, model: str, exc: AdminRefused, *, loading: bool) -> TritonKitError:
         said = exc.text or exc.code
-        refused = header_refusal(said, self.url, self.dial, model=model or None)
+        refused = header_refusal(said, self.url, self.dial.header_map or (), model=model or None)
         if refused is not None:
             return refused
         if loading:
@@ -308,7 +308,7 @@ class ServerAdmin:
             text = str(exc.message() or "").strip()  # type: ignore[attr-defined]
             if code == "DEADLINE_EXCEEDED":
                 raise AdminNoAnswer(text, timed_out=True) from exc
-            if code == "UNAVAILABLE" and not header_refusal(text, self.url, self.dial) and not self._grpc_live(timeout_s):
+            if code == "UNAVAILABLE" and not header_refusal(text, self.url, ()) and not self._grpc_live(timeout_s):
                 raise AdminNoAnswer(text, timed_out=False) from exc
             raise AdminRefused(code or "UNKNOWN", text) from exc
 
