@@ -33,6 +33,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.utils.shared_memory as tshm
 from tritonclient.utils import triton_to_np_dtype
 
+from tritonkit._dial import dial_for
 from tritonkit.client._errors import shm_refusal, status_of
 from tritonkit.errors import SharedMemoryRefusedError, ShmUnusable
 
@@ -86,10 +87,12 @@ def shared_memory_refusal(url: str, *, timeout_s: float = 5.0) -> SharedMemoryRe
     """
     plan = ShmPlan(new_region_name())
     segment = Segment(plan)
-    client = grpcclient.InferenceServerClient(url)
+    dial = dial_for(url)
+    client = dial.tritonclient(url)
     try:
         try:
-            client.register_system_shared_memory(plan.region, plan.key, 1, client_timeout=timeout_s)
+            client.register_system_shared_memory(plan.region, plan.key, 1, client_timeout=timeout_s,
+                                                 headers=dial.header_map)
         except Exception as exc:  # noqa: BLE001 - only the policy refusal is ours to name
             return shm_refusal(exc, url=url)
         with contextlib.suppress(Exception):
