@@ -242,3 +242,16 @@ def test_headers_go_with_every_call_of_a_client_or_with_one_call_and_one_stream(
             return [r["OUTPUT0"].tolist() async for r in stream]
 
     assert asyncio.run(streamed()) == [[[11.0, 22.0, 33.0, 44.0]]]
+
+
+def test_doctor_and_repo_lint_read_the_secured_server_with_the_same_options(secured: RemoteFixture, pki: Pki) -> None:
+    doctor = CliRunner().invoke(main, ["doctor", "--url", secured.url, "--json", *_mutual_options(pki),
+                                       "--header", f"{ADMIN_HEADER}={ADMIN_KEY}"])
+    assert doctor.exit_code == 0, doctor.output
+    data = json.loads(doctor.output)
+    assert data["version"] == "2.51.0" and data["explicit_model_control"] is True  # asked through the admin key
+    assert ADMIN_KEY not in doctor.output
+    lint = CliRunner().invoke(main, ["repo", "lint", str(secured.repo), "--server", secured.url, "--format", "json",
+                                     *_mutual_options(pki)])
+    assert lint.exit_code in (0, 1), lint.output
+    assert "2.51" in json.dumps(json.loads(lint.output).get("target", {})), lint.output
