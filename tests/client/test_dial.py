@@ -114,3 +114,12 @@ def test_a_dry_run_shows_the_tls_options_and_the_header_wrapper_without_the_valu
     assert result.exit_code == 0, result.output
     assert "--ssl-grpc-root-certifications-file" in result.output and HEADERS_VAR in result.output
     assert _SECRET not in result.output
+
+
+def test_a_step_a_restricted_grpc_protocol_refused_says_perf_analyzer_sends_headers_over_http_only() -> None:
+    from tritonkit.perf.measure.failures import diagnose_request_errors
+
+    # The console of a gRPC step against --grpc-restricted-protocol=inference:... (perf_analyzer 2.60, seen here).
+    said = diagnose_request_errors("Thread [0] had error: This protocol is restricted, expecting header "
+                                   "'triton-grpc-protocol-infer-key'\n")
+    assert said is not None and "--protocol http" in said.message
