@@ -251,7 +251,9 @@ def test_doctor_and_repo_lint_read_the_secured_server_with_the_same_options(secu
     data = json.loads(doctor.output)
     assert data["version"] == "2.51.0" and data["explicit_model_control"] is True  # asked through the admin key
     assert ADMIN_KEY not in doctor.output
-    lint = CliRunner().invoke(main, ["repo", "lint", str(secured.repo), "--server", secured.url, "--format", "json",
-                                     *_mutual_options(pki)])
+    args = ["repo", "lint", str(secured.repo), "--server", secured.url, "--format", "json", *_mutual_options(pki)]
+    refused = CliRunner().invoke(main, args)  # it reads the repository index: a model-repository call
+    assert refused.exit_code == 2 and f"header '{ADMIN_HEADER}', and it was not sent" in refused.output
+    lint = CliRunner().invoke(main, [*args, "--header", f"{ADMIN_HEADER}={ADMIN_KEY}"])
     assert lint.exit_code in (0, 1), lint.output
     assert "2.51" in json.dumps(json.loads(lint.output).get("target", {})), lint.output
