@@ -19,9 +19,13 @@ One root, so a caller (or the CLI) can catch everything the toolkit means to say
     │   └── ModelLoadError          a model failed to load (``model``, ``reason``, ``log_path``)
     ├── ClientError                 an inference call failed
     │   ├── ConnectError            never sent: nothing accepted the connection (refused, unknown host)
-    │   │   └── ConnectTimeoutError never sent: no connection in time (also a DeadlineExceededError)
+    │   │   ├── ConnectTimeoutError never sent: no connection in time (also a DeadlineExceededError)
+    │   │   └── TLSError            never sent: the two ends disagree on TLS (plain text to a TLS port,
+    │   │                           TLS to a plain one, an unknown CA, no client certificate)
     │   ├── ConnectionLostError     the connection broke mid-call: the request may have executed
     │   ├── DeadlineExceededError   the per-request deadline passed
+    │   ├── NotAuthorisedError      refused for a missing or wrong header or credential (a restricted
+    │   │                           protocol: ``header``, the one the server expects)
     │   ├── ModelNotReadyError      unknown model, or not loaded / not ready
     │   ├── InvalidInputError       refused before sending, or INVALID_ARGUMENT from the server
     │   ├── OverloadedError         the server refused the request unexecuted (queue policy REJECT)
@@ -83,6 +87,7 @@ __all__ = [
     "ModelLoadError",
     "ModelNotReadyError",
     "NodeLostError",
+    "NotAuthorisedError",
     "OverloadedError",
     "PerfError",
     "PerfTimeoutError",
@@ -95,6 +100,7 @@ __all__ = [
     "StepError",
     "StepTimeoutError",
     "StoredResultError",
+    "TLSError",
     "TritonKitError",
     "UnsupportedByReleaseError",
     "VerificationError",
@@ -263,6 +269,21 @@ class ConnectTimeoutError(ConnectError, DeadlineExceededError):
 
     A timeout, and like every ``ConnectError`` the request was never sent.
     """
+
+
+class TLSError(ConnectError):
+    """The request was never sent: client and server disagree on TLS; the message says how and the
+    hint names the option that fixes it. Sending again cannot help."""
+
+
+class NotAuthorisedError(ClientError):
+    """The server refused the call: a header it expects (``header``) is missing or has another
+    value, or a credential was refused. Sending again cannot help."""
+
+    def __init__(self, message: str, *, model: str | None = None, hint: str | None = None,
+                 header: str | None = None) -> None:
+        super().__init__(message, model=model, hint=hint)
+        self.header = header
 
 
 class ModelNotReadyError(ClientError):

@@ -159,7 +159,7 @@ def release_of_version(text: str, *, origin: str = "--server-version") -> Triton
     stripped = text.strip(" \t\r\n")  # ASCII white space only: a no-break space is not typed by accident
     odd = non_ascii_problem(stripped)
     if odd is not None:
-        plain = "".join(str(int(c)) if c.isdigit() else c for c in stripped if c.isdigit() or c in ".v")
+        plain = "".join(str(int(c)) if c.isdecimal() else c for c in stripped if c.isdecimal() or c in ".v")
         example = f", e.g. {plain}" if _STATED.match(plain) else ""
         raise ConfigError(f"{origin} {text!r} holds {odd}: a release is written in ASCII digits",
                           hint=f"retype it in ASCII{example}; known lines: {known_lines_text()}")

@@ -462,15 +462,15 @@ def test_a_frozen_server_ends_a_stream_by_its_idle_timeout_and_a_call_without_de
 
 def test_streams_have_an_idle_timeout_and_channels_keepalive_by_default() -> None:
     client = Client("127.0.0.1:1")
-    options = dict(client._channel_args)
+    options = dict(client._tc_kwargs["channel_args"])
     assert client.timeouts.stream_idle_s == 60.0
     assert options["grpc.keepalive_time_ms"] == 330_000
     assert options["grpc.keepalive_timeout_ms"] == options["grpc.http2.ping_timeout_ms"] == 20_000
     assert options["grpc.http2.max_pings_without_data"] == 0
     # The connect timeout and the reconnect backoff are separate options.
     quick = Client("127.0.0.1:1", timeouts=Timeouts(connect_s=2.5, reconnect_backoff_max_s=0.2))
-    assert dict(quick._channel_args)["grpc.min_reconnect_backoff_ms"] == 2500
-    assert dict(quick._channel_args)["grpc.max_reconnect_backoff_ms"] == 200
+    assert dict(quick._tc_kwargs["channel_args"])["grpc.min_reconnect_backoff_ms"] == 2500
+    assert dict(quick._tc_kwargs["channel_args"])["grpc.max_reconnect_backoff_ms"] == 200
     client.close()
     quick.close()
 

@@ -77,7 +77,7 @@ def test_targets_for_one_server_and_for_balancing(url: str, target: str, balance
     assert (parsed.target, parsed.balanced) == (target, balanced)
     client = Client(url)
     assert client.url == target
-    assert (dict(client._channel_args).get("grpc.lb_policy_name") == "round_robin") is balanced
+    assert (dict(client._tc_kwargs["channel_args"]).get("grpc.lb_policy_name") == "round_robin") is balanced
 
 
 @pytest.mark.parametrize(

@@ -18,10 +18,11 @@ __all__ = ["RemoteFixture"]
 
 
 class RemoteFixture:
-    """One explicit-control (or ``mode``) server over ``repo`` serving ``models`` from the start."""
+    """One explicit-control (or ``mode``) server over ``repo`` serving ``models`` from the start
+    (``extra_args``: more tritonserver flags, e.g. TLS)."""
 
-    def __init__(self, repo: Path, models: list[str], *, mode: str = "explicit") -> None:
-        self.repo, self.models, self.mode = repo, models, mode
+    def __init__(self, repo: Path, models: list[str], *, mode: str = "explicit", extra_args: tuple[str, ...] = ()) -> None:
+        self.repo, self.models, self.mode, self.extra_args = repo, models, mode, extra_args
         self.server = self._start(None)
 
     def _start(self, ports: tuple[int, int, int] | None) -> TritonServer:
@@ -31,7 +32,7 @@ class RemoteFixture:
         return TritonServer(self.repo, model_control=self.mode,  # type: ignore[arg-type]
                             models=self.models if self.mode == "explicit" else None,
                             http_port=http, grpc_port=grpc, metrics_port=metrics,
-                            startup_timeout_s=180.0).start()
+                            startup_timeout_s=180.0, extra_args=self.extra_args).start()
 
     @property
     def url(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import signal
 import sys
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tritonkit._dial import Dial, parse_headers, registered
 from tritonkit._fs import path_error
 from tritonkit._values import (
     TOLERANCE_PERCENT,
@@ -109,6 +111,50 @@ class HostPort(click.ParamType):
 
 #: The one ``--url``/``--server`` parameter type every command shares.
 HOST_PORT = HostPort()
+
+
+class HeaderItem(click.ParamType):
+    """One ``--header``: ``NAME=VALUE`` or ``@FILE`` (:func:`tritonkit._dial.parse_headers`, checked as
+    parsed; a value is never shown). From ``$TRITONKIT_HEADERS``: one item a line."""
+
+    name = "NAME=VALUE|@FILE"
+    envvar_list_splitter = "\n"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` unchanged once it parses; a :class:`ConfigError` naming the option otherwise."""
+        parse_headers([str(value)], option_name(param))
+        return str(value)
+
+
+def dial_options(command: _Command) -> _Command:
+    """``--tls``, ``--tls-ca``, ``--tls-cert``, ``--tls-key``, ``--tls-server-name``, ``--header`` (each also
+    from its ``TRITONKIT_…`` variable), one declaration for every command that dials a server: the
+    :class:`~tritonkit._dial.Dial` they make is registered for every server the command dials
+    (:func:`tritonkit._dial.registered`), so the client, the admin API and perf_analyzer all use it."""
+
+    @functools.wraps(command)
+    def run(*args: Any, tls: bool, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None,
+            tls_server_name: str | None, headers: tuple[str, ...], **kwargs: Any) -> Any:
+        with registered("*", Dial(tls=tls, ca=tls_ca, cert=tls_cert, key=tls_key, server_name=tls_server_name,
+                                  headers=parse_headers(headers))):
+            return command(*args, **kwargs)
+
+    path = UserPath(exists=True, dir_okay=False, path_type=Path)
+    for name, kind, text in reversed([
+        ("--tls", None, "Speak TLS to the server, trusting this machine's CAs (implied by the --tls-* options)."),
+        ("--tls-ca", path, "TLS: the CA (PEM) that signed the server's certificate."),
+        ("--tls-cert", path, "Mutual TLS: this client's certificate (PEM); with --tls-key."),
+        ("--tls-key", path, "Mutual TLS: the private key (PEM) of --tls-cert; only its path is ever recorded."),
+        ("--tls-server-name", Words(example="triton.example.com"),
+         "TLS: the name the server's certificate carries, when it is not the host dialed."),
+        ("--header", HeaderItem(), "A header sent with every call (repeat), e.g. triton-grpc-protocol-admin-key=VALUE; "
+         "@FILE reads NAME: VALUE lines from FILE. Values never go to a result, report, argv record or log."),
+    ]):
+        env = "TRITONKIT_" + name[2:].upper().replace("-", "_").replace("HEADER", "HEADERS")
+        run = click.option(name, *(["headers"] if name == "--header" else []), type=kind,
+                           is_flag=kind is None, multiple=name == "--header", envvar=env, show_envvar=True,
+                           help=text)(run)
+    return run  # type: ignore[return-value]
 
 
 def option_name(param: click.Parameter | None) -> str:

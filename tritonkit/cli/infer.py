@@ -12,7 +12,7 @@ import numpy as np
 
 from tritonkit._fs import read_user_file
 from tritonkit._values import SECONDS, excerpt
-from tritonkit.cli._common import HOST_PORT, Words, check_model_name, echo_json, number
+from tritonkit.cli._common import HOST_PORT, Words, check_model_name, dial_options, echo_json, number
 from tritonkit.client import Client, ModelMetadata
 from tritonkit.errors import ConfigError
 
@@ -95,6 +95,7 @@ def _print_outputs(outputs: dict[str, Array]) -> None:
 @click.option("--timeout-s", type=number(SECONDS), default=30.0, show_default=True, help="Deadline for the whole call.")
 @click.option("--request-id", default="", help="Request id passed to the server.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outputs as JSON.")
+@dial_options
 def infer(
     model: str,
     url: str,
@@ -109,7 +110,8 @@ def infer(
 
     The request is checked against the model's metadata and config first; a
     mismatch is reported with the inputs the model expects. A decoupled model's
-    responses are printed as they arrive (with --json: a list).
+    responses are printed as they arrive (with --json: a list). A server behind TLS
+    (mutual too) or a restricted protocol: --tls-ca, --tls-cert, --tls-key, --header.
 
     \b
     Example:

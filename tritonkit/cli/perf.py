@@ -25,6 +25,7 @@ from tritonkit.cli._common import (
     UserPath,
     Words,
     check_model_name,
+    dial_options,
     echo_result,
     levels_type,
     number,
@@ -197,6 +198,7 @@ def perf() -> None:
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal.")
 @llm_options
 @cluster_run_options
+@dial_options
 def run_command(
     model: str,
     sla_text: str | None,

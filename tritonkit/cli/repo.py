@@ -16,6 +16,7 @@ from tritonkit.cli._common import (
     Words,
     backend_dir_option,
     check_model_name,
+    dial_options,
     echo_json,
     number,
     server_bin_option,
@@ -214,6 +215,7 @@ def _print_report(report: LintReport, fmt: str, min_severity: Severity) -> None:
               help="Hide findings below this severity.")
 @click.option("--list-rules", is_flag=True, help="Print every rule id, severity and title, then exit.")
 @format_option
+@dial_options
 def lint(path: Path | None, target: str | None, server: str | None, metrics_url: str | None,
          server_bin: Path | None, bundled: bool, server_version: str | None, backend_dir: Path | None, rules: tuple[str, ...],
          ignored: tuple[str, ...], min_severity: str, list_rules: bool, fmt: str) -> None:

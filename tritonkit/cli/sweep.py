@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from tritonkit._dial import PLAIN, dial_for
 from tritonkit._values import POSITIVE, TOLERANCE_PERCENT, excerpt
 from tritonkit.cli._common import (
     SLA_TEXT,
@@ -24,6 +25,7 @@ from tritonkit.cli._common import (
     Words,
     backend_dir_option,
     check_model_name,
+    dial_options,
     echo_json,
     levels_type,
     number,
@@ -220,6 +222,7 @@ def _print_joint(result: JointResult, as_json: bool) -> None:
 @cluster_sweep_options
 @remote_sweep_options
 @engine_sweep_options
+@dial_options
 def sweep_command(
     names: tuple[str, ...], shares: tuple[str, ...], model_slas: tuple[str, ...], sla_text: str | None,
     instances: str | None, max_batch: str | None,
@@ -312,6 +315,8 @@ def sweep_command(
                                                   "server_bin": server_bin, "backend_dir": backend_dir},
                                printer=printer, joint=len(models) > 1)
     assert repo is not None  # split_names: a local sweep has its REPO
+    if dial_for("*") != PLAIN:  # a sweep of a REPO dials the server it starts, plain on loopback
+        raise click.UsageError("--tls, --tls-* and --header go with --url HOST:PORT (a running server)")
     if cluster is None:
         reject_cluster_options(node_resources=node_resources, shared_repo=shared_repo, separately=separately)
     else:

@@ -16,6 +16,7 @@ from tritonkit.cli._common import (
     UserPath,
     Words,
     check_model_name,
+    dial_options,
     echo_json,
     local_server_options,
     number,
@@ -108,6 +109,7 @@ def serve(repo: Path, explicit: bool, models: tuple[str, ...], strict: bool, **s
               help="Report what a running tritonserver at this gRPC host:port has instead (version, extensions, "
                    "models and their states, backends in use, explicit model control); it changes nothing there.")
 @_local_server
+@dial_options
 def doctor(as_json: bool, url: str | None, server_bin: Path | None, backend_dir: Path | None) -> None:
     """Check what this machine can do: server, backends, perf_analyzer, ONNX Runtime, GPU, TensorRT.
 

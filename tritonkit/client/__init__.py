@@ -8,11 +8,13 @@ request builder and one error mapping; only their I/O differs::
     with Client("127.0.0.1:8001", timeouts=Timeouts(call_s=5.0), retry=RetryPolicy()) as client:
         outputs = client.infer("add_sub", {"INPUT0": a, "INPUT1": b})
 
-Failures raise the ``ClientError`` tree of ``tritonkit.errors``.
+Failures raise the ``ClientError`` tree of ``tritonkit.errors``. A server behind TLS (mutual too)
+or a restricted protocol: ``Client(url, dial=Dial(ca=..., cert=..., key=..., headers=...))``.
 """
 
 from __future__ import annotations
 
+from tritonkit._dial import Dial
 from tritonkit.client._async import AsyncClient, AsyncResponseStream
 from tritonkit.client._model import ModelMetadata, TensorMetadata
 from tritonkit.client._retry import RetryPolicy
@@ -33,6 +35,7 @@ __all__ = [
     "AsyncClient",
     "AsyncResponseStream",
     "Client",
+    "Dial",
     "ModelMetadata",
     "ResponseStream",
     "RetryPolicy",

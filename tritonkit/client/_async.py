@@ -82,7 +82,7 @@ class AsyncClient(
         if self._loop is not asyncio.get_running_loop():
             self._bind_loop()
         if self._tc_aio is None:
-            self._tc_aio = aioclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+            self._tc_aio = aioclient.InferenceServerClient(self.url, **self._tc_kwargs)
         return self._tc_aio
 
     # ---- lifecycle -------------------------------------------------------
@@ -138,7 +138,7 @@ class AsyncClient(
         if first is not None:
             prepared, _, _, client_timeout_s = first
             try:
-                result = await prepared.send(self._tc.infer, client_timeout=client_timeout_s)
+                result = await prepared.send(self._tc.infer, client_timeout=client_timeout_s, headers=prepared.headers)
             except RPC_ERRORS as exc:
                 failure = exc
             except asyncio.CancelledError:
@@ -156,7 +156,7 @@ class AsyncClient(
 
     async def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
-            return await getattr(self._tc, step.method)(*step.args, **step.kwargs)
+            return await getattr(self._tc, step.method)(*step.args, **{"headers": self._headers, **step.kwargs})
         if type(step) is Connect:
             await aio_connect(
                 self._tc._channel, self._connect_wait(step.deadline, step.operation, step.model)

@@ -112,7 +112,8 @@ class AsyncResponseStream:
             # Should a later tritonclient pass the flag on, is_final_response() sees it.
             yield send_kwargs
 
-        self._holder[0] = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s())
+        self._holder[0] = client._tc.stream_infer(requests(), stream_timeout=self._deadline.remaining_s(),
+                                                     headers=prepared.headers)
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Array]]:
         # An async generator, so that leaving the loop early (break, an exception) cancels
@@ -168,7 +169,8 @@ class AsyncResponseStream:
                     return outputs
         except RPC_ERRORS as exc:
             self._cancel()
-            failed = FailedCall(exc, "stream", self._model, self._request.version, self._deadline)
+            failed = FailedCall(exc, "stream", self._model, self._request.version, self._deadline,
+                                headers=self._request.headers)
             raise await self._client._translate(failed) from exc
         except StopAsyncIteration:
             raise

@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 
+from tritonkit._dial import Dial, dial_for, header_refusal
 from tritonkit.client._channel import ConnectState, ConnectWait
 from tritonkit.client._errors import (
     FailedCall,
@@ -46,12 +47,13 @@ from tritonkit.errors import (
     InvalidInputError,
     ModelNotReadyError,
     OverloadedError,
+    TLSError,
 )
 
 __all__ = ["ClientBase"]
 
 #: ``infer``'s arguments, in its order: model, inputs, outputs, version, request_id, priority,
-#: parameters, timeout_s, server_timeout_us, retry, shared_memory. One tuple, passed along
+#: parameters, timeout_s, server_timeout_us, retry, shared_memory, headers. One tuple, passed along
 #: as it is: the hot path pays for no argument lists.
 InferArgs = tuple[
     str,
@@ -65,6 +67,7 @@ InferArgs = tuple[
     int | None,
     RetryPolicy | None | Unset,
     SharedMemoryMode | None,
+    Mapping[str, str] | None,
 ]
 
 log = logging.getLogger("tritonkit.client")
@@ -89,8 +92,13 @@ class ClientBase:
         shared_memory: SharedMemoryMode = "auto",
         shm_threshold_bytes: int = DEFAULT_SHM_THRESHOLD_BYTES,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        dial: Dial | None = None,
     ) -> None:
         target = parse_target(url)
+        #: TLS and headers (:class:`~tritonkit.Dial`; default: the one registered for ``url``, else none).
+        self.dial = dial if dial is not None else dial_for(target.addresses[0])
+        # Sent with every call: kept as a plain attribute.
+        self._headers = self.dial.header_map
         self.url = target.target
         #: Every time limit of this client (``timeouts=5.0`` is ``Timeouts(call_s=5.0)``).
         self.timeouts = Timeouts.of(timeouts)
@@ -120,9 +128,10 @@ class ClientBase:
         self._addresses = target.addresses
         # Read on every call: kept as a plain attribute.
         self._call_s = self.timeouts.call_s
-        self._channel_args = channel_args(
-            self.timeouts, balanced=target.balanced, max_message_bytes=max_message_bytes
-        )
+        #: tritonclient's keywords for this client's channels (options, TLS credentials).
+        self._tc_kwargs: dict[str, Any] = {"channel_args": channel_args(
+            self.timeouts, balanced=target.balanced, max_message_bytes=max_message_bytes) + self.dial.channel_args(),
+            **self.dial.grpc_kwargs()}
         # Shared memory only with one local server: with several, a region registered on
         # one is unknown to the server the call lands on.
         self._server_is_local = target.all_local and not target.balanced
@@ -131,7 +140,7 @@ class ClientBase:
         self._rng = random.Random()
         self._connect_state = ConnectState()
         self._probes = ProbeLog()
-        self._janitor = ShmJanitor(self.url, self._channel_args)
+        self._janitor = ShmJanitor(self.url, self._tc_kwargs)
         # Set when the server refused a registration in "auto" mode (e.g. it runs in
         # a container with its own /dev/shm): from then on tensors travel in-band.
         self._shm_refused: str | None = None
@@ -182,6 +191,7 @@ class ClientBase:
             deadline=deadline,
             connect_timeout_s=self.timeouts.connect_s,
             addresses=self._addresses,
+            dial=self.dial,
         )
 
     def _retry_policy(self, retry: RetryPolicy | None | Unset) -> RetryPolicy | None:
@@ -238,7 +248,7 @@ class ClientBase:
         server_timeout_us, shared_memory = args[8], args[10]
         if meta.decoupled:
             raise self._decoupled_error(meta)
-        return prepare_request(
+        prepared = prepare_request(
             meta,
             inputs,
             outputs=outputs,
@@ -250,6 +260,12 @@ class ClientBase:
             model_version=version,
             max_message_bytes=self.max_message_bytes,
         )
+        prepared.headers = self._call_headers(args[11])
+        return prepared
+
+    def _call_headers(self, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+        """The client's headers and a call's own (checked as a ``Dial`` checks them; the call's win)."""
+        return {**(self._headers or {}), **dict(Dial(headers=tuple(headers.items())).headers)} if headers else self._headers
 
     def _prepare_stream(self, request: StreamRequest, meta: ModelMetadata) -> PreparedRequest | None:
         """``request`` checked against ``meta``; None when that failed.
@@ -315,8 +331,8 @@ class ClientBase:
         # been reloaded with another config. Fetch its metadata again next time.
         if model is not None and status in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
             self._metadata.pop((model, version), None)
-        if status is not grpc.StatusCode.UNAVAILABLE:
-            return None, None
+        if status is not grpc.StatusCode.UNAVAILABLE or header_refusal(str(failed.exc), self.url, ()):
+            return None, None  # a restricted protocol's refusal says what it is: no probe
         cause = unavailable_cause(
             connected=connected,
             meta=failed.meta,
@@ -357,6 +373,7 @@ class ClientBase:
             operation=failed.operation,
             cause=cause,
             timeout_s=failed.deadline.timeout_s,
+            headers={**(self._headers or {}), **(failed.headers or {})},
         )
 
     def _retry_or_raise(
@@ -390,7 +407,7 @@ class ClientBase:
             return policy.idempotent or not sent
         if isinstance(error, ModelNotReadyError):
             return exc is not None and status_of(exc) is grpc.StatusCode.UNAVAILABLE
-        return isinstance(error, (ConnectError, OverloadedError))
+        return isinstance(error, (ConnectError, OverloadedError)) and not isinstance(error, TLSError)
 
     def _retry_delay_s(self, policy: RetryPolicy, attempt: int, deadline: Deadline) -> float | None:
         """Seconds to wait before another attempt, or None to give up now.

@@ -33,6 +33,7 @@ from typing import Any
 
 import grpc
 
+from tritonkit._dial import PLAIN, Dial, diagnose
 from tritonkit.client._retry import Deadline
 from tritonkit.client._settings import CONFIRM_READY_S
 from tritonkit.errors import ConnectError, ConnectTimeoutError
@@ -119,6 +120,8 @@ class ConnectWait:
         "addresses",
         "connect_timeout_s",
         "deadline",
+        "dial",
+        "diagnosed",
         "limit_s",
         "model",
         "operation",
@@ -137,8 +140,11 @@ class ConnectWait:
         deadline: Deadline,
         connect_timeout_s: float,
         addresses: tuple[str, ...],
+        dial: Dial = PLAIN,
     ) -> None:
         self.state = state
+        #: TLS and headers of the client; ``diagnosed``: its TLS was asked about once (see ``probed``).
+        self.dial, self.diagnosed = dial, False
         self.url = url
         #: host:port of every address of the target, to ask while the channel backs off.
         self.addresses = addresses
@@ -179,17 +185,30 @@ class ConnectWait:
         """Raise ``ConnectError`` unless the TCP probe of a backing-off channel was ``accepted``.
 
         Refused: the server is still down (a refusal, at once). No answer within
-        what is left of the wait: no connection in time.
+        what is left of the wait: no connection in time. Accepted, the first time: a TLS
+        handshake says whether TLS is what fails (:func:`tritonkit._dial.diagnose`), at once.
         """
         if accepted:
+            tls = self._tls_error()
+            if tls is not None:
+                raise tls
             return
         waited_s = time.monotonic() - self.started
         self.state.timed_out = accepted is None
         raise self._error(timed_out=accepted is None, waited_s=waited_s)
 
+    def _tls_error(self) -> ConnectError | None:
+        if self.diagnosed:
+            return None
+        self.diagnosed = True
+        return diagnose(self.dial, self.addresses[0], self.url, timeout_s=min(2.0, self.probe_timeout_s()))
+
     def _error(self, *, timed_out: bool, waited_s: float) -> ConnectError:
         url, operation, model, deadline = self.url, self.operation, self.model, self.deadline
         never = "the request was not sent"
+        tls = self._tls_error() if timed_out else None
+        if tls is not None:
+            return tls
         if timed_out:
             by_deadline = deadline.timeout_s is not None and waited_s < self.connect_timeout_s * 0.9
             limit = (
@@ -245,7 +264,8 @@ async def aio_connect(channel: grpc.aio.Channel, wait: ConnectWait) -> None:
     current = channel.get_state(True)
     while current is not _AIO_READY:
         if current is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
-            wait.probed(await aio_tcp_probe(wait.addresses, wait.probe_timeout_s()))
+            accepted = await aio_tcp_probe(wait.addresses, wait.probe_timeout_s())
+            await asyncio.to_thread(wait.probed, accepted)  # a TLS handshake may follow: off the loop
         left_s = wait.left_s(failed=current is grpc.ChannelConnectivity.SHUTDOWN)
         try:
             await asyncio.wait_for(channel.wait_for_state_change(current), min(left_s, _WATCH_SLICE_S))

@@ -28,11 +28,13 @@ time) fails before it is sent, in the client's connect step, as
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import grpc
 from tritonclient.utils import InferenceServerException
 
+from tritonkit._dial import header_refusal
 from tritonkit.client._model import ModelMetadata
 from tritonkit.client._retry import Deadline
 from tritonkit.errors import (
@@ -41,6 +43,7 @@ from tritonkit.errors import (
     DeadlineExceededError,
     InvalidInputError,
     ModelNotReadyError,
+    NotAuthorisedError,
     OverloadedError,
     QueueTimeoutError,
     ServerSideError,
@@ -116,6 +119,8 @@ class FailedCall:
     meta: ModelMetadata | None = None
     server_timeout_us: int | None = None
     started: float = 0.0
+    #: The call's own headers (besides the client's).
+    headers: Mapping[str, str] | None = None
     status: grpc.StatusCode | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -223,9 +228,9 @@ _INVALID: _Meaning = (
     "compare the request with the model's inputs (Client.model_metadata(model))",
 )
 _NOT_AUTHORISED: _Meaning = (
-    ClientError,
+    NotAuthorisedError,
     "{operation} on {where} was refused: not authorised{said}",
-    "pass the credentials / headers the endpoint expects",
+    "pass the credentials / headers the endpoint expects (--header NAME=VALUE; Client(dial=Dial(headers=...)))",
 )
 _BY_STATUS: dict[grpc.StatusCode, _Meaning] = {
     grpc.StatusCode.DEADLINE_EXCEEDED: (
@@ -279,16 +284,22 @@ def translate(
     operation: str,
     cause: UnavailableCause | None = None,
     timeout_s: float | None = None,
+    headers: Iterable[str] = (),
 ) -> ClientError:
     """Map ``exc`` to the ``ClientError`` subclass its status code calls for.
 
     ``operation`` names what was attempted ("infer", "model metadata", ...);
     ``cause`` should be given for ``UNAVAILABLE`` (from :func:`unavailable_cause`;
     without it the safe reading applies: the connection broke, the request may have run);
-    ``timeout_s`` is the caller's deadline, quoted in a timeout message.
+    ``timeout_s`` is the caller's deadline, quoted in a timeout message. A restricted protocol's
+    refusal (UNAVAILABLE too) is :class:`NotAuthorisedError`: whether the call sent (``headers``, names)
+    the header it expects.
     """
     code = status_of(exc)
     details = _details(exc)
+    refused = header_refusal(details, url, headers, model=model) if code is grpc.StatusCode.UNAVAILABLE else None
+    if refused is not None:
+        return refused
     if code is grpc.StatusCode.UNAVAILABLE:
         meaning = _BY_CAUSE[cause or UnavailableCause.CONNECTION_LOST]
     elif code is None:

@@ -187,6 +187,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         server_timeout_us: int | None = None,
         retry: RetryPolicy | None | Unset = UNSET,
         shared_memory: SharedMemoryMode | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> OutputsT:
         """Run ``model`` on ``inputs`` (name → numpy array); return its outputs (name → array).
 
@@ -194,11 +195,12 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         0 = the model's default) and ``server_timeout_us`` (how long the request
         may wait in the server's queue, for models whose queue policy honours it)
         are passed to Triton. ``timeout_s`` is the deadline for this whole call.
-        ``shared_memory`` overrides the client's mode for this call. Every output
-        is checked against the model's declared datatype and shape.
+        ``shared_memory`` overrides the client's mode for this call; ``headers`` are sent with this
+        call besides the client's (``dial``'s). Every output is checked against the model's declared
+        datatype and shape.
         """
         args = (model, inputs, outputs, version, request_id, priority, parameters, timeout_s, server_timeout_us,
-                retry, shared_memory)
+                retry, shared_memory, headers)
         result: OutputsT = self._infer(args)
         return result
 
@@ -214,6 +216,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         parameters: Mapping[str, str | int | float | bool] | None = None,
         timeout_s: float | None = None,
         idle_timeout_s: float | None | Unset = UNSET,
+        headers: Mapping[str, str] | None = None,
     ) -> StreamT:
         """Send one request to a (decoupled) model; iterate over its responses as they arrive::
 
@@ -234,10 +237,11 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
         client's ``timeouts.stream_idle_s``) ends it with ``DeadlineExceededError``
         when no response came for that long. The request is checked before
         anything is sent (``Client``: here; ``AsyncClient``: on entering
-        ``async with`` or on the first iteration).
+        ``async with`` or on the first iteration). ``headers``: as ``infer``'s.
         """
         self._check_open()
-        request = StreamRequest(model, inputs, version, outputs, request_id, priority, parameters)
+        request = StreamRequest(model, inputs, version, outputs, request_id, priority, parameters,
+                                self._call_headers(headers))
         idle = self.timeouts.stream_idle_s if idle_timeout_s is UNSET else idle_timeout_s
         return self._open_stream(request, timeout_s, idle)
 
@@ -351,7 +355,7 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
     def _infer_steps(self, args: InferArgs, first: FirstAttempt | None = None,
                      failure: BaseException | None = None) -> Steps[dict[str, Array]]:
         """Every attempt of ``infer(*args)``; ``first``: its first attempt, sent already, that ended in ``failure``."""
-        model, _, _, version, _, _, _, timeout_s, server_timeout_us, retry, shared_memory = args
+        model, _, _, version, _, _, _, timeout_s, server_timeout_us, retry, shared_memory, headers = args
         if self._closed:
             self._check_open()
         deadline = Deadline(self._call_s if timeout_s is UNSET else timeout_s) if first is None else first[1]
@@ -395,14 +399,14 @@ class Flows(ClientBase, Generic[OutputsT, MetadataT, BoolT, NoneT, StreamT]):
             except ConnectError as not_sent:
                 delay = self._retry_or_raise(not_sent, None, attempt=attempt, retry=policy, deadline=deadline)
             except RPC_ERRORS as exc:
-                failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started)
+                failed = FailedCall(exc, "infer", model, version, deadline, meta, server_timeout_us, started, headers)
                 error = yield from self._translate_steps(failed)
                 delay = self._retry_or_raise(error, exc, attempt=attempt, retry=policy, deadline=deadline, sent=sent)
             yield Sleep(delay)
 
     def _send_steps(self, prepared: PreparedRequest, deadline: Deadline,
                     segment: Segment | None = None) -> Steps[dict[str, Array]]:
-        result = yield Rpc("infer", **prepared.send_kwargs(),
+        result = yield Rpc("infer", **prepared.send_kwargs(), headers=prepared.headers,
                            client_timeout=self._timeout(deadline, "infer", prepared.meta.name))
         return decode_response(result.get_response(), prepared, segment)
 

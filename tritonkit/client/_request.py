@@ -50,6 +50,8 @@ class PreparedRequest:
     #: The request's batch size (first dimension) for a batching model; None otherwise.
     batch: int | None = None
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    #: The headers this call carries (the client's and its own; None: none).
+    headers: dict[str, str] | None = None
 
     def send(self, send: Callable[..., T], **extra: Any) -> T:
         """``send`` (tritonclient's ``infer`` / ``async_stream_infer``) called with this request and ``extra``.
@@ -67,10 +69,12 @@ class PreparedRequest:
 
     def in_band(self) -> PreparedRequest:
         """The same request with every tensor in the message (no shared memory)."""
-        return prepare_request(
+        again = prepare_request(
             self.meta, self.source_inputs, outputs=self.source_outputs, request_id=self.request_id,
             priority=self.priority, parameters=self.parameters, server_timeout_us=self.server_timeout_us,
             shm_threshold_bytes=None, model_version=self.model_version, max_message_bytes=self.max_message_bytes)
+        again.headers = self.headers
+        return again
 
 
 def _wire_datatype(array: Array) -> str | None:

@@ -33,6 +33,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.utils.shared_memory as tshm
 from tritonclient.utils import triton_to_np_dtype
 
+from tritonkit._dial import dial_for
 from tritonkit.client._errors import shm_refusal, status_of
 from tritonkit.errors import SharedMemoryRefusedError, ShmUnusable
 
@@ -86,10 +87,12 @@ def shared_memory_refusal(url: str, *, timeout_s: float = 5.0) -> SharedMemoryRe
     """
     plan = ShmPlan(new_region_name())
     segment = Segment(plan)
-    client = grpcclient.InferenceServerClient(url)
+    dial = dial_for(url)
+    client = dial.tritonclient(url)
     try:
         try:
-            client.register_system_shared_memory(plan.region, plan.key, 1, client_timeout=timeout_s)
+            client.register_system_shared_memory(plan.region, plan.key, 1, client_timeout=timeout_s,
+                                                 headers=dial.header_map)
         except Exception as exc:  # noqa: BLE001 - only the policy refusal is ours to name
             return shm_refusal(exc, url=url)
         with contextlib.suppress(Exception):
@@ -236,13 +239,13 @@ class ShmJanitor:
     def __init__(
         self,
         url: str,
-        channel_args: list[tuple[str, Any]],
+        client_kwargs: dict[str, Any],
         *,
         give_up_after_s: float = 600.0,
         unreachable_give_up_s: float = 30.0,
     ) -> None:
         self.url = url
-        self._channel_args = channel_args
+        self._client_kwargs = client_kwargs
         self.give_up_after_s = give_up_after_s
         self.unreachable_give_up_s = unreachable_give_up_s
         self._cond = threading.Condition()
@@ -279,7 +282,7 @@ class ShmJanitor:
 
     def _run(self) -> None:
         # Its own client: the owner may be closed (or closing) while this runs.
-        tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+        tc = grpcclient.InferenceServerClient(self.url, **self._client_kwargs)
         delay_s = 0.01
         unreachable_since: float | None = None
         try:

@@ -28,10 +28,11 @@ class StreamRequest:
     request_id: str
     priority: int
     parameters: Mapping[str, ParamValue] | None
+    headers: dict[str, str] | None = None
 
     def prepare(self, meta: ModelMetadata, max_message_bytes: int) -> PreparedRequest:
         """The checked request: every tensor in the message (a stream outlives a shared memory segment)."""
-        return prepare_request(
+        prepared = prepare_request(
             meta,
             self.inputs,
             outputs=self.outputs,
@@ -43,6 +44,8 @@ class StreamRequest:
             model_version=self.version,
             max_message_bytes=max_message_bytes,
         )
+        prepared.headers = self.headers
+        return prepared
 
     @staticmethod
     def send_kwargs(prepared: PreparedRequest) -> dict[str, Any]:

@@ -50,11 +50,13 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
     given. Keepalive pings and a stream idle timeout notice a server that froze.
     ``url`` is one server (``host:port``) or a balanced target (``dns:///name:port``,
     ``ipv4:a:p,b:p``: calls go round-robin over every address). Requests larger
-    than ``max_message_bytes`` are refused before sending. Safe to share between threads.
+    than ``max_message_bytes`` are refused before sending. ``dial``: TLS (mutual too) and headers every
+    call carries (:class:`~tritonkit.client.Dial`; default: the one a command registered for ``url``).
+    Safe to share between threads.
     """
 
     def _open_io(self) -> None:
-        self._tc = grpcclient.InferenceServerClient(self.url, channel_args=self._channel_args)
+        self._tc = grpcclient.InferenceServerClient(self.url, **self._tc_kwargs)
         self._cy = cygrpc_channel(self._tc)
         # Read before every call: bound once.
         self._channel_state = self._cy.check_connectivity_state
@@ -106,7 +108,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
         if first is not None:
             prepared, _, _, client_timeout_s = first
             try:
-                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s)
+                result = prepared.send(self._tc.infer, client_timeout=client_timeout_s, headers=prepared.headers)
             except RPC_ERRORS as exc:
                 failure = exc
             else:
@@ -119,7 +121,7 @@ class Client(ContextManaged, Flows[dict[str, Array], ModelMetadata, bool, None, 
 
     def _perform(self, step: Step) -> Any:
         if type(step) is Rpc:
-            return getattr(self._tc, step.method)(*step.args, **step.kwargs)
+            return getattr(self._tc, step.method)(*step.args, **{"headers": self._headers, **step.kwargs})
         if type(step) is Connect:
             sync_connect(self._cy, self._connect_wait(step.deadline, step.operation, step.model))
             return None

@@ -30,7 +30,7 @@ class StreamOwner(Protocol):
     here so that the stream does not import the client that imports it."""
 
     url: str
-    _channel_args: list[tuple[str, Any]]
+    _tc_kwargs: dict[str, Any]
 
     def _translate(self, failed: FailedCall, *, connected: bool | None = None) -> ClientError: ...
 
@@ -92,7 +92,7 @@ class ResponseStream:
         # tritonclient allows one stream per client object: each stream gets its own
         # (the channel's TCP connection is shared by gRPC's subchannel pool).
         self._handle = _StreamHandle(
-            grpcclient.InferenceServerClient(client.url, channel_args=client._channel_args)
+            grpcclient.InferenceServerClient(client.url, **client._tc_kwargs)
         )
         # Whoever drops the last reference, the request is cancelled: the finalizer holds
         # the handle, never the stream.
@@ -101,8 +101,8 @@ class ResponseStream:
         assert tc is not None
         try:
             tc.start_stream(
-                callback=functools.partial(_hand_over, self._queue), stream_timeout=deadline.remaining_s()
-            )
+                callback=functools.partial(_hand_over, self._queue), stream_timeout=deadline.remaining_s(),
+                headers=prepared.headers)
             tc.async_stream_infer(**StreamRequest.send_kwargs(prepared))
         except BaseException:
             self.close()
@@ -137,7 +137,8 @@ class ResponseStream:
                 if status_of(error) is None:
                     # An in-band error the model sent in a response: it carries no status code.
                     raise in_band_error(model, self._client.url, error) from error
-                failed = FailedCall(error, "stream", model, self._prepared.model_version, self._deadline)
+                failed = FailedCall(error, "stream", model, self._prepared.model_version, self._deadline,
+                                    headers=self._prepared.headers)
                 raise self._client._translate(failed, connected=connected) from error
             response = result.get_response()
             outputs = decode_response(response, self._prepared)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonkit._dial import dial_for
 from tritonkit._fs import folder_write_errors
 from tritonkit._lock import FolderLock
 from tritonkit.errors import ConfigError, TritonKitError
@@ -43,6 +44,7 @@ from tritonkit.perf.judge import SLA, StepVerdict, Verdict
 from tritonkit.perf.judge.criteria import JudgeSettings
 from tritonkit.perf.judge.step import judge_step, ladder_check
 from tritonkit.perf.judge.verdict import evaluate_result, stored_verdict
+from tritonkit.perf.llm._keyed import headers_command
 from tritonkit.perf.llm.result import LLMResult
 from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
@@ -110,7 +112,7 @@ def planned_commands(
     :func:`~tritonkit.perf.measure.ladder.ladder_commands`, the same list the ladder runs. With
     ``repeat`` > 1 every run's commands are listed, each run in its folder ``run-<i>/``.
     """
-    prefix = list(perf_analyzer.argv) if perf_analyzer else ["perf_analyzer"]
+    prefix = headers_command(dial_for(spec.url).headers, perf_analyzer.argv if perf_analyzer else ["perf_analyzer"])
     folders = [("", Path(results_dir))] if repeat <= 1 else [
         (f"{run_folder_name(i)}/", Path(results_dir) / run_folder_name(i)) for i in range(1, repeat + 1)]
     return [

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._dial import Dial, diagnose, dial_for, header_refusal
 from tritonkit.errors import (
     AdminNoAnswer,
     AdminRefused,
@@ -75,6 +76,7 @@ class ServerAdmin:
 
     ``url`` is ``host:port`` of the endpoint ``protocol`` names. ``timeout_s`` bounds each call
     unless the call takes its own. ``log_path`` (the server's log, when known) is named in errors.
+    ``dial``: TLS and headers (default: the one registered for ``url``, else none).
     A gRPC admin holds a channel: ``with contextlib.closing(ServerAdmin(...)) as admin:``.
     """
 
@@ -85,6 +87,7 @@ class ServerAdmin:
         protocol: Protocol = "http",
         timeout_s: float = 10.0,
         log_path: Path | None = None,
+        dial: Dial | None = None,
     ) -> None:
         if protocol not in ("http", "grpc"):
             raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
@@ -92,6 +95,7 @@ class ServerAdmin:
         self.protocol: Protocol = protocol
         self.timeout_s = timeout_s
         self.log_path = log_path
+        self.dial = dial if dial is not None else dial_for(url)
         self._grpc: Any = None
 
     def close(self) -> None:
@@ -120,12 +124,12 @@ class ServerAdmin:
                 path = {"live": "/v2/health/live", "ready": "/v2/health/ready"}.get(what) or _model_path(model, version)
                 self._http("GET", path + ("/ready" if what == "model" else ""), None, timeout)
                 return True
-            client = self._grpc_client()
+            client, headers = self._grpc_client(), self.dial.header_map
             if what == "live":
-                return bool(client.is_server_live(client_timeout=timeout))
+                return bool(client.is_server_live(client_timeout=timeout, headers=headers))
             if what == "ready":
-                return bool(client.is_server_ready(client_timeout=timeout))
-            return bool(client.is_model_ready(model, version, client_timeout=timeout))
+                return bool(client.is_server_ready(client_timeout=timeout, headers=headers))
+            return bool(client.is_model_ready(model, version, client_timeout=timeout, headers=headers))
         except (AdminRefused, AdminNoAnswer):
             return False
         except Exception as exc:  # noqa: BLE001 - tritonclient's errors: any failure to answer is "no"
@@ -238,6 +242,9 @@ class ServerAdmin:
 
     def _no_answer(self, doing: str, exc: AdminNoAnswer, timeout_s: float) -> TritonKitError:
         where = f" (server log: {self.log_path})" if self.log_path else ""
+        tls = diagnose(self.dial, self.url, self.url, timeout_s=min(2.0, timeout_s))
+        if tls is not None:
+            return tls
         if exc.timed_out:
             return DeadlineExceededError(f"no answer from tritonserver at {self.url} within {timeout_s:g} s "
                                          f"while {doing}{where}", hint="raise the timeout, or read the server log")
@@ -246,6 +253,9 @@ class ServerAdmin:
 
     def _refused(self, doing: str, model: str, exc: AdminRefused, *, loading: bool) -> TritonKitError:
         said = exc.text or exc.code
+        refused = header_refusal(said, self.url, self.dial.header_map or (), model=model or None)
+        if refused is not None:
+            return refused
         if loading:
             return ModelLoadError(model, said, log_path=self.log_path)
         if model and exc.code in ("400", "404", "NOT_FOUND", "UNAVAILABLE", "INVALID_ARGUMENT"):
@@ -256,9 +266,11 @@ class ServerAdmin:
 
     def _http(self, method: str, path: str, body: dict[str, Any] | None, timeout_s: float) -> Any:
         data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
-        request = urllib.request.Request(f"http://{self.url}{path}", data=data, method=method)
+        scheme, context = ("https", self.dial.ssl_context()) if self.dial.tls else ("http", None)
+        request = urllib.request.Request(f"{scheme}://{self.url}{path}", data=data, method=method,
+                                         headers=dict(self.dial.headers))
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - host:port we were given
+            with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:  # noqa: S310 - host:port we were given
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             raise AdminRefused(str(exc.code), _error_text(exc.read())) from exc
@@ -280,9 +292,7 @@ class ServerAdmin:
 
     def _grpc_client(self) -> Any:
         if self._grpc is None:
-            import tritonclient.grpc as grpcclient  # lazy: the HTTP path needs no grpc
-
-            self._grpc = grpcclient.InferenceServerClient(self.url)
+            self._grpc = self.dial.tritonclient(self.url)
         return self._grpc
 
     def _grpc_call(self, method: str, kwargs: dict[str, Any], timeout_s: float) -> Any:
@@ -290,7 +300,7 @@ class ServerAdmin:
         if method not in ("load_model", "unload_model"):
             kwargs = {**kwargs, "as_json": True}
         try:
-            return call(**kwargs, client_timeout=timeout_s)
+            return call(**kwargs, client_timeout=timeout_s, headers=self.dial.header_map)
         except Exception as exc:
             if not _is_grpc_error(exc):
                 raise
@@ -298,14 +308,15 @@ class ServerAdmin:
             text = str(exc.message() or "").strip()  # type: ignore[attr-defined]
             if code == "DEADLINE_EXCEEDED":
                 raise AdminNoAnswer(text, timed_out=True) from exc
-            if code == "UNAVAILABLE" and not self._grpc_live(timeout_s):
+            if code == "UNAVAILABLE" and not header_refusal(text, self.url, ()) and not self._grpc_live(timeout_s):
                 raise AdminNoAnswer(text, timed_out=False) from exc
             raise AdminRefused(code or "UNKNOWN", text) from exc
 
     def _grpc_live(self, timeout_s: float) -> bool:
         """Whether the server answers at all: UNAVAILABLE means "not reachable" or "model not ready"."""
         try:
-            return bool(self._grpc_client().is_server_live(client_timeout=min(timeout_s, 5.0)))
+            return bool(self._grpc_client().is_server_live(client_timeout=min(timeout_s, 5.0),
+                                                           headers=self.dial.header_map))
         except Exception as exc:  # noqa: BLE001 - any failure to answer means not live
             if _is_grpc_error(exc):
                 return False

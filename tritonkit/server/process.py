@@ -24,6 +24,7 @@ from typing import Any, Literal
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._context import ContextManaged
+from tritonkit._dial import PLAIN
 from tritonkit.errors import (
     ConfigError,
     ConnectError,
@@ -413,7 +414,8 @@ class TritonServer(ContextManaged):
     @property
     def admin(self) -> ServerAdmin:
         """The administration API of this server, over its HTTP endpoint."""
-        return ServerAdmin(self.http_url, protocol="http", timeout_s=2.0, log_path=self.log_path)
+        # A server tritonkit started serves plain HTTP on loopback, whatever a command dials elsewhere.
+        return ServerAdmin(self.http_url, protocol="http", timeout_s=2.0, log_path=self.log_path, dial=PLAIN)
 
     def metadata(self) -> dict[str, Any]:
         """The server's own metadata (``name``, ``version``, ``extensions``)."""

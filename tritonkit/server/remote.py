@@ -14,6 +14,7 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._dial import Dial
 from tritonkit.errors import ConfigError, ConnectError, DeadlineExceededError, ModelNotReadyError, ServerError
 from tritonkit.server.admin import ServerAdmin
 from tritonkit.server.facts import (
@@ -40,12 +41,16 @@ def default_metrics_url(url: str) -> str:
 class RemoteServer:
     """A running server at gRPC ``url`` (``host:port``); its metrics at ``metrics_url`` (default
     :func:`default_metrics_url`). ``model_control`` is ``"unknown"`` until :meth:`require_explicit`
-    has asked the server. Use as a context manager, or call :meth:`close`."""
+    has asked the server. ``dial``: TLS and headers (default: the one registered for ``url``).
+    Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, url: str, *, metrics_url: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, metrics_url: str | None = None, timeout_s: float = 10.0,
+                 dial: Dial | None = None) -> None:
         self.grpc_url = url
         self.metrics_url = metrics_url or default_metrics_url(url)
-        self.admin = ServerAdmin(url, protocol="grpc", timeout_s=timeout_s)
+        self.admin = ServerAdmin(url, protocol="grpc", timeout_s=timeout_s, dial=dial)
+        #: TLS and headers every call to the server carries (the sweep's loads, its restore, perf_analyzer).
+        self.dial = self.admin.dial
         self.model_control = "unknown"
         self._metadata: dict[str, Any] | None = None
 

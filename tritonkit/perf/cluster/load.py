@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tritonkit._dial import dial_for
 from tritonkit._fs import atomic_write
 from tritonkit._values import CLIENT_NODES
 from tritonkit.errors import ConfigError, PerfError, TritonKitError
@@ -217,7 +218,7 @@ class ClusterAnalyzer(PerfAnalyzer):
             # then coincide, and the step's steadiness is judged on all of them together (_merge_step).
             fixed = replace(spec, load=part, stability_percentage=ANY_WINDOW_PCT, max_trials=MEASURED_WINDOWS)
             return ClientJob(index=i, name=name, start_at_ns=start_ns + self.offsets[i].offset_ns,
-                             spec=fixed, timeout_s=timeout_s, files=files)
+                             spec=fixed, timeout_s=timeout_s, files=files, dial=dial_for(spec.url))
 
         jobs = self._jobs(shares, job)
         self._say(f"[{name}] {len(jobs)} clients at {', '.join(f'{s:g}' for s in shares if s > 0)} "

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonkit._dial import PLAIN, Dial, registered
 from tritonkit.perf.cluster.nodes import NodeInfo, make_probe
 from tritonkit.perf.cluster.transfer import pack_contents, pack_folders, unpack
 from tritonkit.perf.measure.spec import PerfSpec
@@ -162,7 +163,8 @@ class ClientJob:
     name (input data, by their names in ``argv`` / ``spec``), written here first. ``key_env``: an
     OpenAI endpoint's API key variable: the node starts its perf_analyzer through the keyed wrapper
     (:mod:`tritonkit.perf.llm._keyed`) with ``env`` (that variable and its key) in the wrapper's
-    environment for the step. ``env`` never shows in the job's repr, a command line or a file."""
+    environment for the step. ``env`` never shows in the job's repr, a command line or a file.
+    ``dial``: the server's TLS and headers (:class:`~tritonkit._dial.Dial`; its files at the same paths here)."""
 
     index: int
     name: str
@@ -173,6 +175,7 @@ class ClientJob:
     files: Mapping[str, bytes] | None = None
     key_env: str | None = None
     env: Mapping[str, str] | None = field(default=None, repr=False)
+    dial: Dial = PLAIN
 
 
 @dataclass
@@ -215,7 +218,8 @@ def run_client_job(job: ClientJob) -> ClientRun:
             spec = job.spec
             if spec.input_data is not None and str(spec.input_data) in local:
                 spec = replace(spec, input_data=str(local[str(spec.input_data)]))
-            outcome = analyzer.run(spec, job.name, timeout_s=job.timeout_s)
+            with registered(spec.url, job.dial):
+                outcome = analyzer.run(spec, job.name, timeout_s=job.timeout_s)
             steps, returncode, duration_s, argv = outcome.steps, outcome.returncode, outcome.duration_s, outcome.argv
         else:
             options = [str(local[a]) if a in local else a for a in job.argv]

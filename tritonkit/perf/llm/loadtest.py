@@ -25,7 +25,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tritonkit._dial import dial_for
 from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.perf.llm._keyed import headers_command
 from tritonkit.perf.llm.engine_metrics import engine_figures
 from tritonkit.perf.llm.metrics import (
     GoodputSLO,
@@ -183,7 +185,7 @@ def run_llm(
         steps=[], started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
         notes=_notes(target, stream), served=_served(target.line, tokenizer_from, token_output),
     )
-    prefix = list(pa.argv) if openai is None else openai.command_prefix(pa.argv)
+    prefix = headers_command(dial_for(url).headers, list(pa.argv) if openai is None else openai.command_prefix(pa.argv))
     measuring = _Measuring(folder, plan, spec, target.meta, analyzer, prefix, tokenizer, token_output,
                            metrics_url, progress or (lambda _m: None), openai)
     for run in runs:

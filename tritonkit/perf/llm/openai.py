@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonkit._dial import Dial, dial_for
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
 from tritonkit.perf.llm._keyed import keyed_command
@@ -135,10 +136,12 @@ def write_openai_input_data(path: str | os.PathLike[str], prompts: Sequence[Prom
     return atomic_write(Path(path), json.dumps(data) + "\n")
 
 
-def _get(url: str, key: str | None, timeout_s: float) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+def _get(url: str, key: str | None, timeout_s: float, dial: Dial) -> tuple[int, bytes]:
+    headers = {**dict(dial.headers), **({"Authorization": f"Bearer {key}"} if key else {})}
+    request = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - http(s) URL built here
+        with urllib.request.urlopen(request, timeout=timeout_s,  # noqa: S310 - http(s) URL built here
+                                    context=dial.ssl_context() if dial.tls else None) as answer:
             return int(answer.status), answer.read()
     except urllib.error.HTTPError as exc:
         return int(exc.code), exc.read()
@@ -148,9 +151,10 @@ def check_openai_server(model: str, url: str, target: OpenAITarget, *, timeout_s
     """Before launching: does an OpenAI-compatible server answer ``GET /v1/models`` at ``url``, and does
     it serve ``model``? Returns the models it lists. ``ConnectError`` when nothing answers,
     ``ConfigError`` on a refused key, ``ModelNotReadyError`` naming what it serves instead."""
-    base = url if "://" in url else f"http://{url}"
+    dial = dial_for(url)  # TLS and headers of the server (tritonkit._dial)
+    base = url if "://" in url else f"{'https' if dial.tls else 'http'}://{url}"
     try:
-        status, body = _get(f"{base.rstrip('/')}/v1/models", target.api_key(), timeout_s)
+        status, body = _get(f"{base.rstrip('/')}/v1/models", target.api_key(), timeout_s, dial)
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise ConnectError(f"cannot reach an OpenAI-compatible server at {url}: {reason}", model=model,

@@ -39,6 +39,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NoReturn
 
+from tritonkit._dial import dial_for
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError, TritonKitError
 from tritonkit.perf.measure import outputs
@@ -224,8 +225,13 @@ class PerfAnalyzer:
         return []
 
     def command(self, spec: PerfSpec) -> list[str]:
-        """The full argv (binary prefix + options) that ``run`` would start."""
-        return [*self.perf_analyzer.argv, *to_argv(spec)]
+        """The full argv (binary prefix + options) that ``run`` would start: with the headers of the
+        server's dial, through the wrapper that keeps their values out of it (:mod:`tritonkit.perf.llm._keyed`)."""
+        from tritonkit.perf.llm._keyed import (
+            headers_command,  # a leaf module; perf.llm's package imports this one
+        )
+
+        return [*headers_command(dial_for(spec.url).headers, self.perf_analyzer.argv), *to_argv(spec)]
 
     def run(self, spec: PerfSpec, name: str, *, timeout_s: float | None = None, model_for_metrics: str | None = None) -> AnalyzerOutcome:
         """Run ``spec`` once, writing ``<name>.*`` into the results folder.

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from tritonkit._dial import header_refusal
 from tritonkit.errors import StepError, StepTimeoutError
 
 __all__ = ["Failure", "Diagnosis", "QUEUE_REJECTIONS", "StepError", "StepTimeoutError", "classify",
@@ -109,6 +110,9 @@ def diagnose_request_errors(console: str) -> Diagnosis | None:
         return None
     if any(marker in line.lower() for line in lines for marker in _CONNECTION):
         return Diagnosis(Failure.SERVER_LOST, f"the server dropped the connection: {lines[-1]}")
+    if header_refusal(lines[-1], "", ()) is not None:  # measured: perf_analyzer 2.60 drops -H over gRPC
+        return Diagnosis(Failure.REQUEST_ERRORS, f"{lines[-1]} (perf_analyzer 2.60 sends --header values over "
+                                                 "HTTP only: load-test a restricted inference protocol with --protocol http)")
     return Diagnosis(Failure.REQUEST_ERRORS, lines[-1])
 
 

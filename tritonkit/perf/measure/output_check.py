@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonkit._dial import dial_for
 from tritonkit.builders.verify import FP32_TOLERANCE, Tolerance, compare_outputs, ort_runner
 from tritonkit.errors import ConfigError, ServerSideError, TritonKitError
 from tritonkit.perf.measure.input_data import PreparedInputs
@@ -53,7 +54,8 @@ def raw_infer(url: str, model: str, feeds: Mapping[str, np.ndarray], *, version:
     import tritonclient.grpc as grpcclient
     from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-    client = grpcclient.InferenceServerClient(url)
+    dial = dial_for(url)
+    client = dial.tritonclient(url)
     try:
         inputs = []
         for name, array in feeds.items():
@@ -63,7 +65,8 @@ def raw_infer(url: str, model: str, feeds: Mapping[str, np.ndarray], *, version:
             tensor.set_data_from_numpy(value.astype(object) if datatype == "BYTES" else value)
             inputs.append(tensor)
         try:
-            result = client.infer(model, inputs, model_version=version, client_timeout=timeout_s)
+            result = client.infer(model, inputs, model_version=version, client_timeout=timeout_s,
+                                  headers=dial.header_map)
         except InferenceServerException as exc:
             raise ServerSideError(f"model '{model}' refused a checked request: {exc.message()}",
                                   model=model) from exc

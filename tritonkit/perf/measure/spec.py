@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tritonkit._dial import dial_for
 from tritonkit._fs import atomic_write
 from tritonkit._values import COUNT, ascii_int, excerpt
 from tritonkit.errors import ConfigError
@@ -291,11 +292,14 @@ def _option(flag: str, value: object | None) -> list[str]:
 
 
 def to_argv(spec: PerfSpec) -> list[str]:
-    """perf_analyzer's arguments for ``spec`` (pure: same spec, same list). Validates first."""
+    """perf_analyzer's arguments for ``spec`` (pure: same spec and dial, same list). Validates first. The
+    TLS options are those of the server's dial (:func:`tritonkit._dial.dial_for`)."""
     spec.validate()
     argv = ["-m", spec.model]
     argv += _option("-x", spec.model_version)
-    argv += ["-u", spec.url, "-i", spec.protocol]
+    dial = dial_for(spec.url)  # TLS files by path; headers go on the command's wrapper, not here
+    argv += ["-u", f"https://{spec.url}" if dial.tls and spec.protocol == "http" else spec.url, "-i", spec.protocol]
+    argv += dial.perf_analyzer_args(spec.protocol)
     argv += spec.load.argv()
     argv += ["-b", str(spec.batch_size)]
     if spec.async_mode is True:

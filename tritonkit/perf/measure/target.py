@@ -8,6 +8,7 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonkit._dial import diagnose
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, TritonKitError
 from tritonkit.perf.measure.result import ServedInstanceGroup, ServedModelConfig
 from tritonkit.perf.measure.spec import PerfSpec
@@ -26,8 +27,8 @@ def check_target(spec: PerfSpec, *, timeout_s: float = 5.0) -> dict[str, Any]:
     """
     version = spec.model_version or ""
     with _admin(spec, timeout_s) as admin:
-        if not admin.is_live():
-            raise ConnectError(
+        if not admin.is_live():  # a TLS mismatch says which it is (tritonkit._dial.diagnose)
+            raise diagnose(admin.dial, spec.url, spec.url) or ConnectError(
                 f"cannot reach Triton over {_protocol(spec)} at {spec.url}: nothing answered",
                 model=spec.model,
                 hint=f"start the server, or pass its {_protocol(spec)} host:port with --url",

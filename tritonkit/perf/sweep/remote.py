@@ -364,7 +364,7 @@ def _sweep_and_restore(server: RemoteServer, model: str, base: mc.ModelConfig, v
 
 
 def restore_command(server: RemoteServer, folder: Path) -> str:
-    return f"tritonkit perf sweep --url {server.grpc_url} --restore --out {folder}"
+    return f"tritonkit perf sweep --url {server.grpc_url} --restore --out {folder}{server.dial.options()}"
 
 
 def remote_record(server: RemoteServer, journal: Journal, folder: Path, steps: list[dict[str, Any]],
