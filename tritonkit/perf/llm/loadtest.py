@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -69,8 +70,10 @@ from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST
 if TYPE_CHECKING:
     from tritonkit.client._model import ModelMetadata
 
-__all__ = ["STALL_MARKER", "LLMPlan", "run_llm"]
+__all__ = ["COLD_HIT_RATE", "STALL_MARKER", "LLMPlan", "run_llm"]
 
+#: A prefix-cache hit rate above this, on prompts salted to be cold, is warned of.
+COLD_HIT_RATE = 0.05
 #: What perf_analyzer prints before it hangs on a failed streamed request.
 STALL_MARKER = "Failed to retrieve results from inference request."
 
@@ -88,6 +91,8 @@ class LLMPlan:
     shape: they would shift its schedule).
     ``client_deadline_ms``: requests slower than this count as client time-outs.
     ``settle_s``: how long the server is still watched after the load, for the recovery time.
+    ``salted``: each request's prompt starts with a salt of its own (cold: no prefix cached); ``False``
+    sends the prompts as given (a user's file).
     """
 
     concurrency: tuple[int, ...] = (1,)
@@ -99,15 +104,16 @@ class LLMPlan:
     settle_s: float = 2.0
     metrics_interval_s: float = 0.25
     step_timeout_s: float = 600.0
+    salted: bool = True
 
 
-def _input_data(folder: Path, prompts: Sequence[Prompt], target: _Target, stream: bool) -> Path | None:
+def _input_data(path: Path, prompts: Sequence[Prompt], target: _Target, stream: bool) -> Path | None:
     """The ``--input-data`` file for the target's layout (``None`` when perf_analyzer makes the inputs)."""
     if target.openai is not None:
-        return write_openai_input_data(folder / "inputs.json", prompts, target.meta.name, target.openai)
+        return write_openai_input_data(path, prompts, target.meta.name, target.openai)
     if target.layout is None or not target.layout.sends_prompts:
         return None
-    return write_llm_input_data(folder / "inputs.json", prompts, target.layout, streaming=stream)
+    return write_llm_input_data(path, prompts, target.layout, streaming=stream)
 
 
 def _stalled(paths: Sequence[Path]) -> bool:
@@ -172,16 +178,19 @@ def run_llm(
         openai = replace(openai, stream=openai.stream if streaming is None else streaming)
         spec, target, stream = _openai_target(model, url, openai)
     pa = perf_analyzer or locate_perf_analyzer()
+    if openai is not None and metrics_url is None:  # the engine's own /metrics, beside its API
+        metrics_url = f"{url if '://' in url else 'http://' + url}/metrics"
     analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
                                         metrics_interval_s=plan.metrics_interval_s)
     started = utc_now()
     # Every step: async, streaming from a decoupled model, an exact request count, the profile export.
+    notes = _notes(target, stream)
     runs = _planned_runs(folder, prompts, plan, replace(spec, streaming=stream and openai is None, async_mode=True),
-                         target, tokenizer)
+                         target, tokenizer, notes)
     result = LLMResult(
         model=model, url=url, streaming=stream, layout=target.description, prompt_source=prompt_source,
         steps=[], started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
-        notes=_notes(target, stream), served=_served(target.line, tokenizer_from, token_output),
+        notes=notes, served=_served(target.line, tokenizer_from, token_output),
     )
     prefix = list(pa.argv) if openai is None else openai.command_prefix(pa.argv)
     measuring = _Measuring(folder, plan, spec, target.meta, analyzer, prefix, tokenizer, token_output,
@@ -266,27 +275,42 @@ class _Run:
 
 
 def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_spec: PerfSpec, target: _Target,
-                  tokenizer: TokenCounter | None) -> list[_Run]:
-    """The runs ``plan`` makes, their input files written: one per concurrency level, or the shape's one."""
-    from tritonkit.perf.llm.prompts import prompts_for_lengths
+                  tokenizer: TokenCounter | None, notes: list[str]) -> list[_Run]:
+    """The runs ``plan`` makes, each with an input file of its own: one per concurrency level, or the
+    shape's one. Every request's prompt is salted afresh (:func:`~tritonkit.perf.llm.prompts.salted`,
+    a nonce per test) unless the plan sends ``prompts`` as given; twice the requests a step sends, as
+    perf_analyzer's worker threads each step through the file on their own."""
+    from tritonkit.perf.llm.prompts import prompts_for_lengths, salted, trace_prompts
 
-    stream = step_spec.streaming
+    nonce, used = secrets.randbits(32), [0]
+
+    def data(name: str, pool: Sequence[Prompt], count: int, salt: bool = plan.salted) -> Path | None:
+        if salt and not used[0]:
+            notes.append(f"cold: each request's prompt starts with a salt of its own (test {nonce:08x}), so none "
+                         "shares a prefix with another request of this test or an earlier one")
+        chosen = salted(pool, count, nonce=nonce, start=used[0]) if salt else [pool[i % len(pool)] for i in range(count)]
+        used[0] += count
+        return _input_data(folder / f"{name}.inputs.json", chosen, target, step_spec.streaming)
+
     if plan.shape is None:
-        input_data = _input_data(folder, prompts, target, stream)
         return [_Run(f"c{level}", "concurrency", float(level),
-                     to_argv(replace(step_spec, load=ConcurrencyRange(level), input_data=input_data,
-                                     request_count=max(plan.requests_per_level, level),
+                     to_argv(replace(step_spec, load=ConcurrencyRange(level), request_count=(count := max(plan.requests_per_level, level)),
+                                     input_data=data(f"c{level}", prompts, 2 * (count + plan.warmup_rounds * level)),
                                      warmup_request_count=plan.warmup_rounds * level or None,
                                      profile_export_file=folder / f"c{level}.json")))
                 for level in plan.concurrency]
-    schedule = plan.shape.schedule()
-    if schedule.input_tokens is not None and schedule.output_tokens is not None:
-        prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer)
-    elif len(prompts) < schedule.request_count:
-        prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
-    intervals = write_intervals(folder / "intervals.txt", schedule)
-    input_data = _input_data(folder, prompts[: schedule.request_count], target, stream)
-    argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
+    schedule, salt = plan.shape.schedule(), plan.salted
+    if schedule.hash_ids is not None and schedule.input_tokens is not None and schedule.output_tokens is not None:
+        prompts, reuse = trace_prompts(schedule.hash_ids, schedule.input_tokens, schedule.output_tokens,
+                                       block_tokens=schedule.block_tokens, nonce=nonce, tokenizer=tokenizer)
+        salt = False
+        notes.append(f"the trace's requests share prompt blocks of {schedule.block_tokens} tokens by hash id: "
+                     f"{100 * reuse:.1f} % of its prompt tokens are a prefix an earlier request sent (the most a "
+                     "prefix cache can serve)")
+    elif schedule.input_tokens is not None and schedule.output_tokens is not None:
+        prompts, salt = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer), True
+    argv = to_argv(replace(step_spec, load=RequestIntervals(write_intervals(folder / "intervals.txt", schedule)),
+                           input_data=data(plan.shape.kind, prompts, schedule.request_count, salt),
                            request_count=schedule.request_count,
                            profile_export_file=folder / f"{plan.shape.kind}.json"))
     return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule)]
@@ -359,7 +383,9 @@ def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
                         else []),
         wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=[*ctx.prefix, *run.argv],
         raw_files=[p.name for p in ctx.folder.glob(f"{run.name}.*")],
-        engine=engine_figures(inv.snapshots, ctx.spec.model) if ctx.openai is not None else {},
+        engine=engine_figures(inv.snapshots, ctx.spec.model),
+        output_tokens_asked=sum(asked) if (asked := [r.asked_tokens for r in records if r.answered
+                                                     and r.asked_tokens]) else None,
     )
     _warn(ctx, run.name, inv, step, reachable)
     if run.schedule is not None and ctx.plan.shape is not None:
@@ -411,7 +437,17 @@ def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable:
     if cpu_warning:
         step.warnings.append(cpu_warning)
     if inv.scrape_errors:
-        step.warnings.append(f"could not scrape {ctx.metrics_url}: {inv.scrape_errors[-1]}")
+        step.warnings.append(f"could not scrape {ctx.metrics_url}: {inv.scrape_errors[-1]} (the engine's own "
+                             "figures are not known)")
+    made = step.metrics.output_tokens_total if step.metrics is not None else 0
+    if step.output_tokens_asked and made < 0.9 * step.output_tokens_asked:
+        step.warnings.append(f"the requests asked for {step.output_tokens_asked} output tokens and got {made} "
+                             f"({100 * made / step.output_tokens_asked:.0f} %): the engine stopped early, so ITL and "
+                             "tokens/s are not those of the lengths asked")
+    hit = step.engine.get("prefix_cache_hit_rate")
+    if ctx.plan.salted and hit is not None and hit > COLD_HIT_RATE:
+        step.warnings.append(f"the engine served {100 * hit:.1f} % of the prompt tokens from its prefix cache "
+                             "although every prompt was salted: a cache warmed by other traffic")
     if inv.returncode not in (0, None) or inv.stopped:
         found = classify(inv.console, returncode=inv.returncode, server_reachable=reachable, model=ctx.spec.model)
         step.failure = (found.failure if inv.returncode is not None else Failure.REQUEST_ERRORS).value

