@@ -53,22 +53,9 @@ from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import percentiles
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
-__all__ = [
-    "DISTRIBUTION_PERCENTILES",
-    "Distribution",
-    "Drift",
-    "DriftWindow",
-    "GoodputSLO",
-    "LLMMetrics",
-    "RequestRecord",
-    "TokenSource",
-    "compute_metrics",
-    "count_output_tokens",
-    "drift",
-    "records_from_export",
-    "server_ttft_ms",
-    "load_export_records",
-]
+__all__ = ["DISTRIBUTION_PERCENTILES", "Distribution", "Drift", "DriftWindow", "GoodputSLO", "LLMMetrics",
+           "RequestRecord", "TokenSource", "compute_metrics", "count_output_tokens", "drift",
+           "records_from_export", "server_ttft_ms", "load_export_records"]
 
 TokenSource = Literal["output_ids", "responses", "tokenizer", "usage", "chunks"]
 

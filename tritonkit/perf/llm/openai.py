@@ -47,17 +47,8 @@ from tritonkit.perf.llm._keyed import keyed_command
 from tritonkit.perf.llm.metrics import RequestRecord, TokenSource, read_export
 from tritonkit.perf.llm.prompts import Prompt
 
-__all__ = [
-    "OPENAI_ENDPOINTS",
-    "OpenAIExport",
-    "OpenAITarget",
-    "check_openai_server",
-    "load_openai_records",
-    "openai_body",
-    "records_from_openai_export",
-    "split_events",
-    "write_openai_input_data",
-]
+__all__ = ["OPENAI_ENDPOINTS", "OpenAIExport", "OpenAITarget", "check_openai_server", "load_openai_records",
+           "openai_body", "records_from_openai_export", "split_events", "write_openai_input_data"]
 
 #: The endpoints a load test speaks (OpenAI's chat and completions APIs, as vLLM serves them).
 OPENAI_ENDPOINTS = ("v1/chat/completions", "v1/completions")

@@ -38,20 +38,8 @@ from tritonkit._fs import atomic_write, read_jsonl
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.tokens import TokenCounter, fit_prompt
 
-__all__ = [
-    "INTERFACES",
-    "WORDS",
-    "Interface",
-    "Prompt",
-    "RequestLayout",
-    "detect_layout",
-    "load_prompts",
-    "prompts_for_lengths",
-    "salted",
-    "synthetic_prompts",
-    "trace_prompts",
-    "write_llm_input_data",
-]
+__all__ = ["INTERFACES", "WORDS", "Interface", "Prompt", "RequestLayout", "detect_layout", "load_prompts",
+           "prompts_for_lengths", "salted", "synthetic_prompts", "trace_prompts", "write_llm_input_data"]
 
 #: Words synthetic prompts are made of (short, common, one token each in word-level vocabularies).
 _WORDS_TEXT = (

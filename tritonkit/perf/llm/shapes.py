@@ -41,20 +41,8 @@ from tritonkit._values import (
 )
 from tritonkit.errors import ConfigError
 
-__all__ = [
-    "MAX_SCHEDULED_REQUESTS",
-    "Phase",
-    "Ramp",
-    "Replay",
-    "ReplayEntry",
-    "Schedule",
-    "Shape",
-    "Soak",
-    "Spike",
-    "load_replay_log",
-    "parse_shape",
-    "write_intervals",
-]
+__all__ = ["MAX_SCHEDULED_REQUESTS", "Phase", "Ramp", "Replay", "ReplayEntry", "Schedule", "Shape", "Soak",
+           "Spike", "load_replay_log", "parse_shape", "write_intervals"]
 
 #: Upper bound on requests one shape may schedule: load stays bounded in count and time.
 MAX_SCHEDULED_REQUESTS = MAX_REQUESTS

@@ -38,17 +38,8 @@ from tritonkit.triton_metrics import (
     REQUEST_SUCCESS,
 )
 
-__all__ = [
-    "FAILURE_CLASSES",
-    "QUEUE_FLOOR_MS",
-    "FailureReport",
-    "Recovery",
-    "ServerPoint",
-    "classify_failures",
-    "in_flight",
-    "recovery",
-    "server_timeline",
-]
+__all__ = ["FAILURE_CLASSES", "QUEUE_FLOOR_MS", "FailureReport", "Recovery", "ServerPoint", "classify_failures",
+           "in_flight", "recovery", "server_timeline"]
 
 #: Slack on the baseline queue time, so scheduling noise on an idle server is not "unrecovered".
 QUEUE_FLOOR_MS = 5.0
