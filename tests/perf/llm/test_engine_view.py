@@ -25,11 +25,15 @@ from tritonkit.perf.measure.metrics import MetricsSnapshot, scrape_metrics
 pytestmark = [pytest.mark.engine, pytest.mark.perf_analyzer, pytest.mark.serial]
 
 
+#: Where there are two cores: the engine on one, the load generator on the other.
+PINS = ("0", "1") if len(os.sched_getaffinity(0)) > 1 else (None, None)
+
+
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEngine]:
     """A cache big enough to keep every prompt of a test (1 GiB: ~2 M tokens of this model), prompts up to 2,048."""
     with tiny_vllm(tmp_path_factory.mktemp("vllm-view"), num_gpu_blocks_override=None, max_model_len=2048,
-                   cpus="0" if (os.cpu_count() or 1) > 1 else None) as running:
+                   cpus=PINS[0]) as running:
         yield running
 
 
@@ -55,7 +59,7 @@ class Sampler:
 
     def steps(self) -> list[tuple[MetricsSnapshot, MetricsSnapshot]]:
         """(the sample before, the sample after) each stretch in which the engine generated tokens."""
-        tokens = [s.total("vllm:generation_tokens_total") or 0.0 for s in self.samples]
+        tokens = [_count(s, "vllm:generation_tokens") for s in self.samples]
         busy = [i for i in range(1, len(tokens)) if tokens[i] > tokens[i - 1]]
         stretches: list[list[int]] = []
         for i in busy:
@@ -72,18 +76,22 @@ def _mean_ms(around: tuple[MetricsSnapshot, MetricsSnapshot], family: str) -> fl
     return 1000.0 * total / ((after.total(f"{family}_count") or 0.0) - (before.total(f"{family}_count") or 0.0))
 
 
+def _count(snapshot: MetricsSnapshot, counter: str) -> float:
+    """A counter's value, keyed with or without ``_total`` (as the parser keys it)."""
+    return snapshot.total(counter) or snapshot.total(f"{counter}_total") or 0.0
+
+
 def _hit_rate(around: tuple[MetricsSnapshot, MetricsSnapshot]) -> float:
     before, after = around
-    hits = (after.total("vllm:prefix_cache_hits_total") or 0.0) - (before.total("vllm:prefix_cache_hits_total") or 0.0)
-    asked = ((after.total("vllm:prefix_cache_queries_total") or 0.0)
-             - (before.total("vllm:prefix_cache_queries_total") or 0.0))
-    return hits / asked
+    hits = _count(after, "vllm:prefix_cache_hits") - _count(before, "vllm:prefix_cache_hits")
+    return hits / (_count(after, "vllm:prefix_cache_queries") - _count(before, "vllm:prefix_cache_queries"))
 
 
 def _perf_run(engine: RunningEngine, out: Path, *options: str) -> list[dict[str, Any]]:
     result = CliRunner().invoke(main, [
         "perf", "run", engine.model, "--llm", "--protocol", "openai", "--endpoint", "v1/completions",
-        "--url", engine.url, "--tokenizer", str(engine.model_dir), "--out", str(out), *options],
+        "--url", engine.url, "--tokenizer", str(engine.model_dir), "--out", str(out), *options,
+        *(("--client-cpus", PINS[1]) if PINS[1] else ())],
         catch_exceptions=False)
     assert result.exit_code == 0, result.output
     steps: list[dict[str, Any]] = json.loads((out / "llm_result.json").read_text())["steps"]
@@ -109,6 +117,7 @@ def test_each_step_gives_the_engines_own_ttft_and_itl_as_an_independent_scrape_d
         assert step["metrics"]["itl_ms"]["mean"] == pytest.approx(view["itl_ms"]["mean"], rel=0.03), step["load_value"]
         assert step["output_tokens_asked"] == step["metrics"]["output_tokens_total"] == 24 * 48
         assert view["prefix_cache_hit_rate"] <= 0.05
+        assert step["argv"][:3] == ["taskset", "-c", PINS[1]] or PINS[1] is None
     report = (tmp_path / "run" / "llm_report.md").read_text()
     assert "TTFT mean ms client / engine (diff)" in report and "prefix cache hit %" in report
 

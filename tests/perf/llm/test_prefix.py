@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tritonkit.client._model import ModelMetadata
 from tritonkit.errors import ConfigError
+from tritonkit.perf.llm.engine import cpu_list, pinned_argv
 from tritonkit.perf.llm.engine_metrics import engine_figures, mean_ms
 from tritonkit.perf.llm.loadtest import LLMPlan, _planned_runs, _Target
 from tritonkit.perf.llm.openai import OpenAITarget
 from tritonkit.perf.llm.prompts import Prompt, salted, synthetic_prompts, trace_prompts
+from tritonkit.perf.llm.settings import LLMSettings
 from tritonkit.perf.llm.shapes import load_replay_log, parse_shape
 from tritonkit.perf.measure.metrics import MetricsSnapshot, parse_metrics
 from tritonkit.perf.measure.spec import PerfSpec
@@ -105,3 +108,30 @@ def test_the_engine_view_is_read_by_the_first_engine_whose_names_the_server_serv
     assert view["source"].startswith("Triton's vLLM backend") and view["itl_ms"]["mean"] == pytest.approx(2.0)
     assert view["prefix_cache_hit_rate"] is None
     assert engine_figures([_scrape("nv_inference_count 1\n"), _scrape("nv_inference_count 2\n")], "m") == {}
+
+
+def test_a_shared_prefix_workload_starts_each_prompt_with_one_of_n_system_prompts_in_turn(tmp_path: Path) -> None:
+    target = _Target(ModelMetadata(name="m", version="", max_batch_size=0, inputs=(), outputs=(), decoupled=True),
+                     None, None, OpenAITarget(endpoint="v1/completions"))
+    pool = synthetic_prompts(4, input_tokens_mean=30, output_tokens_mean=3, seed=2)
+    settings = LLMSettings(shared_prefix="3:90", concurrency="2", requests=6)
+    notes: list[str] = []
+    _planned_runs(tmp_path, pool, settings.plan(None), PerfSpec(model="m", url="x:1"), target, None, notes)
+    sent = _payload_prompts(tmp_path / "c2.inputs.json")
+    assert len(sent) == 16
+    heads = [" ".join(p.split(" ")[:90]) for p in sent]
+    assert heads[:3] == heads[3:6] and len(set(heads)) == 3  # in turn, shared
+    assert len({" ".join(p.split(" ")[90:98]) for p in sent}) == 16  # each request's own part salted
+    assert any("3 shared system prompts of 90 tokens" in n and "75.0 %" in n for n in notes)
+    with pytest.raises(ConfigError, match="--shared-prefix length"):
+        LLMSettings(shared_prefix="3:x")
+
+
+def test_cpu_lists_name_this_machines_cores_and_pin_a_command() -> None:
+    mine = sorted(os.sched_getaffinity(0))
+    assert cpu_list(str(mine[0]), "--client-cpus") == [mine[0]]
+    assert pinned_argv(["pa", "-m", "x"], f"{mine[0]}-{mine[-1]}")[:3] == ["taskset", "-c", ",".join(map(str, mine))]
+    assert pinned_argv(["pa"], None) == ["pa"]
+    for bad in ("4096", "x", "1-", ""):
+        with pytest.raises(ConfigError, match="is not a list of this machine's cores"):
+            LLMSettings(client_cpus=bad)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.perf.llm.engine import cpu_list, pinned_argv
 from tritonkit.perf.llm.engine_metrics import engine_figures
 from tritonkit.perf.llm.metrics import (
     GoodputSLO,
@@ -60,8 +61,6 @@ from tritonkit.perf.measure.failures import Failure, StepError, classify
 from tritonkit.perf.measure.metrics import (
     MetricsSnapshot,
     counter_delta,
-    generator_cpu_warning,
-    host_cpu_count,
 )
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
@@ -92,7 +91,9 @@ class LLMPlan:
     ``client_deadline_ms``: requests slower than this count as client time-outs.
     ``settle_s``: how long the server is still watched after the load, for the recovery time.
     ``salted``: each request's prompt starts with a salt of its own (cold: no prefix cached); ``False``
-    sends the prompts as given (a user's file).
+    sends the prompts as given (a user's file). ``shared_prefix``: (N, L), each request's prompt
+    starts with one of N system prompts of L tokens, in turn (salted per test: shared within it only).
+    ``client_cpus``: the cores perf_analyzer runs on (``--client-cpus``), away from an engine's.
     """
 
     concurrency: tuple[int, ...] = (1,)
@@ -105,6 +106,8 @@ class LLMPlan:
     metrics_interval_s: float = 0.25
     step_timeout_s: float = 600.0
     salted: bool = True
+    shared_prefix: tuple[int, int] | None = None
+    client_cpus: str | None = None
 
 
 def _input_data(path: Path, prompts: Sequence[Prompt], target: _Target, stream: bool) -> Path | None:
@@ -192,7 +195,7 @@ def run_llm(
         steps=[], started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
         notes=notes, served=_served(target.line, tokenizer_from, token_output),
     )
-    prefix = list(pa.argv) if openai is None else openai.command_prefix(pa.argv)
+    prefix = pinned_argv(pa.argv if openai is None else openai.command_prefix(pa.argv), plan.client_cpus)
     measuring = _Measuring(folder, plan, spec, target.meta, analyzer, prefix, tokenizer, token_output,
                            metrics_url, progress or (lambda _m: None), openai)
     for run in runs:
@@ -283,6 +286,12 @@ def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_s
     from tritonkit.perf.llm.prompts import prompts_for_lengths, salted, trace_prompts
 
     nonce, used = secrets.randbits(32), [0]
+    if plan.shared_prefix is not None:
+        (count, length), isl = plan.shared_prefix, sum(p.input_tokens for p in prompts) / len(prompts)
+        system = salted(prompts_for_lengths([length], [1], tokenizer=tokenizer), count, nonce=nonce, start=1 << 23)
+        notes.append(f"each request's prompt starts with one of {count} shared system prompts of {length} tokens, in "
+                     f"turn: after the first {count} requests, {100 * length / (length + isl):.1f} "
+                     "% of each prompt's tokens are a prefix sent before (the most a prefix cache can serve)")
 
     def data(name: str, pool: Sequence[Prompt], count: int, salt: bool = plan.salted) -> Path | None:
         if salt and not used[0]:
@@ -290,6 +299,9 @@ def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_s
                          "shares a prefix with another request of this test or an earlier one")
         chosen = salted(pool, count, nonce=nonce, start=used[0]) if salt else [pool[i % len(pool)] for i in range(count)]
         used[0] += count
+        if plan.shared_prefix is not None:
+            chosen = [Prompt(f"{system[i % len(system)].text} {p.text}", p.input_tokens + plan.shared_prefix[1],
+                             p.output_tokens) for i, p in enumerate(chosen)]
         return _input_data(folder / f"{name}.inputs.json", chosen, target, step_spec.streaming)
 
     if plan.shape is None:
@@ -433,9 +445,10 @@ def _failures(ctx: _Measuring, inv: Invocation, records: Sequence[RequestRecord]
 def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable: bool) -> None:
     """The step's warnings (a busy generator, failed scrapes) and, when perf_analyzer did not end the
     step itself, its failure: whatever it wrote is then no measurement."""
-    cpu_warning = generator_cpu_warning(inv.cpu_pct, host_cpu_count())
-    if cpu_warning:
-        step.warnings.append(cpu_warning)
+    cores = len(cpu_list(ctx.plan.client_cpus, "--client-cpus")) if ctx.plan.client_cpus else 1
+    if inv.cpu_pct is not None and inv.cpu_pct >= 90.0 * cores:
+        step.warnings.append(f"the load generator used {inv.cpu_pct:.0f} % of a core, near {cores} core(s)' worth: it, "
+                             "not the engine, may be the limit; give it cores of its own (--client-cpus)")
     if inv.scrape_errors:
         step.warnings.append(f"could not scrape {ctx.metrics_url}: {inv.scrape_errors[-1]} (the engine's own "
                              "figures are not known)")
