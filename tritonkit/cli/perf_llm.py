@@ -175,6 +175,9 @@ def print_llm_comparison(comparison: LLMComparison, base_path: Path, new_path: P
         click.echo(f"{row.step}: {row.metric} {row.base:.4g} -> "
                    f"{'–' if row.new is None else f'{row.new:.4g}'} ({change}, {band}; limit {row.limit * 100:g}% "
                    f"{row.worse_when}){flag}")
+    for step, figure, base, new in comparison.engine:
+        click.echo(f"{step}: the engine's own {figure} {base:.4g} -> {new:.4g} ({(new - base) / base * 100 if base else 0:+.1f}%, "
+                   "not gated)")
     click.echo(comparison.summary())
     if saved is not None:
         click.echo(f"baseline: {saved}")

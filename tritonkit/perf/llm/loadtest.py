@@ -487,18 +487,11 @@ def _shape_facts(step: LLMStep, schedule: Schedule, shape: Shape, points: Sequen
 
 def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None,
             token_output: str | None) -> dict[str, str]:
-    served: dict[str, str] = {}
-    if line is not None:
-        if line.interface is not None:
-            served["trtllm_version"] = line.interface.version
-        served["trtllm_version_from"] = line.origin
-        if line.min_tokens_input is not None:
-            served["min_tokens_input"] = line.min_tokens_input
-    if tokenizer_from is not None:
-        served["tokenizer"], served["tokenizer_from"] = tokenizer_from
-    if token_output is not None:
-        served["token_output"] = token_output
-    return served
+    tokenizer, origin = tokenizer_from or (None, None)
+    served = {"trtllm_version": line.interface.version if line and line.interface else None,
+              "trtllm_version_from": line.origin if line else None, "tokenizer": tokenizer, "tokenizer_from": origin,
+              "min_tokens_input": line.min_tokens_input if line else None, "token_output": token_output}
+    return {key: value for key, value in served.items() if value is not None}
 
 
 def _describe(name: str, step: LLMStep) -> str:
