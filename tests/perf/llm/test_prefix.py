@@ -135,3 +135,13 @@ def test_cpu_lists_name_this_machines_cores_and_pin_a_command() -> None:
     for bad in ("4096", "x", "1-", ""):
         with pytest.raises(ConfigError, match="is not a list of this machine's cores"):
             LLMSettings(client_cpus=bad)
+
+
+def test_a_clusters_clients_each_start_at_their_own_share_of_a_steps_prompts() -> None:
+    from tritonkit.perf.cluster.load import _share_of
+
+    files = {"c4.inputs.json": json.dumps({"data": [{"payload": [i]} for i in range(8)]}).encode()}
+    shares = [json.loads(_share_of(files, i, 2)["c4.inputs.json"])["data"] for i in range(2)]  # type: ignore[index]
+    assert [e["payload"][0] for e in shares[0][:4]] == [0, 1, 2, 3]
+    assert [e["payload"][0] for e in shares[1][:4]] == [4, 5, 6, 7]
+    assert _share_of(files, 1, 1) == files and _share_of({"x": b'{"other": 1}'}, 1, 2) == {"x": b'{"other": 1}'}

@@ -181,6 +181,9 @@ def run_llm(
         openai = replace(openai, stream=openai.stream if streaming is None else streaming)
         spec, target, stream = _openai_target(model, url, openai)
     pa = perf_analyzer or locate_perf_analyzer()
+    if analyzer is not None and plan.client_cpus:
+        raise ConfigError("--client-cpus pins perf_analyzer on this machine; a cluster's clients run on its nodes",
+                          hint="drop --client-cpus, or run without --cluster")
     if openai is not None and metrics_url is None:  # the engine's own /metrics, beside its API
         metrics_url = f"{url if '://' in url else 'http://' + url}/metrics"
     analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
