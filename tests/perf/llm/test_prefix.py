@@ -69,25 +69,29 @@ def _payload_prompts(path: Path) -> list[str]:
 
 
 def test_every_step_of_a_ladder_gets_prompts_of_its_own_unless_they_are_the_users(tmp_path: Path) -> None:
-    """perf_analyzer starts its --input-data over at each step: each step has a file of its own, salted
-    afresh, holding twice what the step sends (warm-up included)."""
+    """perf_analyzer starts its --input-data over at each step, and after its own warm-up: each step and
+    its warm-up (a run of its own) have a file of their own, salted afresh, holding twice what each sends."""
     target = _Target(ModelMetadata(name="m", version="", max_batch_size=0, inputs=(), outputs=(), decoupled=True),
                      None, None, OpenAITarget(endpoint="v1/completions"))
     pool = synthetic_prompts(4, input_tokens_mean=20, output_tokens_mean=3, seed=2)
     plan = LLMPlan(concurrency=(1, 2, 4), requests_per_level=6)
     notes: list[str] = []
     runs = _planned_runs(tmp_path, pool, plan, PerfSpec(model="m", url="x:1"), target, None, notes)
-    files = [tmp_path / f"{r.name}.inputs.json" for r in runs]
-    assert [r.argv[r.argv.index("--input-data") + 1] for r in runs] == [str(f) for f in files]
+    files = [tmp_path / f"{r.name}{part}.inputs.json" for r in runs for part in (".warmup", "")]
+    assert [r.argv[r.argv.index("--input-data") + 1] for r in runs] == [str(f) for f in files[1::2]]
+    assert all(r.warmup is not None and r.warmup[r.warmup.index("--input-data") + 1] == str(f)
+               and "--profile-export-file" not in r.warmup and "--warmup-request-count" not in r.argv
+               for r, f in zip(runs, files[::2], strict=True))
     sent = [_payload_prompts(f) for f in files]
-    assert [len(s) for s in sent] == [2 * (6 + 1), 2 * (6 + 2), 2 * (6 + 4)]
+    assert [len(s) for s in sent] == [2 * 1, 2 * 6, 2 * 2, 2 * 6, 2 * 4, 2 * 6]
     heads = [" ".join(p.split(" ")[:8]) for step in sent for p in step]
     assert len(set(heads)) == len(heads) and notes[0].startswith("cold: each request's prompt")
     _planned_runs(tmp_path / "again", pool, plan, PerfSpec(model="m", url="x:1"), target, None, [])
     assert set(heads).isdisjoint(" ".join(p.split(" ")[:8]) for p in _payload_prompts(tmp_path / "again/c1.inputs.json"))
-    given = LLMPlan(concurrency=(2,), requests_per_level=6, salted=False)
-    _planned_runs(tmp_path / "given", pool, given, PerfSpec(model="m", url="x:1"), target, None, notes := [])
-    assert _payload_prompts(tmp_path / "given/c2.inputs.json") == [pool[i % 4].text for i in range(16)] and not notes
+    given = LLMPlan(concurrency=(2,), requests_per_level=6, salted=False, warmup_rounds=0)
+    (run,) = _planned_runs(tmp_path / "given", pool, given, PerfSpec(model="m", url="x:1"), target, None, notes := [])
+    assert _payload_prompts(tmp_path / "given/c2.inputs.json") == [pool[i % 4].text for i in range(12)]
+    assert not notes and run.warmup is None and not run.cold
 
 
 def _scrape(text: str) -> MetricsSnapshot:
@@ -118,10 +122,10 @@ def test_a_shared_prefix_workload_starts_each_prompt_with_one_of_n_system_prompt
     notes: list[str] = []
     _planned_runs(tmp_path, pool, settings.plan(None), PerfSpec(model="m", url="x:1"), target, None, notes)
     sent = _payload_prompts(tmp_path / "c2.inputs.json")
-    assert len(sent) == 16
+    assert len(sent) == 12
     heads = [" ".join(p.split(" ")[:90]) for p in sent]
     assert heads[:3] == heads[3:6] and len(set(heads)) == 3  # in turn, shared
-    assert len({" ".join(p.split(" ")[90:98]) for p in sent}) == 16  # each request's own part salted
+    assert len({" ".join(p.split(" ")[90:98]) for p in sent}) == 12  # each request's own part salted
     assert any("3 shared system prompts of 90 tokens" in n and "75.0 %" in n for n in notes)
     with pytest.raises(ConfigError, match="--shared-prefix length"):
         LLMSettings(shared_prefix="3:x")

@@ -318,11 +318,8 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
                             change_interval=band, problem=problem, unsure=unsure)
 
 
-def compare_llm_results(
-    base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
-    run_noise: float | None = None,
-    tail_run_noise: float | None = None,
-) -> LLMComparison:
+def compare_llm_results(base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
+                        run_noise: float | None = None, tail_run_noise: float | None = None) -> LLMComparison:
     """A row per step and metric of ``limits`` (registry name → the fraction of the base it may
     worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`
     and the module docstring for the rule. ``run_noise``: the spread (a coefficient of variation)

@@ -86,8 +86,8 @@ class LLMPlan:
     """How to drive the model: closed-loop ``concurrency`` levels, or one traffic ``shape``.
 
     ``requests_per_level`` requests are sent at each concurrency (a shape sends its schedule).
-    ``warmup_rounds`` × the concurrency requests go out before each level, unmeasured (not before a
-    shape: they would shift its schedule).
+    ``warmup_rounds`` × the concurrency requests go out before each level, unmeasured, a perf_analyzer
+    run of their own (not before a shape: they would shift its schedule).
     ``client_deadline_ms``: requests slower than this count as client time-outs.
     ``settle_s``: how long the server is still watched after the load, for the recovery time.
     ``salted``: each request's prompt starts with a salt of its own (cold: no prefix cached); ``False``
@@ -130,26 +130,14 @@ def _mean_queue_ms(snapshots: Sequence[MetricsSnapshot], model: str) -> float | 
     return queue / done / 1000.0 if queue is not None and done else None
 
 
-def run_llm(
-    model: str,
-    url: str,
-    prompts: Sequence[Prompt],
-    plan: LLMPlan,
-    *,
-    results_dir: str | os.PathLike[str],
-    metrics_url: str | None = None,
-    streaming: bool | None = None,
-    prompt_source: str = "synthetic",
-    perf_analyzer: PerfAnalyzerInstall | None = None,
-    progress: Progress | None = None,
-    interface: str | None = None,
-    tokenizer: TokenCounter | None = None,
-    trtllm_version: str | None = None,
-    tokenizer_from: tuple[str, str] | None = None,
-    token_output: str | None = None,
-    analyzer: PerfAnalyzer | None = None,
-    openai: OpenAITarget | None = None,
-) -> LLMResult:
+def run_llm(model: str, url: str, prompts: Sequence[Prompt], plan: LLMPlan, *,
+            results_dir: str | os.PathLike[str], metrics_url: str | None = None,
+            streaming: bool | None = None, prompt_source: str = "synthetic",
+            perf_analyzer: PerfAnalyzerInstall | None = None, progress: Progress | None = None,
+            interface: str | None = None, tokenizer: TokenCounter | None = None,
+            trtllm_version: str | None = None, tokenizer_from: tuple[str, str] | None = None,
+            token_output: str | None = None, analyzer: PerfAnalyzer | None = None,
+            openai: OpenAITarget | None = None) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
     ``streaming=None`` streams exactly when the model is decoupled. ``interface`` names the request
@@ -278,6 +266,11 @@ class _Run:
     value: float
     argv: list[str]
     schedule: Schedule | None = None
+    #: Its unmeasured requests first, a perf_analyzer run of their own with prompts of their own (one
+    #: run's ``--warmup-request-count`` comes from its file's first entries, which it then sends again).
+    warmup: list[str] | None = None
+    #: Whether every prompt was salted to find a cold cache (a hit rate above :data:`COLD_HIT_RATE` is warned of).
+    cold: bool = True
 
 
 def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_spec: PerfSpec, target: _Target,
@@ -307,13 +300,17 @@ def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_s
                              p.output_tokens) for i, p in enumerate(chosen)]
         return _input_data(folder / f"{name}.inputs.json", chosen, target, step_spec.streaming)
 
+    cold = plan.salted and plan.shared_prefix is None
     if plan.shape is None:
-        return [_Run(f"c{level}", "concurrency", float(level),
-                     to_argv(replace(step_spec, load=ConcurrencyRange(level), request_count=(count := max(plan.requests_per_level, level)),
-                                     input_data=data(f"c{level}", prompts, 2 * (count + plan.warmup_rounds * level)),
-                                     warmup_request_count=plan.warmup_rounds * level or None,
-                                     profile_export_file=folder / f"c{level}.json")))
-                for level in plan.concurrency]
+        runs = []
+        for level in plan.concurrency:
+            name, count, warm = f"c{level}", max(plan.requests_per_level, level), plan.warmup_rounds * level
+            load = replace(step_spec, load=ConcurrencyRange(level))
+            runs.append(_Run(name, "concurrency", float(level), to_argv(replace(
+                load, request_count=count, input_data=data(name, prompts, 2 * count),
+                profile_export_file=folder / f"{name}.json")), cold=cold, warmup=to_argv(replace(
+                    load, request_count=warm, input_data=data(f"{name}.warmup", prompts, 2 * warm))) if warm else None))
+        return runs
     schedule, salt = plan.shape.schedule(), plan.salted
     if schedule.hash_ids is not None and schedule.input_tokens is not None and schedule.output_tokens is not None:
         prompts, reuse = trace_prompts(schedule.hash_ids, schedule.input_tokens, schedule.output_tokens,
@@ -328,7 +325,8 @@ def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_s
                            input_data=data(plan.shape.kind, prompts, schedule.request_count, salt),
                            request_count=schedule.request_count,
                            profile_export_file=folder / f"{plan.shape.kind}.json"))
-    return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule)]
+    return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule,
+                 cold=cold and salt)]
 
 
 @dataclass(frozen=True)
@@ -402,7 +400,7 @@ def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
         output_tokens_asked=sum(asked) if (asked := [r.asked_tokens for r in records if r.answered
                                                      and r.asked_tokens]) else None,
     )
-    _warn(ctx, run.name, inv, step, reachable)
+    _warn(ctx, run.name, inv, step, reachable, run.cold)
     if run.schedule is not None and ctx.plan.shape is not None:
         _shape_facts(step, run.schedule, ctx.plan.shape, points, records)
     return step
@@ -414,8 +412,11 @@ def _invoke(ctx: _Measuring, run: _Run) -> Invocation:
     (ctx.folder / f"{run.name}.json").unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
     count = run.argv[run.argv.index("--request-count") + 1]
     ctx.say(f"[{run.name}] {run.mode} {run.value:g}: sending {count} requests")
-    console_paths = (ctx.folder / f"{run.name}.stdout", ctx.folder / f"{run.name}.stderr")
     plan = ctx.plan
+    if run.warmup is not None:  # unmeasured, and outside the step's own scrapes
+        ctx.analyzer.invoke([*ctx.prefix, *run.warmup], f"{run.name}.warmup", timeout_s=plan.step_timeout_s, settle_s=0.0,
+                            stop_when=partial(_stalled, [ctx.folder / f"{run.name}.warmup.{o}" for o in ("stdout", "stderr")]))
+    console_paths = (ctx.folder / f"{run.name}.stdout", ctx.folder / f"{run.name}.stderr")
     return ctx.analyzer.invoke([*ctx.prefix, *run.argv], run.name, timeout_s=plan.step_timeout_s,
                                stop_when=partial(_stalled, console_paths),
                                settle_s=plan.settle_s if run.schedule is not None else min(plan.settle_s, 0.5))
@@ -445,7 +446,7 @@ def _failures(ctx: _Measuring, inv: Invocation, records: Sequence[RequestRecord]
     )
 
 
-def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable: bool) -> None:
+def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable: bool, cold: bool) -> None:
     """The step's warnings (a busy generator, failed scrapes) and, when perf_analyzer did not end the
     step itself, its failure: whatever it wrote is then no measurement."""
     cores = len(cpu_list(ctx.plan.client_cpus, "--client-cpus")) if ctx.plan.client_cpus else 1
@@ -461,7 +462,7 @@ def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable:
                              f"({100 * made / step.output_tokens_asked:.0f} %): the engine stopped early, so ITL and "
                              "tokens/s are not those of the lengths asked")
     hit = step.engine.get("prefix_cache_hit_rate")
-    if ctx.plan.salted and hit is not None and hit > COLD_HIT_RATE:
+    if cold and hit is not None and hit > COLD_HIT_RATE:
         step.warnings.append(f"the engine served {100 * hit:.1f} % of the prompt tokens from its prefix cache "
                              "although every prompt was salted: a cache warmed by other traffic")
     if inv.returncode not in (0, None) or inv.stopped:

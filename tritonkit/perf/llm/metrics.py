@@ -431,12 +431,8 @@ _OPENAI_TOKEN_NOTES = {
 }
 
 
-def compute_metrics(
-    records: Sequence[RequestRecord],
-    *,
-    goodput_slo: GoodputSLO | None = None,
-    token_source: TokenSource = "output_ids",
-) -> LLMMetrics:
+def compute_metrics(records: Sequence[RequestRecord], *, goodput_slo: GoodputSLO | None = None,
+                    token_source: TokenSource = "output_ids") -> LLMMetrics:
     """The run's metrics over ``records`` (see the module docstring for each definition)."""
     answered = [r for r in records if r.answered]
     notes: list[str] = []

@@ -159,16 +159,9 @@ def prompts_for_lengths(
     return prompts
 
 
-def synthetic_prompts(
-    count: int,
-    *,
-    input_tokens_mean: float = 128,
-    input_tokens_stddev: float = 0,
-    output_tokens_mean: float = 64,
-    output_tokens_stddev: float = 0,
-    seed: int = 0,
-    tokenizer: TokenCounter | None = None,
-) -> list[Prompt]:
+def synthetic_prompts(count: int, *, input_tokens_mean: float = 128, input_tokens_stddev: float = 0,
+                      output_tokens_mean: float = 64, output_tokens_stddev: float = 0, seed: int = 0,
+                      tokenizer: TokenCounter | None = None) -> list[Prompt]:
     """``count`` seeded prompts with normally distributed input and output lengths (≥ 1 token).
 
     With ``tokenizer`` the input lengths are the model's tokens, not words.
@@ -237,14 +230,8 @@ def load_prompts(
     return prompts
 
 
-def detect_layout(
-    input_names: Iterable[str],
-    *,
-    max_batch_size: int,
-    model: str,
-    decoupled: bool = False,
-    interface: str | None = None,
-) -> RequestLayout:
+def detect_layout(input_names: Iterable[str], *, max_batch_size: int, model: str, decoupled: bool = False,
+                  interface: str | None = None) -> RequestLayout:
     """The request layout of ``model`` from its input names (``Client.model_metadata(...).inputs``).
 
     ``interface`` names one of :data:`INTERFACES` (or ``"generic"``) instead of choosing from the
