@@ -111,6 +111,10 @@ def test_the_engine_view_is_read_by_the_first_engine_whose_names_the_server_serv
     view = engine_figures([_scrape(triton.format(0, 0)), _scrape(triton.format(0.2, 100))], "m")
     assert view["source"].startswith("Triton's vLLM backend") and view["itl_ms"]["mean"] == pytest.approx(2.0)
     assert view["prefix_cache_hit_rate"] is None
+    sglang = ('# TYPE sglang:prompt_tokens counter\nsglang:prompt_tokens_total{{model_name="m"}} {0}\n'
+              '# TYPE sglang:cached_tokens counter\nsglang:cached_tokens_total{{model_name="m"}} {1}\n')
+    view = engine_figures([_scrape(sglang.format(0, 0)), _scrape(sglang.format(400, 100))], "m")
+    assert view["source"].startswith("SGLang") and view["prefix_cache_hit_rate"] == 0.25
     assert engine_figures([_scrape("nv_inference_count 1\n"), _scrape("nv_inference_count 2\n")], "m") == {}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from tritonkit.perf.measure.metrics import MetricsSnapshot, counter_delta
 
-__all__ = ["ENGINES", "QUEUE_MS_THRESHOLD", "TRITON_VLLM", "VLLM", "EngineMetricNames", "cache_config", "engine_figures", "mean_ms",
+__all__ = ["ENGINES", "QUEUE_MS_THRESHOLD", "SGLANG", "TRITON_VLLM", "VLLM", "EngineMetricNames", "cache_config", "engine_figures", "mean_ms",
            "queued", "queueing_starts"]
 
 #: A mean queue time above this (ms) counts as queueing even when no scrape caught a waiting request.
@@ -61,8 +61,17 @@ TRITON_VLLM = EngineMetricNames(
     histograms={"ttft_ms": "vllm:time_to_first_token_seconds", "itl_ms": "vllm:time_per_output_token_seconds",
                 "e2e_ms": "vllm:e2e_request_latency_seconds"},
     counters={"generation_tokens": "vllm:generation_tokens", "prompt_tokens": "vllm:prompt_tokens"})
+#: SGLang's server with --enable-metrics; its cached prompt tokens over its prompt tokens are the hit rate.
+SGLANG = EngineMetricNames(
+    engine="SGLang", source="sglang commit 00ae9c1, python/sglang/srt/metrics/collector.py", model_label="model_name",
+    histograms={"ttft_ms": "sglang:time_to_first_token_seconds", "itl_ms": "sglang:inter_token_latency_seconds",
+                "e2e_ms": "sglang:e2e_request_latency_seconds"},
+    peaks={"waiting_max": "sglang:num_queue_reqs", "running_max": "sglang:num_running_reqs",
+           "kv_cache_usage_max": "sglang:token_usage"},
+    counters={"generation_tokens": "sglang:generation_tokens", "prompt_tokens": "sglang:prompt_tokens",
+              "prefix_cache_queries": "sglang:prompt_tokens", "prefix_cache_hits": "sglang:cached_tokens"})
 #: The engines whose names a step's scrapes are read by, in order; the first that serves any wins.
-ENGINES: tuple[EngineMetricNames, ...] = (VLLM, TRITON_VLLM)
+ENGINES: tuple[EngineMetricNames, ...] = (VLLM, TRITON_VLLM, SGLANG)
 
 
 def _histogram_ms(snapshots: Sequence[MetricsSnapshot], name: str, labels: dict[str, str]) -> dict[str, float] | None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.llm.engine import cpu_list, pinned_argv
-from tritonkit.perf.llm.engine_metrics import engine_figures
+from tritonkit.perf.llm.engine_metrics import ENGINES, engine_figures
 from tritonkit.perf.llm.metrics import (
     GoodputSLO,
     RequestRecord,
@@ -195,6 +195,10 @@ def run_llm(model: str, url: str, prompts: Sequence[Prompt], plan: LLMPlan, *,
         measuring.say(_describe(run.name, step))
         result.finished_utc = utc_now()
         result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
+    if metrics_url and not any(step.engine for step in result.steps):
+        result.notes.append(f"no engine view: {metrics_url} served none of the engine metrics read "
+                            f"({', '.join(e.engine for e in ENGINES)})")
+        result.save(folder / "llm_result.json")
     return result
 
 
