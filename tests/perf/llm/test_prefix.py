@@ -153,3 +153,27 @@ def test_a_clusters_clients_each_start_at_their_own_share_of_a_steps_prompts() -
     assert [e["payload"][0] for e in shares[0][:4]] == [0, 1, 2, 3]
     assert [e["payload"][0] for e in shares[1][:4]] == [4, 5, 6, 7]
     assert _share_of(files, 1, 1) == files and _share_of({"x": b'{"other": 1}'}, 1, 2) == {"x": b'{"other": 1}'}
+
+
+def test_a_step_warns_of_outputs_cut_short_a_warm_cache_meant_cold_and_a_busy_load_generator() -> None:
+    from types import SimpleNamespace
+
+    from tritonkit.perf.llm.loadtest import _warn
+    from tritonkit.perf.llm.metrics import RequestRecord, compute_metrics
+    from tritonkit.perf.llm.result import LLMStep
+    from tritonkit.perf.llm.timeline import FailureReport
+
+    records = [RequestRecord(i * 10**9, (i * 10**9 + 10**7, i * 10**9 + 2 * 10**7), (1, 1), 5, asked_tokens=4)
+               for i in range(4)]
+    step = LLMStep("concurrency", 1, compute_metrics(records), FailureReport(), output_tokens_asked=16,
+                   engine={"prefix_cache_hit_rate": 0.2})
+    ctx = SimpleNamespace(plan=LLMPlan(), metrics_url="http://x/metrics")
+    inv = SimpleNamespace(cpu_pct=95.0, scrape_errors=[], returncode=0, stopped=False)
+    _warn(ctx, "c1", inv, step, True, True)  # type: ignore[arg-type]
+    assert [w.split(" ")[:4] for w in step.warnings] == [
+        ["the", "load", "generator", "used"], ["the", "requests", "asked", "for"], ["the", "engine", "served", "20.0"]]
+    assert "asked for 16 output tokens and got 8 (50 %)" in step.warnings[1]
+    step.warnings.clear()
+    _warn(ctx, "c1", SimpleNamespace(cpu_pct=50.0, scrape_errors=[], returncode=0, stopped=False), step, True,
+          False)  # type: ignore[arg-type]
+    assert len(step.warnings) == 1  # a shared prefix or a trace hits the cache on purpose
