@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.perf_analyzer, pytest.mark.serial]
 
 
 #: Where there are two cores: the engine on one, the load generator on the other.
-PINS = ("0", "1") if len(os.sched_getaffinity(0)) > 1 else (None, None)
+PINS = ("0", "1") if (os.cpu_count() or 1) > 1 else (None, None)
 
 
 @pytest.fixture(scope="module")

@@ -64,11 +64,11 @@ def vllm_cpu_env(kv_cache_gib: float = 1.0, *, base: Mapping[str, str] | None = 
 
 
 def cpu_list(text: str, option: str) -> list[int]:
-    """The cores of a CPU list (``"1"``, ``"0-3,6"``), each one this process may run on; else ``ConfigError``."""
+    """The cores of a CPU list (``"1"``, ``"0-3,6"``), each one of this machine's; else ``ConfigError``."""
     found = re.fullmatch(r"[0-9]{1,5}(-[0-9]{1,5})?(,[0-9]{1,5}(-[0-9]{1,5})?)*", text.strip())
     cores = sorted({c for part in text.strip().split(",") for c in range(int(part.split("-")[0]),
                                                                     int(part.split("-")[-1]) + 1)}) if found else []
-    allowed = os.sched_getaffinity(0)
+    allowed = set(range(os.cpu_count() or 1))
     if not cores or not set(cores) <= allowed:
         raise ConfigError(f"{option} {excerpt(text)} is not a list of this machine's cores",
                           hint=f"name cores of {sorted(allowed)}, e.g. {min(allowed)} or 0-1")
