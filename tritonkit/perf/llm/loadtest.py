@@ -58,10 +58,7 @@ from tritonkit.perf.llm.timeline import (
 from tritonkit.perf.llm.tokens import TokenCounter
 from tritonkit.perf.measure.analyzer import Invocation, PerfAnalyzer, utc_now
 from tritonkit.perf.measure.failures import Failure, StepError, classify
-from tritonkit.perf.measure.metrics import (
-    MetricsSnapshot,
-    counter_delta,
-)
+from tritonkit.perf.measure.metrics import MetricsSnapshot, counter_delta
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST_FAILURE, REQUEST_SUCCESS
@@ -487,10 +484,8 @@ def _shape_facts(step: LLMStep, schedule: Schedule, shape: Shape, points: Sequen
     step.recovery = (recovery(points, load_start_s=max(0.0, start_s - offset), load_end_s=max(0.0, end_s - offset))
                      if points else None)
     step.drift = drift(records) if records else None
-    step.phases = [
-        {**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
-        for p in schedule.phases
-    ]
+    step.phases = [{**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
+                   for p in schedule.phases]
 
 
 def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None,
