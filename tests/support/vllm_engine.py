@@ -74,19 +74,15 @@ def tiny_vllm(folder: Path, *, max_num_seqs: int = 8, kv_cache_gib: float = 1.0,
     ``max_num_seqs``: requests it runs at once; ``num_gpu_blocks_override``: KV-cache blocks (of 128
     tokens on CPU), so that few sequences fit and more wait: where queueing starts, what the planner
     predicts. ``max_model_len`` must fit in them. ``cpus`` (e.g. ``"1"``): the cores the engine may
-    use, every process of it (``taskset``) and its OpenMP threads (``VLLM_CPU_OMP_THREADS_BIND``,
-    which vLLM's CPU worker would otherwise set to every core), so a load generator on the other
-    cores does not take the engine's."""
+    use (:class:`~tritonkit.perf.llm.engine.EngineProcess`'s ``cpus``)."""
     began = time.monotonic()
     model_dir = make_tiny_model(folder)
     made_s = time.monotonic() - began
     port = _free_port()
     argv = vllm_cpu_argv(ENGINE_PYTHON, model_dir, port=port, served_name="tiny", max_model_len=max_model_len,
                          max_num_seqs=max_num_seqs, num_gpu_blocks_override=num_gpu_blocks_override)
-    env = vllm_cpu_env(kv_cache_gib)
-    if cpus is not None:
-        argv, env["VLLM_CPU_OMP_THREADS_BIND"] = ["taskset", "-c", cpus, *argv], cpus
-    with EngineProcess(argv, port=port, log=folder / "vllm.log", env=env, ready_timeout_s=400) as engine:
+    with EngineProcess(argv, port=port, log=folder / "vllm.log", env=vllm_cpu_env(kv_cache_gib), ready_timeout_s=400,
+                       cpus=cpus) as engine:
         assert engine.start_s is not None
         yield RunningEngine(engine.url, "tiny", model_dir, engine.log, engine.start_s, made_s, max_num_seqs,
                             num_gpu_blocks_override)

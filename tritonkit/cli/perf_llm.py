@@ -80,6 +80,12 @@ _LLM_OPTIONS = [
     click.option("--api-key-env", "llm_api_key_env", type=Words(example="OPENAI_API_KEY"), default=None,
                  help="--llm --protocol openai: the environment variable holding the server's API key (the key is "
                       "never printed or written; the saved command names the variable)."),
+    click.option("--shared-prefix", "llm_shared_prefix", type=Words(example="4:512"), default=None,
+                 help="--llm: N:L, each prompt starts with one of N system prompts of L tokens, shared on purpose "
+                      "(default: none; every prompt is salted, so no prefix is cached)."),
+    click.option("--client-cpus", "llm_client_cpus", type=Words(example="1"), default=None,
+                 help="--llm: the cores perf_analyzer runs on (e.g. 1 or 2-3), away from an engine on this machine "
+                      "(pin the engine to the others: the docs' one-machine benchmarks)."),
     click.option("--settle-s", "llm_settle_s", type=number(LLMSettings, "settle_s"), default=_DEFAULT.settle_s, show_default=True,
                  help="--llm: seconds the server is still watched after a traffic shape, for its recovery."),
 ]
@@ -171,6 +177,9 @@ def print_llm_comparison(comparison: LLMComparison, base_path: Path, new_path: P
         click.echo(f"{row.step}: {row.metric} {row.base:.4g} -> "
                    f"{'–' if row.new is None else f'{row.new:.4g}'} ({change}, {band}; limit {row.limit * 100:g}% "
                    f"{row.worse_when}){flag}")
+    for step, figure, base, new in comparison.engine:
+        click.echo(f"{step}: the engine's own {figure} {base:.4g} -> {new:.4g} ({(new - base) / base * 100 if base else 0:+.1f}%, "
+                   "not gated)")
     click.echo(comparison.summary())
     if saved is not None:
         click.echo(f"baseline: {saved}")

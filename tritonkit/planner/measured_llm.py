@@ -102,12 +102,8 @@ def measurement_from_llm(result: LLMResult, *, source: str, gpu_name: str | None
                        llm_figures=tuple(_figures(s) for s in ladder))
 
 
-def load_measurement(
-    path: str | os.PathLike[str],
-    *,
-    config: ServedConfig | None = None,
-    gpu_name: str | None = None,
-) -> Measurement:
+def load_measurement(path: str | os.PathLike[str], *, config: ServedConfig | None = None,
+                     gpu_name: str | None = None) -> Measurement:
     """Read a ``result.json`` written by ``tritonkit perf run``, or an ``llm_result.json`` written by
     ``perf run --llm`` (:func:`~tritonkit.planner.measured_llm.measurement_from_llm`; ``config`` does
     not apply to it); ``ConfigError`` if it is neither."""

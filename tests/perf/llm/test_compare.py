@@ -280,3 +280,14 @@ def test_perf_compare_on_stored_engine_runs_uses_the_engine_noise_unless_one_is_
                                       "--tail-run-noise", "4%", "--json"], catch_exceptions=False)
     assert named.exit_code == 1, named.output
     assert '"noise_named": true' in named.output and '"kind": "openai"' in named.output
+
+
+def test_the_engines_own_figures_are_put_beside_a_comparison_not_gated() -> None:
+    base, new = _result(100, 20), _result(100, 20)
+    base.steps[0].engine = {"ttft_ms": {"mean": 40.0, "count": 400}, "itl_ms": {"mean": 5.0, "count": 2000},
+                            "prefix_cache_hit_rate": 0.0}
+    new.steps[0].engine = {"ttft_ms": {"mean": 60.0, "count": 400}, "prefix_cache_hit_rate": 0.5}
+    comparison = compare_llm_results(base, new, run_noise=0.0, tail_run_noise=0.0)
+    assert comparison.engine == (("concurrency 1", "ttft_ms", 40.0, 60.0), ("concurrency 1", "prefix_cache_hit_rate", 0.0, 0.5))
+    assert comparison.passed and comparison.to_dict()["engine"][0] == ["concurrency 1", "ttft_ms", 40.0, 60.0]
+    assert compare_llm_results(_result(100, 20), new).engine == ()

@@ -293,7 +293,10 @@ def test_without_streaming_each_answer_is_one_response_and_its_usage_counts_the_
     assert saved["streaming"] is False and saved["layout"].endswith("(one answer)")
     assert metrics["output_tokens_total"] == 32 and metrics["token_source"] == "usage"
     assert metrics["ttft_ms"]["min"] >= 65.0
-    payload = json.loads((out / "inputs.json").read_text())["data"][0]["payload"][0]
+    # The stand-in serves no /metrics: no engine figure is guessed, and the run says so.
+    assert saved["steps"][0]["engine"] == {} and any(n.startswith("no engine view: http://") for n in saved["notes"])
+    assert any("could not scrape" in w for w in saved["steps"][0]["warnings"])
+    payload = json.loads((out / "c1.inputs.json").read_text())["data"][0]["payload"][0]
     assert payload["stream"] is False and "stream_options" not in payload
 
 

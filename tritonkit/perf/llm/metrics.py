@@ -53,22 +53,9 @@ from tritonkit.perf.measure.confidence import bootstrap_interval
 from tritonkit.perf.measure.percentiles import percentiles
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
-__all__ = [
-    "DISTRIBUTION_PERCENTILES",
-    "Distribution",
-    "Drift",
-    "DriftWindow",
-    "GoodputSLO",
-    "LLMMetrics",
-    "RequestRecord",
-    "TokenSource",
-    "compute_metrics",
-    "count_output_tokens",
-    "drift",
-    "records_from_export",
-    "server_ttft_ms",
-    "load_export_records",
-]
+__all__ = ["DISTRIBUTION_PERCENTILES", "Distribution", "Drift", "DriftWindow", "GoodputSLO", "LLMMetrics",
+           "RequestRecord", "TokenSource", "compute_metrics", "count_output_tokens", "drift",
+           "records_from_export", "server_ttft_ms", "load_export_records"]
 
 TokenSource = Literal["output_ids", "responses", "tokenizer", "usage", "chunks"]
 
@@ -86,6 +73,7 @@ _NOT_TOKEN_MARKERS = ("log_prob", "logprob", "logits", "sequence_length", "finis
 _INPUT_ID_FIELDS = ("input_ids",)
 _INPUT_LENGTH_FIELDS = ("input_lengths", "input_length")
 _TEXT_INPUTS = ("text_input", "prompt", "text")
+_ASKED_FIELDS = ("max_tokens", "request_output_len", "sampling_param_max_tokens")
 
 
 @dataclass(frozen=True)
@@ -98,6 +86,8 @@ class RequestRecord:
     input_tokens: int | None = None
     #: The model's own time to first token (its ``first_token_time_ns − arrival_time_ns``), when it says.
     server_ttft_ms: float | None = None
+    #: The output length the request asked for (``None``: its inputs do not say).
+    asked_tokens: int | None = None
 
     @property
     def output_tokens(self) -> int:
@@ -360,14 +350,8 @@ def _input_tokens(inputs: Mapping[str, Any], count_text: Callable[[str], int] | 
     for name in _INPUT_ID_FIELDS:
         if name in inputs:
             return _count_value(inputs[name])
-    for name in _INPUT_LENGTH_FIELDS:
-        if name in inputs:
-            value = inputs[name]
-            value = value[0] if isinstance(value, list) and value else value
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return None
+    for name in (n for n in _INPUT_LENGTH_FIELDS if n in inputs):
+        return _first_int(inputs[name])
     for name in _TEXT_INPUTS:
         if name in inputs:
             value = inputs[name]
@@ -404,15 +388,11 @@ def records_from_export(
                     source = "responses"
                 if responses:
                     sources.add(source)
-                records.append(
-                    RequestRecord(
-                        sent_ns=int(request["timestamp"]),
-                        response_ns=responses,
-                        tokens_per_response=counts,
-                        input_tokens=_input_tokens(request.get("request_inputs") or {}, count_text),
-                        server_ttft_ms=server_ttft_ms(outputs),
-                    )
-                )
+                inputs = request.get("request_inputs") or {}
+                records.append(RequestRecord(
+                    sent_ns=int(request["timestamp"]), response_ns=responses, tokens_per_response=counts,
+                    input_tokens=_input_tokens(inputs, count_text), server_ttft_ms=server_ttft_ms(outputs),
+                    asked_tokens=_first_int(next((v for k, v in inputs.items() if k in _ASKED_FIELDS), None))))
             except (KeyError, TypeError, ValueError) as exc:
                 raise PerfError(f"{where}: a request of experiment {index} is malformed ({exc!r})") from exc
     records.sort(key=lambda r: r.sent_ns)
@@ -446,12 +426,8 @@ _OPENAI_TOKEN_NOTES = {
 }
 
 
-def compute_metrics(
-    records: Sequence[RequestRecord],
-    *,
-    goodput_slo: GoodputSLO | None = None,
-    token_source: TokenSource = "output_ids",
-) -> LLMMetrics:
+def compute_metrics(records: Sequence[RequestRecord], *, goodput_slo: GoodputSLO | None = None,
+                    token_source: TokenSource = "output_ids") -> LLMMetrics:
     """The run's metrics over ``records`` (see the module docstring for each definition)."""
     answered = [r for r in records if r.answered]
     notes: list[str] = []
@@ -471,26 +447,16 @@ def compute_metrics(
         good = sum(1 for r in answered if goodput_slo.met_by(r))
         goodput = rate(good)
     return LLMMetrics(
-        request_count=len(records),
-        answered_count=len(answered),
-        duration_s=duration_s,
+        request_count=len(records), answered_count=len(answered), duration_s=duration_s,
         ttft_ms=Distribution.of(v for r in answered if (v := r.ttft_ms) is not None),
         server_ttft_ms=Distribution.of(v for r in answered if (v := r.server_ttft_ms) is not None),
-        itl_ms=Distribution.of(itls),
-        latency_ms=Distribution.of(v for r in answered if (v := r.latency_ms) is not None),
+        itl_ms=Distribution.of(itls), latency_ms=Distribution.of(v for r in answered if (v := r.latency_ms) is not None),
         per_user_tokens_per_s=Distribution.of(1000.0 / v for v in itls if v > 0),
         input_tokens=Distribution.of(r.input_tokens for r in answered if r.input_tokens is not None),
-        output_tokens=Distribution.of(r.output_tokens for r in answered),
-        output_tokens_total=total_tokens,
-        output_token_throughput_per_s=rate(total_tokens),
-        request_throughput_per_s=rate(len(answered)),
-        token_source=token_source,
-        goodput_slo=goodput_slo if goodput_slo is not None and not goodput_slo.empty else None,
-        good_count=good,
-        goodput_per_s=goodput,
-        notes=tuple(notes),
-        intervals=_intervals(answered, duration_s, goodput_slo),
-    )
+        output_tokens=Distribution.of(r.output_tokens for r in answered), output_tokens_total=total_tokens,
+        output_token_throughput_per_s=rate(total_tokens), request_throughput_per_s=rate(len(answered)),
+        token_source=token_source, goodput_slo=goodput_slo if goodput_slo is not None and not goodput_slo.empty else None,
+        good_count=good, goodput_per_s=goodput, notes=tuple(notes), intervals=_intervals(answered, duration_s, goodput_slo))
 
 
 def _p99(values: np.ndarray) -> float:
@@ -576,12 +542,8 @@ def drift(records: Sequence[RequestRecord], *, windows: int = 5) -> Drift:
     for index, bucket in enumerate(buckets):
         lat = [v for r in bucket if (v := r.latency_ms) is not None]
         ttft = [v for r in bucket if (v := r.ttft_ms) is not None]
-        out.append(
-            DriftWindow(
-                start_s=index * width / 1e9, end_s=(index + 1) * width / 1e9, request_count=len(bucket),
-                latency_p50_ms=_pct(lat, 50.0), latency_p99_ms=_pct(lat, 99.0), ttft_p99_ms=_pct(ttft, 99.0),
-            )
-        )
+        out.append(DriftWindow(start_s=index * width / 1e9, end_s=(index + 1) * width / 1e9, request_count=len(bucket),
+                               latency_p50_ms=_pct(lat, 50.0), latency_p99_ms=_pct(lat, 99.0), ttft_p99_ms=_pct(ttft, 99.0)))
     filled = [w for w in out if w.request_count]
 
     def change(first: float | None, last: float | None) -> float | None:
@@ -589,8 +551,6 @@ def drift(records: Sequence[RequestRecord], *, windows: int = 5) -> Drift:
             return None
         return 100.0 * (last - first) / first
 
-    return Drift(
-        windows=tuple(out),
-        p99_change_pct=change(filled[0].latency_p99_ms, filled[-1].latency_p99_ms) if filled else None,
-        ttft_p99_change_pct=change(filled[0].ttft_p99_ms, filled[-1].ttft_p99_ms) if filled else None,
-    )
+    return Drift(windows=tuple(out),
+                 p99_change_pct=change(filled[0].latency_p99_ms, filled[-1].latency_p99_ms) if filled else None,
+                 ttft_p99_change_pct=change(filled[0].ttft_p99_ms, filled[-1].ttft_p99_ms) if filled else None)

@@ -48,17 +48,8 @@ from tritonkit.perf.llm._keyed import keyed_command
 from tritonkit.perf.llm.metrics import RequestRecord, TokenSource, read_export
 from tritonkit.perf.llm.prompts import Prompt
 
-__all__ = [
-    "OPENAI_ENDPOINTS",
-    "OpenAIExport",
-    "OpenAITarget",
-    "check_openai_server",
-    "load_openai_records",
-    "openai_body",
-    "records_from_openai_export",
-    "split_events",
-    "write_openai_input_data",
-]
+__all__ = ["OPENAI_ENDPOINTS", "OpenAIExport", "OpenAITarget", "check_openai_server", "load_openai_records",
+           "openai_body", "records_from_openai_export", "split_events", "write_openai_input_data"]
 
 #: The endpoints a load test speaks (OpenAI's chat and completions APIs, as vLLM serves them).
 OPENAI_ENDPOINTS = ("v1/chat/completions", "v1/completions")
@@ -313,8 +304,9 @@ def _record(request: Mapping[str, Any], count_text: Callable[[str], int] | None)
     prompt = _prompt_of(payload)
     isl = (count_text(prompt) if count_text is not None else
            int(usage["prompt_tokens"]) if isinstance(usage.get("prompt_tokens"), int) else len(prompt.split()))
+    asked = payload.get("max_tokens")
     return RequestRecord(sent_ns=sent, response_ns=times, tokens_per_response=_spread(stream.texts, total),
-                         input_tokens=isl), source, None
+                         input_tokens=isl, asked_tokens=asked if type(asked) is int else None), source, None
 
 
 def records_from_openai_export(data: Mapping[str, Any], *, where: str = "profile export",

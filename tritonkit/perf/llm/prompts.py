@@ -5,7 +5,9 @@ Two sources:
 * ``synthetic_prompts``: seeded; input and output lengths drawn from normal distributions
   (mean, standard deviation, at least 1 token), each prompt made of words from a fixed list;
   given the model's tokenizer (``tokenizer=``), each prompt is exactly that many of its tokens,
-  else one word stands for one token (right only for a word-level tokenizer);
+  else one word stands for one token (right only for a word-level tokenizer). A load test sends
+  each request a prompt of its own (:func:`salted`): no prefix an engine's cache could hold is
+  shared with another request of the test or of an earlier one;
 * ``load_prompts``: a JSONL file, one request a line: ``{"text": "...", "output_tokens": 64}``
   (``text_input``/``prompt`` are accepted for ``text``, ``max_tokens`` for ``output_tokens``;
   ``input_tokens`` is optional and otherwise counted as whitespace-separated words).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,18 +38,8 @@ from tritonkit._fs import atomic_write, read_jsonl
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.tokens import TokenCounter, fit_prompt
 
-__all__ = [
-    "INTERFACES",
-    "WORDS",
-    "Interface",
-    "Prompt",
-    "RequestLayout",
-    "detect_layout",
-    "load_prompts",
-    "prompts_for_lengths",
-    "synthetic_prompts",
-    "write_llm_input_data",
-]
+__all__ = ["INTERFACES", "WORDS", "Interface", "Prompt", "RequestLayout", "detect_layout", "load_prompts",
+           "prompts_for_lengths", "salted", "synthetic_prompts", "trace_prompts", "write_llm_input_data"]
 
 #: Words synthetic prompts are made of (short, common, one token each in word-level vocabularies).
 _WORDS_TEXT = (
@@ -166,16 +159,9 @@ def prompts_for_lengths(
     return prompts
 
 
-def synthetic_prompts(
-    count: int,
-    *,
-    input_tokens_mean: float = 128,
-    input_tokens_stddev: float = 0,
-    output_tokens_mean: float = 64,
-    output_tokens_stddev: float = 0,
-    seed: int = 0,
-    tokenizer: TokenCounter | None = None,
-) -> list[Prompt]:
+def synthetic_prompts(count: int, *, input_tokens_mean: float = 128, input_tokens_stddev: float = 0,
+                      output_tokens_mean: float = 64, output_tokens_stddev: float = 0, seed: int = 0,
+                      tokenizer: TokenCounter | None = None) -> list[Prompt]:
     """``count`` seeded prompts with normally distributed input and output lengths (≥ 1 token).
 
     With ``tokenizer`` the input lengths are the model's tokens, not words.
@@ -186,6 +172,40 @@ def synthetic_prompts(
     isl = _lengths(rng, count, input_tokens_mean, input_tokens_stddev, "input tokens")
     osl = _lengths(rng, count, output_tokens_mean, output_tokens_stddev, "output tokens")
     return prompts_for_lengths(isl.tolist(), osl.tolist(), seed=seed + 1, tokenizer=tokenizer)
+
+
+def salted(prompts: Sequence[Prompt], count: int, *, nonce: int, start: int = 0) -> list[Prompt]:
+    """``count`` prompts cycling through ``prompts``, the first words of each replaced by a salt of its
+    own: its number (from ``start``) and ``nonce`` written in :data:`WORDS`, so no two requests share a
+    prefix an engine's cache could reuse, nor with a test of another ``nonce``. Lengths stay as drawn."""
+    out = []
+    for i in range(count):
+        prompt, number, salt = prompts[i % len(prompts)], ((nonce << 24) + start + i), []
+        for _ in range(8):  # 8 words of ~150: 57 bits, the request's number first
+            number, digit = divmod(number, len(WORDS))
+            salt.append(WORDS[digit])
+        words = prompt.text.split(" ")
+        out.append(Prompt(" ".join(salt[: len(words)] + words[len(salt):]), prompt.input_tokens, prompt.output_tokens))
+    return out
+
+
+def trace_prompts(hash_ids: Sequence[Sequence[int]], input_tokens: Sequence[int], output_tokens: Sequence[int], *,
+                  block_tokens: int, nonce: int, tokenizer: TokenCounter | None = None) -> tuple[list[Prompt], float]:
+    """Prompts for a trace whose requests name their prompt's blocks of ``block_tokens`` by hash id
+    (Mooncake's ``hash_ids``): the same id, the same text, salted with ``nonce`` (shared within the test,
+    not with another); and the share of prompt tokens a prefix cache could serve (each block but a
+    request's last whose ids up to it an earlier request had)."""
+    base = prompts_for_lengths([block_tokens], [1], tokenizer=tokenizer)
+    seen: set[tuple[int, ...]] = set()
+    prompts, reused = [], 0
+    for ids, isl, osl in zip(hash_ids, input_tokens, output_tokens, strict=True):
+        blocks = [salted(base, 1, nonce=nonce, start=h)[0].text.split(" ") for h in ids] or [[]]
+        words = [w for b in blocks[:-1] for w in b]
+        keep = max(1, min(len(blocks[-1]), round(len(blocks[-1]) * (isl - block_tokens * (len(blocks) - 1)) / block_tokens)))
+        prompts.append(Prompt(" ".join(words + blocks[-1][:keep]), int(isl), int(osl)))
+        reused += block_tokens * sum(tuple(ids[: k + 1]) in seen for k in range(len(ids) - 1))
+        seen.update(tuple(ids[: k + 1]) for k in range(len(ids)))
+    return prompts, reused / max(1, sum(input_tokens))
 
 
 def load_prompts(
@@ -210,14 +230,8 @@ def load_prompts(
     return prompts
 
 
-def detect_layout(
-    input_names: Iterable[str],
-    *,
-    max_batch_size: int,
-    model: str,
-    decoupled: bool = False,
-    interface: str | None = None,
-) -> RequestLayout:
+def detect_layout(input_names: Iterable[str], *, max_batch_size: int, model: str, decoupled: bool = False,
+                  interface: str | None = None) -> RequestLayout:
     """The request layout of ``model`` from its input names (``Client.model_metadata(...).inputs``).
 
     ``interface`` names one of :data:`INTERFACES` (or ``"generic"``) instead of choosing from the
@@ -258,7 +272,7 @@ _OPTIONAL: dict[str, tuple[str, ...]] = {
 }
 
 
-def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -> dict[str, Any]:
+def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool) -> dict[str, Any]:
     entry: dict[str, Any]
     if layout.name == "text":
         entry = {"text_input": [prompt.text], "max_tokens": [prompt.output_tokens]}
@@ -273,8 +287,9 @@ def _entry(prompt: Prompt, layout: RequestLayout, streaming: bool, index: int) -
     elif layout.name == "text_io":
         entry = {"text_input": [prompt.text]}
     else:
-        # Token ids are synthetic (the engine sees ids, not words): a deterministic ramp per prompt.
-        ids = [(index * 7919 + k) % 30000 + 1 for k in range(prompt.input_tokens)]
+        # Token ids are synthetic (the engine sees ids, not words), drawn from the prompt's text: one salted
+        # prompt, ids of its own.
+        ids = np.random.default_rng(zlib.crc32(prompt.text.encode())).integers(1, 30001, prompt.input_tokens).tolist()
         entry = {
             "input_ids": {"content": ids, "shape": [len(ids)]},
             "input_lengths": [prompt.input_tokens],
@@ -297,5 +312,5 @@ def write_llm_input_data(
         raise ConfigError(f"the {layout.name} layout sends no prompts: perf_analyzer makes its inputs")
     if not prompts:
         raise ConfigError("an LLM load test needs at least one prompt")
-    data = {"data": [_entry(p, layout, streaming, i) for i, p in enumerate(prompts)]}
+    data = {"data": [_entry(p, layout, streaming) for p in prompts]}
     return atomic_write(Path(path), json.dumps(data) + "\n")

@@ -106,17 +106,29 @@ def _intervals_table(result: LLMResult) -> tuple[list[str], list[list[str]]] | N
 
 
 def _engine_table(result: LLMResult) -> tuple[list[str], list[list[str]]] | None:
-    """The engine's own figures per step (an OpenAI endpoint's engine that serves them), else ``None``."""
+    """The engine's own figures per step beside the client's (the difference: HTTP, tokenising, the
+    network, the client), where the server serves them, else ``None``."""
+    from tritonkit.perf.llm.engine_metrics import mean_ms
+
+    def side(client: Distribution | None, engine: float | None, digits: int) -> str:
+        mine = client.mean if client is not None else None
+        gap = f" ({mine - engine:+.{digits}f})" if mine is not None and engine is not None else ""
+        return f"{_f(mine, digits)} / {_f(engine, digits)}{gap}"
+
     rows = []
     for step in result.steps:
-        e = step.engine
+        e, m = step.engine, step.metrics
         if e:
-            rows.append([_label(step), _f(e.get("ttft_ms_mean")), _f(e.get("itl_ms_mean"), 2), _f(e.get("queue_ms_mean"), 2),
+            hit = e.get("prefix_cache_hit_rate")
+            rows.append([_label(step), side(m.ttft_ms if m else None, mean_ms(e, "ttft_ms"), 1),
+                         side(m.itl_ms if m else None, mean_ms(e, "itl_ms"), 2), _f(mean_ms(e, "queue_ms"), 2),
+                         f"{_f(mean_ms(e, 'prefill_ms'))} / {_f(mean_ms(e, 'decode_ms'))}",
                          f"{_f(e.get('running_max'), 0)} / {_f(e.get('waiting_max'), 0)}",
-                         _f(None if e.get("kv_cache_usage_max") is None else 100 * (e.get("kv_cache_usage_max") or 0.0)),
-                         _f(e.get("preemptions"), 0)])
-    header = ["load", "TTFT mean ms", "ITL mean ms", "queue mean ms", "running / waiting peak", "KV cache peak %",
-              "preemptions"]
+                         _f(None if e.get("kv_cache_usage_max") is None else 100 * e["kv_cache_usage_max"]),
+                         _f(e.get("preemptions"), 0), _f(None if hit is None else 100 * hit)])
+    header = ["load", "TTFT mean ms client / engine (diff)", "ITL mean ms client / engine (diff)", "queue mean ms",
+              "prefill / decode mean ms", "running / waiting peak", "KV cache peak %", "preemptions",
+              "prefix cache hit %"]
     return (header, rows) if rows else None
 
 
@@ -144,7 +156,9 @@ def render_llm_markdown(result: LLMResult, verdict: Verdict | None = None, *, pl
         lines += ["", f"95% intervals, {basis}:", ""] + _markdown_table(*intervals)
     engine = _engine_table(result)
     if engine is not None:
-        lines += ["", "The engine's own figures (its /metrics, per step):", ""] + _markdown_table(*engine)
+        source = next(s.engine.get("source") for s in result.steps if s.engine)
+        lines += ["", f"The engine's own figures (its /metrics over each step; {source}):", ""]
+        lines += _markdown_table(*engine)
         lines += ["", _queueing_line(result)]
     slos = {m.goodput_slo.describe() for s in result.steps if (m := s.metrics) and m.goodput_slo}
     if slos:
@@ -178,6 +192,9 @@ def _step_blocks(step: LLMStep) -> list[Block]:
     out: list[Block] = [("p", f"perf_analyzer ran {step.wall_s:.1f} s, using {_f(step.generator_cpu_pct)} % of one core.")]
     if step.metrics is not None:
         out += [("li", note) for note in step.metrics.notes]
+        if step.output_tokens_asked:
+            out.append(("p", f"Output tokens produced / asked: {step.metrics.output_tokens_total} / "
+                             f"{step.output_tokens_asked} ({100 * step.metrics.output_tokens_total / step.output_tokens_asked:.0f} %)."))
     if step.failure is not None:
         out.append(("p", f"**The step failed ({step.failure})**: {step.failure_note or 'no message'}"))
     if step.failures.total:

@@ -83,9 +83,11 @@ class LLMStep(JsonDataclass):
     warnings: list[str] = field(default_factory=list)
     failure: str | None = None
     failure_note: str | None = None
-    #: The engine's own figures from its ``/metrics`` (an OpenAI endpoint's engine; see
+    #: The engine's own figures from its ``/metrics`` over the step (see
     #: :func:`~tritonkit.perf.llm.engine_metrics.engine_figures`); empty when it said none.
-    engine: dict[str, float | None] = field(default_factory=dict)
+    engine: dict[str, Any] = field(default_factory=dict)
+    #: The output tokens the answered requests asked for (``None``: their inputs do not say).
+    output_tokens_asked: int | None = None
     #: A repeated test's runs at this load, run 1 first (empty for a test run once; see
     #: :mod:`tritonkit.perf.llm.repeats`).
     runs: list[LLMRunFigures] = field(default_factory=list)

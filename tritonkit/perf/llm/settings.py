@@ -58,7 +58,9 @@ class LLMSettings:
     like ids, else one token per response with new output). ``protocol``: ``grpc`` (Triton's KServe
     stream) or ``openai`` (an OpenAI-compatible HTTP server: ``endpoint``, default
     ``v1/chat/completions``, and ``api_key_env``, the environment variable holding its key; see
-    :meth:`openai_target`).
+    :meth:`openai_target`). ``shared_prefix``: ``"N:L"``, each request's prompt starts with one of N
+    system prompts of L tokens, shared on purpose (a prefix cache serves them after their first use).
+    ``client_cpus``: the cores the load generator runs on (``"1"``, ``"2-3"``), away from an engine's.
     """
 
     prompts: Path | None = None
@@ -83,10 +85,13 @@ class LLMSettings:
     protocol: str = "grpc"
     endpoint: str | None = None
     api_key_env: str | None = None
+    shared_prefix: str | None = None
+    client_cpus: str | None = None
 
     def __post_init__(self) -> None:
         """Every value checked as it is given, the text ones read once here (a replay log is read
         when the run starts)."""
+        from tritonkit.perf.llm.engine import cpu_list
         from tritonkit.perf.llm.shapes import parse_shape
 
         check_fields(self)
@@ -103,6 +108,17 @@ class LLMSettings:
             raise ConfigError(f"--llm speaks gRPC or OpenAI's HTTP API, not {excerpt(self.protocol)}",
                               hint="use --protocol grpc (Triton) or --protocol openai")
         self.openai_target()
+        self.system_prompts()
+        if self.client_cpus is not None:
+            cpu_list(self.client_cpus, "--client-cpus")
+
+    def system_prompts(self) -> tuple[int, int] | None:
+        """``shared_prefix`` read: (how many system prompts, their length in tokens), or ``None``."""
+        if self.shared_prefix is None:
+            return None
+        count, _, length = self.shared_prefix.partition(":")
+        return (int(PROMPTS.parse(count, "--shared-prefix count")),
+                int(replace(TOKENS, integer=True).parse(length, "--shared-prefix length")))
 
     def openai_target(self) -> OpenAITarget | None:
         """The OpenAI endpoint asked for (``None`` over gRPC); checked, the key not yet read."""
@@ -170,7 +186,8 @@ class LLMSettings:
         goodput = parse_goodput(self.goodput) if self.goodput else goodput_slo_from_sla(sla)
         deadline = _ms(self.client_deadline, "--client-deadline") if self.client_deadline else None
         return LLMPlan(concurrency=self.levels(), requests_per_level=self.requests, shape=shape, goodput_slo=goodput,
-                       client_deadline_ms=deadline, settle_s=self.settle_s, step_timeout_s=self.timeout_s)
+                       client_deadline_ms=deadline, settle_s=self.settle_s, step_timeout_s=self.timeout_s,
+                       salted=self.prompts is None, shared_prefix=self.system_prompts(), client_cpus=self.client_cpus)
 
     def describe_load(self) -> str:
         """The load in words (``--dry-run``)."""

@@ -12,7 +12,9 @@ phases the report marks on its time line. Pure: the same shape gives the same sc
   again for ``after_s`` (the recovery is measured after the burst);
 * ``Soak``: ``rate_per_s`` for ``duration_s`` (latency drift over time is reported);
 * ``Replay``: the send times of a recorded log (JSONL, one request a line:
-  ``{"timestamp_ms": 0, "input_tokens": 120, "output_tokens": 40}``), optionally sped up.
+  ``{"timestamp_ms": 0, "input_tokens": 120, "output_tokens": 40}``), optionally sped up; Mooncake's
+  trace format too (``timestamp`` ms, ``input_length``, ``output_length``, ``hash_ids``: the ids of the
+  prompt's blocks of ``block_tokens``, 512 unless told; requests naming the same id share its text).
 """
 
 from __future__ import annotations
@@ -39,20 +41,8 @@ from tritonkit._values import (
 )
 from tritonkit.errors import ConfigError
 
-__all__ = [
-    "MAX_SCHEDULED_REQUESTS",
-    "Phase",
-    "Ramp",
-    "Replay",
-    "ReplayEntry",
-    "Schedule",
-    "Shape",
-    "Soak",
-    "Spike",
-    "load_replay_log",
-    "parse_shape",
-    "write_intervals",
-]
+__all__ = ["MAX_SCHEDULED_REQUESTS", "Phase", "Ramp", "Replay", "ReplayEntry", "Schedule", "Shape", "Soak",
+           "Spike", "load_replay_log", "parse_shape", "write_intervals"]
 
 #: Upper bound on requests one shape may schedule: load stays bounded in count and time.
 MAX_SCHEDULED_REQUESTS = MAX_REQUESTS
@@ -80,6 +70,8 @@ class Schedule:
     phases: tuple[Phase, ...]
     input_tokens: tuple[int, ...] | None = None
     output_tokens: tuple[int, ...] | None = None
+    hash_ids: tuple[tuple[int, ...], ...] | None = None
+    block_tokens: int = 512
 
     @property
     def request_count(self) -> int:
@@ -182,6 +174,7 @@ class ReplayEntry:
     timestamp_ms: float
     input_tokens: int
     output_tokens: int
+    hash_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,6 +184,7 @@ class Replay:
     entries: tuple[ReplayEntry, ...]
     speed: float = bounded(1.0, POSITIVE)
     source: str = ""
+    block_tokens: int = bounded(512, _TOKEN_COUNT)
     kind: str = field(default="replay", init=False)
 
     def __post_init__(self) -> None:
@@ -213,7 +207,9 @@ class Replay:
         end_s = sum(intervals) / 1e6
         return Schedule(tuple(intervals), (Phase("replay", 0.0, end_s, 0, len(intervals)),),
                         input_tokens=tuple(e.input_tokens for e in entries),
-                        output_tokens=tuple(e.output_tokens for e in entries))
+                        output_tokens=tuple(e.output_tokens for e in entries),
+                        hash_ids=tuple(e.hash_ids for e in entries) if any(e.hash_ids for e in entries) else None,
+                        block_tokens=self.block_tokens)
 
 
 Shape = Ramp | Spike | Soak | Replay
@@ -226,8 +222,9 @@ def _int_field(line: dict[str, Any], names: Sequence[str], where: str) -> int:
     raise ConfigError(f"{where}: missing {names[0]}", hint=f"each line needs {', '.join(names[:1])}")
 
 
-def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0) -> Replay:
-    """Read a JSONL request log: ``timestamp_ms`` (or ``timestamp`` in ms), input and output lengths."""
+def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0, block_tokens: int = 512) -> Replay:
+    """Read a JSONL request log: ``timestamp_ms`` (or ``timestamp`` in ms), input and output lengths,
+    optionally ``hash_ids`` (whole numbers, one per block of ``block_tokens`` of the prompt)."""
     source = Path(path)
     entries = []
     example = '{"timestamp_ms": 0, "input_tokens": 100, "output_tokens": 20}'
@@ -237,9 +234,12 @@ def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0) -> Repl
         stamp = line.get("timestamp_ms", line.get("timestamp"))
         if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp) or stamp < 0:
             raise ConfigError(f"{where}: timestamp_ms must be a number >= 0, got {excerpt(stamp)}")
+        ids = line.get("hash_ids", [])
+        if not isinstance(ids, list) or not all(type(i) is int and i >= 0 for i in ids):
+            raise ConfigError(f"{where}: hash_ids must be a list of whole numbers >= 0, got {excerpt(ids)}")
         entries.append(ReplayEntry(float(stamp), _int_field(line, ("input_tokens", "input_length", "isl"), where),
-                                   _int_field(line, ("output_tokens", "output_length", "osl"), where)))
-    return Replay(tuple(entries), speed=speed, source=str(source))
+                                   _int_field(line, ("output_tokens", "output_length", "osl"), where), tuple(ids)))
+    return Replay(tuple(entries), speed=speed, source=str(source), block_tokens=block_tokens)
 
 
 def _float(text: str, where: str) -> float:
@@ -251,7 +251,7 @@ def _float(text: str, where: str) -> float:
 
 def parse_shape(text: str) -> Shape:
     """``ramp:START-END/s,STEPS,STEP_S``, ``spike:BASE/s,BURST/s,BEFORE_S,BURST_S,AFTER_S``,
-    ``soak:RATE/s,DURATION_S`` or ``replay:FILE.jsonl[,SPEED]``."""
+    ``soak:RATE/s,DURATION_S`` or ``replay:FILE.jsonl[,SPEED[,BLOCK_TOKENS]]``."""
     kind, _, rest = text.partition(":")
     kind = kind.strip().lower()
     parts = [p for p in rest.split(",")] if rest else []
@@ -267,8 +267,9 @@ def parse_shape(text: str) -> Shape:
             return Spike(nums[0], nums[1], *nums[2:])
         if kind == "soak" and len(parts) == 2:
             return Soak(_float(parts[0], "rate"), _float(parts[1], "duration"))
-        if kind == "replay" and 1 <= len(parts) <= 2:
-            return load_replay_log(parts[0], speed=_float(parts[1], "speed") if len(parts) > 1 else 1.0)
+        if kind == "replay" and 1 <= len(parts) <= 3:
+            return load_replay_log(parts[0], speed=_float(parts[1], "speed") if len(parts) > 1 else 1.0,
+                                   block_tokens=int(_TOKEN_COUNT.parse(parts[2], "block tokens")) if len(parts) > 2 else 512)
     except ConfigError as exc:
         hint = f"{exc.hint}; " if exc.hint else ""
         raise ConfigError(f"traffic shape {excerpt(text)}: {exc.message}", hint=f"{hint}shapes look like: {examples}") \

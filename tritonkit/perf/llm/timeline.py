@@ -38,17 +38,8 @@ from tritonkit.triton_metrics import (
     REQUEST_SUCCESS,
 )
 
-__all__ = [
-    "FAILURE_CLASSES",
-    "QUEUE_FLOOR_MS",
-    "FailureReport",
-    "Recovery",
-    "ServerPoint",
-    "classify_failures",
-    "in_flight",
-    "recovery",
-    "server_timeline",
-]
+__all__ = ["FAILURE_CLASSES", "QUEUE_FLOOR_MS", "FailureReport", "Recovery", "ServerPoint", "classify_failures",
+           "in_flight", "recovery", "server_timeline"]
 
 #: Slack on the baseline queue time, so scheduling noise on an idle server is not "unrecovered".
 QUEUE_FLOOR_MS = 5.0
@@ -177,19 +168,11 @@ _REJECTION_MARKERS = ("request timeout expired", "exceeds maximum queue size", "
                       "http code 429", "http code 503")
 
 
-def classify_failures(
-    records: Sequence[RequestRecord],
-    *,
-    client_deadline_ms: float | None = None,
-    analyzer_errors: Sequence[str] = (),
-    analyzer_stalled: bool = False,
-    server_rejected: float | None = None,
-    server_failed: float | None = None,
-    server_reachable: bool = True,
-    max_queue_size: int = 0,
-    queue_timeout_rejects: bool = False,
-    mean_queue_ms: float | None = None,
-) -> FailureReport:
+def classify_failures(records: Sequence[RequestRecord], *, client_deadline_ms: float | None = None,
+                      analyzer_errors: Sequence[str] = (), analyzer_stalled: bool = False,
+                      server_rejected: float | None = None, server_failed: float | None = None,
+                      server_reachable: bool = True, max_queue_size: int = 0,
+                      queue_timeout_rejects: bool = False, mean_queue_ms: float | None = None) -> FailureReport:
     """Count failures per class from the requests, perf_analyzer's messages and the server's counters.
 
     ``analyzer_stalled``: perf_analyzer reported a failed streamed request and stopped answering
