@@ -319,6 +319,8 @@ def read_json(path: str | os.PathLike[str], *, what: str, hint: str, finite: boo
                           hint=hint) from exc
     except RecursionError:
         raise ConfigError(f"{what} {shown_path(path)} nests too deeply to read", hint=hint) from None
+    except ValueError as exc:  # a whole number of more digits than Python converts (4300)
+        raise ConfigError(f"{what} {shown_path(path)} holds a number too long to read: {exc}", hint=hint) from None
 
 
 def expand_user(path: str | os.PathLike[str]) -> Path:
@@ -363,6 +365,8 @@ def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list
             raise ConfigError(f"{where} is not JSON: {exc.msg}", hint=f"e.g. {example}") from exc
         except RecursionError:
             raise ConfigError(f"{where} nests too deeply to read", hint=f"e.g. {example}") from None
+        except ValueError as exc:  # a whole number of more digits than Python converts
+            raise ConfigError(f"{where} holds a number too long to read: {exc}", hint=f"e.g. {example}") from None
     return values
 
 

@@ -17,6 +17,7 @@ a typo (``--concurrency 1:1e9``, ``--gpus 1000``) is an error instead of a plan 
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import math
 import numbers
@@ -170,7 +171,7 @@ class Bounds:
             return f"not a number ({type(value).__name__})"
         if self.integer and not isinstance(value, numbers.Integral):
             return "not a whole number"
-        if not math.isfinite(value):
+        if not isinstance(value, numbers.Integral) and not math.isfinite(value):  # a whole one always is
             return "not a finite number"
         number = float(value) if not isinstance(value, numbers.Integral) else int(value)
         if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
@@ -336,6 +337,14 @@ def check_host_port(text: str, where: str, *, example: str = "127.0.0.1:8001") -
                           hint=f"give HOST:PORT, an IPv6 host in brackets, e.g. {where} {example} or {where} [::1]:"
                                f"{example.rpartition(':')[2]}")
     return text
+
+
+#: What urllib raises, beside ``OSError``, when what answers a URL speaks no HTTP: a bad status line,
+#: an answer cut short, a Content-Length no index holds. A reader of a server's answers catches these
+#: with ``OSError`` (a server tritonkit did not start may answer anything).
+NOT_HTTP: tuple[type[Exception], ...] = (http.client.HTTPException, ValueError, OverflowError)
+#: Nothing answered (``OSError``, urllib's ``URLError`` among them), or no HTTP did.
+NO_ANSWER: tuple[type[Exception], ...] = (OSError, *NOT_HTTP)
 
 
 def check_http_url(text: str, where: str, *, example: str = "http://127.0.0.1:8002/metrics") -> str:

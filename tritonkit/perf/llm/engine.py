@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from tritonkit._values import NO_ANSWER
 from tritonkit.errors import ServerError
 from tritonkit.server.children import spawn, stop_group
 
@@ -89,7 +90,7 @@ class EngineProcess:
         try:
             with urllib.request.urlopen(f"http://{self.url}{path}", timeout=2.0) as answer:  # noqa: S310 - loopback
                 return int(answer.status) == 200
-        except (urllib.error.URLError, OSError):
+        except NO_ANSWER:  # not yet, or no HTTP answered
             return False
 
     def _healthy(self) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import user_path_errors
+from tritonkit._values import NO_ANSWER
 from tritonkit.errors import ConfigError, ConnectError
 from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Severity, Target
 from tritonkit.triton_metrics import GPU_FAMILIES
@@ -241,7 +242,7 @@ def _gpus_from_metrics(metrics_url: str, timeout_s: float) -> int:
     try:
         with urllib.request.urlopen(metrics_url, timeout=timeout_s) as resp:  # noqa: S310 - user-given URL
             text = resp.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as exc:
+    except NO_ANSWER as exc:  # unreachable, or no HTTP answered
         raise ConnectError(f"cannot read metrics at {metrics_url}: {exc}",
                            hint="give the metrics URL, e.g. http://127.0.0.1:8002/metrics") from exc
     uuids = set()
