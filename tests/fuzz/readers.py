@@ -16,7 +16,7 @@ import json
 import os
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +183,27 @@ def _compare(folder: Path, new: Path) -> None:
         json.loads(path.read_text())  # whole
 
 
+def _baseline(folder: Path, make: Callable[[Path], Path]) -> Path:
+    """A model's baseline folder (two baselines: the newest is mutated) and a new run beside it."""
+    from tritonkit.perf.judge.baselines import save_baseline
+    from tritonkit.perf.llm.result import LLMResult
+
+    new = make(folder)
+    kind = LLMResult if new.name == "llm_result.json" else PerfResult
+    result = kind.load(new)
+    save_baseline(replace(result, started_utc="2026-11-01T00:00:00.000000Z") if kind is LLMResult else
+                  replace(result, metadata=replace(result.metadata, started_utc="2026-11-01T00:00:00Z")),
+                  folder / "results" / "baselines")
+    return save_baseline(result, folder / "results" / "baselines")
+
+
+def _against_baseline(folder: Path, baseline: Path) -> None:
+    model_folder = next(p for p in baseline.parents if p.parent.name == "baselines")
+    new = folder / "new" / ("llm_result.json" if baseline.parent.name == "llm" else "result.json")
+    cli(folder, ["perf", "compare", str(model_folder.relative_to(folder)), str(new.relative_to(folder))],
+        named=baseline, codes=(0, 1, 2, 3))
+
+
 def _report(folder: Path, new: Path, sla: str) -> None:
     result = cli(folder, ["perf", "report", f"new/{new.name}", "--sla", sla, "--json"], named=new, codes=(0, 1, 2, 3))
     if result.exit_code != 2:
@@ -251,6 +272,49 @@ def _sweep_begin(folder: Path, path: Path) -> None:
             named=str(path.parent))
 
 
+def _joint(folder: Path) -> Path:
+    """A joint sweep's stored outcome: two models' variants and their joint ladder."""
+    from tritonkit.perf.sweep import StepPoint, Variant
+    from tritonkit.perf.sweep.joint import JointOutcome, JointStep
+    from tritonkit.perf.sweep.joint_store import JointStore
+
+    variants = {"a": Variant(instances=2, max_batch_size=4, window_us=500), "b": Variant(instances=1, max_batch_size=8, window_us=0)}
+    steps = [JointStep(total, {m: StepPoint(total / 2, 50.0 * total, 5.0 + total, meets_sla=True) for m in variants})
+             for total in (2.0, 4.0)]
+    return JointStore(folder / "sweep").save(JointOutcome("a+b", variants, steps, duration_s=12.5))
+
+
+def _read_joint(folder: Path, path: Path) -> None:
+    from tritonkit.perf.sweep import Variant
+    from tritonkit.perf.sweep.joint_store import JointStore
+    from tritonkit.perf.sweep.outcome import StoredResultError
+
+    variants = {"a": Variant(instances=2, max_batch_size=4, window_us=500), "b": Variant(instances=1, max_batch_size=8, window_us=0)}
+    library(lambda: JointStore(folder / "sweep").load(variants), errors=StoredResultError, named=str(path))
+
+
+def _journal(folder: Path) -> Path:
+    """The journal a sweep on a server tritonkit did not start keeps of the configs it must put back."""
+    from tritonkit.perf.sweep.journal import JOURNAL_NAME, config_dict
+    from tritonkit.repository.pbtxt import parse_config
+
+    path = folder / "sweep" / JOURNAL_NAME
+    path.parent.mkdir()
+    path.write_text(json.dumps({"url": "127.0.0.1:8001", "server_version": "2.51.0", "status": "open",
+                                "configs": {"m": config_dict(parse_config(CONFIG))}, "pid": 123,
+                                "started_utc": "2026-11-29T10:15:00Z", "closed_utc": None, "note": ""}))
+    return path
+
+
+def _read_journal(folder: Path, path: Path) -> None:
+    from tritonkit.perf.sweep.journal import Journal
+
+    def read() -> Any:
+        journal = Journal.read(path.parent)
+        return journal and [journal.config(model) for model in journal.configs]
+    library(read, errors=ConfigError, named=str(path))
+
+
 READERS = {r.name: r for r in [
     Reader("config.pbtxt lint", _repo, _lint),
     Reader("config.pbtxt show", _repo, _show),
@@ -259,8 +323,12 @@ READERS = {r.name: r for r in [
     Reader("result.json report", _result, lambda f, p: _report(f, p, "p99<=50ms"), as_json=True),
     Reader("llm_result.json compare", _llm_result, _compare, as_json=True),
     Reader("llm_result.json report", _llm_result, lambda f, p: _report(f, p, "itl_p99<=15ms"), as_json=True),
+    Reader("classic baseline", lambda f: _baseline(f, _result), _against_baseline, as_json=True),
+    Reader("llm baseline", lambda f: _baseline(f, _llm_result), _against_baseline, as_json=True),
     Reader("prompt file", _prompts, lambda f, p: _dry_run(f, p, "--prompts", p.name), as_json=True),
     Reader("replay log", _replay, lambda f, p: _dry_run(f, p, "--traffic", f"replay:{p.name}"), as_json=True),
     Reader("sweep outcome.json", _outcome, _sweep_resume, as_json=True),
     Reader("sweep.json", _sweep_record, _sweep_begin, as_json=True),
+    Reader("sweep journal", _journal, _read_journal, as_json=True),
+    Reader("joint sweep outcome.json", _joint, _read_joint, as_json=True),
 ]}

@@ -14,7 +14,15 @@ from pathlib import Path
 
 from tests.fuzz.readers import DATA, Reader, library
 from tests.support.loopback import answering
-from tritonkit.errors import ConnectError, ModelNotReadyError, PerfError, ServerError, TritonKitError
+from tritonkit.errors import (
+    ConfigError,
+    ConnectError,
+    ModelNotReadyError,
+    PerfError,
+    ServerError,
+    TritonKitError,
+)
+from tritonkit.perf.llm.aiperf_export import records_from_aiperf
 from tritonkit.perf.llm.engine_metrics import cache_config, engine_figures
 from tritonkit.perf.llm.metrics import compute_metrics, load_export_records
 from tritonkit.perf.llm.openai import OpenAITarget, check_openai_server, load_openai_records
@@ -233,6 +241,29 @@ def _ask_admin(_folder: Path, path: Path) -> None:
             library(call, errors=TritonKitError, named=url)
 
 
+def _aiperf(folder: Path) -> Path:
+    """AIPerf 0.13's records export, in the shape tests/perf/llm/test_aiperf_export.py reads."""
+    def line(start: int, ttft: float, gaps: list[float], tokens: int, phase: str = "profiling") -> dict[str, object]:
+        return {"metadata": {"request_start_ns": start, "request_end_ns": start + 10**9, "benchmark_phase": phase,
+                             "was_cancelled": False},
+                "metrics": {"time_to_first_token": {"value": ttft, "unit": "ms"},
+                            "inter_chunk_latency": {"value": gaps, "unit": "ms"},
+                            "output_token_count": {"value": tokens, "unit": "tokens"},
+                            "request_latency": {"value": ttft + sum(gaps), "unit": "ms"}}}
+    lines = [line(0, 50.0, [5.0], 2, "warmup"), line(10**9, 100.0, [10.0, 10.0, 20.0], 4), line(11 * 10**8, 200.0, [60.0], 5),
+             {"metadata": {"request_start_ns": 12 * 10**8, "benchmark_phase": "profiling"}, "metrics": {},
+              "error": {"code": 500, "message": "boom"}}]
+    path = folder / "profile_export.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _read_aiperf(_folder: Path, path: Path) -> None:
+    records = library(lambda: records_from_aiperf(path), errors=ConfigError, named=path.name)
+    if records:
+        compute_metrics(records, token_source="responses")
+
+
 RESPONSES = {r.name: r for r in [
     Reader("perf_analyzer csv", _csv, _read_csv),
     Reader("perf_analyzer export", _export, _read_export, as_json=True),
@@ -245,4 +276,5 @@ RESPONSES = {r.name: r for r in [
     Reader("/v1/models answer", _models, _ask_models, as_json=True),
     Reader("/v1/models http", _models_http, lambda f, p: _ask_models(f, p, raw=True)),
     Reader("triton admin answers", _admin, _ask_admin, as_json=True),
+    Reader("aiperf export", _aiperf, _read_aiperf, as_json=True),
 ]}
