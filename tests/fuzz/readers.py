@@ -134,13 +134,37 @@ def _repo(folder: Path) -> Path:
     return model / "config.pbtxt"
 
 
-def _lint(folder: Path, config: Path) -> None:
-    result = cli(folder, ["repo", "lint", "repo", "--format", "json", "--target", "cpu"], named=config, codes=(0, 1, 2))
+def _lint(folder: Path, config: Path, repo: str = "repo") -> None:
+    result = cli(folder, ["repo", "lint", repo, "--format", "json", "--target", "cpu"], named=config, codes=(0, 1, 2))
     if result.exit_code in (0, 1):
         report = json.loads(result.stdout)
         assert report["internal_errors"] == 0, f"a rule failed: {[f for f in report['findings'] if f['rule'] == 'TK000']}"
         if result.exit_code == 1:
             assert all(f["file"] or f["field"] for f in report["findings"] if f["severity"] == "error"), report
+
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 2048,
+         "intermediate_size": 512, "torch_dtype": "float16"}
+
+
+def _built(folder: Path, *build: str) -> None:
+    """A repository ``tritonkit build`` writes for a small Hugging Face config, into ``folder``/repo."""
+    (folder / "hf").mkdir()
+    (folder / "hf" / "config.json").write_text(json.dumps(LLAMA))
+    with _inside(folder):
+        result = CliRunner().invoke(main, ["build", *build, "--hf-model", "hf", "--repo", "repo"])
+    assert result.exit_code == 0, result.output
+
+
+def _vllm_repo(folder: Path) -> Path:
+    _built(folder, "vllm")
+    return folder / "repo" / "vllm_model" / "1" / "model.json"
+
+
+def _llmapi_repo(folder: Path) -> Path:
+    _built(folder, "trtllm", "--engine", "llmapi")
+    return folder / "repo" / "tensorrt_llm" / "1" / "model.yaml"
 
 
 def _show(folder: Path, config: Path) -> None:
@@ -211,6 +235,19 @@ def _report(folder: Path, new: Path, sla: str) -> None:
         assert written, result.stdout
         reports = [p for p in (folder / "new").iterdir() if "report" in p.name]
         assert reports and all(p.stat().st_size > 0 for p in reports), f"reports {reports}"
+
+
+def _sla_file(folder: Path) -> Path:
+    path = folder / "sla.yaml"
+    path.write_text("# the service's targets\np99: 50ms\nthroughput: 200/s\nerror_rate: 1%\n")
+    return path
+
+
+def _run_sla(folder: Path, sla: Path) -> None:
+    result = cli(folder, ["perf", "run", "m", "--url", "127.0.0.1:1", "--dry-run", "--sla", sla.name], named=sla,
+                 codes=(0, 2))
+    assert result.exit_code == 2 or "# SLA: " in result.output, result.output
+    assert not (folder / "results").exists(), "a dry run wrote results"
 
 
 # ---- prompts and replay logs ------------------------------------------------------------------
@@ -319,12 +356,15 @@ READERS = {r.name: r for r in [
     Reader("config.pbtxt lint", _repo, _lint),
     Reader("config.pbtxt show", _repo, _show),
     Reader("config.pbtxt typed", _repo, _typed),
+    Reader("vLLM model.json", _vllm_repo, _lint, as_json=True),
+    Reader("LLM-API model.yaml", _llmapi_repo, _lint),
     Reader("result.json compare", _result, _compare, as_json=True),
     Reader("result.json report", _result, lambda f, p: _report(f, p, "p99<=50ms"), as_json=True),
     Reader("llm_result.json compare", _llm_result, _compare, as_json=True),
     Reader("llm_result.json report", _llm_result, lambda f, p: _report(f, p, "itl_p99<=15ms"), as_json=True),
     Reader("classic baseline", lambda f: _baseline(f, _result), _against_baseline, as_json=True),
     Reader("llm baseline", lambda f: _baseline(f, _llm_result), _against_baseline, as_json=True),
+    Reader("SLA file", _sla_file, _run_sla),
     Reader("prompt file", _prompts, lambda f, p: _dry_run(f, p, "--prompts", p.name), as_json=True),
     Reader("replay log", _replay, lambda f, p: _dry_run(f, p, "--traffic", f"replay:{p.name}"), as_json=True),
     Reader("sweep outcome.json", _outcome, _sweep_resume, as_json=True),
