@@ -65,13 +65,6 @@ class ModelState:
         return self.state == "READY"
 
 
-def _whole(value: Any) -> int:
-    """A statistics count: a whole number, or its digits (gRPC's JSON writes 64-bit integers as text)."""
-    if isinstance(value, bool) or not isinstance(value, int | str) or not 0 <= int(value) < 2**63:
-        raise ValueError(f"{excerpt(value)} is not a count")
-    return int(value)
-
-
 def config_json(config: mc.ModelConfig) -> str:
     """``config`` as the JSON Triton's load request accepts (protobuf's JSON mapping, field names as in
     ``config.pbtxt``)."""
@@ -218,10 +211,10 @@ class ServerAdmin:
                 for entry in version.get("batch_stats", []):
                     infer = entry.get("compute_infer", {})
                     # JSON renders protobuf's 64-bit integers as text over gRPC, as numbers over HTTP.
-                    size = _whole(entry.get("batch_size", 0))
+                    size = int(entry.get("batch_size", 0))
                     count, ns = totals.get(size, (0, 0))
-                    totals[size] = (count + _whole(infer.get("count", 0)), ns + _whole(infer.get("ns", 0)))
-            except (AttributeError, TypeError, ValueError) as exc:
+                    totals[size] = (count + int(infer.get("count", 0)), ns + int(infer.get("ns", 0)))
+            except (AttributeError, TypeError, ValueError, OverflowError) as exc:
                 raise self._malformed(f"statistics of model '{model}'", exc) from exc
         return totals
 

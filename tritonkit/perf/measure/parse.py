@@ -249,7 +249,7 @@ def export_requests(data: Any, where: str) -> Iterator[tuple[Mapping[str, Any], 
     if not isinstance(experiments, list):
         raise PerfError(f"{where} has no 'experiments' list", hint=EXPORT_HINT)
     for index, experiment in enumerate(experiments):
-        requests = experiment.get("requests") or [] if isinstance(experiment, Mapping) else None
+        requests = (experiment.get("requests") or []) if isinstance(experiment, Mapping) else None
         if not isinstance(requests, list):
             raise PerfError(f"{where}: experiment {index} has no 'requests' list", hint=EXPORT_HINT)
         for number, request in enumerate(requests):
