@@ -134,6 +134,10 @@ def _repo(folder: Path) -> Path:
     return model / "config.pbtxt"
 
 
+def _model_py(folder: Path) -> Path:
+    return _repo(folder).parent / "1" / "model.py"
+
+
 def _lint(folder: Path, config: Path, repo: str = "repo") -> None:
     result = cli(folder, ["repo", "lint", repo, "--format", "json", "--target", "cpu"], named=config, codes=(0, 1, 2))
     if result.exit_code in (0, 1):
@@ -356,6 +360,7 @@ READERS = {r.name: r for r in [
     Reader("config.pbtxt lint", _repo, _lint),
     Reader("config.pbtxt show", _repo, _show),
     Reader("config.pbtxt typed", _repo, _typed),
+    Reader("python model.py", _model_py, _lint),
     Reader("vLLM model.json", _vllm_repo, _lint, as_json=True),
     Reader("LLM-API model.yaml", _llmapi_repo, _lint),
     Reader("result.json compare", _result, _compare, as_json=True),

@@ -1,14 +1,14 @@
 """Every file and answer tritonkit reads, mutated: a documented status or the reader's typed error,
 the file (or field, or URL) named, no traceback, nothing written half.
 
-Each reader of :mod:`tests.fuzz.readers` (config.pbtxt through ``repo lint`` / ``repo show`` and the
-typed reader, saved results and baselines through ``perf compare`` / ``perf report``, prompt files and
-replay logs through ``perf run --llm --dry-run``, a sweep folder's records) and of
-:mod:`tests.fuzz.responses` (perf_analyzer's CSV and profile exports, a Triton generate stream and an
-OpenAI engine's answers in them, ``/metrics`` text, an engine's ``/v1/models``) gets
-:data:`EXAMPLES` mutants of a valid input: byte flips, cuts, number extremes (1e308, -0, NaN, digits
-past a float), wrong types, deep nesting, odd text. Seeded and bounded (about 30 s in all on a busy
-2-core machine); ``python -m tests.fuzz.campaign --cases 2000 --seed 11`` runs the long campaign.
+The readers are listed, each with its valid input and its check, in :mod:`tests.fuzz.readers` (what a
+user feeds a command: config.pbtxt, model.json / model.yaml, saved results and baselines, an SLA file,
+prompt files and replay logs, a sweep folder's records) and :mod:`tests.fuzz.responses` (what other
+programs answer: perf_analyzer's and AIPerf's exports, the engine answers inside them, ``/metrics``,
+``/v1/models``, tritonserver's admin API). Each gets :data:`EXAMPLES` mutants of its valid input (byte
+flips, cuts, 1e308, -0, NaN, digits past a float, wrong types, deep nesting, odd text), seeded and
+bounded: about 20 s of CPU in all. ``python -m tests.fuzz.campaign --cases 2000 --seed 11`` runs the
+long campaign (docs/contributing.md).
 """
 
 from __future__ import annotations
