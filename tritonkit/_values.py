@@ -339,11 +339,9 @@ def check_host_port(text: str, where: str, *, example: str = "127.0.0.1:8001") -
     return text
 
 
-#: What urllib raises, beside ``OSError``, when what answers a URL speaks no HTTP: a bad status line,
-#: an answer cut short, a Content-Length no index holds. A reader of a server's answers catches these
-#: with ``OSError`` (a server tritonkit did not start may answer anything).
+#: What urllib raises when what answers speaks no HTTP (a bad status line, an answer cut short, a
+#: Content-Length no index holds), and with ``OSError``: nothing answered, or no HTTP did.
 NOT_HTTP: tuple[type[Exception], ...] = (http.client.HTTPException, ValueError, OverflowError)
-#: Nothing answered (``OSError``, urllib's ``URLError`` among them), or no HTTP did.
 NO_ANSWER: tuple[type[Exception], ...] = (OSError, *NOT_HTTP)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonkit._fs import read_jsonl
-from tritonkit._values import Bounds
+from tritonkit._values import INT64_MAX, Bounds
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import RequestRecord
 
@@ -29,7 +29,7 @@ __all__ = ["records_from_aiperf"]
 
 _HINT = "pass AIPerf's profile_export.jsonl (records level)"
 #: A request's start (ns since the epoch) and its figures: what an int64 and a day of milliseconds hold.
-_NS = Bounds(integer=True, low=0, high=2**63 - 1, noun="number of nanoseconds", example="1700000000000000000")
+_NS = Bounds(integer=True, low=0, high=INT64_MAX, noun="number of nanoseconds", example="1700000000000000000")
 _MS = Bounds(integer=False, low=0, high=86_400_000, noun="number of milliseconds", example="12.5")
 _TOKENS = Bounds(integer=True, low=0, high=2**31, noun="number of tokens", example="64")
 

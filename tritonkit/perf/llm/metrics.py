@@ -45,10 +45,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tritonkit._values import INT64_MAX
 from tritonkit.errors import PerfError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.confidence import bootstrap_interval
-from tritonkit.perf.measure.parse import EXPORT_HINT, MAX_NS, export_requests, read_export
+from tritonkit.perf.measure.parse import EXPORT_HINT, export_requests, read_export
 from tritonkit.perf.measure.percentiles import percentiles
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
@@ -305,7 +306,7 @@ def _first_int(value: Any) -> int | None:
         number = int(value)
     except ValueError:
         return None
-    return number if 0 <= number <= MAX_NS else None
+    return number if 0 <= number <= INT64_MAX else None
 
 
 def server_ttft_ms(outputs: Sequence[Mapping[str, Any]]) -> float | None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonkit._values import excerpt
+from tritonkit._values import INT64_MAX, excerpt
 from tritonkit.errors import PerfError
 from tritonkit.perf.measure.percentiles import latency_stats
 from tritonkit.perf.measure.result import (
@@ -232,12 +232,10 @@ def _experiment_mode(raw: Any) -> str:
 
 
 EXPORT_HINT = "was it written by perf_analyzer --profile-export-file?"
-#: A timestamp in nanoseconds past this is none perf_analyzer writes (an int64's range).
-MAX_NS = 2**63 - 1
 
 
 def _stamp(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NS:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:  # an int64 of nanoseconds, as written
         raise PerfError(f"{where} is {excerpt(value)}, not a time in nanoseconds", hint=EXPORT_HINT)
     return value
 
