@@ -365,6 +365,8 @@ def read_jsonl(path: str | os.PathLike[str], *, what: str, example: str) -> list
             raise ConfigError(f"{where} is not JSON: {exc.msg}", hint=f"e.g. {example}") from exc
         except RecursionError:
             raise ConfigError(f"{where} nests too deeply to read", hint=f"e.g. {example}") from None
+        except ValueError as exc:  # a whole number of more digits than Python converts
+            raise ConfigError(f"{where} holds a number too long to read: {exc}", hint=f"e.g. {example}") from None
     return values
 
 

@@ -17,6 +17,7 @@ a typo (``--concurrency 1:1e9``, ``--gpus 1000``) is an error instead of a plan 
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import math
 import numbers
@@ -336,6 +337,12 @@ def check_host_port(text: str, where: str, *, example: str = "127.0.0.1:8001") -
                           hint=f"give HOST:PORT, an IPv6 host in brackets, e.g. {where} {example} or {where} [::1]:"
                                f"{example.rpartition(':')[2]}")
     return text
+
+
+#: What urllib raises when what answers speaks no HTTP (a bad status line, an answer cut short, a
+#: Content-Length no index holds), and with ``OSError``: nothing answered, or no HTTP did.
+NOT_HTTP: tuple[type[Exception], ...] = (http.client.HTTPException, ValueError, OverflowError)
+NO_ANSWER: tuple[type[Exception], ...] = (OSError, *NOT_HTTP)
 
 
 def check_http_url(text: str, where: str, *, example: str = "http://127.0.0.1:8002/metrics") -> str:

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonkit.errors import ConfigError
 from tritonkit.perf.judge.baselines import save_baseline
 from tritonkit.perf.judge.compare import DEFAULT_RUN_NOISE, BaselineComparison, compare_results, load_result
 from tritonkit.perf.judge.sla import SLA
@@ -88,10 +89,13 @@ def compare_stored(
         return StoredComparison(llm, base_path, new_path, saved)
     base_result, base_path = load_result(Path(base))
     new_result, new_path = load_result(Path(new))
-    classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
-                              max_p99_rise=max_p99_rise, per_step=per_step,
-                              accept_runtime_change=accept_runtime_change,
-                              run_noise=DEFAULT_RUN_NOISE if run_noise is None else run_noise)
+    try:
+        classic = compare_results(base_result, new_result, max_throughput_drop=max_throughput_drop,
+                                  max_p99_rise=max_p99_rise, per_step=per_step,
+                                  accept_runtime_change=accept_runtime_change,
+                                  run_noise=DEFAULT_RUN_NOISE if run_noise is None else run_noise)
+    except ConfigError as exc:  # runs that cannot be compared: say which files they are
+        raise ConfigError(f"{base_path} and {new_path}: {exc.message}", hint=exc.hint) from exc
     kept = save_baseline(new_result, root) if root is not None and classic.outcome == "no regression" else None
     return StoredComparison(classic, base_path, new_path, kept)
 

@@ -31,6 +31,7 @@ from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._dial import Dial, diagnose, dial_for, header_refusal
+from tritonkit._values import NO_ANSWER, excerpt
 from tritonkit.errors import (
     AdminNoAnswer,
     AdminRefused,
@@ -143,6 +144,7 @@ class ServerAdmin:
         data = self._call("repository index", "", http=("POST", "/v2/repository/index", {}),
                           grpc=("get_model_repository_index", {}))
         rows = data.get("models", []) if isinstance(data, dict) else data
+        rows = rows if isinstance(rows, list) else []
         return [ModelState(name=str(r.get("name", "")), version=str(r.get("version", "")),
                            state=str(r.get("state", "")), reason=str(r.get("reason", "")))
                 for r in rows if isinstance(r, dict)]
@@ -185,7 +187,10 @@ class ServerAdmin:
         if self.protocol == "grpc" and isinstance(data, dict):
             data = data.get("config", {})
         config = mc.ModelConfig()
-        json_format.ParseDict(data if isinstance(data, dict) else {}, config, ignore_unknown_fields=True)
+        try:
+            json_format.ParseDict(data if isinstance(data, dict) else {}, config, ignore_unknown_fields=True)
+        except (json_format.ParseError, RecursionError, OverflowError) as exc:
+            raise self._malformed(f"the config of model '{model}'", exc) from exc
         return config
 
     def model_metadata(self, model: str, version: str = "") -> dict[str, Any]:
@@ -200,18 +205,21 @@ class ServerAdmin:
         data = self._call(f"statistics of model '{model or '*'}'", model, http=("GET", path, None),
                           grpc=("get_inference_statistics", {"model_name": model}))
         stats = data.get("model_stats", []) if isinstance(data, dict) else []
-        return [s for s in stats if isinstance(s, dict)]
+        return [s for s in stats if isinstance(s, dict)] if isinstance(stats, list) else []
 
     def exec_stats(self, model: str) -> ExecStats:
         """Per batch size: (executions, total compute-infer ns) since ``model`` was loaded."""
         totals: ExecStats = {}
         for version in self.statistics(model):
-            for entry in version.get("batch_stats", []):
-                infer = entry.get("compute_infer", {})
-                # JSON renders protobuf's 64-bit integers as text over gRPC, as numbers over HTTP.
-                size = int(entry.get("batch_size", 0))
-                count, ns = totals.get(size, (0, 0))
-                totals[size] = (count + int(infer.get("count", 0)), ns + int(infer.get("ns", 0)))
+            try:
+                for entry in version.get("batch_stats", []):
+                    infer = entry.get("compute_infer", {})
+                    # JSON renders protobuf's 64-bit integers as text over gRPC, as numbers over HTTP.
+                    size = int(entry.get("batch_size", 0))
+                    count, ns = totals.get(size, (0, 0))
+                    totals[size] = (count + int(infer.get("count", 0)), ns + int(infer.get("ns", 0)))
+            except (AttributeError, TypeError, ValueError, OverflowError) as exc:
+                raise self._malformed(f"statistics of model '{model}'", exc) from exc
         return totals
 
     def server_metadata(self) -> dict[str, Any]:
@@ -239,6 +247,11 @@ class ServerAdmin:
             raise self._no_answer(doing, exc, timeout) from exc
         except AdminRefused as exc:
             raise self._refused(doing, model, exc, loading=loading) from exc
+
+    def _malformed(self, what: str, exc: BaseException) -> ServerError:
+        return ServerError(f"tritonserver at {self.url} answered {what} in a form it does not have: "
+                           f"{excerpt(str(exc) or type(exc).__name__, 160)}",
+                           hint="is this tritonserver (at the version it says)? pass the address of one")
 
     def _no_answer(self, doing: str, exc: AdminNoAnswer, timeout_s: float) -> TritonKitError:
         where = f" (server log: {self.log_path})" if self.log_path else ""
@@ -279,14 +292,14 @@ class ServerAdmin:
         except urllib.error.URLError as exc:
             timed_out = isinstance(exc.reason, TimeoutError)
             raise AdminNoAnswer(str(exc.reason), timed_out=timed_out) from exc
-        except (OSError, ValueError) as exc:
+        except NO_ANSWER as exc:
             # ValueError / http.client errors: something that is not tritonserver answers there.
             raise AdminNoAnswer(str(exc) or type(exc).__name__, timed_out=False) from exc
         if not raw:
             return {}
         try:
             return json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise AdminNoAnswer(f"the answer to {method} {path} is not JSON (is this tritonserver?)",
                             timed_out=False) from exc
 

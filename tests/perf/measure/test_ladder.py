@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -16,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.support.loopback import answering
 from tests.support.perf_models import perf_analyzer_pids, write_perf_models
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
 from tritonkit.perf.judge.sla import parse_sla
@@ -106,28 +105,11 @@ def test_gpus_are_counted_from_the_metrics_and_named_by_nvidia_smi_on_the_server
         "# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.2\n"
     )
 
-    class Metrics(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the handler's protocol
-            body = text.encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+    with answering(text.encode(), content_type="text/plain") as address:
+        url = f"http://{address}/metrics"
         smi = parse_smi_gpus("GPU-aaa, NVIDIA H200, 143771\nGPU-bbb, NVIDIA H200, 143771\n")
         local = read_server_hardware(url, "127.0.0.1:8001", smi=smi)
         remote = read_server_hardware(url, "10.0.0.5:8001", smi=smi)
-    finally:
-        httpd.shutdown()
-        thread.join()
     assert local.gpu_count == 2 and local.gpu_names == ["NVIDIA H200"]
     assert local.gpus[0].memory_total_bytes == 143771 * 1024 * 1024 and local.cpu_cores == host_cpu_count()
     assert remote.gpu_count == 2 and remote.gpu_names == [] and remote.cpu_cores is None

@@ -394,8 +394,8 @@ def _from_yaml_data(data: Any, where: str) -> SLA:
         try:
             return _collect(parse_sla(data).constraints, where)
         except ConfigError as exc:
-            if _looks_like_sla(data):
-                raise  # an SLA with a mistake: its own term is quoted
+            if _looks_like_sla(data):  # an SLA with a mistake: its own term is quoted, after the file
+                raise ConfigError(f"{where}: {exc.message}", hint=exc.hint) from exc
             # One line of a file that is not an SLA expression: never echo it (the file may be anything).
             raise ConfigError(f"{where} holds one line of text that is not an SLA expression",
                               hint=f"an SLA file holds a mapping (p99: 50ms), a list of expressions or one "

@@ -20,26 +20,36 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonkit._fs import read_jsonl
+from tritonkit._values import INT64_MAX, Bounds
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.metrics import RequestRecord
 
 __all__ = ["records_from_aiperf"]
 
 
-def _value(metrics: Mapping[str, Any], name: str, where: str) -> Any:
+_HINT = "pass AIPerf's profile_export.jsonl (records level)"
+#: A request's start (ns since the epoch) and its figures: what an int64 and a day of milliseconds hold.
+_NS = Bounds(integer=True, low=0, high=INT64_MAX, noun="number of nanoseconds", example="1700000000000000000")
+_MS = Bounds(integer=False, low=0, high=86_400_000, noun="number of milliseconds", example="12.5")
+_TOKENS = Bounds(integer=True, low=0, high=2**31, noun="number of tokens", example="64")
+
+
+def _value(metrics: Mapping[str, Any], name: str, where: str, bounds: Bounds) -> Any:
     entry = metrics.get(name)
     if not isinstance(entry, Mapping) or "value" not in entry:
-        raise ConfigError(f"{where} has no metric {name!r}", hint="pass AIPerf's profile_export.jsonl (records level)")
-    return entry["value"]
+        raise ConfigError(f"{where} has no metric {name!r}", hint=_HINT)
+    return bounds.check(entry["value"], f"{where}: {name}")
 
 
-def _record(line: Mapping[str, Any], where: str) -> RequestRecord:
-    meta, metrics = line.get("metadata", {}), line.get("metrics", {})
-    start = int(meta["request_start_ns"])
-    ttft_ms = float(_value(metrics, "time_to_first_token", where))
-    gaps_ms = metrics.get("inter_chunk_latency", {}).get("value", [])
-    gaps = [float(g) for g in (gaps_ms if isinstance(gaps_ms, list) else [gaps_ms])]
-    tokens = int(_value(metrics, "output_token_count", where))
+def _record(meta: Mapping[str, Any], metrics: Mapping[str, Any], where: str) -> RequestRecord:
+    start = _NS.check(meta.get("request_start_ns"), f"{where}: request_start_ns")
+    if "time_to_first_token" not in metrics:  # a failed request: kept unanswered
+        return RequestRecord(sent_ns=start, response_ns=(), tokens_per_response=())
+    ttft_ms = _value(metrics, "time_to_first_token", where, _MS)
+    chunks = metrics.get("inter_chunk_latency")
+    gaps_ms = chunks.get("value", []) if isinstance(chunks, Mapping) else []
+    gaps = [_MS.check(g, f"{where}: inter_chunk_latency") for g in (gaps_ms if isinstance(gaps_ms, list) else [gaps_ms])]
+    tokens = _value(metrics, "output_token_count", where, _TOKENS)
     times = [start + round(ttft_ms * 1e6)]
     for gap in gaps:
         times.append(times[-1] + round(gap * 1e6))
@@ -56,13 +66,11 @@ def records_from_aiperf(path: str | os.PathLike[str], *, phase: str = "profiling
     """
     records: list[RequestRecord] = []
     for where, line in read_jsonl(path, what="AIPerf profile export", example='{"metadata": {...}, "metrics": {...}}'):
-        if not isinstance(line, Mapping) or not isinstance(line.get("metadata"), Mapping):
-            raise ConfigError(f"{where} is not an AIPerf record (no metadata)")
-        meta = line["metadata"]
+        meta = line.get("metadata") if isinstance(line, Mapping) else None
+        metrics = line.get("metrics", {}) if isinstance(line, Mapping) else None
+        if not isinstance(meta, Mapping) or not isinstance(metrics, Mapping):
+            raise ConfigError(f"{where} is not an AIPerf record (no metadata, or metrics that are no object)", hint=_HINT)
         if meta.get("benchmark_phase", phase) != phase or meta.get("was_cancelled"):
             continue
-        if "time_to_first_token" not in line.get("metrics", {}):
-            records.append(RequestRecord(sent_ns=int(meta["request_start_ns"]), response_ns=(), tokens_per_response=()))
-            continue
-        records.append(_record(line, where))
+        records.append(_record(meta, metrics, where))
     return records

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tritonkit._values import excerpt
+from tritonkit._values import NO_ANSWER, excerpt
 from tritonkit.errors import ConfigError, ServerError
 from tritonkit.server.children import spawn, stop_group
 
@@ -111,7 +111,7 @@ class EngineProcess:
         try:
             with urllib.request.urlopen(f"http://{self.url}{path}", timeout=2.0) as answer:  # noqa: S310 - loopback
                 return int(answer.status) == 200
-        except (urllib.error.URLError, OSError):
+        except NO_ANSWER:  # not yet, or no HTTP answered
             return False
 
     def _healthy(self) -> bool:

@@ -36,9 +36,7 @@ outside the engine (network, Triton's queue and frontends, the python model's ha
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,9 +45,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tritonkit._values import INT64_MAX
 from tritonkit.errors import PerfError
 from tritonkit.perf.measure._json_dataclass import JsonDataclass
 from tritonkit.perf.measure.confidence import bootstrap_interval
+from tritonkit.perf.measure.parse import EXPORT_HINT, export_requests, read_export
 from tritonkit.perf.measure.percentiles import percentiles
 from tritonkit.perf.metric_registry import LATENCY_STATS
 
@@ -293,9 +293,10 @@ def _first_int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         return None
+    return number if 0 <= number <= INT64_MAX else None
 
 
 def server_ttft_ms(outputs: Sequence[Mapping[str, Any]]) -> float | None:
@@ -372,29 +373,23 @@ def records_from_export(
     A text prompt's input length is ``count_text(text)`` (the model's tokenizer) when given, else
     its whitespace-separated words. ``token_output``: the output whose elements are the tokens.
     """
-    experiments = data.get("experiments") if isinstance(data, Mapping) else None
-    if not isinstance(experiments, list):
-        raise PerfError(f"{where} has no 'experiments' list", hint="was it written by perf_analyzer --profile-export-file?")
     records: list[RequestRecord] = []
     sources: set[TokenSource] = set()
-    for index, experiment in enumerate(experiments):
-        for request in experiment.get("requests") or []:
-            try:
-                responses = tuple(int(t) for t in request.get("response_timestamps") or [])
-                outputs = request.get("response_outputs") or [{} for _ in responses]
-                counts, source = count_output_tokens(outputs, token_output=token_output)
-                if len(counts) != len(responses):
-                    counts = tuple(1 for _ in responses)
-                    source = "responses"
-                if responses:
-                    sources.add(source)
-                inputs = request.get("request_inputs") or {}
-                records.append(RequestRecord(
-                    sent_ns=int(request["timestamp"]), response_ns=responses, tokens_per_response=counts,
-                    input_tokens=_input_tokens(inputs, count_text), server_ttft_ms=server_ttft_ms(outputs),
-                    asked_tokens=_first_int(next((v for k, v in inputs.items() if k in _ASKED_FIELDS), None))))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise PerfError(f"{where}: a request of experiment {index} is malformed ({exc!r})") from exc
+    for request, sent, responses, outputs, at in export_requests(data, where):
+        outputs = outputs or [{} for _ in responses]
+        counts, source = count_output_tokens(outputs, token_output=token_output)
+        if len(counts) != len(responses):
+            counts = tuple(1 for _ in responses)
+            source = "responses"
+        if responses:
+            sources.add(source)
+        inputs = request.get("request_inputs") or {}
+        if not isinstance(inputs, Mapping):
+            raise PerfError(f"{at}: 'request_inputs' is {type(inputs).__name__}, not an object", hint=EXPORT_HINT)
+        records.append(RequestRecord(
+            sent_ns=sent, response_ns=responses, tokens_per_response=counts,
+            input_tokens=_input_tokens(inputs, count_text), server_ttft_ms=server_ttft_ms(outputs),
+            asked_tokens=_first_int(next((v for k, v in inputs.items() if k in _ASKED_FIELDS), None))))
     records.sort(key=lambda r: r.sent_ns)
     return records, ("output_ids" if sources == {"output_ids"} else "responses" if sources else "output_ids")
 
@@ -405,17 +400,6 @@ def load_export_records(
     """Read and reduce a profile export file (``count_text``: the model's tokenizer, for text prompts;
     ``token_output``: the output whose elements are the tokens)."""
     return records_from_export(read_export(path), where=str(path), count_text=count_text, token_output=token_output)
-
-
-def read_export(path: str | os.PathLike[str]) -> Any:
-    """A perf_analyzer profile export file, parsed (``PerfError`` naming it when it cannot be read)."""
-    target = Path(path)
-    try:
-        return json.loads(target.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PerfError(f"cannot read perf_analyzer profile export {target}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise PerfError(f"perf_analyzer profile export {target} is not valid JSON: {exc.msg}") from exc
 
 
 #: How an OpenAI endpoint's output lengths were counted (:mod:`tritonkit.perf.llm.openai`), in words.

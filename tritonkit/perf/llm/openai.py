@@ -43,10 +43,12 @@ from typing import Any
 
 from tritonkit._dial import Dial, dial_for
 from tritonkit._fs import atomic_write
+from tritonkit._values import NO_ANSWER, excerpt
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError
 from tritonkit.perf.llm._keyed import keyed_command
-from tritonkit.perf.llm.metrics import RequestRecord, TokenSource, read_export
+from tritonkit.perf.llm.metrics import RequestRecord, TokenSource, export_requests
 from tritonkit.perf.llm.prompts import Prompt
+from tritonkit.perf.measure.parse import read_export
 
 __all__ = ["OPENAI_ENDPOINTS", "OpenAIExport", "OpenAITarget", "check_openai_server", "load_openai_records",
            "openai_body", "records_from_openai_export", "split_events", "write_openai_input_data"]
@@ -146,9 +148,9 @@ def check_openai_server(model: str, url: str, target: OpenAITarget, *, timeout_s
     base = url if "://" in url else f"{'https' if dial.tls else 'http'}://{url}"
     try:
         status, body = _get(f"{base.rstrip('/')}/v1/models", target.api_key(), timeout_s, dial)
-    except (urllib.error.URLError, OSError) as exc:
+    except NO_ANSWER as exc:  # refused, or no HTTP answered
         reason = getattr(exc, "reason", exc)
-        raise ConnectError(f"cannot reach an OpenAI-compatible server at {url}: {reason}", model=model,
+        raise ConnectError(f"cannot reach an OpenAI-compatible server at {url}: {excerpt(str(reason), 160)}", model=model,
                            hint="start the server, or pass its host:port with --url") from exc
     if status in (401, 403):
         raise ConfigError(f"the server at {url} refused the API key (HTTP {status})",
@@ -158,7 +160,7 @@ def check_openai_server(model: str, url: str, target: OpenAITarget, *, timeout_s
                            model=model, hint="point --url at the server's HTTP port (vLLM's --port)")
     try:
         served = [str(m["id"]) for m in json.loads(body)["data"]]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ConnectError(f"GET {base}/v1/models did not answer an OpenAI model list", model=model,
                            hint="point --url at an OpenAI-compatible server") from exc
     if model not in served:
@@ -192,7 +194,8 @@ def _data(event: str) -> str | None:
 
 def _text(chunk: Mapping[str, Any]) -> str:
     text = []
-    for choice in chunk.get("choices") or []:
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else []:
         if not isinstance(choice, Mapping):
             continue
         delta = choice.get("delta") if isinstance(choice.get("delta"), Mapping) else choice.get("message")
@@ -217,11 +220,12 @@ def _read_stream(responses: Sequence[str], streaming: bool) -> _Stream:
         body = "".join(responses)
         try:
             answer = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _Stream([""] * len(responses), problem="the answer is no JSON")
         if not isinstance(answer, Mapping) or "error" in answer:
             return _Stream([""] * len(responses), problem=f"the server answered an error: {body[:200]}")
-        return _Stream([_text(answer)] + [""] * (len(responses) - 1), usage=answer.get("usage"))
+        usage = answer.get("usage")
+        return _Stream([_text(answer)] + [""] * (len(responses) - 1), usage=usage if isinstance(usage, Mapping) else None)
     stream = _Stream([""] * len(responses))
     events, rest = split_events(responses)
     done = False
@@ -234,7 +238,7 @@ def _read_stream(responses: Sequence[str], streaming: bool) -> _Stream:
             continue
         try:
             chunk = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             stream.problem = stream.problem or f"an event is no JSON: {data[:80]!r}"
             continue
         if not isinstance(chunk, Mapping) or "error" in chunk:
@@ -279,23 +283,30 @@ class OpenAIExport:
 def _prompt_of(payload: Mapping[str, Any]) -> str:
     if isinstance(payload.get("prompt"), str):
         return str(payload["prompt"])
-    return " ".join(str(m.get("content", "")) for m in payload.get("messages") or [] if isinstance(m, Mapping))
+    messages = payload.get("messages")
+    return " ".join(str(m.get("content", "")) for m in (messages if isinstance(messages, list) else [])
+                    if isinstance(m, Mapping))
 
 
-def _record(request: Mapping[str, Any], count_text: Callable[[str], int] | None) -> tuple[RequestRecord, str, str | None]:
-    raw = (request.get("request_inputs") or {}).get("payload") or "{}"
-    payload = json.loads(raw) if isinstance(raw, str) else raw
-    responses = [str((o or {}).get("response", "")) for o in request.get("response_outputs") or []]
-    times = tuple(int(t) for t in request.get("response_timestamps") or [])
+def _record(request: Mapping[str, Any], sent: int, times: tuple[int, ...], outputs: list[Mapping[str, Any]],
+            count_text: Callable[[str], int] | None) -> tuple[RequestRecord, str, str | None]:
+    inputs = request.get("request_inputs") or {}
+    raw = (inputs.get("payload") if isinstance(inputs, Mapping) else None) or "{}"
+    try:
+        payload = json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"its payload is not a JSON object: {excerpt(raw)}")
+    responses = [str(o.get("response", "")) for o in outputs]
     if len(responses) != len(times):
         responses = (responses + [""] * len(times))[: len(times)]
     stream = _read_stream(responses, bool(payload.get("stream")))
     usage = stream.usage or {}
-    sent = int(request["timestamp"])
     if stream.problem is not None or not times:
         return RequestRecord(sent_ns=sent, response_ns=(), tokens_per_response=()), "chunks", stream.problem
     text = "".join(stream.texts)
-    if isinstance(usage.get("completion_tokens"), int):
+    if _count(usage.get("completion_tokens")):
         total, source = int(usage["completion_tokens"]), "usage"
     elif count_text is not None:
         total, source = count_text(text), "tokenizer"
@@ -303,33 +314,34 @@ def _record(request: Mapping[str, Any], count_text: Callable[[str], int] | None)
         total, source = sum(1 for t in stream.texts if t), "chunks"
     prompt = _prompt_of(payload)
     isl = (count_text(prompt) if count_text is not None else
-           int(usage["prompt_tokens"]) if isinstance(usage.get("prompt_tokens"), int) else len(prompt.split()))
+           int(usage["prompt_tokens"]) if _count(usage.get("prompt_tokens")) else len(prompt.split()))
     asked = payload.get("max_tokens")
     return RequestRecord(sent_ns=sent, response_ns=times, tokens_per_response=_spread(stream.texts, total),
                          input_tokens=isl, asked_tokens=asked if type(asked) is int else None), source, None
+
+
+def _count(value: Any) -> bool:
+    """Whether the server's ``usage`` figure is a token count one can mean (a whole number, 0 to 2**31)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**31
 
 
 def records_from_openai_export(data: Mapping[str, Any], *, where: str = "profile export",
                                count_text: Callable[[str], int] | None = None) -> OpenAIExport:
     """Every request of a parsed OpenAI-mode ``--profile-export-file``, in send order (see the module
     docstring for how tokens are counted and what fails a request)."""
-    experiments = data.get("experiments") if isinstance(data, Mapping) else None
-    if not isinstance(experiments, list):
-        raise PerfError(f"{where} has no 'experiments' list", hint="was it written by perf_analyzer --profile-export-file?")
     records: list[RequestRecord] = []
     sources: set[str] = set()
     problems: list[str] = []
-    for index, experiment in enumerate(experiments):
-        for number, request in enumerate(experiment.get("requests") or []):
-            try:
-                record, source, problem = _record(request, count_text)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise PerfError(f"{where}: a request of experiment {index} is malformed ({exc!r})") from exc
-            records.append(record)
-            if problem is not None:
-                problems.append(f"request {number}: {problem}")
-            elif record.answered:
-                sources.add(source)
+    for number, (request, sent, times, outputs, at) in enumerate(export_requests(data, where)):
+        try:
+            record, source, problem = _record(request, sent, times, outputs, count_text)
+        except ValueError as exc:
+            raise PerfError(f"{at} is malformed: {exc}", hint="was it written by perf_analyzer --profile-export-file?") from exc
+        records.append(record)
+        if problem is not None:
+            problems.append(f"request {number}: {problem}")
+        elif record.answered:
+            sources.add(source)
     records.sort(key=lambda r: r.sent_ns)
     token_source: TokenSource = ("tokenizer" if sources == {"tokenizer"} else "usage" if sources == {"usage"}
                                  else "chunks")

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tritonkit._fs import atomic_write, read_jsonl
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
 from tritonkit.perf.llm.tokens import TokenCounter, fit_prompt
 
@@ -220,10 +221,12 @@ def load_prompts(
             raise ConfigError(f"{where} has no prompt text", hint='give each line a "text" string')
         out = line.get("output_tokens", line.get("max_tokens", default_output_tokens))
         if isinstance(out, bool) or not isinstance(out, int) or out < 1:
-            raise ConfigError(f"{where}: output_tokens must be a positive integer, got {out!r}")
+            raise ConfigError(f"{where}: output_tokens must be a positive integer, got {excerpt(out)}",
+                              hint='e.g. {"text": "Hello", "output_tokens": 32}')
         isl = line.get("input_tokens", tokenizer(text) if tokenizer is not None else len(text.split()))
         if isinstance(isl, bool) or not isinstance(isl, int) or isl < 1:
-            raise ConfigError(f"{where}: input_tokens must be a positive integer, got {isl!r}")
+            raise ConfigError(f"{where}: input_tokens must be a positive integer, got {excerpt(isl)}",
+                              hint="give input_tokens as a whole number of tokens, or leave it out to count the text")
         prompts.append(Prompt(text, int(isl), int(out)))
     if not prompts:
         raise ConfigError(f"prompt file {source} holds no prompt", hint="one JSON object per line")

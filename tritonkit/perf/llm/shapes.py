@@ -19,7 +19,6 @@ phases the report marks on its time line. Pure: the same shape gives the same sc
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ from tritonkit._values import (
     SECONDS_OR_ZERO,
     STEPS,
     TOKENS,
+    Bounds,
     bounded,
     check_fields,
     excerpt,
@@ -48,6 +48,8 @@ __all__ = ["MAX_SCHEDULED_REQUESTS", "Phase", "Ramp", "Replay", "ReplayEntry", "
 MAX_SCHEDULED_REQUESTS = MAX_REQUESTS
 #: A recorded request's length in tokens: a whole token at least.
 _TOKEN_COUNT = replace(TOKENS, low=1, low_open=False)
+#: A recorded request's time: from 0 to ten thousand years of milliseconds (an epoch's included).
+_STAMP_MS = Bounds(integer=False, low=0, high=3.2e14)
 
 
 @dataclass(frozen=True)
@@ -230,13 +232,15 @@ def load_replay_log(path: str | os.PathLike[str], *, speed: float = 1.0, block_t
     example = '{"timestamp_ms": 0, "input_tokens": 100, "output_tokens": 20}'
     for where, line in read_jsonl(path, what="replay log", example=example):
         if not isinstance(line, dict):
-            raise ConfigError(f"{where} is not a JSON object")
-        stamp = line.get("timestamp_ms", line.get("timestamp"))
-        if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp) or stamp < 0:
-            raise ConfigError(f"{where}: timestamp_ms must be a number >= 0, got {excerpt(stamp)}")
+            raise ConfigError(f"{where} is not a JSON object", hint=f"e.g. {example}")
+        stamp: Any = line.get("timestamp_ms", line.get("timestamp"))
+        if _STAMP_MS.problem(stamp) is not None:
+            raise ConfigError(f"{where}: timestamp_ms must be a number of milliseconds >= 0, got {excerpt(stamp)}",
+                              hint=f"e.g. {example}")
         ids = line.get("hash_ids", [])
-        if not isinstance(ids, list) or not all(type(i) is int and i >= 0 for i in ids):
-            raise ConfigError(f"{where}: hash_ids must be a list of whole numbers >= 0, got {excerpt(ids)}")
+        if not isinstance(ids, list) or not all(type(i) is int and 0 <= i < 2**63 for i in ids):
+            raise ConfigError(f"{where}: hash_ids must be a list of whole numbers >= 0, got {excerpt(ids)}",
+                              hint=f"e.g. {example}")
         entries.append(ReplayEntry(float(stamp), _int_field(line, ("input_tokens", "input_length", "isl"), where),
                                    _int_field(line, ("output_tokens", "output_length", "osl"), where), tuple(ids)))
     return Replay(tuple(entries), speed=speed, source=str(source), block_tokens=block_tokens)

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import types
 import typing
 from collections.abc import Iterable
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # typing.Self is new in 3.11; annotations are not evaluated a
     from typing_extensions import Self
 
 from tritonkit._fs import read_json
+from tritonkit._values import excerpt
 from tritonkit.errors import ConfigError
 
 __all__ = ["MAX_RATE_PER_S", "JsonDataclass", "check_numbers", "check_types", "read_record"]
@@ -125,7 +127,7 @@ def _type_error(hint: Any, value: Any, where: str) -> str | None:
     if hint in (int, float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if hint is int:
-            ok = ok and float(value).is_integer()
+            ok = ok and (isinstance(value, int) or value.is_integer())
     elif hint in (str, bool):
         ok = isinstance(value, hint)
     elif origin is list:
@@ -195,16 +197,21 @@ def check_numbers(data: Any, where: str = "") -> str | None:
             wrong = check_numbers(entry, f"{where}[{index}]")
             if wrong is not None:
                 return wrong
-    elif isinstance(data, float) and not math.isfinite(data):
-        return f"field '{where}' is {data}, not a finite number"
+    elif isinstance(data, int | float) and not isinstance(data, bool) and not _finite(data):
+        return f"field '{where}' is {excerpt(data)}, not a finite number"
     return None
+
+
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite float, or a whole number a float holds (JSON's digits may exceed one)."""
+    return abs(value) <= sys.float_info.max if isinstance(value, int) else math.isfinite(value)
 
 
 def _number_error(key: str, value: Any, where: str) -> str | None:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return None
-    if not math.isfinite(value):
-        return f"field '{where}' is {value}, not a finite number"
+    if not _finite(value):
+        return f"field '{where}' is {excerpt(value)}, not a finite number"
     if key.endswith(_NON_NEGATIVE) and value < 0:
         return f"field '{where}' is {value:g}, below zero"
     if key.endswith("_per_s") and value > MAX_RATE_PER_S:

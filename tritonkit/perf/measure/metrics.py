@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tritonkit._values import NOT_HTTP, excerpt
+from tritonkit.errors import ServerError
 from tritonkit.perf.measure.result import ServerGpu, ServerHardware, StepMetrics
 from tritonkit.triton_metrics import (
     COMPUTE_INFER_DURATION_US,
@@ -99,27 +100,37 @@ class MetricsSnapshot:
         ]
 
 
-def parse_metrics(text: str, *, monotonic_s: float | None = None) -> MetricsSnapshot:
+def parse_metrics(text: str, *, monotonic_s: float | None = None, where: str = "/metrics") -> MetricsSnapshot:
     """Parse Prometheus text exposition into a snapshot keyed by family name (no ``_total``); a
-    histogram or summary keeps its ``NAME_sum`` and ``NAME_count`` (an engine's mean over a step)."""
+    histogram or summary keeps its ``NAME_sum`` and ``NAME_count`` (an engine's mean over a step).
+    Text that is not Prometheus exposition is a :class:`ServerError` naming ``where`` (the URL)."""
     values: dict[Key, float] = {}
-    for family in text_string_to_metric_families(text):
-        parts = (f"{family.name}_sum", f"{family.name}_count") if family.type in ("histogram", "summary") else ()
-        for sample in family.samples:
-            # The family's main series, and a histogram's sum and count: skip _created and the buckets.
-            if sample.name in parts:
-                values[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
-            if sample.name not in (family.name, f"{family.name}_total"):
-                continue
-            values[(family.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+    try:
+        for family in text_string_to_metric_families(text):
+            parts = (f"{family.name}_sum", f"{family.name}_count") if family.type in ("histogram", "summary") else ()
+            for sample in family.samples:
+                # The family's main series, and a histogram's sum and count: skip _created and the buckets.
+                if sample.name in parts:
+                    values[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+                if sample.name not in (family.name, f"{family.name}_total"):
+                    continue
+                values[(family.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+    except ValueError as exc:  # prometheus_client's parser refuses a line so
+        raise ServerError(f"{where} did not answer Prometheus text: {excerpt(str(exc) or 'a line it cannot read', 120)}",
+                          hint="point the metrics URL at the server's /metrics endpoint") from exc
     return MetricsSnapshot(monotonic_s=time.monotonic() if monotonic_s is None else monotonic_s, values=values)
 
 
 def scrape_metrics(url: str, *, timeout_s: float = 2.0) -> MetricsSnapshot:
-    """GET ``url`` and parse it. Raises ``OSError`` (``urllib.error.URLError``) when unreachable."""
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - URL is the user's server
-        text = response.read().decode("utf-8", errors="replace")
-    return parse_metrics(text)
+    """GET ``url`` and parse it. Raises ``OSError`` (``urllib.error.URLError``) when unreachable,
+    :class:`ServerError` when what it answers is not Prometheus text."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - URL is the user's server
+            text = response.read().decode("utf-8", errors="replace")
+    except NOT_HTTP as exc:  # an answer that is no HTTP (a bad status line, cut short)
+        raise ServerError(f"{url} did not answer HTTP: {excerpt(repr(exc), 120)}",
+                          hint="point the metrics URL at the server's /metrics endpoint") from exc
+    return parse_metrics(text, where=url)
 
 
 def counter_delta(snapshots: Sequence[MetricsSnapshot], name: str, **labels: str) -> float | None:
@@ -194,7 +205,7 @@ class MetricsWatcher:
     def _scrape_once(self) -> None:
         try:
             self.snapshots.append(scrape_metrics(self.url, timeout_s=self.timeout_s))
-        except (OSError, ValueError, urllib.error.URLError) as exc:
+        except (OSError, ServerError) as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def _loop(self) -> None:
@@ -301,7 +312,7 @@ def read_server_hardware(
     else:
         try:
             uuids = server_gpus(scrape_metrics(metrics_url))
-        except (OSError, ValueError) as exc:
+        except (OSError, ServerError) as exc:
             uuids = None
             notes.append(f"GPUs unknown: the metrics at {metrics_url} did not answer ({exc})")
         if uuids is not None:

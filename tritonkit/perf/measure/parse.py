@@ -22,14 +22,16 @@ import csv
 import io
 import json
 import math
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tritonkit._values import INT64_MAX, excerpt
 from tritonkit.errors import PerfError
 from tritonkit.perf.measure.percentiles import latency_stats
 from tritonkit.perf.measure.result import (
@@ -47,9 +49,11 @@ __all__ = [
     "ExportExperiment",
     "build_steps",
     "cross_check",
+    "export_requests",
     "parse_console",
     "parse_csv",
     "parse_profile_export",
+    "read_export",
 ]
 
 #: perf_analyzer's stability check looks at the most recent three windows; those are reported.
@@ -144,6 +148,21 @@ def _read_text(source: str | Path) -> tuple[str, str]:
         return path.read_text(encoding="utf-8"), str(path)
     except OSError as exc:
         raise PerfError(f"cannot read perf_analyzer output {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise PerfError(f"perf_analyzer output {path} is not UTF-8 text (byte {exc.start})") from exc
+
+
+def read_export(source: str | os.PathLike[str]) -> Any:
+    """A perf_analyzer profile export file, parsed (``PerfError`` naming it when it cannot be read)."""
+    text, where = _read_text(Path(source))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PerfError(f"perf_analyzer profile export {where} is not valid JSON: {exc.msg}") from exc
+    except RecursionError:
+        raise PerfError(f"perf_analyzer profile export {where} nests too deeply to read") from None
+    except ValueError as exc:  # a whole number of more digits than Python converts
+        raise PerfError(f"perf_analyzer profile export {where} holds a number too long to read: {exc}") from None
 
 
 def _number(value: str | None) -> float | None:
@@ -212,13 +231,42 @@ def _experiment_mode(raw: Any) -> str:
     return {"concurrency": "concurrency", "request_rate": "request_rate"}.get(mode, mode)
 
 
+EXPORT_HINT = "was it written by perf_analyzer --profile-export-file?"
+
+
+def _stamp(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:  # an int64 of nanoseconds, as written
+        raise PerfError(f"{where} is {excerpt(value)}, not a time in nanoseconds", hint=EXPORT_HINT)
+    return value
+
+
+def export_requests(data: Any, where: str) -> Iterator[tuple[Mapping[str, Any], int, tuple[int, ...], list[Mapping[str, Any]], str]]:
+    """Each request of a parsed profile export, checked: (the request, its send time, its responses'
+    times, its outputs, where it stands); ``PerfError`` naming the file and the request otherwise."""
+    experiments = data.get("experiments") if isinstance(data, Mapping) else None
+    if not isinstance(experiments, list):
+        raise PerfError(f"{where} has no 'experiments' list", hint=EXPORT_HINT)
+    for index, experiment in enumerate(experiments):
+        requests = (experiment.get("requests") or []) if isinstance(experiment, Mapping) else None
+        if not isinstance(requests, list):
+            raise PerfError(f"{where}: experiment {index} has no 'requests' list", hint=EXPORT_HINT)
+        for number, request in enumerate(requests):
+            at = f"{where}: experiment {index} request {number}"
+            if not isinstance(request, Mapping):
+                raise PerfError(f"{at} is {type(request).__name__}, not an object", hint=EXPORT_HINT)
+            times = request.get("response_timestamps") or []
+            outputs = request.get("response_outputs") or []
+            if not isinstance(times, list) or not isinstance(outputs, list) or \
+                    not all(isinstance(o, Mapping) for o in outputs):
+                raise PerfError(f"{at}: 'response_timestamps' and 'response_outputs' must be lists (of objects)",
+                                hint=EXPORT_HINT)
+            sent = _stamp(request.get("timestamp"), f"{at}: 'timestamp'")
+            yield request, sent, tuple(_stamp(t, f"{at}: 'response_timestamps'") for t in times), outputs, at
+
+
 def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
     """Parse a ``--profile-export-file`` JSON into per-step request latencies (ms), sorted by load."""
-    text, where = _read_text(source)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PerfError(f"perf_analyzer profile export {where} is not valid JSON: {exc.msg}") from exc
+    data, where = read_export(source), str(source)
     experiments = data.get("experiments") if isinstance(data, dict) else None
     if not isinstance(experiments, list):
         raise PerfError(f"perf_analyzer profile export {where} has no 'experiments' list")
@@ -255,9 +303,9 @@ def parse_profile_export(source: str | Path) -> list[ExportExperiment]:
                     window_latencies_ms=per_window,
                 )
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise PerfError(
-                f"perf_analyzer profile export {where}: experiment {index} is malformed ({exc!r})"
+                f"perf_analyzer profile export {where}: experiment {index} is malformed ({excerpt(repr(exc), 200)})"
             ) from exc
     return sorted(result, key=lambda e: e.load_value)
 

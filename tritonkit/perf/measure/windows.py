@@ -295,8 +295,9 @@ def _between_runs_var(between_runs: tuple[float, float]) -> float:
 
 def _ratio_change(base: float, new: float, half: float) -> tuple[float, float]:
     """``new / base − 1`` with ``± half`` around ``ln(new/base)``, as a change interval."""
-    centre = math.log(new / base)
-    return math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0
+    centre = math.log(new) - math.log(base)  # not log(new / base): a ratio of extremes under- or overflows
+    low, high = centre - half, centre + half
+    return (math.expm1(low) if low < 709.0 else math.inf), (math.expm1(high) if high < 709.0 else math.inf)
 
 
 def change_interval_of_bands(base: float, new: float, base_band: Sequence[float] | None,

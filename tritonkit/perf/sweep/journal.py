@@ -54,7 +54,7 @@ def config_from(data: dict[str, Any], where: Path) -> mc.ModelConfig:
     config = mc.ModelConfig()
     try:
         json_format.ParseDict(data, config)
-    except json_format.ParseError as exc:
+    except (json_format.ParseError, OverflowError, RecursionError) as exc:  # OverflowError: an infinite count
         raise ConfigError(f"{where}: a journaled config does not parse as a ModelConfig: {exc}",
                           hint="the journal was edited or damaged; put the model back by hand (load its "
                                "repository config) and delete the journal") from exc

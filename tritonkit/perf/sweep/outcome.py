@@ -10,6 +10,7 @@ written back from a corrupt number.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,7 @@ def _number(data: dict[str, Any], key: str, where: str, *, low: float = 0.0, hig
     raw = data[key]
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise StoredResultError(f"{where}: field '{key}' must be a number, not {raw!r}", field_name=key)
-    value = float(raw)
+    value = float(raw) if isinstance(raw, float) or abs(raw) <= sys.float_info.max else math.inf
     if not math.isfinite(value) or not low <= value <= high:
         raise StoredResultError(f"{where}: field '{key}' is {raw!r}, outside [{low:g}, {high:g}]", field_name=key)
     return value

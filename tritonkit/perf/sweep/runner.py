@@ -21,7 +21,7 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonkit._fs import path_error
-from tritonkit.errors import ConfigError, TritonKitError
+from tritonkit.errors import ConfigError, ServerError, TritonKitError
 from tritonkit.perf import PerfSpec
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.measure.runtime import ServedRuntime, runtime_of
@@ -414,7 +414,7 @@ def _server_gpus(metrics_url: str) -> int | None:
     guess counts these rather than the GPUs of the machine running the sweep."""
     try:
         return len(server_gpus(scrape_metrics(metrics_url)))
-    except (OSError, ValueError):
+    except (OSError, ServerError):
         return None
 
 

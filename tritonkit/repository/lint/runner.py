@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonkit._fs import user_path_errors
-from tritonkit.errors import ConfigError, ConnectError
+from tritonkit.errors import ConfigError, ConnectError, ServerError
 from tritonkit.repository.lint.core import RULES, LintContext, LintReport, ModelInfo, Severity, Target
-from tritonkit.triton_metrics import GPU_FAMILIES
 from tritonkit.triton_releases import resolve_release
 
 __all__ = ["lint_for_server", "lint_repository", "load_failure_fix", "resolve_target", "target_from_install",
@@ -235,18 +234,11 @@ def load_failure_fix(report: LintReport, failed: Iterable[str], repo: Path | str
 
 
 def _gpus_from_metrics(metrics_url: str, timeout_s: float) -> int:
-    import urllib.error
-    import urllib.request
+    from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 
     try:
-        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as resp:  # noqa: S310 - user-given URL
-            text = resp.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as exc:
+        return len(server_gpus(scrape_metrics(metrics_url, timeout_s=timeout_s)))
+    except (OSError, ServerError) as exc:  # unreachable, or what answers is no Prometheus text
         raise ConnectError(f"cannot read metrics at {metrics_url}: {exc}",
                            hint="give the metrics URL, e.g. http://127.0.0.1:8002/metrics") from exc
-    uuids = set()
-    for line in text.splitlines():
-        if line.split("{", 1)[0] in GPU_FAMILIES and 'gpu_uuid="' in line:
-            uuids.add(line.split('gpu_uuid="', 1)[1].split('"', 1)[0])
-    return len(uuids)
 
