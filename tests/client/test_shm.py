@@ -200,9 +200,9 @@ def test_the_client_says_the_refusal_once_naming_the_flag_or_raises_it_in_always
 
 
 def test_perf_keeps_its_output_region_on_the_bundled_2_51(server: TritonServer) -> None:
-    from tritonkit.perf.measure.outputs import place_outputs
+    from tritonkit.perf.measure.input_data import region_for_server
     from tritonkit.perf.measure.spec import PerfSpec
 
-    placed, said = place_outputs(PerfSpec(model="echo", url=server.grpc_url))
-    assert placed.shared_memory == "system" and placed.output_shared_memory_size_bytes, said
+    spec = PerfSpec(model="echo", url=server.grpc_url, shared_memory="system", output_shared_memory_size_bytes=4096)
+    assert region_for_server(spec) == (spec, None)
     assert _our_segments() == [] and registered_regions(server.grpc_url) == []

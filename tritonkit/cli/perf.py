@@ -158,8 +158,8 @@ def perf() -> None:
 )
 @click.option(
     "--keep-outputs", is_flag=True,
-    help="Let perf_analyzer receive (and keep) response outputs, its windows bounded to a memory budget; by "
-         "default a local run puts them in shared memory so its memory and profile export stay bounded.",
+    help="Let perf_analyzer receive (and keep) response outputs; by default a local run puts them in "
+         "shared memory so its memory and profile export stay bounded.",
 )
 @click.option(
     "--check-outputs", is_flag=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,21 +19,25 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.support.paths import DATA as TEST_DATA
+from tests.support.shm_refusal import refusing_server
 from tritonkit.client import TensorMetadata
 from tritonkit.errors import ConfigError
 from tritonkit.perf.measure.analyzer import PerfAnalyzer
 from tritonkit.perf.measure.input_data import (
     DEFAULT_SEQ_LEN,
+    UNBOUNDED_OUTPUT_BYTES,
     SeqLen,
     derive_samples,
     find_model_file,
     missing_data_error,
     prepare_spec,
+    region_for_server,
 )
 from tritonkit.perf.measure.ladder import request_error, unmeasured_error
 from tritonkit.perf.measure.output_check import check_declared
 from tritonkit.perf.measure.result import StepResult
 from tritonkit.perf.measure.spec import PerfSpec, to_argv
+from tritonkit.triton_releases import CLIENT_SHM_FLAG
 
 DATA = TEST_DATA / "perf"
 VOCAB = 37
@@ -123,7 +128,7 @@ def test_bad_seq_len_is_refused_with_the_form_it_takes(text: str) -> None:
     assert f"--seq-len {text!r}" in caught.value.message and "16:128" in (caught.value.hint or "")
 
 
-def test_prepare_writes_perf_analyzer_json(tmp_path: Path) -> None:
+def test_prepare_writes_perf_analyzer_json_and_outputs_in_shared_memory_for_a_local_server(tmp_path: Path) -> None:
     model = _text_model(tmp_path / "repo" / "text" / "1" / "model.onnx")
     assert find_model_file(tmp_path / "repo", "text") == model
     spec = PerfSpec(model="text", url="127.0.0.1:8001")
@@ -135,15 +140,20 @@ def test_prepare_writes_perf_analyzer_json(tmp_path: Path) -> None:
     assert all(0 <= v < VOCAB for v in first["input_ids"]["content"])
     argv = to_argv(prepared.spec)
     assert argv[argv.index("--input-data") + 1] == str(tmp_path / "run" / "input_data.json")
-    assert "--shared-memory" not in argv  # where outputs go is the server's answer (measure/outputs.py)
+    assert argv[argv.index("--shared-memory") + 1] == "system"
+    # hidden: [1, 3, 4] FP32 = 48 bytes, one page.
+    assert argv[argv.index("--output-shared-memory-size") + 1] == "4096"
 
 
-def test_prepare_keeps_the_users_data(tmp_path: Path) -> None:
+def test_prepare_keeps_the_users_data_and_a_remote_servers_outputs(tmp_path: Path) -> None:
     model = _text_model(tmp_path / "m.onnx")
     spec = PerfSpec(model="text", url="10.0.0.5:8001", input_data="mine.json")
     prepared = prepare_spec(spec, model, tmp_path / "run", batched=True, write=False)
     assert prepared.spec.input_data == "mine.json" and prepared.spec.shared_memory is None
-    assert not (tmp_path / "run").exists() and not prepared.notes
+    assert not (tmp_path / "run").exists()
+    local = prepare_spec(PerfSpec(model="text", url="127.0.0.1:8001", input_data="mine.json"), model,
+                         tmp_path / "run", batched=True, write=False)
+    assert local.spec.shared_memory is None and "your --input-data" in local.notes[-1]
 
 
 def test_variable_dims_without_data_name_every_option_that_supplies_it() -> None:
@@ -216,3 +226,32 @@ def test_failures_are_could_not_measure_only_when_no_step_was_measured() -> None
     assert error is not None and "failed at concurrency 2" in str(error) and "busy" in str(error)
 
 
+def test_the_shared_memory_region_comes_from_declared_shapes_and_matches_onnx_runtime(tmp_path: Path) -> None:
+    from tritonkit.builders import ort_runner
+    from tritonkit.perf.measure.input_data import output_region_bytes
+
+    model = _text_model(tmp_path / "m.onnx")
+    samples, _ = derive_samples(model, batched=True, seq_len=SeqLen(2000, 2000), count=1)
+    feeds = {k: v[np.newaxis] for k, v in samples[0].items()}
+    actual = ort_runner(model)(feeds)["hidden"].nbytes  # [1, 2000, 4] FP32 = 32000 bytes
+    assert actual == 32000
+    assert output_region_bytes(model, samples[0], batched=True) == 32768  # rounded up to pages
+
+
+def test_a_server_refusing_client_shared_memory_is_measured_without_the_region_saying_what_it_costs() -> None:
+    """Against the refusal a Triton 2.68+ server gives (tests/support/shm_refusal.py)."""
+    with refusing_server() as url:
+        spec = PerfSpec(model="m", url=url, shared_memory="system", output_shared_memory_size_bytes=4096)
+        plain, said = region_for_server(spec)
+        assert plain.shared_memory is None and plain.output_shared_memory_size_bytes is None
+        assert "--shared-memory" not in " ".join(to_argv(plain))
+        assert said is not None and CLIENT_SHM_FLAG in said and "4096 B per output and request" in said
+        with pytest.raises(ConfigError, match="grow without bound") as caught:
+            region_for_server(replace(spec, output_shared_memory_size_bytes=UNBOUNDED_OUTPUT_BYTES))
+        assert caught.value.hint is not None and "--keep-outputs" in caught.value.hint
+        assert CLIENT_SHM_FLAG in caught.value.hint
+
+
+def test_a_spec_without_the_output_region_asks_the_server_nothing() -> None:
+    spec = PerfSpec(model="m", url="127.0.0.1:1")  # nothing listens there: a probe would fail
+    assert region_for_server(spec) == (spec, None)

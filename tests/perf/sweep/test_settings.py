@@ -24,7 +24,7 @@ def test_a_sweep_of_a_model_with_its_file_gets_valid_data_as_perf_run_derives_it
     derived = settings.with_input_data(tmp_path / "repo", "demo", tmp_path / "sweep")
     assert derived.spec is not None and derived.spec.input_data == str(tmp_path / "sweep" / "input_data.json")
     assert json.loads((tmp_path / "sweep" / "input_data.json").read_text())["data"][0]["x"]["shape"] == [16]
-    assert derived.spec.shared_memory is None  # placed as each ladder starts, from the server's answer
+    assert derived.spec.shared_memory == "system"  # the sweep's server is local: outputs stay out of perf_analyzer
     assert derived.grid == settings.grid and derived.sla == settings.sla
 
 

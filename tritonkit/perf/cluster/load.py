@@ -198,9 +198,7 @@ class ClusterAnalyzer(PerfAnalyzer):
 
     def run(self, spec: PerfSpec, name: str, *, timeout_s: float | None = None,
             model_for_metrics: str | None = None) -> AnalyzerOutcome:
-        """One ladder step (or the warm-up) as N clients at once, merged into one step; outputs kept
-        (shared memory is no client's on another machine), sized from here for each client's budget."""
-        spec = self.placed(replace(spec, shared_memory=spec.shared_memory or "none"))
+        """One ladder step (or the warm-up) as N clients at once, merged into one step."""
         load = spec.load
         if isinstance(load, RequestIntervals):
             raise ConfigError(f"{name}: a request-intervals schedule is an LLM step, not a ladder step")

@@ -14,9 +14,6 @@ while it runs, kills the whole group on timeout, exception or Ctrl-C, and turns 
 * a failed request (perf_analyzer aborts the step, exit 99 "Thread [i] had error"): a step with
   ``error_count`` > 0 and the tool's message — a result, not a crash;
 * exit 3 or a rejected option: ``StepError`` (a ``PerfError``) with perf_analyzer's own complaint;
-* out of memory (``std::bad_alloc``, the kernel's OOM kill, or past twice its budget, when the
-  supervisor stops it): ``StepError`` naming the output size and rate
-  (:mod:`tritonkit.perf.measure.outputs`, which also places the outputs and bounds the windows);
 * anything else: ``StepError`` with the return code, the stderr tail, and why
   (:mod:`tritonkit.perf.measure.failures`: ``.failure`` and the server's or model's message).
 
@@ -34,7 +31,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import NoReturn
@@ -42,9 +39,7 @@ from typing import NoReturn
 from tritonkit._dial import dial_for
 from tritonkit._fs import atomic_write
 from tritonkit.errors import ConfigError, ConnectError, ModelNotReadyError, PerfError, TritonKitError
-from tritonkit.perf.measure import outputs
 from tritonkit.perf.measure.failures import (
-    Diagnosis,
     Failure,
     StepError,
     StepTimeoutError,
@@ -151,8 +146,6 @@ class Invocation:
     stdout_path: Path = Path()
     stderr_path: Path = Path()
     machine: MachineLoad | None = None
-    #: The most resident memory it was seen holding (bytes).
-    peak_bytes: int = 0
 
     @property
     def stdout(self) -> str:
@@ -201,9 +194,6 @@ class PerfAnalyzer:
         self.progress = progress
         self.cores = host_cpu_count()
         self._server_pids: dict[str, int | None] = {}
-        self._placed: dict[str, dict[str, object]] = {}
-        #: Requests a second per concurrent request, the most a step of this folder measured.
-        self._per_load: float | None = None
 
     def server_pid(self, url: str) -> int | None:
         """The server's process when it is on this host (found once per URL; see
@@ -244,20 +234,12 @@ class PerfAnalyzer:
         if isinstance(requested, RequestIntervals):  # no load levels to read a ladder step from
             raise ConfigError(f"{name}: a request-intervals schedule is an LLM step, not a ladder step",
                               hint="run traffic shapes with run_llm (tritonkit perf run --llm --traffic ...)")
-        spec, bounded = outputs.bound_windows(self.placed(spec), self._per_load)
-        if bounded:
-            self._say(f"[{name}] {bounded}")
         self.results_dir.mkdir(parents=True, exist_ok=True)
         csv_path, export_path = output_files(self.results_dir, name)
         for stale in (csv_path, export_path):
             stale.unlink(missing_ok=True)  # a previous attempt's file must not pass for this one's
         spec = spec.with_files(csv_path, export_path)
-        try:
-            invocation = self.invoke(self.command(spec), name, timeout_s=timeout_s, server_url=spec.url)
-        except StepError as exc:
-            if exc.failure == Failure.OUT_OF_MEMORY:
-                raise outputs.memory_error(spec, outputs.expected_rate(spec, self._per_load), exc.server_message) from exc
-            raise
+        invocation = self.invoke(self.command(spec), name, timeout_s=timeout_s, server_url=spec.url)
         argv, returncode, duration_s, started_utc = (
             invocation.argv, int(invocation.returncode or 0), invocation.duration_s, invocation.started_utc)
         stdout_path, stderr_path = invocation.stdout_path, invocation.stderr_path
@@ -267,10 +249,6 @@ class PerfAnalyzer:
         if returncode == PA_EXIT_OPTION_ERROR or (returncode != PA_EXIT_OK and console.option_error):
             self._refuse(invocation, console, spec)
         steps = self._steps(csv_path, export_path, spec)
-        for step in steps:
-            if step.throughput_per_s and isinstance(spec.load, ConcurrencyRange):
-                rate = step.throughput_per_s / spec.batch_size / step.load_value
-                self._per_load = max(self._per_load or 0.0, rate)
         cpu_pct = invocation.cpu_pct
         metrics = step_metrics(invocation.snapshots, model_for_metrics or spec.model) if self.metrics_url else None
         scrape_errors = invocation.scrape_errors
@@ -330,20 +308,6 @@ class PerfAnalyzer:
             generator_cpu_pct=cpu_pct, raw_files=raw, warnings=warnings,
         )
 
-    def placed(self, spec: PerfSpec) -> PerfSpec:
-        """``spec`` with its response outputs placed, once per model and data in this folder
-        (:func:`~tritonkit.perf.measure.outputs.place_outputs`; one without a choice of its own)."""
-        if spec.shared_memory not in (None, "none") or spec.kept_outputs is not None:
-            return spec
-        key = repr((spec.url, spec.model, spec.model_version, spec.batch_size, spec.shared_memory,
-                    str(spec.input_data), sorted(spec.shapes.items())))
-        if key not in self._placed:
-            placed, notes = outputs.place_outputs(spec)
-            self._placed[key] = {k: getattr(placed, k) for k in outputs.PLACED_FIELDS}
-            for note in notes:
-                self._say(note)
-        return replace(spec, **self._placed[key])  # type: ignore[arg-type]
-
     def invoke(
         self,
         argv: list[str],
@@ -389,11 +353,10 @@ class PerfAnalyzer:
                     ) from exc
                 cpu = ProcessCpu(proc.pid)
                 cpu.begin()
-                watch = _MemoryWatch(proc.pid, 2 * outputs.memory_budget())
                 sampler = MachineSampler(self.server_pid(server_url) if server_url else None, self.cores)
                 sampler.begin()
                 try:
-                    returncode = self._wait(proc, cpu, deadline, timeout_s, name, stderr_path, stop_when, watch)
+                    returncode = self._wait(proc, cpu, deadline, timeout_s, name, stderr_path, stop_when)
                 finally:
                     stop_group(proc, _KILL_GRACE_S)  # no-op when it ended by itself; always on exception / Ctrl-C
             machine = sampler.end(cpu.cpu_s, console=stdout_path.read_text(encoding="utf-8", errors="replace"))
@@ -407,7 +370,7 @@ class PerfAnalyzer:
             name=name, argv=list(argv), returncode=returncode, stopped=returncode is None, started_utc=started_utc,
             wall0_ns=wall0_ns, mono0_s=mono0_s, duration_s=duration_s, cpu_pct=cpu.cpu_pct,
             snapshots=list(watcher.snapshots) if watcher else [], scrape_errors=list(watcher.errors) if watcher else [],
-            stdout_path=stdout_path, stderr_path=stderr_path, machine=machine, peak_bytes=watch.peak,
+            stdout_path=stdout_path, stderr_path=stderr_path, machine=machine,
         )
 
     def _wait(
@@ -419,7 +382,6 @@ class PerfAnalyzer:
         name: str,
         stderr_path: Path,
         stop_when: Callable[[], bool] | None,
-        watch: _MemoryWatch,
     ) -> int | None:
         """Wait for ``proc`` (sampling its CPU) until it exits (its status), ``stop_when()`` (``None``)
         or ``deadline`` passes (``PerfTimeoutError``)."""
@@ -435,12 +397,6 @@ class PerfAnalyzer:
             if exited is not None:
                 cpu.sample()
                 return int(proc.wait())
-            if watch.exceeded():
-                stop_group(proc, _KILL_GRACE_S)
-                raise StepError(f"perf_analyzer run '{name}' was stopped holding {watch.peak >> 20} MiB, past its "
-                                f"limit of {watch.limit >> 20} MiB", failure=Failure.OUT_OF_MEMORY,
-                                server_message=f"stopped at {watch.peak >> 20} MiB, past the limit of twice its "
-                                f"budget, {watch.limit >> 20} MiB", stderr_tail=_tail(stderr_path))
             now = time.monotonic()
             if now >= next_sample:
                 cpu.sample()
@@ -465,12 +421,6 @@ class PerfAnalyzer:
         reachable, ready = _server_state(spec)
         diagnosis = classify(invocation.console, returncode=invocation.returncode, option_error=console.option_error,
                              server_reachable=reachable, model_ready=ready, model=spec.model)
-        if invocation.returncode in (-9, -11) and invocation.peak_bytes >= outputs.memory_budget():
-            how = "the kernel's OOM killer" if invocation.returncode == -9 else "an allocation that failed"
-            diagnosis = Diagnosis(Failure.OUT_OF_MEMORY, f"killed by signal {-invocation.returncode}, {how}, holding "
-                                  f"{invocation.peak_bytes >> 20} MiB")
-        if diagnosis.failure is Failure.OUT_OF_MEMORY:
-            raise outputs.memory_error(spec, outputs.expected_rate(spec, self._per_load), diagnosis.message)
         where = f"the command is in {self.results_dir / (invocation.name + '.argv.json')}"
         if diagnosis.failure is Failure.REFUSED_OPTIONS:
             message = f"perf_analyzer rejected its options: {diagnosis.message or _tail(invocation.stderr_path, 3)}"
@@ -504,19 +454,6 @@ class PerfAnalyzer:
         """The first load of the run that has no measured step: where perf_analyzer stopped."""
         done = {s.load_value for s in steps if s.throughput_per_s is not None and s.stable}
         return float(next((v for v in loads if float(v) not in done), loads[-1]))
-
-
-@dataclass
-class _MemoryWatch:
-    """The resident memory of process ``pid``: the most seen, and whether it passed ``limit``."""
-
-    pid: int
-    limit: int
-    peak: int = 0
-
-    def exceeded(self) -> bool:
-        self.peak = max(self.peak, outputs.resident_bytes(self.pid) or 0)
-        return self.peak > self.limit
 
 
 def _unstable_note(spec: PerfSpec, load: float, lines: tuple[str, ...]) -> str:

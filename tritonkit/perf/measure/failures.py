@@ -15,9 +15,6 @@ Evidence (tritonserver 2.51, perf_analyzer 2.60, seen on these machines):
 * a measurement window shorter than one request: ``No valid requests recorded within time
   interval. Please use a larger time window.`` on stderr and exit 3 — the same status as a
   usage mistake, so the line itself decides (a slow model, not a wrong option);
-* perf_analyzer out of memory (it keeps every response's outputs unless they go to shared memory):
-  ``terminate called after throwing an instance of 'std::bad_alloc'`` and SIGABRT (under a
-  ``ulimit -v`` cap), or SIGKILL from the kernel's OOM killer (:mod:`tritonkit.perf.measure.outputs`);
 * a usage mistake: exit 3, or an ``Error: …`` line with nothing measured on stdout;
 * a request the dynamic batcher's queue policy refused: ``Thread [0] had error: [request id:
   <id_unknown>] Exceeds maximum queue size`` (the queue full) or ``Thread [0] had error: Request
@@ -53,7 +50,6 @@ class Failure(str, Enum):
     NO_REQUESTS = "no_requests"  # requests were sent but none ended within one measurement window
     MODEL_UNAVAILABLE = "model_unavailable"  # the server answers but does not serve the model (ready)
     SERVER_LOST = "server_lost"  # the server stopped answering
-    OUT_OF_MEMORY = "out_of_memory"  # perf_analyzer ran out of memory (std::bad_alloc, the OOM killer, its limit)
     KILLED = "killed"  # perf_analyzer was killed by a signal it did not get from tritonkit
     TOOL_ERROR = "tool_error"  # perf_analyzer failed for a reason it did not explain
 
@@ -154,8 +150,6 @@ def classify(
         limit = f" within {timeout_s:g} s" if timeout_s is not None else ""
         who = f"model '{model}'" if model else "the model"
         return Diagnosis(Failure.TIMEOUT, f"{who} did not answer{limit} (the step was stopped)")
-    if "std::bad_alloc" in console:
-        return Diagnosis(Failure.OUT_OF_MEMORY, "std::bad_alloc: an allocation failed")
     if returncode is not None and returncode < 0:
         return Diagnosis(Failure.KILLED, f"perf_analyzer was killed by signal {-returncode}")
     if returncode == 3 or option_error:

@@ -22,9 +22,10 @@ model accepts:
   verified; an axis verified at one size only (pinned in the config) always takes that size.
 
 :func:`prepare_spec` writes those samples as perf_analyzer ``--input-data`` JSON into the run
-folder. For a model without a file here, :func:`missing_data_error` names the option that supplies
-the data. Where its outputs go (shared memory, or kept within a budget) is the server's answer, for
-every backend: :func:`~tritonkit.perf.measure.outputs.place_outputs`.
+folder and runs one sample through ONNX Runtime to learn the largest output, which sizes the
+system shared memory that keeps response outputs out of perf_analyzer's memory and its profile
+export (see :func:`output_region_bytes`). For a model without a file here,
+:func:`missing_data_error` names the option that supplies the data.
 """
 
 from __future__ import annotations
@@ -44,13 +45,16 @@ from tritonkit.perf.measure.spec import PerfSpec, write_input_data
 __all__ = [
     "DEFAULT_SAMPLES",
     "DEFAULT_SEQ_LEN",
+    "UNBOUNDED_OUTPUT_BYTES",
     "PreparedInputs",
     "SeqLen",
     "derive_samples",
     "find_model_file",
     "missing_data_error",
+    "output_region_bytes",
     "prepare_run_inputs",
     "prepare_spec",
+    "region_for_server",
     "sweep_spec",
 ]
 
@@ -60,6 +64,10 @@ DEFAULT_SEQ_LEN = 128
 DEFAULT_SAMPLES = 8
 #: Name of the data file written into the run folder.
 INPUT_DATA_FILE = "input_data.json"
+#: Outputs per request (each output's region) from which measuring without the output region is
+#: refused: perf_analyzer would then keep that much per request in memory and in the profile
+#: export, growing with every request of the run (an LM's logits are megabytes a request).
+UNBOUNDED_OUTPUT_BYTES = 1 << 20
 
 # Ops an index tensor passes through unchanged in value on its way to the Gather it feeds.
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand", "Transpose"}
@@ -67,6 +75,8 @@ _MASK_RE = re.compile(r"mask", re.IGNORECASE)
 _BATCH_RE = re.compile(r"batch", re.IGNORECASE)
 #: The symbolic name tritonkit gives a batch axis it made dynamic (one request: one item).
 BATCH_SYMBOL = "batch"
+# Shared memory regions are rounded up to this (one page) and given this much headroom.
+_PAGE_BYTES = 4096
 
 
 #: A variable dim's length: a whole number, at most a sequence's longest (every request holds one).
@@ -111,6 +121,7 @@ class PreparedInputs:
     spec: PerfSpec
     notes: list[str] = field(default_factory=list)
     data_file: Path | None = None
+    output_bytes: int | None = None
     #: The model file the data came from, and the derived requests (empty when none were derived).
     model_file: Path | None = None
     samples: list[dict[str, np.ndarray]] = field(default_factory=list)
@@ -271,19 +282,120 @@ def _values(name: str, elem: int, shape: list[int], bound: tuple[int, str] | Non
     return rng.standard_normal(shape).astype(dtype), "standard normal floats (finite)"
 
 
+def _declared_output_bytes(model: onnx.ModelProto, sample: Mapping[str, np.ndarray], *, batched: bool) -> int | None:
+    """The largest output's bytes for one request of ``sample``, from the declared output shapes
+    whose symbolic dims also name input dims (``logits [batch, sequence, 50257]``); ``None`` when
+    some dim or type is not known that way."""
+    sizes: dict[str, int] = {BATCH_SYMBOL: 1}
+    for value in model.graph.input:
+        if value.name not in sample:
+            continue
+        dims = list(value.type.tensor_type.shape.dim)[1 if batched else 0:]
+        for dim, size in zip(dims, np.asarray(sample[value.name]).shape, strict=False):
+            if dim.dim_param:
+                sizes[dim.dim_param] = int(size)
+    largest = 0
+    for value in model.graph.output:
+        elem = value.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.STRING or not value.type.tensor_type.HasField("shape"):
+            return None
+        count = 1
+        for position, dim in enumerate(value.type.tensor_type.shape.dim):
+            if batched and position == 0:
+                continue
+            if dim.HasField("dim_value") and dim.dim_value > 0:
+                count *= int(dim.dim_value)
+            elif dim.dim_param in sizes:
+                count *= sizes[dim.dim_param]
+            else:
+                return None
+        largest = max(largest, count * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)).itemsize)
+    return largest
+
+
+def output_region_bytes(model_file: Path | str, sample: Mapping[str, np.ndarray], *, batched: bool) -> int:
+    """Bytes of the largest output for one request of ``sample`` (its longest sequence), rounded
+    up to a page: the per-output shared memory region. From the declared shapes when they say it,
+    else from running ``sample`` through ONNX Runtime on the model file."""
+    largest = _declared_output_bytes(onnx.load(str(model_file), load_external_data=False), sample, batched=batched)
+    if largest is None:
+        from tritonkit.builders.verify import ort_runner
+
+        feeds = {k: (v[np.newaxis] if batched else v) for k, v in sample.items()}
+        outputs = ort_runner(model_file, threads=1)(feeds)
+        largest = max((int(np.asarray(v).nbytes) for v in outputs.values()), default=0)
+    return max(_PAGE_BYTES, -(-largest // _PAGE_BYTES) * _PAGE_BYTES)
+
+
+def _loopback(url: str) -> bool:
+    host = url.rsplit(":", 1)[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
 def prepare_spec(spec: PerfSpec, model_file: Path, folder: Path, *, batched: bool, seq_len: SeqLen | None = None,
-                 write: bool = True) -> PreparedInputs:
-    """``spec`` with derived ``--input-data`` (unless it has data of its own); ``write=False``
-    (``--dry-run``) plans the file without writing it."""
+                 keep_outputs: bool = False, write: bool = True) -> PreparedInputs:
+    """``spec`` with derived ``--input-data`` (unless it has data of its own) and, on a loopback
+    server, response outputs in system shared memory (unless ``keep_outputs``).
+
+    Outputs in shared memory never reach perf_analyzer's request records, so its memory and the
+    profile export stay bounded by the inputs (perf_analyzer 2.60 keeps every response's outputs
+    otherwise: ``InferContext::GetOutputs``). Inputs travel through shared memory too then.
+    ``write=False`` (``--dry-run``) plans the file without writing it.
+    """
+    notes: list[str] = []
+    data_file: Path | None = None
     samples, derived_notes = derive_samples(model_file, batched=batched, seq_len=seq_len)
-    if spec.input_data is not None:
-        return PreparedInputs(spec=spec, model_file=model_file, samples=samples)
-    data_file = folder / INPUT_DATA_FILE
-    if write:
-        write_input_data(data_file, samples)
-    notes = [f"input data derived from {model_file} into {data_file.name}", *derived_notes]
-    return PreparedInputs(spec=replace(spec, input_data=str(data_file), shapes={}), notes=notes, data_file=data_file,
+    if spec.input_data is None:
+        notes = derived_notes
+        data_file = folder / INPUT_DATA_FILE
+        if write:
+            write_input_data(data_file, samples)
+        spec = replace(spec, input_data=str(data_file), shapes={})
+        notes.insert(0, f"input data derived from {model_file} into {data_file.name}")
+    output_bytes: int | None = None
+    if data_file is None and not keep_outputs and spec.shared_memory in (None, "none"):
+        # The user's own data may be longer than anything derived here: a region sized from the
+        # derived samples could be too small, so their outputs come back as perf_analyzer receives them.
+        notes.append("outputs are kept by perf_analyzer with your --input-data (their size is not known "
+                     "here); its memory and profile export grow with outputs x requests")
+    elif not keep_outputs and spec.shared_memory in (None, "none") and _loopback(spec.url):
+        longest = max(samples, key=lambda s: sum(int(np.asarray(v).size) for v in s.values()))
+        output_bytes = output_region_bytes(model_file, longest, batched=batched)
+        spec = replace(spec, shared_memory="system", output_shared_memory_size_bytes=output_bytes)
+        notes.append(f"outputs go to system shared memory ({output_bytes} B per output and request), so "
+                     "perf_analyzer neither holds nor exports them (--keep-outputs to keep them)")
+    return PreparedInputs(spec=spec, notes=notes, data_file=data_file, output_bytes=output_bytes,
                           model_file=model_file, samples=samples)
+
+
+def region_for_server(spec: PerfSpec) -> tuple[PerfSpec, str | None]:
+    """``spec`` as the server at ``spec.url`` takes it, and the line to say when that changed it.
+
+    The output region :func:`prepare_spec` adds (``output_shared_memory_size_bytes``) stays when
+    the server takes client shared memory. A server that refuses it by policy (Triton 2.68+
+    started without ``--allow-client-shm=true``) is measured without it: perf_analyzer then keeps
+    each response's outputs, and the line says what that costs; with outputs of
+    :data:`UNBOUNDED_OUTPUT_BYTES` or more a request that is refused (:class:`ConfigError`), since
+    the profile export would grow without bound.
+    """
+    size = spec.output_shared_memory_size_bytes
+    if size is None or spec.shared_memory in (None, "none"):
+        return spec, None
+    from tritonkit.client import shared_memory_refusal
+    from tritonkit.triton_releases import CLIENT_SHM_FLAG
+
+    refusal = shared_memory_refusal(spec.url)
+    if refusal is None:
+        return spec, None
+    said = refusal.message.split("): ", 1)[0] + ")"
+    if size >= UNBOUNDED_OUTPUT_BYTES:
+        raise ConfigError(
+            f"model '{spec.model}': {said}; without the output region perf_analyzer keeps every response's outputs "
+            f"({size} B per output and request) in its memory and profile export, which grow without bound",
+            hint=f"start the server with {CLIENT_SHM_FLAG}, or pass --keep-outputs to measure with the outputs kept")
+    plain = replace(spec, shared_memory=None, output_shared_memory_size_bytes=None)
+    return plain, (f"{said}: measured without the output region, so perf_analyzer keeps each response's outputs "
+                   f"(up to {size} B per output and request) in its memory and profile export")
 
 
 def missing_data_error(model: str, inputs: Sequence[tuple[str, Sequence[int]]],
@@ -312,12 +424,10 @@ def prepare_run_inputs(spec: PerfSpec, folder: Path, *, repo: Path | str | None,
                        keep_outputs: bool = False, write: bool = True) -> PreparedInputs:
     """The data step of ``perf run``: derive data from the model file in ``repo`` when it is
     there (:func:`prepare_spec`), else refuse variable dims nobody supplies
-    (:func:`missing_data_error`); then the outputs placed (:func:`~tritonkit.perf.measure.outputs.place_outputs`,
-    kept with ``keep_outputs``; no probe request when not ``write``). Asks the server (gRPC) for the
-    model's metadata; other protocols and unreachable servers are left to the target check that follows."""
+    (:func:`missing_data_error`). Asks the server (gRPC) for the model's metadata; other
+    protocols and unreachable servers are left to the target check that follows."""
     from tritonkit.client import Client
     from tritonkit.errors import TritonKitError
-    from tritonkit.perf.measure.outputs import place_outputs
 
     if spec.protocol != "grpc":
         return PreparedInputs(spec=spec)
@@ -329,15 +439,18 @@ def prepare_run_inputs(spec: PerfSpec, folder: Path, *, repo: Path | str | None,
     batched = metadata.max_batch_size > 0
     model_file = find_model_file(repo, spec.model, spec.model_version)
     if model_file is not None:
-        prepared = prepare_spec(spec, model_file, folder, batched=batched, seq_len=seq_len, write=write)
-    else:
-        error = None if spec.input_data is not None else missing_data_error(
-            spec.model, [(t.name, t.dims) for t in metadata.inputs], spec.shapes)
+        prepared = prepare_spec(spec, model_file, folder, batched=batched, seq_len=seq_len,
+                                keep_outputs=keep_outputs, write=write)
+        checked, said = region_for_server(prepared.spec)
+        if said is None:
+            return prepared
+        notes = [n for n in prepared.notes if not n.startswith("outputs go to system shared memory")]
+        return replace(prepared, spec=checked, notes=[*notes, said], output_bytes=None)
+    if spec.input_data is None:
+        error = missing_data_error(spec.model, [(t.name, t.dims) for t in metadata.inputs], spec.shapes)
         if error is not None:
             raise error
-        prepared = PreparedInputs(spec=spec)
-    placed, said = place_outputs(prepared.spec, keep=keep_outputs, probe=write)
-    return replace(prepared, spec=placed, notes=[*prepared.notes, *said])
+    return PreparedInputs(spec=spec)
 
 
 def sweep_spec(spec: PerfSpec, repo: Path, model: str, folder: Path, *,

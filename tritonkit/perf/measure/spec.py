@@ -30,7 +30,6 @@ from tritonkit.errors import ConfigError
 
 __all__ = [
     "ConcurrencyRange",
-    "KeptOutputs",
     "PerfSpec",
     "RequestIntervals",
     "RequestRateRange",
@@ -139,23 +138,12 @@ Load = ConcurrencyRange | RequestRateRange | RequestIntervals
 
 
 @dataclass(frozen=True)
-class KeptOutputs:
-    """Response outputs perf_analyzer keeps in memory (no output region): the largest one request
-    gets (bytes) and a probe request's fastest round trip (s; ``None``: not probed). Not an option of
-    perf_analyzer's: it bounds a step's windows (:func:`~tritonkit.perf.measure.outputs.bound_windows`)."""
-
-    bytes: int
-    round_trip_s: float | None = None
-
-
-@dataclass(frozen=True)
 class PerfSpec:
     """Everything one perf_analyzer run needs to know. ``None`` means "perf_analyzer's default".
 
     Times carry their unit in the name; ``input_data`` is ``"zero"``, ``"random"`` or a path to a
     JSON file (see ``write_input_data``); ``shapes`` gives dims (without the batch dim) for
     inputs with variable dims. ``async_mode``: ``True`` → ``--async``, ``False`` → ``--sync``.
-    ``kept_outputs``: the outputs perf_analyzer keeps when they go to no region (:class:`KeptOutputs`).
     ``request_count``: send exactly that many requests, then stop (``--request-count``; an LLM step).
     ``extra_args`` are appended verbatim (an escape hatch for options this spec lacks).
     """
@@ -177,7 +165,6 @@ class PerfSpec:
     shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
     shared_memory: SharedMemory | None = None
     output_shared_memory_size_bytes: int | None = None
-    kept_outputs: KeptOutputs | None = None
     streaming: bool = False
     async_mode: bool | None = None
     max_threads: int | None = None

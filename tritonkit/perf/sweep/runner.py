@@ -23,6 +23,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritonkit._fs import path_error
 from tritonkit.errors import ConfigError, ServerError, TritonKitError
 from tritonkit.perf import PerfSpec
+from tritonkit.perf.measure.input_data import region_for_server
 from tritonkit.perf.measure.metrics import scrape_metrics, server_gpus
 from tritonkit.perf.measure.runtime import ServedRuntime, runtime_of
 from tritonkit.perf.sweep.driver import LoadGenerator, VariantMeter
@@ -240,8 +241,9 @@ def _own_server(repo_path: Path, model: str, base: mc.ModelConfig, settings: Swe
     """The server the sweep starts for itself (explicit model control, its log in the sweep folder),
     and the arguments it adds: auto-complete off where no variant needs it, client shared memory."""
     load_args = quick_load_args(repo_path, {model: base}) if settings.target is None else []
-    # Its own loopback server: let perf_analyzer's output region in where the release needs the flag.
-    load_args = [*load_args, *client_shm_args(locate_server().version)]
+    if settings.spec is not None and settings.spec.output_shared_memory_size_bytes is not None:
+        # Its own loopback server: let perf_analyzer's output region in where the release needs the flag.
+        load_args = [*load_args, *client_shm_args(locate_server().version)]
     return TritonServer(repo_path, model_control="explicit", log_path=out_dir / "tritonserver.log",
                         extra_args=load_args, server_bin=settings.server_bin,
                         backend_dir=settings.backend_dir), load_args
@@ -250,10 +252,13 @@ def _own_server(repo_path: Path, model: str, base: mc.ModelConfig, settings: Swe
 def _meter(server: ModelHost, model: str, base: mc.ModelConfig, settings: SweepSettings, store: SweepStore,
            runtime: ServedRuntime, target_config: mc.ModelConfig | None, composing: dict[str, mc.ModelConfig] | None,
            emit: Callable[[SweepEvent], None], *, live_model: Callable[[ModelHost, str], LiveModel] = LiveModel) -> VariantMeter:
-    """What measures ``model``'s variants on ``server``: perf_analyzer sent to the load target (each
-    ladder places the outputs, :meth:`~tritonkit.perf.measure.analyzer.PerfAnalyzer.placed`)."""
+    """What measures ``model``'s variants on ``server``: perf_analyzer sent to the load target, with
+    an output region of derived data only where the server takes client shared memory."""
     target = settings.target or model
     template = settings.spec or PerfSpec(model=target, url=server.grpc_url)
+    template, shm_said = region_for_server(replace(template, url=server.grpc_url))
+    if shm_said:
+        emit(SweepEvent("note", shm_said))
     return VariantMeter(
         live=live_model(server, model), base=base, spec=replace(template, model=target, url=server.grpc_url),
         plan=settings.ladder_plan(), sla=settings.parsed_sla(), store=store,
