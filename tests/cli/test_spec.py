@@ -135,12 +135,12 @@ def test_a_missing_table_names_those_the_file_has(tmp_path: Path) -> None:
 
 def test_an_option_added_to_a_command_later_is_a_key_without_an_edit(tmp_path: Path) -> None:
     command = _command("perf run")
-    added = click.Option(["--tls-ca"], default=None)
+    added = click.Option(["--ci-note"], default=None)  # an option no command has (yet)
     command.params.insert(3, added)
     try:
         spec = tmp_path / "ci.toml"
-        spec.write_text('[perf.run]\nmodel = "m"\ntls_ca = "ca.pem"\n')
+        spec.write_text('[perf.run]\nmodel = "m"\nci_note = "nightly"\n')
         assert _cli("perf", "run", "--config", spec, "--print-config").output == (
-            '[perf.run]\nmodel = "m"\ntls_ca = "ca.pem"\n')
+            '[perf.run]\nmodel = "m"\nci_note = "nightly"\n')
     finally:
         command.params.remove(added)

@@ -60,7 +60,8 @@ def test_the_output_length_goes_in_as_the_minimum_under_the_lines_name(tmp_path:
 
 
 def _entries(folder: Path) -> list[dict[str, object]]:
-    data: list[dict[str, object]] = json.loads((folder / "c1.inputs.json").read_text())["data"]
+    (step_file,) = folder.glob("c*.inputs.json")  # each step's own file of salted prompts
+    data: list[dict[str, object]] = json.loads(step_file.read_text())["data"]
     return data
 
 
@@ -121,5 +122,7 @@ def test_the_pipelines_own_tokenizer_is_found_and_prompts_are_its_length(tmp_pat
     assert "lengths counted by the tokenizer" in result.prompt_source
     step = result.steps[0]
     assert step.metrics is not None and step.failures.total == 0, (step.warnings, step.failure_note)
-    # The reported input length is the tokenizer's count of each prompt: exactly what was asked.
-    assert step.metrics.input_tokens is not None and step.metrics.input_tokens.min == step.metrics.input_tokens.max == 24
+    # The reported input length is the tokenizer's count of each prompt: what was asked, but for the salt
+    # that starts each prompt (its words tokenize to their own count: within 4 tokens here).
+    assert step.metrics.input_tokens is not None
+    assert 20 <= step.metrics.input_tokens.min <= step.metrics.input_tokens.max <= 28
