@@ -211,4 +211,4 @@ def test_a_library_run_keeps_its_verdict_on_disk_and_an_llm_baseline_apart(
     assert run.report is not None and "FAIL" in run.report.read_text()
     assert run.baseline_path is not None and run.baseline_path.parent == tmp_path / "baselines" / "llm" / "llm"
     assert latest_baseline("llm", tmp_path / "baselines") is None  # no classic baseline was made
-    assert started == ["c1"]
+    assert started == ["c1.warmup", "c1"]  # the warm-up is a perf_analyzer run of its own prompts
