@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,3 +39,14 @@ def run_step(argv: Sequence[str], *, timeout_s: float, cwd: Path | None = None) 
 def tail(text: str, lines: int = 5) -> str:
     """The last ``lines`` lines of a tool's output on one line, for an error message."""
     return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
+def replace_dir(staging: Path, directory: Path) -> None:
+    """Swap ``staging`` in as ``directory``: the old install stays usable until the last moment."""
+    old = None
+    if directory.exists():
+        old = directory.with_name(f".{directory.name}-old-{os.getpid()}")
+        os.replace(directory, old)
+    os.replace(staging, directory)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

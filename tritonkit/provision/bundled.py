@@ -23,7 +23,7 @@ from typing import Any
 
 from tritonkit._fs import atomic_write
 from tritonkit.errors import MissingComponentError
-from tritonkit.provision._steps import Progress, run_step, say, tail
+from tritonkit.provision._steps import Progress, replace_dir, run_step, say, tail
 
 __all__ = ["BUNDLED_WHEEL", "bundled_dir", "bundled_record", "install_server"]
 
@@ -74,11 +74,7 @@ def install_server(*, prefix: str | os.PathLike[str] | None = None, wheel: str |
         atomic_write(staging / "tree" / _RECORD, json.dumps({
             "wheel": source.name, "version": version,
             "installed_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}, indent=2) + "\n")
-        old = directory.with_name(f".{directory.name}-old-{os.getpid()}")
-        if directory.exists():
-            os.replace(directory, old)
-        os.replace(staging / "tree", directory)
-        shutil.rmtree(old, ignore_errors=True)
+        replace_dir(staging / "tree", directory)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     say(progress, f"installed tritonserver 2.51 (from {name} {version}) in {directory}")

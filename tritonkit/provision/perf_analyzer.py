@@ -46,7 +46,7 @@ from tritonkit.provision._glibc_runtime import (
     loader_layout,
     provision_runtime,
 )
-from tritonkit.provision._steps import INSTALL_HINT, Progress, run_step, say, tail
+from tritonkit.provision._steps import INSTALL_HINT, Progress, replace_dir, run_step, say, tail
 
 __all__ = [
     "DEBIAN_MIRROR_ENV",
@@ -262,7 +262,7 @@ def install_perf_analyzer(
             "notes": notes,
         }
         atomic_write(staging / _RECORD, json.dumps(new_record, indent=2) + "\n")
-        _replace_dir(staging, directory)
+        replace_dir(staging, directory)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     installed = _from_record(directory, new_record)
@@ -280,17 +280,6 @@ def _why_not_native(detail: str) -> str:
         return "lacks " + ", ".join(libs)
     lines = detail.strip().splitlines()
     return lines[-1][-200:] if lines else "no output"
-
-
-def _replace_dir(staging: Path, directory: Path) -> None:
-    """Swap ``staging`` in as ``directory``: the old install stays usable until the last moment."""
-    old = None
-    if directory.exists():
-        old = directory.with_name(f".{directory.name}-old-{os.getpid()}")
-        os.replace(directory, old)
-    os.replace(staging, directory)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _download_wheel(version: str, dest: Path, progress: Progress | None) -> Path:
